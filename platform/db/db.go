@@ -1,0 +1,195 @@
+// Package db owns the connection to Postgres: one pgx pool shared by bun (through
+// pgx's database/sql adapter) and River, database creation for first start, the
+// classification of "database unavailable" errors, and the single mapping from
+// an organization to its tenant schema.
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+)
+
+// Config configures the connection pool.
+type Config struct {
+	// URL is a postgres:// connection URL. Required.
+	URL string
+	// MaxConns caps the pool. Default 10: on a 2-core machine a small pool beats
+	// a large one (see ARCHITECTURE.md "Routing a request to its schema").
+	MaxConns int32
+	// ConnectTimeout bounds establishing one connection, so a database outage
+	// answers fast instead of hanging. Default 3s.
+	ConnectTimeout time.Duration
+	// AcquireTimeout bounds waiting for a pooled connection per query when the
+	// caller's context has no earlier deadline. Default 5s.
+	AcquireTimeout time.Duration
+}
+
+func (c *Config) setDefaults() {
+	if c.MaxConns <= 0 {
+		c.MaxConns = 10
+	}
+	if c.ConnectTimeout <= 0 {
+		c.ConnectTimeout = 3 * time.Second
+	}
+	if c.AcquireTimeout <= 0 {
+		c.AcquireTimeout = 5 * time.Second
+	}
+}
+
+// DB is the process's database handle: a pgx pool, and bun on the same pool.
+type DB struct {
+	// Pool is the pgx pool; River's workers and hot paths use it directly.
+	Pool *pgxpool.Pool
+	// SQL is database/sql over Pool (bun and River's database/sql driver use it).
+	SQL *sql.DB
+	// Bun is the query builder over SQL.
+	Bun *bun.DB
+}
+
+// Open connects to the database named by cfg.URL. It does not create the
+// database; call EnsureDatabase first for that.
+func Open(ctx context.Context, cfg Config) (*DB, error) {
+	cfg.setDefaults()
+	pcfg, err := pgxpool.ParseConfig(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	pcfg.MaxConns = cfg.MaxConns
+	pcfg.ConnConfig.ConnectTimeout = cfg.ConnectTimeout
+	pcfg.HealthCheckPeriod = 15 * time.Second
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("create pool: %w", err)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout+time.Second)
+	defer cancel()
+	if err := pool.Ping(pingCtx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to %s: %w", Redact(cfg.URL), err)
+	}
+	sqlDB := stdlib.OpenDBFromPool(pool)
+	return &DB{Pool: pool, SQL: sqlDB, Bun: bun.NewDB(sqlDB, pgdialect.New())}, nil
+}
+
+// Close closes bun, database/sql and the pool.
+func (d *DB) Close() {
+	_ = d.Bun.Close()
+	d.Pool.Close()
+}
+
+// Ping checks that the database answers.
+func (d *DB) Ping(ctx context.Context) error { return d.Pool.Ping(ctx) }
+
+// EnsureDatabase creates the database named in rawURL if it does not exist, by
+// connecting to the server's `postgres` maintenance database. It is a no-op
+// when the database already exists, and safe when several processes race.
+func EnsureDatabase(ctx context.Context, rawURL string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return fmt.Errorf("parse database url: %w", err)
+	}
+	name := strings.TrimPrefix(u.Path, "/")
+	if name == "" {
+		return nil
+	}
+	// Try the target first: the common case needs no maintenance connection.
+	if conn, err := connect(ctx, rawURL); err == nil {
+		return conn.Close(ctx)
+	} else if !isUndefinedDatabase(err) {
+		return fmt.Errorf("connect to %s: %w", Redact(rawURL), err)
+	}
+	admin := *u
+	admin.Path = "/postgres"
+	conn, err := connect(ctx, admin.String())
+	if err != nil {
+		return fmt.Errorf("connect to maintenance database: %w", err)
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == "42P04" || pgErr.Code == "23505") {
+		return nil // created concurrently by another process
+	}
+	if err != nil {
+		return fmt.Errorf("create database %q: %w", name, err)
+	}
+	return nil
+}
+
+func connect(ctx context.Context, rawURL string) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = 5 * time.Second
+	}
+	return pgx.ConnectConfig(ctx, cfg)
+}
+
+func isUndefinedDatabase(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "3D000"
+}
+
+// Redact returns the URL with any password replaced, safe to log.
+func Redact(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "(unparseable database url)"
+	}
+	return u.Redacted()
+}
+
+// IsUnavailable reports whether err means the database could not be reached or
+// went away (as opposed to a query that the database refused). The HTTP layer
+// answers such errors with 503.
+func IsUnavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var connErr *pgconn.ConnectError
+	if errors.As(err, &connErr) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		// Class 08: connection exception; 57P01..57P03: admin shutdown, crash
+		// shutdown, cannot connect now; 53300: too many connections.
+		return strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" ||
+			pgErr.Code == "57P02" || pgErr.Code == "57P03" || pgErr.Code == "53300"
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) {
+		return true
+	}
+	if pgconn.SafeToRetry(err) || errors.Is(err, sql.ErrConnDone) {
+		return true
+	}
+	return strings.Contains(err.Error(), "closed pool") ||
+		strings.Contains(err.Error(), "conn closed") ||
+		strings.Contains(err.Error(), "unexpected EOF")
+}
+
+// IsUniqueViolation reports whether err is a unique-constraint violation
+// (optionally of the named constraint).
+func IsUniqueViolation(err error, constraint string) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
+		return false
+	}
+	return constraint == "" || pgErr.ConstraintName == constraint
+}

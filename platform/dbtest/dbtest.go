@@ -1,0 +1,185 @@
+// Package dbtest gives tests databases of their own on a real Postgres.
+//
+// The server is found once per test process, in this order:
+//  1. a Postgres container started with testcontainers-go when a Docker engine
+//     is reachable (DOCKER_HOST or /var/run/docker.sock);
+//  2. the server named by TEST_DATABASE_URL;
+//  3. the local server at postgres://postgres@127.0.0.1:5432/postgres.
+//
+// With none reachable the test fails with a message saying what was tried; it
+// never skips. Every NewDatabase call creates a fresh database that is dropped
+// when the test ends, so tests and parallel test runs never share state.
+package dbtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/testcontainers/testcontainers-go"
+	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
+
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/migrate"
+)
+
+// LocalURL is the fallback server: the machine's own Postgres.
+const LocalURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
+// server resolves the admin URL once per process; tests share the server, never
+// a database.
+var server = sync.OnceValues(findServer)
+
+func findServer() (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var tried []string
+	if dockerReachable() {
+		u, err := startContainer(ctx)
+		if err == nil {
+			return u, nil
+		}
+		tried = append(tried, fmt.Sprintf("testcontainers: %v", err))
+	} else {
+		tried = append(tried, "testcontainers: no Docker engine (DOCKER_HOST unset, /var/run/docker.sock missing)")
+	}
+	if u := os.Getenv("TEST_DATABASE_URL"); u != "" {
+		if err := ping(ctx, u); err != nil {
+			return "", fmt.Errorf("TEST_DATABASE_URL (%s) is not reachable: %w", db.Redact(u), err)
+		}
+		return u, nil
+	}
+	tried = append(tried, "TEST_DATABASE_URL: unset")
+	if err := ping(ctx, LocalURL); err != nil {
+		tried = append(tried, fmt.Sprintf("local Postgres %s: %v", LocalURL, err))
+		return "", fmt.Errorf("integration tests need PostgreSQL and found none:\n  - %s\nStart Postgres (e.g. pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start), "+
+			"set TEST_DATABASE_URL, or run a Docker engine", strings.Join(tried, "\n  - "))
+	}
+	return LocalURL, nil
+}
+
+func dockerReachable() bool {
+	if os.Getenv("DOCKER_HOST") != "" {
+		return true
+	}
+	_, err := os.Stat("/var/run/docker.sock")
+	return err == nil
+}
+
+func startContainer(ctx context.Context) (string, error) {
+	c, err := tcpostgres.Run(ctx, "postgres:16-alpine",
+		tcpostgres.WithUsername("postgres"),
+		tcpostgres.WithPassword("postgres"),
+		tcpostgres.WithDatabase("postgres"),
+		tcpostgres.BasicWaitStrategies(),
+		testcontainers.WithEnv(map[string]string{"POSTGRES_INITDB_ARGS": "--no-sync"}),
+	)
+	if err != nil {
+		return "", fmt.Errorf("start postgres container: %w", err)
+	}
+	// The container lives as long as the test process; testcontainers' reaper
+	// removes it afterwards.
+	return c.ConnectionString(ctx, "sslmode=disable")
+}
+
+func ping(ctx context.Context, u string) error {
+	cfg, err := pgx.ParseConfig(u)
+	if err != nil {
+		return err
+	}
+	cfg.ConnectTimeout = 3 * time.Second
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	return conn.Close(ctx)
+}
+
+// ServerURL returns the admin URL of the test server, failing the test if no
+// server is reachable.
+func ServerURL(t testing.TB) string {
+	t.Helper()
+	u, err := server()
+	if err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	return u
+}
+
+// NewDatabase creates an empty database for this test, drops it when the test
+// ends, and returns its URL.
+func NewDatabase(t testing.TB) string {
+	t.Helper()
+	admin := ServerURL(t)
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatalf("dbtest: random name: %v", err)
+	}
+	name := "bizmsg_test_" + hex.EncodeToString(b[:])
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		t.Fatalf("dbtest: connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		t.Fatalf("dbtest: create database: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, admin)
+		if err != nil {
+			t.Errorf("dbtest: connect for cleanup: %v", err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+			t.Errorf("dbtest: drop database %s: %v", name, err)
+		}
+	})
+	u, err := url.Parse(admin)
+	if err != nil {
+		t.Fatalf("dbtest: parse url: %v", err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+// Open connects to dbURL with a pool closed when the test ends.
+func Open(t testing.TB, dbURL string) *db.DB {
+	t.Helper()
+	d, err := db.Open(context.Background(), db.Config{URL: dbURL})
+	if err != nil {
+		t.Fatalf("dbtest: open: %v", err)
+	}
+	t.Cleanup(d.Close)
+	return d
+}
+
+// Migrated returns a fresh database with the central, network and river schemas
+// migrated, and its URL.
+func Migrated(t testing.TB) (*db.DB, string) {
+	t.Helper()
+	u := NewDatabase(t)
+	d := Open(t, u)
+	m, err := migrate.New(d.Pool, migrate.Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatalf("dbtest: migrator: %v", err)
+	}
+	if _, err := m.Base(context.Background()); err != nil {
+		t.Fatalf("dbtest: migrate: %v", err)
+	}
+	return d, u
+}

@@ -1,0 +1,323 @@
+// Package migrate is the platform's one migration runner. It applies the embedded
+// SQL sets of package migrations to the central, network and tenant schemas, and
+// River's own migrations to the river schema.
+//
+// Each schema has its own version table (<schema>.schema_migrations). A schema is
+// migrated in one transaction that first takes a transaction-scoped advisory lock
+// keyed by the schema name, so any number of processes starting at once apply
+// each migration exactly once; the losers wait, then find nothing to do. Tenant
+// schemas are migrated one per transaction: a single transaction across thousands
+// of schemas would exhaust max_locks_per_transaction.
+package migrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+
+	"github.com/bizmsg/platform/migrations"
+	"github.com/bizmsg/platform/platform/db"
+)
+
+// Schema names owned by the platform besides the tenant schemas.
+const (
+	CentralSchema = "central"
+	NetworkSchema = "network"
+	RiverSchema   = "river"
+)
+
+// Migration is one SQL file of a set.
+type Migration struct {
+	Version int
+	Name    string
+	SQL     string
+}
+
+// Set is an ordered list of migrations for one kind of schema.
+type Set []Migration
+
+// Latest is the highest version in the set (0 for an empty set).
+func (s Set) Latest() int {
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)-1].Version
+}
+
+// LoadSet reads NNNN_name.sql files from fsys, ordered by version. Versions must
+// be unique and positive.
+func LoadSet(fsys fs.FS) (Set, error) {
+	entries, err := fs.ReadDir(fsys, ".")
+	if err != nil {
+		return nil, fmt.Errorf("read migrations: %w", err)
+	}
+	var set Set
+	seen := map[int]string{}
+	for _, e := range entries {
+		if e.IsDir() || path.Ext(e.Name()) != ".sql" {
+			continue
+		}
+		num, rest, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("migration %q: name must be NNNN_description.sql", e.Name())
+		}
+		if prev, dup := seen[v]; dup {
+			return nil, fmt.Errorf("migrations %q and %q share version %d", prev, e.Name(), v)
+		}
+		seen[v] = e.Name()
+		body, err := fs.ReadFile(fsys, e.Name())
+		if err != nil {
+			return nil, fmt.Errorf("read migration %q: %w", e.Name(), err)
+		}
+		set = append(set, Migration{Version: v, Name: strings.TrimSuffix(rest, ".sql"), SQL: string(body)})
+	}
+	sort.Slice(set, func(i, j int) bool { return set[i].Version < set[j].Version })
+	return set, nil
+}
+
+// Config configures a Migrator.
+type Config struct {
+	// Concurrency bounds how many tenant schemas are migrated at once. Default 4.
+	Concurrency int
+	// Logger receives progress and failures. Default: slog.Default().
+	Logger *slog.Logger
+}
+
+// Migrator applies migrations through a pgx pool.
+type Migrator struct {
+	pool    *pgxpool.Pool
+	cfg     Config
+	central Set
+	network Set
+	tenant  Set
+	river   *rivermigrate.Migrator[pgx.Tx]
+}
+
+// New returns a Migrator over pool with the embedded migration sets.
+func New(pool *pgxpool.Pool, cfg Config) (*Migrator, error) {
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 4
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	m := &Migrator{pool: pool, cfg: cfg}
+	var err error
+	if m.central, err = LoadSet(migrations.Central()); err != nil {
+		return nil, fmt.Errorf("central: %w", err)
+	}
+	if m.network, err = LoadSet(migrations.Network()); err != nil {
+		return nil, fmt.Errorf("network: %w", err)
+	}
+	if m.tenant, err = LoadSet(migrations.Tenant()); err != nil {
+		return nil, fmt.Errorf("tenant: %w", err)
+	}
+	m.river, err = rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{
+		Schema: RiverSchema,
+		Logger: cfg.Logger.With("component", "rivermigrate"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("river migrator: %w", err)
+	}
+	return m, nil
+}
+
+// TenantSet returns the tenant migrations (used by tests and readiness).
+func (m *Migrator) TenantSet() Set { return m.tenant }
+
+// Base migrates the central, network and river schemas. It is what a process
+// runs at start; it returns quickly when everything is current.
+func (m *Migrator) Base(ctx context.Context) (applied int, err error) {
+	n, err := m.applySet(ctx, CentralSchema, m.central)
+	if err != nil {
+		return applied, fmt.Errorf("migrate %s: %w", CentralSchema, err)
+	}
+	applied += n
+	if n, err = m.applySet(ctx, NetworkSchema, m.network); err != nil {
+		return applied, fmt.Errorf("migrate %s: %w", NetworkSchema, err)
+	}
+	applied += n
+	if n, err = m.migrateRiver(ctx); err != nil {
+		return applied, fmt.Errorf("migrate %s: %w", RiverSchema, err)
+	}
+	return applied + n, nil
+}
+
+// Tenant creates (if needed) and migrates one tenant schema in one transaction.
+// This is how an organization's schema is provisioned.
+func (m *Migrator) Tenant(ctx context.Context, t db.Tenant) (applied int, err error) {
+	n, err := m.applySet(ctx, t.Schema, m.tenant)
+	if err != nil {
+		return 0, fmt.Errorf("migrate %s: %w", t.Schema, err)
+	}
+	return n, nil
+}
+
+// TenantTx provisions a tenant schema inside the caller's transaction, so that
+// creating an organization and its schema commit or roll back together.
+func (m *Migrator) TenantTx(ctx context.Context, tx pgx.Tx, t db.Tenant) (applied int, err error) {
+	n, err := applySetTx(ctx, tx, t.Schema, m.tenant, true)
+	if err != nil {
+		return 0, fmt.Errorf("migrate %s: %w", t.Schema, err)
+	}
+	return n, nil
+}
+
+func (m *Migrator) applySet(ctx context.Context, schema string, set Set) (int, error) {
+	// Fast path without a lock: most starts find the schema current.
+	if v, err := m.version(ctx, schema); err == nil && v >= set.Latest() {
+		return 0, nil
+	}
+	// The lock is taken on the session before the migration transaction begins:
+	// a transaction that waited for an advisory lock may still hold stale catalog
+	// caches (advisory locks do not process invalidations), so CREATE SCHEMA IF
+	// NOT EXISTS could miss a schema the other process just committed.
+	conn, err := m.pool.Acquire(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("acquire: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock(hashtextextended($1, 0))", lockKey(schema)); err != nil {
+		return 0, fmt.Errorf("lock: %w", err)
+	}
+	defer func() {
+		// Unlock on a fresh context: the caller's may be cancelled by now.
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(hashtextextended($1, 0))", lockKey(schema))
+	}()
+	var applied int
+	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		var err error
+		applied, err = applySetTx(ctx, tx, schema, set, false)
+		return err
+	})
+	return applied, err
+}
+
+// applySetTx applies the pending migrations of set to schema inside tx. With
+// xactLock it first takes the schema's advisory lock for the transaction (used
+// when the caller owns the transaction and the schema is new to it).
+func applySetTx(ctx context.Context, tx pgx.Tx, schema string, set Set, xactLock bool) (int, error) {
+	q := pgx.Identifier{schema}.Sanitize()
+	if xactLock {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", lockKey(schema)); err != nil {
+			return 0, fmt.Errorf("lock: %w", err)
+		}
+	}
+	if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+q); err != nil {
+		return 0, fmt.Errorf("create schema: %w", err)
+	}
+	if _, err := tx.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+q+`.schema_migrations (
+		version    integer PRIMARY KEY,
+		name       text NOT NULL,
+		applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		return 0, fmt.Errorf("create version table: %w", err)
+	}
+	var current int
+	if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+q+".schema_migrations").Scan(&current); err != nil {
+		return 0, fmt.Errorf("read version: %w", err)
+	}
+	applied := 0
+	for _, mig := range set {
+		if mig.Version <= current {
+			continue
+		}
+		// Migration files use unqualified names; scope them to this schema for
+		// this transaction only (SET LOCAL never leaks to the pooled session).
+		if _, err := tx.Exec(ctx, "SET LOCAL search_path TO "+q); err != nil {
+			return applied, fmt.Errorf("set search_path: %w", err)
+		}
+		if _, err := tx.Exec(ctx, mig.SQL); err != nil {
+			return applied, fmt.Errorf("apply %04d_%s: %w", mig.Version, mig.Name, err)
+		}
+		if _, err := tx.Exec(ctx, "INSERT INTO "+q+".schema_migrations (version, name) VALUES ($1, $2)", mig.Version, mig.Name); err != nil {
+			return applied, fmt.Errorf("record %04d_%s: %w", mig.Version, mig.Name, err)
+		}
+		applied++
+	}
+	return applied, nil
+}
+
+func lockKey(schema string) string { return "bizmsg.migrate." + schema }
+
+// version returns the schema's applied version; 0 when the schema or its version
+// table does not exist yet.
+func (m *Migrator) version(ctx context.Context, schema string) (int, error) {
+	var v int
+	err := m.pool.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+pgx.Identifier{schema, "schema_migrations"}.Sanitize()).Scan(&v)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000") {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read %s version: %w", schema, err)
+	}
+	return v, nil
+}
+
+// migrateRiver runs River's migrator under a session advisory lock, so that
+// concurrent starts run it one at a time.
+func (m *Migrator) migrateRiver(ctx context.Context) (int, error) {
+	if current, err := m.riverCurrent(ctx); err == nil && current {
+		return 0, nil
+	}
+	conn, err := m.pool.Acquire(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("acquire: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock(hashtextextended($1, 0))", lockKey(RiverSchema)); err != nil {
+		return 0, fmt.Errorf("lock: %w", err)
+	}
+	defer func() {
+		// Unlock on a fresh context: the caller's may be cancelled by now.
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(hashtextextended($1, 0))", lockKey(RiverSchema))
+	}()
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{RiverSchema}.Sanitize()); err != nil {
+		return 0, fmt.Errorf("create schema: %w", err)
+	}
+	res, err := m.river.Migrate(ctx, rivermigrate.DirectionUp, nil)
+	if err != nil {
+		return 0, err
+	}
+	return len(res.Versions), nil
+}
+
+func (m *Migrator) riverCurrent(ctx context.Context) (bool, error) {
+	existing, err := m.river.ExistingVersions(ctx)
+	if err != nil {
+		return false, err
+	}
+	all := m.river.AllVersions()
+	return len(all) > 0 && len(existing) > 0 && existing[len(existing)-1].Version >= all[len(all)-1].Version, nil
+}
+
+// Current reports whether the central, network and river schemas are at the
+// versions this binary knows (used by /readyz).
+func (m *Migrator) Current(ctx context.Context) (bool, error) {
+	for _, s := range []struct {
+		schema string
+		set    Set
+	}{{CentralSchema, m.central}, {NetworkSchema, m.network}} {
+		v, err := m.version(ctx, s.schema)
+		if err != nil {
+			return false, err
+		}
+		if v < s.set.Latest() {
+			return false, nil
+		}
+	}
+	return m.riverCurrent(ctx)
+}

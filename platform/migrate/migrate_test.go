@@ -1,0 +1,231 @@
+package migrate_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"testing/fstest"
+
+	"github.com/bizmsg/platform/migrations"
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/dbtest"
+	"github.com/bizmsg/platform/platform/migrate"
+)
+
+var quiet = slog.New(slog.NewJSONHandler(io.Discard, nil))
+
+func TestLoadSet(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		files   fstest.MapFS
+		want    []int
+		wantErr bool
+	}{
+		{"ordered by number", fstest.MapFS{"0010_b.sql": {Data: []byte("x")}, "0002_a.sql": {Data: []byte("y")}}, []int{2, 10}, false},
+		{"non-sql ignored", fstest.MapFS{"0001_a.sql": {Data: []byte("x")}, "README": {Data: []byte("z")}}, []int{1}, false},
+		{"bad name", fstest.MapFS{"init.sql": {Data: []byte("x")}}, nil, true},
+		{"zero version", fstest.MapFS{"0000_a.sql": {Data: []byte("x")}}, nil, true},
+		{"duplicate version", fstest.MapFS{"0001_a.sql": {Data: []byte("x")}, "1_b.sql": {Data: []byte("y")}}, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			set, err := migrate.LoadSet(tt.files)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
+			}
+			var got []int
+			for _, m := range set {
+				got = append(got, m.Version)
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("versions = %v, want %v", got, tt.want)
+			}
+			for i := range got {
+				if got[i] != tt.want[i] {
+					t.Fatalf("versions = %v, want %v", got, tt.want)
+				}
+			}
+		})
+	}
+}
+
+func TestEmbeddedSetsLoad(t *testing.T) {
+	t.Parallel()
+	for _, f := range []struct {
+		name string
+		set  func() (migrate.Set, error)
+	}{
+		{"central", func() (migrate.Set, error) { return migrate.LoadSet(migrations.Central()) }},
+		{"network", func() (migrate.Set, error) { return migrate.LoadSet(migrations.Network()) }},
+		{"tenant", func() (migrate.Set, error) { return migrate.LoadSet(migrations.Tenant()) }},
+	} {
+		set, err := f.set()
+		if err != nil || len(set) == 0 {
+			t.Fatalf("%s: %d migrations, err %v", f.name, len(set), err)
+		}
+	}
+}
+
+// Two migrators started at once on one empty database both succeed and every
+// migration is applied exactly once.
+func TestConcurrentMigratorsApplyOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	u := dbtest.NewDatabase(t)
+	const n = 2
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	applied := make([]int, n)
+	for i := range n {
+		d := dbtest.Open(t, u) // separate pools, as separate processes would have
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m, err := migrate.New(d.Pool, migrate.Config{Logger: quiet})
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			applied[i], errs[i] = m.Base(ctx)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("migrator %d: %v", i, err)
+		}
+	}
+	d := dbtest.Open(t, u)
+	for _, s := range []struct {
+		schema string
+		fsys   func() (migrate.Set, error)
+	}{
+		{"central", func() (migrate.Set, error) { return migrate.LoadSet(migrations.Central()) }},
+		{"network", func() (migrate.Set, error) { return migrate.LoadSet(migrations.Network()) }},
+	} {
+		set, _ := s.fsys()
+		var rows, distinct int
+		if err := d.Pool.QueryRow(ctx, "SELECT count(*), count(DISTINCT version) FROM "+s.schema+".schema_migrations").Scan(&rows, &distinct); err != nil {
+			t.Fatal(err)
+		}
+		if rows != len(set) || distinct != len(set) {
+			t.Fatalf("%s: %d version rows (%d distinct), want %d", s.schema, rows, distinct, len(set))
+		}
+	}
+	// River's own version table, too.
+	var riverRows, riverDistinct int
+	if err := d.Pool.QueryRow(ctx, "SELECT count(*), count(DISTINCT version) FROM river.river_migration").Scan(&riverRows, &riverDistinct); err != nil {
+		t.Fatal(err)
+	}
+	if riverRows == 0 || riverRows != riverDistinct {
+		t.Fatalf("river migrations: %d rows, %d distinct", riverRows, riverDistinct)
+	}
+	m, err := migrate.New(d.Pool, migrate.Config{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, err := m.Current(ctx)
+	if err != nil || !ok {
+		t.Fatalf("Current = %v, %v; want true", ok, err)
+	}
+	if again, err := m.Base(ctx); err != nil || again != 0 {
+		t.Fatalf("second Base applied %d, err %v; want 0, nil", again, err)
+	}
+}
+
+func createOrgs(t *testing.T, d *db.DB, n int) []db.Tenant {
+	t.Helper()
+	ctx := context.Background()
+	var out []db.Tenant
+	for range n {
+		var id int64
+		if err := d.Pool.QueryRow(ctx, "INSERT INTO central.organizations (name) VALUES ('org') RETURNING id").Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Pool.Exec(ctx, "UPDATE central.organizations SET schema_name = $2 WHERE id = $1", id, db.SchemaFor(id)); err != nil {
+			t.Fatal(err)
+		}
+		tn, err := db.NewTenant(id, db.SchemaFor(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, tn)
+	}
+	return out
+}
+
+// 50 tenant schemas are provisioned, then migrating all of them is a no-op.
+func TestProvisionFiftyThenNoop(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, _ := dbtest.Migrated(t)
+	m, err := migrate.New(d.Pool, migrate.Config{Concurrency: 4, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenants := createOrgs(t, d, 50)
+	for _, tn := range tenants {
+		n, err := m.Tenant(ctx, tn)
+		if err != nil {
+			t.Fatalf("provision %s: %v", tn.Schema, err)
+		}
+		if n != m.TenantSet().Latest() {
+			t.Fatalf("provision %s applied %d migrations, want %d", tn.Schema, n, m.TenantSet().Latest())
+		}
+	}
+	var calls int
+	sum, err := m.AllTenants(ctx, func(done, total int) { calls++ })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Total != 50 || sum.Current != 50 || sum.Updated != 0 || len(sum.Failed) != 0 || sum.Err() != nil {
+		t.Fatalf("summary = %+v", sum)
+	}
+	if calls != 50 {
+		t.Fatalf("progress called %d times, want 50", calls)
+	}
+	// Each tenant's tables exist in its own schema.
+	var tables int
+	if err := d.Pool.QueryRow(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema LIKE 'tenant\_%' AND table_name = 'messages'`).Scan(&tables); err != nil {
+		t.Fatal(err)
+	}
+	if tables != 50 {
+		t.Fatalf("messages tables = %d, want 50", tables)
+	}
+}
+
+// A tenant that cannot be migrated is reported and does not stop the others.
+func TestAllTenantsReportsFailureAndContinues(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, _ := dbtest.Migrated(t)
+	m, err := migrate.New(d.Pool, migrate.Config{Concurrency: 2, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenants := createOrgs(t, d, 5)
+	// Break one tenant: a table in the way of its first migration.
+	broken := tenants[2]
+	if _, err := d.Pool.Exec(ctx, "CREATE SCHEMA "+broken.Schema+"; CREATE TABLE "+broken.Table("sender_numbers")+" (x int)"); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := m.AllTenants(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Updated != 4 || len(sum.Failed) != 1 || sum.Failed[0].Schema != broken.Schema || sum.Err() == nil {
+		t.Fatalf("summary = %+v", sum)
+	}
+	// The broken tenant's failed transaction left no version rows behind.
+	var versions int
+	if err := d.Pool.QueryRow(ctx, "SELECT count(*) FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'schema_migrations'", broken.Schema).Scan(&versions); err != nil {
+		t.Fatal(err)
+	}
+	if versions != 0 {
+		t.Fatalf("broken tenant has a version table after a failed migration")
+	}
+}
