@@ -1,0 +1,85 @@
+// Package metrics holds the service's Prometheus metrics. Each Metrics value
+// owns its own registry instead of using the client library's global one, so
+// tests and several servers in one process never collide.
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// UnmatchedRoute is the route label for requests that matched no route. Using
+// the route pattern rather than the raw path keeps label cardinality bounded.
+const UnmatchedRoute = "unmatched"
+
+// otherMethod is the method label for request methods outside the standard
+// set, so a client cannot create label values at will.
+const otherMethod = "OTHER"
+
+// Metrics is a registry with the HTTP metrics pre-registered.
+type Metrics struct {
+	// HTTPRequests counts finished HTTP requests by method, route and status.
+	HTTPRequests *prometheus.CounterVec
+	// HTTPDuration observes HTTP request durations in seconds by method,
+	// route and status.
+	HTTPDuration *prometheus.HistogramVec
+
+	registry *prometheus.Registry
+	handler  http.Handler
+}
+
+// New returns Metrics with a fresh registry holding the Go runtime and
+// process collectors and the HTTP metrics.
+func New() *Metrics {
+	reg := prometheus.NewRegistry()
+	m := &Metrics{
+		HTTPRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "http_requests_total",
+			Help: "HTTP requests handled, by method, route pattern and status code.",
+		}, []string{"method", "route", "status"}),
+		HTTPDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "http_request_duration_seconds",
+			Help:    "HTTP request duration in seconds, by method, route pattern and status code.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"method", "route", "status"}),
+		registry: reg,
+	}
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.HTTPRequests,
+		m.HTTPDuration,
+	)
+	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	return m
+}
+
+// Registry returns the registry so other packages can register their own
+// collectors.
+func (m *Metrics) Registry() *prometheus.Registry { return m.registry }
+
+// Handler serves the registry in the Prometheus exposition format.
+func (m *Metrics) Handler() http.Handler { return m.handler }
+
+// ObserveHTTP records one finished request. route is the matched route
+// pattern (e.g. gin's FullPath, "/api/v1/messages/:id"); an empty route is
+// recorded as UnmatchedRoute. Non-standard methods are recorded as "OTHER".
+func (m *Metrics) ObserveHTTP(method, route string, status int, d time.Duration) {
+	if route == "" {
+		route = UnmatchedRoute
+	}
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+	default:
+		method = otherMethod
+	}
+	code := strconv.Itoa(status)
+	m.HTTPRequests.WithLabelValues(method, route, code).Inc()
+	m.HTTPDuration.WithLabelValues(method, route, code).Observe(d.Seconds())
+}
