@@ -1,0 +1,88 @@
+// Package phone validates phone numbers and normalizes them to E.164, the one
+// form phones are stored, compared and sent in.
+//
+// Parsing and validation use github.com/nyaruka/phonenumbers, a port of
+// Google's libphonenumber. Only international input is accepted: the number
+// must start with '+' and its country code, since an API request carries no
+// reliable region to interpret a national number in.
+package phone
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/nyaruka/phonenumbers"
+)
+
+// maxInputLength bounds the input, in characters, before any parsing. The
+// longest E.164 number has 15 digits; this leaves room for separators.
+const maxInputLength = 64
+
+// ErrInvalid is wrapped by every error Normalize returns. Its message is written
+// to be shown as-is as a 422 field error; the errors Normalize returns have the
+// same message and carry the precise reason for logs through errors.Unwrap.
+var ErrInvalid = errors.New("must be a valid phone number in international format, e.g. +14155552671")
+
+// invalidError is a Normalize failure: its message is ErrInvalid's, and it
+// unwraps to ErrInvalid and to the reason.
+type invalidError struct {
+	reason error
+}
+
+// Error returns the 422 message, the same for every failure.
+func (e *invalidError) Error() string { return ErrInvalid.Error() }
+
+// Unwrap exposes ErrInvalid and the reason to errors.Is and errors.As.
+func (e *invalidError) Unwrap() []error { return []error{ErrInvalid, e.reason} }
+
+// invalid returns an error wrapping ErrInvalid with a reason.
+func invalid(format string, args ...any) error {
+	return &invalidError{reason: fmt.Errorf(format, args...)}
+}
+
+// Normalize validates s and returns it in E.164 ("+14155552671").
+//
+// Leading and trailing white space is trimmed. The number must then start with
+// '+', and may use spaces, '-', '.', '/' and parentheses as separators
+// ("+1 (415) 555-2671"). Digits may be in any script (Arabic-Indic digits are
+// common input). Letters, extensions, '*', '#' and pause characters are
+// refused, as is any number libphonenumber does not consider valid for its
+// country. Every error wraps ErrInvalid.
+func Normalize(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "", invalid("empty")
+	}
+	if utf8.RuneCountInString(s) > maxInputLength {
+		return "", invalid("longer than %d characters", maxInputLength)
+	}
+	if s[0] != '+' {
+		return "", invalid("missing leading +")
+	}
+	for i, r := range s[1:] {
+		if !unicode.IsDigit(r) && !isSeparator(r) {
+			return "", invalid("character %q at position %d is not a digit or separator", r, i+1)
+		}
+	}
+	n, err := phonenumbers.Parse(s, "")
+	if err != nil {
+		return "", &invalidError{reason: fmt.Errorf("parsing: %w", err)}
+	}
+	if !phonenumbers.IsValidNumber(n) {
+		return "", invalid("not a valid number for its country code")
+	}
+	return phonenumbers.Format(n, phonenumbers.E164), nil
+}
+
+// isSeparator reports whether r may appear between the digits of a number.
+func isSeparator(r rune) bool {
+	switch r {
+	case ' ', '\u00a0', '-', '.', '/', '(', ')':
+		return true
+	default:
+		return false
+	}
+}
