@@ -1,0 +1,163 @@
+// Command platform is the business messaging platform: one binary whose
+// subcommands run the service, its workers, migrations and operator tasks.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/bizmsg/platform/platform/app"
+	"github.com/bizmsg/platform/platform/config"
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/migrate"
+)
+
+const usage = `Usage: platform <command> [flags]
+
+Commands:
+  serve     run the HTTP APIs and the background workers (default for development)
+  api       run only the HTTP APIs
+  worker    run only the background workers
+  migrate   create the database if needed and migrate every schema (central,
+            network, river, and each organization's tenant schema)
+
+Configuration is read from the environment; see README.md.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "platform:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return flag.ErrHelp
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "serve":
+		return runService(ctx, rest, stderr, true, true)
+	case "api":
+		return runService(ctx, rest, stderr, true, false)
+	case "worker":
+		return runService(ctx, rest, stderr, false, true)
+	case "migrate":
+		return runMigrate(ctx, rest, stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("unknown command %q", cmd)
+	}
+}
+
+// setup loads the configuration and builds the JSON logger.
+func setup(stderr io.Writer) (config.Config, *slog.Logger, error) {
+	cfg, err := config.Load(os.Getenv)
+	if err != nil {
+		return config.Config{}, nil, err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		return config.Config{}, nil, fmt.Errorf("LOG_LEVEL: %w", err)
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	for _, name := range cfg.Generated {
+		log.Warn("secret not configured; generated a random one for this process only "+
+			"(tokens and API keys will not survive a restart or work across nodes)", "variable", name)
+	}
+	return cfg, log, nil
+}
+
+func runService(ctx context.Context, args []string, stderr io.Writer, api, workers bool) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, log, err := setup(stderr)
+	if err != nil {
+		return err
+	}
+	a, err := app.New(ctx, app.Options{Config: cfg, Logger: log, Workers: workers})
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	var ln net.Listener
+	if api {
+		if ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+			return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
+		}
+	}
+	log.Info("platform started", "database", db.Redact(cfg.DatabaseURL), "api", api, "workers", workers)
+	err = a.Run(ctx, ln)
+	log.Info("platform stopped")
+	return err
+}
+
+func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	concurrency := fs.Int("concurrency", 4, "tenant schemas migrated at once")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, log, err := setup(stderr)
+	if err != nil {
+		return err
+	}
+	if err := db.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
+		return err
+	}
+	d, err := db.Open(ctx, db.Config{URL: cfg.DatabaseURL, MaxConns: int32(*concurrency) + 2})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	m, err := migrate.New(d.Pool, migrate.Config{Concurrency: *concurrency, Logger: log})
+	if err != nil {
+		return err
+	}
+	n, err := m.Base(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "base schemas (central, network, river): %d migrations applied\n", n)
+	var progress migrate.Progress
+	if isTerminal(stdout) {
+		progress = migrate.ProgressBar(stdout)
+	}
+	sum, err := m.AllTenants(ctx, progress)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, sum.String())
+	return sum.Err()
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

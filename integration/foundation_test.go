@@ -1,0 +1,316 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bizmsg/platform/platform/app"
+	"github.com/bizmsg/platform/platform/config"
+	"github.com/bizmsg/platform/platform/dbtest"
+)
+
+func TestOperationalEndpoints(t *testing.T) {
+	t.Parallel()
+	e := Start(t, Options{})
+	for _, path := range []string{"/healthz", "/readyz"} {
+		r := e.Do(Request{Method: http.MethodGet, Path: path})
+		if r.Status != http.StatusOK || r.Header.Get("X-Request-Id") == "" {
+			t.Fatalf("GET %s = %d %s (request id %q)", path, r.Status, r.Body, r.Header.Get("X-Request-Id"))
+		}
+	}
+	r := e.Do(Request{Method: http.MethodGet, Path: "/metrics"})
+	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), `route="/readyz"`) {
+		t.Fatalf("metrics = %d, missing the /readyz route series:\n%.2000s", r.Status, r.Body)
+	}
+}
+
+func TestErrorEnvelopeOverHTTP(t *testing.T) {
+	t.Parallel()
+	e := Start(t, Options{})
+	r := e.Do(Request{Method: http.MethodGet, Path: "/api/v1/no-such-thing", Header: map[string]string{"X-Request-Id": "client-id-1"}})
+	m := r.Map(t)
+	if r.Status != http.StatusNotFound || m["code"] != "not_found" || m["message"] == "" || m["request_id"] != "client-id-1" ||
+		r.Header.Get("X-Request-Id") != "client-id-1" || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		t.Fatalf("unknown route = %d %v %v", r.Status, r.Header, m)
+	}
+	r = e.Do(Request{Method: http.MethodDelete, Path: "/readyz"})
+	if m := r.Map(t); r.Status != http.StatusMethodNotAllowed || m["code"] != "method_not_allowed" {
+		t.Fatalf("wrong method = %d %v", r.Status, m)
+	}
+}
+
+// With the database refusing connections, /readyz answers 503 fast instead of
+// hanging, and recovers when the database is back.
+func TestReadyzDatabaseUnavailable(t *testing.T) {
+	t.Parallel()
+	e := Start(t, Options{})
+	u, err := url.Parse(e.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := strings.TrimPrefix(u.Path, "/")
+	admin, err := pgx.Connect(context.Background(), dbtest.ServerURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	setAllow := func(allow bool) {
+		t.Helper()
+		if _, err := admin.Exec(context.Background(), fmt.Sprintf("ALTER DATABASE %s ALLOW_CONNECTIONS %t", pgx.Identifier{name}.Sanitize(), allow)); err != nil {
+			t.Fatal(err)
+		}
+		if !allow {
+			if _, err := admin.Exec(context.Background(), "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", name); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	setAllow(false)
+	start := time.Now()
+	r := e.Do(Request{Method: http.MethodGet, Path: "/readyz"})
+	if m := r.Map(t); r.Status != http.StatusServiceUnavailable || m["code"] == "" || strings.Contains(string(r.Body), "SQLSTATE") {
+		t.Fatalf("readyz with database down = %d %s", r.Status, r.Body)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("readyz took %s with the database down; want a fast answer", d)
+	}
+	setAllow(true)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r = e.Do(Request{Method: http.MethodGet, Path: "/readyz"})
+		if r.Status == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("readyz did not recover: %d %s", r.Status, r.Body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// A request in flight when shutdown begins (the signal context is cancelled)
+// completes, and Run returns cleanly with the workers stopped.
+func TestGracefulShutdownCompletesInFlightRequest(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewDatabase(t)
+	cfg, err := config.Load(func(k string) string {
+		return map[string]string{"DATABASE_URL": dbURL, "JWT_SECRET": strings.Repeat("j", 32), "API_KEY_PEPPER": strings.Repeat("p", 32), "SHUTDOWN_TIMEOUT": "10s"}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, err := app.New(ctx, app.Options{Config: cfg, Workers: true, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	entered := make(chan struct{})
+	a.Engine.GET("/test/slow", func(c *gin.Context) {
+		close(entered)
+		time.Sleep(700 * time.Millisecond)
+		c.JSON(http.StatusOK, gin.H{"done": true})
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runErr := make(chan error, 1)
+	go func() { runErr <- a.Run(ctx, ln) }()
+
+	type result struct {
+		status int
+		body   string
+		err    error
+	}
+	got := make(chan result, 1)
+	go func() {
+		resp, err := http.Get("http://" + ln.Addr().String() + "/test/slow")
+		if err != nil {
+			got <- result{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		got <- result{status: resp.StatusCode, body: string(b)}
+	}()
+	<-entered
+	cancel() // what SIGTERM does through signal.NotifyContext
+	res := <-got
+	if res.err != nil || res.status != http.StatusOK || !strings.Contains(res.body, `"done":true`) {
+		t.Fatalf("in-flight request = %+v, want 200 done", res)
+	}
+	select {
+	case err := <-runErr:
+		if err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("Run did not return after shutdown")
+	}
+	// After shutdown the listener is closed: new connections are refused.
+	if _, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second); err == nil {
+		t.Fatal("listener still accepting after shutdown")
+	}
+}
+
+var buildOnce = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "platform-bin-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "platform")
+	out, err := exec.Command("go", "build", "-o", bin, "../cmd/platform").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// platformBinary builds cmd/platform once per test process.
+func platformBinary(t *testing.T) string {
+	t.Helper()
+	bin, err := buildOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// The README's run command on a database that does not exist yet: the binary
+// creates and migrates it and serves /readyz 200 within seconds; SIGTERM stops
+// it cleanly.
+func TestServeCommandOnFreshDatabase(t *testing.T) {
+	t.Parallel()
+	bin := platformBinary(t)
+	u, err := url.Parse(dbtest.ServerURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("bizmsg_fresh_%d", time.Now().UnixNano())
+	u.Path = "/" + name
+	t.Cleanup(func() {
+		admin, err := pgx.Connect(context.Background(), dbtest.ServerURL(t))
+		if err == nil {
+			_, _ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+			admin.Close(context.Background())
+		}
+	})
+	addr := freeAddr(t)
+	cmd := exec.Command(bin, "serve")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+u.String(), "HTTP_ADDR="+addr, "JWT_SECRET=", "API_KEY_PEPPER=")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	logs := make(chan string, 1)
+	go func() {
+		var b strings.Builder
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			b.WriteString(sc.Text() + "\n")
+		}
+		logs <- b.String()
+	}()
+	start := time.Now()
+	ready := false
+	for time.Since(start) < 20*time.Second {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				ready = true
+				break
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !ready {
+		_ = cmd.Process.Kill()
+		t.Fatalf("serve did not become ready within 20s; logs:\n%s", <-logs)
+	}
+	t.Logf("serve ready on a new database in %s", time.Since(start).Round(time.Millisecond))
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		out := <-logs
+		if err != nil {
+			t.Fatalf("serve exited with %v; logs:\n%s", err, out)
+		}
+		for _, want := range []string{`"msg":"platform stopped"`, `"variable":"JWT_SECRET"`} {
+			if !strings.Contains(out, want) {
+				t.Fatalf("logs lack %s:\n%s", want, out)
+			}
+		}
+	case <-time.After(15 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("serve did not exit within 15s of SIGTERM")
+	}
+}
+
+// `platform migrate` migrates every tenant and prints a summary line when its
+// output is not a terminal.
+func TestMigrateCommandSummary(t *testing.T) {
+	t.Parallel()
+	bin := platformBinary(t)
+	d, dbURL := dbtest.Migrated(t)
+	ctx := context.Background()
+	for range 3 {
+		if _, err := d.Pool.Exec(ctx, "INSERT INTO central.organizations (name) VALUES ('o')"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := d.Pool.Exec(ctx, "UPDATE central.organizations SET schema_name = 'tenant_' || id"); err != nil {
+		t.Fatal(err)
+	}
+	run := func() string {
+		cmd := exec.Command(bin, "migrate")
+		cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "LOG_LEVEL=warn")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("migrate: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	if out := run(); !strings.Contains(out, "tenant schemas: 3 total, 3 migrated, 0 already current, 0 failed") {
+		t.Fatalf("first migrate output:\n%s", out)
+	}
+	if out := run(); !strings.Contains(out, "tenant schemas: 3 total, 0 migrated, 3 already current, 0 failed") {
+		t.Fatalf("second migrate output:\n%s", out)
+	}
+}

@@ -1,0 +1,109 @@
+// Package jobs holds the platform's background work on River: the client
+// construction shared by every process, and the workers (housekeeping now; OTP
+// and message delivery, account-verification sweeps as they land).
+//
+// Two clients exist per process. The worker client runs on the pgx pool
+// (riverpgxv5) and works jobs. The inserter runs on database/sql
+// (riverdatabasesql) over the same pool, so a job can be inserted inside a bun
+// transaction with InsertTx: a row and its job commit or roll back together.
+package jobs
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/bizmsg/platform/platform/migrate"
+)
+
+// Config configures the worker client.
+type Config struct {
+	// Logger receives River's logs. Default slog.Default().
+	Logger *slog.Logger
+	// MaxWorkers is the number of concurrent jobs in the default queue. Default 100.
+	MaxWorkers int
+	// FetchCooldown is the minimum pause between fetches. Default 25ms: River's
+	// 100ms default caps a process near 1,000 jobs/s.
+	FetchCooldown time.Duration
+	// FetchPollInterval is the fallback poll when no notification arrives.
+	// Default 250ms.
+	FetchPollInterval time.Duration
+	// JobTimeout bounds one job's run. Default 1 minute.
+	JobTimeout time.Duration
+	// RescueStuckJobsAfter is how long a running job may go without finishing
+	// before River considers its worker dead and makes it available again.
+	// Default 2 minutes (must exceed JobTimeout).
+	RescueStuckJobsAfter time.Duration
+}
+
+func (c *Config) setDefaults() {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.MaxWorkers <= 0 {
+		c.MaxWorkers = 100
+	}
+	if c.FetchCooldown <= 0 {
+		c.FetchCooldown = 25 * time.Millisecond
+	}
+	if c.FetchPollInterval <= 0 {
+		c.FetchPollInterval = 250 * time.Millisecond
+	}
+	if c.JobTimeout <= 0 {
+		c.JobTimeout = time.Minute
+	}
+	if c.RescueStuckJobsAfter <= 0 {
+		c.RescueStuckJobsAfter = 2 * time.Minute
+	}
+}
+
+// NewClient returns a River client that works jobs with workers and schedules
+// periodic. Start it with Start and stop it with Stop.
+func NewClient(pool *pgxpool.Pool, workers *river.Workers, periodic []*river.PeriodicJob, cfg Config) (*river.Client[pgx.Tx], error) {
+	cfg.setDefaults()
+	c, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Schema:               migrate.RiverSchema,
+		Logger:               cfg.Logger.With("component", "river"),
+		Queues:               map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.MaxWorkers}},
+		Workers:              workers,
+		PeriodicJobs:         periodic,
+		FetchCooldown:        cfg.FetchCooldown,
+		FetchPollInterval:    cfg.FetchPollInterval,
+		JobTimeout:           cfg.JobTimeout,
+		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("river client: %w", err)
+	}
+	return c, nil
+}
+
+// NewInserter returns an insert-only River client over database/sql, for
+// InsertTx on bun transactions (tx.Tx is the *sql.Tx).
+func NewInserter(sqlDB *sql.DB) (*river.Client[*sql.Tx], error) {
+	c, err := river.NewClient(riverdatabasesql.New(sqlDB), &river.Config{Schema: migrate.RiverSchema})
+	if err != nil {
+		return nil, fmt.Errorf("river inserter: %w", err)
+	}
+	return c, nil
+}
+
+// Stop stops c gracefully: no new jobs are fetched and running jobs finish,
+// until ctx is done; then running jobs are cancelled (River retries them later).
+func Stop(ctx context.Context, c *river.Client[pgx.Tx]) error {
+	if err := c.Stop(ctx); err != nil {
+		if err2 := c.StopAndCancel(context.WithoutCancel(ctx)); err2 != nil {
+			return fmt.Errorf("stop river: %w (then: %v)", err, err2)
+		}
+		return fmt.Errorf("stop river: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,197 @@
+// Package app assembles the whole service from its configuration: the database
+// (created and migrated on first start), the HTTP engine with the Central and
+// Tenant APIs, and the River workers. cmd/platform runs it; the integration
+// tests run the same assembly in-process.
+package app
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/bizmsg/platform/central"
+	"github.com/bizmsg/platform/jobs"
+	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/clock"
+	"github.com/bizmsg/platform/platform/config"
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/httpx"
+	"github.com/bizmsg/platform/platform/metrics"
+	"github.com/bizmsg/platform/platform/migrate"
+)
+
+// Options choose what the process runs, beyond the configuration.
+type Options struct {
+	// Config is the loaded configuration.
+	Config config.Config
+	// Logger is the process logger. Default slog.Default().
+	Logger *slog.Logger
+	// Clock is the time source. Default clock.Real{}.
+	Clock clock.Clock
+	// Workers runs the River workers in this process.
+	Workers bool
+	// Jobs tunes the worker client.
+	Jobs jobs.Config
+}
+
+// App is the assembled service.
+type App struct {
+	cfg      config.Config
+	log      *slog.Logger
+	clock    clock.Clock
+	DB       *db.DB
+	Migrator *migrate.Migrator
+	Metrics  *metrics.Metrics
+	Engine   *gin.Engine
+	Inserter *river.Client[*sql.Tx]
+	// River is the worker client; nil when the process runs no workers.
+	River *river.Client[pgx.Tx]
+}
+
+// New connects to the database (creating it if missing), migrates the central,
+// network and river schemas, and builds the HTTP engine and, with
+// opts.Workers, the River worker client. Close releases what it opened.
+func New(ctx context.Context, opts Options) (*App, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	cfg := opts.Config
+	a := &App{cfg: cfg, log: opts.Logger, clock: opts.Clock, Metrics: metrics.New()}
+	if err := db.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
+		return nil, err
+	}
+	d, err := db.Open(ctx, db.Config{URL: cfg.DatabaseURL, MaxConns: cfg.DBMaxConns})
+	if err != nil {
+		return nil, err
+	}
+	a.DB = d
+	if a.Migrator, err = migrate.New(d.Pool, migrate.Config{Logger: a.log}); err != nil {
+		a.Close()
+		return nil, err
+	}
+	if n, err := a.Migrator.Base(ctx); err != nil {
+		a.Close()
+		return nil, fmt.Errorf("migrate: %w", err)
+	} else if n > 0 {
+		a.log.Info("database migrated", "migrations_applied", n)
+	}
+	if a.Inserter, err = jobs.NewInserter(d.SQL); err != nil {
+		a.Close()
+		return nil, err
+	}
+	a.Engine = a.routes()
+	if opts.Workers {
+		if a.River, err = a.workerClient(opts.Jobs); err != nil {
+			a.Close()
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+func (a *App) workerClient(cfg jobs.Config) (*river.Client[pgx.Tx], error) {
+	if cfg.Logger == nil {
+		cfg.Logger = a.log
+	}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &jobs.HousekeepingWorker{
+		Purgers: map[string]jobs.Purger{
+			"refresh_tokens": jobs.PurgerFunc(func(ctx context.Context, now time.Time) (int64, error) {
+				return central.PurgeRefreshTokens(ctx, a.DB.Bun, now)
+			}),
+		},
+		Now:    a.clock.Now,
+		Logger: a.log,
+	})
+	return jobs.NewClient(a.DB.Pool, workers, []*river.PeriodicJob{jobs.HousekeepingPeriodic(time.Hour)}, cfg)
+}
+
+// routes builds the engine: operational endpoints, then the APIs.
+func (a *App) routes() *gin.Engine {
+	r := httpx.NewEngine(httpx.Config{
+		Logger:   a.log,
+		Metrics:  a.Metrics,
+		Classify: classify,
+	})
+	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	r.GET("/readyz", a.ready)
+	r.GET("/metrics", gin.WrapH(a.Metrics.Handler()))
+	return r
+}
+
+// classify maps infrastructure errors to the contract's statuses.
+func classify(err error) *apperr.Error {
+	if db.IsUnavailable(err) || errors.Is(err, context.DeadlineExceeded) {
+		return apperr.Unavailable(err)
+	}
+	return nil
+}
+
+// ready answers 200 when the database answers and its schemas are at this
+// binary's versions, else 503.
+func (a *App) ready(c *gin.Context) {
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
+	defer cancel()
+	current, err := a.Migrator.Current(ctx)
+	switch {
+	case err != nil:
+		httpx.Fail(c, apperr.Unavailable(fmt.Errorf("readiness: %w", err)))
+	case !current:
+		httpx.Fail(c, apperr.New(apperr.KindUnavailable, "migrations_pending", "Database migrations are not current."))
+	default:
+		c.JSON(http.StatusOK, gin.H{"status": "ready"})
+	}
+}
+
+// Handler is the HTTP handler of the whole service.
+func (a *App) Handler() http.Handler { return a.Engine }
+
+// Run serves HTTP on ln (when ln is not nil) and works jobs (when the App was
+// built with workers) until ctx is cancelled, then shuts down gracefully:
+// in-flight requests finish, workers stop taking jobs and finish running ones.
+func (a *App) Run(ctx context.Context, ln net.Listener) error {
+	if a.River != nil {
+		// River hard-stops (cancelling running jobs) when its Start context is
+		// cancelled; shutdown must be graceful, so it gets a context that is not
+		// cancelled with ctx, and is stopped with Stop below.
+		if err := a.River.Start(context.WithoutCancel(ctx)); err != nil {
+			return fmt.Errorf("start workers: %w", err)
+		}
+		a.log.Info("workers started")
+	}
+	var serveErr error
+	if ln != nil {
+		a.log.Info("http listening", "addr", ln.Addr().String())
+		serveErr = httpx.Serve(ctx, httpx.NewServer(ln.Addr().String(), a.Engine), ln, a.cfg.ShutdownTimeout)
+	} else {
+		<-ctx.Done()
+	}
+	if a.River != nil {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.ShutdownTimeout)
+		defer cancel()
+		if err := jobs.Stop(stopCtx, a.River); err != nil {
+			return errors.Join(serveErr, err)
+		}
+		a.log.Info("workers stopped")
+	}
+	return serveErr
+}
+
+// Close releases the database.
+func (a *App) Close() {
+	if a.DB != nil {
+		a.DB.Close()
+	}
+}

@@ -1,0 +1,196 @@
+// Package config reads the process configuration from the environment into one
+// struct with safe defaults (CONTRACT.md §5).
+package config
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultDatabaseURL is the local Postgres the service uses when DATABASE_URL
+// is unset; the database is created on first start.
+const DefaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/bizmsg?sslmode=disable"
+
+// Config is the whole process configuration.
+type Config struct {
+	// DatabaseURL (DATABASE_URL) names the Postgres database.
+	DatabaseURL string
+	// DBMaxConns (DB_MAX_CONNS) caps the connection pool. Default 10.
+	DBMaxConns int32
+	// HTTPAddr (HTTP_ADDR) is the listen address. Default ":8080".
+	HTTPAddr string
+	// JWTSecret (JWT_SECRET, ≥ 32 bytes) signs Central API access tokens.
+	JWTSecret []byte
+	// APIKeyPepper (API_KEY_PEPPER, ≥ 32 bytes) keys the API-key hashes.
+	APIKeyPepper []byte
+	// APIKeyEncryptionKey (API_KEY_ENCRYPTION_KEY, 32 bytes as 64 hex chars or
+	// base64) enables encrypted key storage and the dashboard's "Show key".
+	// Optional; nil disables it.
+	APIKeyEncryptionKey []byte
+	// Network (NETWORK) selects the messaging network: "builtin" (default) or "http".
+	Network string
+	// NetworkURL (NETWORK_URL) and NetworkSecret (NETWORK_SECRET) configure the
+	// HTTP network adapter.
+	NetworkURL    string
+	NetworkSecret string
+	// DefaultDailyLimit (DEFAULT_DAILY_LIMIT) is the daily per-sender limit given
+	// to new organizations. Default 1000.
+	DefaultDailyLimit int
+	// SenderRate (SENDER_RATE, messages/s) and SenderBurst (SENDER_BURST) are the
+	// default per-sender delivery token bucket. Defaults 20 and 40.
+	SenderRate  float64
+	SenderBurst int
+	// APIRateLimit (API_RATE_LIMIT, requests/s per key) and APIRateBurst
+	// (API_RATE_BURST). Defaults 50 and 100.
+	APIRateLimit float64
+	APIRateBurst int
+	// ShutdownTimeout (SHUTDOWN_TIMEOUT) bounds graceful shutdown. Default 30s.
+	ShutdownTimeout time.Duration
+	// LogLevel (LOG_LEVEL): debug, info, warn, error. Default info.
+	LogLevel string
+
+	// Generated lists the secrets that were unset and generated for this
+	// process; callers log a warning naming them.
+	Generated []string
+}
+
+// Load reads the configuration through getenv (os.Getenv in production).
+func Load(getenv func(string) string) (Config, error) {
+	c := Config{
+		DatabaseURL:       str(getenv, "DATABASE_URL", DefaultDatabaseURL),
+		HTTPAddr:          str(getenv, "HTTP_ADDR", ":8080"),
+		Network:           str(getenv, "NETWORK", "builtin"),
+		NetworkURL:        getenv("NETWORK_URL"),
+		NetworkSecret:     getenv("NETWORK_SECRET"),
+		LogLevel:          strings.ToLower(str(getenv, "LOG_LEVEL", "info")),
+		DefaultDailyLimit: 1000,
+		SenderRate:        20,
+		SenderBurst:       40,
+		APIRateLimit:      50,
+		APIRateBurst:      100,
+		DBMaxConns:        10,
+		ShutdownTimeout:   30 * time.Second,
+	}
+	var errs []string
+	fail := func(name string, err error) { errs = append(errs, fmt.Sprintf("%s: %v", name, err)) }
+
+	if v := getenv("DB_MAX_CONNS"); v != "" {
+		n, err := positiveInt(v)
+		if err != nil {
+			fail("DB_MAX_CONNS", err)
+		}
+		c.DBMaxConns = int32(n)
+	}
+	for _, iv := range []struct {
+		name string
+		dst  *int
+	}{{"DEFAULT_DAILY_LIMIT", &c.DefaultDailyLimit}, {"SENDER_BURST", &c.SenderBurst}, {"API_RATE_BURST", &c.APIRateBurst}} {
+		if v := getenv(iv.name); v != "" {
+			n, err := positiveInt(v)
+			if err != nil {
+				fail(iv.name, err)
+			}
+			*iv.dst = n
+		}
+	}
+	for _, fv := range []struct {
+		name string
+		dst  *float64
+	}{{"SENDER_RATE", &c.SenderRate}, {"API_RATE_LIMIT", &c.APIRateLimit}} {
+		if v := getenv(fv.name); v != "" {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || f <= 0 {
+				fail(fv.name, fmt.Errorf("must be a positive number, got %q", v))
+			}
+			*fv.dst = f
+		}
+	}
+	if v := getenv("SHUTDOWN_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			fail("SHUTDOWN_TIMEOUT", fmt.Errorf("must be a positive duration like 30s, got %q", v))
+		}
+		c.ShutdownTimeout = d
+	}
+	switch c.Network {
+	case "builtin":
+	case "http":
+		if c.NetworkURL == "" || c.NetworkSecret == "" {
+			fail("NETWORK", fmt.Errorf("NETWORK=http needs NETWORK_URL and NETWORK_SECRET"))
+		}
+	default:
+		fail("NETWORK", fmt.Errorf("must be builtin or http, got %q", c.Network))
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		fail("LOG_LEVEL", fmt.Errorf("must be debug, info, warn or error, got %q", c.LogLevel))
+	}
+
+	var err error
+	if c.JWTSecret, err = secret(getenv, "JWT_SECRET", &c.Generated); err != nil {
+		fail("JWT_SECRET", err)
+	}
+	if c.APIKeyPepper, err = secret(getenv, "API_KEY_PEPPER", &c.Generated); err != nil {
+		fail("API_KEY_PEPPER", err)
+	}
+	if v := getenv("API_KEY_ENCRYPTION_KEY"); v != "" {
+		if c.APIKeyEncryptionKey, err = key32(v); err != nil {
+			fail("API_KEY_ENCRYPTION_KEY", err)
+		}
+	}
+	if len(errs) > 0 {
+		return Config{}, fmt.Errorf("invalid configuration: %s", strings.Join(errs, "; "))
+	}
+	return c, nil
+}
+
+func str(getenv func(string) string, name, def string) string {
+	if v := strings.TrimSpace(getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+func positiveInt(v string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("must be a positive integer, got %q", v)
+	}
+	return n, nil
+}
+
+// secret reads a ≥ 32-byte secret, or generates one (recording its name in
+// generated) when unset.
+func secret(getenv func(string) string, name string, generated *[]string) ([]byte, error) {
+	v := getenv(name)
+	if v == "" {
+		b := make([]byte, 32)
+		if _, err := rand.Read(b); err != nil {
+			return nil, fmt.Errorf("generate: %w", err)
+		}
+		*generated = append(*generated, name)
+		return b, nil
+	}
+	if len(v) < 32 {
+		return nil, fmt.Errorf("must be at least 32 bytes")
+	}
+	return []byte(v), nil
+}
+
+// key32 decodes a 32-byte key given as 64 hex characters or standard base64.
+func key32(v string) ([]byte, error) {
+	v = strings.TrimSpace(v)
+	if b, err := hex.DecodeString(v); err == nil && len(b) == 32 {
+		return b, nil
+	}
+	if b, err := base64.StdEncoding.DecodeString(v); err == nil && len(b) == 32 {
+		return b, nil
+	}
+	return nil, fmt.Errorf("must be 32 bytes as 64 hex characters or base64")
+}

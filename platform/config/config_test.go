@@ -1,0 +1,70 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestLoadDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DatabaseURL != DefaultDatabaseURL || c.HTTPAddr != ":8080" || c.Network != "builtin" ||
+		c.DefaultDailyLimit != 1000 || c.SenderRate != 20 || c.SenderBurst != 40 {
+		t.Fatalf("defaults = %+v", c)
+	}
+	if len(c.JWTSecret) != 32 || len(c.APIKeyPepper) != 32 || c.APIKeyEncryptionKey != nil {
+		t.Fatalf("secrets not generated as expected")
+	}
+	if strings.Join(c.Generated, ",") != "JWT_SECRET,API_KEY_PEPPER" {
+		t.Fatalf("Generated = %v", c.Generated)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"short jwt secret", map[string]string{"JWT_SECRET": "short"}, "JWT_SECRET"},
+		{"bad limit", map[string]string{"DEFAULT_DAILY_LIMIT": "0"}, "DEFAULT_DAILY_LIMIT"},
+		{"bad rate", map[string]string{"SENDER_RATE": "fast"}, "SENDER_RATE"},
+		{"bad network", map[string]string{"NETWORK": "carrier-pigeon"}, "NETWORK"},
+		{"http network without url", map[string]string{"NETWORK": "http"}, "NETWORK_URL"},
+		{"bad encryption key", map[string]string{"API_KEY_ENCRYPTION_KEY": "abcd"}, "API_KEY_ENCRYPTION_KEY"},
+		{"bad log level", map[string]string{"LOG_LEVEL": "loud"}, "LOG_LEVEL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Load(env(tt.env))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want mention of %s", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoadValues(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(map[string]string{
+		"JWT_SECRET":             strings.Repeat("j", 32),
+		"API_KEY_PEPPER":         strings.Repeat("p", 40),
+		"API_KEY_ENCRYPTION_KEY": strings.Repeat("ab", 32),
+		"SENDER_RATE":            "5",
+		"SENDER_BURST":           "5",
+		"HTTP_ADDR":              "127.0.0.1:9000",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Generated) != 0 || len(c.APIKeyEncryptionKey) != 32 || c.SenderRate != 5 || c.SenderBurst != 5 || c.HTTPAddr != "127.0.0.1:9000" {
+		t.Fatalf("config = %+v", c)
+	}
+}
