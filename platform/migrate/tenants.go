@@ -6,7 +6,6 @@ import (
 	"io"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/bizmsg/platform/platform/db"
@@ -46,6 +45,7 @@ func (s Summary) Err() error {
 }
 
 // Progress receives (done, total) after each tenant; nil disables reporting.
+// It is called from one goroutine at a time.
 type Progress func(done, total int)
 
 // Tenants lists every organization's tenant from the central schema.
@@ -83,7 +83,7 @@ func (m *Migrator) AllTenants(ctx context.Context, progress Progress) (Summary, 
 	sum := Summary{Total: len(tenants)}
 	var (
 		mu      sync.Mutex
-		done    atomic.Int64
+		done    int
 		wg      sync.WaitGroup
 		next    = make(chan db.Tenant)
 		latest  = m.tenant.Latest()
@@ -105,11 +105,11 @@ func (m *Migrator) AllTenants(ctx context.Context, progress Progress) (Summary, 
 				default:
 					sum.Current++
 				}
-				mu.Unlock()
-				n := done.Add(1)
+				done++
 				if progress != nil {
-					progress(int(n), len(tenants))
+					progress(done, len(tenants))
 				}
+				mu.Unlock()
 			}
 		}()
 	}
@@ -144,10 +144,7 @@ func (m *Migrator) tenantIfBehind(ctx context.Context, t db.Tenant, latest int) 
 
 // ProgressBar returns a Progress that redraws a one-line bar on w (a terminal).
 func ProgressBar(w io.Writer) Progress {
-	var mu sync.Mutex
 	return func(done, total int) {
-		mu.Lock()
-		defer mu.Unlock()
 		const width = 30
 		filled := width
 		if total > 0 {
