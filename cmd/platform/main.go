@@ -28,6 +28,7 @@ Commands:
   worker    run only the background workers
   migrate   create the database if needed and migrate every schema (central,
             network, river, and each organization's tenant schema)
+  bench     measure the platform on this machine (platform bench -h)
 
 Configuration is read from the environment; see README.md.
 `
@@ -58,6 +59,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runService(ctx, rest, stderr, false, true)
 	case "migrate":
 		return runMigrate(ctx, rest, stdout, stderr)
+	case "bench":
+		return runBench(ctx, rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
@@ -150,6 +153,11 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintln(stdout, sum.String())
 	return sum.Err()
+}
+
+// quietLogger discards logs below warn (for commands whose output is a report).
+func quietLogger() *slog.Logger {
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
 // isTerminal reports whether w is a character device (a terminal).

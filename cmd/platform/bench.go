@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bizmsg/platform/platform/config"
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/migrate"
+)
+
+const benchUsage = `Usage: platform bench <benchmark> [flags]
+
+Benchmarks (each prints its figures; run with -h for its flags):
+  tenants   provision N tenant schemas one by one, then migrate all of them
+            again (a no-op), and print the timings
+`
+
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, benchUsage)
+		return flag.ErrHelp
+	}
+	switch args[0] {
+	case "tenants":
+		return benchTenants(ctx, args[1:], stdout, stderr)
+	default:
+		fmt.Fprint(stderr, benchUsage)
+		return fmt.Errorf("unknown benchmark %q", args[0])
+	}
+}
+
+// benchTenants measures tenant provisioning and the no-op migration of every
+// tenant, in a scratch database that it creates (and drops unless -keep).
+func benchTenants(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench tenants", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	count := fs.Int("count", 1000, "tenant schemas to provision")
+	concurrency := fs.Int("concurrency", 4, "tenant schemas migrated at once by the no-op pass (as platform migrate)")
+	dbName := fs.String("db", "bizmsg_bench_tenants", "scratch database to create on DATABASE_URL's server (dropped first if it exists)")
+	keep := fs.Bool("keep", false, "keep the scratch database afterwards")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *count < 1 {
+		return fmt.Errorf("-count must be at least 1")
+	}
+	cfg, err := config.Load(os.Getenv)
+	if err != nil {
+		return err
+	}
+	scratch, err := scratchDatabase(ctx, cfg.DatabaseURL, *dbName)
+	if err != nil {
+		return err
+	}
+	if !*keep {
+		defer func() { _ = dropDatabase(context.WithoutCancel(ctx), cfg.DatabaseURL, *dbName) }()
+	}
+	d, err := db.Open(ctx, db.Config{URL: scratch, MaxConns: int32(*concurrency) + 2})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	m, err := migrate.New(d.Pool, migrate.Config{Concurrency: *concurrency, Logger: quietLogger()})
+	if err != nil {
+		return err
+	}
+	if _, err := m.Base(ctx); err != nil {
+		return err
+	}
+
+	tty := isTerminal(stderr)
+	durations := make([]time.Duration, 0, *count)
+	start := time.Now()
+	for i := range *count {
+		t0 := time.Now()
+		var id int64
+		if err := d.Pool.QueryRow(ctx, "INSERT INTO central.organizations (name) VALUES ($1) RETURNING id", fmt.Sprintf("bench %d", i)).Scan(&id); err != nil {
+			return fmt.Errorf("create organization: %w", err)
+		}
+		t := db.Tenant{OrgID: id, Schema: db.SchemaFor(id)}
+		if _, err := d.Pool.Exec(ctx, "UPDATE central.organizations SET schema_name = $2 WHERE id = $1", id, t.Schema); err != nil {
+			return fmt.Errorf("name schema: %w", err)
+		}
+		if _, err := m.Tenant(ctx, t); err != nil {
+			return err
+		}
+		durations = append(durations, time.Since(t0))
+		if tty && ((i+1)%50 == 0 || i+1 == *count) {
+			fmt.Fprintf(stderr, "\rprovisioned %d/%d", i+1, *count)
+		}
+	}
+	if tty {
+		fmt.Fprintln(stderr)
+	}
+	provisionTotal := time.Since(start)
+	sum, err := m.AllTenants(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := sum.Err(); err != nil {
+		return err
+	}
+	sort.Slice(durations, func(i, j int) bool { return durations[i] < durations[j] })
+	pct := func(p float64) time.Duration { return durations[int(p*float64(len(durations)-1))] }
+	fmt.Fprintf(stdout, "%-44s %s\n", "benchmark", "result")
+	fmt.Fprintf(stdout, "%-44s %s\n", strings.Repeat("-", 44), strings.Repeat("-", 40))
+	fmt.Fprintf(stdout, "%-44s %d in %s\n", "tenants provisioned (org row + schema)", *count, provisionTotal.Round(time.Millisecond))
+	fmt.Fprintf(stdout, "%-44s p50 %s  p99 %s  max %s\n", "provision one tenant", pct(0.5).Round(10*time.Microsecond), pct(0.99).Round(10*time.Microsecond), durations[len(durations)-1].Round(10*time.Microsecond))
+	fmt.Fprintf(stdout, "%-44s %s (%d current, %d migrated)\n", fmt.Sprintf("migrate %d current tenants (concurrency %d)", sum.Total, *concurrency), sum.Duration.Round(time.Millisecond), sum.Current, sum.Updated)
+	return nil
+}
+
+// scratchDatabase (re)creates database name on the server of baseURL and
+// returns its URL.
+func scratchDatabase(ctx context.Context, baseURL, name string) (string, error) {
+	if err := dropDatabase(ctx, baseURL, name); err != nil {
+		return "", err
+	}
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return "", fmt.Errorf("parse database url: %w", err)
+	}
+	u.Path = "/" + name
+	if err := db.EnsureDatabase(ctx, u.String()); err != nil {
+		return "", err
+	}
+	return u.String(), nil
+}
+
+func dropDatabase(ctx context.Context, baseURL, name string) error {
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return fmt.Errorf("parse database url: %w", err)
+	}
+	u.Path = "/postgres"
+	conn, err := pgx.Connect(ctx, u.String())
+	if err != nil {
+		return fmt.Errorf("connect to maintenance database: %w", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+		return fmt.Errorf("drop %s: %w", name, err)
+	}
+	return nil
+}
