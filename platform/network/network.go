@@ -15,6 +15,34 @@ import (
 // ErrNotFound means no account holds the phone.
 var ErrNotFound = errors.New("network: no account for this phone")
 
+// Codes shared by lookup results (the contract's reason_code) and by
+// PermanentError.Code, so a send refused by the network and a lookup that
+// predicted it say the same thing.
+const (
+	// CodeOK: the recipient can receive from the sender.
+	CodeOK = "ok"
+	// CodeNotRegistered: no account holds the recipient phone.
+	CodeNotRegistered = "not_registered"
+	// CodePhoneUnverified: the recipient account's phone is not verified.
+	CodePhoneUnverified = "phone_unverified"
+	// CodeReceivingDisabled: the recipient account does not accept messages.
+	CodeReceivingDisabled = "receiving_disabled"
+	// CodeBlockedSender: the recipient blocks the sender.
+	CodeBlockedSender = "blocked_sender"
+	// CodeSelf: the recipient is the sender.
+	CodeSelf = "self"
+	// CodeSenderNotRegistered: no account holds the sender phone.
+	CodeSenderNotRegistered = "sender_not_registered"
+	// CodeInvalidPhone: a phone of the message is not a valid E.164 number.
+	CodeInvalidPhone = "invalid_phone"
+	// CodeInvalidMessage: the message itself is unacceptable (no reference,
+	// unknown type).
+	CodeInvalidMessage = "invalid_message"
+	// CodeReferenceReused: the reference was already used for a message
+	// between other accounts.
+	CodeReferenceReused = "reference_reused"
+)
+
 // Account is what the network tells about one account.
 type Account struct {
 	ID    int64
@@ -32,12 +60,31 @@ type Account struct {
 	BlocksSender bool
 }
 
+// ReasonCode tells whether the account can receive (from the sender given to
+// Lookup): CodeOK, or the first reason it cannot, checked in this order:
+// CodePhoneUnverified, CodeReceivingDisabled, CodeBlockedSender. The caller
+// decides CodeNotRegistered (ErrNotFound) and CodeSelf.
+func (a Account) ReasonCode() string {
+	switch {
+	case !a.PhoneVerified:
+		return CodePhoneUnverified
+	case !a.ReceivingEnabled:
+		return CodeReceivingDisabled
+	case a.BlocksSender:
+		return CodeBlockedSender
+	default:
+		return CodeOK
+	}
+}
+
 // Message is one message to deliver.
 type Message struct {
 	// Reference is the caller's idempotency reference: delivering a message
 	// with a reference already delivered returns the first Delivery and creates
 	// nothing. The platform uses "<tenant schema>:<message id>" and "otp:...".
 	Reference string
+	// FromPhone is the sender account's phone; "" sends from the platform's own
+	// service account (used for OTP messages).
 	FromPhone string
 	ToPhone   string
 	// Type is text, image, voice or document.
@@ -61,7 +108,7 @@ type Delivery struct {
 // recipient, recipient not receiving, sender blocked...). Any other error from
 // Deliver is transient and worth retrying.
 type PermanentError struct {
-	// Code is a machine code such as "not_registered" or "receiving_disabled".
+	// Code is a machine code, one of the Code* constants.
 	Code    string
 	Message string
 }
@@ -76,13 +123,16 @@ func IsPermanent(err error) bool {
 
 // Network is the messaging network as the platform uses it.
 type Network interface {
-	// Lookup returns the account holding phone, or ErrNotFound. When senderPhone
-	// is not empty, Account.BlocksSender tells whether the account blocks it.
+	// Lookup returns the account holding phone, or an error wrapping
+	// ErrNotFound (test with errors.Is). When senderPhone is not empty,
+	// Account.BlocksSender tells whether the account blocks it.
 	Lookup(ctx context.Context, phone, senderPhone string) (Account, error)
 	// Deliver delivers msg from the account of msg.FromPhone to the account of
-	// msg.ToPhone, at most once per msg.Reference.
+	// msg.ToPhone, at most once per msg.Reference: a repeat returns the first
+	// Delivery, even when the recipient has changed since. A refusal is a
+	// *PermanentError; any other error is transient.
 	Deliver(ctx context.Context, msg Message) (Delivery, error)
 	// Verified reports whether the account holding phone is verified
-	// (ErrNotFound when there is none).
+	// (an error wrapping ErrNotFound when there is none).
 	Verified(ctx context.Context, phone string) (bool, error)
 }

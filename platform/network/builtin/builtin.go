@@ -1,0 +1,325 @@
+// Package builtin is the built-in messaging network: accounts, blocks,
+// conversations (one per pair of accounts) and messages in the `network` schema
+// of the platform's own database. It is the default network (NETWORK=builtin)
+// and the one development and tests run against; operators drive it with
+// `platform network ...` (AddAccount, VerifyAccount, Block, Inbox).
+//
+// Every phone that enters the package is normalised to E.164 with package
+// phone, so "+1 (415) 555-2671" and "+14155552671" name one account. The
+// platform's own service account, which sends OTP messages, has the reserved
+// phone ServicePhone, which no E.164 number can equal: nobody can look it up,
+// message it, block it or impersonate it.
+package builtin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/bizmsg/platform/platform/clock"
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/network"
+	"github.com/bizmsg/platform/platform/phone"
+)
+
+// ServicePhone is the reserved phone of the platform's service account (created
+// by migration network/0002). Deliver sends from it when Message.FromPhone is
+// empty, and Inbox shows it as the sender of such messages.
+const ServicePhone = "platform"
+
+// Config configures a Network.
+type Config struct {
+	// Clock stamps deliveries and verification times. Default clock.Real{}.
+	// The integration harness passes its fake clock, so delivery times agree
+	// with the rest of the platform.
+	Clock clock.Clock
+}
+
+// Network is the built-in messaging network. It is safe for concurrent use.
+type Network struct {
+	pool  *pgxpool.Pool
+	clock clock.Clock
+}
+
+var _ network.Network = (*Network)(nil)
+
+// New returns the built-in network on d, whose `network` schema must be
+// migrated (migrate.Migrator.Base does it).
+func New(d *db.DB, cfg Config) *Network {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	return &Network{pool: d.Pool, clock: cfg.Clock}
+}
+
+// querier is what both the pool and a transaction offer.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// accountSelect reads an account and whether it blocks the account of the
+// phone in $2 (an empty phone matches no account).
+const accountSelect = `SELECT a.id, a.phone, a.verified, a.verified_at, a.phone_verified,
+       a.phone_verified_at, a.receiving_enabled,
+       EXISTS (SELECT 1 FROM network.blocks b JOIN network.accounts s ON s.id = b.blocked_account_id
+               WHERE b.account_id = a.id AND s.phone = $2)
+  FROM network.accounts a`
+
+func scanAccount(row pgx.Row) (network.Account, error) {
+	var a network.Account
+	err := row.Scan(&a.ID, &a.Phone, &a.Verified, &a.VerifiedAt, &a.PhoneVerified,
+		&a.PhoneVerifiedAt, &a.ReceivingEnabled, &a.BlocksSender)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return network.Account{}, network.ErrNotFound
+	}
+	if err != nil {
+		return network.Account{}, err
+	}
+	a.VerifiedAt = utc(a.VerifiedAt)
+	a.PhoneVerifiedAt = utc(a.PhoneVerifiedAt)
+	return a, nil
+}
+
+// account returns the account holding the normalised phone p, with
+// BlocksSender telling whether it blocks the normalised phone sender.
+func account(ctx context.Context, q querier, p, sender string) (network.Account, error) {
+	return scanAccount(q.QueryRow(ctx, accountSelect+" WHERE a.phone = $1", p, sender))
+}
+
+// Lookup returns the account holding phone, or an error wrapping
+// network.ErrNotFound. With a senderPhone, Account.BlocksSender tells whether
+// the account blocks the sender's account (false when the sender has none).
+// A malformed phone gives an error wrapping phone.ErrInvalid.
+func (n *Network) Lookup(ctx context.Context, rawPhone, senderPhone string) (network.Account, error) {
+	p, err := normalize("phone", rawPhone)
+	if err != nil {
+		return network.Account{}, err
+	}
+	var sender string
+	if senderPhone != "" {
+		if sender, err = normalize("sender phone", senderPhone); err != nil {
+			return network.Account{}, err
+		}
+	}
+	a, err := account(ctx, n.pool, p, sender)
+	if err != nil {
+		return network.Account{}, fmt.Errorf("lookup %s: %w", p, err)
+	}
+	return a, nil
+}
+
+// Verified reports whether the account holding phone is verified, or returns
+// an error wrapping network.ErrNotFound.
+func (n *Network) Verified(ctx context.Context, rawPhone string) (bool, error) {
+	p, err := normalize("phone", rawPhone)
+	if err != nil {
+		return false, err
+	}
+	var v bool
+	err = n.pool.QueryRow(ctx, `SELECT verified FROM network.accounts WHERE phone = $1`, p).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = network.ErrNotFound
+	}
+	if err != nil {
+		return false, fmt.Errorf("verified %s: %w", p, err)
+	}
+	return v, nil
+}
+
+// messageTypes are the types the network carries.
+var messageTypes = map[string]bool{"text": true, "image": true, "voice": true, "document": true}
+
+// Deliver delivers msg exactly once per msg.Reference. In one transaction it
+// finds the sender (the service account when msg.FromPhone is empty) and the
+// recipient, checks that the recipient can receive from the sender, gets or
+// creates the pair's conversation and inserts the message. A reference already
+// delivered returns the first Delivery and creates nothing, whatever changed
+// since (a block, disabled receiving), also when several calls race with one
+// reference; a reference first used between other accounts is refused with
+// network.CodeReferenceReused.
+//
+// Refusals are *network.PermanentError with the network.Code* constants:
+// invalid_message, invalid_phone, sender_not_registered, not_registered, self,
+// phone_unverified, receiving_disabled, blocked_sender, reference_reused.
+// Other errors (the database) are transient.
+func (n *Network) Deliver(ctx context.Context, msg network.Message) (network.Delivery, error) {
+	if msg.Reference == "" {
+		return network.Delivery{}, permanent(network.CodeInvalidMessage, "the message has no reference")
+	}
+	if !messageTypes[msg.Type] {
+		return network.Delivery{}, permanent(network.CodeInvalidMessage,
+			fmt.Sprintf("message type %q is not one of text, image, voice, document", msg.Type))
+	}
+	to, err := phone.Normalize(msg.ToPhone)
+	if err != nil {
+		return network.Delivery{}, permanent(network.CodeInvalidPhone, "recipient phone "+err.Error())
+	}
+	from := ServicePhone
+	if msg.FromPhone != "" {
+		if from, err = phone.Normalize(msg.FromPhone); err != nil {
+			return network.Delivery{}, permanent(network.CodeInvalidPhone, "sender phone "+err.Error())
+		}
+	}
+	d, err := n.deliver(ctx, msg, from, to)
+	if err != nil && !network.IsPermanent(err) {
+		return network.Delivery{}, fmt.Errorf("network: deliver %s: %w", msg.Reference, err)
+	}
+	return d, err
+}
+
+func (n *Network) deliver(ctx context.Context, msg network.Message, from, to string) (network.Delivery, error) {
+	tx, err := n.pool.Begin(ctx)
+	if err != nil {
+		return network.Delivery{}, fmt.Errorf("begin: %w", err)
+	}
+	// Rolled back unless committed: a repeat or a refusal leaves no trace.
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+
+	if d, found, err := delivered(ctx, tx, msg.Reference, from, to); err != nil || found {
+		return d, err
+	}
+	sender, err := account(ctx, tx, from, "")
+	if errors.Is(err, network.ErrNotFound) {
+		return network.Delivery{}, permanent(network.CodeSenderNotRegistered, "no account holds the sender phone "+from)
+	} else if err != nil {
+		return network.Delivery{}, fmt.Errorf("sender account: %w", err)
+	}
+	recipient, err := account(ctx, tx, to, from)
+	if errors.Is(err, network.ErrNotFound) {
+		return network.Delivery{}, permanent(network.CodeNotRegistered, "no account holds the recipient phone "+to)
+	} else if err != nil {
+		return network.Delivery{}, fmt.Errorf("recipient account: %w", err)
+	}
+	if recipient.ID == sender.ID {
+		return network.Delivery{}, permanent(network.CodeSelf, "the recipient is the sender")
+	}
+	if code := recipient.ReasonCode(); code != network.CodeOK {
+		return network.Delivery{}, permanent(code, refusals[code])
+	}
+
+	now := n.clock.Now()
+	conv, err := conversation(ctx, tx, sender.ID, recipient.ID, now)
+	if err != nil {
+		return network.Delivery{}, err
+	}
+	d := network.Delivery{ConversationID: conv, RecipientID: recipient.ID}
+	err = tx.QueryRow(ctx, `INSERT INTO network.messages
+	        (conversation_id, from_account_id, to_account_id, type, content,
+	         file_name, file_size, file_type, duration, reference, created_at)
+	    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+	    ON CONFLICT (reference) DO NOTHING
+	    RETURNING id, created_at`,
+		conv, sender.ID, recipient.ID, msg.Type, msg.Content,
+		nullString(msg.FileName), nullInt(msg.FileSize), nullString(msg.FileType), nullInt(int64(msg.Duration)),
+		msg.Reference, now).Scan(&d.MessageID, &d.DeliveredAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// A concurrent call committed this reference after our first check.
+		// Under READ COMMITTED this statement sees its row; ours (and any
+		// conversation we created) is rolled back.
+		d, found, err := delivered(ctx, tx, msg.Reference, from, to)
+		if err == nil && !found {
+			err = errors.New("reference conflicted but its message is gone")
+		}
+		return d, err
+	}
+	if err != nil {
+		return network.Delivery{}, fmt.Errorf("insert message: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return network.Delivery{}, fmt.Errorf("commit: %w", err)
+	}
+	d.DeliveredAt = d.DeliveredAt.UTC()
+	return d, nil
+}
+
+// refusals are the messages of the refusals an account's ReasonCode gives.
+var refusals = map[string]string{
+	network.CodePhoneUnverified:   "the recipient's phone is not verified",
+	network.CodeReceivingDisabled: "the recipient does not receive messages",
+	network.CodeBlockedSender:     "the recipient blocks the sender",
+}
+
+// delivered returns the delivery of a message already stored under ref. A
+// message under ref between other phones than from and to is a
+// CodeReferenceReused refusal.
+func delivered(ctx context.Context, q querier, ref, from, to string) (network.Delivery, bool, error) {
+	var d network.Delivery
+	var gotFrom, gotTo string
+	err := q.QueryRow(ctx, `SELECT m.id, m.conversation_id, m.to_account_id, m.created_at, f.phone, t.phone
+	      FROM network.messages m
+	      JOIN network.accounts f ON f.id = m.from_account_id
+	      JOIN network.accounts t ON t.id = m.to_account_id
+	     WHERE m.reference = $1`, ref).
+		Scan(&d.MessageID, &d.ConversationID, &d.RecipientID, &d.DeliveredAt, &gotFrom, &gotTo)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return network.Delivery{}, false, nil
+	}
+	if err != nil {
+		return network.Delivery{}, false, fmt.Errorf("find reference: %w", err)
+	}
+	if gotFrom != from || gotTo != to {
+		return network.Delivery{}, true, permanent(network.CodeReferenceReused,
+			"the reference was already used for a message between other accounts")
+	}
+	d.DeliveredAt = d.DeliveredAt.UTC()
+	return d, true, nil
+}
+
+// conversation returns the id of the conversation of accounts a and b,
+// creating it if needed. Concurrent creators of one pair meet on the unique
+// (low, high) index: the loser's insert does nothing and it reads the winner's.
+func conversation(ctx context.Context, tx pgx.Tx, a, b int64, now time.Time) (int64, error) {
+	low, high := min(a, b), max(a, b)
+	var id int64
+	err := tx.QueryRow(ctx, `INSERT INTO network.conversations (low_account_id, high_account_id, created_at)
+	    VALUES ($1, $2, $3) ON CONFLICT (low_account_id, high_account_id) DO NOTHING RETURNING id`,
+		low, high, now).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = tx.QueryRow(ctx, `SELECT id FROM network.conversations
+		    WHERE low_account_id = $1 AND high_account_id = $2`, low, high).Scan(&id)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("conversation: %w", err)
+	}
+	return id, nil
+}
+
+// normalize returns raw in E.164, or an error naming what it is that wraps
+// phone.ErrInvalid.
+func normalize(what, raw string) (string, error) {
+	p, err := phone.Normalize(raw)
+	if err != nil {
+		return "", fmt.Errorf("%s %q: %w", what, raw, err)
+	}
+	return p, nil
+}
+
+func permanent(code, message string) *network.PermanentError {
+	return &network.PermanentError{Code: code, Message: message}
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func nullInt(v int64) any {
+	if v == 0 {
+		return nil
+	}
+	return v
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}

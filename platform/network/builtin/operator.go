@@ -1,0 +1,204 @@
+package builtin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bizmsg/platform/platform/network"
+)
+
+// AccountSpec is the state AddAccount gives an account.
+type AccountSpec struct {
+	// Phone is the account's phone, normalised to E.164.
+	Phone string
+	// Verified: the account owner is verified on the network.
+	Verified bool
+	// PhoneVerified: the account's phone is verified.
+	PhoneVerified bool
+	// ReceivingEnabled: the account accepts messages.
+	ReceivingEnabled bool
+}
+
+// AddAccount creates the account of spec.Phone, or updates it, to the state
+// spec describes, and returns it. A verification time is set when a flag turns
+// true, kept while it stays true and cleared when it turns false.
+func (n *Network) AddAccount(ctx context.Context, spec AccountSpec) (network.Account, error) {
+	p, err := normalize("phone", spec.Phone)
+	if err != nil {
+		return network.Account{}, err
+	}
+	row := n.pool.QueryRow(ctx, `INSERT INTO network.accounts AS a
+	        (phone, verified, verified_at, phone_verified, phone_verified_at, receiving_enabled, created_at, updated_at)
+	    VALUES ($1, $2::boolean, CASE WHEN $2::boolean THEN $5::timestamptz END,
+	            $3::boolean, CASE WHEN $3::boolean THEN $5::timestamptz END, $4, $5, $5)
+	    ON CONFLICT (phone) DO UPDATE SET
+	        verified          = EXCLUDED.verified,
+	        verified_at       = CASE WHEN EXCLUDED.verified THEN coalesce(a.verified_at, EXCLUDED.updated_at) END,
+	        phone_verified    = EXCLUDED.phone_verified,
+	        phone_verified_at = CASE WHEN EXCLUDED.phone_verified THEN coalesce(a.phone_verified_at, EXCLUDED.updated_at) END,
+	        receiving_enabled = EXCLUDED.receiving_enabled,
+	        updated_at        = EXCLUDED.updated_at
+	    RETURNING a.id, a.phone, a.verified, a.verified_at, a.phone_verified, a.phone_verified_at,
+	              a.receiving_enabled, false`,
+		p, spec.Verified, spec.PhoneVerified, spec.ReceivingEnabled, n.clock.Now())
+	a, err := scanAccount(row)
+	if err != nil {
+		return network.Account{}, fmt.Errorf("add account %s: %w", p, err)
+	}
+	return a, nil
+}
+
+// VerifyAccount marks the account owner of phone verified (keeping the first
+// verification time) and returns the account, or an error wrapping
+// network.ErrNotFound.
+func (n *Network) VerifyAccount(ctx context.Context, rawPhone string) (network.Account, error) {
+	p, err := normalize("phone", rawPhone)
+	if err != nil {
+		return network.Account{}, err
+	}
+	row := n.pool.QueryRow(ctx, `UPDATE network.accounts AS a
+	    SET verified = true, verified_at = coalesce(a.verified_at, $2), updated_at = $2
+	    WHERE a.phone = $1
+	    RETURNING a.id, a.phone, a.verified, a.verified_at, a.phone_verified, a.phone_verified_at,
+	              a.receiving_enabled, false`, p, n.clock.Now())
+	a, err := scanAccount(row)
+	if err != nil {
+		return network.Account{}, fmt.Errorf("verify account %s: %w", p, err)
+	}
+	return a, nil
+}
+
+// Block makes the account of recipientPhone block the account of senderPhone:
+// Lookup reports it and Deliver refuses with blocked_sender. Blocking twice is
+// not an error. Either account missing gives an error wrapping
+// network.ErrNotFound; an account cannot block itself.
+func (n *Network) Block(ctx context.Context, recipientPhone, senderPhone string) error {
+	r, s, err := n.pair(ctx, recipientPhone, senderPhone)
+	if err != nil {
+		return fmt.Errorf("block: %w", err)
+	}
+	if _, err := n.pool.Exec(ctx, `INSERT INTO network.blocks (account_id, blocked_account_id, created_at)
+	    VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, r, s, n.clock.Now()); err != nil {
+		return fmt.Errorf("block: %w", err)
+	}
+	return nil
+}
+
+// Unblock lifts a block made by Block. Lifting a block that does not exist is
+// not an error; either account missing gives an error wrapping
+// network.ErrNotFound.
+func (n *Network) Unblock(ctx context.Context, recipientPhone, senderPhone string) error {
+	r, s, err := n.pair(ctx, recipientPhone, senderPhone)
+	if err != nil {
+		return fmt.Errorf("unblock: %w", err)
+	}
+	if _, err := n.pool.Exec(ctx, `DELETE FROM network.blocks WHERE account_id = $1 AND blocked_account_id = $2`, r, s); err != nil {
+		return fmt.Errorf("unblock: %w", err)
+	}
+	return nil
+}
+
+// pair returns the account ids of a recipient and a sender, two different
+// existing accounts.
+func (n *Network) pair(ctx context.Context, recipientPhone, senderPhone string) (recipient, sender int64, err error) {
+	r, err := normalize("phone", recipientPhone)
+	if err != nil {
+		return 0, 0, err
+	}
+	s, err := normalize("sender phone", senderPhone)
+	if err != nil {
+		return 0, 0, err
+	}
+	if r == s {
+		return 0, 0, errors.New("an account cannot block itself")
+	}
+	if recipient, err = n.accountID(ctx, r); err != nil {
+		return 0, 0, fmt.Errorf("recipient %s: %w", r, err)
+	}
+	if sender, err = n.accountID(ctx, s); err != nil {
+		return 0, 0, fmt.Errorf("sender %s: %w", s, err)
+	}
+	return recipient, sender, nil
+}
+
+func (n *Network) accountID(ctx context.Context, p string) (int64, error) {
+	var id int64
+	err := n.pool.QueryRow(ctx, `SELECT id FROM network.accounts WHERE phone = $1`, p).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, network.ErrNotFound
+	}
+	if err != nil {
+		return 0, err
+	}
+	return id, nil
+}
+
+// InboxMessage is one message an account received.
+type InboxMessage struct {
+	MessageID      int64
+	ConversationID int64
+	// FromPhone is the sender's phone; ServicePhone for the platform's own
+	// messages (OTPs).
+	FromPhone string
+	// Type is text, image, voice or document.
+	Type    string
+	Content string
+	// FileName, FileSize, FileType and Duration are empty for text messages.
+	FileName string
+	FileSize int64
+	FileType string
+	Duration int
+	// Reference is the sender's idempotency reference.
+	Reference string
+	// CreatedAt is the delivery time, in UTC.
+	CreatedAt time.Time
+}
+
+// Inbox returns every message the account of phone received, in delivery
+// order (newest last), or an error wrapping network.ErrNotFound.
+func (n *Network) Inbox(ctx context.Context, rawPhone string) ([]InboxMessage, error) {
+	return n.InboxLast(ctx, rawPhone, 0)
+}
+
+// InboxLast is Inbox limited to the last count messages (all when count ≤ 0).
+func (n *Network) InboxLast(ctx context.Context, rawPhone string, count int) ([]InboxMessage, error) {
+	p, err := normalize("phone", rawPhone)
+	if err != nil {
+		return nil, err
+	}
+	id, err := n.accountID(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("inbox %s: %w", p, err)
+	}
+	var limit *int
+	if count > 0 {
+		limit = &count
+	}
+	rows, err := n.pool.Query(ctx, `SELECT m.id, m.conversation_id, f.phone, m.type, m.content,
+	       coalesce(m.file_name, ''), coalesce(m.file_size, 0), coalesce(m.file_type, ''),
+	       coalesce(m.duration, 0), m.reference, m.created_at
+	  FROM network.messages m JOIN network.accounts f ON f.id = m.from_account_id
+	 WHERE m.to_account_id = $1
+	 ORDER BY m.id DESC
+	 LIMIT $2`, id, limit)
+	if err != nil {
+		return nil, fmt.Errorf("inbox %s: %w", p, err)
+	}
+	msgs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (InboxMessage, error) {
+		var m InboxMessage
+		err := row.Scan(&m.MessageID, &m.ConversationID, &m.FromPhone, &m.Type, &m.Content,
+			&m.FileName, &m.FileSize, &m.FileType, &m.Duration, &m.Reference, &m.CreatedAt)
+		m.CreatedAt = m.CreatedAt.UTC()
+		return m, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("inbox %s: %w", p, err)
+	}
+	slices.Reverse(msgs)
+	return msgs, nil
+}
