@@ -1,0 +1,216 @@
+// Package keys is the API-key service shared by both APIs: the Tenant API's
+// /api-keys endpoints and the dashboard's key management on the Central API
+// call the same Service, so the rules live in one place.
+//
+// It issues keys (platform/apikey format, stored as a peppered HMAC and,
+// when an encryption key is configured, an AES-GCM copy for "Show key"),
+// lists and revokes them, reveals sealed copies with an audit record, and
+// authenticates a presented key: one indexed query that finds the key by its
+// prefix joined with its organization, a constant-time hash comparison, and
+// expiry and revocation checks against the platform clock. Nothing is cached,
+// so a revocation takes effect on every node at once.
+//
+// The package owns the central.api_keys table and reads the organization and
+// user rows a key resolves to.
+package keys
+
+import (
+	"errors"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/bizmsg/platform/platform/apikey"
+	"github.com/bizmsg/platform/platform/clock"
+	"github.com/bizmsg/platform/platform/db"
+)
+
+// Key statuses as the API shows them. A key is revoked once revoked_at is set
+// (and stays revoked), else expired once the clock reaches expires_at, else
+// active.
+const (
+	StatusActive  = "active"
+	StatusRevoked = "revoked"
+	StatusExpired = "expired"
+)
+
+// Limits on key creation.
+const (
+	// DefaultExpiresInDays is the lifetime of a key created without
+	// expires_in_days.
+	DefaultExpiresInDays = 90
+	// MinExpiresInDays and MaxExpiresInDays bound expires_in_days.
+	MinExpiresInDays = 1
+	MaxExpiresInDays = 365
+	// MaxNameLength is the longest key name, in characters.
+	MaxNameLength = 100
+)
+
+// DefaultTouchInterval is how stale last_used_at must be before a request
+// writes it again.
+const DefaultTouchInterval = time.Minute
+
+// Config configures a Service.
+type Config struct {
+	// Hasher makes and checks the stored keyed hashes. Required.
+	Hasher *apikey.Hasher
+	// Sealer, when set, keeps an encrypted copy of every new key so that
+	// Reveal can show it again. Optional.
+	Sealer *apikey.Sealer
+	// Clock is the time source for expiry and last_used_at. Default clock.Real{}.
+	Clock clock.Clock
+	// TouchInterval: last_used_at is written at most once per interval per key,
+	// so authentication does not write on every request. Default
+	// DefaultTouchInterval.
+	TouchInterval time.Duration
+	// Logger receives failures that do not fail the request (a last_used_at
+	// write). Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Service issues, lists, revokes, reveals and authenticates API keys. It is
+// safe for concurrent use.
+type Service struct {
+	pool *pgxpool.Pool
+	cfg  Config
+	// lastUsedWrites counts last_used_at rows actually written, for metrics
+	// and for tests that prove the write rate.
+	lastUsedWrites atomic.Int64
+}
+
+// New returns a Service over pool.
+func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
+	if pool == nil {
+		return nil, errors.New("keys: a database pool is required")
+	}
+	if cfg.Hasher == nil {
+		return nil, errors.New("keys: a Hasher is required")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.TouchInterval <= 0 {
+		cfg.TouchInterval = DefaultTouchInterval
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Service{pool: pool, cfg: cfg}, nil
+}
+
+// CanReveal reports whether encrypted storage is configured, which Reveal
+// needs.
+func (s *Service) CanReveal() bool { return s.cfg.Sealer != nil }
+
+// LastUsedWrites returns how many times this Service has written a key's
+// last_used_at since it was built.
+func (s *Service) LastUsedWrites() int64 { return s.lastUsedWrites.Load() }
+
+// Now returns the Service's current time.
+func (s *Service) Now() time.Time { return s.cfg.Clock.Now() }
+
+// Key is a stored API key, without its secret.
+type Key struct {
+	ID    int64
+	OrgID int64
+	// CreatedBy is the user the key acts for (the dashboard user who created
+	// it, or the creator of the key that created it); 0 when unknown.
+	CreatedBy  int64
+	Name       string
+	Prefix     string
+	Scopes     []string
+	ExpiresAt  time.Time
+	RevokedAt  *time.Time
+	LastUsedAt *time.Time
+	CreatedAt  time.Time
+	// Sealed reports whether an encrypted copy exists (Reveal can show it).
+	Sealed bool
+}
+
+// Status returns the key's status at now.
+func (k Key) Status(now time.Time) string {
+	switch {
+	case k.RevokedAt != nil:
+		return StatusRevoked
+	case !now.Before(k.ExpiresAt):
+		return StatusExpired
+	default:
+		return StatusActive
+	}
+}
+
+// Resource is the API key as both APIs render it (interface spec §2.1).
+// PlainTextKey is set only in the creation response and by Reveal.
+type Resource struct {
+	ID           int64      `json:"id"`
+	Name         string     `json:"name"`
+	Prefix       string     `json:"prefix"`
+	Scopes       []string   `json:"scopes"`
+	Status       string     `json:"status"`
+	ExpiresAt    time.Time  `json:"expires_at"`
+	LastUsedAt   *time.Time `json:"last_used_at"`
+	CreatedAt    time.Time  `json:"created_at"`
+	PlainTextKey string     `json:"plain_text_key,omitempty"`
+}
+
+// Resource renders k at now, without the plain key.
+func (k Key) Resource(now time.Time) Resource {
+	scopes := k.Scopes
+	if scopes == nil {
+		scopes = []string{}
+	}
+	return Resource{
+		ID:         k.ID,
+		Name:       k.Name,
+		Prefix:     k.Prefix,
+		Scopes:     scopes,
+		Status:     k.Status(now),
+		ExpiresAt:  Timestamp(k.ExpiresAt),
+		LastUsedAt: timestampPtr(k.LastUsedAt),
+		CreatedAt:  Timestamp(k.CreatedAt),
+	}
+}
+
+// Organization is an organization as both APIs render it in /me.
+type Organization struct {
+	ID                 int64     `json:"id"`
+	Name               string    `json:"name"`
+	SubscriptionStatus string    `json:"subscription_status"`
+	DefaultDailyLimit  int       `json:"default_daily_limit"`
+	CreatedAt          time.Time `json:"created_at"`
+	// Tenant routes the organization's queries to its schema.
+	Tenant db.Tenant `json:"-"`
+}
+
+// User is a member of an organization as both APIs render it.
+type User struct {
+	ID        int64     `json:"id"`
+	Name      string    `json:"name"`
+	Email     string    `json:"email"`
+	Role      string    `json:"role"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Subscription is the organization's subscription as /me renders it.
+type Subscription struct {
+	Status string `json:"status"`
+}
+
+// Subscription returns the organization's subscription view.
+func (o Organization) Subscription() Subscription {
+	return Subscription{Status: o.SubscriptionStatus}
+}
+
+// Timestamp returns t in UTC truncated to whole seconds, the form every
+// timestamp is rendered in ("2026-11-22T14:03:05Z").
+func Timestamp(t time.Time) time.Time { return t.UTC().Truncate(time.Second) }
+
+func timestampPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	v := Timestamp(*t)
+	return &v
+}

@@ -1,0 +1,320 @@
+package keys_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bizmsg/platform/platform/apikey"
+	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/clock"
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/dbtest"
+	"github.com/bizmsg/platform/platform/keys"
+)
+
+func TestCreateRequestSpec(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		body       string
+		want       keys.Spec
+		wantFields []string
+	}{
+		{"minimal", `{"name":"k","scopes":["usage.read"]}`, keys.Spec{Name: "k", Scopes: []string{"usage.read"}, ExpiresInDays: 90}, nil},
+		{"trimmed name, sorted scopes", `{"name":"  k  ","scopes":["messages.send","contacts.lookup","messages.send"],"expires_in_days":7}`,
+			keys.Spec{Name: "k", Scopes: []string{"contacts.lookup", "messages.send"}, ExpiresInDays: 7}, nil},
+		{"star absorbs", `{"name":"k","scopes":["usage.read","*"],"expires_in_days":365}`, keys.Spec{Name: "k", Scopes: []string{"*"}, ExpiresInDays: 365}, nil},
+		{"null days default", `{"name":"k","scopes":["*"],"expires_in_days":null}`, keys.Spec{Name: "k", Scopes: []string{"*"}, ExpiresInDays: 90}, nil},
+		{"days 1", `{"name":"k","scopes":["*"],"expires_in_days":1}`, keys.Spec{Name: "k", Scopes: []string{"*"}, ExpiresInDays: 1}, nil},
+		{"days 0", `{"name":"k","scopes":["*"],"expires_in_days":0}`, keys.Spec{}, []string{"expires_in_days"}},
+		{"days 366", `{"name":"k","scopes":["*"],"expires_in_days":366}`, keys.Spec{}, []string{"expires_in_days"}},
+		{"days fraction", `{"name":"k","scopes":["*"],"expires_in_days":2.5}`, keys.Spec{}, []string{"expires_in_days"}},
+		{"days string", `{"name":"k","scopes":["*"],"expires_in_days":"2"}`, keys.Spec{}, []string{"expires_in_days"}},
+		{"days exponent", `{"name":"k","scopes":["*"],"expires_in_days":2e0}`, keys.Spec{}, []string{"expires_in_days"}},
+		{"name control character", `{"name":"a\u0000b","scopes":["*"]}`, keys.Spec{}, []string{"name"}},
+		{"name 100 characters", `{"name":"` + strings.Repeat("é", 100) + `","scopes":["*"]}`, keys.Spec{Name: strings.Repeat("é", 100), Scopes: []string{"*"}, ExpiresInDays: 90}, nil},
+		{"name 101 characters", `{"name":"` + strings.Repeat("é", 101) + `","scopes":["*"]}`, keys.Spec{}, []string{"name"}},
+		{"scopes object", `{"name":"k","scopes":{"a":1}}`, keys.Spec{}, []string{"scopes"}},
+		{"all wrong", `{"name":[],"scopes":["nope"],"expires_in_days":-1}`, keys.Spec{}, []string{"name", "scopes", "expires_in_days"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var req keys.CreateRequest
+			if err := json.Unmarshal([]byte(tt.body), &req); err != nil {
+				t.Fatal(err)
+			}
+			got, err := req.Spec()
+			if tt.wantFields == nil {
+				if err != nil || got.Name != tt.want.Name || got.ExpiresInDays != tt.want.ExpiresInDays || !slices.Equal(got.Scopes, tt.want.Scopes) {
+					t.Fatalf("Spec = %+v, %v; want %+v", got, err, tt.want)
+				}
+				return
+			}
+			e, ok := apperr.As(err)
+			if !ok || e.Kind != apperr.KindInvalid || len(e.Fields) != len(tt.wantFields) {
+				t.Fatalf("Spec error = %v; want fields %v", err, tt.wantFields)
+			}
+			for _, f := range tt.wantFields {
+				if len(e.Fields[f]) == 0 {
+					t.Errorf("no error for %s: %v", f, e.Fields)
+				}
+			}
+		})
+	}
+}
+
+func TestParsePage(t *testing.T) {
+	t.Parallel()
+	// A cursor as the list hands it out, taken from a real two-row page.
+	_, cursor := keys.Cut(keys.Page{Limit: 1}, []int64{9, 8}, func(id int64) int64 { return id })
+	tests := []struct {
+		limit, cursor string
+		want          keys.Page
+		wantErr       string
+	}{
+		{"", "", keys.Page{Limit: 25}, ""},
+		{"1", "", keys.Page{Limit: 1}, ""},
+		{"100", cursor, keys.Page{Limit: 100, After: 9}, ""},
+		{"0", "", keys.Page{}, "limit"},
+		{"101", "", keys.Page{}, "limit"},
+		{"ten", "", keys.Page{}, "limit"},
+		{"", "garbage!", keys.Page{}, "cursor"},
+		{"", "aWQ6LTE", keys.Page{}, "cursor"}, // "id:-1"
+	}
+	for _, tt := range tests {
+		got, err := keys.ParsePage(tt.limit, tt.cursor)
+		if tt.wantErr == "" {
+			if err != nil || got != tt.want {
+				t.Errorf("ParsePage(%q, %q) = %+v, %v; want %+v", tt.limit, tt.cursor, got, err, tt.want)
+			}
+			continue
+		}
+		if e, ok := apperr.As(err); !ok || len(e.Fields[tt.wantErr]) == 0 {
+			t.Errorf("ParsePage(%q, %q) error = %v; want a %s field error", tt.limit, tt.cursor, err, tt.wantErr)
+		}
+	}
+}
+
+func TestKeyStatus(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 22, 14, 3, 5, 0, time.UTC)
+	past := now.Add(-time.Second)
+	tests := []struct {
+		name string
+		k    keys.Key
+		want string
+	}{
+		{"active", keys.Key{ExpiresAt: now.Add(time.Second)}, keys.StatusActive},
+		{"expires exactly now", keys.Key{ExpiresAt: now}, keys.StatusExpired},
+		{"expired", keys.Key{ExpiresAt: past}, keys.StatusExpired},
+		{"revoked", keys.Key{ExpiresAt: now.Add(time.Hour), RevokedAt: &past}, keys.StatusRevoked},
+		{"revoked and expired", keys.Key{ExpiresAt: past, RevokedAt: &past}, keys.StatusRevoked},
+	}
+	for _, tt := range tests {
+		if got := tt.k.Status(now); got != tt.want {
+			t.Errorf("%s: Status = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+// fixture is a migrated database with one organization and a Service.
+type fixture struct {
+	db    *db.DB
+	svc   *keys.Service
+	clock *clock.Fake
+	org   int64
+	user  int64
+}
+
+func newFixture(t *testing.T, sealed bool) *fixture {
+	t.Helper()
+	d, _ := dbtest.Migrated(t)
+	ctx := context.Background()
+	f := &fixture{db: d, clock: clock.NewFake(time.Date(2026, 11, 22, 14, 0, 0, 0, time.UTC))}
+	if err := d.Pool.QueryRow(ctx, `INSERT INTO central.organizations (name) VALUES ('o') RETURNING id`).Scan(&f.org); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Pool.Exec(ctx, `UPDATE central.organizations SET schema_name = $2 WHERE id = $1`, f.org, db.SchemaFor(f.org)); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Pool.QueryRow(ctx, `INSERT INTO central.users (email, name, password_hash) VALUES ('u@example.com', 'U', 'x') RETURNING id`).Scan(&f.user); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Pool.Exec(ctx, `INSERT INTO central.memberships (organization_id, user_id, role) VALUES ($1, $2, 'admin')`, f.org, f.user); err != nil {
+		t.Fatal(err)
+	}
+	h, err := apikey.NewHasher(bytes.Repeat([]byte("p"), 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := keys.Config{Hasher: h, Clock: f.clock}
+	if sealed {
+		if cfg.Sealer, err = apikey.NewSealer(bytes.Repeat([]byte("s"), 32)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f.svc, err = keys.New(d.Pool, cfg); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (f *fixture) create(t *testing.T, actor keys.Actor, days int, scopes ...string) *keys.Created {
+	t.Helper()
+	c, err := f.svc.Create(context.Background(), f.org, actor, keys.Spec{Name: "k", Scopes: scopes, ExpiresInDays: days})
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	return c
+}
+
+func code(err error) string {
+	if e, ok := apperr.As(err); ok {
+		return e.Code
+	}
+	return ""
+}
+
+func TestServiceLifecycle(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, true)
+	ctx := context.Background()
+	c := f.create(t, keys.Actor{UserID: f.user}, 2, "messages.send")
+	if c.Key.CreatedBy != f.user || !c.Key.Sealed || c.Key.Status(f.clock.Now()) != keys.StatusActive {
+		t.Fatalf("created = %+v", c.Key)
+	}
+	a, err := f.svc.Authenticate(ctx, c.Plain)
+	if err != nil || a.Key.ID != c.Key.ID || a.Org.ID != f.org || a.Org.Tenant.Schema != db.SchemaFor(f.org) || a.Key.LastUsedAt == nil {
+		t.Fatalf("Authenticate = %+v, %v", a, err)
+	}
+	if u, err := f.svc.Member(ctx, f.org, a.Key.CreatedBy); err != nil || u == nil || u.Role != "admin" {
+		t.Fatalf("Member = %+v, %v", u, err)
+	}
+
+	// Reveal gives back the plain key and writes an audit row.
+	r, err := f.svc.Reveal(ctx, f.org, f.user, c.Key.ID)
+	if err != nil || r.Plain != c.Plain {
+		t.Fatalf("Reveal = %v, %v", r, err)
+	}
+	var audits int
+	if err := f.db.Pool.QueryRow(ctx, `SELECT count(*) FROM central.audit_log WHERE action = 'api_key.reveal'`).Scan(&audits); err != nil || audits != 1 {
+		t.Fatalf("reveal audits = %d, %v", audits, err)
+	}
+	if _, err := f.svc.Reveal(ctx, f.org+1, f.user, c.Key.ID); code(err) != "not_found" {
+		t.Fatalf("Reveal other org = %v", err)
+	}
+
+	// Restricted actors: subset rules for create and revoke.
+	restricted := keys.Actor{KeyID: c.Key.ID, Scopes: []string{"messages.send"}}
+	if _, err := f.svc.Create(ctx, f.org, restricted, keys.Spec{Name: "x", Scopes: []string{"*"}, ExpiresInDays: 1}); code(err) != "insufficient_scope" {
+		t.Fatalf("restricted create * = %v", err)
+	}
+	wide := f.create(t, keys.Actor{}, 1, "*")
+	if err := f.svc.Revoke(ctx, f.org, restricted, wide.Key.ID); code(err) != "insufficient_scope" {
+		t.Fatalf("restricted revoke * = %v", err)
+	}
+	if err := f.svc.Revoke(ctx, f.org+1, keys.Actor{}, wide.Key.ID); code(err) != "not_found" {
+		t.Fatalf("revoke other org = %v", err)
+	}
+
+	// Revoked and expired keys fail with their own codes.
+	if err := f.svc.Revoke(ctx, f.org, keys.Actor{}, wide.Key.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.Authenticate(ctx, wide.Plain); code(err) != keys.CodeRevokedKey {
+		t.Fatalf("revoked = %v", err)
+	}
+	f.clock.Advance(48 * time.Hour)
+	if _, err := f.svc.Authenticate(ctx, c.Plain); code(err) != keys.CodeExpiredKey {
+		t.Fatalf("expired = %v", err)
+	}
+	if _, err := f.svc.Reveal(ctx, f.org, f.user, c.Key.ID); code(err) != "api_key_not_active" {
+		t.Fatalf("reveal expired = %v", err)
+	}
+	if _, err := f.svc.Authenticate(ctx, "bmk_nope"); code(err) != keys.CodeInvalidKey {
+		t.Fatalf("malformed = %v", err)
+	}
+
+	// Listing pages through every key, newest first.
+	page, err := keys.ParsePage("1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for {
+		list, next, err := f.svc.List(ctx, f.org, page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range list {
+			ids = append(ids, k.ID)
+		}
+		if next == "" {
+			break
+		}
+		if page, err = keys.ParsePage("1", next); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(ids, []int64{wide.Key.ID, c.Key.ID}) {
+		t.Fatalf("listed %v", ids)
+	}
+}
+
+func TestRevealWithoutSealer(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, false)
+	c := f.create(t, keys.Actor{UserID: f.user}, 1, "*")
+	if c.Key.Sealed || f.svc.CanReveal() {
+		t.Fatal("sealed without a sealer")
+	}
+	if _, err := f.svc.Reveal(context.Background(), f.org, f.user, c.Key.ID); code(err) != "reveal_unavailable" {
+		t.Fatalf("Reveal = %v", err)
+	}
+}
+
+// Concurrent authentications of one key write last_used_at once per
+// interval.
+func TestTouchOncePerInterval(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, false)
+	c := f.create(t, keys.Actor{}, 1, "*")
+	var wg sync.WaitGroup
+	errs := make(chan error, 200)
+	for range 200 {
+		wg.Go(func() {
+			if _, err := f.svc.Authenticate(context.Background(), c.Plain); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if n := f.svc.LastUsedWrites(); n != 1 {
+		t.Fatalf("writes = %d, want 1", n)
+	}
+	f.clock.Advance(keys.DefaultTouchInterval)
+	if _, err := f.svc.Authenticate(context.Background(), c.Plain); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.svc.LastUsedWrites(); n != 2 {
+		t.Fatalf("writes after the interval = %d, want 2", n)
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	t.Parallel()
+	if _, err := keys.New(nil, keys.Config{}); err == nil {
+		t.Fatal("New without a pool succeeded")
+	}
+}

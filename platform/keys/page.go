@@ -1,0 +1,92 @@
+package keys
+
+import (
+	"encoding/base64"
+	"strconv"
+	"strings"
+
+	"github.com/bizmsg/platform/platform/apperr"
+)
+
+// Page bounds for list endpoints (CONTRACT §1 "Lists").
+const (
+	DefaultPageLimit = 25
+	MaxPageLimit     = 100
+)
+
+// cursorPrefix versions the opaque cursor format.
+const cursorPrefix = "id:"
+
+// Page selects one page of a list ordered by id, newest first.
+type Page struct {
+	// Limit is 1..MaxPageLimit.
+	Limit int
+	// After is the id the previous page ended at (exclusive); 0 for the
+	// first page.
+	After int64
+}
+
+// ParsePage reads the limit and cursor query parameters. An empty limit is
+// DefaultPageLimit; a limit outside 1..MaxPageLimit or not an integer, or a
+// cursor this API did not hand out, is a 422 naming the parameter.
+func ParsePage(limit, cursor string) (Page, error) {
+	p := Page{Limit: DefaultPageLimit}
+	var v apperr.Validation
+	if limit != "" {
+		n, err := strconv.Atoi(limit)
+		if err != nil || n < 1 || n > MaxPageLimit {
+			v.Add("limit", "must be an integer from 1 to "+strconv.Itoa(MaxPageLimit))
+		}
+		p.Limit = n
+	}
+	if cursor != "" {
+		after, ok := decodeCursor(cursor)
+		if !ok {
+			v.Add("cursor", "is not a cursor returned by this list")
+		}
+		p.After = after
+	}
+	if err := v.Err(); err != nil {
+		return Page{}, err
+	}
+	return p, nil
+}
+
+// Cut trims rows (fetched with Limit+1) to the page and returns the next
+// page's cursor, "" when there is none.
+func Cut[T any](p Page, rows []T, id func(T) int64) ([]T, string) {
+	if len(rows) <= p.Limit {
+		return rows, ""
+	}
+	rows = rows[:p.Limit]
+	return rows, encodeCursor(id(rows[len(rows)-1]))
+}
+
+func encodeCursor(id int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + strconv.FormatInt(id, 10)))
+}
+
+func decodeCursor(s string) (int64, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return 0, false
+	}
+	rest, ok := strings.CutPrefix(string(b), cursorPrefix)
+	if !ok {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(rest, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, false
+	}
+	return id, true
+}
+
+// NextCursor renders a next-page cursor for a list response: nil (JSON
+// null) on the last page.
+func NextCursor(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
