@@ -1,0 +1,65 @@
+package jobs
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/riverqueue/river"
+)
+
+// DefaultAccountSweepInterval is how often the account-verification sweep
+// runs when no interval is configured: a pending_account_verification number
+// becomes active at most this long (plus the sweep's own run) after its
+// owner's network account is verified.
+const DefaultAccountSweepInterval = 30 * time.Second
+
+// AccountSweepArgs is the periodic job that activates sender numbers waiting
+// for their owner's network account to be verified.
+type AccountSweepArgs struct{}
+
+// Kind names the job in River.
+func (AccountSweepArgs) Kind() string { return "sender_account_sweep" }
+
+// AccountSweeper activates every pending_account_verification sender number
+// whose owner is now verified, returning how many it activated. An error
+// reports numbers it could not check; the others are still processed.
+type AccountSweeper interface {
+	ActivateVerifiedOwners(ctx context.Context) (int, error)
+}
+
+// AccountSweepWorker runs the sweep.
+type AccountSweepWorker struct {
+	river.WorkerDefaults[AccountSweepArgs]
+	Sweeper AccountSweeper
+	Logger  *slog.Logger
+}
+
+// Work runs one sweep. A failing sweep is not retried: the next period runs a
+// fresh one.
+func (w *AccountSweepWorker) Work(ctx context.Context, job *river.Job[AccountSweepArgs]) error {
+	n, err := w.Sweeper.ActivateVerifiedOwners(ctx)
+	if n > 0 {
+		w.Logger.Info("sender numbers activated after owner verification", "count", n)
+	}
+	if err != nil {
+		return river.JobCancel(err)
+	}
+	return nil
+}
+
+// AccountSweepPeriodic schedules the sweep every interval (and at start);
+// interval ≤ 0 means DefaultAccountSweepInterval.
+func AccountSweepPeriodic(interval time.Duration) *river.PeriodicJob {
+	if interval <= 0 {
+		interval = DefaultAccountSweepInterval
+	}
+	return river.NewPeriodicJob(river.PeriodicInterval(interval),
+		func() (river.JobArgs, *river.InsertOpts) {
+			return AccountSweepArgs{}, &river.InsertOpts{
+				MaxAttempts: 1,
+				UniqueOpts:  river.UniqueOpts{ByPeriod: interval},
+			}
+		},
+		&river.PeriodicJobOpts{RunOnStart: true})
+}

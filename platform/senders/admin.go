@@ -1,0 +1,230 @@
+package senders
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/uptrace/bun"
+
+	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/db"
+)
+
+// Error codes of the operator operations.
+const (
+	// CodeAmbiguous: the phone is registered in several organizations and no
+	// organization was named.
+	CodeAmbiguous = "sender_ambiguous"
+	// CodeRejectedFinal: the number is rejected, which is final.
+	CodeRejectedFinal = "sender_rejected"
+	// CodeAlreadySuspended: suspend of a suspended number.
+	CodeAlreadySuspended = "sender_already_suspended"
+	// CodeNotSuspended: unsuspend of a number that is not suspended.
+	CodeNotSuspended = "sender_not_suspended"
+)
+
+// AdminTarget names a sender number for an operator: its phone and, when the
+// phone is registered in several organizations, the organization.
+type AdminTarget struct {
+	Phone string
+	// OrgID is 0 when not given.
+	OrgID int64
+}
+
+// AdminResult is the outcome of an operator operation.
+type AdminResult struct {
+	OrganizationID int64
+	PreviousStatus Status
+	Sender         Sender
+}
+
+// MarshalJSON renders {"organization_id", "previous_status", "sender"}.
+func (r AdminResult) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		OrganizationID int64  `json:"organization_id"`
+		PreviousStatus Status `json:"previous_status"`
+		Sender         Sender `json:"sender"`
+	}{r.OrganizationID, r.PreviousStatus, r.Sender})
+}
+
+// Suspend suspends the number (any state but rejected). A suspended number
+// cannot send; an active one keeps its claim on the phone, so lifting the
+// suspension can always restore it.
+func (s *Service) Suspend(ctx context.Context, target AdminTarget) (AdminResult, error) {
+	return s.adminChange(ctx, target, "sender.suspend", func(ctx context.Context, tx bun.Tx, t db.Tenant, r *row) error {
+		switch r.Status {
+		case StatusRejected:
+			return errRejectedFinal()
+		case StatusSuspended:
+			return apperr.Invalid(CodeAlreadySuspended, "The sender number is already suspended.")
+		}
+		r.Status = StatusSuspended
+		return s.saveStatus(ctx, tx, t, r)
+	})
+}
+
+// Unsuspend returns a suspended number to the state its verification facts
+// give: OTP not accepted → pending_verification (a new code is needed);
+// accepted and the owner's network account verified → active; accepted and
+// the owner unverified → pending_account_verification. If the phone became
+// active in another organization meanwhile, the number waits in
+// pending_account_verification and the sweep activates it once the phone is
+// free.
+func (s *Service) Unsuspend(ctx context.Context, target AdminTarget) (AdminResult, error) {
+	return s.adminChange(ctx, target, "sender.unsuspend", func(ctx context.Context, tx bun.Tx, t db.Tenant, r *row) error {
+		switch r.Status {
+		case StatusRejected:
+			return errRejectedFinal()
+		case StatusSuspended:
+		default:
+			return apperr.Invalid(CodeNotSuspended,
+				fmt.Sprintf("The sender number is not suspended (its status is %s).", r.Status))
+		}
+		if r.VerificationStatus != VerificationVerified {
+			r.Status = StatusPendingVerification
+			return s.saveStatus(ctx, tx, t, r)
+		}
+		verified, err := s.ownerVerified(ctx, r.Phone)
+		if err != nil {
+			return err
+		}
+		r.Status = StatusPendingAccountVerification
+		if verified {
+			now := s.clock.Now()
+			claimed, err := claimPhone(ctx, tx, t.OrgID, r, now)
+			if err != nil {
+				return err
+			}
+			if claimed {
+				r.Status = StatusActive
+				r.ActivatedAt = &now
+			}
+		}
+		return s.saveStatus(ctx, tx, t, r, "activated_at")
+	})
+}
+
+// Reject rejects the number for good: it can never send or change state
+// again, and its claim on the phone (if active) is released.
+func (s *Service) Reject(ctx context.Context, target AdminTarget) (AdminResult, error) {
+	return s.adminChange(ctx, target, "sender.reject", func(ctx context.Context, tx bun.Tx, t db.Tenant, r *row) error {
+		if r.Status == StatusRejected {
+			return errRejectedFinal()
+		}
+		if err := releasePhone(ctx, tx, t.OrgID, r); err != nil {
+			return err
+		}
+		r.Status = StatusRejected
+		r.clearOTP()
+		return s.saveStatus(ctx, tx, t, r, "otp_hash", "otp_expires_at", "otp_attempts")
+	})
+}
+
+// SetLimit sets the number's daily limit override; nil clears it (the
+// organization's default applies).
+func (s *Service) SetLimit(ctx context.Context, target AdminTarget, limit *int) (AdminResult, error) {
+	if limit != nil {
+		var v apperr.Validation
+		validateDailyLimit(&v, "limit", *limit)
+		if err := v.Err(); err != nil {
+			return AdminResult{}, err
+		}
+	}
+	return s.adminChange(ctx, target, "sender.set_limit", func(ctx context.Context, tx bun.Tx, t db.Tenant, r *row) error {
+		r.DailyLimitOverride = limit
+		return saveRow(ctx, tx, t, r, s.clock.Now(), "daily_limit_override")
+	})
+}
+
+// saveStatus writes the status (and extra columns) and mirrors it in the
+// directory.
+func (s *Service) saveStatus(ctx context.Context, tx bun.Tx, t db.Tenant, r *row, extra ...string) error {
+	if err := saveRow(ctx, tx, t, r, s.clock.Now(), append([]string{"status"}, extra...)...); err != nil {
+		return err
+	}
+	return dirSetStatus(ctx, tx, t.OrgID, r)
+}
+
+// adminChange finds the target, applies change under the row lock, and
+// records the operator action in the audit log, in one transaction.
+func (s *Service) adminChange(ctx context.Context, target AdminTarget, action string,
+	change func(ctx context.Context, tx bun.Tx, t db.Tenant, r *row) error) (AdminResult, error) {
+	loc, err := s.locate(ctx, target)
+	if err != nil {
+		return AdminResult{}, err
+	}
+	t, err := loc.tenant()
+	if err != nil {
+		return AdminResult{}, err
+	}
+	var res AdminResult
+	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		r, err := loadRow(ctx, tx, t, loc.SenderID, "", lockUpdate)
+		if err != nil {
+			return err
+		}
+		prev := r.Status
+		if err := change(ctx, tx, t, r); err != nil {
+			return err
+		}
+		details, err := json.Marshal(map[string]any{
+			"phone": r.Phone, "previous_status": prev, "status": r.Status,
+			"daily_limit_override": r.DailyLimitOverride,
+		})
+		if err != nil {
+			return fmt.Errorf("audit details: %w", err)
+		}
+		if _, err := tx.NewRaw(`INSERT INTO central.audit_log (organization_id, action, target, details, created_at)
+			VALUES (?, ?, ?, ?, ?)`, t.OrgID, action, "sender_number:"+strconv.FormatInt(r.ID, 10),
+			string(details), s.clock.Now()).Exec(ctx); err != nil {
+			return fmt.Errorf("audit: %w", err)
+		}
+		res = AdminResult{OrganizationID: t.OrgID, PreviousStatus: prev, Sender: r.sender()}
+		return nil
+	})
+	return res, err
+}
+
+// locate finds the one number the target names.
+func (s *Service) locate(ctx context.Context, target AdminTarget) (location, error) {
+	var v apperr.Validation
+	e164 := validatePhone(&v, "phone", target.Phone)
+	if err := v.Err(); err != nil {
+		return location{}, err
+	}
+	locs, err := dirFind(ctx, s.db, e164, target.OrgID)
+	if err != nil {
+		return location{}, err
+	}
+	switch len(locs) {
+	case 0:
+		if target.OrgID > 0 {
+			return location{}, apperr.New(apperr.KindNotFound, "not_found",
+				fmt.Sprintf("No sender number %s in organization %d.", e164, target.OrgID))
+		}
+		return location{}, apperr.New(apperr.KindNotFound, "not_found",
+			fmt.Sprintf("No sender number %s is registered in any organization.", e164))
+	case 1:
+		return locs[0], nil
+	}
+	orgs := make([]string, len(locs))
+	for i, l := range locs {
+		orgs[i] = fmt.Sprintf("%d (%s)", l.OrgID, l.Status)
+	}
+	e := apperr.Invalid(CodeAmbiguous, fmt.Sprintf(
+		"Sender number %s is registered in several organizations: %s. Name one with --org.",
+		e164, strings.Join(orgs, ", ")))
+	ids := make([]int64, len(locs))
+	for i, l := range locs {
+		ids[i] = l.OrgID
+	}
+	e.Details = map[string]any{"organization_ids": ids}
+	return location{}, e
+}
+
+func errRejectedFinal() *apperr.Error {
+	return apperr.Invalid(CodeRejectedFinal, "The sender number is rejected; rejection is final.")
+}

@@ -1,0 +1,245 @@
+// Package senders is the sender-number service shared by the Tenant API, the
+// Central API (dashboard), the River workers and the operator commands:
+// registration, the OTP (issue, delivery, verification, resend), the state
+// machine of interface-spec §3.1, the daily limit override, and the checks the
+// send path makes.
+//
+// # States
+//
+//	(none) ──register──▶ pending_verification
+//	pending_verification ──OTP accepted, owner verified──▶ active
+//	pending_verification ──OTP accepted, owner unverified──▶ pending_account_verification
+//	pending_account_verification ──owner verified (periodic sweep)──▶ active
+//	any but rejected ──operator suspend──▶ suspended
+//	suspended ──operator unsuspend──▶ what the verification facts give
+//	any but rejected ──operator reject──▶ rejected (final)
+//
+// Every transition happens in one transaction that locks the tenant row
+// (SELECT ... FOR UPDATE), so concurrent requests change a number once.
+//
+// # Cross-organization rules
+//
+// A phone is registered at most once per organization (the tenant table's
+// unique phone) and is active in at most one organization: activation claims
+// the phone in central.active_sender_phones in the activation's transaction.
+// central.sender_number_directory mirrors every number's organization, phone and
+// status (written in the same transactions) for operator look-ups by phone and
+// for the account-verification sweep.
+package senders
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+	"github.com/uptrace/bun"
+
+	"github.com/bizmsg/platform/platform/apikey"
+	"github.com/bizmsg/platform/platform/clock"
+	"github.com/bizmsg/platform/platform/network"
+)
+
+// Status is a sender number's state.
+type Status string
+
+// The states of a sender number (interface-spec §3.1).
+const (
+	StatusPendingVerification        Status = "pending_verification"
+	StatusActive                     Status = "active"
+	StatusPendingAccountVerification Status = "pending_account_verification"
+	StatusSuspended                  Status = "suspended"
+	StatusRejected                   Status = "rejected"
+)
+
+// Values of Sender.VerificationStatus: whether the OTP has been accepted.
+const (
+	VerificationPending  = "pending_verification"
+	VerificationVerified = "verified"
+)
+
+// Limits of the inputs.
+const (
+	// MaxDisplayNameLength is the longest display_name, in characters.
+	MaxDisplayNameLength = 100
+	// MaxDailyLimitOverride is the largest daily_limit_override accepted.
+	MaxDailyLimitOverride = 1_000_000_000
+	// OTPDigits is the length of a one-time password.
+	OTPDigits = 6
+)
+
+// Sender is a sender number as the service's callers see it.
+type Sender struct {
+	ID                 int64
+	Phone              string
+	DisplayName        string
+	Status             Status
+	VerificationStatus string
+	// DailyLimitOverride is nil when the organization's default applies.
+	DailyLimitOverride *int
+	// VerifiedAt is when the OTP was accepted.
+	VerifiedAt *time.Time
+	// ActivatedAt is when the number last became active.
+	ActivatedAt *time.Time
+	// OTPSentAt is when the current OTP was delivered to the owner's network
+	// account; nil while undelivered (or when the owner has no account).
+	OTPSentAt *time.Time
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// DailyLimit returns the number's daily message limit: its override, else the
+// organization's default.
+func (s Sender) DailyLimit(orgDefault int) int {
+	if s.DailyLimitOverride != nil {
+		return *s.DailyLimitOverride
+	}
+	return orgDefault
+}
+
+// senderJSON is the resource of interface-spec §2.2 plus otp_sent_at and
+// created_at.
+type senderJSON struct {
+	ID                 int64   `json:"id"`
+	Phone              string  `json:"phone"`
+	DisplayName        string  `json:"display_name"`
+	Status             Status  `json:"status"`
+	VerificationStatus string  `json:"verification_status"`
+	DailyLimitOverride *int    `json:"daily_limit_override"`
+	VerifiedAt         *string `json:"verified_at"`
+	OTPSentAt          *string `json:"otp_sent_at"`
+	CreatedAt          string  `json:"created_at"`
+}
+
+// MarshalJSON renders the API resource: timestamps RFC 3339 in UTC to the
+// second, daily_limit_override and verified_at null when unset.
+func (s Sender) MarshalJSON() ([]byte, error) {
+	return json.Marshal(senderJSON{
+		ID:                 s.ID,
+		Phone:              s.Phone,
+		DisplayName:        s.DisplayName,
+		Status:             s.Status,
+		VerificationStatus: s.VerificationStatus,
+		DailyLimitOverride: s.DailyLimitOverride,
+		VerifiedAt:         timePtr(s.VerifiedAt),
+		OTPSentAt:          timePtr(s.OTPSentAt),
+		CreatedAt:          formatTime(s.CreatedAt),
+	})
+}
+
+func formatTime(t time.Time) string { return t.UTC().Truncate(time.Second).Format(time.RFC3339) }
+
+func timePtr(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := formatTime(*t)
+	return &s
+}
+
+// Inserter inserts River jobs inside a database/sql transaction; the
+// process's insert-only River client (jobs.NewInserter) is one.
+type Inserter interface {
+	InsertTx(ctx context.Context, tx *sql.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
+}
+
+// Config configures a Service.
+type Config struct {
+	// DB is the database. Required.
+	DB *bun.DB
+	// Jobs inserts the OTP delivery job in the issuing transaction. Required.
+	Jobs Inserter
+	// Network is the messaging network. Required.
+	Network network.Network
+	// Secret keys the OTP hashes and seals the codes inside job arguments. It
+	// must be at least 32 bytes and the same on every node (the platform passes
+	// API_KEY_PEPPER); the keys actually used are derived from it.
+	Secret []byte
+	// Clock is the time source. Default clock.Real{}.
+	Clock clock.Clock
+	// Logger. Default slog.Default().
+	Logger *slog.Logger
+	// OTPTTL is how long a code is valid. Default 10 minutes.
+	OTPTTL time.Duration
+	// MaxOTPAttempts is how many wrong codes are allowed before a new code is
+	// required. Default 5.
+	MaxOTPAttempts int
+	// ResendCooldown is the least time between two codes for one number.
+	// Default 1 minute.
+	ResendCooldown time.Duration
+	// PlatformName names the service in OTP messages. Default "bizmsg".
+	PlatformName string
+}
+
+// Service implements the sender-number rules. It is safe for concurrent use.
+type Service struct {
+	db      *bun.DB
+	jobs    Inserter
+	net     network.Network
+	clock   clock.Clock
+	log     *slog.Logger
+	cfg     Config
+	hashKey []byte
+	sealer  *apikey.Sealer
+}
+
+// New validates cfg and returns a Service.
+func New(cfg Config) (*Service, error) {
+	switch {
+	case cfg.DB == nil:
+		return nil, errors.New("senders: Config.DB is required")
+	case cfg.Jobs == nil:
+		return nil, errors.New("senders: Config.Jobs is required")
+	case cfg.Network == nil:
+		return nil, errors.New("senders: Config.Network is required")
+	case len(cfg.Secret) < 32:
+		return nil, fmt.Errorf("senders: Config.Secret must be at least 32 bytes, got %d", len(cfg.Secret))
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.OTPTTL <= 0 {
+		cfg.OTPTTL = 10 * time.Minute
+	}
+	if cfg.MaxOTPAttempts <= 0 {
+		cfg.MaxOTPAttempts = 5
+	}
+	if cfg.ResendCooldown <= 0 {
+		cfg.ResendCooldown = time.Minute
+	}
+	if cfg.PlatformName == "" {
+		cfg.PlatformName = "bizmsg"
+	}
+	sealer, err := apikey.NewSealer(deriveKey(cfg.Secret, "bizmsg/sender-otp/seal/v1"))
+	if err != nil {
+		return nil, fmt.Errorf("senders: %w", err)
+	}
+	return &Service{
+		db:      cfg.DB,
+		jobs:    cfg.Jobs,
+		net:     cfg.Network,
+		clock:   cfg.Clock,
+		log:     cfg.Logger,
+		cfg:     cfg,
+		hashKey: deriveKey(cfg.Secret, "bizmsg/sender-otp/hash/v1"),
+		sealer:  sealer,
+	}, nil
+}
+
+// deriveKey derives a purpose-bound 32-byte key from secret, so one
+// configured secret never keys two different things directly.
+func deriveKey(secret []byte, purpose string) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(purpose))
+	return m.Sum(nil)
+}

@@ -1,0 +1,103 @@
+package senders
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/uptrace/bun"
+
+	"github.com/bizmsg/platform/platform/db"
+)
+
+// sweepPage is how many pending numbers the sweep reads per query.
+const sweepPage = 500
+
+// ActivateVerifiedOwners is the account-verification sweep
+// (jobs.AccountSweeper): every pending_account_verification number of every
+// organization whose owner's network account is now verified becomes active.
+// It reads the pending numbers from the central directory (not every tenant
+// schema) and asks the network once per distinct phone. A number whose phone
+// is active in another organization stays pending (and is retried by later
+// sweeps). Failures to check some numbers are returned joined, after the
+// others have been processed.
+func (s *Service) ActivateVerifiedOwners(ctx context.Context) (int, error) {
+	var (
+		activated        int
+		errs             []error
+		afterOrg, afterS int64
+		verified         = map[string]bool{}
+	)
+	for {
+		page, err := dirPending(ctx, s.db, afterOrg, afterS, sweepPage)
+		if err != nil {
+			return activated, err
+		}
+		for _, loc := range page {
+			afterOrg, afterS = loc.OrgID, loc.SenderID
+			ok, seen := verified[loc.Phone]
+			if !seen {
+				if ok, err = s.ownerVerified(ctx, loc.Phone); err != nil {
+					errs = append(errs, fmt.Errorf("sender %d of organization %d: %w", loc.SenderID, loc.OrgID, err))
+					continue
+				}
+				verified[loc.Phone] = ok
+			}
+			if !ok {
+				continue
+			}
+			t, err := loc.tenant()
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			done, err := s.activatePending(ctx, t, loc.SenderID)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("activate sender %d of organization %d: %w", loc.SenderID, loc.OrgID, err))
+				continue
+			}
+			if done {
+				activated++
+			}
+		}
+		if len(page) < sweepPage {
+			return activated, errors.Join(errs...)
+		}
+	}
+}
+
+// activatePending makes a pending_account_verification number active, unless
+// its state changed meanwhile or its phone is active elsewhere.
+func (s *Service) activatePending(ctx context.Context, t db.Tenant, id int64) (bool, error) {
+	var done bool
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		r, err := loadRow(ctx, tx, t, id, "", lockUpdate)
+		if err != nil {
+			return err
+		}
+		if r.Status != StatusPendingAccountVerification {
+			return nil
+		}
+		now := s.clock.Now()
+		claimed, err := claimPhone(ctx, tx, t.OrgID, r, now)
+		if err != nil {
+			return err
+		}
+		if !claimed {
+			s.log.Debug("sender stays pending: phone active in another organization",
+				"schema", t.Schema, "sender_id", r.ID)
+			return nil
+		}
+		r.Status = StatusActive
+		r.ActivatedAt = &now
+		if err := saveRow(ctx, tx, t, r, now, "status", "activated_at"); err != nil {
+			return err
+		}
+		if err := dirSetStatus(ctx, tx, t.OrgID, r); err != nil {
+			return err
+		}
+		done = true
+		return nil
+	})
+	return done, err
+}
