@@ -30,6 +30,15 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxWorkers is the number of concurrent jobs in the default queue. Default 100.
 	MaxWorkers int
+	// DeliveryMaxWorkers is the number of concurrent jobs in the message
+	// delivery queue (QueueDelivery). Default 100. A delivery waiting inline
+	// for its sender's throttle (at most about a second) holds a slot but no
+	// database connection.
+	DeliveryMaxWorkers int
+	// DeliveryRetryBase and DeliveryRetryMax bound the backoff of failed
+	// deliveries (DeliverWorker.RetryBase/RetryMax). Defaults 1 s and 10 min.
+	DeliveryRetryBase time.Duration
+	DeliveryRetryMax  time.Duration
 	// FetchCooldown is the minimum pause between fetches. Default 25ms: River's
 	// 100ms default caps a process near 1,000 jobs/s.
 	FetchCooldown time.Duration
@@ -51,6 +60,9 @@ func (c *Config) setDefaults() {
 	if c.MaxWorkers <= 0 {
 		c.MaxWorkers = 100
 	}
+	if c.DeliveryMaxWorkers <= 0 {
+		c.DeliveryMaxWorkers = 100
+	}
 	if c.FetchCooldown <= 0 {
 		c.FetchCooldown = 25 * time.Millisecond
 	}
@@ -69,10 +81,14 @@ func (c *Config) setDefaults() {
 // periodic. Start it with Start and stop it with Stop.
 func NewClient(pool *pgxpool.Pool, workers *river.Workers, periodic []*river.PeriodicJob, cfg Config) (*river.Client[pgx.Tx], error) {
 	cfg.setDefaults()
+	queues := map[string]river.QueueConfig{
+		river.QueueDefault: {MaxWorkers: cfg.MaxWorkers},
+		QueueDelivery:      {MaxWorkers: cfg.DeliveryMaxWorkers},
+	}
 	c, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Schema:               migrate.RiverSchema,
 		Logger:               cfg.Logger.With("component", "river"),
-		Queues:               map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.MaxWorkers}},
+		Queues:               queues,
 		Workers:              workers,
 		PeriodicJobs:         periodic,
 		FetchCooldown:        cfg.FetchCooldown,

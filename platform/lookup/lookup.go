@@ -1,0 +1,181 @@
+// Package lookup answers whether a phone can receive messages (GET
+// /api/v1/contacts/lookup), and holds the one reachability rule the send path
+// uses too: Check. A lookup that says "ok" and a send that is accepted apply
+// the same rule to the same network answer.
+package lookup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/network"
+	"github.com/bizmsg/platform/platform/phone"
+	"github.com/bizmsg/platform/platform/senders"
+)
+
+// The reason codes of a lookup (CONTRACT §2 "Lookup"). They are the network's
+// refusal codes, so a failed delivery and the lookup that predicted it agree.
+const (
+	ReasonOK                = network.CodeOK
+	ReasonNotRegistered     = network.CodeNotRegistered
+	ReasonPhoneUnverified   = network.CodePhoneUnverified
+	ReasonReceivingDisabled = network.CodeReceivingDisabled
+	ReasonBlockedSender     = network.CodeBlockedSender
+	ReasonSelf              = network.CodeSelf
+)
+
+// CodeNetworkUnavailable (503) means the messaging network did not answer.
+const CodeNetworkUnavailable = "network_unavailable"
+
+// Result is the lookup result of interface-spec §2.4.
+type Result struct {
+	// Exists: an account holds the phone.
+	Exists bool `json:"exists"`
+	// CanReceive is true only with ReasonCode "ok".
+	CanReceive bool   `json:"can_receive"`
+	ReasonCode string `json:"reason_code"`
+	// RecipientID is the network account id; nil when none exists.
+	RecipientID *int64 `json:"recipient_id"`
+	// IsVerified: the account owner is verified on the network.
+	IsVerified      bool       `json:"is_verified"`
+	PhoneVerifiedAt *time.Time `json:"phone_verified_at"`
+}
+
+// Explain returns a sentence explaining a reason code, for error messages;
+// "" for a code it does not know.
+func Explain(code string) string {
+	switch code {
+	case ReasonOK:
+		return "The recipient can receive messages."
+	case ReasonNotRegistered:
+		return "No account on the messaging network holds this phone number."
+	case ReasonPhoneUnverified:
+		return "The recipient's phone number is not verified on the messaging network."
+	case ReasonReceivingDisabled:
+		return "The recipient does not accept messages."
+	case ReasonBlockedSender:
+		return "The recipient has blocked this sender number."
+	case ReasonSelf:
+		return "The recipient is the sender number itself."
+	default:
+		return ""
+	}
+}
+
+// Check is the reachability rule: can the account holding recipient (E.164)
+// receive from senderPhone (E.164, or "" when no sender is known)? The reason
+// is the first that applies of: not_registered, self, phone_unverified,
+// receiving_disabled, blocked_sender; else ok. A network failure is returned
+// as an error (503 network_unavailable).
+func Check(ctx context.Context, net network.Network, recipient, senderPhone string) (Result, error) {
+	a, err := net.Lookup(ctx, recipient, senderPhone)
+	if errors.Is(err, network.ErrNotFound) {
+		return Result{ReasonCode: ReasonNotRegistered}, nil
+	}
+	if err != nil {
+		return Result{}, apperr.Wrap(fmt.Errorf("network lookup: %w", err), apperr.KindUnavailable,
+			CodeNetworkUnavailable, "The messaging network is not available. Try again later.")
+	}
+	r := Result{
+		Exists:          true,
+		RecipientID:     &a.ID,
+		IsVerified:      a.Verified,
+		PhoneVerifiedAt: timestamp(a.PhoneVerifiedAt),
+		ReasonCode:      a.ReasonCode(),
+	}
+	if senderPhone != "" && a.Phone == senderPhone {
+		r.ReasonCode = ReasonSelf
+	}
+	r.CanReceive = r.ReasonCode == ReasonOK
+	return r, nil
+}
+
+// Senders resolves the optional sender of a lookup; *senders.Service is one.
+type Senders interface {
+	Resolve(ctx context.Context, t db.Tenant, ref senders.SenderRef) (senders.Sender, error)
+}
+
+// Query is a lookup request as it arrives: raw query parameters.
+type Query struct {
+	Phone string
+	// SenderNumberID and SenderPhone optionally name the organization's sender
+	// number the message would come from; with one, blocked_sender and self
+	// are checked too.
+	SenderNumberID string
+	SenderPhone    string
+}
+
+// Service answers lookups for one organization at a time.
+type Service struct {
+	net     network.Network
+	senders Senders
+}
+
+// New returns a Service.
+func New(net network.Network, s Senders) (*Service, error) {
+	if net == nil || s == nil {
+		return nil, errors.New("lookup: a network and a senders service are required")
+	}
+	return &Service{net: net, senders: s}, nil
+}
+
+// Lookup validates q and checks the phone. Errors: 422 with every field
+// error at once (phone missing or malformed, sender_number_id not a positive
+// integer, sender_phone malformed, or naming another number than
+// sender_number_id); 404 when the named sender is not one of the
+// organization's numbers; 503 when the network does not answer.
+func (s *Service) Lookup(ctx context.Context, t db.Tenant, q Query) (Result, error) {
+	var v apperr.Validation
+	recipient := ""
+	if strings.TrimSpace(q.Phone) == "" {
+		v.Add("phone", "is required")
+	} else if p, err := phone.Normalize(q.Phone); err != nil {
+		v.Add("phone", err.Error())
+	} else {
+		recipient = p
+	}
+	var ref senders.SenderRef
+	if q.SenderNumberID != "" {
+		id, err := strconv.ParseInt(q.SenderNumberID, 10, 64)
+		if err != nil || id <= 0 {
+			v.Add("sender_number_id", "must be a positive integer")
+		}
+		ref.ID = id
+	}
+	if q.SenderPhone != "" {
+		if p, err := phone.Normalize(q.SenderPhone); err != nil {
+			v.Add("sender_phone", err.Error())
+		} else {
+			ref.Phone = p
+		}
+	}
+	if err := v.Err(); err != nil {
+		return Result{}, err
+	}
+	senderPhone := ""
+	if ref.ID > 0 || ref.Phone != "" {
+		sn, err := s.senders.Resolve(ctx, t, ref)
+		if e, ok := apperr.As(err); ok && e.Code == senders.CodeSenderNotFound {
+			return Result{}, apperr.NotFound("sender number")
+		}
+		if err != nil {
+			return Result{}, err
+		}
+		senderPhone = sn.Phone
+	}
+	return Check(ctx, s.net, recipient, senderPhone)
+}
+
+func timestamp(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	v := t.UTC().Truncate(time.Second)
+	return &v
+}

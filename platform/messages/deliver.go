@@ -1,0 +1,254 @@
+package messages
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/bizmsg/platform/jobs"
+	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/network"
+	"github.com/bizmsg/platform/platform/senders"
+	"github.com/bizmsg/platform/platform/throttle"
+)
+
+var _ jobs.MessageDeliverer = (*Service)(nil)
+
+// DeliverMessage delivers the message of a delivery job (jobs.MessageDeliverer):
+//
+//  1. it loads the message; one already sent or failed is done (a job run
+//     twice, or after a crash, changes nothing);
+//  2. it reserves a token of the sender's bucket and waits for it (up to
+//     MaxInlineWait) or asks to be snoozed for exactly the delay; the snoozed
+//     run finds its token reserved under the job's ticket;
+//  3. on the message's first run past the throttle it claims the message's
+//     place under the sender's current daily limit for the day the message
+//     was accepted, and checks that the sender is still active: a limit
+//     lowered since acceptance, or a suspended or rejected sender, fails the
+//     message (daily_limit_exceeded, sender_not_active) undelivered. The check
+//     comes after the throttle so that it sees the limit as late as possible;
+//  4. it delivers with the reference "<schema>:<id>": a delivery the network
+//     already made (a crash before the outcome was recorded) is returned
+//     again, not repeated;
+//  5. it records the outcome: sent with the network's ids, or failed with the
+//     network's refusal code. A transient failure is returned for River to
+//     retry, except on the last attempt, which fails the message with
+//     network_error.
+func (s *Service) DeliverMessage(ctx context.Context, args jobs.DeliverArgs, at jobs.DeliveryAttempt) (time.Duration, error) {
+	t, err := db.NewTenant(args.OrgID, args.Schema)
+	if err != nil {
+		return 0, &network.PermanentError{Code: network.CodeInvalidMessage, Message: err.Error()}
+	}
+	m, err := loadRow(ctx, s.db, t, args.MessageID, false)
+	if e, ok := apperr.As(err); ok && e.Kind == apperr.KindNotFound {
+		return 0, &network.PermanentError{Code: network.CodeInvalidMessage,
+			Message: fmt.Sprintf("message %d does not exist in %s", args.MessageID, t.Schema)}
+	}
+	if err != nil {
+		return 0, err
+	}
+	if m.Status != StatusQueued {
+		return 0, nil
+	}
+	sn, org, err := s.deliveryContext(ctx, s.db, t, m.SenderNumberID)
+	if err != nil {
+		return 0, err
+	}
+
+	delay, err := s.throttle.Reserve(ctx, throttleKey(t, m.SenderNumberID), at.Ticket(), s.limitOf(org))
+	if err != nil {
+		return 0, fmt.Errorf("throttle: %w", err)
+	}
+	if delay > s.cfg.MaxInlineWait {
+		return delay, nil
+	}
+	if delay > 0 {
+		timer := time.NewTimer(delay)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return 0, ctx.Err()
+		}
+	}
+
+	if m.DispatchedAt == nil {
+		proceed, err := s.claim(ctx, t, m.ID, sn, org)
+		if err != nil || !proceed {
+			return 0, err
+		}
+	}
+
+	d, err := s.net.Deliver(ctx, network.Message{
+		Reference: Reference(t, m.ID),
+		FromPhone: sn.phone,
+		ToPhone:   m.ToPhone,
+		Type:      m.Type,
+		Content:   m.Content,
+		FileName:  deref(m.FileName),
+		FileSize:  deref(m.FileSize),
+		FileType:  deref(m.FileType),
+		Duration:  deref(m.Duration),
+	})
+	var refusal *network.PermanentError
+	switch {
+	case errors.As(err, &refusal):
+		return 0, s.fail(ctx, s.db, t, m.ID, refusal.Code, refusal.Message)
+	case err != nil && at.Last():
+		s.log.WarnContext(ctx, "message delivery gave up", "schema", t.Schema, "message_id", m.ID,
+			"attempts", at.Attempt, "error", err)
+		return 0, s.fail(ctx, s.db, t, m.ID, CodeNetworkError,
+			fmt.Sprintf("The messaging network could not be reached after %d attempts.", at.Attempt))
+	case err != nil:
+		return 0, fmt.Errorf("deliver: %w", err)
+	}
+	return 0, s.markSent(ctx, t, m.ID, d)
+}
+
+// claim lets a message through the sender's current daily limit, once: in a
+// transaction that locks the message row (so two runs of one job never claim
+// twice) it counts the message in its acceptance day's dispatched counter,
+// only while that counter is under the limit, and stamps dispatched_at. It
+// reports false when the message must not be delivered: it is no longer
+// queued, or it was failed just now (limit reached, sender not active).
+func (s *Service) claim(ctx context.Context, t db.Tenant, id int64, sn senderState, org orgSettings) (bool, error) {
+	var proceed bool
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		m, err := loadRow(ctx, tx, t, id, true)
+		if err != nil {
+			return err
+		}
+		if m.Status != StatusQueued {
+			return nil
+		}
+		if m.DispatchedAt != nil {
+			proceed = true
+			return nil
+		}
+		if sn.status != senders.StatusActive {
+			return s.fail(ctx, tx, t, m.ID, CodeSenderNotActive,
+				fmt.Sprintf("The sender number became %s before the message was delivered.", sn.status))
+		}
+		limit := org.DefaultDailyLimit
+		if sn.override != nil {
+			limit = *sn.override
+		}
+		var n int
+		err = tx.NewRaw(`UPDATE ?.daily_usage SET dispatched = dispatched + 1
+			WHERE sender_number_id = ? AND day = ?::date AND dispatched < ?
+			RETURNING dispatched`, t.Ident(), m.SenderNumberID, dayOf(m.CreatedAt), limit).Scan(ctx, &n)
+		if isNoRows(err) {
+			return s.fail(ctx, tx, t, m.ID, CodeDailyLimitExceeded,
+				fmt.Sprintf("The sender number's daily limit (now %d) was reached before the message was delivered.", limit))
+		}
+		if err != nil {
+			return fmt.Errorf("claim daily limit: %w", err)
+		}
+		now := s.clock.Now()
+		if _, err := tx.NewRaw(`UPDATE ?.messages SET dispatched_at = ?, updated_at = ? WHERE id = ?`,
+			t.Ident(), now, now, m.ID).Exec(ctx); err != nil {
+			return fmt.Errorf("mark message dispatched: %w", err)
+		}
+		proceed = true
+		return nil
+	})
+	return proceed, err
+}
+
+// senderState is the sender as delivery sees it.
+type senderState struct {
+	phone    string
+	status   senders.Status
+	override *int
+}
+
+// deliveryContext reads the message's sender and its organization's limits.
+func (s *Service) deliveryContext(ctx context.Context, idb bun.IDB, t db.Tenant, senderID int64) (senderState, orgSettings, error) {
+	var out struct {
+		Phone             string         `bun:"phone"`
+		Status            senders.Status `bun:"status"`
+		Override          *int           `bun:"daily_limit_override"`
+		DefaultDailyLimit int            `bun:"default_daily_limit"`
+		SenderRate        *float64       `bun:"sender_rate"`
+		SenderBurst       *int           `bun:"sender_burst"`
+	}
+	err := idb.NewRaw(`SELECT s.phone, s.status, s.daily_limit_override,
+		       o.default_daily_limit, o.sender_rate, o.sender_burst
+		  FROM ?.sender_numbers s, central.organizations o
+		 WHERE s.id = ? AND o.id = ?`, t.Ident(), senderID, t.OrgID).Scan(ctx, &out)
+	if err != nil {
+		return senderState{}, orgSettings{}, fmt.Errorf("sender %d of %s: %w", senderID, t.Schema, err)
+	}
+	return senderState{phone: out.Phone, status: out.Status, override: out.Override},
+		orgSettings{DefaultDailyLimit: out.DefaultDailyLimit, SenderRate: out.SenderRate, SenderBurst: out.SenderBurst}, nil
+}
+
+// limitOf is the organization's sender throttle, else the configured default.
+func (s *Service) limitOf(o orgSettings) throttle.Limit {
+	l := throttle.Limit{Rate: s.cfg.SenderRate, Burst: s.cfg.SenderBurst}
+	if o.SenderRate != nil && *o.SenderRate > 0 {
+		l.Rate = *o.SenderRate
+	}
+	if o.SenderBurst != nil && *o.SenderBurst > 0 {
+		l.Burst = *o.SenderBurst
+	}
+	return l
+}
+
+// throttleKey names a sender's bucket.
+func throttleKey(t db.Tenant, senderID int64) string { return t.Schema + ":" + itoa(senderID) }
+
+// markSent records a delivery: status sent with the network's ids, and the
+// day's sent counter, in one statement. A message no longer queued is left
+// alone (a concurrent run recorded it already).
+func (s *Service) markSent(ctx context.Context, t db.Tenant, id int64, d network.Delivery) error {
+	now := s.clock.Now()
+	sentAt := d.DeliveredAt
+	if sentAt.IsZero() {
+		sentAt = now
+	}
+	_, err := s.db.NewRaw(`WITH m AS (
+		  UPDATE ?0.messages
+		     SET status = 'sent', message_id = ?1, conversation_id = ?2, recipient_user_id = ?3,
+		         sent_at = ?4, updated_at = ?5
+		   WHERE id = ?6 AND status = 'queued'
+		  RETURNING sender_number_id, created_at)
+		UPDATE ?0.daily_usage u SET sent = u.sent + 1 FROM m
+		 WHERE u.sender_number_id = m.sender_number_id AND u.day = (m.created_at AT TIME ZONE 'UTC')::date`,
+		t.Ident(), d.MessageID, d.ConversationID, d.RecipientID, sentAt, now, id).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("record delivery of message %d: %w", id, err)
+	}
+	return nil
+}
+
+// fail marks a queued message failed with code and text, and counts it in
+// its day's failed counter, in one statement.
+func (s *Service) fail(ctx context.Context, idb bun.IDB, t db.Tenant, id int64, code, text string) error {
+	now := s.clock.Now()
+	_, err := idb.NewRaw(`WITH m AS (
+		  UPDATE ?0.messages
+		     SET status = 'failed', error_code = ?1, error_message = ?2, failed_at = ?3, updated_at = ?3
+		   WHERE id = ?4 AND status = 'queued'
+		  RETURNING sender_number_id, created_at)
+		UPDATE ?0.daily_usage u SET failed = u.failed + 1 FROM m
+		 WHERE u.sender_number_id = m.sender_number_id AND u.day = (m.created_at AT TIME ZONE 'UTC')::date`,
+		t.Ident(), code, text, now, id).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("record failure of message %d: %w", id, err)
+	}
+	s.log.InfoContext(ctx, "message failed", "schema", t.Schema, "message_id", id, "error_code", code)
+	return nil
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

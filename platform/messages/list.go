@@ -1,0 +1,297 @@
+package messages
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/phone"
+)
+
+// Page bounds of the history (CONTRACT §1 "Lists").
+const (
+	DefaultPageLimit = 25
+	MaxPageLimit     = 100
+)
+
+// ListQuery is a history request as it arrives: raw query parameters. Empty
+// means "not given".
+type ListQuery struct {
+	Limit  string
+	Cursor string
+	// Filters.
+	SenderNumberID  string
+	ToPhone         string
+	Status          string
+	Type            string
+	Since           string // RFC 3339, inclusive
+	Until           string // RFC 3339, exclusive
+	ClientReference string
+}
+
+// ListQueryFrom reads a history request's query parameters (limit, cursor,
+// sender_number_id, to_phone, status, type, since, until, client_reference).
+func ListQueryFrom(v url.Values) ListQuery {
+	return ListQuery{
+		Limit:           v.Get("limit"),
+		Cursor:          v.Get("cursor"),
+		SenderNumberID:  v.Get("sender_number_id"),
+		ToPhone:         v.Get("to_phone"),
+		Status:          v.Get("status"),
+		Type:            v.Get("type"),
+		Since:           v.Get("since"),
+		Until:           v.Get("until"),
+		ClientReference: v.Get("client_reference"),
+	}
+}
+
+// filter is a validated ListQuery.
+type filter struct {
+	limit           int
+	after           *position // the previous page's last message; nil on the first page
+	senderID        int64
+	toPhone         string
+	status          string
+	typ             string
+	since, until    *time.Time
+	clientReference string
+}
+
+// parse validates every parameter and reports every problem at once (422).
+func (q ListQuery) parse() (filter, error) {
+	var v apperr.Validation
+	f := filter{limit: DefaultPageLimit}
+	if q.Limit != "" {
+		n, err := strconv.Atoi(q.Limit)
+		if err != nil || n < 1 || n > MaxPageLimit {
+			v.Add("limit", fmt.Sprintf("must be an integer from 1 to %d", MaxPageLimit))
+		}
+		f.limit = n
+	}
+	if q.SenderNumberID != "" {
+		id, err := strconv.ParseInt(q.SenderNumberID, 10, 64)
+		if err != nil || id <= 0 {
+			v.Add("sender_number_id", "must be a positive integer")
+		}
+		f.senderID = id
+	}
+	if q.ToPhone != "" {
+		p, err := phone.Normalize(q.ToPhone)
+		if err != nil {
+			v.Add("to_phone", err.Error())
+		}
+		f.toPhone = p
+	}
+	if q.Status != "" {
+		switch q.Status {
+		case StatusQueued, StatusSent, StatusDelivered, StatusFailed:
+			f.status = q.Status
+		default:
+			v.Add("status", "must be one of queued, sent, delivered, failed")
+		}
+	}
+	if q.Type != "" {
+		switch q.Type {
+		case TypeText, TypeImage, TypeVoice, TypeDocument:
+			f.typ = q.Type
+		default:
+			v.Add("type", "must be one of text, image, voice, document")
+		}
+	}
+	f.since = parseTime(&v, "since", q.Since)
+	f.until = parseTime(&v, "until", q.Until)
+	if f.since != nil && f.until != nil && !f.since.Before(*f.until) {
+		v.Add("until", "must be after since")
+	}
+	if q.Cursor != "" {
+		// A cursor belongs to the order of the list it came from: by time
+		// when since or until is given, else by id.
+		pos, ok := decodeCursor(q.Cursor)
+		if !ok || pos.timed != f.byTime() {
+			v.Add("cursor", "is not a cursor returned by this list with these filters")
+		}
+		f.after = &pos
+	}
+	if q.ClientReference != "" {
+		if utf8.RuneCountInString(q.ClientReference) > MaxClientReferenceLength {
+			v.Add("client_reference", fmt.Sprintf("must be at most %d characters", MaxClientReferenceLength))
+		}
+		f.clientReference = q.ClientReference
+	}
+	if err := v.Err(); err != nil {
+		return filter{}, err
+	}
+	return f, nil
+}
+
+// byTime reports whether the list is ordered by creation time (a time
+// filter is given, so the created_at index serves it) rather than by id.
+func (f filter) byTime() bool { return f.since != nil || f.until != nil }
+
+func parseTime(v *apperr.Validation, field, raw string) *time.Time {
+	if raw == "" {
+		return nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(raw))
+	if err != nil {
+		v.Add(field, "must be an RFC 3339 date-time such as 2026-11-22T14:03:05Z")
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
+
+// Page is one page of the history.
+type Page struct {
+	Messages []Message
+	// NextCursor fetches the next page; "" on the last page.
+	NextCursor string
+}
+
+// MarshalJSON renders the list body: {"data": [...], "next_cursor": "..." | null}.
+func (p Page) MarshalJSON() ([]byte, error) {
+	out := struct {
+		Data       []Message `json:"data"`
+		NextCursor *string   `json:"next_cursor"`
+	}{Data: p.Messages}
+	if out.Data == nil {
+		out.Data = []Message{}
+	}
+	if p.NextCursor != "" {
+		out.NextCursor = &p.NextCursor
+	}
+	return json.Marshal(out)
+}
+
+// List returns the organization's messages matching q, newest first, one
+// page at a time. Each filter is served by an index of messages (sender,
+// to_phone, status and client_reference, each with the id, and created_at
+// with the id), so a page costs the same with millions of rows: without a
+// time filter the list is ordered by id (newest first), with since or until
+// by (created_at, id), so the created_at index reads just the window instead
+// of the newest rows down to it.
+func (s *Service) List(ctx context.Context, t db.Tenant, q ListQuery) (Page, error) {
+	f, err := q.parse()
+	if err != nil {
+		return Page{}, err
+	}
+	var rows []row
+	sel := selectRows(s.db, t, &rows).Limit(int64(f.limit + 1))
+	if f.byTime() {
+		sel = sel.OrderExpr("m.created_at DESC, m.id DESC")
+		if f.after != nil {
+			sel = sel.Where("(m.created_at, m.id) < (?, ?)", f.after.at, f.after.id)
+		}
+	} else {
+		sel = sel.OrderExpr("m.id DESC")
+		if f.after != nil {
+			sel = sel.Where("m.id < ?", f.after.id)
+		}
+	}
+	if f.senderID > 0 {
+		sel = sel.Where("m.sender_number_id = ?", f.senderID)
+	}
+	if f.toPhone != "" {
+		sel = sel.Where("m.to_phone = ?", f.toPhone)
+	}
+	if f.status != "" {
+		sel = sel.Where("m.status = ?", f.status)
+	}
+	if f.typ != "" {
+		sel = sel.Where("m.type = ?", f.typ)
+	}
+	if f.since != nil {
+		sel = sel.Where("m.created_at >= ?", *f.since)
+	}
+	if f.until != nil {
+		sel = sel.Where("m.created_at < ?", *f.until)
+	}
+	if f.clientReference != "" {
+		sel = sel.Where("m.client_reference = ?", f.clientReference)
+	}
+	if err := sel.Scan(ctx); err != nil {
+		return Page{}, fmt.Errorf("list messages: %w", err)
+	}
+	var p Page
+	if len(rows) > f.limit {
+		rows = rows[:f.limit]
+		last := rows[len(rows)-1]
+		p.NextCursor = encodeCursor(position{id: last.ID, at: last.CreatedAt, timed: f.byTime()})
+	}
+	p.Messages = make([]Message, 0, len(rows))
+	for i := range rows {
+		p.Messages = append(p.Messages, rows[i].message())
+	}
+	return p, nil
+}
+
+// Get returns message id of the organization; 404 when there is none (also
+// for another organization's id: it is not in this tenant's schema).
+func (s *Service) Get(ctx context.Context, t db.Tenant, id int64) (Message, error) {
+	if id <= 0 {
+		return Message{}, apperr.NotFound("message")
+	}
+	r, err := loadRow(ctx, s.db, t, id, false)
+	if err != nil {
+		return Message{}, err
+	}
+	return r.message(), nil
+}
+
+// position is where a page ended: the last message's id and, for lists
+// ordered by time, its creation time.
+type position struct {
+	id    int64
+	at    time.Time
+	timed bool
+}
+
+// Cursor formats, versioned by their prefix: "msg:<id>" for lists by id,
+// "msgt:<unix microseconds>:<id>" for lists by time (created_at is stored to
+// the microsecond, so the position is exact).
+const (
+	cursorPrefix     = "msg:"
+	timeCursorPrefix = "msgt:"
+)
+
+func encodeCursor(p position) string {
+	s := cursorPrefix + itoa(p.id)
+	if p.timed {
+		s = timeCursorPrefix + itoa(p.at.UnixMicro()) + ":" + itoa(p.id)
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte(s))
+}
+
+func decodeCursor(s string) (position, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return position{}, false
+	}
+	var p position
+	rest, ok := strings.CutPrefix(string(b), cursorPrefix)
+	if !ok {
+		if rest, ok = strings.CutPrefix(string(b), timeCursorPrefix); !ok {
+			return position{}, false
+		}
+		micros, idPart, found := strings.Cut(rest, ":")
+		us, err := strconv.ParseInt(micros, 10, 64)
+		if !found || err != nil {
+			return position{}, false
+		}
+		p.timed, p.at, rest = true, time.UnixMicro(us).UTC(), idPart
+	}
+	id, err := strconv.ParseInt(rest, 10, 64)
+	if err != nil || id <= 0 {
+		return position{}, false
+	}
+	p.id = id
+	return p, true
+}

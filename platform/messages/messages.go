@@ -1,0 +1,282 @@
+// Package messages is the message service shared by the Tenant API, the
+// Central API (dashboard) and the delivery worker: validation of a send, the
+// acceptance transaction, idempotency keys, delivery, and history reads.
+//
+// # Acceptance
+//
+// A send is validated in full first (every field error at once, nothing
+// touched). Then, before any transaction: an Idempotency-Key already answered
+// replays its answer; the sender is resolved and its state checked; the
+// recipient is checked on the network (lookup.Check, the rule the contacts
+// lookup uses). The network call stays outside the transaction so that no
+// database connection is held while the network answers (with the built-in
+// network, a transaction waiting on a second pooled connection could
+// exhaust the pool under load). Then one transaction in the tenant schema:
+//
+//  1. the idempotency key row (the first statement, so concurrent repeats of
+//     one key queue on its unique index and the later ones read the answer);
+//  2. the sender row FOR SHARE and the state check again (it cannot change
+//     until commit: verification, suspension and rejection lock it FOR UPDATE);
+//  3. the daily limit: INSERT ... ON CONFLICT DO UPDATE SET used = used + 1
+//     WHERE used < limit, so concurrent sends never pass the limit;
+//  4. the message row (queued) and its delivery job (River InsertTx on the same
+//     transaction), and the answer stored under the idempotency key.
+//
+// # Delivery
+//
+// DeliverMessage runs in the River worker: it takes a token from the
+// sender's bucket (waiting briefly, or snoozing once for exactly the delay),
+// claims the message's place under the sender's current daily limit (a
+// lowered limit is honoured for messages not yet delivered), delivers with the
+// reference "<schema>:<message id>" (so a job run twice delivers once), and
+// records the outcome with the day's status counters.
+package messages
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+	"github.com/uptrace/bun"
+
+	"github.com/bizmsg/platform/platform/clock"
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/network"
+	"github.com/bizmsg/platform/platform/senders"
+	"github.com/bizmsg/platform/platform/throttle"
+)
+
+// Message statuses (CONTRACT §2): queued → sent → delivered | failed.
+const (
+	StatusQueued    = "queued"
+	StatusSent      = "sent"
+	StatusDelivered = "delivered"
+	StatusFailed    = "failed"
+)
+
+// Message types.
+const (
+	TypeText     = "text"
+	TypeImage    = "image"
+	TypeVoice    = "voice"
+	TypeDocument = "document"
+)
+
+// Error codes of the send path, beyond validation_failed and the sender
+// codes of package senders.
+const (
+	// CodeRecipientUnreachable (422): the lookup rule says the recipient
+	// cannot receive; the body's reason_code says why.
+	CodeRecipientUnreachable = "recipient_unreachable"
+	// CodeDailyLimitExceeded (429 at acceptance; a message's error_code when a
+	// lowered limit stops it before delivery).
+	CodeDailyLimitExceeded = "daily_limit_exceeded"
+	// CodeIdempotencyKeyReused (422): the key was used with another body.
+	CodeIdempotencyKeyReused = "idempotency_key_reused"
+	// CodeSenderNotActive is a message's error_code when its sender was
+	// suspended or rejected before delivery.
+	CodeSenderNotActive = senders.CodeSenderNotActive
+	// CodeNetworkError is a message's error_code when every delivery attempt
+	// failed with a transient network error.
+	CodeNetworkError = "network_error"
+)
+
+// Message is one message of an organization.
+type Message struct {
+	ID             int64
+	SenderNumberID int64
+	ToPhone        string
+	// RecipientUserID is the recipient's network account, known at acceptance.
+	RecipientUserID *int64
+	// ConversationID and NetworkMessageID are the network's, set on delivery.
+	ConversationID   *int64
+	NetworkMessageID *int64
+	Type             string
+	Content          string
+	FileName         *string
+	FileSize         *int64
+	FileType         *string
+	Duration         *int
+	Status           string
+	ErrorCode        *string
+	ErrorMessage     *string
+	ClientReference  *string
+	CreatedAt        time.Time
+	SentAt           *time.Time
+	DeliveredAt      *time.Time
+	FailedAt         *time.Time
+}
+
+// messageJSON is the resource: interface-spec §2.3 (id, sender_number_id,
+// recipient_user_id, conversation_id, message_id, message_type, content,
+// status, sent_at) plus the request's other fields and the outcome.
+type messageJSON struct {
+	ID              int64   `json:"id"`
+	SenderNumberID  int64   `json:"sender_number_id"`
+	RecipientUserID *int64  `json:"recipient_user_id"`
+	ConversationID  *int64  `json:"conversation_id"`
+	MessageID       *int64  `json:"message_id"`
+	MessageType     string  `json:"message_type"`
+	Content         string  `json:"content"`
+	Status          string  `json:"status"`
+	SentAt          *string `json:"sent_at"`
+	ToPhone         string  `json:"to_phone"`
+	FileName        *string `json:"file_name"`
+	FileSize        *int64  `json:"file_size"`
+	FileType        *string `json:"file_type"`
+	Duration        *int    `json:"duration"`
+	ClientReference *string `json:"client_reference"`
+	ErrorCode       *string `json:"error_code"`
+	ErrorMessage    *string `json:"error_message"`
+	CreatedAt       string  `json:"created_at"`
+	DeliveredAt     *string `json:"delivered_at"`
+	FailedAt        *string `json:"failed_at"`
+}
+
+// MarshalJSON renders the API resource, timestamps RFC 3339 in UTC to the
+// second and null while unset.
+func (m Message) MarshalJSON() ([]byte, error) {
+	return json.Marshal(messageJSON{
+		ID:              m.ID,
+		SenderNumberID:  m.SenderNumberID,
+		RecipientUserID: m.RecipientUserID,
+		ConversationID:  m.ConversationID,
+		MessageID:       m.NetworkMessageID,
+		MessageType:     m.Type,
+		Content:         m.Content,
+		Status:          m.Status,
+		SentAt:          timePtr(m.SentAt),
+		ToPhone:         m.ToPhone,
+		FileName:        m.FileName,
+		FileSize:        m.FileSize,
+		FileType:        m.FileType,
+		Duration:        m.Duration,
+		ClientReference: m.ClientReference,
+		ErrorCode:       m.ErrorCode,
+		ErrorMessage:    m.ErrorMessage,
+		CreatedAt:       formatTime(m.CreatedAt),
+		DeliveredAt:     timePtr(m.DeliveredAt),
+		FailedAt:        timePtr(m.FailedAt),
+	})
+}
+
+func formatTime(t time.Time) string { return t.UTC().Truncate(time.Second).Format(time.RFC3339) }
+
+func timePtr(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := formatTime(*t)
+	return &s
+}
+
+// Senders is what the service needs of the sender-number service;
+// *senders.Service is one.
+type Senders interface {
+	Resolve(ctx context.Context, t db.Tenant, ref senders.SenderRef) (senders.Sender, error)
+	LoadForSend(ctx context.Context, tx bun.Tx, t db.Tenant, ref senders.SenderRef) (senders.Sender, error)
+}
+
+// Inserter inserts River jobs inside a database/sql transaction; the
+// process's insert-only River client (jobs.NewInserter) is one.
+type Inserter interface {
+	InsertTx(ctx context.Context, tx *sql.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
+}
+
+// Config configures a Service.
+type Config struct {
+	// DB is the database. Required.
+	DB *bun.DB
+	// Senders resolves and locks sender numbers. Required.
+	Senders Senders
+	// Network is the messaging network. Required.
+	Network network.Network
+	// Jobs inserts delivery jobs in the acceptance transaction. Required.
+	Jobs Inserter
+	// Throttle paces deliveries per sender. Default: a throttle.Local.
+	Throttle throttle.Limiter
+	// SenderRate and SenderBurst are the throttle of organizations without
+	// their own (central.organizations.sender_rate/sender_burst). Defaults
+	// 20/s and 40 (CONTRACT §2).
+	SenderRate  float64
+	SenderBurst int
+	// MaxInlineWait is the longest throttle delay a delivery waits out in the
+	// worker; longer ones snooze the job for exactly the delay. Default 1 s.
+	MaxInlineWait time.Duration
+	// IdempotencyTTL is how long an Idempotency-Key is remembered. Default 24 h.
+	IdempotencyTTL time.Duration
+	// Clock is the time source for acceptance (the UTC day of the daily limit)
+	// and delivery times. Default clock.Real{}.
+	Clock clock.Clock
+	// Logger. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Service implements sending, delivery and history. It is safe for
+// concurrent use.
+type Service struct {
+	db       *bun.DB
+	senders  Senders
+	net      network.Network
+	jobs     Inserter
+	throttle throttle.Limiter
+	clock    clock.Clock
+	log      *slog.Logger
+	cfg      Config
+}
+
+// New validates cfg and returns a Service.
+func New(cfg Config) (*Service, error) {
+	switch {
+	case cfg.DB == nil:
+		return nil, errors.New("messages: Config.DB is required")
+	case cfg.Senders == nil:
+		return nil, errors.New("messages: Config.Senders is required")
+	case cfg.Network == nil:
+		return nil, errors.New("messages: Config.Network is required")
+	case cfg.Jobs == nil:
+		return nil, errors.New("messages: Config.Jobs is required")
+	}
+	if cfg.Throttle == nil {
+		cfg.Throttle = throttle.NewLocal(throttle.Config{})
+	}
+	if cfg.SenderRate <= 0 {
+		cfg.SenderRate = 20
+	}
+	if cfg.SenderBurst <= 0 {
+		cfg.SenderBurst = 40
+	}
+	if cfg.MaxInlineWait <= 0 {
+		cfg.MaxInlineWait = time.Second
+	}
+	if cfg.IdempotencyTTL <= 0 {
+		cfg.IdempotencyTTL = 24 * time.Hour
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Service{
+		db:       cfg.DB,
+		senders:  cfg.Senders,
+		net:      cfg.Network,
+		jobs:     cfg.Jobs,
+		throttle: cfg.Throttle,
+		clock:    cfg.Clock,
+		log:      cfg.Logger,
+		cfg:      cfg,
+	}, nil
+}
+
+// Reference is the network delivery reference of a message: unique across
+// tenants, the same for every attempt.
+func Reference(t db.Tenant, id int64) string {
+	return t.Schema + ":" + itoa(id)
+}

@@ -1,0 +1,391 @@
+package messages_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bizmsg/platform/jobs"
+	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/clock"
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/dbtest"
+	"github.com/bizmsg/platform/platform/messages"
+	"github.com/bizmsg/platform/platform/migrate"
+	"github.com/bizmsg/platform/platform/network"
+	"github.com/bizmsg/platform/platform/network/builtin"
+	"github.com/bizmsg/platform/platform/senders"
+	"github.com/bizmsg/platform/platform/throttle"
+)
+
+var start = time.Date(2026, 11, 22, 14, 3, 5, 0, time.UTC)
+
+// countingNetwork wraps the built-in network, counting deliveries and failing
+// them while failing is set.
+type countingNetwork struct {
+	*builtin.Network
+	deliveries atomic.Int32
+	failing    atomic.Bool
+}
+
+func (n *countingNetwork) Deliver(ctx context.Context, m network.Message) (network.Delivery, error) {
+	n.deliveries.Add(1)
+	if n.failing.Load() {
+		return network.Delivery{}, errors.New("network: timeout")
+	}
+	return n.Network.Deliver(ctx, m)
+}
+
+// wallClock is the throttle's settable time source.
+type wallClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (w *wallClock) Now() time.Time { w.mu.Lock(); defer w.mu.Unlock(); return w.t }
+func (w *wallClock) Advance(d time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.t = w.t.Add(d)
+}
+
+type fixture struct {
+	t     *testing.T
+	db    *db.DB
+	net   *countingNetwork
+	clock *clock.Fake
+	wall  *wallClock
+	svc   *messages.Service
+	mig   *migrate.Migrator
+}
+
+func newFixture(t *testing.T, rate float64, burst int) *fixture {
+	t.Helper()
+	d, _ := dbtest.Migrated(t)
+	clk := clock.NewFake(start)
+	net := &countingNetwork{Network: builtin.New(d, builtin.Config{Clock: clk})}
+	ins, err := jobs.NewInserter(d.SQL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	snd, err := senders.New(senders.Config{DB: d.Bun, Jobs: ins, Network: net, Clock: clk, Logger: quiet,
+		Secret: []byte(strings.Repeat("s", 32))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wall := &wallClock{t: start}
+	svc, err := messages.New(messages.Config{
+		DB: d.Bun, Senders: snd, Network: net, Jobs: ins, Clock: clk, Logger: quiet,
+		Throttle:   throttle.NewLocal(throttle.Config{Now: wall.Now}),
+		SenderRate: rate, SenderBurst: burst,
+		// Never wait in the test: any delay snoozes.
+		MaxInlineWait: time.Nanosecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mig, err := migrate.New(d.Pool, migrate.Config{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{t: t, db: d, net: net, clock: clk, wall: wall, svc: svc, mig: mig}
+}
+
+// org creates an organization with its tenant schema.
+func (f *fixture) org() db.Tenant {
+	f.t.Helper()
+	ctx := context.Background()
+	var id int64
+	if err := f.db.Pool.QueryRow(ctx, `INSERT INTO central.organizations (name) VALUES ('org') RETURNING id`).Scan(&id); err != nil {
+		f.t.Fatal(err)
+	}
+	if _, err := f.db.Pool.Exec(ctx, `UPDATE central.organizations SET schema_name = $2 WHERE id = $1`, id, db.SchemaFor(id)); err != nil {
+		f.t.Fatal(err)
+	}
+	tn, err := db.NewTenant(id, db.SchemaFor(id))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if _, err := f.mig.Tenant(ctx, tn); err != nil {
+		f.t.Fatal(err)
+	}
+	return tn
+}
+
+// sender stores an active sender number (with its network account) directly.
+func (f *fixture) sender(tn db.Tenant, p string) int64 {
+	f.t.Helper()
+	f.account(p)
+	var id int64
+	if err := f.db.Pool.QueryRow(context.Background(), fmt.Sprintf(`INSERT INTO %s
+		(phone, status, verification_status, verified_at, activated_at) VALUES ($1, 'active', 'verified', $2, $2) RETURNING id`,
+		tn.Table("sender_numbers")), p, start).Scan(&id); err != nil {
+		f.t.Fatal(err)
+	}
+	return id
+}
+
+func (f *fixture) account(p string) {
+	f.t.Helper()
+	if _, err := f.net.AddAccount(context.Background(), builtin.AccountSpec{
+		Phone: p, Verified: true, PhoneVerified: true, ReceivingEnabled: true}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fixture) send(tn db.Tenant, body string, key string) (messages.SendResult, error) {
+	f.t.Helper()
+	var r messages.SendRequest
+	if err := json.Unmarshal([]byte(body), &r); err != nil {
+		f.t.Fatal(err)
+	}
+	r.IdempotencyKey = key
+	return f.svc.Send(context.Background(), tn, &r)
+}
+
+func (f *fixture) mustSend(tn db.Tenant, sid int64, to, content string) int64 {
+	f.t.Helper()
+	res, err := f.send(tn, fmt.Sprintf(`{"sender_number_id":%d,"to_phone":%q,"type":"text","content":%q}`, sid, to, content), "")
+	if err != nil {
+		f.t.Fatalf("send: %v", err)
+	}
+	return res.MessageID
+}
+
+// deliver runs message id's delivery as attempt of jobID.
+func (f *fixture) deliver(tn db.Tenant, id, jobID int64, attempt int) (time.Duration, error) {
+	return f.svc.DeliverMessage(context.Background(), jobs.DeliverArgs{OrgID: tn.OrgID, Schema: tn.Schema, MessageID: id},
+		jobs.DeliveryAttempt{JobID: jobID, Attempt: attempt, MaxAttempts: 5})
+}
+
+func (f *fixture) get(tn db.Tenant, id int64) messages.Message {
+	f.t.Helper()
+	m, err := f.svc.Get(context.Background(), tn, id)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return m
+}
+
+func (f *fixture) networkCount() int {
+	f.t.Helper()
+	var n int
+	if err := f.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM network.messages`).Scan(&n); err != nil {
+		f.t.Fatal(err)
+	}
+	return n
+}
+
+func ph(i int) string { return fmt.Sprintf("+1415555%04d", i) }
+
+// A worker that died after the network took the message but before the
+// outcome was recorded: the rerun gets the first delivery back, records it,
+// and the network holds the message once.
+func TestDeliverAfterCrashBetweenNetworkAndRecord(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 20, 40)
+	tn := f.org()
+	sid := f.sender(tn, ph(1))
+	f.account(ph(2))
+	id := f.mustSend(tn, sid, ph(2), "once")
+
+	// The first run's network call, whose result was lost with the worker.
+	first, err := f.net.Network.Deliver(context.Background(), network.Message{
+		Reference: messages.Reference(tn, id), FromPhone: ph(1), ToPhone: ph(2), Type: "text", Content: "once"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := f.deliver(tn, id, 1, 2); err != nil || d != 0 {
+		t.Fatalf("rerun: %v %v", d, err)
+	}
+	m := f.get(tn, id)
+	if m.Status != messages.StatusSent || *m.NetworkMessageID != first.MessageID || *m.ConversationID != first.ConversationID {
+		t.Fatalf("message %+v, want sent as network message %d", m, first.MessageID)
+	}
+	if n := f.networkCount(); n != 1 {
+		t.Fatalf("network holds %d messages, want 1", n)
+	}
+	// Another run of the finished job does nothing at all.
+	before := f.net.deliveries.Load()
+	if _, err := f.deliver(tn, id, 1, 3); err != nil {
+		t.Fatal(err)
+	}
+	if f.net.deliveries.Load() != before {
+		t.Fatal("a finished message was delivered again")
+	}
+}
+
+// Over the rate, a job snoozes for exactly its token's delay and, run again,
+// uses the token it reserved.
+func TestDeliverSnoozesForItsToken(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 2, 1)
+	tn := f.org()
+	sid := f.sender(tn, ph(1))
+	f.account(ph(2))
+	a := f.mustSend(tn, sid, ph(2), "a")
+	b := f.mustSend(tn, sid, ph(2), "b")
+	c := f.mustSend(tn, sid, ph(2), "c")
+	if d, err := f.deliver(tn, a, 10, 1); d != 0 || err != nil {
+		t.Fatalf("a: %v %v", d, err)
+	}
+	if d, err := f.deliver(tn, b, 11, 1); d != 500*time.Millisecond || err != nil {
+		t.Fatalf("b: snooze %v %v, want 500ms", d, err)
+	}
+	if d, err := f.deliver(tn, c, 12, 1); d != time.Second || err != nil {
+		t.Fatalf("c: snooze %v %v, want 1s", d, err)
+	}
+	f.wall.Advance(500 * time.Millisecond)
+	if d, err := f.deliver(tn, b, 11, 1); d != 0 || err != nil {
+		t.Fatalf("b again: %v %v", d, err)
+	}
+	if d, err := f.deliver(tn, c, 12, 1); d != 500*time.Millisecond || err != nil {
+		t.Fatalf("c early: %v %v, want the rest of its delay", d, err)
+	}
+	if got := f.get(tn, b).Status; got != messages.StatusSent {
+		t.Fatalf("b is %s", got)
+	}
+	if got := f.get(tn, c).Status; got != messages.StatusQueued {
+		t.Fatalf("c is %s before its token", got)
+	}
+}
+
+// Transient failures are retried; the last attempt fails the message.
+func TestDeliverTransientFailures(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 100, 100)
+	tn := f.org()
+	sid := f.sender(tn, ph(1))
+	f.account(ph(2))
+	id := f.mustSend(tn, sid, ph(2), "x")
+	f.net.failing.Store(true)
+	if _, err := f.deliver(tn, id, 1, 1); err == nil || network.IsPermanent(err) {
+		t.Fatalf("attempt 1: %v, want a transient error", err)
+	}
+	if got := f.get(tn, id).Status; got != messages.StatusQueued {
+		t.Fatalf("after a transient failure: %s", got)
+	}
+	if _, err := f.deliver(tn, id, 1, 5); err != nil {
+		t.Fatalf("last attempt: %v", err)
+	}
+	m := f.get(tn, id)
+	if m.Status != messages.StatusFailed || *m.ErrorCode != messages.CodeNetworkError || m.FailedAt == nil {
+		t.Fatalf("after the last attempt: %+v", m)
+	}
+	if n := f.networkCount(); n != 0 {
+		t.Fatalf("network holds %d", n)
+	}
+}
+
+// A sender suspended after acceptance: its queued messages fail undelivered.
+func TestDeliverSenderSuspended(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 100, 100)
+	tn := f.org()
+	sid := f.sender(tn, ph(1))
+	f.account(ph(2))
+	id := f.mustSend(tn, sid, ph(2), "x")
+	if _, err := f.db.Pool.Exec(context.Background(), fmt.Sprintf(`UPDATE %s SET status = 'suspended'`, tn.Table("sender_numbers"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.deliver(tn, id, 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	m := f.get(tn, id)
+	if m.Status != messages.StatusFailed || *m.ErrorCode != messages.CodeSenderNotActive {
+		t.Fatalf("%+v", m)
+	}
+	if f.net.deliveries.Load() != 0 {
+		t.Fatal("delivered for a suspended sender")
+	}
+}
+
+// A job for a message that does not exist is unusable (permanent).
+func TestDeliverUnknownMessage(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 100, 100)
+	tn := f.org()
+	if _, err := f.deliver(tn, 12345, 1, 1); !network.IsPermanent(err) {
+		t.Fatalf("unknown message: %v", err)
+	}
+	if _, err := f.svc.DeliverMessage(context.Background(), jobs.DeliverArgs{OrgID: tn.OrgID, Schema: "public", MessageID: 1},
+		jobs.DeliveryAttempt{Attempt: 1, MaxAttempts: 1}); !network.IsPermanent(err) {
+		t.Fatalf("bad schema: %v", err)
+	}
+}
+
+// Concurrent sends never pass the daily limit, and the limit is per UTC day.
+func TestDailyLimitReservation(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 100, 100)
+	tn := f.org()
+	if _, err := f.db.Pool.Exec(context.Background(), `UPDATE central.organizations SET default_daily_limit = 7 WHERE id = $1`, tn.OrgID); err != nil {
+		t.Fatal(err)
+	}
+	sid := f.sender(tn, ph(1))
+	f.account(ph(2))
+	var ok, limited atomic.Int32
+	var wg sync.WaitGroup
+	for range 30 {
+		wg.Go(func() {
+			_, err := f.send(tn, fmt.Sprintf(`{"sender_number_id":%d,"to_phone":%q,"type":"text","content":"x"}`, sid, ph(2)), "")
+			switch e, isApp := apperr.As(err); {
+			case err == nil:
+				ok.Add(1)
+			case isApp && e.Code == messages.CodeDailyLimitExceeded:
+				limited.Add(1)
+				if want := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC).Sub(start); e.RetryAfter != want {
+					t.Errorf("RetryAfter %s, want %s", e.RetryAfter, want)
+				}
+			default:
+				t.Errorf("send: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if ok.Load() != 7 || limited.Load() != 23 {
+		t.Fatalf("%d accepted, %d limited; want 7 and 23", ok.Load(), limited.Load())
+	}
+	f.clock.Set(time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC))
+	f.mustSend(tn, sid, ph(2), "tomorrow")
+}
+
+// Idempotency keys older than the TTL are purged, and a stale key that is
+// still stored is taken over by a new send.
+func TestIdempotencyKeyLifetime(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 100, 100)
+	tn := f.org()
+	sid := f.sender(tn, ph(1))
+	f.account(ph(2))
+	body := fmt.Sprintf(`{"sender_number_id":%d,"to_phone":%q,"type":"text","content":"x"}`, sid, ph(2))
+	first, err := f.send(tn, body, "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.send(tn, body, "k2"); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(25 * time.Hour)
+	again, err := f.send(tn, body, "k1")
+	if err != nil || again.Replayed || again.MessageID == first.MessageID {
+		t.Fatalf("stale key: %+v %v", again, err)
+	}
+	n, err := messages.PurgeIdempotencyKeys(context.Background(), f.db.Bun, tn, f.clock.Now().Add(-24*time.Hour))
+	if err != nil || n != 1 {
+		t.Fatalf("purged %d (%v), want 1 (k2; k1 was renewed)", n, err)
+	}
+	replay, err := f.send(tn, body, "k1")
+	if err != nil || !replay.Replayed || replay.MessageID != again.MessageID || string(replay.Body) != string(again.Body) {
+		t.Fatalf("replay %+v %v", replay, err)
+	}
+}

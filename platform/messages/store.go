@@ -1,0 +1,147 @@
+package messages
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/db"
+)
+
+// row is a tenant's messages row.
+type row struct {
+	bun.BaseModel `bun:"table:messages,alias:m"`
+
+	ID              int64      `bun:"id,pk,autoincrement"`
+	SenderNumberID  int64      `bun:"sender_number_id"`
+	ToPhone         string     `bun:"to_phone"`
+	RecipientUserID *int64     `bun:"recipient_user_id"`
+	ConversationID  *int64     `bun:"conversation_id"`
+	MessageID       *int64     `bun:"message_id"`
+	Type            string     `bun:"type"`
+	Content         string     `bun:"content"`
+	FileName        *string    `bun:"file_name"`
+	FileSize        *int64     `bun:"file_size"`
+	FileType        *string    `bun:"file_type"`
+	Duration        *int       `bun:"duration"`
+	Status          string     `bun:"status"`
+	ErrorCode       *string    `bun:"error_code"`
+	ErrorMessage    *string    `bun:"error_message"`
+	ClientReference *string    `bun:"client_reference"`
+	CreatedAt       time.Time  `bun:"created_at"`
+	SentAt          *time.Time `bun:"sent_at"`
+	DeliveredAt     *time.Time `bun:"delivered_at"`
+	FailedAt        *time.Time `bun:"failed_at"`
+	DispatchedAt    *time.Time `bun:"dispatched_at"`
+	UpdatedAt       time.Time  `bun:"updated_at"`
+}
+
+// message is the row as callers see it.
+func (r *row) message() Message {
+	return Message{
+		ID:               r.ID,
+		SenderNumberID:   r.SenderNumberID,
+		ToPhone:          r.ToPhone,
+		RecipientUserID:  r.RecipientUserID,
+		ConversationID:   r.ConversationID,
+		NetworkMessageID: r.MessageID,
+		Type:             r.Type,
+		Content:          r.Content,
+		FileName:         r.FileName,
+		FileSize:         r.FileSize,
+		FileType:         r.FileType,
+		Duration:         r.Duration,
+		Status:           r.Status,
+		ErrorCode:        r.ErrorCode,
+		ErrorMessage:     r.ErrorMessage,
+		ClientReference:  r.ClientReference,
+		CreatedAt:        r.CreatedAt,
+		SentAt:           r.SentAt,
+		DeliveredAt:      r.DeliveredAt,
+		FailedAt:         r.FailedAt,
+	}
+}
+
+// selectRows starts a query on the tenant's messages (alias m).
+func selectRows(idb bun.IDB, t db.Tenant, dst any) *bun.SelectQuery {
+	return idb.NewSelect().Model(dst).ModelTableExpr("?.messages AS m", t.Ident())
+}
+
+// loadRow reads message id, optionally locking it FOR UPDATE. A missing row
+// is apperr.NotFound.
+func loadRow(ctx context.Context, idb bun.IDB, t db.Tenant, id int64, forUpdate bool) (*row, error) {
+	r := new(row)
+	q := selectRows(idb, t, r).Where("m.id = ?", id)
+	if forUpdate {
+		q = q.For("UPDATE OF m")
+	}
+	if err := q.Scan(ctx); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, apperr.NotFound("message")
+		}
+		return nil, fmt.Errorf("load message %d: %w", id, err)
+	}
+	return r, nil
+}
+
+// insertRow inserts r and fills its id.
+func insertRow(ctx context.Context, idb bun.IDB, t db.Tenant, r *row) error {
+	_, err := idb.NewInsert().Model(r).ModelTableExpr("?.messages", t.Ident()).
+		ExcludeColumn("id").Returning("id").Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("insert message: %w", err)
+	}
+	return nil
+}
+
+func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
+
+// dayOf is the UTC calendar day of t as the database's date type reads it.
+func dayOf(t time.Time) string { return t.UTC().Format(time.DateOnly) }
+
+// nextMidnight is the start of the UTC day after t.
+func nextMidnight(t time.Time) time.Time {
+	y, m, d := t.UTC().Date()
+	return time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
+}
+
+// reserveDaily takes one message of the sender's allowance for day: the
+// counter goes up only while it is under the limit (the override, else the
+// organization's default), atomically, so concurrent sends never pass the
+// limit. It reports false when the limit is reached.
+func reserveDaily(ctx context.Context, idb bun.IDB, t db.Tenant, senderID int64, override *int, day string) (bool, error) {
+	var used int
+	err := idb.NewRaw(`INSERT INTO ?.daily_usage AS u (sender_number_id, day, used) VALUES (?, ?::date, 1)
+		ON CONFLICT (sender_number_id, day) DO UPDATE SET used = u.used + 1
+		WHERE u.used < coalesce(?::integer, (SELECT default_daily_limit FROM central.organizations WHERE id = ?))
+		RETURNING u.used`, t.Ident(), senderID, day, override, t.OrgID).Scan(ctx, &used)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reserve daily limit: %w", err)
+	}
+	return true, nil
+}
+
+// orgSettings are the organization's limits as the message paths need them.
+type orgSettings struct {
+	DefaultDailyLimit int      `bun:"default_daily_limit"`
+	SenderRate        *float64 `bun:"sender_rate"`
+	SenderBurst       *int     `bun:"sender_burst"`
+}
+
+func loadOrgSettings(ctx context.Context, idb bun.IDB, orgID int64) (orgSettings, error) {
+	var o orgSettings
+	err := idb.NewRaw(`SELECT default_daily_limit, sender_rate, sender_burst FROM central.organizations WHERE id = ?`,
+		orgID).Scan(ctx, &o)
+	if err != nil {
+		return orgSettings{}, fmt.Errorf("organization %d settings: %w", orgID, err)
+	}
+	return o, nil
+}

@@ -1,0 +1,129 @@
+package messages
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bizmsg/platform/platform/apperr"
+)
+
+// decode builds a SendRequest from a JSON body, as the handler does.
+func decode(t *testing.T, body string) *SendRequest {
+	t.Helper()
+	var r SendRequest
+	if err := json.Unmarshal([]byte(body), &r); err != nil {
+		t.Fatalf("decode %s: %v", body, err)
+	}
+	return &r
+}
+
+func fieldsOf(t *testing.T, err error) []string {
+	t.Helper()
+	if err == nil {
+		return nil
+	}
+	e, ok := apperr.As(err)
+	if !ok || e.Kind != apperr.KindInvalid || e.Code != "validation_failed" {
+		t.Fatalf("error %v, want validation_failed", err)
+	}
+	var out []string
+	for k := range e.Fields {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	const to = `"to_phone":"+14155550002"`
+	const img = `"sender_number_id":1,` + to + `,"type":"image","content":"https://x.example/a.png","file_name":"a.png","file_type":"image/png"`
+	tests := []struct {
+		name   string
+		body   string
+		key    string
+		fields []string
+	}{
+		{"minimal text", `{"sender_number_id":1,` + to + `,"type":"text","content":"hi"}`, "", nil},
+		{"null is absent", `{"sender_number_id":1,` + to + `,"type":"text","content":"hi","duration":null,"file_name":null}`, "", nil},
+		{"unknown fields ignored", `{"sender_number_id":1,` + to + `,"type":"text","content":"hi","status":"sent","x":1}`, "", nil},
+		{"everything missing", `{}`, "", []string{"sender_number_id", "sender_phone", "to_phone", "type"}},
+		{"type errors all reported", `{"sender_number_id":"1","to_phone":1,"type":true,"content":[],"file_size":"9","duration":1.5}`, "",
+			[]string{"content", "duration", "file_size", "sender_number_id", "to_phone", "type"}},
+		{"text file fields ignored", `{"sender_number_id":1,` + to + `,"type":"text","content":"hi","file_name":"../x","file_size":-1}`, "", nil},
+		{"text 4096 runes", `{"sender_number_id":1,` + to + `,"type":"text","content":"` + strings.Repeat("ش", 4096) + `"}`, "", nil},
+		{"text 4097 runes", `{"sender_number_id":1,` + to + `,"type":"text","content":"` + strings.Repeat("ش", 4097) + `"}`, "", []string{"content"}},
+		{"image ok", `{` + img + `,"file_size":5242880}`, "", nil},
+		{"image too big", `{` + img + `,"file_size":5242881}`, "", []string{"file_size"}},
+		{"image MIME with parameters", `{` + img + `,"file_size":1,"file_type":"IMAGE/PNG; q=1"}`, "", nil},
+		{"image wildcard MIME", `{` + img + `,"file_size":1,"file_type":"image/*"}`, "", []string{"file_type"}},
+		{"media URL ftp", `{` + img + `,"file_size":1,"content":"ftp://x.example/a"}`, "", []string{"content"}},
+		{"media URL with a space", `{` + img + `,"file_size":1,"content":"https://x.example/a b"}`, "", []string{"content"}},
+		{"voice without duration", `{"sender_number_id":1,` + to + `,"type":"voice","content":"https://x.example/v","file_name":"v","file_size":1,"file_type":"audio/ogg"}`, "",
+			[]string{"duration"}},
+		{"document any MIME, 100 MB", `{"sender_number_id":1,` + to + `,"type":"document","content":"https://x.example/d","file_name":"d.bin","file_size":104857600,"file_type":"application/octet-stream"}`, "", nil},
+		{"document 100 MB + 1", `{"sender_number_id":1,` + to + `,"type":"document","content":"https://x.example/d","file_name":"d.bin","file_size":104857601,"file_type":"application/octet-stream"}`, "",
+			[]string{"file_size"}},
+		{"duration checked on text", `{"sender_number_id":1,` + to + `,"type":"text","content":"hi","duration":0}`, "", []string{"duration"}},
+		{"client reference 128", `{"sender_number_id":1,` + to + `,"type":"text","content":"hi","client_reference":"` + strings.Repeat("r", 128) + `"}`, "", nil},
+		{"client reference control", `{"sender_number_id":1,` + to + `,"type":"text","content":"hi","client_reference":"a\u0001"}`, "", []string{"client_reference"}},
+		{"key 255", `{"sender_number_id":1,` + to + `,"type":"text","content":"hi"}`, strings.Repeat("k", 255), nil},
+		{"key 256", `{"sender_number_id":1,` + to + `,"type":"text","content":"hi"}`, strings.Repeat("k", 256), []string{"Idempotency-Key"}},
+		{"key not ASCII", `{"sender_number_id":1,` + to + `,"type":"text","content":"hi"}`, "ключ", []string{"Idempotency-Key"}},
+		{"sender by phone", `{"sender_phone":"+1 415 555 0001",` + to + `,"type":"text","content":"hi"}`, "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := decode(t, tt.body)
+			r.IdempotencyKey = tt.key
+			_, err := r.validate()
+			if got := fieldsOf(t, err); !slices.Equal(got, tt.fields) {
+				t.Fatalf("field errors %v (%v), want %v", got, err, tt.fields)
+			}
+		})
+	}
+}
+
+// The fingerprint identifies the normalised request: formatting does not
+// change it, content does.
+func TestFingerprint(t *testing.T) {
+	t.Parallel()
+	fp := func(body string) []byte {
+		d, err := decode(t, body).validate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.fingerprint()
+	}
+	a := fp(`{"sender_number_id":1,"to_phone":"+14155550002","type":"text","content":"hi"}`)
+	b := fp(`{ "content":"hi", "type":"text", "to_phone":"+1 (415) 555-0002", "sender_number_id":1, "extra":true }`)
+	c := fp(`{"sender_number_id":1,"to_phone":"+14155550002","type":"text","content":"hi!"}`)
+	d := fp(`{"sender_number_id":1,"to_phone":"+14155550002","type":"text","content":"hi","client_reference":"r"}`)
+	if !bytes.Equal(a, b) {
+		t.Fatal("formatting changed the fingerprint")
+	}
+	if bytes.Equal(a, c) || bytes.Equal(a, d) {
+		t.Fatal("a different request has the same fingerprint")
+	}
+}
+
+func TestCursor(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 22, 14, 3, 5, 123456000, time.UTC)
+	for _, p := range []position{{id: 1}, {id: 42}, {id: 1 << 60}, {id: 7, at: at, timed: true}} {
+		got, ok := decodeCursor(encodeCursor(p))
+		if !ok || got != p {
+			t.Fatalf("cursor of %+v decodes to %+v %v", p, got, ok)
+		}
+	}
+	for _, bad := range []string{"", "x", "bXNnOg", "bXNnOi0x", "aWQ6MQ", "bXNndDox", "bXNndDp4OjE"} {
+		if _, ok := decodeCursor(bad); ok {
+			t.Errorf("cursor %q accepted", bad)
+		}
+	}
+}

@@ -1,0 +1,173 @@
+// Package throttle paces message delivery with one token bucket per sender
+// number (CONTRACT §2: configurable rate and burst, default 20/s burst 40).
+//
+// A delivery job reserves its token instead of polling for one: Reserve takes
+// the next token of the bucket, even one that is only due in the future, and
+// says how long until it is due. The job then waits that long (short delays)
+// or snoozes once for exactly that long, and finds its token waiting when it
+// runs again, because the reservation is remembered under the job's ticket.
+// Snoozing whenever the bucket is empty would instead cost a database round
+// trip per empty look (ARCHITECTURE "Jobs at speed").
+//
+// Limiter is the seam: Local keeps the buckets in the process's memory, so the
+// rate holds per worker process (N worker processes may together deliver up
+// to N times the rate for one sender). A Postgres-backed Limiter, exact across
+// processes, can replace it without touching the delivery code.
+package throttle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Limit is one bucket's refill rate (tokens per second) and size.
+type Limit struct {
+	Rate  float64
+	Burst int
+}
+
+// Validate reports whether l describes a usable bucket.
+func (l Limit) Validate() error {
+	if !(l.Rate > 0) || math.IsInf(l.Rate, 0) {
+		return fmt.Errorf("throttle: rate must be a positive number, got %v", l.Rate)
+	}
+	if l.Burst < 1 {
+		return fmt.Errorf("throttle: burst must be at least 1, got %d", l.Burst)
+	}
+	return nil
+}
+
+// Limiter hands out tokens of named buckets.
+type Limiter interface {
+	// Reserve takes the next token of the bucket key, limited by l, on behalf
+	// of ticket (a delivery job's id) and returns how long until the token is
+	// due; zero means now. Reserving again with a ticket whose token is still
+	// remembered returns the remaining delay of that token (zero once due) and
+	// takes nothing, so a job that snoozed for its delay does not pay twice.
+	// A changed l applies to the bucket from now on.
+	Reserve(ctx context.Context, key, ticket string, l Limit) (time.Duration, error)
+}
+
+// Config configures a Local limiter.
+type Config struct {
+	// Now is the time source. Default time.Now. Buckets pace real deliveries,
+	// so this is wall-clock time even where the platform clock is faked.
+	Now func() time.Time
+	// TicketTTL is how long a reservation stays remembered after it falls due,
+	// for the job that made it to come back (a snoozed job may run a little
+	// late). Default 1 minute.
+	TicketTTL time.Duration
+	// SweepInterval is how often Reserve drops full buckets and forgotten
+	// tickets, so memory follows the senders actually sending. Default 1 minute.
+	SweepInterval time.Duration
+}
+
+// Local is an in-process Limiter over golang.org/x/time/rate. It is safe for
+// concurrent use. Its buckets are per process; see the package comment.
+type Local struct {
+	cfg Config
+
+	mu        sync.Mutex
+	buckets   map[string]*rate.Limiter
+	tickets   map[string]time.Time // ticket → when its token is due
+	lastSweep time.Time
+}
+
+var _ Limiter = (*Local)(nil)
+
+// NewLocal returns an in-process Limiter.
+func NewLocal(cfg Config) *Local {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.TicketTTL <= 0 {
+		cfg.TicketTTL = time.Minute
+	}
+	if cfg.SweepInterval <= 0 {
+		cfg.SweepInterval = time.Minute
+	}
+	return &Local{
+		cfg:       cfg,
+		buckets:   make(map[string]*rate.Limiter),
+		tickets:   make(map[string]time.Time),
+		lastSweep: cfg.Now(),
+	}
+}
+
+// Reserve implements Limiter. It never blocks.
+func (l *Local) Reserve(_ context.Context, key, ticket string, lim Limit) (time.Duration, error) {
+	if err := lim.Validate(); err != nil {
+		return 0, err
+	}
+	if key == "" {
+		return 0, errors.New("throttle: empty bucket key")
+	}
+	now := l.cfg.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.lastSweep) >= l.cfg.SweepInterval {
+		l.sweep(now)
+	}
+	if ticket != "" {
+		if due, ok := l.tickets[ticket]; ok {
+			if now.Before(due) {
+				return due.Sub(now), nil
+			}
+			// Due: the token is the job's to use now. It is used up with
+			// this call: a later attempt of the same job pays for its own.
+			delete(l.tickets, ticket)
+			return 0, nil
+		}
+	}
+	b := l.buckets[key]
+	if b == nil {
+		b = rate.NewLimiter(rate.Limit(lim.Rate), lim.Burst)
+		l.buckets[key] = b
+	} else {
+		if b.Limit() != rate.Limit(lim.Rate) {
+			b.SetLimitAt(now, rate.Limit(lim.Rate))
+		}
+		if b.Burst() != lim.Burst {
+			b.SetBurstAt(now, lim.Burst)
+		}
+	}
+	r := b.ReserveN(now, 1)
+	if !r.OK() {
+		return 0, fmt.Errorf("throttle: bucket %q cannot grant a token", key)
+	}
+	d := r.DelayFrom(now)
+	if d > 0 && ticket != "" {
+		l.tickets[ticket] = now.Add(d)
+	}
+	return d, nil
+}
+
+// sweep drops buckets that are full again (a new bucket starts full, so
+// dropping one changes nothing) and tickets nobody came back for.
+func (l *Local) sweep(now time.Time) {
+	l.lastSweep = now
+	for k, b := range l.buckets {
+		if b.TokensAt(now) >= float64(b.Burst()) {
+			delete(l.buckets, k)
+		}
+	}
+	for t, due := range l.tickets {
+		if now.Sub(due) > l.cfg.TicketTTL {
+			delete(l.tickets, t)
+		}
+	}
+}
+
+// Len reports how many buckets and remembered tickets the limiter holds, for
+// tests and metrics.
+func (l *Local) Len() (buckets, tickets int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.buckets), len(l.tickets)
+}

@@ -1,0 +1,275 @@
+// Package usage reports an organization's message usage and limits (GET
+// /api/v1/usage and the dashboard's GET /api/v1/central/usage): counts by
+// status per day for a period, each sender number's allowance today, and the
+// organization's limits.
+//
+// Counts come from the per-sender, per-day counters of daily_usage, kept by
+// the send path (used, at acceptance) and the delivery worker (sent,
+// delivered, failed, when a message reaches that status), so a report reads a
+// few rows per sender and day, never the messages themselves. A message is
+// counted on the UTC day it was accepted, in the status it has now.
+package usage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/clock"
+	"github.com/bizmsg/platform/platform/db"
+)
+
+// Period bounds.
+const (
+	// DefaultPeriodDays is the length of the default period, ending today.
+	DefaultPeriodDays = 30
+	// MaxPeriodDays is the longest period a report covers.
+	MaxPeriodDays = 366
+)
+
+// Defaults are the platform-wide limits an organization without its own
+// values gets (config SENDER_RATE, SENDER_BURST, API_RATE_LIMIT, API_RATE_BURST).
+type Defaults struct {
+	SenderRate   float64
+	SenderBurst  int
+	APIRateLimit float64
+	APIRateBurst int
+}
+
+// Counts are messages by status. Total = Queued + Sent + Delivered + Failed.
+type Counts struct {
+	Queued    int64 `json:"queued"`
+	Sent      int64 `json:"sent"`
+	Delivered int64 `json:"delivered"`
+	Failed    int64 `json:"failed"`
+	Total     int64 `json:"total"`
+}
+
+func (c *Counts) add(o Counts) {
+	c.Queued += o.Queued
+	c.Sent += o.Sent
+	c.Delivered += o.Delivered
+	c.Failed += o.Failed
+	c.Total += o.Total
+}
+
+// Day is one UTC day's counts.
+type Day struct {
+	Date string `json:"date"`
+	Counts
+}
+
+// Period is the report's range of UTC days, both inclusive (YYYY-MM-DD).
+type Period struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// SenderUsage is one sender number's allowance today.
+type SenderUsage struct {
+	SenderNumberID int64  `json:"sender_number_id"`
+	Phone          string `json:"phone"`
+	Status         string `json:"status"`
+	DailyLimit     int    `json:"daily_limit"`
+	UsedToday      int    `json:"used_today"`
+	RemainingToday int    `json:"remaining_today"`
+	// ResetsAt is the next UTC midnight.
+	ResetsAt string `json:"resets_at"`
+}
+
+// Limits are the organization's effective limits.
+type Limits struct {
+	DefaultDailyLimit int     `json:"default_daily_limit"`
+	SenderRate        float64 `json:"sender_rate"`
+	SenderBurst       int     `json:"sender_burst"`
+	APIRateLimit      float64 `json:"api_rate_limit"`
+	APIRateBurst      int     `json:"api_rate_burst"`
+}
+
+// Report is the usage report.
+type Report struct {
+	Period    Period        `json:"period"`
+	Totals    Counts        `json:"totals"`
+	Daily     []Day         `json:"daily"`
+	PerSender []SenderUsage `json:"per_sender"`
+	Limits    Limits        `json:"limits"`
+}
+
+// Query is a report request as it arrives: optional from and to dates
+// (YYYY-MM-DD, UTC, inclusive).
+type Query struct {
+	From string
+	To   string
+}
+
+// Service builds reports.
+type Service struct {
+	db       *bun.DB
+	clock    clock.Clock
+	defaults Defaults
+}
+
+// New returns a Service. Zero defaults are the contract's: 20/s burst 40 per
+// sender, 50/s burst 100 per API key.
+func New(d *bun.DB, clk clock.Clock, defaults Defaults) (*Service, error) {
+	if d == nil {
+		return nil, errors.New("usage: a database is required")
+	}
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	if defaults.SenderRate <= 0 {
+		defaults.SenderRate = 20
+	}
+	if defaults.SenderBurst <= 0 {
+		defaults.SenderBurst = 40
+	}
+	if defaults.APIRateLimit <= 0 {
+		defaults.APIRateLimit = 50
+	}
+	if defaults.APIRateBurst <= 0 {
+		defaults.APIRateBurst = 100
+	}
+	return &Service{db: d, clock: clk, defaults: defaults}, nil
+}
+
+// parse validates q against today (UTC): the default period is the 30 days
+// ending today; from alone runs to today, to alone covers the 30 days ending
+// then. Errors (422): a malformed date, from after to, or a period longer
+// than MaxPeriodDays.
+func (q Query) parse(today time.Time) (from, to time.Time, err error) {
+	var v apperr.Validation
+	to = today
+	if q.To != "" {
+		t, perr := time.Parse(time.DateOnly, q.To)
+		if perr != nil {
+			v.Add("to", "must be a date such as 2026-11-22")
+		}
+		to = t
+	}
+	from = to.AddDate(0, 0, -(DefaultPeriodDays - 1))
+	if q.From != "" {
+		f, perr := time.Parse(time.DateOnly, q.From)
+		if perr != nil {
+			v.Add("from", "must be a date such as 2026-11-01")
+		}
+		from = f
+	}
+	if !v.Has("from") && !v.Has("to") {
+		switch days := int(to.Sub(from).Hours()/24) + 1; {
+		case from.After(to):
+			v.Add("from", "must not be after to")
+		case days > MaxPeriodDays:
+			v.Add("from", fmt.Sprintf("the period must not exceed %d days", MaxPeriodDays))
+		}
+	}
+	return from, to, v.Err()
+}
+
+// Report returns organization t's usage for q.
+func (s *Service) Report(ctx context.Context, t db.Tenant, q Query) (Report, error) {
+	now := s.clock.Now().UTC()
+	today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	from, to, err := q.parse(today)
+	if err != nil {
+		return Report{}, err
+	}
+	r := Report{Period: Period{From: from.Format(time.DateOnly), To: to.Format(time.DateOnly)}}
+
+	var org struct {
+		DefaultDailyLimit int      `bun:"default_daily_limit"`
+		SenderRate        *float64 `bun:"sender_rate"`
+		SenderBurst       *int     `bun:"sender_burst"`
+		APIRateLimit      *float64 `bun:"api_rate_limit"`
+		APIRateBurst      *int     `bun:"api_rate_burst"`
+	}
+	if err := s.db.NewRaw(`SELECT default_daily_limit, sender_rate, sender_burst, api_rate_limit, api_rate_burst
+		FROM central.organizations WHERE id = ?`, t.OrgID).Scan(ctx, &org); err != nil {
+		return Report{}, fmt.Errorf("organization %d limits: %w", t.OrgID, err)
+	}
+	r.Limits = Limits{
+		DefaultDailyLimit: org.DefaultDailyLimit,
+		SenderRate:        orF(org.SenderRate, s.defaults.SenderRate),
+		SenderBurst:       orI(org.SenderBurst, s.defaults.SenderBurst),
+		APIRateLimit:      orF(org.APIRateLimit, s.defaults.APIRateLimit),
+		APIRateBurst:      orI(org.APIRateBurst, s.defaults.APIRateBurst),
+	}
+
+	var days []struct {
+		Day       time.Time `bun:"day"`
+		Used      int64     `bun:"used"`
+		Sent      int64     `bun:"sent"`
+		Delivered int64     `bun:"delivered"`
+		Failed    int64     `bun:"failed"`
+	}
+	if err := s.db.NewRaw(`SELECT day, sum(used) AS used, sum(sent) AS sent, sum(delivered) AS delivered,
+		       sum(failed) AS failed
+		  FROM ?.daily_usage WHERE day BETWEEN ?::date AND ?::date
+		 GROUP BY day ORDER BY day`, t.Ident(), r.Period.From, r.Period.To).Scan(ctx, &days); err != nil {
+		return Report{}, fmt.Errorf("daily usage: %w", err)
+	}
+	byDay := make(map[string]Counts, len(days))
+	for _, d := range days {
+		byDay[d.Day.UTC().Format(time.DateOnly)] = Counts{
+			Queued:    max(d.Used-d.Sent-d.Delivered-d.Failed, 0),
+			Sent:      d.Sent,
+			Delivered: d.Delivered,
+			Failed:    d.Failed,
+			Total:     d.Used,
+		}
+	}
+	r.Daily = make([]Day, 0, int(to.Sub(from).Hours()/24)+1)
+	for d := from; !d.After(to); d = d.AddDate(0, 0, 1) {
+		key := d.Format(time.DateOnly)
+		c := byDay[key]
+		r.Daily = append(r.Daily, Day{Date: key, Counts: c})
+		r.Totals.add(c)
+	}
+
+	var senders []struct {
+		ID         int64  `bun:"id"`
+		Phone      string `bun:"phone"`
+		Status     string `bun:"status"`
+		DailyLimit int    `bun:"daily_limit"`
+		Used       int    `bun:"used"`
+	}
+	if err := s.db.NewRaw(`SELECT s.id, s.phone, s.status,
+		       coalesce(s.daily_limit_override, ?) AS daily_limit, coalesce(u.used, 0) AS used
+		  FROM ?.sender_numbers s
+		  LEFT JOIN ?.daily_usage u ON u.sender_number_id = s.id AND u.day = ?::date
+		 ORDER BY s.id`, org.DefaultDailyLimit, t.Ident(), t.Ident(), today.Format(time.DateOnly)).Scan(ctx, &senders); err != nil {
+		return Report{}, fmt.Errorf("sender usage: %w", err)
+	}
+	resets := today.AddDate(0, 0, 1).Format(time.RFC3339)
+	r.PerSender = make([]SenderUsage, 0, len(senders))
+	for _, sn := range senders {
+		r.PerSender = append(r.PerSender, SenderUsage{
+			SenderNumberID: sn.ID,
+			Phone:          sn.Phone,
+			Status:         sn.Status,
+			DailyLimit:     sn.DailyLimit,
+			UsedToday:      sn.Used,
+			RemainingToday: max(sn.DailyLimit-sn.Used, 0),
+			ResetsAt:       resets,
+		})
+	}
+	return r, nil
+}
+
+func orF(p *float64, def float64) float64 {
+	if p != nil && *p > 0 {
+		return *p
+	}
+	return def
+}
+
+func orI(p *int, def int) int {
+	if p != nil && *p > 0 {
+		return *p
+	}
+	return def
+}
