@@ -18,10 +18,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/app"
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/config"
 	"github.com/bizmsg/platform/platform/dbtest"
+	"github.com/bizmsg/platform/platform/network"
+	"github.com/bizmsg/platform/platform/network/builtin"
 )
 
 // Env is one test's running service.
@@ -42,6 +45,15 @@ type Options struct {
 	Workers bool
 	// Start is the fake clock's initial time. Default: now.
 	Start time.Time
+	// Setup, when set, runs after the app is built and before it serves,
+	// e.g. to mount test-only routes on App.TenantRoutes.
+	Setup func(a *app.App)
+	// Jobs tunes the River worker client (e.g. a short RescueStuckJobsAfter).
+	Jobs jobs.Config
+	// Network, when set, wraps the built-in network of the test's database
+	// (on the fake clock); the service uses what it returns. Tests use it to
+	// make the network fail where a failure is needed.
+	Network func(base network.Network) network.Network
 }
 
 // Start assembles the service on a fresh database and serves it until the test
@@ -72,10 +84,17 @@ func Start(t testing.TB, opts Options) *Env {
 		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, app.Options{Config: cfg, Logger: log, Clock: clk, Workers: opts.Workers})
+	appOpts := app.Options{Config: cfg, Logger: log, Clock: clk, Workers: opts.Workers, Jobs: opts.Jobs}
+	if opts.Network != nil {
+		appOpts.Network = opts.Network(builtin.New(dbtest.Open(t, dbURL), builtin.Config{Clock: clk}))
+	}
+	a, err := app.New(ctx, appOpts)
 	if err != nil {
 		cancel()
 		t.Fatalf("app: %v", err)
+	}
+	if opts.Setup != nil {
+		opts.Setup(a)
 	}
 	srv := httptest.NewServer(a.Handler())
 	done := make(chan error, 1)

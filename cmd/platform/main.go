@@ -28,6 +28,8 @@ Commands:
   worker    run only the background workers
   migrate   create the database if needed and migrate every schema (central,
             network, river, and each organization's tenant schema)
+  network   built-in messaging network accounts, blocks and inboxes (platform network -h)
+  admin     operator commands: suspend, unsuspend, reject sender numbers, set limits (platform admin -h)
   bench     measure the platform on this machine (platform bench -h)
 
 Configuration is read from the environment; see README.md.
@@ -61,6 +63,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runMigrate(ctx, rest, stdout, stderr)
 	case "bench":
 		return runBench(ctx, rest, stdout, stderr)
+	case "network":
+		return runNetwork(ctx, rest, stdout, stderr)
+	case "admin":
+		return runAdmin(ctx, rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

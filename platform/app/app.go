@@ -25,8 +25,15 @@ import (
 	"github.com/bizmsg/platform/platform/config"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/httpx"
+	"github.com/bizmsg/platform/platform/keys"
+	"github.com/bizmsg/platform/platform/lookup"
+	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/metrics"
 	"github.com/bizmsg/platform/platform/migrate"
+	"github.com/bizmsg/platform/platform/network"
+	"github.com/bizmsg/platform/platform/senders"
+	"github.com/bizmsg/platform/platform/usage"
+	"github.com/bizmsg/platform/tenant"
 )
 
 // Options choose what the process runs, beyond the configuration.
@@ -41,6 +48,9 @@ type Options struct {
 	Workers bool
 	// Jobs tunes the worker client.
 	Jobs jobs.Config
+	// Network is the messaging network. Default: the one NETWORK names (the
+	// built-in network in this database).
+	Network network.Network
 }
 
 // App is the assembled service.
@@ -55,6 +65,28 @@ type App struct {
 	Inserter *river.Client[*sql.Tx]
 	// River is the worker client; nil when the process runs no workers.
 	River *river.Client[pgx.Tx]
+	// Keys is the API-key service both APIs share.
+	Keys *keys.Service
+	// Central is the Central API's service (registration, login, members).
+	Central *central.Service
+	// TenantRoutes (/api/v1, X-Api-Key) and CentralRoutes (/api/v1/central,
+	// Bearer) are the authenticated route groups; routes() mounts other
+	// packages' handlers on them, with tenant.RequireScope and
+	// central.RequireRole.
+	TenantRoutes  *gin.RouterGroup
+	CentralRoutes *gin.RouterGroup
+	// Network is the messaging network (NETWORK).
+	Network network.Network
+	// Senders is the sender-number service both APIs and the workers share.
+	Senders *senders.Service
+	// Messages (send, delivery, history), Lookup and Usage are the messaging
+	// services both APIs and the delivery worker share.
+	Messages *messages.Service
+	Lookup   *lookup.Service
+	Usage    *usage.Service
+
+	tenantAPI  *tenant.API
+	centralAPI *central.API
 }
 
 // New connects to the database (creating it if missing), migrates the central,
@@ -68,7 +100,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		opts.Clock = clock.Real{}
 	}
 	cfg := opts.Config
-	a := &App{cfg: cfg, log: opts.Logger, clock: opts.Clock, Metrics: metrics.New()}
+	a := &App{cfg: cfg, log: opts.Logger, clock: opts.Clock, Metrics: metrics.New(), Network: opts.Network}
 	if err := db.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
 		return nil, err
 	}
@@ -88,6 +120,18 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		a.log.Info("database migrated", "migrations_applied", n)
 	}
 	if a.Inserter, err = jobs.NewInserter(d.SQL); err != nil {
+		a.Close()
+		return nil, err
+	}
+	if err := a.identity(); err != nil {
+		a.Close()
+		return nil, err
+	}
+	if err := a.senderNumbers(); err != nil {
+		a.Close()
+		return nil, err
+	}
+	if err := a.messaging(); err != nil {
 		a.Close()
 		return nil, err
 	}
@@ -111,11 +155,17 @@ func (a *App) workerClient(cfg jobs.Config) (*river.Client[pgx.Tx], error) {
 			"refresh_tokens": jobs.PurgerFunc(func(ctx context.Context, now time.Time) (int64, error) {
 				return central.PurgeRefreshTokens(ctx, a.DB.Bun, now)
 			}),
+			"login_throttle": jobs.PurgerFunc(func(ctx context.Context, now time.Time) (int64, error) {
+				return central.PurgeLoginThrottle(ctx, a.DB.Bun, now)
+			}),
+			"idempotency_keys": jobs.PurgerFunc(a.purgeIdempotencyKeys),
 		},
 		Now:    a.clock.Now,
 		Logger: a.log,
 	})
-	return jobs.NewClient(a.DB.Pool, workers, []*river.PeriodicJob{jobs.HousekeepingPeriodic(time.Hour)}, cfg)
+	periodic := []*river.PeriodicJob{jobs.HousekeepingPeriodic(time.Hour), a.senderWorkers(workers)}
+	a.messagingWorkers(workers, cfg)
+	return jobs.NewClient(a.DB.Pool, workers, periodic, cfg)
 }
 
 // routes builds the engine: operational endpoints, then the APIs.
@@ -128,6 +178,11 @@ func (a *App) routes() *gin.Engine {
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
 	r.GET("/readyz", a.ready)
 	r.GET("/metrics", gin.WrapH(a.Metrics.Handler()))
+	a.TenantRoutes = a.tenantAPI.Mount(r)
+	a.CentralRoutes = a.centralAPI.Mount(r)
+	tenant.MountSenders(a.TenantRoutes, a.Senders)
+	central.MountSenders(a.CentralRoutes, a.Senders)
+	a.messagingRoutes()
 	return r
 }
 

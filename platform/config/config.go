@@ -26,6 +26,10 @@ type Config struct {
 	HTTPAddr string
 	// JWTSecret (JWT_SECRET, ≥ 32 bytes) signs Central API access tokens.
 	JWTSecret []byte
+	// JWTPreviousSecret (JWT_PREVIOUS_SECRET, optional, ≥ 32 bytes) still
+	// verifies tokens signed before a JWT_SECRET rotation; drop it after one
+	// access-token lifetime (15 minutes).
+	JWTPreviousSecret []byte
 	// APIKeyPepper (API_KEY_PEPPER, ≥ 32 bytes) keys the API-key hashes.
 	APIKeyPepper []byte
 	// APIKeyEncryptionKey (API_KEY_ENCRYPTION_KEY, 32 bytes as 64 hex chars or
@@ -49,6 +53,10 @@ type Config struct {
 	// (API_RATE_BURST). Defaults 50 and 100.
 	APIRateLimit float64
 	APIRateBurst int
+	// SenderSweepInterval (SENDER_SWEEP_INTERVAL) is how often the job that
+	// activates pending_account_verification sender numbers whose owner has
+	// been verified runs. Default 30s.
+	SenderSweepInterval time.Duration
 	// ShutdownTimeout (SHUTDOWN_TIMEOUT) bounds graceful shutdown. Default 30s.
 	ShutdownTimeout time.Duration
 	// LogLevel (LOG_LEVEL): debug, info, warn, error. Default info.
@@ -62,19 +70,20 @@ type Config struct {
 // Load reads the configuration through getenv (os.Getenv in production).
 func Load(getenv func(string) string) (Config, error) {
 	c := Config{
-		DatabaseURL:       str(getenv, "DATABASE_URL", DefaultDatabaseURL),
-		HTTPAddr:          str(getenv, "HTTP_ADDR", ":8080"),
-		Network:           str(getenv, "NETWORK", "builtin"),
-		NetworkURL:        getenv("NETWORK_URL"),
-		NetworkSecret:     getenv("NETWORK_SECRET"),
-		LogLevel:          strings.ToLower(str(getenv, "LOG_LEVEL", "info")),
-		DefaultDailyLimit: 1000,
-		SenderRate:        20,
-		SenderBurst:       40,
-		APIRateLimit:      50,
-		APIRateBurst:      100,
-		DBMaxConns:        10,
-		ShutdownTimeout:   30 * time.Second,
+		DatabaseURL:         str(getenv, "DATABASE_URL", DefaultDatabaseURL),
+		HTTPAddr:            str(getenv, "HTTP_ADDR", ":8080"),
+		Network:             str(getenv, "NETWORK", "builtin"),
+		NetworkURL:          getenv("NETWORK_URL"),
+		NetworkSecret:       getenv("NETWORK_SECRET"),
+		LogLevel:            strings.ToLower(str(getenv, "LOG_LEVEL", "info")),
+		DefaultDailyLimit:   1000,
+		SenderRate:          20,
+		SenderBurst:         40,
+		APIRateLimit:        50,
+		APIRateBurst:        100,
+		DBMaxConns:          10,
+		ShutdownTimeout:     30 * time.Second,
+		SenderSweepInterval: 30 * time.Second,
 	}
 	var errs []string
 	fail := func(name string, err error) { errs = append(errs, fmt.Sprintf("%s: %v", name, err)) }
@@ -117,6 +126,13 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 		c.ShutdownTimeout = d
 	}
+	if v := getenv("SENDER_SWEEP_INTERVAL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			fail("SENDER_SWEEP_INTERVAL", fmt.Errorf("must be a positive duration like 30s, got %q", v))
+		}
+		c.SenderSweepInterval = d
+	}
 	switch c.Network {
 	case "builtin":
 	case "http":
@@ -135,6 +151,12 @@ func Load(getenv func(string) string) (Config, error) {
 	var err error
 	if c.JWTSecret, err = secret(getenv, "JWT_SECRET", &c.Generated); err != nil {
 		fail("JWT_SECRET", err)
+	}
+	if v := getenv("JWT_PREVIOUS_SECRET"); v != "" {
+		if len(v) < 32 {
+			fail("JWT_PREVIOUS_SECRET", fmt.Errorf("must be at least 32 bytes"))
+		}
+		c.JWTPreviousSecret = []byte(v)
 	}
 	if c.APIKeyPepper, err = secret(getenv, "API_KEY_PEPPER", &c.Generated); err != nil {
 		fail("API_KEY_PEPPER", err)

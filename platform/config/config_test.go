@@ -33,6 +33,7 @@ func TestLoadErrors(t *testing.T) {
 		want string
 	}{
 		{"short jwt secret", map[string]string{"JWT_SECRET": "short"}, "JWT_SECRET"},
+		{"short previous jwt secret", map[string]string{"JWT_PREVIOUS_SECRET": "short"}, "JWT_PREVIOUS_SECRET"},
 		{"bad limit", map[string]string{"DEFAULT_DAILY_LIMIT": "0"}, "DEFAULT_DAILY_LIMIT"},
 		{"bad rate", map[string]string{"SENDER_RATE": "fast"}, "SENDER_RATE"},
 		{"bad network", map[string]string{"NETWORK": "carrier-pigeon"}, "NETWORK"},
@@ -55,6 +56,7 @@ func TestLoadValues(t *testing.T) {
 	t.Parallel()
 	c, err := Load(env(map[string]string{
 		"JWT_SECRET":             strings.Repeat("j", 32),
+		"JWT_PREVIOUS_SECRET":    strings.Repeat("o", 32),
 		"API_KEY_PEPPER":         strings.Repeat("p", 40),
 		"API_KEY_ENCRYPTION_KEY": strings.Repeat("ab", 32),
 		"SENDER_RATE":            "5",
@@ -64,7 +66,7 @@ func TestLoadValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Generated) != 0 || len(c.APIKeyEncryptionKey) != 32 || c.SenderRate != 5 || c.SenderBurst != 5 || c.HTTPAddr != "127.0.0.1:9000" {
+	if len(c.Generated) != 0 || len(c.APIKeyEncryptionKey) != 32 || string(c.JWTPreviousSecret) != strings.Repeat("o", 32) || c.SenderRate != 5 || c.SenderBurst != 5 || c.HTTPAddr != "127.0.0.1:9000" {
 		t.Fatalf("config = %+v", c)
 	}
 }

@@ -1,0 +1,86 @@
+package central
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/bizmsg/platform/platform/clock"
+	"github.com/bizmsg/platform/platform/migrate"
+	"github.com/bizmsg/platform/platform/token"
+)
+
+// Roles of a user in an organization.
+const (
+	RoleOwner  = "owner"
+	RoleAdmin  = "admin"
+	RoleMember = "member"
+)
+
+// Defaults of Config.
+const (
+	// DefaultDailyLimit is the per-sender daily limit given to new
+	// organizations when Config.DefaultDailyLimit is zero.
+	DefaultDailyLimit = 1000
+	// DefaultRefreshTTL is how long a refresh token stays usable.
+	DefaultRefreshTTL = 30 * 24 * time.Hour
+)
+
+// Config configures the Service.
+type Config struct {
+	// Migrator provisions a new organization's tenant schema. Required.
+	Migrator *migrate.Migrator
+	// Issuer signs and verifies access tokens. Required.
+	Issuer *token.Issuer
+	// Clock is the time source. Default clock.Real{}; it should be the
+	// Issuer's clock too.
+	Clock clock.Clock
+	// DefaultDailyLimit is given to new organizations. Default
+	// DefaultDailyLimit.
+	DefaultDailyLimit int
+	// RefreshTTL is the lifetime of a refresh token. Default DefaultRefreshTTL.
+	RefreshTTL time.Duration
+	// Throttle limits failed logins.
+	Throttle ThrottleConfig
+	// Logger receives failures that do not fail the request. Default
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Service is the Central API's business logic: registration, login, token
+// refresh and logout, the signed-in user's context, and organization
+// members. It owns the central organizations, users, memberships,
+// refresh_tokens and login_throttle tables. It is safe for concurrent use.
+type Service struct {
+	pool *pgxpool.Pool
+	cfg  Config
+}
+
+// NewService returns a Service over pool.
+func NewService(pool *pgxpool.Pool, cfg Config) (*Service, error) {
+	if pool == nil {
+		return nil, errors.New("central: a database pool is required")
+	}
+	if cfg.Migrator == nil {
+		return nil, errors.New("central: a migrator is required")
+	}
+	if cfg.Issuer == nil {
+		return nil, errors.New("central: a token issuer is required")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.DefaultDailyLimit <= 0 {
+		cfg.DefaultDailyLimit = DefaultDailyLimit
+	}
+	if cfg.RefreshTTL <= 0 {
+		cfg.RefreshTTL = DefaultRefreshTTL
+	}
+	cfg.Throttle = cfg.Throttle.withDefaults()
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Service{pool: pool, cfg: cfg}, nil
+}

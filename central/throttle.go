@@ -1,0 +1,121 @@
+package central
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/bizmsg/platform/platform/apperr"
+)
+
+// ThrottleConfig limits login attempts per account and per client address.
+// Each counter allows a number of attempts per fixed window; a successful
+// login gives its attempt back (and clears the account's counter).
+type ThrottleConfig struct {
+	// Window is the length of a counting window. Default 15 minutes.
+	Window time.Duration
+	// AccountLimit is the number of failed attempts allowed per account (the
+	// normalised email, whether or not an account has it) per window.
+	// Default 5.
+	AccountLimit int
+	// AddressLimit is the number of failed attempts allowed per client
+	// address per window. Default 20.
+	AddressLimit int
+}
+
+func (c ThrottleConfig) withDefaults() ThrottleConfig {
+	if c.Window <= 0 {
+		c.Window = 15 * time.Minute
+	}
+	if c.AccountLimit <= 0 {
+		c.AccountLimit = 5
+	}
+	if c.AddressLimit <= 0 {
+		c.AddressLimit = 20
+	}
+	return c
+}
+
+// throttleKeys names the two counters of a login: the account as a hash of
+// the normalised email (no email is stored in the table) and the address.
+// "account:" sorts before "address:", so every login locks its rows in the
+// same order.
+func throttleKeys(email, addr string) (account, address string) {
+	sum := sha256.Sum256([]byte(email))
+	return "account:" + hex.EncodeToString(sum[:]), "address:" + addr
+}
+
+// reserveLogin counts one attempt on the account's and the address's
+// counters in a single atomic upsert, before the password is checked, so
+// that the limits hold exactly however many requests race on however many
+// processes. Over either limit it returns 429 with the time left in the
+// window.
+func (s *Service) reserveLogin(ctx context.Context, account, address string, now time.Time) error {
+	tc := s.cfg.Throttle
+	rows, err := s.pool.Query(ctx, `
+		INSERT INTO central.login_throttle AS t (key, attempts, window_start)
+		VALUES ($1, 1, $3), ($2, 1, $3)
+		ON CONFLICT (key) DO UPDATE SET
+		    attempts     = CASE WHEN t.window_start <= $4 THEN 1  ELSE t.attempts + 1 END,
+		    window_start = CASE WHEN t.window_start <= $4 THEN $3 ELSE t.window_start END
+		RETURNING key, attempts, window_start`,
+		account, address, now, now.Add(-tc.Window))
+	if err != nil {
+		return fmt.Errorf("login throttle: %w", err)
+	}
+	defer rows.Close()
+	var retry time.Duration
+	for rows.Next() {
+		var (
+			key      string
+			attempts int
+			start    time.Time
+		)
+		if err := rows.Scan(&key, &attempts, &start); err != nil {
+			return fmt.Errorf("login throttle: %w", err)
+		}
+		limit := tc.AddressLimit
+		if key == account {
+			limit = tc.AccountLimit
+		}
+		if attempts > limit {
+			retry = max(retry, start.Add(tc.Window).Sub(now), time.Second)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("login throttle: %w", err)
+	}
+	if retry > 0 {
+		return apperr.RateLimited("too_many_login_attempts",
+			"Too many failed login attempts. Try again later.", retry)
+	}
+	return nil
+}
+
+// releaseLogin gives a successful login's attempt back: the account's
+// counter is cleared, the address's decremented.
+func (s *Service) releaseLogin(ctx context.Context, account, address string) error {
+	_, err := s.pool.Exec(ctx, `
+		WITH cleared AS (DELETE FROM central.login_throttle WHERE key = $1)
+		UPDATE central.login_throttle SET attempts = attempts - 1 WHERE key = $2 AND attempts > 0`,
+		account, address)
+	if err != nil {
+		return fmt.Errorf("login throttle release: %w", err)
+	}
+	return nil
+}
+
+// PurgeLoginThrottle deletes login counters whose window started more than a
+// day ago (longer than any sensible window), for the housekeeping job.
+func PurgeLoginThrottle(ctx context.Context, idb bun.IDB, now time.Time) (int64, error) {
+	res, err := idb.NewDelete().TableExpr("central.login_throttle").
+		Where("window_start < ?", now.Add(-24*time.Hour)).Exec(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("purge login throttle: %w", err)
+	}
+	return res.RowsAffected()
+}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/bizmsg/platform/platform/config"
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/migrate"
+	"github.com/bizmsg/platform/platform/phone"
+)
+
+// openDB opens the database of an operator command (network ..., admin ...).
+// It reads the configuration from the environment like the server (so
+// DATABASE_URL names the same database), creates the database if it is
+// missing and migrates the central, network and river schemas, so a command
+// works on a fresh database too. Logs go to stderr at LOG_LEVEL; unlike the
+// server, it does not warn about generated secrets, which operator commands do
+// not use. The caller closes the returned DB.
+func openDB(ctx context.Context, stderr io.Writer) (*db.DB, error) {
+	cfg, err := config.Load(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		return nil, fmt.Errorf("LOG_LEVEL: %w", err)
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if err := db.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
+		return nil, err
+	}
+	d, err := db.Open(ctx, db.Config{URL: cfg.DatabaseURL, MaxConns: 4})
+	if err != nil {
+		return nil, err
+	}
+	m, err := migrate.New(d.Pool, migrate.Config{Logger: log})
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	if _, err := m.Base(ctx); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	return d, nil
+}
+
+// The helpers below are shared by the operator commands (network, admin).
+
+// parseFlags parses args and refuses positional arguments.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return nil
+}
+
+// phoneFlag validates a required phone flag and returns it in E.164.
+func phoneFlag(name, value string) (string, error) {
+	if value == "" {
+		return "", fmt.Errorf("--%s is required", name)
+	}
+	p, err := phone.Normalize(value)
+	if err != nil {
+		return "", fmt.Errorf("--%s %q: %w", name, value, err)
+	}
+	return p, nil
+}
+
+// writeJSON writes v as one line of JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// timestamp formats t as the API does: RFC 3339 in UTC, whole seconds.
+func timestamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// optTimestamp is timestamp for an optional time (nil stays nil, JSON null).
+func optTimestamp(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := timestamp(*t)
+	return &s
+}

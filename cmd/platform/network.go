@@ -1,0 +1,289 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/bizmsg/platform/platform/network"
+	"github.com/bizmsg/platform/platform/network/builtin"
+)
+
+const networkUsage = `Usage: platform network <command> [flags]
+
+Operate the built-in messaging network (NETWORK=builtin) in the database named
+by DATABASE_URL: its accounts, blocks and inboxes.
+
+Commands:
+  add-account     create or update an account
+  verify-account  mark an account's owner verified
+  block           make an account block a sender
+  unblock         lift a block
+  inbox           print the messages an account received, newest last
+
+Every command prints JSON with --json. Run 'platform network <command> -h' for
+its flags.
+`
+
+// runNetwork runs `platform network <command>`.
+func runNetwork(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, networkUsage)
+		return flag.ErrHelp
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "add-account":
+		return networkAddAccount(ctx, rest, stdout, stderr)
+	case "verify-account":
+		return networkVerifyAccount(ctx, rest, stdout, stderr)
+	case "block":
+		return networkBlock(ctx, rest, stdout, stderr, true)
+	case "unblock":
+		return networkBlock(ctx, rest, stdout, stderr, false)
+	case "inbox":
+		return networkInbox(ctx, rest, stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, networkUsage)
+		return nil
+	default:
+		fmt.Fprint(stderr, networkUsage)
+		return fmt.Errorf("unknown network command %q", cmd)
+	}
+}
+
+// networkFlags returns the flag set of a network command, whose -h prints
+// synopsis, what the command does, and its flags.
+func networkFlags(name, synopsis, about string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("network "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: platform network %s %s\n\n%s\n\nFlags:\n", name, synopsis, about)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// withNetwork opens the database and runs f with the built-in network on it.
+func withNetwork(ctx context.Context, stderr io.Writer, f func(*builtin.Network) error) error {
+	d, err := openDB(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return f(builtin.New(d, builtin.Config{}))
+}
+
+func networkAddAccount(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := networkFlags("add-account", "--phone P [--unverified] [--phone-unverified] [--receiving-disabled] [--json]",
+		"Create the account of a phone, or update it, to the state the flags give. By default the\n"+
+			"account is verified, its phone verified, and it receives messages.", stderr)
+	raw := fs.String("phone", "", "the account's phone, international format (+14155552671); required")
+	unverified := fs.Bool("unverified", false, "the account owner is not verified")
+	phoneUnverified := fs.Bool("phone-unverified", false, "the account's phone is not verified")
+	receivingDisabled := fs.Bool("receiving-disabled", false, "the account does not receive messages")
+	asJSON := fs.Bool("json", false, "print the account as JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	p, err := phoneFlag("phone", *raw)
+	if err != nil {
+		return err
+	}
+	return withNetwork(ctx, stderr, func(n *builtin.Network) error {
+		a, err := n.AddAccount(ctx, builtin.AccountSpec{
+			Phone:            p,
+			Verified:         !*unverified,
+			PhoneVerified:    !*phoneUnverified,
+			ReceivingEnabled: !*receivingDisabled,
+		})
+		if err != nil {
+			return err
+		}
+		return printAccount(stdout, a, *asJSON)
+	})
+}
+
+func networkVerifyAccount(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := networkFlags("verify-account", "--phone P [--json]",
+		"Mark the owner of an account verified, as the network does when the owner completes\n"+
+			"account verification. Sender numbers waiting for it become active.", stderr)
+	raw := fs.String("phone", "", "the account's phone, international format; required")
+	asJSON := fs.Bool("json", false, "print the account as JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	p, err := phoneFlag("phone", *raw)
+	if err != nil {
+		return err
+	}
+	return withNetwork(ctx, stderr, func(n *builtin.Network) error {
+		a, err := n.VerifyAccount(ctx, p)
+		if err != nil {
+			return err
+		}
+		return printAccount(stdout, a, *asJSON)
+	})
+}
+
+func networkBlock(ctx context.Context, args []string, stdout, stderr io.Writer, block bool) error {
+	name, about := "block", "Make the account of --phone block the account of --sender: lookups from that sender\n"+
+		"report blocked_sender and its messages are refused."
+	if !block {
+		name, about = "unblock", "Lift a block made with 'platform network block'."
+	}
+	fs := networkFlags(name, "--phone RECIPIENT --sender SENDER_PHONE [--json]", about, stderr)
+	rawRecipient := fs.String("phone", "", "the blocking account's phone, international format; required")
+	rawSender := fs.String("sender", "", "the blocked sender's phone, international format; required")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	recipient, err := phoneFlag("phone", *rawRecipient)
+	if err != nil {
+		return err
+	}
+	sender, err := phoneFlag("sender", *rawSender)
+	if err != nil {
+		return err
+	}
+	return withNetwork(ctx, stderr, func(n *builtin.Network) error {
+		op := n.Block
+		if !block {
+			op = n.Unblock
+		}
+		if err := op(ctx, recipient, sender); err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(stdout, blockJSON{Phone: recipient, Sender: sender, Blocked: block})
+		}
+		if block {
+			_, err = fmt.Fprintf(stdout, "%s blocks %s\n", recipient, sender)
+		} else {
+			_, err = fmt.Fprintf(stdout, "%s no longer blocks %s\n", recipient, sender)
+		}
+		return err
+	})
+}
+
+func networkInbox(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := networkFlags("inbox", "--phone P [--last N] [--json]",
+		"Print the messages the account received, newest last (OTP messages come from\n"+
+			"\""+builtin.ServicePhone+"\", the platform's own account).", stderr)
+	raw := fs.String("phone", "", "the account's phone, international format; required")
+	last := fs.Int("last", 0, "print only the last N messages (0: all)")
+	asJSON := fs.Bool("json", false, "print one JSON object a line")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	p, err := phoneFlag("phone", *raw)
+	if err != nil {
+		return err
+	}
+	if *last < 0 {
+		return errors.New("--last must be 0 or more")
+	}
+	return withNetwork(ctx, stderr, func(n *builtin.Network) error {
+		msgs, err := n.InboxLast(ctx, p, *last)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			for _, m := range msgs {
+				if err := writeJSON(stdout, inboxJSON{
+					MessageID: m.MessageID, ConversationID: m.ConversationID, FromPhone: m.FromPhone,
+					Type: m.Type, Content: m.Content, FileName: m.FileName, FileSize: m.FileSize,
+					FileType: m.FileType, Duration: m.Duration, Reference: m.Reference,
+					CreatedAt: timestamp(m.CreatedAt),
+				}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		if len(msgs) == 0 {
+			_, err := fmt.Fprintf(stdout, "no messages for %s\n", p)
+			return err
+		}
+		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "CREATED_AT\tFROM\tTYPE\tCONTENT")
+		for _, m := range msgs {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", timestamp(m.CreatedAt), m.FromPhone, m.Type, describe(m))
+		}
+		return w.Flush()
+	})
+}
+
+// accountJSON is an account as --json prints it.
+type accountJSON struct {
+	ID               int64   `json:"id"`
+	Phone            string  `json:"phone"`
+	Verified         bool    `json:"verified"`
+	VerifiedAt       *string `json:"verified_at"`
+	PhoneVerified    bool    `json:"phone_verified"`
+	PhoneVerifiedAt  *string `json:"phone_verified_at"`
+	ReceivingEnabled bool    `json:"receiving_enabled"`
+}
+
+// blockJSON is the result of block and unblock as --json prints it.
+type blockJSON struct {
+	Phone   string `json:"phone"`
+	Sender  string `json:"sender"`
+	Blocked bool   `json:"blocked"`
+}
+
+// inboxJSON is one inbox message as --json prints it.
+type inboxJSON struct {
+	MessageID      int64  `json:"message_id"`
+	ConversationID int64  `json:"conversation_id"`
+	FromPhone      string `json:"from_phone"`
+	Type           string `json:"type"`
+	Content        string `json:"content"`
+	FileName       string `json:"file_name,omitempty"`
+	FileSize       int64  `json:"file_size,omitempty"`
+	FileType       string `json:"file_type,omitempty"`
+	Duration       int    `json:"duration,omitempty"`
+	Reference      string `json:"reference"`
+	CreatedAt      string `json:"created_at"`
+}
+
+func printAccount(w io.Writer, a network.Account, asJSON bool) error {
+	if asJSON {
+		return writeJSON(w, accountJSON{
+			ID: a.ID, Phone: a.Phone,
+			Verified: a.Verified, VerifiedAt: optTimestamp(a.VerifiedAt),
+			PhoneVerified: a.PhoneVerified, PhoneVerifiedAt: optTimestamp(a.PhoneVerifiedAt),
+			ReceivingEnabled: a.ReceivingEnabled,
+		})
+	}
+	state := []string{"verified", "phone verified", "receiving"}
+	if !a.Verified {
+		state[0] = "not verified"
+	}
+	if !a.PhoneVerified {
+		state[1] = "phone not verified"
+	}
+	if !a.ReceivingEnabled {
+		state[2] = "receiving disabled"
+	}
+	_, err := fmt.Fprintf(w, "account %s (id %d): %s\n", a.Phone, a.ID, strings.Join(state, ", "))
+	return err
+}
+
+// describe is a message's content on one line, with its file details.
+func describe(m builtin.InboxMessage) string {
+	s := strings.Join(strings.Fields(m.Content), " ")
+	if m.FileName == "" && m.FileType == "" {
+		return s
+	}
+	details := []string{m.FileName, m.FileType, fmt.Sprintf("%d bytes", m.FileSize)}
+	if m.Duration > 0 {
+		details = append(details, fmt.Sprintf("%ds", m.Duration))
+	}
+	return s + " (" + strings.Join(details, ", ") + ")"
+}

@@ -1,0 +1,262 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bizmsg/platform/platform/dbtest"
+	"github.com/bizmsg/platform/platform/network"
+	"github.com/bizmsg/platform/platform/network/builtin"
+)
+
+// runCmd runs the binary's run in-process and returns stdout, stderr and the error.
+func runCmd(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := run(ctx, args, &stdout, &stderr)
+	return stdout.String(), stderr.String(), err
+}
+
+// mustRun runs args and fails the test if they fail.
+func mustRun(t *testing.T, args ...string) string {
+	t.Helper()
+	out, errOut, err := runCmd(t, args...)
+	if err != nil {
+		t.Fatalf("platform %s: %v\nstderr: %s", strings.Join(args, " "), err, errOut)
+	}
+	return out
+}
+
+// jsonLines decodes every line of out as a JSON object.
+func jsonLines(t *testing.T, out string) []map[string]any {
+	t.Helper()
+	var objs []map[string]any
+	for line := range strings.Lines(out) {
+		var o map[string]any
+		if err := json.Unmarshal([]byte(line), &o); err != nil {
+			t.Fatalf("line %q is not a JSON object: %v", line, err)
+		}
+		objs = append(objs, o)
+	}
+	return objs
+}
+
+// TestNetworkCommandErrors covers what fails before any database work: help,
+// unknown commands, missing and malformed flags.
+func TestNetworkCommandErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		args       []string
+		wantErr    string // substring of the error; "" for flag.ErrHelp
+		wantStderr []string
+	}{
+		{"no command", []string{"network"}, "", []string{"Usage: platform network <command>", "add-account", "inbox"}},
+		{"unknown command", []string{"network", "delete-account"}, `unknown network command "delete-account"`, []string{"Usage: platform network"}},
+		{"add-account help", []string{"network", "add-account", "-h"}, "",
+			[]string{"Usage: platform network add-account --phone P", "-phone", "-unverified", "-phone-unverified", "-receiving-disabled", "-json"}},
+		{"verify-account help", []string{"network", "verify-account", "-h"}, "", []string{"verify-account --phone P", "-phone", "-json"}},
+		{"block help", []string{"network", "block", "-h"}, "", []string{"block --phone RECIPIENT --sender SENDER_PHONE", "-sender"}},
+		{"unblock help", []string{"network", "unblock", "-h"}, "", []string{"unblock --phone RECIPIENT", "-sender"}},
+		{"inbox help", []string{"network", "inbox", "-h"}, "", []string{"inbox --phone P", "-last", "-json", "newest last"}},
+		{"missing phone", []string{"network", "add-account"}, "--phone is required", nil},
+		{"malformed phone", []string{"network", "add-account", "--phone", "0100 123"}, `--phone "0100 123": must be a valid phone number`, nil},
+		{"malformed verify phone", []string{"network", "verify-account", "--phone", "+1"}, `--phone "+1": must be a valid phone number`, nil},
+		{"missing sender", []string{"network", "block", "--phone", "+14155550001"}, "--sender is required", nil},
+		{"malformed sender", []string{"network", "block", "--phone", "+14155550001", "--sender", "abc"}, `--sender "abc"`, nil},
+		{"malformed inbox phone", []string{"network", "inbox", "--phone", "inbox"}, `--phone "inbox"`, nil},
+		{"negative last", []string{"network", "inbox", "--phone", "+14155550001", "--last", "-1"}, "--last must be 0 or more", nil},
+		{"positional argument", []string{"network", "inbox", "--phone", "+14155550001", "extra"}, `unexpected argument "extra"`, nil},
+		{"unknown flag", []string{"network", "inbox", "--phone", "+14155550001", "--all"}, "flag provided but not defined: -all", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			out, errOut, err := runCmd(t, tt.args...)
+			switch {
+			case tt.wantErr == "" && !errors.Is(err, flag.ErrHelp):
+				t.Fatalf("err = %v, want flag.ErrHelp", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
+			}
+			if out != "" {
+				t.Errorf("stdout = %q, want nothing", out)
+			}
+			for _, s := range tt.wantStderr {
+				if !strings.Contains(errOut, s) {
+					t.Errorf("stderr lacks %q:\n%s", s, errOut)
+				}
+			}
+		})
+	}
+
+	out := mustRun(t, "network", "help")
+	if !strings.Contains(out, "verify-account") {
+		t.Errorf("network help = %q", out)
+	}
+}
+
+// TestNetworkCommands runs the operator commands against a fresh database named
+// by DATABASE_URL, as an operator would. It sets the environment, so it does
+// not run in parallel.
+func TestNetworkCommands(t *testing.T) {
+	dbURL := dbtest.NewDatabase(t)
+	t.Setenv("DATABASE_URL", dbURL)
+	t.Setenv("LOG_LEVEL", "warn")
+	const (
+		alice = "+14155550001"
+		bob   = "+14155550002"
+		carol = "+14155550003"
+	)
+
+	// add-account creates a reachable, verified account by default (and
+	// migrates the empty database first).
+	acc := jsonLines(t, mustRun(t, "network", "add-account", "--phone", "+1 (415) 555-0001", "--json"))
+	if len(acc) != 1 || acc[0]["phone"] != alice || acc[0]["verified"] != true || acc[0]["phone_verified"] != true ||
+		acc[0]["receiving_enabled"] != true || acc[0]["verified_at"] == nil || acc[0]["phone_verified_at"] == nil || acc[0]["id"] == nil {
+		t.Fatalf("add-account --json = %v", acc)
+	}
+	aliceID := acc[0]["id"]
+
+	out := mustRun(t, "network", "add-account", "--phone", bob, "--unverified", "--phone-unverified", "--receiving-disabled")
+	if !strings.HasPrefix(out, "account "+bob+" (id ") || !strings.HasSuffix(out, "): not verified, phone not verified, receiving disabled\n") {
+		t.Fatalf("add-account = %q", out)
+	}
+	// Adding again updates the same account.
+	acc = jsonLines(t, mustRun(t, "network", "add-account", "--phone", alice, "--receiving-disabled", "--json"))
+	if acc[0]["id"] != aliceID || acc[0]["receiving_enabled"] != false || acc[0]["verified"] != true {
+		t.Fatalf("add-account update --json = %v", acc)
+	}
+	mustRun(t, "network", "add-account", "--phone", alice)
+	mustRun(t, "network", "add-account", "--phone", carol)
+
+	// verify-account verifies the owner only.
+	acc = jsonLines(t, mustRun(t, "network", "verify-account", "--phone", bob, "--json"))
+	if acc[0]["phone"] != bob || acc[0]["verified"] != true || acc[0]["verified_at"] == nil ||
+		acc[0]["phone_verified"] != false || acc[0]["phone_verified_at"] != nil {
+		t.Fatalf("verify-account --json = %v", acc)
+	}
+	if _, err := time.Parse(time.RFC3339, acc[0]["verified_at"].(string)); err != nil {
+		t.Fatalf("verified_at: %v", err)
+	}
+	if out := mustRun(t, "network", "verify-account", "--phone", carol); !strings.HasSuffix(out, "): verified, phone verified, receiving\n") {
+		t.Fatalf("verify-account = %q", out)
+	}
+
+	// block and unblock.
+	if out := mustRun(t, "network", "block", "--phone", carol, "--sender", bob); out != carol+" blocks "+bob+"\n" {
+		t.Fatalf("block = %q", out)
+	}
+	blk := jsonLines(t, mustRun(t, "network", "block", "--phone", carol, "--sender", "+1 415 555 0001", "--json"))
+	if len(blk) != 1 || blk[0]["phone"] != carol || blk[0]["sender"] != alice || blk[0]["blocked"] != true {
+		t.Fatalf("block --json = %v", blk)
+	}
+	if out := mustRun(t, "network", "unblock", "--phone", carol, "--sender", alice); out != carol+" no longer blocks "+alice+"\n" {
+		t.Fatalf("unblock = %q", out)
+	}
+
+	// What the commands did is what the network sees.
+	d := dbtest.Open(t, dbURL)
+	nw := builtin.New(d, builtin.Config{})
+	ctx := context.Background()
+	if a, err := nw.Lookup(ctx, carol, bob); err != nil || !a.BlocksSender {
+		t.Fatalf("Lookup(carol, bob) = %+v, %v; want blocked", a, err)
+	}
+	if a, err := nw.Lookup(ctx, carol, alice); err != nil || a.BlocksSender {
+		t.Fatalf("Lookup(carol, alice) = %+v, %v; want not blocked", a, err)
+	}
+
+	// inbox: empty, then the messages newest last.
+	if out := mustRun(t, "network", "inbox", "--phone", carol); out != "no messages for "+carol+"\n" {
+		t.Fatalf("empty inbox = %q", out)
+	}
+	if out := mustRun(t, "network", "inbox", "--phone", carol, "--json"); out != "" {
+		t.Fatalf("empty inbox --json = %q", out)
+	}
+	for _, m := range []network.Message{
+		{Reference: "otp:1", ToPhone: carol, Type: "text", Content: "Your Acme verification code is 123456."},
+		{Reference: "t:1", FromPhone: alice, ToPhone: carol, Type: "text", Content: "two\nlines"},
+		{Reference: "t:2", FromPhone: carol, ToPhone: alice, Type: "text", Content: "not for carol"},
+		{Reference: "t:3", FromPhone: alice, ToPhone: carol, Type: "document", Content: "https://files.example/a.pdf",
+			FileName: "a.pdf", FileSize: 1024, FileType: "application/pdf"},
+	} {
+		if _, err := nw.Deliver(ctx, m); err != nil {
+			t.Fatalf("Deliver %s: %v", m.Reference, err)
+		}
+	}
+
+	lines := jsonLines(t, mustRun(t, "network", "inbox", "--phone", carol, "--json"))
+	want := []struct{ from, typ, content string }{
+		{builtin.ServicePhone, "text", "Your Acme verification code is 123456."},
+		{alice, "text", "two\nlines"},
+		{alice, "document", "https://files.example/a.pdf"},
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("inbox --json has %d lines, want %d: %v", len(lines), len(want), lines)
+	}
+	for i, w := range want {
+		l := lines[i]
+		if l["from_phone"] != w.from || l["type"] != w.typ || l["content"] != w.content || l["reference"] == nil ||
+			l["message_id"] == nil || l["conversation_id"] == nil {
+			t.Errorf("inbox line %d = %v, want from %s type %s content %q", i, l, w.from, w.typ, w.content)
+		}
+		if _, err := time.Parse(time.RFC3339, l["created_at"].(string)); err != nil {
+			t.Errorf("inbox line %d created_at: %v", i, err)
+		}
+	}
+	if lines[2]["file_name"] != "a.pdf" || lines[2]["file_size"] != float64(1024) || lines[2]["file_type"] != "application/pdf" {
+		t.Errorf("document line = %v", lines[2])
+	}
+	if _, ok := lines[0]["file_name"]; ok {
+		t.Errorf("text line has file fields: %v", lines[0])
+	}
+
+	out = mustRun(t, "network", "inbox", "--phone", carol)
+	rows := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(rows) != 4 || !strings.HasPrefix(rows[0], "CREATED_AT") || !strings.Contains(rows[0], "FROM") {
+		t.Fatalf("inbox = %q", out)
+	}
+	for i, w := range []struct{ from, typ, content string }{
+		{builtin.ServicePhone, "text", "Your Acme verification code is 123456."},
+		{alice, "text", "two lines"},
+		{alice, "document", "https://files.example/a.pdf (a.pdf, application/pdf, 1024 bytes)"},
+	} {
+		row := rows[i+1]
+		f := strings.Fields(row)
+		if len(f) < 4 || f[1] != w.from || f[2] != w.typ || !strings.HasSuffix(row, "  "+w.content) {
+			t.Errorf("inbox row %d = %q, want from %s, type %s, content %q", i+1, row, w.from, w.typ, w.content)
+		}
+		if _, err := time.Parse(time.RFC3339, f[0]); err != nil {
+			t.Errorf("inbox row %d time: %v", i+1, err)
+		}
+	}
+	lines = jsonLines(t, mustRun(t, "network", "inbox", "--phone", carol, "--last", "1", "--json"))
+	if len(lines) != 1 || lines[0]["type"] != "document" {
+		t.Fatalf("inbox --last 1 = %v", lines)
+	}
+
+	// Errors from the network: exit with a message, print nothing.
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"network", "verify-account", "--phone", "+14155550009"}, "no account for this phone"},
+		{[]string{"network", "inbox", "--phone", "+14155550009"}, "no account for this phone"},
+		{[]string{"network", "block", "--phone", carol, "--sender", "+14155550009"}, "sender +14155550009: network: no account for this phone"},
+		{[]string{"network", "block", "--phone", "+14155550009", "--sender", carol}, "recipient +14155550009: network: no account for this phone"},
+		{[]string{"network", "block", "--phone", carol, "--sender", carol}, "cannot block itself"},
+	} {
+		out, _, err := runCmd(t, tt.args...)
+		if err == nil || !strings.Contains(err.Error(), tt.want) || out != "" {
+			t.Errorf("%v: out %q, err %v; want an error containing %q", tt.args, out, err, tt.want)
+		}
+	}
+}

@@ -1,0 +1,430 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/bizmsg/platform/jobs"
+	"github.com/bizmsg/platform/platform/app"
+	"github.com/bizmsg/platform/platform/config"
+	"github.com/bizmsg/platform/platform/network"
+)
+
+// Delivery tests: the daily limit under concurrency, the per-sender
+// throttle, crash recovery and network outages, with real River workers.
+
+// statusCounts counts the tenant's messages by status.
+func (e *msgEnv) statusCounts(org *Org) map[string]int {
+	e.t.Helper()
+	rows, err := e.App.DB.Pool.Query(context.Background(),
+		fmt.Sprintf(`SELECT status, count(*) FROM %s GROUP BY status`, org.Tenant.Table("messages")))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var st string
+		var n int
+		if err := rows.Scan(&st, &n); err != nil {
+			e.t.Fatal(err)
+		}
+		out[st] = n
+	}
+	return out
+}
+
+// waitCounts polls until cond holds for the tenant's status counts.
+func (e *msgEnv) waitCounts(org *Org, timeout time.Duration, what string, cond func(map[string]int) bool) map[string]int {
+	e.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		c := e.statusCounts(org)
+		if cond(c) {
+			return c
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("timed out after %s waiting for %s; counts %v", timeout, what, c)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// 50 parallel sends against a daily limit of 10: exactly 10 accepted, 40
+// refused with 429 and Retry-After to the next UTC midnight, exactly 10
+// delivered.
+func TestDailyLimitUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 11, 22, 23, 58, 30, 0, time.UTC)
+	e := startMsg(t, Options{Workers: true, Start: start})
+	org := e.Register(t)
+	sid := e.activeSender(org, phoneN(1))
+	limit := 10
+	e.setLimit(org, sid, &limit)
+	for i := range 5 {
+		e.recipient(phoneN(100 + i))
+	}
+
+	const n = 50
+	results := make([]*Response, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			r, err := e.Env.Send(Request{Method: http.MethodPost, Path: messagesPath, Header: org.Key(),
+				Body: text(sid, phoneN(100+i%5), fmt.Sprintf("message %d", i))})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			results[i] = r
+		})
+	}
+	wg.Wait()
+	var ok, limited int
+	for _, r := range results {
+		switch r.Status {
+		case http.StatusAccepted:
+			ok++
+		case http.StatusTooManyRequests:
+			limited++
+			m := wantError(t, r, http.StatusTooManyRequests, "daily_limit_exceeded")
+			if got := r.Header.Get("Retry-After"); got != "90" {
+				t.Errorf("Retry-After %q, want 90 (seconds to midnight UTC)", got)
+			}
+			if m["daily_limit"] != float64(10) || m["resets_at"] != "2026-11-23T00:00:00Z" {
+				t.Errorf("429 body %s", r.Body)
+			}
+		default:
+			t.Errorf("send = %d %s", r.Status, r.Body)
+		}
+	}
+	if ok != 10 || limited != 40 {
+		t.Fatalf("%d accepted and %d refused, want 10 and 40", ok, limited)
+	}
+	e.waitCounts(org, 20*time.Second, "10 messages sent", func(c map[string]int) bool { return c["sent"] == 10 })
+	if got := e.networkMessages(org); got != 10 {
+		t.Fatalf("the network holds %d messages, want exactly 10", got)
+	}
+	// The next UTC day starts a new allowance.
+	e.Clock.Set(time.Date(2026, 11, 23, 0, 0, 1, 0, time.UTC))
+	accepted(t, e.send(org, text(sid, phoneN(100), "a new day")))
+}
+
+// With 5/s burst 5, thirty messages of one sender take at least five seconds
+// to deliver, while another sender's messages go out at once; a job snoozes
+// at most once.
+func TestThrottlePerSender(t *testing.T) {
+	t.Parallel()
+	e := startMsg(t, Options{Workers: true, Env: map[string]string{"SENDER_RATE": "5", "SENDER_BURST": "5"}})
+	org := e.Register(t)
+	busy := e.activeSender(org, phoneN(1))
+	quiet := e.activeSender(org, phoneN(2))
+	e.recipient(phoneN(10))
+
+	began := time.Now()
+	var busyIDs []int64
+	for i := range 30 {
+		busyIDs = append(busyIDs, accepted(t, e.send(org, text(busy, phoneN(10), fmt.Sprintf("busy %d", i)))).ID)
+	}
+	quietStart := time.Now()
+	var quietIDs []int64
+	for i := range 3 {
+		quietIDs = append(quietIDs, accepted(t, e.send(org, text(quiet, phoneN(10), fmt.Sprintf("quiet %d", i)))).ID)
+	}
+	for _, id := range quietIDs {
+		e.waitStatus(org, id, "sent", 10*time.Second)
+	}
+	if d := time.Since(quietStart); d > 2*time.Second {
+		t.Fatalf("the quiet sender's messages took %s: held up by the busy sender", d)
+	}
+	e.waitCounts(org, 30*time.Second, "all sent", func(c map[string]int) bool { return c["sent"] == 33 })
+	took := time.Since(began)
+	if took < 5*time.Second {
+		t.Fatalf("30 messages at 5/s burst 5 delivered in %s, want at least 5s", took)
+	}
+	t.Logf("30 throttled messages delivered in %s", took)
+	var maxSnoozes int
+	if err := e.App.DB.Pool.QueryRow(context.Background(), `SELECT coalesce(max((metadata->>'snoozes')::int), 0)
+		FROM river.river_job WHERE kind = 'message_delivery'`).Scan(&maxSnoozes); err != nil {
+		t.Fatal(err)
+	}
+	if maxSnoozes > 1 {
+		t.Fatalf("a delivery job snoozed %d times; the throttle must reserve a token and snooze once", maxSnoozes)
+	}
+	if got := e.networkMessages(org); got != 33 {
+		t.Fatalf("network holds %d messages, want 33", got)
+	}
+}
+
+// A limit lowered after acceptance holds for messages not yet delivered: they
+// fail with daily_limit_exceeded and are not delivered.
+func TestLoweredLimitHonouredByDelivery(t *testing.T) {
+	t.Parallel()
+	e := startMsg(t, Options{Workers: true})
+	org := e.Register(t)
+	sid := e.activeSender(org, phoneN(1))
+	e.recipient(phoneN(10))
+	// The organization's own throttle, slow enough that messages wait:
+	// one now, the next every two seconds.
+	if _, err := e.App.DB.Pool.Exec(context.Background(),
+		`UPDATE central.organizations SET sender_rate = 0.5, sender_burst = 1 WHERE id = $1`, org.ID); err != nil {
+		t.Fatal(err)
+	}
+	five := 5
+	e.setLimit(org, sid, &five)
+	var ids []int64
+	for i := range 5 {
+		ids = append(ids, accepted(t, e.send(org, text(sid, phoneN(10), fmt.Sprintf("m%d", i)))).ID)
+	}
+	// The first token goes to one of them at once; the next is two seconds away.
+	e.waitCounts(org, 5*time.Second, "the first message sent", func(c map[string]int) bool { return c["sent"] == 1 })
+	two := 2
+	e.setLimit(org, sid, &two)
+	c := e.waitCounts(org, 20*time.Second, "every message sent or failed", func(c map[string]int) bool { return c["queued"] == 0 })
+	if c["sent"] != 2 || c["failed"] != 3 {
+		t.Fatalf("counts %v, want 2 sent and 3 failed", c)
+	}
+	if got := e.networkMessages(org); got != 2 {
+		t.Fatalf("network holds %d messages, want 2", got)
+	}
+	for _, id := range ids {
+		m := e.getMessage(org, id)
+		switch m.Status {
+		case "sent":
+			if m.MessageID == nil || m.SentAt == nil {
+				t.Fatalf("sent message %+v", m)
+			}
+		case "failed":
+			if m.ErrorCode == nil || *m.ErrorCode != "daily_limit_exceeded" || m.ErrorMessage == nil || m.MessageID != nil {
+				t.Fatalf("failed message %+v", m)
+			}
+		}
+	}
+}
+
+// flakyNetwork fails deliveries with a transient error while failing is set,
+// and lookups while lookupsFailing is.
+type flakyNetwork struct {
+	network.Network
+	failing        atomic.Bool
+	lookupsFailing atomic.Bool
+	attempts       atomic.Int32
+}
+
+func (f *flakyNetwork) Lookup(ctx context.Context, p, sender string) (network.Account, error) {
+	if f.lookupsFailing.Load() {
+		return network.Account{}, errors.New("network: connection refused")
+	}
+	return f.Network.Lookup(ctx, p, sender)
+}
+
+func (f *flakyNetwork) Deliver(ctx context.Context, m network.Message) (network.Delivery, error) {
+	f.attempts.Add(1)
+	if f.failing.Load() {
+		return network.Delivery{}, errors.New("network: connection refused")
+	}
+	return f.Network.Deliver(ctx, m)
+}
+
+// A message accepted while the network is failing is delivered once it
+// recovers; a refusal the network gives later is final (failed, with the
+// network's code).
+func TestDeliveryAfterNetworkRecovers(t *testing.T) {
+	t.Parallel()
+	flaky := &flakyNetwork{}
+	e := startMsg(t, Options{
+		Workers: true,
+		Jobs:    jobs.Config{DeliveryRetryBase: 100 * time.Millisecond, DeliveryRetryMax: 500 * time.Millisecond},
+		Network: func(base network.Network) network.Network { flaky.Network = base; return flaky },
+	})
+	org := e.Register(t)
+	sid := e.activeSender(org, phoneN(1))
+	e.recipient(phoneN(10))
+	e.recipient(phoneN(11))
+
+	flaky.failing.Store(true)
+	m := accepted(t, e.send(org, text(sid, phoneN(10), "through the outage")))
+	blocked := accepted(t, e.send(org, text(sid, phoneN(11), "blocked meanwhile")))
+	deadline := time.Now().Add(10 * time.Second)
+	for flaky.attempts.Load() < 6 {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d delivery attempts during the outage", flaky.attempts.Load())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := e.getMessage(org, m.ID); got.Status != "queued" {
+		t.Fatalf("message during the outage: %s", got.Status)
+	}
+	if err := e.net.Block(context.Background(), phoneN(11), phoneN(1)); err != nil {
+		t.Fatal(err)
+	}
+	flaky.failing.Store(false)
+
+	sent := e.waitStatus(org, m.ID, "sent", 10*time.Second)
+	if sent.MessageID == nil || sent.ConversationID == nil || sent.SentAt == nil || sent.ErrorCode != nil {
+		t.Fatalf("delivered message %+v", sent)
+	}
+	inbox, err := e.net.Inbox(context.Background(), phoneN(10))
+	if err != nil || len(inbox) != 1 || inbox[0].Content != "through the outage" || inbox[0].FromPhone != phoneN(1) {
+		t.Fatalf("recipient inbox %+v %v", inbox, err)
+	}
+	refused := e.waitStatus(org, blocked.ID, "failed", 10*time.Second)
+	if refused.ErrorCode == nil || *refused.ErrorCode != "blocked_sender" || refused.ErrorMessage == nil || refused.SentAt != nil {
+		t.Fatalf("refused message %+v", refused)
+	}
+	if got := e.networkMessages(org); got != 1 {
+		t.Fatalf("network holds %d messages, want 1", got)
+	}
+}
+
+// A worker process killed mid-delivery leaves jobs running; a new worker
+// rescues them and every accepted message is delivered exactly once.
+func TestDeliveryAfterWorkerCrash(t *testing.T) {
+	t.Parallel()
+	bin := platformBinary(t)
+	e := startMsg(t, Options{}) // API only: the subprocess works the jobs
+	org := e.Register(t)
+	sid := e.activeSender(org, phoneN(1))
+	for i := range 4 {
+		e.recipient(phoneN(10 + i))
+	}
+	// Slow delivery, so that jobs are mid-delivery (waiting for their token)
+	// when the worker dies: one every 200 ms.
+	if _, err := e.App.DB.Pool.Exec(context.Background(),
+		`UPDATE central.organizations SET sender_rate = 5, sender_burst = 1 WHERE id = $1`, org.ID); err != nil {
+		t.Fatal(err)
+	}
+	const n = 40
+	for i := range n {
+		accepted(t, e.send(org, text(sid, phoneN(10+i%4), fmt.Sprintf("crash %d", i))))
+	}
+
+	cmd := exec.Command(bin, "worker")
+	cmd.Env = append(os.Environ(),
+		"DATABASE_URL="+e.DatabaseURL,
+		"DB_MAX_CONNS=4",
+		"LOG_LEVEL=error",
+		"JWT_SECRET="+strings.Repeat("j", 32),
+		"API_KEY_PEPPER="+strings.Repeat("p", 32),
+	)
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	t.Cleanup(func() {
+		if !killed {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	running := func() int {
+		var r int
+		if err := e.App.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM river.river_job
+			WHERE kind = 'message_delivery' AND state = 'running'`).Scan(&r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if c := e.statusCounts(org); c["sent"] >= 5 && running() > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker did not get going: %v, %d running", e.statusCounts(org), running())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	killed = true
+	before := e.statusCounts(org)
+	stuck := running()
+	if stuck == 0 || before["sent"] == n {
+		t.Fatalf("after the kill: %v, %d jobs left running; want jobs left running mid-delivery", before, stuck)
+	}
+	t.Logf("killed the worker with %d messages sent and %d jobs left running", before["sent"], stuck)
+
+	// A new worker, rescuing jobs that ran longer than 3 s.
+	cfg, err := config.Load(func(k string) string {
+		return map[string]string{
+			"DATABASE_URL": e.DatabaseURL, "DB_MAX_CONNS": "4",
+			"JWT_SECRET": strings.Repeat("j", 32), "API_KEY_PEPPER": strings.Repeat("p", 32),
+		}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := app.New(ctx, app.Options{
+		Config: cfg, Clock: e.Clock, Workers: true,
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Jobs:   jobs.Config{JobTimeout: 2 * time.Second, RescueStuckJobsAfter: 3 * time.Second},
+	})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx, nil) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("worker run: %v", err)
+		}
+		w.Close()
+	})
+
+	e.waitCounts(org, 90*time.Second, "every message sent", func(c map[string]int) bool { return c["sent"] == n })
+	if got := e.networkMessages(org); got != n {
+		t.Fatalf("the network holds %d messages for %d accepted: not exactly once", got, n)
+	}
+	// Each message's network id is the network's message with its reference.
+	var mismatched int
+	if err := e.App.DB.Pool.QueryRow(context.Background(), fmt.Sprintf(`SELECT count(*) FROM %s m
+		LEFT JOIN network.messages n ON n.reference = $1 || ':' || m.id
+		WHERE n.id IS DISTINCT FROM m.message_id`, org.Tenant.Table("messages")), org.Tenant.Schema).Scan(&mismatched); err != nil {
+		t.Fatal(err)
+	}
+	if mismatched != 0 {
+		t.Fatalf("%d messages do not point at their network message", mismatched)
+	}
+	t.Logf("all %d messages delivered once after the crash (rescued %s)", n, strconv.Itoa(stuck))
+}
+
+// A network that does not answer a lookup: the send and the lookup answer
+// 503 network_unavailable at once, and nothing is stored.
+func TestNetworkUnavailableAtAcceptance(t *testing.T) {
+	t.Parallel()
+	flaky := &flakyNetwork{}
+	e := startMsg(t, Options{Network: func(base network.Network) network.Network { flaky.Network = base; return flaky }})
+	org := e.Register(t)
+	sid := e.activeSender(org, phoneN(1))
+	e.recipient(phoneN(2))
+	flaky.lookupsFailing.Store(true)
+	wantError(t, e.send(org, text(sid, phoneN(2), "x"), map[string]string{"Idempotency-Key": "k"}),
+		http.StatusServiceUnavailable, "network_unavailable")
+	wantError(t, e.lookup(org, map[string][]string{"phone": {phoneN(2)}}), http.StatusServiceUnavailable, "network_unavailable")
+	if c := e.statusCounts(org); len(c) != 0 {
+		t.Fatalf("messages stored: %v", c)
+	}
+	flaky.lookupsFailing.Store(false)
+	// The refused request left no idempotency record: the same key sends now.
+	accepted(t, e.send(org, text(sid, phoneN(2), "x"), map[string]string{"Idempotency-Key": "k"}))
+}

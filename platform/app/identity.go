@@ -1,0 +1,52 @@
+package app
+
+import (
+	"fmt"
+
+	"github.com/bizmsg/platform/central"
+	"github.com/bizmsg/platform/platform/apikey"
+	"github.com/bizmsg/platform/platform/keys"
+	"github.com/bizmsg/platform/platform/token"
+	"github.com/bizmsg/platform/tenant"
+)
+
+// identity builds the API-key service, the Central API's service and the two
+// APIs' HTTP layers from the configuration.
+func (a *App) identity() error {
+	hasher, err := apikey.NewHasher(a.cfg.APIKeyPepper)
+	if err != nil {
+		return fmt.Errorf("api key hasher: %w", err)
+	}
+	var sealer *apikey.Sealer
+	if len(a.cfg.APIKeyEncryptionKey) > 0 {
+		if sealer, err = apikey.NewSealer(a.cfg.APIKeyEncryptionKey); err != nil {
+			return fmt.Errorf("api key sealer: %w", err)
+		}
+	}
+	if a.Keys, err = keys.New(a.DB.Pool, keys.Config{Hasher: hasher, Sealer: sealer, Clock: a.clock, Logger: a.log}); err != nil {
+		return err
+	}
+	issuer, err := token.NewIssuer(token.Config{
+		Keys:  central.SigningKeys(a.cfg.JWTSecret, a.cfg.JWTPreviousSecret),
+		Clock: a.clock,
+	})
+	if err != nil {
+		return fmt.Errorf("token issuer: %w", err)
+	}
+	if a.Central, err = central.NewService(a.DB.Pool, central.Config{
+		Migrator:          a.Migrator,
+		Issuer:            issuer,
+		Clock:             a.clock,
+		DefaultDailyLimit: a.cfg.DefaultDailyLimit,
+		Logger:            a.log,
+	}); err != nil {
+		return err
+	}
+	if a.tenantAPI, err = tenant.New(tenant.Config{Keys: a.Keys, Logger: a.log}); err != nil {
+		return err
+	}
+	if a.centralAPI, err = central.NewAPI(a.Central, a.Keys); err != nil {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,96 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/bizmsg/platform/central"
+	"github.com/bizmsg/platform/jobs"
+	"github.com/bizmsg/platform/platform/lookup"
+	"github.com/bizmsg/platform/platform/messages"
+	"github.com/bizmsg/platform/platform/throttle"
+	"github.com/bizmsg/platform/platform/usage"
+	"github.com/bizmsg/platform/tenant"
+)
+
+// idempotencyTTL is how long a send's Idempotency-Key is remembered.
+const idempotencyTTL = 24 * time.Hour
+
+// messaging builds the message, lookup and usage services. The delivery
+// throttle is the in-process token bucket (throttle.Local): its rate holds
+// per worker process.
+func (a *App) messaging() error {
+	var err error
+	if a.Messages, err = messages.New(messages.Config{
+		DB:             a.DB.Bun,
+		Senders:        a.Senders,
+		Network:        a.Network,
+		Jobs:           a.Inserter,
+		Throttle:       throttle.NewLocal(throttle.Config{}),
+		SenderRate:     a.cfg.SenderRate,
+		SenderBurst:    a.cfg.SenderBurst,
+		IdempotencyTTL: idempotencyTTL,
+		Clock:          a.clock,
+		Logger:         a.log,
+	}); err != nil {
+		return err
+	}
+	if a.Lookup, err = lookup.New(a.Network, a.Senders); err != nil {
+		return err
+	}
+	a.Usage, err = usage.New(a.DB.Bun, a.clock, usage.Defaults{
+		SenderRate:   a.cfg.SenderRate,
+		SenderBurst:  a.cfg.SenderBurst,
+		APIRateLimit: a.cfg.APIRateLimit,
+		APIRateBurst: a.cfg.APIRateBurst,
+	})
+	return err
+}
+
+// messagingRoutes mounts the messaging endpoints of both APIs.
+func (a *App) messagingRoutes() {
+	tenant.MountMessages(a.TenantRoutes, a.Messages)
+	tenant.MountLookup(a.TenantRoutes, a.Lookup)
+	tenant.MountUsage(a.TenantRoutes, a.Usage)
+	central.MountMessaging(a.CentralRoutes, a.Messages, a.Usage)
+}
+
+// messagingWorkers registers the message delivery worker.
+func (a *App) messagingWorkers(workers *river.Workers, cfg jobs.Config) {
+	river.AddWorker(workers, &jobs.DeliverWorker{
+		Deliverer: a.Messages,
+		RetryBase: cfg.DeliveryRetryBase,
+		RetryMax:  cfg.DeliveryRetryMax,
+	})
+}
+
+// purgeIdempotencyKeys deletes every tenant's idempotency keys older than
+// their lifetime. A failing tenant does not stop the others.
+func (a *App) purgeIdempotencyKeys(ctx context.Context, now time.Time) (int64, error) {
+	tenants, err := a.Migrator.Tenants(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var (
+		total, failed int64
+		firstErr      error
+	)
+	for _, t := range tenants {
+		n, err := messages.PurgeIdempotencyKeys(ctx, a.DB.Bun, t, now.Add(-idempotencyTTL))
+		if err != nil {
+			failed++
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		total += n
+	}
+	if firstErr != nil {
+		return total, fmt.Errorf("%d of %d tenant(s) failed, first: %w", failed, len(tenants), firstErr)
+	}
+	return total, nil
+}

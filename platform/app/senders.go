@@ -1,0 +1,41 @@
+package app
+
+import (
+	"github.com/riverqueue/river"
+
+	"github.com/bizmsg/platform/jobs"
+	"github.com/bizmsg/platform/platform/senders"
+)
+
+// senderNumbers builds the messaging network (unless already set) and the
+// sender-number service shared by both APIs and the workers.
+func (a *App) senderNumbers() error {
+	if a.Network == nil {
+		n, err := a.newNetwork()
+		if err != nil {
+			return err
+		}
+		a.Network = n
+	}
+	svc, err := senders.New(senders.Config{
+		DB:      a.DB.Bun,
+		Jobs:    a.Inserter,
+		Network: a.Network,
+		Secret:  a.cfg.APIKeyPepper,
+		Clock:   a.clock,
+		Logger:  a.log,
+	})
+	if err != nil {
+		return err
+	}
+	a.Senders = svc
+	return nil
+}
+
+// senderWorkers registers the OTP delivery worker and the account-verification
+// sweep, and returns the sweep's periodic schedule (SENDER_SWEEP_INTERVAL).
+func (a *App) senderWorkers(workers *river.Workers) *river.PeriodicJob {
+	river.AddWorker(workers, &jobs.OTPWorker{Deliverer: a.Senders})
+	river.AddWorker(workers, &jobs.AccountSweepWorker{Sweeper: a.Senders, Logger: a.log})
+	return jobs.AccountSweepPeriodic(a.cfg.SenderSweepInterval)
+}

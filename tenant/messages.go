@@ -1,0 +1,89 @@
+package tenant
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/bizmsg/platform/platform/apikey"
+	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/httpx"
+	"github.com/bizmsg/platform/platform/messages"
+)
+
+// IdempotentReplayedHeader marks a send answered from its Idempotency-Key.
+const IdempotentReplayedHeader = "Idempotent-Replayed"
+
+// messageHandlers serves the Tenant API's message routes.
+type messageHandlers struct {
+	svc *messages.Service
+}
+
+// MountMessages registers the message routes on g, the authenticated group
+// Mount returns:
+//
+//	POST /messages       messages.send  202 {"data": message}
+//	GET  /messages       messages.read  200 {"data": [...], "next_cursor": ...}
+//	GET  /messages/{id}  messages.read  200 {"data": message}
+func MountMessages(g gin.IRoutes, svc *messages.Service) {
+	h := &messageHandlers{svc: svc}
+	g.POST("/messages", RequireScope(apikey.ScopeMessagesSend), h.send)
+	g.GET("/messages", RequireScope(apikey.ScopeMessagesRead), h.list)
+	g.GET("/messages/:id", RequireScope(apikey.ScopeMessagesRead), h.get)
+}
+
+// send is POST /messages: 202 with the queued message, or the first answer
+// again for a repeated Idempotency-Key.
+func (h *messageHandlers) send(c *gin.Context) {
+	p := MustPrincipal(c)
+	var req messages.SendRequest
+	if err := httpx.BindJSON(c, &req); err != nil {
+		httpx.Fail(c, err)
+		return
+	}
+	req.IdempotencyKey = c.GetHeader(messages.IdempotencyKeyHeader)
+	res, err := h.svc.Send(c.Request.Context(), p.Tenant, &req)
+	if err != nil {
+		httpx.Fail(c, err)
+		return
+	}
+	writeSendResult(c, res)
+}
+
+// writeSendResult writes an accepted send's answer: the stored status and
+// body, so a replay is byte for byte the first answer.
+func writeSendResult(c *gin.Context, res messages.SendResult) {
+	if res.Replayed {
+		c.Header(IdempotentReplayedHeader, "true")
+	}
+	c.Header("Location", BasePath+"/messages/"+strconv.FormatInt(res.MessageID, 10))
+	c.Data(res.Status, "application/json; charset=utf-8", res.Body)
+}
+
+// list is GET /messages.
+func (h *messageHandlers) list(c *gin.Context) {
+	p := MustPrincipal(c)
+	page, err := h.svc.List(c.Request.Context(), p.Tenant, messages.ListQueryFrom(c.Request.URL.Query()))
+	if err != nil {
+		httpx.Fail(c, err)
+		return
+	}
+	httpx.JSON(c, http.StatusOK, page)
+}
+
+// get is GET /messages/{id}.
+func (h *messageHandlers) get(c *gin.Context) {
+	p := MustPrincipal(c)
+	id, ok := pathID(c)
+	if !ok {
+		httpx.Fail(c, apperr.NotFound("message"))
+		return
+	}
+	m, err := h.svc.Get(c.Request.Context(), p.Tenant, id)
+	if err != nil {
+		httpx.Fail(c, err)
+		return
+	}
+	httpx.JSON(c, http.StatusOK, gin.H{"data": m})
+}

@@ -1,0 +1,192 @@
+// Package tenant is the Tenant API (/api/v1, authenticated with X-Api-Key):
+// the one API-key middleware, per-route scope checks, and the handlers for
+// API keys and /me. Other packages mount their tenant handlers (sender
+// numbers, messages, lookup, usage) on the authenticated group Mount returns,
+// with RequireScope or RequireAnyScope, and read the caller with
+// PrincipalFrom.
+//
+//	g := tenantAPI.Mount(engine)
+//	g.POST("/sender-numbers", tenant.RequireScope(apikey.ScopeMessagesSend), h.create)
+//	...
+//	func (h *handlers) create(c *gin.Context) {
+//		p := tenant.MustPrincipal(c)
+//		sender, err := h.svc.Register(c, p.Tenant, ...)
+//	}
+package tenant
+
+import (
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/bizmsg/platform/platform/apikey"
+	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/httpx"
+	"github.com/bizmsg/platform/platform/keys"
+)
+
+// BasePath is where the Tenant API lives.
+const BasePath = "/api/v1"
+
+// APIKeyHeader carries the API key.
+const APIKeyHeader = "X-Api-Key"
+
+// CodeInsufficientScope is the error code of a 403 for a missing scope.
+const CodeInsufficientScope = "insufficient_scope"
+
+// principalKey is the gin context key of the authenticated Principal.
+const principalKey = "tenant.principal"
+
+// Principal is the authenticated caller of a Tenant API request: an API key
+// of one organization. Tenant holds that organization's schema; every tenant
+// query of the request goes through it.
+type Principal struct {
+	// KeyID is the presented key's id.
+	KeyID int64
+	// OrgID is the key's organization.
+	OrgID int64
+	// UserID is the user the key acts for (its creator); 0 when unknown.
+	UserID int64
+	// Tenant routes queries to the organization's schema.
+	Tenant db.Tenant
+	// Scopes are the key's scopes.
+	Scopes []string
+	// Key is the key's stored record.
+	Key keys.Key
+	// Organization is the key's organization as read at authentication.
+	Organization keys.Organization
+}
+
+// Can reports whether the key holds scope (directly or through "*").
+func (p *Principal) Can(scope string) bool { return apikey.Covers(p.Scopes, scope) }
+
+// PrincipalFrom returns the request's Principal, set by the API-key
+// middleware; false on a route mounted outside the authenticated group.
+func PrincipalFrom(c *gin.Context) (*Principal, bool) {
+	v, ok := c.Get(principalKey)
+	if !ok {
+		return nil, false
+	}
+	p, ok := v.(*Principal)
+	return p, ok
+}
+
+// MustPrincipal returns the request's Principal and panics when there is
+// none: a handler that needs one mounted outside the authenticated group is a
+// programming error (the recovery middleware answers 500).
+func MustPrincipal(c *gin.Context) *Principal {
+	p, ok := PrincipalFrom(c)
+	if !ok {
+		panic("tenant: no principal on the request; mount the handler on the group Mount returns")
+	}
+	return p
+}
+
+// Config configures the Tenant API.
+type Config struct {
+	// Keys is the API-key service. Required.
+	Keys *keys.Service
+	// Logger receives handler failures that are not the client's. Default
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// API is the Tenant API's key middleware and handlers.
+type API struct {
+	keys *keys.Service
+	log  *slog.Logger
+}
+
+// New returns the Tenant API.
+func New(cfg Config) (*API, error) {
+	if cfg.Keys == nil {
+		return nil, errors.New("tenant: a keys service is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &API{keys: cfg.Keys, log: cfg.Logger}, nil
+}
+
+// Mount registers the Tenant API under BasePath on r and returns the
+// authenticated group: every route added to it runs behind the API-key
+// middleware. Routes needing a scope add RequireScope or RequireAnyScope.
+func (a *API) Mount(r gin.IRouter) *gin.RouterGroup {
+	g := r.Group(BasePath, a.Authenticate)
+	g.POST("/api-keys", a.createKey)
+	g.GET("/api-keys", a.listKeys)
+	g.DELETE("/api-keys/:id", a.revokeKey)
+	g.GET("/me", a.me)
+	return g
+}
+
+// Authenticate is the one API-key middleware: it authenticates X-Api-Key
+// (malformed keys are refused before any database work; expired, revoked,
+// missing or wrong keys get 401), and attaches the Principal with the
+// organization's tenant to the request. Bearer tokens are not accepted here.
+func (a *API) Authenticate(c *gin.Context) {
+	raw := c.GetHeader(APIKeyHeader)
+	if raw == "" {
+		msg := "An API key is required in the X-Api-Key header."
+		if c.GetHeader("Authorization") != "" {
+			msg = "The Tenant API authenticates with the X-Api-Key header; bearer tokens are not accepted."
+		}
+		httpx.Fail(c, apperr.New(apperr.KindUnauthenticated, "missing_api_key", msg))
+		return
+	}
+	auth, err := a.keys.Authenticate(c.Request.Context(), raw)
+	if err != nil {
+		httpx.Fail(c, err)
+		return
+	}
+	c.Set(principalKey, &Principal{
+		KeyID:        auth.Key.ID,
+		OrgID:        auth.Org.ID,
+		UserID:       auth.Key.CreatedBy,
+		Tenant:       auth.Org.Tenant,
+		Scopes:       auth.Key.Scopes,
+		Key:          auth.Key,
+		Organization: auth.Org,
+	})
+	c.Next()
+}
+
+// RequireScope is route middleware admitting keys that hold scope (or "*");
+// others get 403 insufficient_scope naming the scope.
+func RequireScope(scope string) gin.HandlerFunc {
+	return RequireAnyScope(scope)
+}
+
+// RequireAnyScope is route middleware admitting keys that hold at least one
+// of scopes (or "*"); others get 403 insufficient_scope naming them.
+func RequireAnyScope(scopes ...string) gin.HandlerFunc {
+	scopes = slices.Clone(scopes)
+	return func(c *gin.Context) {
+		p, ok := PrincipalFrom(c)
+		if !ok {
+			httpx.Fail(c, errors.New("tenant: scope check on a route without the API-key middleware"))
+			return
+		}
+		if slices.ContainsFunc(scopes, p.Can) {
+			c.Next()
+			return
+		}
+		httpx.Fail(c, errInsufficientScope(scopes))
+	}
+}
+
+func errInsufficientScope(scopes []string) *apperr.Error {
+	var msg string
+	if len(scopes) == 1 {
+		msg = "This API key lacks the " + scopes[0] + " scope required for this operation."
+	} else {
+		msg = "This API key lacks the scope required for this operation: one of " + strings.Join(scopes, ", ") + "."
+	}
+	e := apperr.Forbidden(CodeInsufficientScope, msg)
+	e.Details = map[string]any{"required_scopes": scopes}
+	return e
+}
