@@ -66,6 +66,10 @@ func Start(t testing.TB, opts Options) *Env {
 		"DB_MAX_CONNS":   "6",
 		"JWT_SECRET":     strings.Repeat("j", 32),
 		"API_KEY_PEPPER": strings.Repeat("p", 32),
+		// Tests fire requests far faster than clients would; the request-rate
+		// limit has its own test that sets a small one.
+		"API_RATE_LIMIT": "1000000",
+		"API_RATE_BURST": "1000000",
 	}
 	for k, v := range opts.Env {
 		vars[k] = v

@@ -27,6 +27,7 @@ import (
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/httpx"
 	"github.com/bizmsg/platform/platform/keys"
+	"github.com/bizmsg/platform/platform/ratelimit"
 )
 
 // BasePath is where the Tenant API lives.
@@ -93,12 +94,19 @@ type Config struct {
 	// Logger receives handler failures that are not the client's. Default
 	// slog.Default().
 	Logger *slog.Logger
+	// Limiter limits each key's request rate (API_RATE_LIMIT,
+	// API_RATE_BURST, or the organization's own). Nil: no request-rate limit.
+	Limiter ratelimit.Limiter
+	// RateLimit is the default limit per key when the organization has none.
+	RateLimit ratelimit.Limit
 }
 
 // API is the Tenant API's key middleware and handlers.
 type API struct {
-	keys *keys.Service
-	log  *slog.Logger
+	keys        *keys.Service
+	log         *slog.Logger
+	limiter     ratelimit.Limiter
+	rateDefault ratelimit.Limit
 }
 
 // New returns the Tenant API.
@@ -109,14 +117,15 @@ func New(cfg Config) (*API, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &API{keys: cfg.Keys, log: cfg.Logger}, nil
+	return &API{keys: cfg.Keys, log: cfg.Logger, limiter: cfg.Limiter, rateDefault: cfg.RateLimit}, nil
 }
 
 // Mount registers the Tenant API under BasePath on r and returns the
 // authenticated group: every route added to it runs behind the API-key
-// middleware. Routes needing a scope add RequireScope or RequireAnyScope.
+// middleware and the key's request-rate limit. Routes needing a scope add
+// RequireScope or RequireAnyScope.
 func (a *API) Mount(r gin.IRouter) *gin.RouterGroup {
-	g := r.Group(BasePath, a.Authenticate)
+	g := r.Group(BasePath, a.Authenticate, a.rateLimit)
 	g.POST("/api-keys", a.createKey)
 	g.GET("/api-keys", a.listKeys)
 	g.DELETE("/api-keys/:id", a.revokeKey)

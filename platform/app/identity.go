@@ -6,6 +6,7 @@ import (
 	"github.com/bizmsg/platform/central"
 	"github.com/bizmsg/platform/platform/apikey"
 	"github.com/bizmsg/platform/platform/keys"
+	"github.com/bizmsg/platform/platform/ratelimit"
 	"github.com/bizmsg/platform/platform/token"
 	"github.com/bizmsg/platform/tenant"
 )
@@ -42,7 +43,14 @@ func (a *App) identity() error {
 	}); err != nil {
 		return err
 	}
-	if a.tenantAPI, err = tenant.New(tenant.Config{Keys: a.Keys, Logger: a.log}); err != nil {
+	if a.tenantAPI, err = tenant.New(tenant.Config{
+		Keys:   a.Keys,
+		Logger: a.log,
+		// Request rates are wall-clock pace, not business time: the limiter
+		// keeps time.Now even when the app runs on a test clock.
+		Limiter:   ratelimit.NewLocal(ratelimit.LocalConfig{}),
+		RateLimit: ratelimit.Limit{Rate: a.cfg.APIRateLimit, Burst: a.cfg.APIRateBurst},
+	}); err != nil {
 		return err
 	}
 	if a.centralAPI, err = central.NewAPI(a.Central, a.Keys); err != nil {

@@ -27,7 +27,8 @@ type Auth struct {
 // the only query on the authentication path.
 const authQuery = `
 	SELECT ` + keyColumns + `, k.key_hash,
-	       o.name, o.schema_name, o.subscription_status, o.default_daily_limit, o.created_at
+	       o.name, o.schema_name, o.subscription_status, o.default_daily_limit, o.created_at,
+	       o.api_rate_limit, o.api_rate_burst
 	FROM central.api_keys k JOIN central.organizations o ON o.id = k.organization_id
 	WHERE k.prefix = $1`
 
@@ -49,7 +50,8 @@ func (s *Service) Authenticate(ctx context.Context, plain string) (*Auth, error)
 		schema *string
 	)
 	err = scanKey(s.pool.QueryRow(ctx, authQuery, prefix), &a.Key, &hash,
-		&a.Org.Name, &schema, &a.Org.SubscriptionStatus, &a.Org.DefaultDailyLimit, &a.Org.CreatedAt)
+		&a.Org.Name, &schema, &a.Org.SubscriptionStatus, &a.Org.DefaultDailyLimit, &a.Org.CreatedAt,
+		&a.Org.APIRateLimit, &a.Org.APIRateBurst)
 	if isNoRows(err) {
 		// Spend a hash comparison anyway, so an unknown prefix costs the same
 		// as a wrong key.

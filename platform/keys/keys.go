@@ -182,6 +182,10 @@ type Organization struct {
 	CreatedAt          time.Time `json:"created_at"`
 	// Tenant routes the organization's queries to its schema.
 	Tenant db.Tenant `json:"-"`
+	// APIRateLimit and APIRateBurst are the organization's own Tenant API
+	// rate limit per key (requests/s, burst); nil: the platform default.
+	APIRateLimit *float64 `json:"-"`
+	APIRateBurst *int     `json:"-"`
 }
 
 // User is a member of an organization as both APIs render it.

@@ -1,0 +1,187 @@
+// Package ratelimit limits how fast one caller (an API key) may make requests,
+// with a token bucket per caller, and tells the caller where it stands in the
+// IETF RateLimit header fields (draft-ietf-httpapi-ratelimit-headers):
+//
+//	RateLimit-Limit: 100          the bucket's size (burst)
+//	RateLimit-Remaining: 57       whole requests left right now
+//	RateLimit-Reset: 3            seconds until the bucket is full again
+//	RateLimit-Policy: 100;w=2     burst 100 refilled over a 2 s window
+//
+// Limiter is the interface the HTTP middleware uses. Local keeps the buckets
+// in this process; a limiter shared by several API processes (the buckets in
+// Postgres) implements the same interface.
+package ratelimit
+
+import (
+	"context"
+	"hash/maphash"
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Limit is a token bucket's shape: Rate tokens a second, at most Burst saved.
+type Limit struct {
+	Rate  float64
+	Burst int
+}
+
+// Valid reports whether the limit can be enforced (positive rate and burst).
+func (l Limit) Valid() bool { return l.Rate > 0 && l.Burst >= 1 }
+
+// window is the time an empty bucket takes to fill.
+func (l Limit) window() time.Duration {
+	return time.Duration(float64(l.Burst) / l.Rate * float64(time.Second))
+}
+
+// Decision is the outcome of one request against its bucket.
+type Decision struct {
+	// Allowed tells whether the request may proceed (it took a token).
+	Allowed bool
+	// Limit is the bucket the request was checked against.
+	Limit Limit
+	// Remaining is the whole number of tokens left after this request.
+	Remaining int
+	// Reset is the time until the bucket is full again.
+	Reset time.Duration
+	// RetryAfter is, for a refused request, the time until a token is due.
+	RetryAfter time.Duration
+}
+
+// SetHeaders writes the RateLimit-* response header fields of d on h.
+// Durations are rounded up to whole seconds, as the fields require.
+func (d Decision) SetHeaders(h http.Header) {
+	h.Set("RateLimit-Limit", strconv.Itoa(d.Limit.Burst))
+	h.Set("RateLimit-Remaining", strconv.Itoa(d.Remaining))
+	h.Set("RateLimit-Reset", strconv.FormatInt(ceilSeconds(d.Reset), 10))
+	h.Set("RateLimit-Policy", strconv.Itoa(d.Limit.Burst)+";w="+strconv.FormatInt(max(ceilSeconds(d.Limit.window()), 1), 10))
+}
+
+func ceilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Second - 1) / time.Second)
+}
+
+// Limiter decides whether the caller named key may make one more request
+// under limit l.
+type Limiter interface {
+	Allow(ctx context.Context, key string, l Limit) (Decision, error)
+}
+
+// LocalConfig configures a Local limiter.
+type LocalConfig struct {
+	// Now is the time source. Default time.Now.
+	Now func() time.Time
+	// IdleAfter is how long a bucket that is full again stays in memory before
+	// a sweep forgets it (a forgotten bucket comes back full, so forgetting a
+	// full bucket changes nothing). Default 10 minutes.
+	IdleAfter time.Duration
+}
+
+// shardCount spreads the buckets over independently locked maps, so
+// concurrent requests of different keys rarely wait on one another.
+const shardCount = 32
+
+// Local is a Limiter that keeps the buckets in this process's memory. With
+// several API processes each enforces the limit on the requests it serves.
+type Local struct {
+	cfg    LocalConfig
+	seed   maphash.Seed
+	shards [shardCount]shard
+}
+
+type shard struct {
+	mu        sync.Mutex
+	buckets   map[string]*bucket
+	lastSweep time.Time
+}
+
+type bucket struct {
+	lim      *rate.Limiter
+	lastSeen time.Time
+}
+
+// NewLocal returns an in-process limiter.
+func NewLocal(cfg LocalConfig) *Local {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.IdleAfter <= 0 {
+		cfg.IdleAfter = 10 * time.Minute
+	}
+	l := &Local{cfg: cfg, seed: maphash.MakeSeed()}
+	for i := range l.shards {
+		l.shards[i].buckets = make(map[string]*bucket)
+	}
+	return l
+}
+
+// Allow takes one token from key's bucket if one is there. A change of l
+// (an organization's new limit) applies to the existing bucket at once.
+// An invalid l allows everything.
+func (l *Local) Allow(_ context.Context, key string, lim Limit) (Decision, error) {
+	if !lim.Valid() {
+		return Decision{Allowed: true, Limit: lim}, nil
+	}
+	now := l.cfg.Now()
+	s := &l.shards[maphash.String(l.seed, key)%shardCount]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if now.Sub(s.lastSweep) >= l.cfg.IdleAfter {
+		s.sweep(now, l.cfg.IdleAfter)
+	}
+	b, ok := s.buckets[key]
+	if !ok {
+		b = &bucket{lim: rate.NewLimiter(rate.Limit(lim.Rate), lim.Burst)}
+		s.buckets[key] = b
+	} else {
+		if b.lim.Limit() != rate.Limit(lim.Rate) {
+			b.lim.SetLimitAt(now, rate.Limit(lim.Rate))
+		}
+		if b.lim.Burst() != lim.Burst {
+			b.lim.SetBurstAt(now, lim.Burst)
+		}
+	}
+	b.lastSeen = now
+	d := Decision{Limit: lim}
+	r := b.lim.ReserveN(now, 1)
+	if delay := r.DelayFrom(now); delay > 0 {
+		r.CancelAt(now)
+		d.RetryAfter = delay
+	} else {
+		d.Allowed = true
+	}
+	tokens := b.lim.TokensAt(now)
+	d.Remaining = max(int(math.Floor(tokens)), 0)
+	d.Reset = time.Duration((float64(lim.Burst) - tokens) / lim.Rate * float64(time.Second))
+	return d, nil
+}
+
+// sweep forgets buckets unused for idle that are full again: a forgotten
+// bucket comes back full, so forgetting it changes nothing.
+func (s *shard) sweep(now time.Time, idle time.Duration) {
+	for k, b := range s.buckets {
+		if now.Sub(b.lastSeen) >= idle && b.lim.TokensAt(now) >= float64(b.lim.Burst()) {
+			delete(s.buckets, k)
+		}
+	}
+	s.lastSweep = now
+}
+
+// Len returns how many buckets are in memory.
+func (l *Local) Len() int {
+	n := 0
+	for i := range l.shards {
+		s := &l.shards[i]
+		s.mu.Lock()
+		n += len(s.buckets)
+		s.mu.Unlock()
+	}
+	return n
+}
