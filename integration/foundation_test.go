@@ -264,12 +264,11 @@ func TestServeCommandOnFreshDatabase(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	// The logs end when serve closes its stderr by exiting; Wait comes after
+	// (it closes the pipe, so calling it first could cut the last lines).
 	select {
-	case err := <-done:
-		out := <-logs
-		if err != nil {
+	case out := <-logs:
+		if err := cmd.Wait(); err != nil {
 			t.Fatalf("serve exited with %v; logs:\n%s", err, out)
 		}
 		for _, want := range []string{`"msg":"platform stopped"`, `"variable":"JWT_SECRET"`} {
