@@ -34,6 +34,7 @@ import (
 	"github.com/bizmsg/platform/platform/senders"
 	"github.com/bizmsg/platform/platform/usage"
 	"github.com/bizmsg/platform/tenant"
+	"github.com/bizmsg/platform/web"
 )
 
 // Options choose what the process runs, beyond the configuration.
@@ -159,6 +160,9 @@ func (a *App) workerClient(cfg jobs.Config) (*river.Client[pgx.Tx], error) {
 				return central.PurgeLoginThrottle(ctx, a.DB.Bun, now)
 			}),
 			"idempotency_keys": jobs.PurgerFunc(a.purgeIdempotencyKeys),
+			"web_sessions": jobs.PurgerFunc(func(ctx context.Context, now time.Time) (int64, error) {
+				return web.PurgeSessions(ctx, a.DB.Pool, now, web.DefaultIdleTimeout)
+			}),
 		},
 		Now:    a.clock.Now,
 		Logger: a.log,
@@ -183,6 +187,7 @@ func (a *App) routes() *gin.Engine {
 	tenant.MountSenders(a.TenantRoutes, a.Senders)
 	central.MountSenders(a.CentralRoutes, a.Senders)
 	a.messagingRoutes()
+	a.dashboardRoutes(r)
 	return r
 }
 

@@ -1,0 +1,207 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/bizmsg/platform/platform/apikey"
+	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/keys"
+)
+
+// keyView is an API key as the keys page shows it.
+type keyView struct {
+	keys.Resource
+	// CanReveal: "Show key" is offered (encrypted copy, active key, admin).
+	CanReveal bool
+	// CanRevoke: the key is active and the user may revoke it.
+	CanRevoke bool
+}
+
+// scopeOption is a scope checkbox of the creation form.
+type scopeOption struct {
+	Value, Help string
+	Checked     bool
+}
+
+// keysData is the keys page's data.
+type keysData struct {
+	Keys   []keyView
+	Scopes []scopeOption
+	// Encrypted: keys are stored encrypted too, so they can be shown again.
+	Encrypted bool
+	// More: the organization has more keys than the page shows.
+	More bool
+}
+
+// scopeText returns what a scope allows (interface-spec §5).
+func scopeText(s string) string {
+	switch s {
+	case apikey.ScopeAll:
+		return "All permissions"
+	case apikey.ScopeMessagesSend:
+		return "Send messages and add sender numbers"
+	case apikey.ScopeMessagesRead:
+		return "Read message history"
+	case apikey.ScopeContactsLookup:
+		return "Check whether a number can receive messages"
+	case apikey.ScopeUsageRead:
+		return "Read usage statistics and account limits"
+	}
+	return s
+}
+
+// maxKeysShown bounds the keys page (the newest first).
+const maxKeysShown = 100
+
+// keysPage lists the organization's keys and, for owners and admins, the
+// creation form.
+func (d *Dashboard) keysPage(c *gin.Context) {
+	d.renderKeys(c, http.StatusOK, pageData{Notice: notice(c)}, nil)
+}
+
+func (d *Dashboard) renderKeys(c *gin.Context, status int, data pageData, checked []string) {
+	s := session(c)
+	list, next, err := d.cfg.Keys.List(c.Request.Context(), s.Principal.OrgID, keys.Page{Limit: maxKeysShown})
+	if err != nil {
+		d.internal(c, err)
+		return
+	}
+	now := d.cfg.Keys.Now()
+	out := keysData{Encrypted: d.cfg.Keys.CanReveal(), More: next != ""}
+	for _, k := range list {
+		r := k.Resource(now)
+		active := r.Status == keys.StatusActive
+		out.Keys = append(out.Keys, keyView{
+			Resource:  r,
+			CanReveal: active && k.Sealed && out.Encrypted && s.IsAdmin(),
+			CanRevoke: active && s.IsAdmin(),
+		})
+	}
+	for _, sc := range apikey.Scopes() {
+		opt := scopeOption{Value: sc, Help: scopeText(sc)}
+		for _, c := range checked {
+			opt.Checked = opt.Checked || c == sc
+		}
+		out.Scopes = append(out.Scopes, opt)
+	}
+	data.Title, data.Nav, data.Data = "API keys", "keys", out
+	if data.Form == nil {
+		data.Form = map[string]string{"expires_in_days": "90"}
+	}
+	d.renderStatus(c, status, "keys", data)
+}
+
+// errNotAdmin is the refusal of an action for owners and admins only (the
+// Central API's RequireRole(owner, admin) on the same actions).
+func errNotAdmin(what string) error {
+	return apperr.Forbidden("insufficient_role", "Only owners and admins can "+what+".")
+}
+
+// keySecretData is the data of the page that shows a key's value.
+type keySecretData struct {
+	Key keys.Resource
+	// Created: the key was just created; Encrypted: it can be shown again.
+	Created, Encrypted bool
+}
+
+// createKey creates a key through the keys service and shows its value
+// this once, in the response to the POST (never in a URL, never stored
+// for a later page); the response is not cached.
+func (d *Dashboard) createKey(c *gin.Context) {
+	s := session(c)
+	scopes := c.PostFormArray("scopes")
+	if !s.IsAdmin() {
+		d.internal(c, errNotAdmin("create API keys"))
+		return
+	}
+	// The form becomes the API's request body, so that it is validated by
+	// the same rules (keys.CreateRequest.Spec).
+	req := keys.CreateRequest{}
+	req.Name, _ = json.Marshal(c.PostForm("name"))
+	if len(scopes) > 0 {
+		req.Scopes, _ = json.Marshal(scopes)
+	}
+	if days := strings.TrimSpace(c.PostForm("expires_in_days")); days != "" {
+		// Checked as the API checks the raw JSON number: an integer 1..365.
+		req.ExpiresInDays = json.RawMessage(days)
+	}
+	spec, err := req.Spec()
+	if err == nil {
+		var created *keys.Created
+		created, err = d.cfg.Keys.Create(c.Request.Context(), s.Principal.OrgID, keys.Actor{UserID: s.Principal.UserID}, spec)
+		if err == nil {
+			d.render(c, "key_secret", pageData{Title: "API key created", Nav: "keys",
+				Data: keySecretData{Key: created.Resource(d.cfg.Keys.Now()), Created: true, Encrypted: created.Key.Sealed}})
+			return
+		}
+	}
+	status, msg, fields, ok := formError(err)
+	if !ok {
+		d.internal(c, err)
+		return
+	}
+	d.renderKeys(c, status, pageData{Error: msg, Fields: fields, Form: map[string]string{
+		"name": c.PostForm("name"), "expires_in_days": c.PostForm("expires_in_days"),
+	}}, scopes)
+}
+
+// revealKey shows a key again from its encrypted copy ("Show key"); the
+// keys service records the reveal in the audit log.
+func (d *Dashboard) revealKey(c *gin.Context) {
+	s := session(c)
+	id, ok := pathID(c)
+	if !ok {
+		d.internal(c, apperr.NotFound("API key"))
+		return
+	}
+	if !s.IsAdmin() {
+		d.internal(c, errNotAdmin("show API keys"))
+		return
+	}
+	out, err := d.cfg.Keys.Reveal(c.Request.Context(), s.Principal.OrgID, s.Principal.UserID, id)
+	if err != nil {
+		d.internal(c, err)
+		return
+	}
+	d.render(c, "key_secret", pageData{Title: "Show API key", Nav: "keys",
+		Data: keySecretData{Key: out.Resource(d.cfg.Keys.Now())}})
+}
+
+// revokeKeyPage asks for confirmation before revoking.
+func (d *Dashboard) revokeKeyPage(c *gin.Context) {
+	s := session(c)
+	id, ok := pathID(c)
+	if !ok {
+		d.internal(c, apperr.NotFound("API key"))
+		return
+	}
+	k, err := d.cfg.Keys.Get(c.Request.Context(), s.Principal.OrgID, id)
+	if err != nil {
+		d.internal(c, err)
+		return
+	}
+	d.render(c, "key_revoke", pageData{Title: "Revoke API key", Nav: "keys", Data: k.Resource(d.cfg.Keys.Now())})
+}
+
+// revokeKey revokes a key; it stops working at once on every node.
+func (d *Dashboard) revokeKey(c *gin.Context) {
+	s := session(c)
+	id, ok := pathID(c)
+	if !ok {
+		d.internal(c, apperr.NotFound("API key"))
+		return
+	}
+	if !s.IsAdmin() {
+		d.internal(c, errNotAdmin("revoke API keys"))
+		return
+	}
+	if err := d.cfg.Keys.Revoke(c.Request.Context(), s.Principal.OrgID, keys.Actor{UserID: s.Principal.UserID}, id); err != nil {
+		d.internal(c, err)
+		return
+	}
+	redirect(c, "/keys?ok=key_revoked")
+}

@@ -1,0 +1,123 @@
+package web
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/bizmsg/platform/central"
+	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/keys"
+)
+
+// membersData is the members page's data.
+type membersData struct {
+	Members []keys.User
+	// Roles are the roles the user may give.
+	Roles []string
+	More  bool
+}
+
+// maxMembersShown bounds the members page (the newest first).
+const maxMembersShown = 100
+
+// membersPage lists the organization's members and, for owners and
+// admins, the form that adds one.
+func (d *Dashboard) membersPage(c *gin.Context) {
+	d.renderMembers(c, http.StatusOK, pageData{Notice: notice(c)})
+}
+
+func (d *Dashboard) renderMembers(c *gin.Context, status int, data pageData) {
+	s := session(c)
+	list, next, err := d.cfg.Central.Members(c.Request.Context(), s.Principal.OrgID, keys.Page{Limit: maxMembersShown})
+	if err != nil {
+		d.internal(c, err)
+		return
+	}
+	roles := []string{central.RoleMember, central.RoleAdmin}
+	if s.Principal.Role == central.RoleOwner {
+		roles = append(roles, central.RoleOwner)
+	}
+	if data.Form == nil {
+		data.Form = map[string]string{"role": central.RoleMember}
+	}
+	data.Title, data.Nav, data.Data = "Members", "members", membersData{Members: list, Roles: roles, More: next != ""}
+	d.renderStatus(c, status, "members", data)
+}
+
+// addMember adds a member with a role and an initial password (the Central
+// API's model of an invitation); the service enforces who may add whom.
+func (d *Dashboard) addMember(c *gin.Context) {
+	s := session(c)
+	m := central.NewMember{
+		Name:     c.PostForm("name"),
+		Email:    c.PostForm("email"),
+		Role:     c.PostForm("role"),
+		Password: c.PostForm("password"),
+	}
+	if _, err := d.cfg.Central.AddMember(c.Request.Context(), s.Principal, m); err != nil {
+		status, msg, fields, ok := formError(err)
+		if !ok {
+			d.internal(c, err)
+			return
+		}
+		d.renderMembers(c, status, pageData{Error: msg, Fields: fields,
+			Form: map[string]string{"name": m.Name, "email": m.Email, "role": m.Role}})
+		return
+	}
+	redirect(c, "/members?ok=member_added")
+}
+
+// member finds member :id for the confirmation page.
+func (d *Dashboard) member(c *gin.Context) (*keys.User, bool) {
+	s := session(c)
+	id, ok := pathID(c)
+	if !ok {
+		d.internal(c, apperr.NotFound("member"))
+		return nil, false
+	}
+	u, err := d.cfg.Keys.Member(c.Request.Context(), s.Principal.OrgID, id)
+	if err == nil && u == nil {
+		err = apperr.NotFound("member")
+	}
+	if err != nil {
+		d.internal(c, err)
+		return nil, false
+	}
+	return u, true
+}
+
+// removeMemberPage asks for confirmation before removing a member.
+func (d *Dashboard) removeMemberPage(c *gin.Context) {
+	u, ok := d.member(c)
+	if !ok {
+		return
+	}
+	d.render(c, "member_remove", pageData{Title: "Remove member", Nav: "members", Data: u})
+}
+
+// removeMember removes a member (their account and sessions go with it).
+// Removing oneself ends one's own session too.
+func (d *Dashboard) removeMember(c *gin.Context) {
+	s := session(c)
+	id, ok := pathID(c)
+	if !ok {
+		d.internal(c, apperr.NotFound("member"))
+		return
+	}
+	if err := d.cfg.Central.RemoveMember(c.Request.Context(), s.Principal, id); err != nil {
+		status, msg, _, ok := formError(err)
+		if !ok || status == http.StatusNotFound {
+			d.internal(c, err)
+			return
+		}
+		d.renderMembers(c, status, pageData{Error: msg})
+		return
+	}
+	if id == s.Principal.UserID {
+		d.clearCookie(c, SessionCookie)
+		redirect(c, "/login")
+		return
+	}
+	redirect(c, "/members?ok=member_removed")
+}

@@ -1,0 +1,131 @@
+package web
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/bizmsg/platform/platform/messages"
+	"github.com/bizmsg/platform/platform/senders"
+)
+
+// filterFields are the history's filters: the Tenant API's query parameters
+// of GET /messages, with the same names.
+var filterFields = []string{"sender_number_id", "to_phone", "status", "type", "since", "until", "client_reference", "limit"}
+
+// messageView is a message as the history shows it.
+type messageView struct {
+	messages.Message
+	SenderPhone string
+	// Excerpt is the content, shortened.
+	Excerpt string
+}
+
+// messagesData is the history page's data.
+type messagesData struct {
+	Messages []messageView
+	Senders  []senders.Sender
+	Statuses []string
+	Types    []string
+	// NextURL fetches the next page with the same filters; "" on the last
+	// page. FirstURL goes back to the first page when not on it.
+	NextURL, FirstURL string
+	Filtered          bool
+}
+
+// maxExcerpt is how much of a message's content the history shows.
+const maxExcerpt = 80
+
+// messagesPage is the message history: the API's filters and cursor
+// paging, through the same service call (messages.Service.List).
+func (d *Dashboard) messagesPage(c *gin.Context) {
+	s := session(c)
+	ctx := c.Request.Context()
+	form := map[string]string{}
+	q := url.Values{}
+	for _, f := range filterFields {
+		v := strings.TrimSpace(c.Query(f))
+		if v == "" {
+			continue
+		}
+		form[f] = v
+		q.Set(f, v)
+	}
+	list, err := d.cfg.Senders.List(ctx, s.Principal.Tenant)
+	if err != nil {
+		d.internal(c, err)
+		return
+	}
+	phones := make(map[int64]string, len(list))
+	for _, sn := range list {
+		phones[sn.ID] = sn.Phone
+	}
+	data := messagesData{
+		Senders:  list,
+		Statuses: []string{messages.StatusQueued, messages.StatusSent, messages.StatusDelivered, messages.StatusFailed},
+		Types:    []string{messages.TypeText, messages.TypeImage, messages.TypeVoice, messages.TypeDocument},
+		Filtered: len(q) > 0,
+	}
+	apiQuery := messages.ListQueryFrom(q)
+	apiQuery.Since, apiQuery.Until = rfc3339(apiQuery.Since), rfc3339(apiQuery.Until)
+	apiQuery.Cursor = c.Query("cursor")
+	page := pageData{Title: "Messages", Nav: "messages", Form: form}
+	status := http.StatusOK
+	result, err := d.cfg.Messages.List(ctx, s.Principal.Tenant, apiQuery)
+	if err != nil {
+		st, msg, fields, ok := formError(err)
+		if !ok {
+			d.internal(c, err)
+			return
+		}
+		status, page.Error, page.Fields = st, msg, fields
+	}
+	for _, m := range result.Messages {
+		data.Messages = append(data.Messages, messageView{Message: m, SenderPhone: phones[m.SenderNumberID], Excerpt: excerpt(m.Content)})
+	}
+	if result.NextCursor != "" {
+		next := cloneValues(q)
+		next.Set("cursor", result.NextCursor)
+		data.NextURL = "/messages?" + next.Encode()
+	}
+	if apiQuery.Cursor != "" {
+		data.FirstURL = "/messages"
+		if len(q) > 0 {
+			data.FirstURL += "?" + q.Encode()
+		}
+	}
+	page.Data = data
+	d.renderStatus(c, status, "messages", page)
+}
+
+// rfc3339 completes a datetime-local value ("2026-11-22T14:03", read as
+// UTC) to the RFC 3339 form the API takes; other values pass unchanged for
+// the service to judge.
+func rfc3339(v string) string {
+	switch {
+	case len(v) == len("2006-01-02T15:04") && strings.Count(v, ":") == 1:
+		return v + ":00Z"
+	case len(v) == len("2006-01-02T15:04:05") && strings.Count(v, ":") == 2:
+		return v + "Z"
+	}
+	return v
+}
+
+func excerpt(s string) string {
+	if utf8.RuneCountInString(s) <= maxExcerpt {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:maxExcerpt-1]) + "…"
+}
+
+func cloneValues(v url.Values) url.Values {
+	out := make(url.Values, len(v))
+	for k, vs := range v {
+		out[k] = append([]string(nil), vs...)
+	}
+	return out
+}

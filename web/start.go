@@ -1,0 +1,119 @@
+package web
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/bizmsg/platform/platform/keys"
+	"github.com/bizmsg/platform/platform/senders"
+)
+
+// startData is the first-send page's data.
+type startData struct {
+	BaseURL string
+	// Sender is the number the example sends from (the oldest active one,
+	// else the oldest); nil when the organization has none.
+	Sender *senders.Sender
+	Active bool
+	HasKey bool
+	// To and Content are the example's recipient and text.
+	To, Content string
+	// Export, Lookup and Send are the ready-to-paste commands.
+	Export, Lookup, Send string
+}
+
+// exampleRecipient is the recipient the example uses until one is given.
+const exampleRecipient = "+14155550123"
+
+// startPage shows the organization's first send as curl commands: the API
+// key goes in an environment variable (never into the command or a URL),
+// the sender is the organization's own, and the recipient and text can be
+// filled in on the page.
+func (d *Dashboard) startPage(c *gin.Context) {
+	s := session(c)
+	ctx := c.Request.Context()
+	list, err := d.cfg.Senders.List(ctx, s.Principal.Tenant)
+	if err != nil {
+		d.internal(c, err)
+		return
+	}
+	ks, _, err := d.cfg.Keys.List(ctx, s.Principal.OrgID, keys.Page{Limit: 1})
+	if err != nil {
+		d.internal(c, err)
+		return
+	}
+	data := startData{
+		BaseURL: baseURL(c, d.secure(c)),
+		HasKey:  len(ks) > 0,
+		To:      strings.TrimSpace(c.Query("to")),
+		Content: strings.TrimSpace(c.Query("content")),
+	}
+	if data.To == "" {
+		data.To = exampleRecipient
+	}
+	if data.Content == "" {
+		data.Content = "Hello from " + s.OrgName + "!"
+	}
+	// List is newest first: the oldest active number, else the oldest.
+	slices.Reverse(list)
+	for i := range list {
+		if list[i].Status == senders.StatusActive {
+			data.Sender, data.Active = &list[i], true
+			break
+		}
+	}
+	if data.Sender == nil && len(list) > 0 {
+		data.Sender = &list[0]
+	}
+	senderID := "SENDER_NUMBER_ID"
+	if data.Sender != nil {
+		senderID = fmt.Sprint(data.Sender.ID)
+	}
+	data.Export = "export BIZMSG_API_KEY='paste your API key here'"
+	data.Lookup = fmt.Sprintf("curl -sS -G %s \\\n  -H \"X-Api-Key: $BIZMSG_API_KEY\" \\\n  -H 'Accept: application/json' \\\n  --data-urlencode %s \\\n  --data-urlencode %s",
+		shellQuote(data.BaseURL+"/api/v1/contacts/lookup"), shellQuote("phone="+data.To), shellQuote("sender_number_id="+senderID))
+	body, err := json.Marshal(struct {
+		SenderNumberID any    `json:"sender_number_id"`
+		ToPhone        string `json:"to_phone"`
+		Type           string `json:"type"`
+		Content        string `json:"content"`
+	}{jsonID(data.Sender), data.To, "text", data.Content})
+	if err != nil {
+		d.internal(c, err)
+		return
+	}
+	data.Send = fmt.Sprintf("curl -sS -X POST %s \\\n  -H \"X-Api-Key: $BIZMSG_API_KEY\" \\\n  -H 'Accept: application/json' \\\n  -H 'Content-Type: application/json' \\\n  -d %s",
+		shellQuote(data.BaseURL+"/api/v1/messages"), shellQuote(string(body)))
+	d.renderStatus(c, http.StatusOK, "start", pageData{Title: "Your first send", Nav: "start", Data: data,
+		Form: map[string]string{"to": data.To, "content": data.Content}})
+}
+
+// jsonID is the sender id of the example body: the number, or a
+// placeholder string when the organization has no sender yet.
+func jsonID(s *senders.Sender) any {
+	if s == nil {
+		return "SENDER_NUMBER_ID"
+	}
+	return s.ID
+}
+
+// baseURL is the address the browser reached the dashboard at, which is
+// where the API is too.
+func baseURL(c *gin.Context, secure bool) string {
+	scheme := "http"
+	if secure {
+		scheme = "https"
+	}
+	return scheme + "://" + c.Request.Host
+}
+
+// shellQuote quotes s for a POSIX shell: in single quotes, with every
+// single quote closed, escaped and reopened.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
