@@ -23,6 +23,10 @@ const benchUsage = `Usage: platform bench <benchmark> [flags]
 Benchmarks (each prints its figures; run with -h for its flags):
   tenants   provision N tenant schemas one by one, then migrate all of them
             again (a no-op), and print the timings
+  send      drive POST /api/v1/messages on the service (a child process)
+            over loopback HTTP, measure acceptance, delivery, /me, peak RSS
+            and the tenant sweep beside this machine's ceilings (raw
+            Postgres, River alone, bare gin), and print the ratios
 `
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -33,6 +37,17 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	switch args[0] {
 	case "tenants":
 		return benchTenants(ctx, args[1:], stdout, stderr)
+	case "send":
+		return benchSend(ctx, args[1:], stdout, stderr)
+	case "bare-gin":
+		// Ceiling (c) of bench send, run by it as a child process.
+		fs := flag.NewFlagSet("bench bare-gin", flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		addr := fs.String("addr", "127.0.0.1:8089", "loopback address to serve on")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		return bareGin(ctx, *addr)
 	default:
 		fmt.Fprint(stderr, benchUsage)
 		return fmt.Errorf("unknown benchmark %q", args[0])

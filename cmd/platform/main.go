@@ -109,6 +109,9 @@ func runService(ctx context.Context, args []string, stderr io.Writer, api, worke
 		return err
 	}
 	defer a.Close()
+	if err := startPprof(ctx, os.Getenv("PPROF_ADDR"), log); err != nil {
+		return err
+	}
 	var ln net.Listener
 	if api {
 		if ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {

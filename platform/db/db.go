@@ -17,7 +17,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
 )
@@ -80,7 +79,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect to %s: %w", Redact(cfg.URL), err)
 	}
-	sqlDB := stdlib.OpenDBFromPool(pool)
+	sqlDB := openSQL(pool)
 	return &DB{Pool: pool, SQL: sqlDB, Bun: bun.NewDB(sqlDB, pgdialect.New())}, nil
 }
 

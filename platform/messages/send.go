@@ -99,13 +99,6 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (Send
 		if err := senders.CheckSendable(locked); err != nil {
 			return err
 		}
-		ok, err := reserveDaily(ctx, tx, t, locked.ID, locked.DailyLimitOverride, dayOf(now))
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return s.errDailyLimit(ctx, tx, t, locked, now)
-		}
 		r := &row{
 			SenderNumberID:  locked.ID,
 			ToPhone:         d.ToPhone,
@@ -135,7 +128,20 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (Send
 		}
 		res = SendResult{Status: http.StatusAccepted, Body: body, MessageID: r.ID}
 		if key != "" {
-			return storeAnswer(ctx, tx, t, key, res)
+			if err := storeAnswer(ctx, tx, t, key, res); err != nil {
+				return err
+			}
+		}
+		// The daily-limit reservation comes last: its row lock on the
+		// sender's day serializes that sender's sends until the commit, so
+		// the lock is held for one statement and the commit, not for the
+		// inserts above. A refusal rolls all of them back.
+		ok, err := reserveDaily(ctx, tx, t, locked.ID, locked.DailyLimitOverride, dayOf(now))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return s.errDailyLimit(ctx, tx, t, locked, now)
 		}
 		return nil
 	})

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/bizmsg/platform/jobs"
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/migrate"
+)
+
+// ceilingQueue holds the raw-Postgres ceiling's jobs; nothing works it, and
+// the jobs are deleted afterwards.
+const ceilingQueue = "bench_ceiling"
+
+// ceilingArgs is the job the raw-Postgres ceiling inserts: the same shape as
+// a delivery job.
+type ceilingArgs struct {
+	OrgID     int64  `json:"org_id"`
+	Schema    string `json:"schema"`
+	MessageID int64  `json:"message_id"`
+}
+
+func (ceilingArgs) Kind() string { return "bench_ceiling" }
+
+func (ceilingArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: ceilingQueue, MaxAttempts: jobs.DefaultDeliveryMaxAttempts}
+}
+
+// noopArgs is the River-alone ceiling's job: worked by a worker that does
+// nothing, on the delivery queue with the service's delivery settings.
+type noopArgs struct {
+	N int `json:"n"`
+}
+
+func (noopArgs) Kind() string { return "bench_noop" }
+
+func (noopArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: jobs.QueueDelivery, MaxAttempts: jobs.DefaultDeliveryMaxAttempts}
+}
+
+type noopWorker struct {
+	river.WorkerDefaults[noopArgs]
+}
+
+func (noopWorker) Work(context.Context, *river.Job[noopArgs]) error { return nil }
+
+// ceilingPostgres is ceiling (a): what Postgres alone accepts with the same
+// concurrency and pool size as the service, with no HTTP, auth or checks: c
+// workers for d, each committing transactions of one message row (the
+// service's columns, in a tenant table, spread over tenants and senders) and
+// its River job, inserted with River's own InsertTx on the pgx transaction.
+func ceilingPostgres(ctx context.Context, d *db.DB, tenants []benchTenant, c int, dur time.Duration, progress func(int64)) (loadResult, error) {
+	client, err := river.NewClient(riverpgxv5.New(d.Pool), &river.Config{Schema: migrate.RiverSchema})
+	if err != nil {
+		return loadResult{}, fmt.Errorf("river client: %w", err)
+	}
+	var (
+		rec  recorder
+		seq  atomic.Int64
+		wg   sync.WaitGroup
+		ferr atomic.Value
+	)
+	runCtx, cancel := context.WithTimeout(ctx, dur)
+	defer cancel()
+	cpu := readCPU()
+	start := time.Now()
+	for range c {
+		wg.Go(func() {
+			for runCtx.Err() == nil {
+				i := seq.Add(1) - 1
+				bt := tenants[int(i)%len(tenants)]
+				sender := bt.Senders[int(i/int64(len(tenants)))%len(bt.Senders)]
+				t0 := time.Now()
+				err := pgx.BeginFunc(ctx, d.Pool, func(tx pgx.Tx) error {
+					var id int64
+					now := time.Now()
+					if err := tx.QueryRow(ctx, `INSERT INTO `+bt.Tenant.Table("messages")+`
+						(sender_number_id, to_phone, recipient_user_id, type, content, status, client_reference, created_at, updated_at)
+						VALUES ($1, $2, $3, 'text', $4, 'queued', 'bench-ceiling', $5, $5) RETURNING id`,
+						sender, recipientPhone(0), int64(1), "Hello from the benchmark", now).Scan(&id); err != nil {
+						return err
+					}
+					_, err := client.InsertTx(ctx, tx, ceilingArgs{OrgID: bt.Tenant.OrgID, Schema: bt.Tenant.Schema, MessageID: id}, nil)
+					return err
+				})
+				if err != nil {
+					ferr.CompareAndSwap(nil, err)
+				}
+				rec.record(err == nil, fmt.Sprint(err), time.Since(t0))
+				if progress != nil {
+					progress(rec.ok.Load())
+				}
+			}
+		})
+	}
+	wg.Wait()
+	res := rec.result("closed", c, 0, time.Since(start))
+	res.CPUBusy = busySince(cpu)
+	if err, _ := ferr.Load().(error); err != nil {
+		return res, fmt.Errorf("raw postgres ceiling: %w", err)
+	}
+	// Leave the tables as the service will find them.
+	if _, err := d.Pool.Exec(ctx, `DELETE FROM river.river_job WHERE queue = $1`, ceilingQueue); err != nil {
+		return res, fmt.Errorf("clean ceiling jobs: %w", err)
+	}
+	for _, bt := range tenants {
+		if _, err := d.Pool.Exec(ctx, `DELETE FROM `+bt.Tenant.Table("messages")+` WHERE client_reference = 'bench-ceiling'`); err != nil {
+			return res, fmt.Errorf("clean ceiling messages: %w", err)
+		}
+	}
+	return res, nil
+}
+
+// drainResult is how fast a backlog of n jobs (or deliveries) was worked.
+type drainResult struct {
+	Jobs int64 `json:"jobs"`
+	// Elapsed is from the first job finished to the last.
+	Elapsed time.Duration `json:"elapsed_ns"`
+	Rate    float64       `json:"rate"`
+}
+
+// ceilingRiver is ceiling (b): River alone, with the service's worker
+// settings (jobs.Config defaults, the delivery queue) on a pool of the
+// service's size: n no-op jobs inserted first, then worked; the rate is from
+// the first job finished to the last (finalized_at), so client start-up is
+// not counted, the same as the service's backlog drain.
+func ceilingRiver(ctx context.Context, d *db.DB, n int, progress func(int64)) (drainResult, error) {
+	workers := river.NewWorkers()
+	river.AddWorker(workers, noopWorker{})
+	client, err := jobs.NewClient(d.Pool, workers, nil, jobs.Config{Logger: quietLogger()})
+	if err != nil {
+		return drainResult{}, err
+	}
+	params := make([]river.InsertManyParams, n)
+	for i := range params {
+		params[i] = river.InsertManyParams{Args: noopArgs{N: i}}
+	}
+	for chunk := range sliceChunks(params, 5000) {
+		if _, err := client.InsertManyFast(ctx, chunk); err != nil {
+			return drainResult{}, fmt.Errorf("insert no-op jobs: %w", err)
+		}
+	}
+	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
+		return drainResult{}, fmt.Errorf("start river: %w", err)
+	}
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = jobs.Stop(stopCtx, client)
+	}()
+	res, err := waitDrain(ctx, d, `SELECT count(*), min(finalized_at), max(finalized_at) FROM river.river_job
+		WHERE kind = 'bench_noop' AND state = 'completed'`, int64(n), 2*time.Minute, progress)
+	if err != nil {
+		return res, err
+	}
+	_, err = d.Pool.Exec(ctx, `DELETE FROM river.river_job WHERE kind = 'bench_noop'`)
+	return res, err
+}
+
+// waitDrain polls query (count, first, last) until count reaches n.
+func waitDrain(ctx context.Context, d *db.DB, query string, n int64, timeout time.Duration, progress func(int64)) (drainResult, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		var (
+			count       int64
+			first, last *time.Time
+		)
+		if err := d.Pool.QueryRow(ctx, query).Scan(&count, &first, &last); err != nil {
+			return drainResult{}, fmt.Errorf("count finished: %w", err)
+		}
+		if progress != nil {
+			progress(count)
+		}
+		if count >= n {
+			res := drainResult{Jobs: count, Elapsed: last.Sub(*first)}
+			if res.Elapsed > 0 {
+				res.Rate = float64(count-1) / res.Elapsed.Seconds()
+			}
+			return res, nil
+		}
+		if time.Now().After(deadline) {
+			return drainResult{Jobs: count}, fmt.Errorf("only %d of %d finished after %s", count, n, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return drainResult{}, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func sliceChunks[T any](s []T, size int) func(func([]T) bool) {
+	return func(yield func([]T) bool) {
+		for len(s) > 0 {
+			n := min(size, len(s))
+			if !yield(s[:n]) {
+				return
+			}
+			s = s[n:]
+		}
+	}
+}
+
+// bareGin serves ceiling (c): a gin engine in release mode with one handler
+// returning a small JSON object, nothing else. The benchmark runs it as a
+// child process (platform bench bare-gin), like the service.
+func bareGin(ctx context.Context, addr string) error {
+	gin.SetMode(gin.ReleaseMode)
+	e := gin.New()
+	e.GET("/api/v1/me", func(c *gin.Context) {
+		c.JSON(http.StatusOK, gin.H{"data": gin.H{"id": 1, "name": "bench", "subscription_status": "active"}})
+	})
+	e.GET("/readyz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ready"}) })
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{Handler: e, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

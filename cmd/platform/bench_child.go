@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// child is a process the benchmark runs: the service (platform serve, api or
+// worker) or the bare gin server, from this same binary.
+type child struct {
+	cmd  *exec.Cmd
+	addr string // loopback HTTP address; "" for a worker
+	log  *os.File
+	done chan error
+}
+
+// freeAddr returns a loopback address with a port free right now.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("find a free port: %w", err)
+	}
+	addr := ln.Addr().String()
+	return addr, ln.Close()
+}
+
+// startChild runs this binary with args and env added to the environment,
+// logging to a temporary file, and waits until GET /readyz on its HTTP
+// address answers 200 (when it serves HTTP).
+func startChild(ctx context.Context, args []string, env []string, serves bool) (*child, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find the platform binary: %w", err)
+	}
+	c := &child{done: make(chan error, 1)}
+	if serves {
+		if c.addr, err = freeAddr(); err != nil {
+			return nil, err
+		}
+		env = append(env, "HTTP_ADDR="+c.addr)
+	}
+	if c.log, err = os.CreateTemp("", "platform-bench-"+args[0]+"-*.log"); err != nil {
+		return nil, fmt.Errorf("child log: %w", err)
+	}
+	c.cmd = exec.Command(exe, args...)
+	c.cmd.Env = append(os.Environ(), env...)
+	c.cmd.Stdout = c.log
+	c.cmd.Stderr = c.log
+	if err := c.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", strings.Join(args, " "), err)
+	}
+	go func() { c.done <- c.cmd.Wait() }()
+	if !serves {
+		return c, nil
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	client := &http.Client{Timeout: time.Second}
+	for {
+		select {
+		case err := <-c.done:
+			c.done <- err
+			return nil, fmt.Errorf("%s exited before it was ready (%v); log: %s", args[0], err, c.tail())
+		case <-ctx.Done():
+			_ = c.stop()
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		resp, err := client.Get("http://" + c.addr + "/readyz")
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return c, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			_ = c.stop()
+			return nil, fmt.Errorf("%s not ready after 60s; log: %s", args[0], c.tail())
+		}
+	}
+}
+
+// peakRSS is the child's peak resident set size in bytes (VmHWM).
+func (c *child) peakRSS() (int64, error) {
+	f, err := os.Open("/proc/" + strconv.Itoa(c.cmd.Process.Pid) + "/status")
+	if err != nil {
+		return 0, fmt.Errorf("read peak rss: %w", err)
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if rest, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("parse VmHWM %q: %w", rest, err)
+			}
+			return kb * 1024, nil
+		}
+	}
+	return 0, errors.New("no VmHWM in /proc status")
+}
+
+// stop asks the child to shut down (SIGTERM), waits up to 30 s, then kills
+// it, and removes its log unless it failed.
+func (c *child) stop() error {
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	var err error
+	select {
+	case err = <-c.done:
+	case <-time.After(30 * time.Second):
+		_ = c.cmd.Process.Kill()
+		err = <-c.done
+		err = fmt.Errorf("killed after 30s without stopping (%v)", err)
+	}
+	_ = c.log.Close()
+	if err == nil {
+		_ = os.Remove(c.log.Name())
+		return nil
+	}
+	return fmt.Errorf("%s: %w (log kept at %s)", c.cmd.Args[1], err, c.log.Name())
+}
+
+// tail returns the end of the child's log.
+func (c *child) tail() string {
+	b, _ := os.ReadFile(c.log.Name())
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
+
+// grabProfile fetches a CPU profile of seconds from a pprof listener into
+// path, in the background; wait for the returned channel.
+func grabProfile(pprofAddr string, seconds int, path string) <-chan error {
+	out := make(chan error, 1)
+	go func() {
+		resp, err := (&http.Client{Timeout: time.Duration(seconds+30) * time.Second}).
+			Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", pprofAddr, seconds))
+		if err != nil {
+			out <- fmt.Errorf("cpu profile: %w", err)
+			return
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 {
+			out <- fmt.Errorf("cpu profile: status %d", resp.StatusCode)
+			return
+		}
+		f, err := os.Create(path)
+		if err != nil {
+			out <- fmt.Errorf("cpu profile: %w", err)
+			return
+		}
+		_, err = f.ReadFrom(resp.Body)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		out <- err
+	}()
+	return out
+}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// progress shows one line on stderr for the running phase: its name, the
+// time spent and a count. On a terminal the line is rewritten in place four
+// times a second; otherwise each phase prints one line when it starts.
+type progress struct {
+	w     io.Writer
+	tty   bool
+	mu    sync.Mutex
+	name  string
+	start time.Time
+	count atomic.Int64
+	stop  chan struct{}
+	done  sync.WaitGroup
+}
+
+func newProgress(w io.Writer) *progress {
+	p := &progress{w: w, tty: isTerminal(w), stop: make(chan struct{})}
+	if p.tty {
+		p.done.Go(p.loop)
+	}
+	return p
+}
+
+// phase starts a new phase and returns the function that reports its count.
+func (p *progress) phase(name string) func(int64) {
+	p.mu.Lock()
+	p.name, p.start = name, time.Now()
+	p.count.Store(0)
+	p.mu.Unlock()
+	if !p.tty {
+		fmt.Fprintf(p.w, "bench: %s\n", name)
+	}
+	return func(n int64) { p.count.Store(n) }
+}
+
+func (p *progress) loop() {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			fmt.Fprintf(p.w, "\r%-90s\r", "")
+			return
+		case <-t.C:
+			p.mu.Lock()
+			name, start := p.name, p.start
+			p.mu.Unlock()
+			if name != "" {
+				fmt.Fprintf(p.w, "\r%-60s %6.1fs %9d", name, time.Since(start).Seconds(), p.count.Load())
+			}
+		}
+	}
+}
+
+// close clears the line.
+func (p *progress) close() {
+	close(p.stop)
+	p.done.Wait()
+}
+
+// cpuTimes is a snapshot of the machine's CPU time (/proc/stat), to tell how
+// busy the whole machine was during a phase.
+type cpuTimes struct{ busy, total float64 }
+
+func readCPU() cpuTimes {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return cpuTimes{}
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	var t cpuTimes
+	for i, f := range strings.Fields(line)[1:] {
+		v, _ := strconv.ParseFloat(f, 64)
+		t.total += v
+		if i != 3 && i != 4 { // idle, iowait
+			t.busy += v
+		}
+	}
+	return t
+}
+
+// busySince is the machine's CPU use since s, in percent of all CPUs.
+func busySince(s cpuTimes) float64 {
+	e := readCPU()
+	if e.total <= s.total {
+		return 0
+	}
+	return roundMS((e.busy - s.busy) / (e.total - s.total) * 100)
+}

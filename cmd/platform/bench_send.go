@@ -1,0 +1,660 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bizmsg/platform/platform/apikey"
+	"github.com/bizmsg/platform/platform/config"
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/keys"
+	"github.com/bizmsg/platform/platform/migrate"
+)
+
+const benchSendUsage = `Usage: platform bench send [flags]
+
+Measures the send path of the platform against the ceilings of this machine,
+in one run, in a scratch database on DATABASE_URL's server:
+
+  ceiling (a)  raw Postgres: C workers commit a message row and its River job
+               (River's InsertTx on a pgx transaction), no HTTP, no checks
+  ceiling (b)  River alone: -backlog no-op jobs on the delivery queue, worked
+               with the service's River settings
+  ceiling (c)  a bare gin handler returning a small JSON object (a child
+               process), driven by the same load generator as GET /api/v1/me
+  service      platform serve as a child process on a loopback port:
+               POST /api/v1/messages closed loop (C clients for -duration),
+               delivery of everything accepted (throughput, lag, exactly
+               once), open loop at a fixed rate (latency), GET /api/v1/me,
+               and the -tenants sweep; peak RSS is the child's VmHWM
+  drain        platform api accepts -backlog messages, then platform worker
+               delivers them: delivery capacity, compared with ceiling (b)
+
+Prints a table on stdout (and JSON with -out), a progress line on stderr.
+Exits non-zero when an accepted message was not sent exactly once.
+
+Flags:
+`
+
+// sendConfig is the benchmark's configuration (its flags).
+type sendConfig struct {
+	Tenants            []int         `json:"tenants"`
+	Senders            int           `json:"senders_per_tenant"`
+	Recipients         int           `json:"recipients"`
+	Concurrency        int           `json:"concurrency"`
+	Duration           time.Duration `json:"duration_ns"`
+	SweepDuration      time.Duration `json:"sweep_duration_ns"`
+	OpenRate           float64       `json:"open_rate"`
+	Backlog            int           `json:"backlog"`
+	DBMaxConns         int           `json:"db_max_conns"`
+	LogLevel           string        `json:"service_log_level"`
+	FixtureConcurrency int           `json:"fixture_concurrency"`
+	DeliveryTimeout    time.Duration `json:"delivery_timeout_ns"`
+	Database           string        `json:"database"`
+}
+
+// deliveryResult is what happened to the messages a phase accepted.
+type deliveryResult struct {
+	// Accepted counts 202 answers; Rows the phase's message rows; Sent those
+	// in status sent; NetworkRows the network messages carrying the rows'
+	// references (the reference is unique in the network).
+	Accepted    int64 `json:"accepted"`
+	Rows        int64 `json:"rows"`
+	Sent        int64 `json:"sent"`
+	NetworkRows int64 `json:"network_rows"`
+	ExactlyOnce bool  `json:"exactly_once"`
+	// Rate is sent messages per second from the first acceptance to the
+	// last sent_at; LagP50/P99 the acceptance-to-sent lag in milliseconds.
+	Rate   float64 `json:"rate"`
+	LagP50 float64 `json:"lag_p50_ms"`
+	LagP99 float64 `json:"lag_p99_ms"`
+}
+
+// sweepEntry is one tenant count of the sweep.
+type sweepEntry struct {
+	Tenants  int            `json:"tenants"`
+	Send     loadResult     `json:"send"`
+	Delivery deliveryResult `json:"delivery"`
+	// Ratio is the sends/s over the first entry's.
+	Ratio float64 `json:"ratio_to_first"`
+}
+
+// target is one of the issue's targets with its measured value.
+type target struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	Goal  string  `json:"goal"`
+	Met   bool    `json:"met"`
+}
+
+// sendReport is the whole result, as -out writes it.
+type sendReport struct {
+	Command   string     `json:"command"`
+	StartedAt time.Time  `json:"started_at"`
+	Config    sendConfig `json:"config"`
+	CPUs      int        `json:"cpus"`
+	GoVersion string     `json:"go_version"`
+
+	CeilingPostgres loadResult  `json:"ceiling_postgres"`
+	CeilingRiver    drainResult `json:"ceiling_river"`
+	CeilingGin      loadResult  `json:"ceiling_bare_gin"`
+
+	Send         loadResult     `json:"send_closed"`
+	Delivery     deliveryResult `json:"delivery"`
+	Open         loadResult     `json:"send_open"`
+	OpenDelivery deliveryResult `json:"send_open_delivery"`
+	Me           loadResult     `json:"me"`
+	Sweep        []sweepEntry   `json:"sweep"`
+	PeakRSSBytes int64          `json:"service_peak_rss_bytes"`
+	// DrainAccept is the acceptance of the drain's backlog by platform api
+	// alone (no delivery running in the process or the database), the same
+	// work as ceiling (a) does.
+	DrainAccept loadResult     `json:"send_api_only"`
+	Drain       drainResult    `json:"delivery_drain"`
+	DrainCheck  deliveryResult `json:"delivery_drain_check"`
+
+	Targets []target `json:"targets"`
+	Elapsed float64  `json:"elapsed_s"`
+}
+
+func parseTenantList(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-tenants: %q is not a positive integer", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// benchSend is platform bench send.
+func benchSend(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench send", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, benchSendUsage)
+		fs.PrintDefaults()
+	}
+	tenantList := fs.String("tenants", "1,100,1000", "tenant counts of the sweep, comma-separated; the first is also the tenant count of every other service phase and of ceiling (a); the largest is provisioned")
+	var cfg sendConfig
+	fs.IntVar(&cfg.Senders, "senders", 4, "active sender numbers per tenant (at most 100); sends go round-robin over tenants, then senders")
+	fs.IntVar(&cfg.Recipients, "recipients", 200, "recipients on the built-in network, shared by all tenants")
+	fs.IntVar(&cfg.Concurrency, "concurrency", 16, "concurrent clients (closed loop) and ceiling (a) workers")
+	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "length of the closed-loop send, open-loop send, /me, bare gin and ceiling (a) runs")
+	fs.DurationVar(&cfg.SweepDuration, "sweep-duration", 5*time.Second, "length of each -tenants sweep run after the first")
+	fs.Float64Var(&cfg.OpenRate, "rate", 0, "open-loop sends/s; 0 means half the closed-loop rate just measured")
+	fs.IntVar(&cfg.Backlog, "backlog", 10000, "jobs of ceiling (b), and messages of the delivery drain")
+	fs.IntVar(&cfg.DBMaxConns, "db-max-conns", 10, "DB_MAX_CONNS of the service, and the pool size of the ceilings")
+	fs.StringVar(&cfg.LogLevel, "log-level", "info", "LOG_LEVEL of the service (info logs every request, as in production)")
+	fs.IntVar(&cfg.FixtureConcurrency, "fixture-concurrency", 4, "tenants provisioned at once while building the fixtures")
+	fs.DurationVar(&cfg.DeliveryTimeout, "delivery-timeout", 3*time.Minute, "how long to wait for accepted messages to be sent")
+	fs.StringVar(&cfg.Database, "db", "bizmsg_bench_send", "scratch database to create on DATABASE_URL's server (dropped first if it exists)")
+	keep := fs.Bool("keep", false, "keep the scratch database afterwards")
+	out := fs.String("out", "", "also write the results as JSON to this file")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the service during the closed-loop send to this file (the service runs with PPROF_ADDR on a loopback port)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var err error
+	if cfg.Tenants, err = parseTenantList(*tenantList); err != nil {
+		return err
+	}
+	switch {
+	case cfg.Senders < 1 || cfg.Senders > 100:
+		return errors.New("-senders must be from 1 to 100")
+	case cfg.Recipients < 1, cfg.Concurrency < 1, cfg.Backlog < 2, cfg.DBMaxConns < 2:
+		return errors.New("-recipients, -concurrency must be positive, -backlog and -db-max-conns at least 2")
+	case cfg.Duration < time.Second || cfg.SweepDuration < time.Second:
+		return errors.New("-duration and -sweep-duration must be at least 1s")
+	}
+	b := &sendBench{cfg: cfg, stderr: stderr, cpuProfile: *cpuProfile}
+	rep, runErr := b.run(ctx, *keep)
+	if rep != nil {
+		rep.Command = "platform bench send " + strings.Join(args, " ")
+		printSendReport(stdout, rep)
+		if *out != "" {
+			raw, err := json.MarshalIndent(rep, "", "  ")
+			if err == nil {
+				err = os.WriteFile(*out, append(raw, '\n'), 0o644)
+			}
+			if err != nil {
+				runErr = errors.Join(runErr, fmt.Errorf("write %s: %w", *out, err))
+			}
+		}
+	}
+	return runErr
+}
+
+// sendBench runs one benchmark.
+type sendBench struct {
+	cfg        sendConfig
+	stderr     io.Writer
+	cpuProfile string
+
+	url     string
+	pepper  string
+	d       *db.DB
+	tenants []benchTenant
+	prog    *progress
+}
+
+// serviceEnv is the environment of the service under test: the scratch
+// database, the fixtures' pepper, and limits high enough never to bind.
+func (b *sendBench) serviceEnv() []string {
+	return []string{
+		"DATABASE_URL=" + b.url,
+		"API_KEY_PEPPER=" + b.pepper,
+		"JWT_SECRET=" + b.pepper,
+		"NETWORK=builtin",
+		"DB_MAX_CONNS=" + strconv.Itoa(b.cfg.DBMaxConns),
+		"LOG_LEVEL=" + b.cfg.LogLevel,
+		"DEFAULT_DAILY_LIMIT=100000000",
+		"SENDER_RATE=1000000", "SENDER_BURST=1000000",
+		"API_RATE_LIMIT=1000000", "API_RATE_BURST=1000000",
+	}
+}
+
+func (b *sendBench) run(ctx context.Context, keep bool) (*sendReport, error) {
+	started := time.Now()
+	rep := &sendReport{StartedAt: started.UTC(), Config: b.cfg, CPUs: runtime.NumCPU(), GoVersion: runtime.Version()}
+	base, err := config.Load(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	if b.url, err = scratchDatabase(ctx, base.DatabaseURL, b.cfg.Database); err != nil {
+		return nil, err
+	}
+	if !keep {
+		defer func() { _ = dropDatabase(context.WithoutCancel(ctx), base.DatabaseURL, b.cfg.Database) }()
+	}
+	secret := make([]byte, 32)
+	_, _ = rand.Read(secret)
+	b.pepper = hex.EncodeToString(secret)
+	if b.d, err = db.Open(ctx, db.Config{URL: b.url, MaxConns: int32(b.cfg.DBMaxConns)}); err != nil {
+		return nil, err
+	}
+	defer b.d.Close()
+	b.prog = newProgress(b.stderr)
+	defer b.prog.close()
+
+	if err := b.setup(ctx); err != nil {
+		return nil, err
+	}
+	first := b.tenants[:b.cfg.Tenants[0]]
+
+	// The ceilings, with no service running.
+	p := b.prog.phase(fmt.Sprintf("ceiling (a) raw Postgres, %d tenant(s)", len(first)))
+	if rep.CeilingPostgres, err = ceilingPostgres(ctx, b.d, first, b.cfg.Concurrency, b.cfg.Duration, p); err != nil {
+		return rep, err
+	}
+	p = b.prog.phase(fmt.Sprintf("ceiling (b) River alone, %d jobs", b.cfg.Backlog))
+	if rep.CeilingRiver, err = ceilingRiver(ctx, b.d, b.cfg.Backlog, p); err != nil {
+		return rep, err
+	}
+	if rep.CeilingGin, err = b.bareGin(ctx); err != nil {
+		return rep, err
+	}
+
+	// The service.
+	if err := b.service(ctx, rep); err != nil {
+		return rep, err
+	}
+	if err := b.drain(ctx, rep); err != nil {
+		return rep, err
+	}
+	rep.Targets = targets(rep)
+	rep.Elapsed = time.Since(started).Seconds()
+	for _, e := range append([]deliveryResult{rep.Delivery, rep.OpenDelivery, rep.DrainCheck}, sweepDeliveries(rep.Sweep)...) {
+		if !e.ExactlyOnce {
+			return rep, fmt.Errorf("exactly-once check failed: accepted %d, rows %d, sent %d, network rows %d",
+				e.Accepted, e.Rows, e.Sent, e.NetworkRows)
+		}
+	}
+	return rep, nil
+}
+
+func sweepDeliveries(s []sweepEntry) []deliveryResult {
+	out := make([]deliveryResult, 0, len(s))
+	for _, e := range s {
+		out = append(out, e.Delivery)
+	}
+	return out
+}
+
+// setup migrates the scratch database and builds the fixtures.
+func (b *sendBench) setup(ctx context.Context) error {
+	m, err := migrate.New(b.d.Pool, migrate.Config{Concurrency: b.cfg.FixtureConcurrency, Logger: quietLogger()})
+	if err != nil {
+		return err
+	}
+	if _, err := m.Base(ctx); err != nil {
+		return err
+	}
+	hasher, err := apikey.NewHasher([]byte(b.pepper))
+	if err != nil {
+		return err
+	}
+	ks, err := keys.New(b.d.Pool, keys.Config{Hasher: hasher, Logger: quietLogger()})
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, t := range b.cfg.Tenants {
+		n = max(n, t)
+	}
+	p := b.prog.phase(fmt.Sprintf("fixtures: %d tenants x %d senders", n, b.cfg.Senders))
+	f := &fixtures{d: b.d, m: m, keys: ks, cfg: fixtureConfig{
+		Tenants: n, Senders: b.cfg.Senders, Recipients: b.cfg.Recipients,
+		Concurrency: b.cfg.FixtureConcurrency, DailyLimit: 100000000,
+	}}
+	b.tenants, err = f.build(ctx, func(done int) { p(int64(done)) })
+	if err != nil {
+		return err
+	}
+	_, err = b.d.Pool.Exec(ctx, "ANALYZE")
+	return err
+}
+
+// sendRequests builds POST /api/v1/messages requests spread round-robin over
+// tenants, then each tenant's senders, and over the recipients, all tagged
+// with client_reference tag.
+func (b *sendBench) sendRequests(addr string, tenants []benchTenant, tag string) loadRequest {
+	url := "http://" + addr + "/api/v1/messages"
+	return func(i int64) (*http.Request, error) {
+		bt := tenants[int(i%int64(len(tenants)))]
+		sender := bt.Senders[int(i/int64(len(tenants)))%len(bt.Senders)]
+		body := fmt.Sprintf(`{"to_phone":%q,"type":"text","sender_number_id":%d,"content":"Hello from the benchmark, message %d","client_reference":%q}`,
+			recipientPhone(int(i%int64(b.cfg.Recipients))), sender, i, tag)
+		req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Api-Key", bt.APIKey)
+		return req, nil
+	}
+}
+
+// meRequests builds GET /api/v1/me requests spread over tenants.
+func meRequests(addr string, tenants []benchTenant) loadRequest {
+	url := "http://" + addr + "/api/v1/me"
+	return func(i int64) (*http.Request, error) {
+		req, err := http.NewRequest(http.MethodGet, url, nil)
+		if err != nil {
+			return nil, err
+		}
+		if tenants != nil {
+			req.Header.Set("X-Api-Key", tenants[int(i%int64(len(tenants)))].APIKey)
+		}
+		return req, nil
+	}
+}
+
+// bareGin is ceiling (c).
+func (b *sendBench) bareGin(ctx context.Context) (loadResult, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return loadResult{}, err
+	}
+	c, err := startChild(ctx, []string{"bench", "bare-gin", "-addr", addr}, nil, false)
+	if err != nil {
+		return loadResult{}, err
+	}
+	c.addr = addr
+	if err := waitReady(ctx, c); err != nil {
+		return loadResult{}, errors.Join(err, c.stop())
+	}
+	g := newLoadGen(b.cfg.Concurrency, http.StatusOK)
+	defer g.close()
+	g.progress = b.prog.phase("ceiling (c) bare gin JSON handler")
+	res, err := g.closed(ctx, b.cfg.Concurrency, b.cfg.Duration, meRequests(addr, nil), nil)
+	return res, errors.Join(err, c.stop())
+}
+
+// waitReady waits for a child started without the HTTP wait to answer.
+func waitReady(ctx context.Context, c *child) error {
+	client := &http.Client{Timeout: time.Second}
+	for range 200 {
+		resp, err := client.Get("http://" + c.addr + "/readyz")
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("%s not ready; log: %s", c.cmd.Args[1], c.tail())
+}
+
+// service runs the phases against platform serve.
+func (b *sendBench) service(ctx context.Context, rep *sendReport) (err error) {
+	env := b.serviceEnv()
+	var pprofAddr string
+	if b.cpuProfile != "" {
+		if pprofAddr, err = freeAddr(); err != nil {
+			return err
+		}
+		env = append(env, "PPROF_ADDR="+pprofAddr)
+	}
+	svc, err := startChild(ctx, []string{"serve"}, env, true)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if rss, rerr := svc.peakRSS(); rerr == nil {
+			rep.PeakRSSBytes = rss
+		} else {
+			err = errors.Join(err, rerr)
+		}
+		err = errors.Join(err, svc.stop())
+	}()
+	g := newLoadGen(b.cfg.Concurrency*4, http.StatusAccepted)
+	defer g.close()
+	first := b.tenants[:b.cfg.Tenants[0]]
+
+	// Closed loop: accepted sends/s and latency under full load.
+	var prof <-chan error
+	if b.cpuProfile != "" {
+		prof = grabProfile(pprofAddr, max(int(b.cfg.Duration.Seconds())-1, 1), b.cpuProfile)
+	}
+	g.progress = b.prog.phase(fmt.Sprintf("send closed loop, %d tenant(s), %d clients", len(first), b.cfg.Concurrency))
+	if rep.Send, err = g.closed(ctx, b.cfg.Concurrency, b.cfg.Duration, b.sendRequests(svc.addr, first, "bench-closed"), nil); err != nil {
+		return err
+	}
+	if prof != nil {
+		if err := <-prof; err != nil {
+			return err
+		}
+	}
+	if rep.Delivery, err = b.delivered(ctx, first, "bench-closed", rep.Send.OK); err != nil {
+		return err
+	}
+
+	// Open loop at a fixed rate: latency below saturation.
+	rate := b.cfg.OpenRate
+	if rate <= 0 {
+		rate = max(rep.Send.Rate/2, 1)
+	}
+	g.progress = b.prog.phase(fmt.Sprintf("send open loop at %.0f/s", rate))
+	if rep.Open, err = g.open(ctx, b.cfg.Concurrency*4, rate, b.cfg.Duration, b.sendRequests(svc.addr, first, "bench-open")); err != nil {
+		return err
+	}
+	open, err := b.delivered(ctx, first, "bench-open", rep.Open.OK)
+	if err != nil {
+		return err
+	}
+	rep.OpenDelivery = open
+
+	// GET /me against the bare gin handler's figure.
+	gm := newLoadGen(b.cfg.Concurrency, http.StatusOK)
+	defer gm.close()
+	gm.progress = b.prog.phase("GET /api/v1/me closed loop")
+	if rep.Me, err = gm.closed(ctx, b.cfg.Concurrency, b.cfg.Duration, meRequests(svc.addr, first), nil); err != nil {
+		return err
+	}
+
+	// The tenant sweep: the first entry is the closed-loop run above.
+	sweep := []sweepEntry{{Tenants: len(first), Send: rep.Send, Delivery: rep.Delivery, Ratio: 1}}
+	for _, n := range b.cfg.Tenants[1:] {
+		ts := b.tenants[:n]
+		tag := "bench-sweep-" + strconv.Itoa(n)
+		g.progress = b.prog.phase(fmt.Sprintf("send closed loop, %d tenants", n))
+		res, err := g.closed(ctx, b.cfg.Concurrency, b.cfg.SweepDuration, b.sendRequests(svc.addr, ts, tag), nil)
+		if err != nil {
+			return err
+		}
+		dr, err := b.delivered(ctx, ts, tag, res.OK)
+		if err != nil {
+			return err
+		}
+		sweep = append(sweep, sweepEntry{Tenants: n, Send: res, Delivery: dr, Ratio: res.Rate / rep.Send.Rate})
+	}
+	rep.Sweep = sweep
+	return nil
+}
+
+// drain measures delivery capacity: platform api accepts -backlog messages
+// with no worker running, then platform worker delivers them.
+func (b *sendBench) drain(ctx context.Context, rep *sendReport) error {
+	first := b.tenants[:b.cfg.Tenants[0]]
+	api, err := startChild(ctx, []string{"api"}, b.serviceEnv(), true)
+	if err != nil {
+		return err
+	}
+	g := newLoadGen(b.cfg.Concurrency, http.StatusAccepted)
+	defer g.close()
+	g.progress = b.prog.phase(fmt.Sprintf("drain: accepting %d messages (no workers)", b.cfg.Backlog))
+	n := int64(b.cfg.Backlog)
+	res, err := g.closed(ctx, b.cfg.Concurrency, 10*time.Minute, b.sendRequests(api.addr, first, "bench-drain"), func(ok int64) bool { return ok >= n })
+	rep.DrainAccept = res
+	if err = errors.Join(err, api.stop()); err != nil {
+		return err
+	}
+	worker, err := startChild(ctx, []string{"worker"}, b.serviceEnv(), false)
+	if err != nil {
+		return err
+	}
+	p := b.prog.phase(fmt.Sprintf("drain: platform worker delivering %d messages", res.OK))
+	rep.Drain, err = waitDrain(ctx, b.d, `SELECT count(*), min(sent_at), max(sent_at) FROM (`+
+		unionTag(first, "status, sent_at", "bench-drain")+`) m WHERE status = 'sent'`, res.OK, b.cfg.DeliveryTimeout, p)
+	if err = errors.Join(err, worker.stop()); err != nil {
+		return fmt.Errorf("delivery drain: %w", err)
+	}
+	rep.DrainCheck, err = b.delivered(ctx, first, "bench-drain", res.OK)
+	return err
+}
+
+// unionTag selects cols from the messages tagged tag of every tenant.
+func unionTag(tenants []benchTenant, cols, tag string) string {
+	var sb strings.Builder
+	for i, bt := range tenants {
+		if i > 0 {
+			sb.WriteString(" UNION ALL ")
+		}
+		fmt.Fprintf(&sb, "SELECT %s, %s AS schema_name FROM %s WHERE client_reference = '%s'",
+			cols, quoteLiteral(bt.Tenant.Schema), bt.Tenant.Table("messages"), tag)
+	}
+	return sb.String()
+}
+
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// delivered waits until every message tagged tag is sent or failed, then
+// measures delivery and checks that each accepted message reached the
+// network exactly once.
+func (b *sendBench) delivered(ctx context.Context, tenants []benchTenant, tag string, accepted int64) (deliveryResult, error) {
+	p := b.prog.phase(fmt.Sprintf("waiting for %d %s messages to be sent", accepted, tag))
+	union := unionTag(tenants, "id, status, created_at, sent_at", tag)
+	if _, err := waitDrain(ctx, b.d, `SELECT count(*), min(coalesce(sent_at, now())), max(coalesce(sent_at, now())) FROM (`+union+`) m
+		WHERE status <> 'queued'`, accepted, b.cfg.DeliveryTimeout, p); err != nil {
+		return deliveryResult{}, fmt.Errorf("%s: %w", tag, err)
+	}
+	r := deliveryResult{Accepted: accepted}
+	var first, last *time.Time
+	var p50, p99 *float64
+	err := b.d.Pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status = 'sent'),
+		min(created_at), max(sent_at),
+		percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM sent_at - created_at)),
+		percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM sent_at - created_at)),
+		(SELECT count(*) FROM network.messages n JOIN (`+union+`) u ON n.reference = u.schema_name || ':' || u.id)
+		FROM (`+union+`) m`).Scan(&r.Rows, &r.Sent, &first, &last, &p50, &p99, &r.NetworkRows)
+	if err != nil {
+		return r, fmt.Errorf("delivery figures: %w", err)
+	}
+	if first != nil && last != nil && last.After(*first) {
+		r.Rate = float64(r.Sent) / last.Sub(*first).Seconds()
+	}
+	if p50 != nil && p99 != nil {
+		r.LagP50, r.LagP99 = roundMS(*p50*1000), roundMS(*p99*1000)
+	}
+	r.ExactlyOnce = r.Accepted == r.Rows && r.Rows == r.Sent && r.Sent == r.NetworkRows
+	return r, nil
+}
+
+func roundMS(v float64) float64 { return float64(int64(v*100+0.5)) / 100 }
+
+// targets compares the figures with the issue's targets.
+func targets(r *sendReport) []target {
+	ratio := func(a, b float64) float64 {
+		if b == 0 {
+			return 0
+		}
+		return roundMS(a / b * 100)
+	}
+	out := []target{
+		{Name: "accepted sends/s vs ceiling (a) raw Postgres, %", Value: ratio(r.Send.Rate, r.CeilingPostgres.Rate), Goal: ">= 50"},
+		{Name: "  same, platform api alone (no delivery), %", Value: ratio(r.DrainAccept.Rate, r.CeilingPostgres.Rate), Goal: ">= 50"},
+		{Name: "open-loop p99 accept latency at half the closed rate, ms", Value: r.Open.P99, Goal: "<= 25"},
+		{Name: "delivery drain vs ceiling (b) River alone, %", Value: ratio(r.Drain.Rate, r.CeilingRiver.Rate), Goal: ">= 50"},
+		{Name: "GET /me vs ceiling (c) bare gin, %", Value: ratio(r.Me.Rate, r.CeilingGin.Rate), Goal: ">= 20"},
+		{Name: "service peak RSS, MB", Value: roundMS(float64(r.PeakRSSBytes) / (1 << 20)), Goal: "<= 250"},
+	}
+	out[0].Met = out[0].Value >= 50
+	out[1].Met = out[1].Value >= 50
+	out[2].Met = out[2].Value <= 25 && r.Open.OK > 0
+	out[3].Met = out[3].Value >= 50
+	out[4].Met = out[4].Value >= 20
+	out[5].Met = out[5].Value <= 250 && r.PeakRSSBytes > 0
+	for _, e := range r.Sweep {
+		if e.Tenants == 1000 && r.Sweep[0].Tenants == 1 {
+			t := target{Name: "sends/s with 1,000 tenants vs 1 tenant, %", Value: roundMS(e.Ratio * 100), Goal: ">= 90"}
+			t.Met = t.Value >= 90
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// printSendReport prints the figures as a table.
+func printSendReport(w io.Writer, r *sendReport) {
+	line := func(name, value string) { fmt.Fprintf(w, "%-52s %s\n", name, value) }
+	lat := func(l loadResult) string {
+		return fmt.Sprintf("p50 %.2f  p95 %.2f  p99 %.2f  max %.2f ms", l.P50, l.P95, l.P99, l.Max)
+	}
+	rate := func(l loadResult) string {
+		s := fmt.Sprintf("%9.0f /s  (%d ok, %d errors in %.1fs, machine CPU %.0f%%)", l.Rate, l.OK, l.Errors, l.Elapsed.Seconds(), l.CPUBusy)
+		if l.FirstError != "" {
+			s += "  first error: " + l.FirstError
+		}
+		return s
+	}
+	fmt.Fprintf(w, "%s\n%d CPUs, %s, concurrency %d, %d sender(s)/tenant, pool %d, service LOG_LEVEL=%s\n\n",
+		r.Command, r.CPUs, r.GoVersion, r.Config.Concurrency, r.Config.Senders, r.Config.DBMaxConns, r.Config.LogLevel)
+	line("figure", "value")
+	line(strings.Repeat("-", 52), strings.Repeat("-", 50))
+	line("ceiling (a) raw Postgres: message + job tx/s", rate(r.CeilingPostgres))
+	line("ceiling (b) River alone: no-op jobs/s", fmt.Sprintf("%9.0f /s  (%d jobs)", r.CeilingRiver.Rate, r.CeilingRiver.Jobs))
+	line("ceiling (c) bare gin JSON handler: requests/s", rate(r.CeilingGin))
+	if r.Send.OK > 0 || r.Send.Errors > 0 {
+		line("accepted sends/s (closed loop, serve delivering)", rate(r.Send))
+		line("  accept latency (closed loop)", lat(r.Send))
+		line(fmt.Sprintf("open loop at %.0f/s: accepted", r.Open.TargetRate), rate(r.Open))
+		line("  accept latency (open loop, from schedule)", lat(r.Open))
+		line("delivery throughput during the run (to sent)", fmt.Sprintf("%9.0f /s", r.Delivery.Rate))
+		line("  lag accepted -> sent", fmt.Sprintf("p50 %.2f  p99 %.2f ms", r.Delivery.LagP50, r.Delivery.LagP99))
+		line("  exactly once (accepted = rows = sent = network)", fmt.Sprintf("%v  (%d, %d, %d, %d)",
+			r.Delivery.ExactlyOnce, r.Delivery.Accepted, r.Delivery.Rows, r.Delivery.Sent, r.Delivery.NetworkRows))
+		line("GET /api/v1/me requests/s", rate(r.Me))
+		line("  latency", lat(r.Me))
+		line("service peak RSS (VmHWM)", fmt.Sprintf("%.1f MB", float64(r.PeakRSSBytes)/(1<<20)))
+	}
+	if r.Drain.Jobs > 0 {
+		line("accepted sends/s, platform api alone (drain)", rate(r.DrainAccept))
+		line("  accept latency (api alone)", lat(r.DrainAccept))
+		line("delivery drain (platform worker, backlog)", fmt.Sprintf("%9.0f /s  (%d messages, exactly once %v)", r.Drain.Rate, r.Drain.Jobs, r.DrainCheck.ExactlyOnce))
+	}
+	if len(r.Sweep) > 0 {
+		fmt.Fprintln(w)
+		line("tenants sweep", "sends/s, ratio to the first, p99, delivery")
+		for _, e := range r.Sweep {
+			line(fmt.Sprintf("  %d tenant(s)", e.Tenants), fmt.Sprintf("%9.0f /s  x%.2f  p99 %.2f ms  delivered %.0f/s, exactly once %v",
+				e.Send.Rate, e.Ratio, e.Send.P99, e.Delivery.Rate, e.Delivery.ExactlyOnce))
+		}
+	}
+	if len(r.Targets) > 0 {
+		fmt.Fprintln(w)
+		line("target", "measured   goal    met")
+		for _, t := range r.Targets {
+			line(t.Name, fmt.Sprintf("%8.2f   %-6s  %v", t.Value, t.Goal, t.Met))
+		}
+	}
+}

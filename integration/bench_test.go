@@ -1,0 +1,110 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bizmsg/platform/platform/dbtest"
+)
+
+// `platform bench send`, shortened: every phase runs (the three ceilings,
+// the closed and open loops, delivery, /me, the tenant sweep and the worker
+// drain), every accepted message is sent exactly once, and the table and the
+// JSON report carry positive figures. The figures themselves are not judged
+// here (they belong to docs/performance.md); that the command works is.
+func TestBenchSendCommand(t *testing.T) {
+	t.Parallel()
+	bin := platformBinary(t)
+	name := fmt.Sprintf("bizmsg_bench_test_%d", time.Now().UnixNano())
+	out := filepath.Join(t.TempDir(), "bench.json")
+	cmd := exec.Command(bin, "bench", "send",
+		"-tenants", "1,3", "-senders", "2", "-recipients", "20", "-concurrency", "4",
+		"-duration", "1s", "-sweep-duration", "1s", "-backlog", "200",
+		"-log-level", "warn", "-db", name, "-out", out)
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbtest.ServerURL(t))
+	stdout, err := cmd.Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("bench send: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	}
+	for _, want := range []string{"ceiling (a) raw Postgres", "ceiling (b) River alone", "ceiling (c) bare gin",
+		"accepted sends/s", "exactly once", "service peak RSS", "tenants sweep", "target"} {
+		if !strings.Contains(string(stdout), want) {
+			t.Errorf("table lacks %q:\n%s", want, stdout)
+		}
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type load struct {
+		OK   int64   `json:"ok"`
+		Rate float64 `json:"rate"`
+		P99  float64 `json:"p99_ms"`
+	}
+	type delivery struct {
+		Accepted    int64 `json:"accepted"`
+		Sent        int64 `json:"sent"`
+		NetworkRows int64 `json:"network_rows"`
+		ExactlyOnce bool  `json:"exactly_once"`
+	}
+	var rep struct {
+		CeilingPostgres load `json:"ceiling_postgres"`
+		CeilingRiver    struct {
+			Jobs int64   `json:"jobs"`
+			Rate float64 `json:"rate"`
+		} `json:"ceiling_river"`
+		CeilingGin   load     `json:"ceiling_bare_gin"`
+		Send         load     `json:"send_closed"`
+		Delivery     delivery `json:"delivery"`
+		Open         load     `json:"send_open"`
+		OpenDelivery delivery `json:"send_open_delivery"`
+		Me           load     `json:"me"`
+		Sweep        []struct {
+			Tenants  int      `json:"tenants"`
+			Send     load     `json:"send"`
+			Delivery delivery `json:"delivery"`
+		} `json:"sweep"`
+		PeakRSS    int64    `json:"service_peak_rss_bytes"`
+		DrainCheck delivery `json:"delivery_drain_check"`
+		Targets    []struct {
+			Name string `json:"name"`
+		} `json:"targets"`
+	}
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatalf("decode %s: %v", out, err)
+	}
+	for name, l := range map[string]load{"ceiling (a)": rep.CeilingPostgres, "ceiling (c)": rep.CeilingGin,
+		"closed send": rep.Send, "open send": rep.Open, "/me": rep.Me} {
+		if l.OK == 0 || l.Rate <= 0 || l.P99 <= 0 {
+			t.Errorf("%s: %+v, want positive figures", name, l)
+		}
+	}
+	if rep.CeilingRiver.Jobs != 200 || rep.CeilingRiver.Rate <= 0 {
+		t.Errorf("ceiling (b): %+v", rep.CeilingRiver)
+	}
+	checks := map[string]delivery{"closed": rep.Delivery, "open": rep.OpenDelivery, "drain": rep.DrainCheck}
+	for _, s := range rep.Sweep {
+		checks[fmt.Sprintf("sweep %d", s.Tenants)] = s.Delivery
+	}
+	for name, d := range checks {
+		if !d.ExactlyOnce || d.Accepted == 0 || d.Sent != d.Accepted || d.NetworkRows != d.Accepted {
+			t.Errorf("%s delivery: %+v, want every accepted message sent exactly once", name, d)
+		}
+	}
+	if len(rep.Sweep) != 2 || rep.Sweep[1].Tenants != 3 {
+		t.Errorf("sweep = %+v, want 1 and 3 tenants", rep.Sweep)
+	}
+	if rep.PeakRSS <= 0 || len(rep.Targets) == 0 {
+		t.Errorf("peak RSS %d, %d targets", rep.PeakRSS, len(rep.Targets))
+	}
+}
