@@ -43,7 +43,7 @@ func (s *Service) DeliverMessage(ctx context.Context, args jobs.DeliverArgs, at 
 	if err != nil {
 		return 0, &network.PermanentError{Code: network.CodeInvalidMessage, Message: err.Error()}
 	}
-	m, err := loadRow(ctx, s.db, t, args.MessageID, false)
+	m, sn, org, err := s.loadDelivery(ctx, t, args.MessageID)
 	if e, ok := apperr.As(err); ok && e.Kind == apperr.KindNotFound {
 		return 0, &network.PermanentError{Code: network.CodeInvalidMessage,
 			Message: fmt.Sprintf("message %d does not exist in %s", args.MessageID, t.Schema)}
@@ -53,10 +53,6 @@ func (s *Service) DeliverMessage(ctx context.Context, args jobs.DeliverArgs, at 
 	}
 	if m.Status != StatusQueued {
 		return 0, nil
-	}
-	sn, org, err := s.deliveryContext(ctx, s.db, t, m.SenderNumberID)
-	if err != nil {
-		return 0, err
 	}
 
 	delay, err := s.throttle.Reserve(ctx, throttleKey(t, m.SenderNumberID), at.Ticket(), s.limitOf(org))
@@ -109,13 +105,69 @@ func (s *Service) DeliverMessage(ctx context.Context, args jobs.DeliverArgs, at 
 	return 0, s.markSent(ctx, t, m.ID, d)
 }
 
-// claim lets a message through the sender's current daily limit, once: in a
-// transaction that locks the message row (so two runs of one job never claim
-// twice) it counts the message in its acceptance day's dispatched counter,
+// claim lets a message through the sender's current daily limit, once: under
+// a lock on the message row (so two runs of one job never claim twice) it
+// counts the message in its acceptance day's dispatched counter,
 // only while that counter is under the limit, and stamps dispatched_at. It
 // reports false when the message must not be delivered: it is no longer
 // queued, or it was failed just now (limit reached, sender not active).
 func (s *Service) claim(ctx context.Context, t db.Tenant, id int64, sn senderState, org orgSettings) (bool, error) {
+	if sn.status == senders.StatusActive {
+		proceed, decided, err := s.claimFast(ctx, t, id, sn.dailyLimit(org))
+		if err != nil || decided {
+			return proceed, err
+		}
+	}
+	return s.claimLocked(ctx, t, id, sn, org)
+}
+
+// claimFast is claim's common case in one statement (one round trip, no
+// explicit transaction): it locks the message, counts it in its day's
+// dispatched counter while that counter is under limit, and stamps
+// dispatched_at. decided is false when the statement could not decide: the
+// message is queued, not yet dispatched, and the counter is at the limit (or
+// the message is gone); claimLocked then decides and records the failure
+// under its lock.
+func (s *Service) claimFast(ctx context.Context, t db.Tenant, id int64, limit int) (proceed, decided bool, err error) {
+	var out []struct {
+		Status        string `bun:"status"`
+		WasDispatched bool   `bun:"was_dispatched"`
+		Claimed       bool   `bun:"claimed"`
+	}
+	now := s.clock.Now()
+	err = s.db.NewRaw(`WITH m AS (
+		  SELECT id, sender_number_id, created_at, status, dispatched_at
+		    FROM ?0.messages WHERE id = ?1 FOR UPDATE),
+		u AS (
+		  UPDATE ?0.daily_usage d SET dispatched = d.dispatched + 1 FROM m
+		   WHERE m.status = 'queued' AND m.dispatched_at IS NULL
+		     AND d.sender_number_id = m.sender_number_id
+		     AND d.day = (m.created_at AT TIME ZONE 'UTC')::date AND d.dispatched < ?2
+		  RETURNING d.dispatched),
+		x AS (
+		  UPDATE ?0.messages x SET dispatched_at = ?3, updated_at = ?3
+		    FROM u WHERE x.id = ?1 RETURNING x.id)
+		SELECT m.status, m.dispatched_at IS NOT NULL AS was_dispatched,
+		       EXISTS (SELECT 1 FROM x) AS claimed
+		  FROM m`, t.Ident(), id, limit, now).Scan(ctx, &out)
+	if err != nil {
+		return false, false, fmt.Errorf("claim daily limit of message %d: %w", id, err)
+	}
+	switch {
+	case len(out) == 0:
+		return false, false, nil
+	case out[0].Status != StatusQueued:
+		return false, true, nil
+	case out[0].WasDispatched, out[0].Claimed:
+		return true, true, nil
+	default:
+		return false, false, nil
+	}
+}
+
+// claimLocked is claim in a transaction that locks the message: the path
+// that fails a message (limit reached, sender not active).
+func (s *Service) claimLocked(ctx context.Context, t db.Tenant, id int64, sn senderState, org orgSettings) (bool, error) {
 	var proceed bool
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		m, err := loadRow(ctx, tx, t, id, true)
@@ -133,10 +185,7 @@ func (s *Service) claim(ctx context.Context, t db.Tenant, id int64, sn senderSta
 			return s.fail(ctx, tx, t, m.ID, CodeSenderNotActive,
 				fmt.Sprintf("The sender number became %s before the message was delivered.", sn.status))
 		}
-		limit := org.DefaultDailyLimit
-		if sn.override != nil {
-			limit = *sn.override
-		}
+		limit := sn.dailyLimit(org)
 		var n int
 		err = tx.NewRaw(`UPDATE ?.daily_usage SET dispatched = dispatched + 1
 			WHERE sender_number_id = ? AND day = ?::date AND dispatched < ?
@@ -166,25 +215,42 @@ type senderState struct {
 	override *int
 }
 
-// deliveryContext reads the message's sender and its organization's limits.
-func (s *Service) deliveryContext(ctx context.Context, idb bun.IDB, t db.Tenant, senderID int64) (senderState, orgSettings, error) {
-	var out struct {
-		Phone             string         `bun:"phone"`
-		Status            senders.Status `bun:"status"`
-		Override          *int           `bun:"daily_limit_override"`
+// dailyLimit is the sender's override, else the organization's default.
+func (sn senderState) dailyLimit(org orgSettings) int {
+	if sn.override != nil {
+		return *sn.override
+	}
+	return org.DefaultDailyLimit
+}
+
+// loadDelivery reads message id with its sender and its organization's
+// limits, in one query. A missing message is an apperr not-found.
+func (s *Service) loadDelivery(ctx context.Context, t db.Tenant, id int64) (*row, senderState, orgSettings, error) {
+	var out []struct {
+		row
+		SenderPhone       string         `bun:"sn_phone"`
+		SenderStatus      senders.Status `bun:"sn_status"`
+		Override          *int           `bun:"sn_daily_limit_override"`
 		DefaultDailyLimit int            `bun:"default_daily_limit"`
 		SenderRate        *float64       `bun:"sender_rate"`
 		SenderBurst       *int           `bun:"sender_burst"`
 	}
-	err := idb.NewRaw(`SELECT s.phone, s.status, s.daily_limit_override,
+	err := s.db.NewRaw(`SELECT m.*, s.phone AS sn_phone, s.status AS sn_status,
+		       s.daily_limit_override AS sn_daily_limit_override,
 		       o.default_daily_limit, o.sender_rate, o.sender_burst
-		  FROM ?.sender_numbers s, central.organizations o
-		 WHERE s.id = ? AND o.id = ?`, t.Ident(), senderID, t.OrgID).Scan(ctx, &out)
+		  FROM ?0.messages m
+		  JOIN ?0.sender_numbers s ON s.id = m.sender_number_id
+		  JOIN central.organizations o ON o.id = ?1
+		 WHERE m.id = ?2`, t.Ident(), t.OrgID, id).Scan(ctx, &out)
 	if err != nil {
-		return senderState{}, orgSettings{}, fmt.Errorf("sender %d of %s: %w", senderID, t.Schema, err)
+		return nil, senderState{}, orgSettings{}, fmt.Errorf("load message %d of %s for delivery: %w", id, t.Schema, err)
 	}
-	return senderState{phone: out.Phone, status: out.Status, override: out.Override},
-		orgSettings{DefaultDailyLimit: out.DefaultDailyLimit, SenderRate: out.SenderRate, SenderBurst: out.SenderBurst}, nil
+	if len(out) == 0 {
+		return nil, senderState{}, orgSettings{}, apperr.NotFound("message")
+	}
+	o := out[0]
+	return &o.row, senderState{phone: o.SenderPhone, status: o.SenderStatus, override: o.Override},
+		orgSettings{DefaultDailyLimit: o.DefaultDailyLimit, SenderRate: o.SenderRate, SenderBurst: o.SenderBurst}, nil
 }
 
 // limitOf is the organization's sender throttle, else the configured default.
