@@ -56,6 +56,7 @@ type sendConfig struct {
 	Concurrency        int           `json:"concurrency"`
 	Duration           time.Duration `json:"duration_ns"`
 	SweepDuration      time.Duration `json:"sweep_duration_ns"`
+	SweepWarmup        time.Duration `json:"sweep_warmup_ns"`
 	OpenRate           float64       `json:"open_rate"`
 	Backlog            int           `json:"backlog"`
 	DBMaxConns         int           `json:"db_max_conns"`
@@ -156,6 +157,7 @@ func benchSend(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.IntVar(&cfg.Concurrency, "concurrency", 16, "concurrent clients (closed loop) and ceiling (a) workers")
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "length of the closed-loop send, open-loop send, /me, bare gin and ceiling (a) runs")
 	fs.DurationVar(&cfg.SweepDuration, "sweep-duration", 5*time.Second, "length of each -tenants sweep run after the first")
+	fs.DurationVar(&cfg.SweepWarmup, "sweep-warmup", 5*time.Second, "unmeasured send before each sweep run after the first (its messages delivered before the run), so that every database connection has seen the tenants' tables as in a running service; 0 to skip")
 	fs.Float64Var(&cfg.OpenRate, "rate", 0, "open-loop sends/s; 0 means half the closed-loop rate just measured")
 	fs.IntVar(&cfg.Backlog, "backlog", 10000, "jobs of ceiling (b), and messages of the delivery drain")
 	fs.IntVar(&cfg.DBMaxConns, "db-max-conns", 10, "DB_MAX_CONNS of the service, and the pool size of the ceilings")
@@ -180,6 +182,8 @@ func benchSend(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return errors.New("-recipients, -concurrency must be positive, -backlog and -db-max-conns at least 2")
 	case cfg.Duration < time.Second || cfg.SweepDuration < time.Second:
 		return errors.New("-duration and -sweep-duration must be at least 1s")
+	case cfg.SweepWarmup < 0:
+		return errors.New("-sweep-warmup must not be negative")
 	}
 	b := &sendBench{cfg: cfg, stderr: stderr, cpuProfile: *cpuProfile}
 	rep, runErr := b.run(ctx, *keep)
@@ -477,6 +481,17 @@ func (b *sendBench) service(ctx context.Context, rep *sendReport) (err error) {
 	for _, n := range b.cfg.Tenants[1:] {
 		ts := b.tenants[:n]
 		tag := "bench-sweep-" + strconv.Itoa(n)
+		if b.cfg.SweepWarmup > 0 {
+			warm := "bench-warmup-" + strconv.Itoa(n)
+			g.progress = b.prog.phase(fmt.Sprintf("warm-up, %d tenants", n))
+			res, err := g.closed(ctx, b.cfg.Concurrency, b.cfg.SweepWarmup, b.sendRequests(svc.addr, ts, warm), nil)
+			if err != nil {
+				return err
+			}
+			if _, err := b.delivered(ctx, ts, warm, res.OK); err != nil {
+				return err
+			}
+		}
 		g.progress = b.prog.phase(fmt.Sprintf("send closed loop, %d tenants", n))
 		res, err := g.closed(ctx, b.cfg.Concurrency, b.cfg.SweepDuration, b.sendRequests(svc.addr, ts, tag), nil)
 		if err != nil {
