@@ -187,6 +187,7 @@ func (a *App) routes() *gin.Engine {
 	tenant.MountSenders(a.TenantRoutes, a.Senders)
 	central.MountSenders(a.CentralRoutes, a.Senders)
 	a.messagingRoutes()
+	a.networkEventRoutes(r)
 	a.dashboardRoutes(r)
 	return r
 }

@@ -42,6 +42,9 @@ type Config struct {
 	// HTTP network adapter.
 	NetworkURL    string
 	NetworkSecret string
+	// NetworkTimeout (NETWORK_TIMEOUT) bounds one HTTP call to the network
+	// (NETWORK=http); transient failures are retried. Default 5s.
+	NetworkTimeout time.Duration
 	// DefaultDailyLimit (DEFAULT_DAILY_LIMIT) is the daily per-sender limit given
 	// to new organizations. Default 1000.
 	DefaultDailyLimit int
@@ -84,6 +87,7 @@ func Load(getenv func(string) string) (Config, error) {
 		DBMaxConns:          10,
 		ShutdownTimeout:     30 * time.Second,
 		SenderSweepInterval: 30 * time.Second,
+		NetworkTimeout:      5 * time.Second,
 	}
 	var errs []string
 	fail := func(name string, err error) { errs = append(errs, fmt.Sprintf("%s: %v", name, err)) }
@@ -132,6 +136,13 @@ func Load(getenv func(string) string) (Config, error) {
 			fail("SENDER_SWEEP_INTERVAL", fmt.Errorf("must be a positive duration like 30s, got %q", v))
 		}
 		c.SenderSweepInterval = d
+	}
+	if v := getenv("NETWORK_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			fail("NETWORK_TIMEOUT", fmt.Errorf("must be a positive duration like 5s, got %q", v))
+		}
+		c.NetworkTimeout = d
 	}
 	switch c.Network {
 	case "builtin":

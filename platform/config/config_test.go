@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -14,7 +15,7 @@ func TestLoadDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.DatabaseURL != DefaultDatabaseURL || c.HTTPAddr != ":8080" || c.Network != "builtin" ||
-		c.DefaultDailyLimit != 1000 || c.SenderRate != 20 || c.SenderBurst != 40 {
+		c.DefaultDailyLimit != 1000 || c.SenderRate != 20 || c.SenderBurst != 40 || c.NetworkTimeout != 5*time.Second {
 		t.Fatalf("defaults = %+v", c)
 	}
 	if len(c.JWTSecret) != 32 || len(c.APIKeyPepper) != 32 || c.APIKeyEncryptionKey != nil {
@@ -38,6 +39,7 @@ func TestLoadErrors(t *testing.T) {
 		{"bad rate", map[string]string{"SENDER_RATE": "fast"}, "SENDER_RATE"},
 		{"bad network", map[string]string{"NETWORK": "carrier-pigeon"}, "NETWORK"},
 		{"http network without url", map[string]string{"NETWORK": "http"}, "NETWORK_URL"},
+		{"bad network timeout", map[string]string{"NETWORK_TIMEOUT": "soon"}, "NETWORK_TIMEOUT"},
 		{"bad encryption key", map[string]string{"API_KEY_ENCRYPTION_KEY": "abcd"}, "API_KEY_ENCRYPTION_KEY"},
 		{"bad log level", map[string]string{"LOG_LEVEL": "loud"}, "LOG_LEVEL"},
 	}

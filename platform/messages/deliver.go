@@ -270,7 +270,9 @@ func throttleKey(t db.Tenant, senderID int64) string { return t.Schema + ":" + i
 
 // markSent records a delivery: status sent with the network's ids, and the
 // day's sent counter, in one statement. A message no longer queued is left
-// alone (a concurrent run recorded it already).
+// alone (a concurrent run recorded it already), except one a delivery receipt
+// (ApplyReceipt) moved to delivered or failed before this record: it gets the
+// network's ids and keeps the receipt's status (never downgraded to sent).
 func (s *Service) markSent(ctx context.Context, t db.Tenant, id int64, d network.Delivery) error {
 	now := s.clock.Now()
 	sentAt := d.DeliveredAt
@@ -279,12 +281,14 @@ func (s *Service) markSent(ctx context.Context, t db.Tenant, id int64, d network
 	}
 	_, err := s.db.NewRaw(`WITH m AS (
 		  UPDATE ?0.messages
-		     SET status = 'sent', message_id = ?1, conversation_id = ?2, recipient_user_id = ?3,
+		     SET status = CASE WHEN status = 'queued' THEN 'sent' ELSE status END,
+		         message_id = ?1, conversation_id = ?2, recipient_user_id = ?3,
 		         sent_at = ?4, updated_at = ?5
-		   WHERE id = ?6 AND status = 'queued'
-		  RETURNING sender_number_id, created_at)
+		   WHERE id = ?6 AND (status = 'queued' OR (status IN ('delivered', 'failed') AND message_id IS NULL))
+		  RETURNING sender_number_id, created_at, status)
 		UPDATE ?0.daily_usage u SET sent = u.sent + 1 FROM m
-		 WHERE u.sender_number_id = m.sender_number_id AND u.day = (m.created_at AT TIME ZONE 'UTC')::date`,
+		 WHERE m.status = 'sent'
+		   AND u.sender_number_id = m.sender_number_id AND u.day = (m.created_at AT TIME ZONE 'UTC')::date`,
 		t.Ident(), d.MessageID, d.ConversationID, d.RecipientID, sentAt, now, id).Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("record delivery of message %d: %w", id, err)

@@ -1,0 +1,337 @@
+package messages_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bizmsg/platform/jobs"
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/messages"
+	"github.com/bizmsg/platform/platform/network"
+	"github.com/bizmsg/platform/platform/senders"
+	"github.com/bizmsg/platform/platform/throttle"
+)
+
+// usage is one sender's daily_usage counters of the fixture's day.
+type usage struct{ used, sent, delivered, failed int }
+
+func (f *fixture) usage(tn db.Tenant, sid int64) usage {
+	f.t.Helper()
+	var u usage
+	if err := f.db.Pool.QueryRow(context.Background(), fmt.Sprintf(`SELECT used, sent, delivered, failed
+		FROM %s WHERE sender_number_id = $1 AND day = $2::date`, tn.Table("daily_usage")),
+		sid, start.Format(time.DateOnly)).Scan(&u.used, &u.sent, &u.delivered, &u.failed); err != nil {
+		f.t.Fatalf("daily usage of sender %d: %v", sid, err)
+	}
+	return u
+}
+
+// receipt applies r, failing the test on error.
+func (f *fixture) receipt(r messages.Receipt) messages.ReceiptOutcome {
+	f.t.Helper()
+	out, err := f.svc.ApplyReceipt(context.Background(), r)
+	if err != nil {
+		f.t.Fatalf("apply receipt %+v: %v", r, err)
+	}
+	return out
+}
+
+// A step brings a freshly accepted (queued) message into the state a case
+// starts from.
+type step func(f *fixture, tn db.Tenant, sid, id int64)
+
+// prepAt is when the steps' receipts happened; at is the cases' receipts.
+var (
+	prepAt = start.Add(30 * time.Second)
+	at     = start.Add(2 * time.Minute)
+)
+
+var (
+	// toSent delivers the message (worker run, first attempt).
+	toSent step = func(f *fixture, tn db.Tenant, _, id int64) {
+		f.t.Helper()
+		if _, err := f.deliver(tn, id, id, 1); err != nil {
+			f.t.Fatalf("deliver: %v", err)
+		}
+	}
+	// toDelivered applies a delivered receipt at prepAt.
+	toDelivered step = func(f *fixture, tn db.Tenant, _, id int64) {
+		f.t.Helper()
+		f.receipt(messages.Receipt{Reference: messages.Reference(tn, id), Status: messages.StatusDelivered, At: prepAt})
+	}
+	// toFailed applies a failed receipt (default code) at prepAt.
+	toFailed step = func(f *fixture, tn db.Tenant, _, id int64) {
+		f.t.Helper()
+		f.receipt(messages.Receipt{Reference: messages.Reference(tn, id), Status: messages.StatusFailed, At: prepAt})
+	}
+	// toNetworkError fails the message as the worker's last attempt does when
+	// the network cannot be reached.
+	toNetworkError step = func(f *fixture, tn db.Tenant, _, id int64) {
+		f.t.Helper()
+		f.net.failing.Store(true)
+		defer f.net.failing.Store(false)
+		if _, err := f.deliver(tn, id, id, 5); err != nil {
+			f.t.Fatalf("last attempt: %v", err)
+		}
+	}
+	// toSenderNotActive fails the message undelivered: its sender was
+	// suspended before the worker ran.
+	toSenderNotActive step = func(f *fixture, tn db.Tenant, sid, id int64) {
+		f.t.Helper()
+		if _, err := f.db.Pool.Exec(context.Background(), fmt.Sprintf(`UPDATE %s SET status = 'suspended' WHERE id = $1`,
+			tn.Table("sender_numbers")), sid); err != nil {
+			f.t.Fatal(err)
+		}
+		if _, err := f.deliver(tn, id, id, 1); err != nil {
+			f.t.Fatalf("deliver: %v", err)
+		}
+	}
+)
+
+// ApplyReceipt's transitions, with the day's counters moving with the
+// message. The cases share one database (each with a sender of its own, so
+// that counters do not mix) and run one after the other: toNetworkError
+// switches the shared network off for a moment.
+func TestApplyReceipt(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 1000, 1000)
+	tn := f.org()
+	f.account(ph(999))
+	generic := "The messaging network could not deliver the message."
+	long := strings.Repeat("é", 600) // 1200 bytes
+	for i, tc := range []struct {
+		name    string
+		prepare []step
+		status  string // the receipt's status
+		zeroAt  bool   // the receipt carries no time
+		code    string // the receipt's error code and text
+		text    string
+		want    messages.ReceiptOutcome
+		// The message afterwards: status, when it got there, error code
+		// and text ("" = null), counters.
+		wantStatus string
+		wantAt     time.Time
+		wantCode   string
+		wantText   string
+		wantUsage  usage
+	}{
+		{name: "queued to delivered", status: messages.StatusDelivered, want: messages.ReceiptApplied,
+			wantStatus: messages.StatusDelivered, wantAt: at, wantUsage: usage{1, 0, 1, 0}},
+		{name: "sent to delivered", prepare: []step{toSent}, status: messages.StatusDelivered, want: messages.ReceiptApplied,
+			wantStatus: messages.StatusDelivered, wantAt: at, wantUsage: usage{1, 0, 1, 0}},
+		{name: "sent to delivered without a time: now", prepare: []step{toSent}, status: messages.StatusDelivered, zeroAt: true,
+			want: messages.ReceiptApplied, wantStatus: messages.StatusDelivered, wantAt: start, wantUsage: usage{1, 0, 1, 0}},
+		{name: "sent to failed with the default code", prepare: []step{toSent}, status: messages.StatusFailed, want: messages.ReceiptApplied,
+			wantStatus: messages.StatusFailed, wantAt: at, wantCode: messages.CodeDeliveryFailed, wantText: generic, wantUsage: usage{1, 0, 0, 1}},
+		{name: "queued to failed with the network's code", status: messages.StatusFailed, code: " recipient_deleted ", text: "Gone.",
+			want: messages.ReceiptApplied, wantStatus: messages.StatusFailed, wantAt: at, wantCode: "recipient_deleted", wantText: "Gone.",
+			wantUsage: usage{1, 0, 0, 1}},
+		{name: "failed with an overlong code and text: clipped", prepare: []step{toSent}, status: messages.StatusFailed,
+			code: strings.Repeat("c", 80), text: long, want: messages.ReceiptApplied, wantStatus: messages.StatusFailed, wantAt: at,
+			wantCode: strings.Repeat("c", 64), wantText: long[:1024], wantUsage: usage{1, 0, 0, 1}},
+		{name: "delivered again: unchanged", prepare: []step{toSent, toDelivered}, status: messages.StatusDelivered,
+			want: messages.ReceiptUnchanged, wantStatus: messages.StatusDelivered, wantAt: prepAt, wantUsage: usage{1, 0, 1, 0}},
+		{name: "failed again: unchanged", prepare: []step{toSent, toFailed}, status: messages.StatusFailed, code: "other",
+			want: messages.ReceiptUnchanged, wantStatus: messages.StatusFailed, wantAt: prepAt,
+			wantCode: messages.CodeDeliveryFailed, wantText: generic, wantUsage: usage{1, 0, 0, 1}},
+		{name: "failed after delivered: unchanged", prepare: []step{toSent, toDelivered}, status: messages.StatusFailed,
+			want: messages.ReceiptUnchanged, wantStatus: messages.StatusDelivered, wantAt: prepAt, wantUsage: usage{1, 0, 1, 0}},
+		{name: "delivered after failed: unchanged", prepare: []step{toSent, toFailed}, status: messages.StatusDelivered,
+			want: messages.ReceiptUnchanged, wantStatus: messages.StatusFailed, wantAt: prepAt,
+			wantCode: messages.CodeDeliveryFailed, wantText: generic, wantUsage: usage{1, 0, 0, 1}},
+		{name: "delivered after failed undelivered (sender not active): unchanged", prepare: []step{toSenderNotActive},
+			status: messages.StatusDelivered, want: messages.ReceiptUnchanged, wantStatus: messages.StatusFailed, wantAt: start,
+			wantCode: messages.CodeSenderNotActive, wantText: "*", wantUsage: usage{1, 0, 0, 1}},
+		{name: "delivered after network_error: delivered after all", prepare: []step{toNetworkError}, status: messages.StatusDelivered,
+			want: messages.ReceiptApplied, wantStatus: messages.StatusDelivered, wantAt: at, wantUsage: usage{1, 0, 1, 0}},
+		{name: "failed after network_error: unchanged", prepare: []step{toNetworkError}, status: messages.StatusFailed,
+			want: messages.ReceiptUnchanged, wantStatus: messages.StatusFailed, wantAt: start,
+			wantCode: messages.CodeNetworkError, wantText: "*", wantUsage: usage{1, 0, 0, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := *f
+			f.t = t
+			sid := f.sender(tn, ph(i+1))
+			id := f.mustSend(tn, sid, ph(999), tc.name)
+			for _, s := range tc.prepare {
+				s(&f, tn, sid, id)
+			}
+			r := messages.Receipt{Reference: messages.Reference(tn, id), Status: tc.status, At: at,
+				ErrorCode: tc.code, ErrorMessage: tc.text}
+			if tc.zeroAt {
+				r.At = time.Time{}
+			}
+			if got := f.receipt(r); got != tc.want {
+				t.Errorf("outcome %s, want %s", got, tc.want)
+			}
+			m := f.get(tn, id)
+			if m.Status != tc.wantStatus {
+				t.Fatalf("status %s, want %s", m.Status, tc.wantStatus)
+			}
+			when, other := m.DeliveredAt, m.FailedAt
+			if m.Status == messages.StatusFailed {
+				when, other = m.FailedAt, m.DeliveredAt
+			}
+			if when == nil || !when.Equal(tc.wantAt) || other != nil {
+				t.Errorf("delivered_at %v, failed_at %v; want %s at %s", m.DeliveredAt, m.FailedAt, m.Status, tc.wantAt)
+			}
+			if got := str(m.ErrorCode); got != tc.wantCode {
+				t.Errorf("error_code %q, want %q", got, tc.wantCode)
+			}
+			if got := str(m.ErrorMessage); tc.wantText == "*" && got == "" || tc.wantText != "*" && got != tc.wantText {
+				t.Errorf("error_message %q, want %q", got, tc.wantText)
+			}
+			if got := f.usage(tn, sid); got != tc.wantUsage {
+				t.Errorf("usage %+v, want %+v", got, tc.wantUsage)
+			}
+		})
+	}
+}
+
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// References that name no message of any organization are ignored without
+// error and touch nothing; a receipt of another status is an error.
+func TestApplyReceiptIgnored(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 1000, 1000)
+	ctx := context.Background()
+	tn, other := f.org(), f.org()
+	sid := f.sender(tn, ph(1))
+	f.account(ph(2))
+	id := f.mustSend(tn, sid, ph(2), "x")
+	if _, err := f.deliver(tn, id, 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	// An organization without a schema yet, and one whose stored schema is
+	// not its own (a corrupted row): neither may route a receipt.
+	var bare, corrupt int64
+	if err := f.db.Pool.QueryRow(ctx, `INSERT INTO central.organizations (name) VALUES ('bare') RETURNING id`).Scan(&bare); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.db.Pool.QueryRow(ctx, `INSERT INTO central.organizations (name) VALUES ('corrupt') RETURNING id`).Scan(&corrupt); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.db.Pool.Exec(ctx, `UPDATE central.organizations SET schema_name = $2 WHERE id = $1`, corrupt, tn.Schema); err == nil {
+		t.Fatal("two organizations share a schema name")
+	}
+	if _, err := f.db.Pool.Exec(ctx, `UPDATE central.organizations SET schema_name = 'public' WHERE id = $1`, corrupt); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, ref string }{
+		{"empty", ""},
+		{"no separator", "garbage"},
+		{"not a tenant", "acme:" + itoa(id)},
+		{"an otp", senders.OTPReference(tn, sid, 1)},
+		{"organization not a number", "tenant_x:" + itoa(id)},
+		{"message not a number", tn.Schema + ":abc"},
+		{"message zero", tn.Schema + ":0"},
+		{"message negative", tn.Schema + ":-1"},
+		{"organization zero", "tenant_0:1"},
+		{"unknown organization", "tenant_999999:1"},
+		{"unknown message", tn.Schema + ":999999"},
+		{"another organization's id", other.Schema + ":" + itoa(id)},
+		{"schema spelled otherwise than stored", "tenant_0" + itoa(tn.OrgID) + ":" + itoa(id)},
+		{"organization without a schema", db.SchemaFor(bare) + ":1"},
+		{"stored schema not the organization's", db.SchemaFor(corrupt) + ":1"},
+		{"trailing garbage", messages.Reference(tn, id) + ":1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, status := range []string{messages.StatusDelivered, messages.StatusFailed} {
+				got, err := f.svc.ApplyReceipt(ctx, messages.Receipt{Reference: tc.ref, Status: status, At: at})
+				if err != nil || got != messages.ReceiptIgnored {
+					t.Errorf("%s %q: %s %v, want ignored", status, tc.ref, got, err)
+				}
+			}
+		})
+	}
+	if _, err := f.svc.ApplyReceipt(ctx, messages.Receipt{Reference: messages.Reference(tn, id), Status: messages.StatusSent}); err == nil {
+		t.Error("a receipt of status sent was accepted")
+	}
+	if m := f.get(tn, id); m.Status != messages.StatusSent || m.DeliveredAt != nil || m.FailedAt != nil {
+		t.Fatalf("the message moved: %+v", m)
+	}
+	if got := f.usage(tn, sid); got != (usage{1, 1, 0, 0}) {
+		t.Fatalf("usage %+v", got)
+	}
+}
+
+func itoa(n int64) string { return fmt.Sprint(n) }
+
+// overtaking delivers through the built-in network and then, before the
+// worker records the delivery, runs the network's receipt.
+type overtaking struct {
+	*countingNetwork
+	receipt func()
+}
+
+func (n *overtaking) Deliver(ctx context.Context, m network.Message) (network.Delivery, error) {
+	d, err := n.countingNetwork.Deliver(ctx, m)
+	if err == nil {
+		n.receipt()
+	}
+	return d, err
+}
+
+// A receipt that overtakes the worker's record of the delivery: the message
+// keeps the receipt's status, gets the network's ids, and is counted once.
+func TestReceiptOvertakesDeliveryRecord(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 1000, 1000)
+	tn := f.org()
+	f.account(ph(999))
+	net := &overtaking{countingNetwork: f.net}
+	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	ins, err := jobs.NewInserter(f.db.SQL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snd, err := senders.New(senders.Config{DB: f.db.Bun, Jobs: ins, Network: net, Clock: f.clock, Logger: quiet,
+		Secret: []byte(strings.Repeat("s", 32))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	worker, err := messages.New(messages.Config{DB: f.db.Bun, Senders: snd, Network: net, Jobs: ins, Clock: f.clock, Logger: quiet,
+		Throttle: throttle.NewLocal(throttle.Config{Now: f.wall.Now}), SenderRate: 1000, SenderBurst: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct {
+		status string
+		want   usage
+	}{
+		{messages.StatusDelivered, usage{1, 0, 1, 0}},
+		{messages.StatusFailed, usage{1, 0, 0, 1}},
+	} {
+		t.Run(tc.status, func(t *testing.T) {
+			f := *f
+			f.t = t
+			sid := f.sender(tn, ph(i+1))
+			id := f.mustSend(tn, sid, ph(999), "x")
+			net.receipt = func() {
+				f.receipt(messages.Receipt{Reference: messages.Reference(tn, id), Status: tc.status, At: at})
+			}
+			if _, err := worker.DeliverMessage(context.Background(), jobs.DeliverArgs{OrgID: tn.OrgID, Schema: tn.Schema, MessageID: id},
+				jobs.DeliveryAttempt{JobID: id, Attempt: 1, MaxAttempts: 5}); err != nil {
+				t.Fatal(err)
+			}
+			m := f.get(tn, id)
+			if m.Status != tc.status || m.NetworkMessageID == nil || m.ConversationID == nil || m.SentAt == nil {
+				t.Fatalf("message %+v: want %s with the network's ids", m, tc.status)
+			}
+			if got := f.usage(tn, sid); got != tc.want {
+				t.Fatalf("usage %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,60 @@
+package senders
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/phone"
+)
+
+// ActivateOwner applies the network's "account verified" event for the
+// account of rawPhone: every pending_account_verification number with that
+// phone, in every organization (found in the central directory), becomes
+// active at once, exactly as the periodic sweep (ActivateVerifiedOwners)
+// would make it, which stays as the safety net for a lost event. The event is
+// trusted as it stands (it is signed by the network); the network is not
+// asked again. A number whose phone is active in another organization stays
+// pending. It returns how many numbers it activated: 0 for a repeated event
+// or a phone with no pending number, which is not an error.
+//
+// A phone that is not a valid number is a validation error on data.phone.
+// Failures to activate some numbers are returned joined, after the others.
+func (s *Service) ActivateOwner(ctx context.Context, rawPhone string) (int, error) {
+	p, err := phone.Normalize(rawPhone)
+	if err != nil {
+		var v apperr.Validation
+		v.Add("data.phone", err.Error())
+		return 0, v.Err()
+	}
+	locs, err := dirFind(ctx, s.db, p, 0)
+	if err != nil {
+		return 0, err
+	}
+	var (
+		activated int
+		errs      []error
+	)
+	for _, loc := range locs {
+		if loc.Status != StatusPendingAccountVerification {
+			continue
+		}
+		t, err := loc.tenant()
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		done, err := s.activatePending(ctx, t, loc.SenderID)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("activate sender %d of organization %d: %w", loc.SenderID, loc.OrgID, err))
+			continue
+		}
+		if done {
+			activated++
+			s.log.InfoContext(ctx, "sender activated by account.verified event",
+				"schema", t.Schema, "sender_id", loc.SenderID)
+		}
+	}
+	return activated, errors.Join(errs...)
+}
