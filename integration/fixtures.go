@@ -147,5 +147,11 @@ func (e *Env) Send(req Request) (*Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read body: %w", err)
 	}
-	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
+	out := &Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	// Errorf, not an error: callers count outcomes, and t.Errorf is safe
+	// from any goroutine.
+	if err := checkConformance(hr, out); err != nil {
+		e.T.Errorf("%v", err)
+	}
+	return out, nil
 }

@@ -194,5 +194,9 @@ func (e *Env) Do(req Request) *Response {
 	if err != nil {
 		e.T.Fatalf("read body: %v", err)
 	}
-	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	out := &Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	if err := checkConformance(hr, out); err != nil {
+		e.T.Errorf("%v", err)
+	}
+	return out
 }
