@@ -90,6 +90,41 @@ func account(ctx context.Context, q querier, p, sender string) (network.Account,
 	return scanAccount(q.QueryRow(ctx, accountSelect+" WHERE a.phone = $1", p, sender))
 }
 
+// parties reads, in one query, the id of the sender's account (phone from)
+// and the recipient's account (phone to) with whether it blocks the sender.
+// A missing account is the refusal sender_not_registered or not_registered.
+func parties(ctx context.Context, q querier, from, to string) (int64, network.Account, error) {
+	var senderID *int64
+	var a struct {
+		id                   *int64
+		phone                *string
+		verified, phoneVerif *bool
+		receiving, blocks    *bool
+		verifiedAt, phoneAt  *time.Time
+	}
+	err := q.QueryRow(ctx, `SELECT (SELECT id FROM network.accounts WHERE phone = $2),
+	       a.id, a.phone, a.verified, a.verified_at, a.phone_verified, a.phone_verified_at,
+	       a.receiving_enabled,
+	       EXISTS (SELECT 1 FROM network.blocks b JOIN network.accounts s ON s.id = b.blocked_account_id
+	               WHERE b.account_id = a.id AND s.phone = $2)
+	  FROM (SELECT 1) one LEFT JOIN network.accounts a ON a.phone = $1`, to, from).
+		Scan(&senderID, &a.id, &a.phone, &a.verified, &a.verifiedAt, &a.phoneVerif, &a.phoneAt,
+			&a.receiving, &a.blocks)
+	switch {
+	case err != nil:
+		return 0, network.Account{}, fmt.Errorf("sender and recipient accounts: %w", err)
+	case senderID == nil:
+		return 0, network.Account{}, permanent(network.CodeSenderNotRegistered, "no account holds the sender phone "+from)
+	case a.id == nil:
+		return 0, network.Account{}, permanent(network.CodeNotRegistered, "no account holds the recipient phone "+to)
+	}
+	return *senderID, network.Account{
+		ID: *a.id, Phone: *a.phone, Verified: *a.verified, VerifiedAt: utc(a.verifiedAt),
+		PhoneVerified: *a.phoneVerif, PhoneVerifiedAt: utc(a.phoneAt),
+		ReceivingEnabled: *a.receiving, BlocksSender: *a.blocks,
+	}, nil
+}
+
 // Lookup returns the account holding phone, or an error wrapping
 // network.ErrNotFound. With a senderPhone, Account.BlocksSender tells whether
 // the account blocks the sender's account (false when the sender has none).
@@ -182,19 +217,11 @@ func (n *Network) deliver(ctx context.Context, msg network.Message, from, to str
 	if d, found, err := delivered(ctx, tx, msg.Reference, from, to); err != nil || found {
 		return d, err
 	}
-	sender, err := account(ctx, tx, from, "")
-	if errors.Is(err, network.ErrNotFound) {
-		return network.Delivery{}, permanent(network.CodeSenderNotRegistered, "no account holds the sender phone "+from)
-	} else if err != nil {
-		return network.Delivery{}, fmt.Errorf("sender account: %w", err)
+	senderID, recipient, err := parties(ctx, tx, from, to)
+	if err != nil {
+		return network.Delivery{}, err
 	}
-	recipient, err := account(ctx, tx, to, from)
-	if errors.Is(err, network.ErrNotFound) {
-		return network.Delivery{}, permanent(network.CodeNotRegistered, "no account holds the recipient phone "+to)
-	} else if err != nil {
-		return network.Delivery{}, fmt.Errorf("recipient account: %w", err)
-	}
-	if recipient.ID == sender.ID {
+	if recipient.ID == senderID {
 		return network.Delivery{}, permanent(network.CodeSelf, "the recipient is the sender")
 	}
 	if code := recipient.ReasonCode(); code != network.CodeOK {
@@ -202,7 +229,7 @@ func (n *Network) deliver(ctx context.Context, msg network.Message, from, to str
 	}
 
 	now := n.clock.Now()
-	conv, err := conversation(ctx, tx, sender.ID, recipient.ID, now)
+	conv, err := conversation(ctx, tx, senderID, recipient.ID, now)
 	if err != nil {
 		return network.Delivery{}, err
 	}
@@ -213,7 +240,7 @@ func (n *Network) deliver(ctx context.Context, msg network.Message, from, to str
 	    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 	    ON CONFLICT (reference) DO NOTHING
 	    RETURNING id, created_at`,
-		conv, sender.ID, recipient.ID, msg.Type, msg.Content,
+		conv, senderID, recipient.ID, msg.Type, msg.Content,
 		nullString(msg.FileName), nullInt(msg.FileSize), nullString(msg.FileType), nullInt(int64(msg.Duration)),
 		msg.Reference, now).Scan(&d.MessageID, &d.DeliveredAt)
 	if errors.Is(err, pgx.ErrNoRows) {
