@@ -214,18 +214,27 @@ func (n *Network) deliver(ctx context.Context, msg network.Message, from, to str
 	// Rolled back unless committed: a repeat or a refusal leaves no trace.
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 
-	if d, found, err := delivered(ctx, tx, msg.Reference, from, to); err != nil || found {
-		return d, err
+	// A refusal is answered only when the reference was never delivered: a
+	// repeat returns the first delivery whatever changed since. The happy
+	// path does not look the reference up first: the insert's unique
+	// reference finds a repeat.
+	refuse := func(err error) (network.Delivery, error) {
+		if d, found, derr := delivered(ctx, tx, msg.Reference, from, to); derr != nil || found {
+			return d, derr
+		}
+		return network.Delivery{}, err
 	}
 	senderID, recipient, err := parties(ctx, tx, from, to)
-	if err != nil {
+	if network.IsPermanent(err) {
+		return refuse(err)
+	} else if err != nil {
 		return network.Delivery{}, err
 	}
 	if recipient.ID == senderID {
-		return network.Delivery{}, permanent(network.CodeSelf, "the recipient is the sender")
+		return refuse(permanent(network.CodeSelf, "the recipient is the sender"))
 	}
 	if code := recipient.ReasonCode(); code != network.CodeOK {
-		return network.Delivery{}, permanent(code, refusals[code])
+		return refuse(permanent(code, refusals[code]))
 	}
 
 	now := n.clock.Now()
@@ -297,17 +306,25 @@ func delivered(ctx context.Context, q querier, ref, from, to string) (network.De
 }
 
 // conversation returns the id of the conversation of accounts a and b,
-// creating it if needed. Concurrent creators of one pair meet on the unique
-// (low, high) index: the loser's insert does nothing and it reads the winner's.
+// creating it if needed: one read when it exists (the common case).
+// Concurrent creators of one pair meet on the unique (low, high) index: the
+// loser's insert does nothing and it reads the winner's (a new statement, so
+// under READ COMMITTED it sees the winner's commit).
 func conversation(ctx context.Context, tx pgx.Tx, a, b int64, now time.Time) (int64, error) {
 	low, high := min(a, b), max(a, b)
 	var id int64
-	err := tx.QueryRow(ctx, `INSERT INTO network.conversations (low_account_id, high_account_id, created_at)
-	    VALUES ($1, $2, $3) ON CONFLICT (low_account_id, high_account_id) DO NOTHING RETURNING id`,
-		low, high, now).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = tx.QueryRow(ctx, `SELECT id FROM network.conversations
+	find := func() error {
+		return tx.QueryRow(ctx, `SELECT id FROM network.conversations
 		    WHERE low_account_id = $1 AND high_account_id = $2`, low, high).Scan(&id)
+	}
+	err := find()
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = tx.QueryRow(ctx, `INSERT INTO network.conversations (low_account_id, high_account_id, created_at)
+		    VALUES ($1, $2, $3) ON CONFLICT (low_account_id, high_account_id) DO NOTHING RETURNING id`,
+			low, high, now).Scan(&id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = find()
+		}
 	}
 	if err != nil {
 		return 0, fmt.Errorf("conversation: %w", err)
