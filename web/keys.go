@@ -97,6 +97,23 @@ func (d *Dashboard) renderKeys(c *gin.Context, status int, data pageData, checke
 
 // errNotAdmin is the refusal of an action for owners and admins only (the
 // Central API's RequireRole(owner, admin) on the same actions).
+// adminKeyAction reads the key id of an owner/admin action on one key (what
+// it does, for the refusal). When the id is malformed or the member is not an
+// owner or admin it renders the error page and returns ok false.
+func (d *Dashboard) adminKeyAction(c *gin.Context, what string) (*Session, int64, bool) {
+	s := session(c)
+	id, ok := pathID(c)
+	if !ok {
+		d.internal(c, apperr.NotFound("API key"))
+		return nil, 0, false
+	}
+	if !s.IsAdmin() {
+		d.internal(c, errNotAdmin(what))
+		return nil, 0, false
+	}
+	return s, id, true
+}
+
 func errNotAdmin(what string) error {
 	return apperr.Forbidden("insufficient_role", "Only owners and admins can "+what+".")
 }
@@ -152,14 +169,8 @@ func (d *Dashboard) createKey(c *gin.Context) {
 // revealKey shows a key again from its encrypted copy ("Show key"); the
 // keys service records the reveal in the audit log.
 func (d *Dashboard) revealKey(c *gin.Context) {
-	s := session(c)
-	id, ok := pathID(c)
+	s, id, ok := d.adminKeyAction(c, "show API keys")
 	if !ok {
-		d.internal(c, apperr.NotFound("API key"))
-		return
-	}
-	if !s.IsAdmin() {
-		d.internal(c, errNotAdmin("show API keys"))
 		return
 	}
 	out, err := d.cfg.Keys.Reveal(c.Request.Context(), s.Principal.OrgID, s.Principal.UserID, id)
@@ -189,14 +200,8 @@ func (d *Dashboard) revokeKeyPage(c *gin.Context) {
 
 // revokeKey revokes a key; it stops working at once on every node.
 func (d *Dashboard) revokeKey(c *gin.Context) {
-	s := session(c)
-	id, ok := pathID(c)
+	s, id, ok := d.adminKeyAction(c, "revoke API keys")
 	if !ok {
-		d.internal(c, apperr.NotFound("API key"))
-		return
-	}
-	if !s.IsAdmin() {
-		d.internal(c, errNotAdmin("revoke API keys"))
 		return
 	}
 	if err := d.cfg.Keys.Revoke(c.Request.Context(), s.Principal.OrgID, keys.Actor{UserID: s.Principal.UserID}, id); err != nil {
