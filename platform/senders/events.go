@@ -3,7 +3,6 @@ package senders
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/phone"
@@ -40,20 +39,15 @@ func (s *Service) ActivateOwner(ctx context.Context, rawPhone string) (int, erro
 		if loc.Status != StatusPendingAccountVerification {
 			continue
 		}
-		t, err := loc.tenant()
+		done, err := s.activateAt(ctx, loc)
 		if err != nil {
 			errs = append(errs, err)
-			continue
-		}
-		done, err := s.activatePending(ctx, t, loc.SenderID)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("activate sender %d of organization %d: %w", loc.SenderID, loc.OrgID, err))
 			continue
 		}
 		if done {
 			activated++
 			s.log.InfoContext(ctx, "sender activated by account.verified event",
-				"schema", t.Schema, "sender_id", loc.SenderID)
+				"schema", loc.Schema, "sender_id", loc.SenderID)
 		}
 	}
 	return activated, errors.Join(errs...)

@@ -46,14 +46,9 @@ func (s *Service) ActivateVerifiedOwners(ctx context.Context) (int, error) {
 			if !ok {
 				continue
 			}
-			t, err := loc.tenant()
+			done, err := s.activateAt(ctx, loc)
 			if err != nil {
 				errs = append(errs, err)
-				continue
-			}
-			done, err := s.activatePending(ctx, t, loc.SenderID)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("activate sender %d of organization %d: %w", loc.SenderID, loc.OrgID, err))
 				continue
 			}
 			if done {
@@ -64,6 +59,19 @@ func (s *Service) ActivateVerifiedOwners(ctx context.Context) (int, error) {
 			return activated, errors.Join(errs...)
 		}
 	}
+}
+
+// activateAt is activatePending for the number of a directory location.
+func (s *Service) activateAt(ctx context.Context, loc location) (bool, error) {
+	t, err := loc.tenant()
+	if err != nil {
+		return false, err
+	}
+	done, err := s.activatePending(ctx, t, loc.SenderID)
+	if err != nil {
+		return false, fmt.Errorf("activate sender %d of organization %d: %w", loc.SenderID, loc.OrgID, err)
+	}
+	return done, nil
 }
 
 // activatePending makes a pending_account_verification number active, unless
