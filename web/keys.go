@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -97,6 +98,13 @@ func (d *Dashboard) renderKeys(c *gin.Context, status int, data pageData, checke
 
 // errNotAdmin is the refusal of an action for owners and admins only (the
 // Central API's RequireRole(owner, admin) on the same actions).
+// hasKey reports whether the organization has created an API key (the
+// onboarding steps of the overview and first-send pages).
+func (d *Dashboard) hasKey(ctx context.Context, orgID int64) (bool, error) {
+	ks, _, err := d.cfg.Keys.List(ctx, orgID, keys.Page{Limit: 1})
+	return len(ks) > 0, err
+}
+
 // adminKeyAction reads the key id of an owner/admin action on one key (what
 // it does, for the refusal). When the id is malformed or the member is not an
 // owner or admin it renders the error page and returns ok false.

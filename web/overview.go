@@ -7,7 +7,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/bizmsg/platform/platform/keys"
 	"github.com/bizmsg/platform/platform/senders"
 	"github.com/bizmsg/platform/platform/usage"
 )
@@ -40,7 +39,7 @@ func (d *Dashboard) overview(c *gin.Context) {
 		d.internal(c, err)
 		return
 	}
-	ks, _, err := d.cfg.Keys.List(ctx, s.Principal.OrgID, keys.Page{Limit: 1})
+	hasKey, err := d.hasKey(ctx, s.Principal.OrgID)
 	if err != nil {
 		d.internal(c, err)
 		return
@@ -49,7 +48,7 @@ func (d *Dashboard) overview(c *gin.Context) {
 		ResetsIn:  hoursMinutes(untilNextUTCDay(d.clock.Now())),
 		Chart:     newChart(report.Daily),
 		HasSender: len(report.PerSender) > 0,
-		HasKey:    len(ks) > 0,
+		HasKey:    hasKey,
 	}
 	if n := len(report.Daily); n > 0 {
 		data.Today = report.Daily[n-1]

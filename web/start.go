@@ -9,7 +9,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/bizmsg/platform/platform/keys"
 	"github.com/bizmsg/platform/platform/senders"
 )
 
@@ -42,14 +41,14 @@ func (d *Dashboard) startPage(c *gin.Context) {
 		d.internal(c, err)
 		return
 	}
-	ks, _, err := d.cfg.Keys.List(ctx, s.Principal.OrgID, keys.Page{Limit: 1})
+	hasKey, err := d.hasKey(ctx, s.Principal.OrgID)
 	if err != nil {
 		d.internal(c, err)
 		return
 	}
 	data := startData{
 		BaseURL: baseURL(c, d.secure(c)),
-		HasKey:  len(ks) > 0,
+		HasKey:  hasKey,
 		To:      strings.TrimSpace(c.Query("to")),
 		Content: strings.TrimSpace(c.Query("content")),
 	}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -66,50 +64,31 @@ func ceilingPostgres(ctx context.Context, d *db.DB, tenants []benchTenant, c int
 	if err != nil {
 		return loadResult{}, fmt.Errorf("river client: %w", err)
 	}
-	var (
-		rec  recorder
-		seq  atomic.Int64
-		wg   sync.WaitGroup
-		ferr atomic.Value
-	)
-	runCtx, cancel := context.WithTimeout(ctx, dur)
-	defer cancel()
-	cpu := readCPU()
-	start := time.Now()
-	for range c {
-		wg.Go(func() {
-			for runCtx.Err() == nil {
-				i := seq.Add(1) - 1
-				bt := tenants[int(i)%len(tenants)]
-				sender := bt.Senders[int(i/int64(len(tenants)))%len(bt.Senders)]
-				t0 := time.Now()
-				err := pgx.BeginFunc(ctx, d.Pool, func(tx pgx.Tx) error {
-					var id int64
-					now := time.Now()
-					if err := tx.QueryRow(ctx, `INSERT INTO `+bt.Tenant.Table("messages")+`
-						(sender_number_id, to_phone, recipient_user_id, type, content, status, client_reference, created_at, updated_at)
-						VALUES ($1, $2, $3, 'text', $4, 'queued', 'bench-ceiling', $5, $5) RETURNING id`,
-						sender, recipientPhone(0), int64(1), "Hello from the benchmark", now).Scan(&id); err != nil {
-						return err
-					}
-					_, err := client.InsertTx(ctx, tx, ceilingArgs{OrgID: bt.Tenant.OrgID, Schema: bt.Tenant.Schema, MessageID: id}, nil)
-					return err
-				})
-				if err != nil {
-					ferr.CompareAndSwap(nil, err)
-				}
-				rec.record(err == nil, fmt.Sprint(err), time.Since(t0))
-				if progress != nil {
-					progress(rec.ok.Load())
-				}
+	res, err := closedLoop(ctx, c, dur, progress, nil, func(_ context.Context, i int64) (bool, string, error) {
+		bt := tenants[int(i)%len(tenants)]
+		sender := bt.Senders[int(i/int64(len(tenants)))%len(bt.Senders)]
+		err := pgx.BeginFunc(ctx, d.Pool, func(tx pgx.Tx) error {
+			var id int64
+			now := time.Now()
+			if err := tx.QueryRow(ctx, `INSERT INTO `+bt.Tenant.Table("messages")+`
+				(sender_number_id, to_phone, recipient_user_id, type, content, status, client_reference, created_at, updated_at)
+				VALUES ($1, $2, $3, 'text', $4, 'queued', 'bench-ceiling', $5, $5) RETURNING id`,
+				sender, recipientPhone(0), int64(1), "Hello from the benchmark", now).Scan(&id); err != nil {
+				return err
 			}
+			_, err := client.InsertTx(ctx, tx, ceilingArgs{OrgID: bt.Tenant.OrgID, Schema: bt.Tenant.Schema, MessageID: id}, nil)
+			return err
 		})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return true, "", nil
+	})
+	if err != nil {
+		return res, err
 	}
-	wg.Wait()
-	res := rec.result("closed", c, 0, time.Since(start))
-	res.CPUBusy = busySince(cpu)
-	if err, _ := ferr.Load().(error); err != nil {
-		return res, fmt.Errorf("raw postgres ceiling: %w", err)
+	if res.Errors > 0 {
+		return res, fmt.Errorf("raw postgres ceiling: %d transactions failed, the first: %s", res.Errors, res.FirstError)
 	}
 	// Leave the tables as the service will find them.
 	if _, err := d.Pool.Exec(ctx, `DELETE FROM river.river_job WHERE queue = $1`, ceilingQueue); err != nil {

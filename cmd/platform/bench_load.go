@@ -133,11 +133,31 @@ func ms(d time.Duration) float64 { return math.Round(float64(d.Microseconds())/1
 // previous one answered. stop, when not nil, ends the run early once it
 // reports true (checked after each answer).
 func (g *loadGen) closed(ctx context.Context, c int, d time.Duration, build loadRequest, stop func(ok int64) bool) (loadResult, error) {
+	return closedLoop(ctx, c, d, g.progress, stop, func(ctx context.Context, i int64) (bool, string, error) {
+		req, err := build(i)
+		if err != nil {
+			return false, "", err
+		}
+		ok, msg := g.do(req.WithContext(context.WithoutCancel(ctx)))
+		return ok, msg, nil
+	})
+}
+
+// closedLoop runs c workers for d, each calling op with the next sequence
+// number as soon as its previous call returned, and records every call's
+// outcome (ok, else msg) and latency. An in-flight call is not cancelled
+// when d ends (op gets ctx, which ends with the run: use it only to stop
+// starting work). An error from op (it could not even try) ends the run and
+// is returned; stop, when not nil, ends the run early once it reports true
+// for the count of successful calls; progress, when not nil, gets that count
+// after every call.
+func closedLoop(ctx context.Context, c int, d time.Duration, progress func(ok int64), stop func(ok int64) bool,
+	op func(ctx context.Context, i int64) (ok bool, msg string, err error)) (loadResult, error) {
 	var (
 		rec  recorder
 		seq  atomic.Int64
 		wg   sync.WaitGroup
-		berr atomic.Value
+		oerr atomic.Value
 	)
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
@@ -146,17 +166,16 @@ func (g *loadGen) closed(ctx context.Context, c int, d time.Duration, build load
 	for range c {
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				req, err := build(seq.Add(1) - 1)
+				t0 := time.Now()
+				ok, msg, err := op(ctx, seq.Add(1)-1)
 				if err != nil {
-					berr.CompareAndSwap(nil, err)
+					oerr.CompareAndSwap(nil, err)
 					cancel()
 					return
 				}
-				t0 := time.Now()
-				ok, msg := g.do(req.WithContext(context.WithoutCancel(ctx)))
 				rec.record(ok, msg, time.Since(t0))
-				if g.progress != nil {
-					g.progress(rec.ok.Load())
+				if progress != nil {
+					progress(rec.ok.Load())
 				}
 				if stop != nil && stop(rec.ok.Load()) {
 					cancel()
@@ -166,7 +185,7 @@ func (g *loadGen) closed(ctx context.Context, c int, d time.Duration, build load
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	if err, _ := berr.Load().(error); err != nil {
+	if err, _ := oerr.Load().(error); err != nil {
 		return loadResult{}, err
 	}
 	res := rec.result("closed", c, 0, elapsed)

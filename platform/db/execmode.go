@@ -22,8 +22,9 @@ import (
 // own before the execution), keep it in the connection's statement cache,
 // and evict and deallocate another one: two round trips per query and a
 // cache that never hits. Queries with arguments (River's inserts, pgx-style
-// $n placeholders) have stable texts and keep the statement cache. The
-// benchmark that found this is in docs/performance.md.
+// $n placeholders) have stable texts and keep the statement cache. Only
+// queries need this: pgx's Exec already uses the simple protocol when there
+// are no arguments. The benchmark that found this is in docs/performance.md.
 func openSQL(pool *pgxpool.Pool) *sql.DB {
 	s := sql.OpenDB(simpleConnector{stdlib.GetPoolConnector(pool)})
 	s.SetMaxIdleConns(0) // connections are pooled by pgxpool (see stdlib.OpenDBFromPool)
