@@ -286,6 +286,48 @@ func TestDeliverTransientFailures(t *testing.T) {
 	}
 }
 
+// A message claimed under its sender's daily limit whose delivery failed
+// transiently is not counted again on the retry: with a limit of one, the
+// retry delivers it instead of failing it daily_limit_exceeded, and the day's
+// dispatched counter stays at one.
+func TestDeliverRetryClaimsOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 100, 100)
+	tn := f.org()
+	sid := f.sender(tn, ph(1))
+	f.account(ph(2))
+	id := f.mustSend(tn, sid, ph(2), "x")
+	ctx := context.Background()
+	if _, err := f.db.Pool.Exec(ctx, fmt.Sprintf(`UPDATE %s SET daily_limit_override = 1`, tn.Table("sender_numbers"))); err != nil {
+		t.Fatal(err)
+	}
+	dispatched := func() int {
+		var n int
+		if err := f.db.Pool.QueryRow(ctx, fmt.Sprintf(`SELECT dispatched FROM %s WHERE sender_number_id = $1`,
+			tn.Table("daily_usage")), sid).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	f.net.failing.Store(true)
+	if _, err := f.deliver(tn, id, 1, 1); err == nil || network.IsPermanent(err) {
+		t.Fatalf("attempt 1: %v, want a transient error", err)
+	}
+	if n := dispatched(); n != 1 {
+		t.Fatalf("dispatched after the first attempt = %d, want 1", n)
+	}
+	f.net.failing.Store(false)
+	if _, err := f.deliver(tn, id, 1, 2); err != nil {
+		t.Fatalf("attempt 2: %v", err)
+	}
+	if m := f.get(tn, id); m.Status != messages.StatusSent {
+		t.Fatalf("after the retry: %+v, want sent", m)
+	}
+	if n := dispatched(); n != 1 {
+		t.Fatalf("dispatched after the retry = %d, want 1", n)
+	}
+}
+
 // A sender suspended after acceptance: its queued messages fail undelivered.
 func TestDeliverSenderSuspended(t *testing.T) {
 	t.Parallel()
