@@ -28,7 +28,6 @@ func (a *App) messaging() error {
 		DB:             a.DB.Bun,
 		Senders:        a.Senders,
 		Network:        a.Network,
-		Jobs:           a.Inserter,
 		Throttle:       throttle.NewLocal(throttle.Config{}),
 		SenderRate:     a.cfg.SenderRate,
 		SenderBurst:    a.cfg.SenderBurst,

@@ -34,16 +34,14 @@ package messages
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"time"
 
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 	"github.com/uptrace/bun"
 
+	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/network"
@@ -179,25 +177,22 @@ func timePtr(t *time.Time) *string {
 // *senders.Service is one.
 type Senders interface {
 	Resolve(ctx context.Context, t db.Tenant, ref senders.SenderRef) (senders.Sender, error)
-	LoadForSend(ctx context.Context, tx bun.Tx, t db.Tenant, ref senders.SenderRef) (senders.Sender, error)
-}
-
-// Inserter inserts River jobs inside a database/sql transaction; the
-// process's insert-only River client (jobs.NewInserter) is one.
-type Inserter interface {
-	InsertTx(ctx context.Context, tx *sql.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
 }
 
 // Config configures a Service.
 type Config struct {
 	// DB is the database. Required.
 	DB *bun.DB
-	// Senders resolves and locks sender numbers. Required.
+	// Senders resolves sender numbers for the send path's errors. Required.
 	Senders Senders
 	// Network is the messaging network. Required.
 	Network network.Network
-	// Jobs inserts delivery jobs in the acceptance transaction. Required.
-	Jobs Inserter
+	// Jobs writes delivery jobs in the acceptance statement. Default:
+	// jobs.NewDeliveryEnqueuer(0).
+	Jobs *jobs.DeliveryEnqueuer
+	// SenderPhones bounds how many sender ids' phones the send path
+	// remembers (a sender's phone never changes). Default 100,000.
+	SenderPhones int
 	// Throttle paces deliveries per sender. Default: a throttle.Local.
 	Throttle throttle.Limiter
 	// SenderRate and SenderBurst are the throttle of organizations without
@@ -223,7 +218,8 @@ type Service struct {
 	db       *bun.DB
 	senders  Senders
 	net      network.Network
-	jobs     Inserter
+	enqueue  *jobs.DeliveryEnqueuer
+	phones   *phoneCache
 	throttle throttle.Limiter
 	clock    clock.Clock
 	log      *slog.Logger
@@ -239,8 +235,12 @@ func New(cfg Config) (*Service, error) {
 		return nil, errors.New("messages: Config.Senders is required")
 	case cfg.Network == nil:
 		return nil, errors.New("messages: Config.Network is required")
-	case cfg.Jobs == nil:
-		return nil, errors.New("messages: Config.Jobs is required")
+	}
+	if cfg.Jobs == nil {
+		cfg.Jobs = jobs.NewDeliveryEnqueuer(0)
+	}
+	if cfg.SenderPhones <= 0 {
+		cfg.SenderPhones = 100_000
 	}
 	if cfg.Throttle == nil {
 		cfg.Throttle = throttle.NewLocal(throttle.Config{})
@@ -267,7 +267,8 @@ func New(cfg Config) (*Service, error) {
 		db:       cfg.DB,
 		senders:  cfg.Senders,
 		net:      cfg.Network,
-		jobs:     cfg.Jobs,
+		enqueue:  cfg.Jobs,
+		phones:   newPhoneCache(cfg.SenderPhones),
 		throttle: cfg.Throttle,
 		clock:    cfg.Clock,
 		log:      cfg.Logger,

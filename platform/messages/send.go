@@ -54,96 +54,85 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (Send
 		}
 	}
 
-	// Checks that need the network, outside the transaction. The state is
-	// checked again under the row lock below.
-	sn, err := s.senders.Resolve(ctx, t, d.Sender.ref())
-	if err != nil {
-		return SendResult{}, err
+	// The recipient check needs the network, so it runs before (and outside)
+	// the acceptance statement. It needs the sender's phone: the request's,
+	// else the one this process remembers for the sender's id, else the
+	// sender's row.
+	ref := d.Sender.ref()
+	var resolved *senders.Sender
+	senderPhone := ref.Phone
+	if senderPhone == "" {
+		if p, ok := s.phones.get(t, ref.ID); ok {
+			senderPhone = p
+		} else {
+			sn, err := s.checkSender(ctx, t, ref)
+			if err != nil {
+				return SendResult{}, err
+			}
+			resolved, senderPhone = &sn, sn.Phone
+		}
 	}
-	if err := senders.CheckSendable(sn); err != nil {
-		return SendResult{}, err
-	}
-	reach, err := lookup.Check(ctx, s.net, d.ToPhone, sn.Phone)
+	reach, err := lookup.Check(ctx, s.net, d.ToPhone, senderPhone)
 	if err != nil {
 		return SendResult{}, err
 	}
 	if !reach.CanReceive {
+		// A sender error comes before the recipient's.
+		if resolved == nil {
+			if _, err := s.checkSender(ctx, t, ref); err != nil {
+				return SendResult{}, err
+			}
+		}
 		return SendResult{}, errUnreachable(reach.ReasonCode)
+	}
+
+	r := &row{
+		ToPhone:         d.ToPhone,
+		RecipientUserID: reach.RecipientID,
+		Type:            d.Type,
+		Content:         d.Content,
+		FileName:        d.FileName,
+		FileSize:        d.FileSize,
+		FileType:        d.FileType,
+		Duration:        d.Duration,
+		Status:          StatusQueued,
+		ClientReference: d.ClientReference,
+		CreatedAt:       now,
+		UpdatedAt:       now,
+	}
+	if key == "" {
+		// One statement, one commit: no transaction to open.
+		res, err := s.accept(ctx, s.db, t, ref, r)
+		if err != nil {
+			return SendResult{}, err
+		}
+		s.phones.put(t, r.SenderNumberID, senderPhone)
+		return res, nil
 	}
 
 	var res SendResult
 	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if key != "" {
-			claimed, err := claimKey(ctx, tx, t, key, fp, now, now.Add(-s.cfg.IdempotencyTTL))
-			if err != nil {
-				return err
-			}
-			if !claimed {
-				// A concurrent send with this key committed first (this
-				// statement waited for it): answer as it did.
-				r, found, err := s.replay(ctx, tx, t, key, fp, now)
-				if err == nil && !found {
-					err = errors.New("idempotency key conflicted but its record is gone")
-				}
-				if err == nil {
-					res = r
-					err = errReplayed
-				}
-				return err
-			}
-		}
-		locked, err := s.senders.LoadForSend(ctx, tx, t, d.Sender.ref())
+		claimed, err := claimKey(ctx, tx, t, key, fp, now, now.Add(-s.cfg.IdempotencyTTL))
 		if err != nil {
 			return err
 		}
-		if err := senders.CheckSendable(locked); err != nil {
-			return err
-		}
-		r := &row{
-			SenderNumberID:  locked.ID,
-			ToPhone:         d.ToPhone,
-			RecipientUserID: reach.RecipientID,
-			Type:            d.Type,
-			Content:         d.Content,
-			FileName:        d.FileName,
-			FileSize:        d.FileSize,
-			FileType:        d.FileType,
-			Duration:        d.Duration,
-			Status:          StatusQueued,
-			ClientReference: d.ClientReference,
-			CreatedAt:       now,
-			UpdatedAt:       now,
-		}
-		if err := insertRow(ctx, tx, t, r); err != nil {
-			return err
-		}
-		if _, err := s.jobs.InsertTx(ctx, tx.Tx, jobs.DeliverArgs{OrgID: t.OrgID, Schema: t.Schema, MessageID: r.ID}, nil); err != nil {
-			return fmt.Errorf("queue delivery of message %d: %w", r.ID, err)
-		}
-		body, err := json.Marshal(struct {
-			Data Message `json:"data"`
-		}{r.message()})
-		if err != nil {
-			return fmt.Errorf("render message %d: %w", r.ID, err)
-		}
-		res = SendResult{Status: http.StatusAccepted, Body: body, MessageID: r.ID}
-		if key != "" {
-			if err := storeAnswer(ctx, tx, t, key, res); err != nil {
-				return err
+		if !claimed {
+			// A concurrent send with this key committed first (this
+			// statement waited for it): answer as it did.
+			r, found, err := s.replay(ctx, tx, t, key, fp, now)
+			if err == nil && !found {
+				err = errors.New("idempotency key conflicted but its record is gone")
 			}
-		}
-		// The daily-limit reservation comes last: its row lock on the
-		// sender's day serializes that sender's sends until the commit, so
-		// the lock is held for one statement and the commit, not for the
-		// inserts above. A refusal rolls all of them back.
-		ok, err := reserveDaily(ctx, tx, t, locked.ID, locked.DailyLimitOverride, dayOf(now))
-		if err != nil {
+			if err == nil {
+				res = r
+				err = errReplayed
+			}
 			return err
 		}
-		if !ok {
-			return s.errDailyLimit(ctx, tx, t, locked, now)
+		if res, err = s.accept(ctx, tx, t, ref, r); err != nil {
+			return err
 		}
-		return nil
+		return storeAnswer(ctx, tx, t, key, res)
 	})
 	if errors.Is(err, errReplayed) {
 		return res, nil
@@ -151,7 +140,116 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (Send
 	if err != nil {
 		return SendResult{}, err
 	}
+	s.phones.put(t, r.SenderNumberID, senderPhone)
 	return res, nil
+}
+
+// checkSender resolves the sender named by ref and checks that it may send:
+// the contract's sender errors (sender_not_found, sender_not_active,
+// sender_owner_unverified, a phone naming another number than the id).
+func (s *Service) checkSender(ctx context.Context, t db.Tenant, ref senders.SenderRef) (senders.Sender, error) {
+	sn, err := s.senders.Resolve(ctx, t, ref)
+	if err != nil {
+		return senders.Sender{}, err
+	}
+	if err := senders.CheckSendable(sn); err != nil {
+		return senders.Sender{}, err
+	}
+	return sn, nil
+}
+
+// accept stores r (queued) with its delivery job if the sender named by ref
+// may send today, in one statement on idb (see the package comment), and
+// renders the answer. It fills r's id and sender. A refusal is the sender's
+// error or 429 daily_limit_exceeded, and stores nothing.
+func (s *Service) accept(ctx context.Context, idb bun.IDB, t db.Tenant, ref senders.SenderRef, r *row) (SendResult, error) {
+	var out struct {
+		SenderID  *int64          `bun:"sender_id"`
+		Phone     *string         `bun:"phone"`
+		Status    *senders.Status `bun:"status"`
+		Limit     *int            `bun:"lim"`
+		MessageID *int64          `bun:"message_id"`
+	}
+	err := idb.NewRaw(acceptSQL(ref, s.enqueue), t.Ident(), t.OrgID, ref.Phone, dayOf(r.CreatedAt),
+		r.ToPhone, r.RecipientUserID, r.Type, r.Content, r.FileName, r.FileSize, r.FileType, r.Duration,
+		r.ClientReference, r.CreatedAt, t.Schema, ref.ID).Scan(ctx, &out)
+	if err != nil {
+		return SendResult{}, fmt.Errorf("accept message: %w", err)
+	}
+	if out.MessageID == nil {
+		return SendResult{}, s.refusal(ctx, t, ref, out.SenderID, out.Phone, out.Status, out.Limit, r.CreatedAt)
+	}
+	r.ID, r.SenderNumberID = *out.MessageID, *out.SenderID
+	body, err := json.Marshal(struct {
+		Data Message `json:"data"`
+	}{r.message()})
+	if err != nil {
+		return SendResult{}, fmt.Errorf("render message %d: %w", r.ID, err)
+	}
+	return SendResult{Status: http.StatusAccepted, Body: body, MessageID: r.ID}, nil
+}
+
+// acceptSQL is the acceptance statement for a sender named by id or by
+// phone. Its steps, each feeding the next, so that a refused step stores
+// nothing after it:
+//
+//   - s: the sender (by id, else by phone) with its daily limit (its
+//     override, else the organization's default);
+//   - ok: the sender if it is active and the request's phone, if any, is its;
+//   - u: the daily-limit reservation: the sender's counter for the day goes
+//     up only while it is under the limit (INSERT ... ON CONFLICT DO UPDATE
+//     ... WHERE used < limit), so concurrent sends never pass it. Its row
+//     lock is held from here to the commit: for the two inserts below, in
+//     the same statement, and the commit;
+//   - m: the message, queued;
+//   - j: its delivery job (jobs.DeliveryEnqueuer).
+//
+// The result row tells a refusal apart: no sender, a sender that may not
+// send, or (sender fine, no message) the daily limit.
+func acceptSQL(ref senders.SenderRef, e *jobs.DeliveryEnqueuer) string {
+	find := "s.phone = ?2"
+	if ref.ID > 0 {
+		find = "s.id = ?15"
+	}
+	return `WITH s AS (
+		  SELECT s.id, s.phone, s.status, coalesce(s.daily_limit_override, o.default_daily_limit) AS lim
+		    FROM ?0.sender_numbers s JOIN central.organizations o ON o.id = ?1
+		   WHERE ` + find + `),
+		ok AS (
+		  SELECT id, lim FROM s WHERE status = 'active' AND (?2 = '' OR phone = ?2) AND lim >= 1),
+		u AS (
+		  INSERT INTO ?0.daily_usage AS u (sender_number_id, day, used)
+		  SELECT id, ?3::date, 1 FROM ok
+		  ON CONFLICT (sender_number_id, day) DO UPDATE SET used = u.used + 1
+		   WHERE u.used < (SELECT lim FROM ok)
+		  RETURNING u.sender_number_id),
+		m AS (
+		  INSERT INTO ?0.messages (sender_number_id, to_phone, recipient_user_id, type, content,
+		         file_name, file_size, file_type, duration, status, client_reference, created_at, updated_at)
+		  SELECT sender_number_id, ?4::text, ?5::bigint, ?6::text, ?7::text, ?8::text, ?9::bigint, ?10::text,
+		         ?11::integer, 'queued', ?12::text, ?13::timestamptz, ?13::timestamptz
+		    FROM u
+		  RETURNING id AS message_id, ?1::bigint AS org_id, ?14::text AS schema),
+		j AS (` + e.InsertSQL("m") + `)
+		SELECT s.id AS sender_id, s.phone, s.status, s.lim, m.message_id
+		  FROM (SELECT 1) one LEFT JOIN s ON true LEFT JOIN m ON true`
+}
+
+// refusal is the error of an acceptance that stored nothing: the sender's
+// (read by the statement) or the daily limit's.
+func (s *Service) refusal(ctx context.Context, t db.Tenant, ref senders.SenderRef, id *int64, phone *string, st *senders.Status, limit *int, now time.Time) error {
+	if id == nil || (ref.Phone != "" && *phone != ref.Phone) {
+		// No such sender, or id and phone name different numbers: the
+		// senders service words those errors.
+		if _, err := s.checkSender(ctx, t, ref); err != nil {
+			return err
+		}
+		return fmt.Errorf("accept message: sender %+v appeared during the send", ref)
+	}
+	if err := senders.CheckSendable(senders.Sender{Status: *st}); err != nil {
+		return err
+	}
+	return errDailyLimit(*limit, now)
 }
 
 // errReplayed rolls back the transaction of a send whose idempotency key was
@@ -169,13 +267,9 @@ func errUnreachable(reason string) *apperr.Error {
 	return e
 }
 
-// errDailyLimit is the 429 for a sender that used its allowance for today.
-func (s *Service) errDailyLimit(ctx context.Context, idb bun.IDB, t db.Tenant, sn senders.Sender, now time.Time) error {
-	org, err := loadOrgSettings(ctx, idb, t.OrgID)
-	if err != nil {
-		return err
-	}
-	limit := sn.DailyLimit(org.DefaultDailyLimit)
+// errDailyLimit is the 429 for a sender that used its allowance (limit) for
+// today.
+func errDailyLimit(limit int, now time.Time) error {
 	resets := nextMidnight(now)
 	e := apperr.RateLimited(CodeDailyLimitExceeded,
 		fmt.Sprintf("The sender number has reached its daily limit of %d messages. The limit resets at %s.",

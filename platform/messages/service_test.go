@@ -84,7 +84,7 @@ func newFixture(t *testing.T, rate float64, burst int) *fixture {
 	}
 	wall := &wallClock{t: start}
 	svc, err := messages.New(messages.Config{
-		DB: d.Bun, Senders: snd, Network: net, Jobs: ins, Clock: clk, Logger: quiet,
+		DB: d.Bun, Senders: snd, Network: net, Clock: clk, Logger: quiet,
 		Throttle:   throttle.NewLocal(throttle.Config{Now: wall.Now}),
 		SenderRate: rate, SenderBurst: burst,
 		// Never wait in the test: any delay snoozes.

@@ -110,38 +110,9 @@ func nextMidnight(t time.Time) time.Time {
 	return time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
 }
 
-// reserveDaily takes one message of the sender's allowance for day: the
-// counter goes up only while it is under the limit (the override, else the
-// organization's default), atomically, so concurrent sends never pass the
-// limit. It reports false when the limit is reached.
-func reserveDaily(ctx context.Context, idb bun.IDB, t db.Tenant, senderID int64, override *int, day string) (bool, error) {
-	var used int
-	err := idb.NewRaw(`INSERT INTO ?.daily_usage AS u (sender_number_id, day, used) VALUES (?, ?::date, 1)
-		ON CONFLICT (sender_number_id, day) DO UPDATE SET used = u.used + 1
-		WHERE u.used < coalesce(?::integer, (SELECT default_daily_limit FROM central.organizations WHERE id = ?))
-		RETURNING u.used`, t.Ident(), senderID, day, override, t.OrgID).Scan(ctx, &used)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("reserve daily limit: %w", err)
-	}
-	return true, nil
-}
-
 // orgSettings are the organization's limits as the message paths need them.
 type orgSettings struct {
 	DefaultDailyLimit int      `bun:"default_daily_limit"`
 	SenderRate        *float64 `bun:"sender_rate"`
 	SenderBurst       *int     `bun:"sender_burst"`
-}
-
-func loadOrgSettings(ctx context.Context, idb bun.IDB, orgID int64) (orgSettings, error) {
-	var o orgSettings
-	err := idb.NewRaw(`SELECT default_daily_limit, sender_rate, sender_burst FROM central.organizations WHERE id = ?`,
-		orgID).Scan(ctx, &o)
-	if err != nil {
-		return orgSettings{}, fmt.Errorf("organization %d settings: %w", orgID, err)
-	}
-	return o, nil
 }

@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/uptrace/bun"
-
 	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/clock"
@@ -620,22 +618,14 @@ func TestUpdate(t *testing.T) {
 	wantErr(t, err, http.StatusNotFound, "not_found")
 }
 
-func TestLoadForSend(t *testing.T) {
+func TestResolve(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
 	tn := f.org("Acme")
 	s := f.register(tn, ph(12))
 	other := f.register(tn, ph(13))
-	load := func(ref senders.SenderRef) (senders.Sender, error) {
-		var out senders.Sender
-		err := f.db.Bun.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-			var err error
-			out, err = f.svc.LoadForSend(ctx, tx, tn, ref)
-			return err
-		})
-		return out, err
-	}
+	load := func(ref senders.SenderRef) (senders.Sender, error) { return f.svc.Resolve(ctx, tn, ref) }
 	for _, ref := range []senders.SenderRef{{ID: s.ID}, {Phone: "+1 415 555 0012"}, {ID: s.ID, Phone: ph(12)}} {
 		got, err := load(ref)
 		if err != nil || got.ID != s.ID {

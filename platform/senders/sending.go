@@ -36,20 +36,13 @@ type SenderRef struct {
 	Phone string
 }
 
-// LoadForSend reads the sender named by ref inside tx and locks it FOR SHARE
-// until tx ends, so its state cannot change under a send (verification,
-// suspension and rejection take FOR UPDATE). It does not check the state; call
-// CheckSendable. A phone is normalized to E.164 first. Errors (422): no
+// Resolve reads the sender named by ref, without checking its state (call
+// CheckSendable). A phone is normalized to E.164 first. Errors (422): no
 // sender given (validation_failed on sender_number_id), a malformed phone
 // (validation_failed on sender_phone), no such sender in the organization
 // (sender_not_found), or id and phone naming different numbers
-// (validation_failed).
-func (s *Service) LoadForSend(ctx context.Context, tx bun.Tx, t db.Tenant, ref SenderRef) (Sender, error) {
-	return resolve(ctx, tx, t, ref, lockShare)
-}
-
-// Resolve is LoadForSend without a lock, for reads such as a contact lookup
-// that names a sender.
+// (validation_failed). The send path itself checks the state in its
+// acceptance statement; it calls Resolve for these errors.
 func (s *Service) Resolve(ctx context.Context, t db.Tenant, ref SenderRef) (Sender, error) {
 	return resolve(ctx, s.db, t, ref, noLock)
 }

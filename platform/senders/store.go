@@ -67,7 +67,6 @@ var otpColumns = []string{"otp_hash", "otp_expires_at", "otp_attempts", "otp_sen
 const (
 	noLock     = ""
 	lockUpdate = "UPDATE"
-	lockShare  = "SHARE"
 )
 
 // loadRow reads the sender with id (when id > 0) or phone, optionally locking

@@ -168,10 +168,11 @@ func (n *Network) Verified(ctx context.Context, rawPhone string) (bool, error) {
 // messageTypes are the types the network carries.
 var messageTypes = map[string]bool{"text": true, "image": true, "voice": true, "document": true}
 
-// Deliver delivers msg exactly once per msg.Reference. In one transaction it
-// finds the sender (the service account when msg.FromPhone is empty) and the
-// recipient, checks that the recipient can receive from the sender, gets or
-// creates the pair's conversation and inserts the message. A reference already
+// Deliver delivers msg exactly once per msg.Reference. It reads the sender
+// (the service account when msg.FromPhone is empty) and the recipient in one
+// query, checks that the recipient can receive from the sender, then in one
+// statement (one commit) gets or creates the pair's conversation and inserts
+// the message. A reference already
 // delivered returns the first Delivery and creates nothing, whatever changed
 // since (a block, disabled receiving), also when several calls race with one
 // reference; a reference first used between other accounts is refused with
@@ -207,24 +208,17 @@ func (n *Network) Deliver(ctx context.Context, msg network.Message) (network.Del
 }
 
 func (n *Network) deliver(ctx context.Context, msg network.Message, from, to string) (network.Delivery, error) {
-	tx, err := n.pool.Begin(ctx)
-	if err != nil {
-		return network.Delivery{}, fmt.Errorf("begin: %w", err)
-	}
-	// Rolled back unless committed: a repeat or a refusal leaves no trace.
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-
 	// A refusal is answered only when the reference was never delivered: a
 	// repeat returns the first delivery whatever changed since. The happy
 	// path does not look the reference up first: the insert's unique
 	// reference finds a repeat.
 	refuse := func(err error) (network.Delivery, error) {
-		if d, found, derr := delivered(ctx, tx, msg.Reference, from, to); derr != nil || found {
+		if d, found, derr := delivered(ctx, n.pool, msg.Reference, from, to); derr != nil || found {
 			return d, derr
 		}
 		return network.Delivery{}, err
 	}
-	senderID, recipient, err := parties(ctx, tx, from, to)
+	senderID, recipient, err := parties(ctx, n.pool, from, to)
 	if network.IsPermanent(err) {
 		return refuse(err)
 	} else if err != nil {
@@ -238,39 +232,63 @@ func (n *Network) deliver(ctx context.Context, msg network.Message, from, to str
 	}
 
 	now := n.clock.Now()
-	conv, err := conversation(ctx, tx, senderID, recipient.ID, now)
-	if err != nil {
-		return network.Delivery{}, err
-	}
-	d := network.Delivery{ConversationID: conv, RecipientID: recipient.ID}
-	err = tx.QueryRow(ctx, `INSERT INTO network.messages
-	        (conversation_id, from_account_id, to_account_id, type, content,
-	         file_name, file_size, file_type, duration, reference, created_at)
-	    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-	    ON CONFLICT (reference) DO NOTHING
-	    RETURNING id, created_at`,
-		conv, senderID, recipient.ID, msg.Type, msg.Content,
-		nullString(msg.FileName), nullInt(msg.FileSize), nullString(msg.FileType), nullInt(int64(msg.Duration)),
-		msg.Reference, now).Scan(&d.MessageID, &d.DeliveredAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		// A concurrent call committed this reference after our first check.
-		// Under READ COMMITTED this statement sees its row; ours (and any
-		// conversation we created) is rolled back.
-		d, found, err := delivered(ctx, tx, msg.Reference, from, to)
-		if err == nil && !found {
-			err = errors.New("reference conflicted but its message is gone")
+	low, high := min(senderID, recipient.ID), max(senderID, recipient.ID)
+	for try := 0; ; try++ {
+		var conv, id *int64
+		var at *time.Time
+		err := n.pool.QueryRow(ctx, insertMessage, low, high, now, senderID, recipient.ID, msg.Type, msg.Content,
+			nullString(msg.FileName), nullInt(msg.FileSize), nullString(msg.FileType), nullInt(int64(msg.Duration)),
+			msg.Reference).Scan(&conv, &id, &at)
+		switch {
+		case err != nil:
+			return network.Delivery{}, fmt.Errorf("insert message: %w", err)
+		case id != nil:
+			return network.Delivery{ConversationID: *conv, RecipientID: recipient.ID, MessageID: *id,
+				DeliveredAt: at.UTC()}, nil
 		}
-		return d, err
+		// Nothing inserted: the reference was delivered already (a repeat,
+		// or a concurrent call that committed first; answer with that), or
+		// a concurrent call created the pair's conversation after this
+		// statement's snapshot (the next statement sees it).
+		d, found, err := delivered(ctx, n.pool, msg.Reference, from, to)
+		switch {
+		case err != nil || found:
+			return d, err
+		case conv == nil && try == 0:
+			continue
+		default:
+			return network.Delivery{}, errors.New("nothing inserted, and no message holds the reference")
+		}
 	}
-	if err != nil {
-		return network.Delivery{}, fmt.Errorf("insert message: %w", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return network.Delivery{}, fmt.Errorf("commit: %w", err)
-	}
-	d.DeliveredAt = d.DeliveredAt.UTC()
-	return d, nil
 }
+
+// insertMessage stores a delivery in one statement (one implicit
+// transaction, one commit): it finds the conversation of the account pair
+// ($1 < $2), creating it if needed, and inserts the message under its unique
+// reference. It returns the conversation and the new message's id and time;
+// the id is NULL when the reference exists already (nothing is inserted, and
+// no conversation is created for it), and the conversation too when another
+// call created it after this statement began (it conflicts on the pair's
+// unique index and inserts nothing: run the statement again).
+const insertMessage = `WITH existing AS (
+	  SELECT id FROM network.conversations WHERE low_account_id = $1 AND high_account_id = $2),
+	created AS (
+	  INSERT INTO network.conversations (low_account_id, high_account_id, created_at)
+	  SELECT $1, $2, $3
+	   WHERE NOT EXISTS (SELECT 1 FROM existing)
+	     AND NOT EXISTS (SELECT 1 FROM network.messages WHERE reference = $12)
+	  ON CONFLICT (low_account_id, high_account_id) DO NOTHING
+	  RETURNING id),
+	conv AS (SELECT id FROM existing UNION ALL SELECT id FROM created),
+	ins AS (
+	  INSERT INTO network.messages
+	         (conversation_id, from_account_id, to_account_id, type, content,
+	          file_name, file_size, file_type, duration, reference, created_at)
+	  SELECT id, $4, $5, $6, $7, $8, $9, $10, $11, $12, $3 FROM conv
+	  ON CONFLICT (reference) DO NOTHING
+	  RETURNING id, created_at)
+	SELECT (SELECT id FROM conv LIMIT 1), ins.id, ins.created_at
+	  FROM (SELECT 1) one LEFT JOIN ins ON true`
 
 // refusals are the messages of the refusals an account's ReasonCode gives.
 var refusals = map[string]string{
@@ -303,33 +321,6 @@ func delivered(ctx context.Context, q querier, ref, from, to string) (network.De
 	}
 	d.DeliveredAt = d.DeliveredAt.UTC()
 	return d, true, nil
-}
-
-// conversation returns the id of the conversation of accounts a and b,
-// creating it if needed: one read when it exists (the common case).
-// Concurrent creators of one pair meet on the unique (low, high) index: the
-// loser's insert does nothing and it reads the winner's (a new statement, so
-// under READ COMMITTED it sees the winner's commit).
-func conversation(ctx context.Context, tx pgx.Tx, a, b int64, now time.Time) (int64, error) {
-	low, high := min(a, b), max(a, b)
-	var id int64
-	find := func() error {
-		return tx.QueryRow(ctx, `SELECT id FROM network.conversations
-		    WHERE low_account_id = $1 AND high_account_id = $2`, low, high).Scan(&id)
-	}
-	err := find()
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = tx.QueryRow(ctx, `INSERT INTO network.conversations (low_account_id, high_account_id, created_at)
-		    VALUES ($1, $2, $3) ON CONFLICT (low_account_id, high_account_id) DO NOTHING RETURNING id`,
-			low, high, now).Scan(&id)
-		if errors.Is(err, pgx.ErrNoRows) {
-			err = find()
-		}
-	}
-	if err != nil {
-		return 0, fmt.Errorf("conversation: %w", err)
-	}
-	return id, nil
 }
 
 // normalize returns raw in E.164, or an error naming what it is that wraps
