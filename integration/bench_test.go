@@ -37,7 +37,7 @@ func TestBenchSendCommand(t *testing.T) {
 		t.Fatalf("bench send: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 	}
 	for _, want := range []string{"ceiling (a) raw Postgres", "ceiling (b) River alone", "ceiling (c) bare gin",
-		"accepted sends/s", "exactly once", "service peak RSS", "tenants sweep", "target"} {
+		"accepted sends/s", "exactly once", "service peak RSS", "tenants sweep", "target", "max_files_per_process"} {
 		if !strings.Contains(string(stdout), want) {
 			t.Errorf("table lacks %q:\n%s", want, stdout)
 		}

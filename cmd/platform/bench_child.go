@@ -143,8 +143,20 @@ func (c *child) tail() string {
 func grabProfile(pprofAddr string, seconds int, path string) <-chan error {
 	out := make(chan error, 1)
 	go func() {
-		resp, err := (&http.Client{Timeout: time.Duration(seconds+30) * time.Second}).
-			Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", pprofAddr, seconds))
+		// A child that has just started may not listen yet: retry the
+		// connection for a few seconds.
+		var (
+			resp *http.Response
+			err  error
+		)
+		for deadline := time.Now().Add(5 * time.Second); ; {
+			resp, err = (&http.Client{Timeout: time.Duration(seconds+30) * time.Second}).
+				Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", pprofAddr, seconds))
+			if err == nil || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 		if err != nil {
 			out <- fmt.Errorf("cpu profile: %w", err)
 			return

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -57,6 +58,7 @@ type sendConfig struct {
 	Duration           time.Duration `json:"duration_ns"`
 	SweepDuration      time.Duration `json:"sweep_duration_ns"`
 	SweepWarmup        time.Duration `json:"sweep_warmup_ns"`
+	SweepWarmupSends   float64       `json:"sweep_warmup_sends_per_pair"`
 	OpenRate           float64       `json:"open_rate"`
 	Backlog            int           `json:"backlog"`
 	DBMaxConns         int           `json:"db_max_conns"`
@@ -107,6 +109,8 @@ type sendReport struct {
 	Config    sendConfig `json:"config"`
 	CPUs      int        `json:"cpus"`
 	GoVersion string     `json:"go_version"`
+	// Server is what the database server was set to.
+	Server serverSettings `json:"server"`
 
 	CeilingPostgres loadResult  `json:"ceiling_postgres"`
 	CeilingRiver    drainResult `json:"ceiling_river"`
@@ -157,7 +161,10 @@ func benchSend(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.IntVar(&cfg.Concurrency, "concurrency", 16, "concurrent clients (closed loop) and ceiling (a) workers")
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "length of the closed-loop send, open-loop send, /me, bare gin and ceiling (a) runs")
 	fs.DurationVar(&cfg.SweepDuration, "sweep-duration", 5*time.Second, "length of each -tenants sweep run after the first")
-	fs.DurationVar(&cfg.SweepWarmup, "sweep-warmup", 5*time.Second, "unmeasured send before each sweep run after the first (its messages delivered before the run), so that every database connection has seen the tenants' tables as in a running service; 0 to skip")
+	fs.DurationVar(&cfg.SweepWarmup, "sweep-warmup", 3*time.Minute, "longest unmeasured warm-up before each sweep run after the first (see -sweep-warmup-sends); 0 to skip the warm-up")
+	fs.Float64Var(&cfg.SweepWarmupSends, "sweep-warmup-sends", 1, "warm-up sends per (tenant, pool connection) pair before each sweep run after the first, its messages delivered before the run: "+
+		"a Postgres backend's first statements on a tenant's tables load their catalog entries (about 1 ms each), and a running service's connections have seen its tenants; "+
+		"each send touches tenant tables in about four statements, so 1 leaves about 2% of the pairs unseen")
 	fs.Float64Var(&cfg.OpenRate, "rate", 0, "open-loop sends/s; 0 means half the closed-loop rate just measured")
 	fs.IntVar(&cfg.Backlog, "backlog", 10000, "jobs of ceiling (b), and messages of the delivery drain")
 	fs.IntVar(&cfg.DBMaxConns, "db-max-conns", 10, "DB_MAX_CONNS of the service, and the pool size of the ceilings")
@@ -167,7 +174,7 @@ func benchSend(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&cfg.Database, "db", "bizmsg_bench_send", "scratch database to create on DATABASE_URL's server (dropped first if it exists)")
 	keep := fs.Bool("keep", false, "keep the scratch database afterwards")
 	out := fs.String("out", "", "also write the results as JSON to this file")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the service during the closed-loop send to this file (the service runs with PPROF_ADDR on a loopback port)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the service during the closed-loop send to this file, and one of the worker during the drain to this file + \".drain\" (the service runs with PPROF_ADDR on a loopback port)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -182,8 +189,8 @@ func benchSend(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return errors.New("-recipients, -concurrency must be positive, -backlog and -db-max-conns at least 2")
 	case cfg.Duration < time.Second || cfg.SweepDuration < time.Second:
 		return errors.New("-duration and -sweep-duration must be at least 1s")
-	case cfg.SweepWarmup < 0:
-		return errors.New("-sweep-warmup must not be negative")
+	case cfg.SweepWarmup < 0 || cfg.SweepWarmupSends < 0:
+		return errors.New("-sweep-warmup and -sweep-warmup-sends must not be negative")
 	}
 	b := &sendBench{cfg: cfg, stderr: stderr, cpuProfile: *cpuProfile}
 	rep, runErr := b.run(ctx, *keep)
@@ -259,6 +266,9 @@ func (b *sendBench) run(ctx context.Context, keep bool) (*sendReport, error) {
 		return nil, err
 	}
 	first := b.tenants[:b.cfg.Tenants[0]]
+	if rep.Server, err = readServerSettings(ctx, b.d, first[0].Tenant); err != nil {
+		return nil, err
+	}
 
 	// The ceilings, with no service running.
 	p := b.prog.phase(fmt.Sprintf("ceiling (a) raw Postgres, %d tenant(s)", len(first)))
@@ -481,10 +491,11 @@ func (b *sendBench) service(ctx context.Context, rep *sendReport) (err error) {
 	for _, n := range b.cfg.Tenants[1:] {
 		ts := b.tenants[:n]
 		tag := "bench-sweep-" + strconv.Itoa(n)
-		if b.cfg.SweepWarmup > 0 {
+		if sends := int64(b.cfg.SweepWarmupSends * float64(n*b.cfg.DBMaxConns)); b.cfg.SweepWarmup > 0 && sends > 0 {
 			warm := "bench-warmup-" + strconv.Itoa(n)
-			g.progress = b.prog.phase(fmt.Sprintf("warm-up, %d tenants", n))
-			res, err := g.closed(ctx, b.cfg.Concurrency, b.cfg.SweepWarmup, b.sendRequests(svc.addr, ts, warm), nil)
+			g.progress = b.prog.phase(fmt.Sprintf("warm-up, %d tenants, %d sends", n, sends))
+			res, err := g.closed(ctx, b.cfg.Concurrency, b.cfg.SweepWarmup, b.sendRequests(svc.addr, ts, warm),
+				func(ok int64) bool { return ok >= sends })
 			if err != nil {
 				return err
 			}
@@ -524,13 +535,29 @@ func (b *sendBench) drain(ctx context.Context, rep *sendReport) error {
 	if err = errors.Join(err, api.stop()); err != nil {
 		return err
 	}
-	worker, err := startChild(ctx, []string{"worker"}, b.serviceEnv(), false)
+	env := b.serviceEnv()
+	var pprofAddr string
+	if b.cpuProfile != "" {
+		if pprofAddr, err = freeAddr(); err != nil {
+			return err
+		}
+		env = append(env, "PPROF_ADDR="+pprofAddr)
+	}
+	worker, err := startChild(ctx, []string{"worker"}, env, false)
 	if err != nil {
 		return err
+	}
+	var prof <-chan error
+	if b.cpuProfile != "" {
+		// The first seconds of the drain: the worker at full speed.
+		prof = grabProfile(pprofAddr, 5, b.cpuProfile+".drain")
 	}
 	p := b.prog.phase(fmt.Sprintf("drain: platform worker delivering %d messages", res.OK))
 	rep.Drain, err = waitDrain(ctx, b.d, `SELECT count(*), min(sent_at), max(sent_at) FROM (`+
 		unionTag(first, "status, sent_at", "bench-drain")+`) m WHERE status = 'sent'`, res.OK, b.cfg.DeliveryTimeout, p)
+	if prof != nil {
+		err = errors.Join(err, <-prof)
+	}
 	if err = errors.Join(err, worker.stop()); err != nil {
 		return fmt.Errorf("delivery drain: %w", err)
 	}
@@ -632,8 +659,14 @@ func printSendReport(w io.Writer, r *sendReport) {
 		}
 		return s
 	}
-	fmt.Fprintf(w, "%s\n%d CPUs, %s, concurrency %d, %d sender(s)/tenant, pool %d, service LOG_LEVEL=%s\n\n",
+	fmt.Fprintf(w, "%s\n%d CPUs, %s, concurrency %d, %d sender(s)/tenant, pool %d, service LOG_LEVEL=%s\n",
 		r.Command, r.CPUs, r.GoVersion, r.Config.Concurrency, r.Config.Senders, r.Config.DBMaxConns, r.Config.LogLevel)
+	fmt.Fprintf(w, "Postgres %s: shared_buffers %s, max_files_per_process %d, synchronous_commit %s; %d relation files per tenant\n",
+		r.Server.Version, r.Server.SharedBuffers, r.Server.MaxFiles, r.Server.CommitMode, r.Server.TenantRelFiles)
+	if n := slices.Max(r.Config.Tenants); r.Server.warning(n) != "" {
+		fmt.Fprintln(w, r.Server.warning(n))
+	}
+	fmt.Fprintln(w)
 	line("figure", "value")
 	line(strings.Repeat("-", 52), strings.Repeat("-", 50))
 	line("ceiling (a) raw Postgres: message + job tx/s", rate(r.CeilingPostgres))

@@ -5,22 +5,30 @@
 // # Acceptance
 //
 // A send is validated in full first (every field error at once, nothing
-// touched). Then, before any transaction: an Idempotency-Key already answered
-// replays its answer; the sender is resolved and its state checked; the
-// recipient is checked on the network (lookup.Check, the rule the contacts
-// lookup uses). The network call stays outside the transaction so that no
-// database connection is held while the network answers (with the built-in
-// network, a transaction waiting on a second pooled connection could
-// exhaust the pool under load). Then one transaction in the tenant schema:
+// touched). Then: an Idempotency-Key already answered replays its answer;
+// the recipient is checked on the network (lookup.Check, the rule the
+// contacts lookup uses), outside any transaction so that no database
+// connection is held while the network answers. The lookup needs the
+// sender's phone: the request's, or the one this process remembers for the
+// sender's id (a sender's phone never changes), or else the sender's row,
+// read and checked first. Then one statement accepts the message
+// (acceptSQL), with one commit and no explicit transaction:
 //
-//  1. the idempotency key row (the first statement, so concurrent repeats of
-//     one key queue on its unique index and the later ones read the answer);
-//  2. the sender row FOR SHARE and the state check again (it cannot change
-//     until commit: verification, suspension and rejection lock it FOR UPDATE);
-//  3. the daily limit: INSERT ... ON CONFLICT DO UPDATE SET used = used + 1
-//     WHERE used < limit, so concurrent sends never pass the limit;
-//  4. the message row (queued) and its delivery job (River InsertTx on the same
-//     transaction), and the answer stored under the idempotency key.
+//  1. the sender, which must be active (the sender errors are worded from
+//     its row when it is not: sender_not_found, sender_not_active,
+//     sender_owner_unverified);
+//  2. the daily limit: INSERT ... ON CONFLICT DO UPDATE SET used = used + 1
+//     WHERE used < limit, so concurrent sends never pass the limit (429
+//     daily_limit_exceeded when it refuses);
+//  3. the message row (queued) and its delivery job (jobs.DeliveryEnqueuer),
+//     each inserted only when the step before it succeeded.
+//
+// The sender row is not locked: a suspension that commits while a send is
+// being accepted may let that one message in, and its delivery then fails it
+// sender_not_active (the delivery re-checks the sender). With an
+// Idempotency-Key the same statement runs in a transaction that first claims
+// the key (so concurrent repeats of one key queue on its unique index and the
+// later ones read the answer) and then stores the answer under it.
 //
 // # Delivery
 //

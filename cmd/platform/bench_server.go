@@ -1,0 +1,44 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/bizmsg/platform/platform/db"
+)
+
+// serverSettings are the Postgres settings that decide what many tenant
+// schemas cost, as the benchmark found them (docs/performance.md).
+type serverSettings struct {
+	Version        string `json:"server_version"`
+	SharedBuffers  string `json:"shared_buffers"`
+	MaxFiles       int    `json:"max_files_per_process"`
+	CommitMode     string `json:"synchronous_commit"`
+	TenantRelFiles int    `json:"tenant_relation_files"`
+}
+
+// readServerSettings reads the settings, and how many relation files one
+// tenant schema has (tables, indexes, TOAST; a backend keeps one descriptor
+// per file it touches).
+func readServerSettings(ctx context.Context, d *db.DB, t db.Tenant) (serverSettings, error) {
+	var s serverSettings
+	err := d.Pool.QueryRow(ctx, `SELECT current_setting('server_version'), current_setting('shared_buffers'),
+	       current_setting('max_files_per_process')::int, current_setting('synchronous_commit'),
+	       (SELECT count(*) FROM pg_class WHERE relnamespace = $1::regnamespace AND relkind IN ('r', 'i', 't'))`,
+		t.Schema).Scan(&s.Version, &s.SharedBuffers, &s.MaxFiles, &s.CommitMode, &s.TenantRelFiles)
+	if err != nil {
+		return s, fmt.Errorf("server settings: %w", err)
+	}
+	return s, nil
+}
+
+// warning explains, when there is something to say, why n tenants will cost
+// more per request than one on this server.
+func (s serverSettings) warning(n int) string {
+	if need := n * s.TenantRelFiles; need > s.MaxFiles {
+		return fmt.Sprintf("warning: %d tenants have about %d relation files but max_files_per_process is %d: "+
+			"every backend reopens files on every statement (raise it, within the server's open-files limit)",
+			n, need, s.MaxFiles)
+	}
+	return ""
+}
