@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -56,6 +57,9 @@ func Normalize(s string) (string, error) {
 	if s == "" {
 		return "", invalid("empty")
 	}
+	if known.has(s) {
+		return s, nil
+	}
 	if utf8.RuneCountInString(s) > maxInputLength {
 		return "", invalid("longer than %d characters", maxInputLength)
 	}
@@ -74,7 +78,45 @@ func Normalize(s string) (string, error) {
 	if !phonenumbers.IsValidNumber(n) {
 		return "", invalid("not a valid number for its country code")
 	}
-	return phonenumbers.Format(n, phonenumbers.E164), nil
+	e164 := phonenumbers.Format(n, phonenumbers.E164)
+	known.add(e164)
+	return e164, nil
+}
+
+// known remembers E.164 numbers Normalize has found valid, so that a number
+// met again (a send normalizes its recipient at the API, again in the
+// network lookup and again at delivery) is answered without
+// libphonenumber's parse and regular expressions, which were a fifth of the
+// send handler's CPU (docs/performance.md). Normalize is a pure function of
+// its input and the metadata compiled into the binary, so an entry can never
+// be wrong: this is a memo, not state. It holds at most knownMax numbers and
+// starts again empty when full.
+var known = &memo{max: knownMax, set: make(map[string]struct{})}
+
+const knownMax = 1 << 16
+
+// memo is a bounded set of strings, safe for concurrent use.
+type memo struct {
+	max int
+
+	mu  sync.RWMutex
+	set map[string]struct{}
+}
+
+func (m *memo) has(s string) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	_, ok := m.set[s]
+	return ok
+}
+
+func (m *memo) add(s string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.set) >= m.max {
+		m.set = make(map[string]struct{}, m.max)
+	}
+	m.set[s] = struct{}{}
 }
 
 // isSeparator reports whether r may appear between the digits of a number.

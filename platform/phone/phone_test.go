@@ -114,3 +114,30 @@ func TestErrInvalidMessage(t *testing.T) {
 		t.Fatalf("ErrInvalid = %q, want %q", ErrInvalid, want)
 	}
 }
+
+// A number met again is answered from the memo with the same result; a
+// refused one is never remembered; the memo stays within its bound.
+func TestNormalizeMemo(t *testing.T) {
+	t.Parallel()
+	const raw, want = "+1 (415) 555-2672", "+14155552672"
+	for range 2 {
+		for _, in := range []string{raw, want} {
+			if got, err := Normalize(in); err != nil || got != want {
+				t.Fatalf("Normalize(%q) = %q, %v", in, got, err)
+			}
+		}
+	}
+	if !known.has(want) || known.has(raw) {
+		t.Fatalf("memo holds the raw form or lacks the E.164 one")
+	}
+	if _, err := Normalize("+1415555"); err == nil || known.has("+1415555") {
+		t.Fatalf("a refused number was accepted or remembered: %v", err)
+	}
+	m := &memo{max: 2, set: map[string]struct{}{}}
+	for _, s := range []string{"a", "b", "c"} {
+		m.add(s)
+	}
+	if len(m.set) > 2 || !m.has("c") {
+		t.Fatalf("memo over its bound or lost the newest entry: %v", m.set)
+	}
+}
