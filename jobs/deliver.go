@@ -31,6 +31,10 @@ type DeliverArgs struct {
 	Schema string `json:"schema"`
 	// MessageID is the message's id in the tenant schema.
 	MessageID int64 `json:"message_id"`
+	// SenderID is the message's sender number, so that the worker can take
+	// the sender's throttle token before it reads anything. Jobs enqueued
+	// before it existed have none (zero).
+	SenderID int64 `json:"sender_id,omitempty"`
 }
 
 // Kind names the job in River.

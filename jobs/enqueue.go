@@ -55,8 +55,8 @@ var (
 
 // InsertSQL returns an INSERT of one delivery job per row of source, for use
 // as a data-modifying WITH step. source names a relation (usually an earlier
-// WITH step) with the columns org_id (bigint), schema (text) and message_id
-// (bigint), the fields of DeliverArgs. When a notification is due, the
+// WITH step) with the columns org_id (bigint), schema (text), message_id and
+// sender_id (bigint, not null), the fields of DeliverArgs. When a notification is due, the
 // statement also sends it (delivered by Postgres at commit, like River's).
 func (e *DeliveryEnqueuer) InsertSQL(source string) string {
 	returning := "id"
@@ -65,7 +65,7 @@ func (e *DeliveryEnqueuer) InsertSQL(source string) string {
 	}
 	return `INSERT INTO ` + migrate.RiverSchema + `.river_job
 	        (args, kind, max_attempts, priority, queue, state, scheduled_at, created_at, tags, metadata)
-	    SELECT jsonb_build_object('org_id', org_id, 'schema', schema, 'message_id', message_id),
+	    SELECT jsonb_build_object('org_id', org_id, 'schema', schema, 'message_id', message_id, 'sender_id', sender_id),
 	           ` + quoteLiteral(DeliverArgs{}.Kind()) + `, ` + strconv.Itoa(DefaultDeliveryMaxAttempts) + `, 1, ` +
 		quoteLiteral(QueueDelivery) + `, 'available', now(), now(), '{}', '{}'
 	      FROM ` + source + `

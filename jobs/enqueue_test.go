@@ -48,7 +48,7 @@ func TestDeliveryEnqueuer(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	d, _ := dbtest.Migrated(t)
-	args := jobs.DeliverArgs{OrgID: 7, Schema: "tenant_7", MessageID: 4242}
+	args := jobs.DeliverArgs{OrgID: 7, Schema: "tenant_7", MessageID: 4242, SenderID: 3}
 
 	client, err := river.NewClient(riverpgxv5.New(d.Pool), &river.Config{Schema: migrate.RiverSchema})
 	if err != nil {
@@ -80,9 +80,9 @@ func TestDeliveryEnqueuer(t *testing.T) {
 	insert := func() int64 {
 		t.Helper()
 		var id int64
-		err := d.Pool.QueryRow(ctx, `WITH src AS (SELECT $1::bigint AS org_id, $2::text AS schema, $3::bigint AS message_id),
+		err := d.Pool.QueryRow(ctx, `WITH src AS (SELECT $1::bigint AS org_id, $2::text AS schema, $3::bigint AS message_id, $4::bigint AS sender_id),
 		  j AS (`+e.InsertSQL("src")+`)
-		SELECT id FROM j`, args.OrgID, args.Schema, args.MessageID).Scan(&id)
+		SELECT id FROM j`, args.OrgID, args.Schema, args.MessageID, args.SenderID).Scan(&id)
 		if err != nil {
 			t.Fatalf("enqueue: %v", err)
 		}

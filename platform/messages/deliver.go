@@ -20,21 +20,25 @@ var _ jobs.MessageDeliverer = (*Service)(nil)
 
 // DeliverMessage delivers the message of a delivery job (jobs.MessageDeliverer):
 //
-//  1. it loads the message; one already sent or failed is done (a job run
-//     twice, or after a crash, changes nothing);
-//  2. it reserves a token of the sender's bucket and waits for it (up to
+//  1. it reserves a token of the sender's bucket and waits for it (up to
 //     MaxInlineWait) or asks to be snoozed for exactly the delay; the snoozed
-//     run finds its token reserved under the job's ticket;
-//  3. on the message's first run past the throttle it claims the message's
-//     place under the sender's current daily limit for the day the message
-//     was accepted, and checks that the sender is still active: a limit
-//     lowered since acceptance, or a suspended or rejected sender, fails the
-//     message (daily_limit_exceeded, sender_not_active) undelivered. The check
-//     comes after the throttle so that it sees the limit as late as possible;
-//  4. it delivers with the reference "<schema>:<id>": a delivery the network
+//     run finds its token reserved under the job's ticket. The bucket's limit
+//     is the one the sender's last delivery read (senderCache); a job without
+//     a sender id, or the first delivery of a sender in this process, reads
+//     the message first (loadDelivery) to learn it;
+//  2. in one statement (claimLoad) it locks and reads the message with its
+//     sender and the organization's limits and, on the message's first run
+//     past the throttle, claims the message's place under the sender's
+//     current daily limit for the day the message was accepted. A message
+//     already sent or failed is done (a job run twice, or after a crash,
+//     changes nothing). A limit lowered since acceptance, or a suspended or
+//     rejected sender, fails the message (daily_limit_exceeded,
+//     sender_not_active) undelivered (claimLocked). The check comes after
+//     the throttle so that it sees the limit as late as possible;
+//  3. it delivers with the reference "<schema>:<id>": a delivery the network
 //     already made (a crash before the outcome was recorded) is returned
 //     again, not repeated;
-//  5. it records the outcome: sent with the network's ids, or failed with the
+//  4. it records the outcome: sent with the network's ids, or failed with the
 //     network's refusal code. A transient failure is returned for River to
 //     retry, except on the last attempt, which fails the message with
 //     network_error.
@@ -43,19 +47,21 @@ func (s *Service) DeliverMessage(ctx context.Context, args jobs.DeliverArgs, at 
 	if err != nil {
 		return 0, &network.PermanentError{Code: network.CodeInvalidMessage, Message: err.Error()}
 	}
-	m, sn, org, err := s.loadDelivery(ctx, t, args.MessageID)
-	if e, ok := apperr.As(err); ok && e.Kind == apperr.KindNotFound {
-		return 0, &network.PermanentError{Code: network.CodeInvalidMessage,
-			Message: fmt.Sprintf("message %d does not exist in %s", args.MessageID, t.Schema)}
-	}
-	if err != nil {
-		return 0, err
-	}
-	if m.Status != StatusQueued {
-		return 0, nil
+	senderID := args.SenderID
+	limit, known := s.known.limit(t, senderID)
+	if senderID == 0 || !known {
+		m, _, org, err := s.loadDelivery(ctx, t, args.MessageID)
+		if err != nil {
+			return 0, missing(t, args.MessageID, err)
+		}
+		if m.Status != StatusQueued {
+			return 0, nil
+		}
+		senderID, limit = m.SenderNumberID, s.limitOf(org)
+		s.known.putLimit(t, senderID, limit)
 	}
 
-	delay, err := s.throttle.Reserve(ctx, throttleKey(t, m.SenderNumberID), at.Ticket(), s.limitOf(org))
+	delay, err := s.throttle.Reserve(ctx, throttleKey(t, senderID), at.Ticket(), limit)
 	if err != nil {
 		return 0, fmt.Errorf("throttle: %w", err)
 	}
@@ -72,8 +78,19 @@ func (s *Service) DeliverMessage(ctx context.Context, args jobs.DeliverArgs, at 
 		}
 	}
 
-	if m.DispatchedAt == nil {
-		proceed, err := s.claim(ctx, t, m.ID, sn, org)
+	c, err := s.claimLoad(ctx, t, args.MessageID)
+	if err != nil {
+		return 0, missing(t, args.MessageID, err)
+	}
+	m, sn := c.m, c.sn
+	s.known.putLimit(t, m.SenderNumberID, s.limitOf(c.org))
+	switch {
+	case m.Status != StatusQueued:
+		return 0, nil
+	case m.DispatchedAt == nil && !c.claimed:
+		// Not claimed: the sender may not send now, or its day's limit is
+		// reached (or the message changed in between): decide under a lock.
+		proceed, err := s.claimLocked(ctx, t, m.ID, sn, c.org)
 		if err != nil || !proceed {
 			return 0, err
 		}
@@ -105,64 +122,66 @@ func (s *Service) DeliverMessage(ctx context.Context, args jobs.DeliverArgs, at 
 	return 0, s.markSent(ctx, t, m.ID, d)
 }
 
-// claim lets a message through the sender's current daily limit, once: under
-// a lock on the message row (so two runs of one job never claim twice) it
-// counts the message in its acceptance day's dispatched counter,
-// only while that counter is under the limit, and stamps dispatched_at. It
-// reports false when the message must not be delivered: it is no longer
-// queued, or it was failed just now (limit reached, sender not active).
-func (s *Service) claim(ctx context.Context, t db.Tenant, id int64, sn senderState, org orgSettings) (bool, error) {
-	if sn.status == senders.StatusActive {
-		proceed, decided, err := s.claimFast(ctx, t, id, sn.dailyLimit(org))
-		if err != nil || decided {
-			return proceed, err
-		}
+// missing turns a message that does not exist into the job's permanent
+// error; other errors pass through.
+func missing(t db.Tenant, id int64, err error) error {
+	if e, ok := apperr.As(err); ok && e.Kind == apperr.KindNotFound {
+		return &network.PermanentError{Code: network.CodeInvalidMessage,
+			Message: fmt.Sprintf("message %d does not exist in %s", id, t.Schema)}
 	}
-	return s.claimLocked(ctx, t, id, sn, org)
+	return err
 }
 
-// claimFast is claim's common case in one statement (one round trip, no
-// explicit transaction): it locks the message, counts it in its day's
-// dispatched counter while that counter is under limit, and stamps
-// dispatched_at. decided is false when the statement could not decide: the
-// message is queued, not yet dispatched, and the counter is at the limit (or
-// the message is gone); claimLocked then decides and records the failure
-// under its lock.
-func (s *Service) claimFast(ctx context.Context, t db.Tenant, id int64, limit int) (proceed, decided bool, err error) {
+// claimed is a message as claimLoad read it (before its claim), with its
+// sender and organization, and whether the statement claimed it.
+type claimed struct {
+	m       *row
+	sn      senderState
+	org     orgSettings
+	claimed bool
+}
+
+// claimLoad is the common case of the daily-limit claim, with the read of
+// the message, in one statement (one round trip, no explicit transaction):
+// it locks the message and reads it with its sender and the organization's
+// limits; if the message is queued and not yet dispatched and the sender is
+// active, it counts the message in its acceptance day's dispatched counter
+// while that counter is under the sender's limit, and stamps dispatched_at.
+// The message read is its state before the claim. A message that was not
+// claimed though it could have been (the sender may not send, or the limit
+// is reached) goes to claimLocked, which decides and records the failure
+// under its lock. A missing message is an apperr not-found.
+func (s *Service) claimLoad(ctx context.Context, t db.Tenant, id int64) (claimed, error) {
 	var out []struct {
-		Status        string `bun:"status"`
-		WasDispatched bool   `bun:"was_dispatched"`
-		Claimed       bool   `bun:"claimed"`
+		row
+		deliveryJoin
+		Claimed bool `bun:"claimed"`
 	}
 	now := s.clock.Now()
-	err = s.db.NewRaw(`WITH m AS (
-		  SELECT id, sender_number_id, created_at, status, dispatched_at
-		    FROM ?0.messages WHERE id = ?1 FOR UPDATE),
+	err := s.db.NewRaw(`WITH m AS (
+		  SELECT `+deliveryColumns+`
+		    FROM `+deliveryFrom+`
+		   WHERE m.id = ?2 FOR UPDATE OF m),
 		u AS (
 		  UPDATE ?0.daily_usage d SET dispatched = d.dispatched + 1 FROM m
-		   WHERE m.status = 'queued' AND m.dispatched_at IS NULL
+		   WHERE m.status = 'queued' AND m.dispatched_at IS NULL AND m.sn_status = 'active'
 		     AND d.sender_number_id = m.sender_number_id
-		     AND d.day = (m.created_at AT TIME ZONE 'UTC')::date AND d.dispatched < ?2
+		     AND d.day = (m.created_at AT TIME ZONE 'UTC')::date
+		     AND d.dispatched < coalesce(m.sn_daily_limit_override, m.default_daily_limit)
 		  RETURNING d.dispatched),
 		x AS (
 		  UPDATE ?0.messages x SET dispatched_at = ?3, updated_at = ?3
-		    FROM u WHERE x.id = ?1 RETURNING x.id)
-		SELECT m.status, m.dispatched_at IS NOT NULL AS was_dispatched,
-		       EXISTS (SELECT 1 FROM x) AS claimed
-		  FROM m`, t.Ident(), id, limit, now).Scan(ctx, &out)
+		    FROM u WHERE x.id = ?2 RETURNING x.id)
+		SELECT m.*, EXISTS (SELECT 1 FROM x) AS claimed FROM m`, t.Ident(), t.OrgID, id, now).Scan(ctx, &out)
 	if err != nil {
-		return false, false, fmt.Errorf("claim daily limit of message %d: %w", id, err)
+		return claimed{}, fmt.Errorf("claim daily limit of message %d of %s: %w", id, t.Schema, err)
 	}
-	switch {
-	case len(out) == 0:
-		return false, false, nil
-	case out[0].Status != StatusQueued:
-		return false, true, nil
-	case out[0].WasDispatched, out[0].Claimed:
-		return true, true, nil
-	default:
-		return false, false, nil
+	if len(out) == 0 {
+		return claimed{}, apperr.NotFound("message")
 	}
+	o := out[0]
+	sn, org := o.split()
+	return claimed{m: &o.row, sn: sn, org: org, claimed: o.Claimed}, nil
 }
 
 // claimLocked is claim in a transaction that locks the message: the path
@@ -223,25 +242,43 @@ func (sn senderState) dailyLimit(org orgSettings) int {
 	return org.DefaultDailyLimit
 }
 
+// deliveryColumns and deliveryFrom read a message (alias m) with its sender
+// and its organization's limits, as deliveryJoin scans them (?0 is the
+// tenant schema, ?1 the organization's id).
+const (
+	deliveryColumns = `m.*, s.phone AS sn_phone, s.status AS sn_status,
+		       s.daily_limit_override AS sn_daily_limit_override,
+		       o.default_daily_limit, o.sender_rate, o.sender_burst`
+	deliveryFrom = `?0.messages m
+		  JOIN ?0.sender_numbers s ON s.id = m.sender_number_id
+		  JOIN central.organizations o ON o.id = ?1`
+)
+
+// deliveryJoin is what delivery reads of a message's sender and organization.
+type deliveryJoin struct {
+	SenderPhone       string         `bun:"sn_phone"`
+	SenderStatus      senders.Status `bun:"sn_status"`
+	Override          *int           `bun:"sn_daily_limit_override"`
+	DefaultDailyLimit int            `bun:"default_daily_limit"`
+	SenderRate        *float64       `bun:"sender_rate"`
+	SenderBurst       *int           `bun:"sender_burst"`
+}
+
+func (j deliveryJoin) split() (senderState, orgSettings) {
+	return senderState{phone: j.SenderPhone, status: j.SenderStatus, override: j.Override},
+		orgSettings{DefaultDailyLimit: j.DefaultDailyLimit, SenderRate: j.SenderRate, SenderBurst: j.SenderBurst}
+}
+
 // loadDelivery reads message id with its sender and its organization's
-// limits, in one query. A missing message is an apperr not-found.
+// limits, in one query, without locking it. A missing message is an apperr
+// not-found.
 func (s *Service) loadDelivery(ctx context.Context, t db.Tenant, id int64) (*row, senderState, orgSettings, error) {
 	var out []struct {
 		row
-		SenderPhone       string         `bun:"sn_phone"`
-		SenderStatus      senders.Status `bun:"sn_status"`
-		Override          *int           `bun:"sn_daily_limit_override"`
-		DefaultDailyLimit int            `bun:"default_daily_limit"`
-		SenderRate        *float64       `bun:"sender_rate"`
-		SenderBurst       *int           `bun:"sender_burst"`
+		deliveryJoin
 	}
-	err := s.db.NewRaw(`SELECT m.*, s.phone AS sn_phone, s.status AS sn_status,
-		       s.daily_limit_override AS sn_daily_limit_override,
-		       o.default_daily_limit, o.sender_rate, o.sender_burst
-		  FROM ?0.messages m
-		  JOIN ?0.sender_numbers s ON s.id = m.sender_number_id
-		  JOIN central.organizations o ON o.id = ?1
-		 WHERE m.id = ?2`, t.Ident(), t.OrgID, id).Scan(ctx, &out)
+	err := s.db.NewRaw(`SELECT `+deliveryColumns+` FROM `+deliveryFrom+` WHERE m.id = ?2`,
+		t.Ident(), t.OrgID, id).Scan(ctx, &out)
 	if err != nil {
 		return nil, senderState{}, orgSettings{}, fmt.Errorf("load message %d of %s for delivery: %w", id, t.Schema, err)
 	}
@@ -249,8 +286,8 @@ func (s *Service) loadDelivery(ctx context.Context, t db.Tenant, id int64) (*row
 		return nil, senderState{}, orgSettings{}, apperr.NotFound("message")
 	}
 	o := out[0]
-	return &o.row, senderState{phone: o.SenderPhone, status: o.SenderStatus, override: o.Override},
-		orgSettings{DefaultDailyLimit: o.DefaultDailyLimit, SenderRate: o.SenderRate, SenderBurst: o.SenderBurst}, nil
+	sn, org := o.split()
+	return &o.row, sn, org, nil
 }
 
 // limitOf is the organization's sender throttle, else the configured default.

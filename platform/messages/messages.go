@@ -198,9 +198,9 @@ type Config struct {
 	// Jobs writes delivery jobs in the acceptance statement. Default:
 	// jobs.NewDeliveryEnqueuer(0).
 	Jobs *jobs.DeliveryEnqueuer
-	// SenderPhones bounds how many sender ids' phones the send path
-	// remembers (a sender's phone never changes). Default 100,000.
-	SenderPhones int
+	// SenderCache bounds how many senders the process remembers the phone
+	// and throttle limit of (see senderCache). Default 100,000.
+	SenderCache int
 	// Throttle paces deliveries per sender. Default: a throttle.Local.
 	Throttle throttle.Limiter
 	// SenderRate and SenderBurst are the throttle of organizations without
@@ -227,7 +227,7 @@ type Service struct {
 	senders  Senders
 	net      network.Network
 	enqueue  *jobs.DeliveryEnqueuer
-	phones   *phoneCache
+	known    *senderCache
 	throttle throttle.Limiter
 	clock    clock.Clock
 	log      *slog.Logger
@@ -247,8 +247,8 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Jobs == nil {
 		cfg.Jobs = jobs.NewDeliveryEnqueuer(0)
 	}
-	if cfg.SenderPhones <= 0 {
-		cfg.SenderPhones = 100_000
+	if cfg.SenderCache <= 0 {
+		cfg.SenderCache = 100_000
 	}
 	if cfg.Throttle == nil {
 		cfg.Throttle = throttle.NewLocal(throttle.Config{})
@@ -276,7 +276,7 @@ func New(cfg Config) (*Service, error) {
 		senders:  cfg.Senders,
 		net:      cfg.Network,
 		enqueue:  cfg.Jobs,
-		phones:   newPhoneCache(cfg.SenderPhones),
+		known:    newSenderCache(cfg.SenderCache),
 		throttle: cfg.Throttle,
 		clock:    cfg.Clock,
 		log:      cfg.Logger,

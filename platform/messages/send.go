@@ -62,7 +62,7 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (Send
 	var resolved *senders.Sender
 	senderPhone := ref.Phone
 	if senderPhone == "" {
-		if p, ok := s.phones.get(t, ref.ID); ok {
+		if p, ok := s.known.phone(t, ref.ID); ok {
 			senderPhone = p
 		} else {
 			sn, err := s.checkSender(ctx, t, ref)
@@ -106,7 +106,7 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (Send
 		if err != nil {
 			return SendResult{}, err
 		}
-		s.phones.put(t, r.SenderNumberID, senderPhone)
+		s.known.putPhone(t, r.SenderNumberID, senderPhone)
 		return res, nil
 	}
 
@@ -140,7 +140,7 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (Send
 	if err != nil {
 		return SendResult{}, err
 	}
-	s.phones.put(t, r.SenderNumberID, senderPhone)
+	s.known.putPhone(t, r.SenderNumberID, senderPhone)
 	return res, nil
 }
 
@@ -229,7 +229,7 @@ func acceptSQL(ref senders.SenderRef, e *jobs.DeliveryEnqueuer) string {
 		  SELECT sender_number_id, ?4::text, ?5::bigint, ?6::text, ?7::text, ?8::text, ?9::bigint, ?10::text,
 		         ?11::integer, 'queued', ?12::text, ?13::timestamptz, ?13::timestamptz
 		    FROM u
-		  RETURNING id AS message_id, ?1::bigint AS org_id, ?14::text AS schema),
+		  RETURNING id AS message_id, sender_number_id AS sender_id, ?1::bigint AS org_id, ?14::text AS schema),
 		j AS (` + e.InsertSQL("m") + `)
 		SELECT s.id AS sender_id, s.phone, s.status, s.lim, m.message_id
 		  FROM (SELECT 1) one LEFT JOIN s ON true LEFT JOIN m ON true`

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/clock"
@@ -161,9 +163,29 @@ func (f *fixture) mustSend(tn db.Tenant, sid int64, to, content string) int64 {
 	return res.MessageID
 }
 
-// deliver runs message id's delivery as attempt of jobID.
+// deliver runs message id's delivery as attempt of jobID, with the args of
+// the message's delivery job as the send path enqueued them (only the
+// message's id when there is no such job).
 func (f *fixture) deliver(tn db.Tenant, id, jobID int64, attempt int) (time.Duration, error) {
-	return f.svc.DeliverMessage(context.Background(), jobs.DeliverArgs{OrgID: tn.OrgID, Schema: tn.Schema, MessageID: id},
+	f.t.Helper()
+	args := jobs.DeliverArgs{OrgID: tn.OrgID, Schema: tn.Schema, MessageID: id}
+	var raw []byte
+	err := f.db.Pool.QueryRow(context.Background(), `SELECT args FROM river.river_job
+		WHERE kind = 'message_delivery' AND args->>'schema' = $1 AND (args->>'message_id')::bigint = $2`,
+		tn.Schema, id).Scan(&raw)
+	switch {
+	case err == nil:
+		if err := json.Unmarshal(raw, &args); err != nil {
+			f.t.Fatal(err)
+		}
+	case !errors.Is(err, pgx.ErrNoRows):
+		f.t.Fatal(err)
+	}
+	return f.deliverArgs(args, jobID, attempt)
+}
+
+func (f *fixture) deliverArgs(args jobs.DeliverArgs, jobID int64, attempt int) (time.Duration, error) {
+	return f.svc.DeliverMessage(context.Background(), args,
 		jobs.DeliveryAttempt{JobID: jobID, Attempt: attempt, MaxAttempts: 5})
 }
 
@@ -348,6 +370,73 @@ func TestDeliverSenderSuspended(t *testing.T) {
 	}
 	if f.net.deliveries.Load() != 0 {
 		t.Fatal("delivered for a suspended sender")
+	}
+}
+
+// Once a sender's first delivery has taught the process its throttle limit,
+// its later deliveries take their token first and then lock, check and claim
+// in one statement: that path fails a message of a sender suspended since,
+// or over a limit lowered since, exactly as the first delivery would, and a
+// job enqueued without a sender id (before the id was added) still delivers.
+func TestDeliverKnownSender(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		change string // SQL on the tenant's sender_numbers, %s is the table
+		legacy bool   // deliver the second message without the job's sender id
+		status string
+		code   string
+	}{
+		{name: "sends", status: messages.StatusSent},
+		{name: "job without sender id", legacy: true, status: messages.StatusSent},
+		{name: "suspended since", change: `UPDATE %s SET status = 'suspended'`,
+			status: messages.StatusFailed, code: messages.CodeSenderNotActive},
+		{name: "limit lowered since", change: `UPDATE %s SET daily_limit_override = 1`,
+			status: messages.StatusFailed, code: messages.CodeDailyLimitExceeded},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, 100, 100)
+			tn := f.org()
+			sid := f.sender(tn, ph(1))
+			f.account(ph(2))
+			first, second := f.mustSend(tn, sid, ph(2), "a"), f.mustSend(tn, sid, ph(2), "b")
+			if _, err := f.deliver(tn, first, 1, 1); err != nil {
+				t.Fatal(err)
+			}
+			if tc.change != "" {
+				if _, err := f.db.Pool.Exec(context.Background(), fmt.Sprintf(tc.change, tn.Table("sender_numbers"))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var err error
+			if tc.legacy {
+				_, err = f.deliverArgs(jobs.DeliverArgs{OrgID: tn.OrgID, Schema: tn.Schema, MessageID: second}, 2, 1)
+			} else {
+				_, err = f.deliver(tn, second, 2, 1)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := f.get(tn, second)
+			if m.Status != tc.status || (tc.code != "" && (m.ErrorCode == nil || *m.ErrorCode != tc.code)) {
+				t.Fatalf("second message %+v, want %s %s", m, tc.status, tc.code)
+			}
+			want := int32(1)
+			if tc.status == messages.StatusSent {
+				want = 2
+			}
+			if got := f.net.deliveries.Load(); got != want {
+				t.Fatalf("network deliveries %d, want %d", got, want)
+			}
+			// Run again (a retried job): nothing changes.
+			if _, err := f.deliver(tn, second, 2, 2); err != nil {
+				t.Fatal(err)
+			}
+			if got := f.net.deliveries.Load(); got != want {
+				t.Fatalf("a rerun delivered again: %d", got)
+			}
+		})
 	}
 }
 
