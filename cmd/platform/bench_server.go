@@ -17,14 +17,15 @@ type serverSettings struct {
 	TenantRelFiles int    `json:"tenant_relation_files"`
 }
 
-// readServerSettings reads the settings, and how many relation files one
-// tenant schema has (tables, indexes, TOAST; a backend keeps one descriptor
-// per file it touches).
+// readServerSettings reads the settings, and how many tables and indexes one
+// tenant schema has: a backend keeps a descriptor open per relation file it
+// touches (TOAST tables only matter for large values, so they are not
+// counted).
 func readServerSettings(ctx context.Context, d *db.DB, t db.Tenant) (serverSettings, error) {
 	var s serverSettings
 	err := d.Pool.QueryRow(ctx, `SELECT current_setting('server_version'), current_setting('shared_buffers'),
 	       current_setting('max_files_per_process')::int, current_setting('synchronous_commit'),
-	       (SELECT count(*) FROM pg_class WHERE relnamespace = $1::regnamespace AND relkind IN ('r', 'i', 't'))`,
+	       (SELECT count(*) FROM pg_class WHERE relnamespace = $1::regnamespace AND relkind IN ('r', 'i'))`,
 		t.Schema).Scan(&s.Version, &s.SharedBuffers, &s.MaxFiles, &s.CommitMode, &s.TenantRelFiles)
 	if err != nil {
 		return s, fmt.Errorf("server settings: %w", err)
