@@ -3,6 +3,7 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,7 +26,7 @@ func TestBenchSendCommand(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "bench.json")
 	cmd := exec.Command(bin, "bench", "send",
 		"-tenants", "1,3", "-senders", "2", "-recipients", "20", "-concurrency", "4",
-		"-duration", "1s", "-sweep-duration", "1s", "-backlog", "200",
+		"-duration", "1s", "-sweep-duration", "1s", "-sweep-rounds", "2", "-backlog", "200",
 		"-log-level", "warn", "-db", name, "-out", out)
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbtest.ServerURL(t))
 	stdout, err := cmd.Output()
@@ -73,6 +74,14 @@ func TestBenchSendCommand(t *testing.T) {
 			Tenants  int      `json:"tenants"`
 			Send     load     `json:"send"`
 			Delivery delivery `json:"delivery"`
+			Ratio    float64  `json:"ratio_to_first"`
+			Rounds   []struct {
+				Base         load     `json:"base"`
+				BaseDelivery delivery `json:"base_delivery"`
+				Send         load     `json:"send"`
+				Delivery     delivery `json:"delivery"`
+				Ratio        float64  `json:"ratio"`
+			} `json:"rounds"`
 		} `json:"sweep"`
 		PeakRSS    int64    `json:"service_peak_rss_bytes"`
 		DrainCheck delivery `json:"delivery_drain_check"`
@@ -95,14 +104,29 @@ func TestBenchSendCommand(t *testing.T) {
 	checks := map[string]delivery{"closed": rep.Delivery, "open": rep.OpenDelivery, "drain": rep.DrainCheck}
 	for _, s := range rep.Sweep {
 		checks[fmt.Sprintf("sweep %d", s.Tenants)] = s.Delivery
+		for i, r := range s.Rounds {
+			checks[fmt.Sprintf("sweep %d round %d", s.Tenants, i)] = r.Delivery
+			checks[fmt.Sprintf("sweep %d round %d base", s.Tenants, i)] = r.BaseDelivery
+		}
 	}
 	for name, d := range checks {
 		if !d.ExactlyOnce || d.Accepted == 0 || d.Sent != d.Accepted || d.NetworkRows != d.Accepted {
 			t.Errorf("%s delivery: %+v, want every accepted message sent exactly once", name, d)
 		}
 	}
-	if len(rep.Sweep) != 2 || rep.Sweep[1].Tenants != 3 {
-		t.Errorf("sweep = %+v, want 1 and 3 tenants", rep.Sweep)
+	if len(rep.Sweep) != 2 || rep.Sweep[1].Tenants != 3 || len(rep.Sweep[1].Rounds) != 2 {
+		t.Fatalf("sweep = %+v, want 1 and 3 tenants, the second in 2 rounds", rep.Sweep)
+	}
+	// The entry's ratio is one of its rounds' (the median, the lower middle
+	// of two), each the round's sends/s over its base's.
+	rounds := rep.Sweep[1].Rounds
+	for i, r := range rounds {
+		if r.Base.Rate <= 0 || r.Send.Rate <= 0 || math.Abs(r.Ratio-r.Send.Rate/r.Base.Rate) > 1e-9 {
+			t.Errorf("round %d: %+v", i, r)
+		}
+	}
+	if want := math.Min(rounds[0].Ratio, rounds[1].Ratio); rep.Sweep[1].Ratio != want {
+		t.Errorf("sweep ratio %v, want the lower of the rounds' %v", rep.Sweep[1].Ratio, want)
 	}
 	if rep.PeakRSS <= 0 || len(rep.Targets) == 0 {
 		t.Errorf("peak RSS %d, %d targets", rep.PeakRSS, len(rep.Targets))

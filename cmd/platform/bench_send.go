@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -59,6 +60,7 @@ type sendConfig struct {
 	SweepDuration      time.Duration `json:"sweep_duration_ns"`
 	SweepWarmup        time.Duration `json:"sweep_warmup_ns"`
 	SweepWarmupSends   float64       `json:"sweep_warmup_sends_per_pair"`
+	SweepRounds        int           `json:"sweep_rounds"`
 	OpenRate           float64       `json:"open_rate"`
 	Backlog            int           `json:"backlog"`
 	DBMaxConns         int           `json:"db_max_conns"`
@@ -90,8 +92,22 @@ type sweepEntry struct {
 	Tenants  int            `json:"tenants"`
 	Send     loadResult     `json:"send"`
 	Delivery deliveryResult `json:"delivery"`
-	// Ratio is the sends/s over the first entry's.
-	Ratio float64 `json:"ratio_to_first"`
+	// Ratio is the sends/s over the first entry's tenant count's: the median
+	// of the rounds' ratios (Send and Delivery are that round's), or for the
+	// first entry 1.
+	Ratio  float64      `json:"ratio_to_first"`
+	Rounds []sweepRound `json:"rounds,omitempty"`
+}
+
+// sweepRound is one round of a sweep entry: the first entry's tenant count
+// (the base) and then this entry's, measured back to back, so that the
+// machine's drift between the two is small.
+type sweepRound struct {
+	Base         loadResult     `json:"base"`
+	BaseDelivery deliveryResult `json:"base_delivery"`
+	Send         loadResult     `json:"send"`
+	Delivery     deliveryResult `json:"delivery"`
+	Ratio        float64        `json:"ratio"`
 }
 
 // target is one of the issue's targets with its measured value.
@@ -162,6 +178,8 @@ func benchSend(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "length of the closed-loop send, open-loop send, /me, bare gin and ceiling (a) runs")
 	fs.DurationVar(&cfg.SweepDuration, "sweep-duration", 5*time.Second, "length of each -tenants sweep run after the first")
 	fs.DurationVar(&cfg.SweepWarmup, "sweep-warmup", 3*time.Minute, "longest unmeasured warm-up before each sweep run after the first (see -sweep-warmup-sends); 0 to skip the warm-up")
+	fs.IntVar(&cfg.SweepRounds, "sweep-rounds", 3, "rounds of each sweep entry after the first: a round runs the first tenant count and then the entry's, each for -sweep-duration, back to back; "+
+		"the entry's ratio is the median of the rounds' (the machine drifts by more than the ratio's tolerance between runs minutes apart)")
 	fs.Float64Var(&cfg.SweepWarmupSends, "sweep-warmup-sends", 1, "warm-up sends per (tenant, pool connection) pair before each sweep run after the first, its messages delivered before the run: "+
 		"a Postgres backend's first statements on a tenant's tables load their catalog entries (about 1 ms each), and a running service's connections have seen its tenants; "+
 		"each send touches tenant tables in about four statements, so 1 leaves about 2% of the pairs unseen")
@@ -191,6 +209,8 @@ func benchSend(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return errors.New("-duration and -sweep-duration must be at least 1s")
 	case cfg.SweepWarmup < 0 || cfg.SweepWarmupSends < 0:
 		return errors.New("-sweep-warmup and -sweep-warmup-sends must not be negative")
+	case cfg.SweepRounds < 1:
+		return errors.New("-sweep-rounds must be at least 1")
 	}
 	b := &sendBench{cfg: cfg, stderr: stderr, cpuProfile: *cpuProfile}
 	rep, runErr := b.run(ctx, *keep)
@@ -305,6 +325,9 @@ func sweepDeliveries(s []sweepEntry) []deliveryResult {
 	out := make([]deliveryResult, 0, len(s))
 	for _, e := range s {
 		out = append(out, e.Delivery)
+		for _, r := range e.Rounds {
+			out = append(out, r.BaseDelivery, r.Delivery)
+		}
 	}
 	return out
 }
@@ -503,19 +526,46 @@ func (b *sendBench) service(ctx context.Context, rep *sendReport) (err error) {
 				return err
 			}
 		}
-		g.progress = b.prog.phase(fmt.Sprintf("send closed loop, %d tenants", n))
-		res, err := g.closed(ctx, b.cfg.Concurrency, b.cfg.SweepDuration, b.sendRequests(svc.addr, ts, tag), nil)
-		if err != nil {
-			return err
+		var rounds []sweepRound
+		for r := range b.cfg.SweepRounds {
+			var rd sweepRound
+			round := fmt.Sprintf("round %d/%d, ", r+1, b.cfg.SweepRounds)
+			if rd.Base, rd.BaseDelivery, err = b.sweepRun(ctx, g, svc.addr, first, round, fmt.Sprintf("%s-base-r%d", tag, r)); err != nil {
+				return err
+			}
+			if rd.Send, rd.Delivery, err = b.sweepRun(ctx, g, svc.addr, ts, round, fmt.Sprintf("%s-r%d", tag, r)); err != nil {
+				return err
+			}
+			if rd.Base.Rate > 0 {
+				rd.Ratio = rd.Send.Rate / rd.Base.Rate
+			}
+			rounds = append(rounds, rd)
 		}
-		dr, err := b.delivered(ctx, ts, tag, res.OK)
-		if err != nil {
-			return err
-		}
-		sweep = append(sweep, sweepEntry{Tenants: n, Send: res, Delivery: dr, Ratio: res.Rate / rep.Send.Rate})
+		med := medianRound(rounds)
+		sweep = append(sweep, sweepEntry{Tenants: n, Send: med.Send, Delivery: med.Delivery, Ratio: med.Ratio, Rounds: rounds})
 	}
 	rep.Sweep = sweep
 	return nil
+}
+
+// sweepRun is one closed-loop send of the sweep over tenants ts, tagged
+// tag, and the delivery of everything it accepted.
+func (b *sendBench) sweepRun(ctx context.Context, g *loadGen, addr string, ts []benchTenant, round, tag string) (loadResult, deliveryResult, error) {
+	g.progress = b.prog.phase(fmt.Sprintf("sweep %ssend closed loop, %d tenant(s)", round, len(ts)))
+	res, err := g.closed(ctx, b.cfg.Concurrency, b.cfg.SweepDuration, b.sendRequests(addr, ts, tag), nil)
+	if err != nil {
+		return res, deliveryResult{}, err
+	}
+	dr, err := b.delivered(ctx, ts, tag, res.OK)
+	return res, dr, err
+}
+
+// medianRound is the round with the median ratio (the lower middle one of
+// an even count).
+func medianRound(rounds []sweepRound) sweepRound {
+	sorted := slices.Clone(rounds)
+	slices.SortFunc(sorted, func(a, b sweepRound) int { return cmp.Compare(a.Ratio, b.Ratio) })
+	return sorted[(len(sorted)-1)/2]
 }
 
 // drain measures delivery capacity: platform api accepts -backlog messages
@@ -692,10 +742,14 @@ func printSendReport(w io.Writer, r *sendReport) {
 	}
 	if len(r.Sweep) > 0 {
 		fmt.Fprintln(w)
-		line("tenants sweep", "sends/s, ratio to the first, p99, delivery")
+		line("tenants sweep", "sends/s, ratio to the first (median of the rounds), p99, delivery")
 		for _, e := range r.Sweep {
 			line(fmt.Sprintf("  %d tenant(s)", e.Tenants), fmt.Sprintf("%9.0f /s  x%.2f  p99 %.2f ms  delivered %.0f/s, exactly once %v",
 				e.Send.Rate, e.Ratio, e.Send.P99, e.Delivery.Rate, e.Delivery.ExactlyOnce))
+			for i, rd := range e.Rounds {
+				line(fmt.Sprintf("    round %d", i+1), fmt.Sprintf("%9.0f /s  x%.2f  (%d tenant(s) just before: %.0f /s)",
+					rd.Send.Rate, rd.Ratio, r.Sweep[0].Tenants, rd.Base.Rate))
+			}
 		}
 	}
 	if len(r.Targets) > 0 {
