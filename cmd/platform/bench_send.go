@@ -259,6 +259,20 @@ func (b *sendBench) serviceEnv() []string {
 	}
 }
 
+// childEnv is serviceEnv, with a loopback PPROF_ADDR (also returned) when
+// -cpuprofile asks for profiles.
+func (b *sendBench) childEnv() ([]string, string, error) {
+	env := b.serviceEnv()
+	if b.cpuProfile == "" {
+		return env, "", nil
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, "", err
+	}
+	return append(env, "PPROF_ADDR="+addr), addr, nil
+}
+
 func (b *sendBench) run(ctx context.Context, keep bool) (*sendReport, error) {
 	started := time.Now()
 	rep := &sendReport{StartedAt: started.UTC(), Config: b.cfg, CPUs: runtime.NumCPU(), GoVersion: runtime.Version()}
@@ -444,13 +458,9 @@ func waitReady(ctx context.Context, c *child) error {
 
 // service runs the phases against platform serve.
 func (b *sendBench) service(ctx context.Context, rep *sendReport) (err error) {
-	env := b.serviceEnv()
-	var pprofAddr string
-	if b.cpuProfile != "" {
-		if pprofAddr, err = freeAddr(); err != nil {
-			return err
-		}
-		env = append(env, "PPROF_ADDR="+pprofAddr)
+	env, pprofAddr, err := b.childEnv()
+	if err != nil {
+		return err
 	}
 	svc, err := startChild(ctx, []string{"serve"}, env, true)
 	if err != nil {
@@ -585,13 +595,9 @@ func (b *sendBench) drain(ctx context.Context, rep *sendReport) error {
 	if err = errors.Join(err, api.stop()); err != nil {
 		return err
 	}
-	env := b.serviceEnv()
-	var pprofAddr string
-	if b.cpuProfile != "" {
-		if pprofAddr, err = freeAddr(); err != nil {
-			return err
-		}
-		env = append(env, "PPROF_ADDR="+pprofAddr)
+	env, pprofAddr, err := b.childEnv()
+	if err != nil {
+		return err
 	}
 	worker, err := startChild(ctx, []string{"worker"}, env, false)
 	if err != nil {
