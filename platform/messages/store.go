@@ -89,16 +89,6 @@ func loadRow(ctx context.Context, idb bun.IDB, t db.Tenant, id int64, forUpdate 
 	return r, nil
 }
 
-// insertRow inserts r and fills its id.
-func insertRow(ctx context.Context, idb bun.IDB, t db.Tenant, r *row) error {
-	_, err := idb.NewInsert().Model(r).ModelTableExpr("?.messages", t.Ident()).
-		ExcludeColumn("id").Returning("id").Exec(ctx)
-	if err != nil {
-		return fmt.Errorf("insert message: %w", err)
-	}
-	return nil
-}
-
 func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
 
 // dayOf is the UTC calendar day of t as the database's date type reads it.
