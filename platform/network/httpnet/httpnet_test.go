@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -156,6 +157,10 @@ func TestLookupAndVerified(t *testing.T) {
 			if a.ReasonCode() != tt.reason || a.ID != want.ID || a.Phone != tt.phone || a.Verified != tt.verified ||
 				(a.VerifiedAt == nil) != !tt.verified || (a.PhoneVerifiedAt == nil) != (want.PhoneVerifiedAt == nil) {
 				t.Fatalf("lookup = %+v, want reason %s like %+v", a, tt.reason, want)
+			}
+			// Every field crosses the wire, the times to the nanosecond, in UTC.
+			if !reflect.DeepEqual(a, want) {
+				t.Fatalf("lookup over HTTP = %+v\nbuilt-in network   = %+v", a, want)
 			}
 			v, err := c.Verified(ctx, tt.phone)
 			if err != nil || v != tt.verified {

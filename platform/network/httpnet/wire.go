@@ -53,30 +53,16 @@ type accountJSON struct {
 	BlocksSender     bool       `json:"blocks_sender"`
 }
 
-func accountToJSON(a network.Account) accountJSON {
-	return accountJSON{
-		ID:               a.ID,
-		Phone:            a.Phone,
-		Verified:         a.Verified,
-		VerifiedAt:       utc(a.VerifiedAt),
-		PhoneVerified:    a.PhoneVerified,
-		PhoneVerifiedAt:  utc(a.PhoneVerifiedAt),
-		ReceivingEnabled: a.ReceivingEnabled,
-		BlocksSender:     a.BlocksSender,
-	}
-}
+// accountToJSON and account convert between the two forms, timestamps in
+// UTC. accountJSON has network.Account's fields in its order, so these are
+// conversions: a field added to one and not the other stops the build.
+func accountToJSON(a network.Account) accountJSON { return accountJSON(accountUTC(a)) }
 
-func (a accountJSON) account() network.Account {
-	return network.Account{
-		ID:               a.ID,
-		Phone:            a.Phone,
-		Verified:         a.Verified,
-		VerifiedAt:       utc(a.VerifiedAt),
-		PhoneVerified:    a.PhoneVerified,
-		PhoneVerifiedAt:  utc(a.PhoneVerifiedAt),
-		ReceivingEnabled: a.ReceivingEnabled,
-		BlocksSender:     a.BlocksSender,
-	}
+func (a accountJSON) account() network.Account { return accountUTC(network.Account(a)) }
+
+func accountUTC(a network.Account) network.Account {
+	a.VerifiedAt, a.PhoneVerifiedAt = utc(a.VerifiedAt), utc(a.PhoneVerifiedAt)
+	return a
 }
 
 // messageJSON is a message to deliver on the wire.
