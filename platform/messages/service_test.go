@@ -440,6 +440,66 @@ func TestDeliverKnownSender(t *testing.T) {
 	}
 }
 
+// A sender this process has already sent from (its phone remembered, so the
+// send goes straight to the lookup and the acceptance statement) gets the
+// contract's sender errors like any other: a state that may not send is 422
+// sender_not_active (sender_owner_unverified, with its Arabic message, while
+// the owner is unverified), before recipient_unreachable; a sender_phone
+// naming another number than sender_number_id is refused on that field; and
+// nothing is stored.
+func TestSendSenderErrorsOnceKnown(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		status string
+		code   string
+	}{
+		{"suspended", senders.CodeSenderNotActive},
+		{"rejected", senders.CodeSenderNotActive},
+		{"pending_verification", senders.CodeSenderNotActive},
+		{"pending_account_verification", senders.CodeSenderOwnerUnverified},
+	} {
+		t.Run(tc.status, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, 100, 100)
+			tn := f.org()
+			sid := f.sender(tn, ph(1))
+			other := f.sender(tn, ph(3))
+			f.account(ph(2))
+			f.mustSend(tn, sid, ph(2), "first") // the process now knows the sender's phone
+
+			mismatch := fmt.Sprintf(`{"sender_number_id":%d,"sender_phone":%q,"to_phone":%q,"type":"text","content":"x"}`, other, ph(1), ph(2))
+			_, err := f.send(tn, mismatch, "")
+			if e, ok := apperr.As(err); !ok || e.Code != "validation_failed" || len(e.Fields["sender_phone"]) == 0 {
+				t.Fatalf("id and phone of different numbers: %v, want validation_failed on sender_phone", err)
+			}
+
+			if _, err := f.db.Pool.Exec(context.Background(),
+				fmt.Sprintf(`UPDATE %s SET status = $1 WHERE id = $2`, tn.Table("sender_numbers")), tc.status, sid); err != nil {
+				t.Fatal(err)
+			}
+			for _, to := range []string{ph(2), ph(99)} { // reachable, and not on the network
+				_, err := f.send(tn, fmt.Sprintf(`{"sender_number_id":%d,"to_phone":%q,"type":"text","content":"x"}`, sid, to), "")
+				e, ok := apperr.As(err)
+				if !ok || e.Code != tc.code || e.Kind != apperr.KindInvalid {
+					t.Fatalf("send to %s: %v, want 422 %s", to, err, tc.code)
+				}
+				if tc.code == senders.CodeSenderOwnerUnverified && e.Message != senders.MessageOwnerUnverified {
+					t.Fatalf("message %q", e.Message)
+				}
+			}
+			var stored int
+			if err := f.db.Pool.QueryRow(context.Background(),
+				fmt.Sprintf(`SELECT (SELECT count(*) FROM %s) + (SELECT used FROM %s WHERE sender_number_id = $1)`,
+					tn.Table("messages"), tn.Table("daily_usage")), sid).Scan(&stored); err != nil {
+				t.Fatal(err)
+			}
+			if stored != 2 { // the first message, counted once
+				t.Fatalf("messages + day's count = %d, want 2: a refused send stored something", stored)
+			}
+		})
+	}
+}
+
 // A job for a message that does not exist is unusable (permanent).
 func TestDeliverUnknownMessage(t *testing.T) {
 	t.Parallel()
