@@ -1,0 +1,168 @@
+// Package batch turns concurrent calls that share a key into one call over
+// all their items, the way a database groups commits: a call that arrives
+// while its key's calls are all busy waits, and the next run takes every
+// item waiting. Under light load a call runs alone at once (no timer, no
+// added latency); under heavy load the runs grow to amortise their fixed
+// cost (round trips, commits, locks) over many items.
+//
+// The platform's message delivery uses it per tenant: River runs each
+// delivery as its own job, and the jobs of one tenant that run at the same
+// time claim, deliver and record their messages in a few statements between
+// them instead of a few each.
+package batch
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Func works the items of one key and returns one result per item, in
+// order. An error fails every item of the run.
+type Func[K comparable, In, Out any] func(ctx context.Context, key K, items []In) ([]Out, error)
+
+// Config bounds the runs.
+type Config struct {
+	// MaxSize is the most items in one run. Default 64.
+	MaxSize int
+	// MaxInFlight is the most runs of one key at once. Default 2: one run
+	// waits on the database while the other works, and the items that
+	// arrive meanwhile gather for the next.
+	MaxInFlight int
+	// Timeout bounds a run. A run serves several callers, so its context
+	// is not any one caller's: it keeps the values of the context of the
+	// call that started it, not its deadline or cancellation. Default 30 s.
+	Timeout time.Duration
+}
+
+func (c *Config) setDefaults() {
+	if c.MaxSize <= 0 {
+		c.MaxSize = 64
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = 2
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 30 * time.Second
+	}
+}
+
+// Batcher groups calls by key. It is safe for concurrent use; the zero value
+// is not usable (use New).
+type Batcher[K comparable, In, Out any] struct {
+	run Func[K, In, Out]
+	cfg Config
+
+	mu   sync.Mutex
+	keys map[K]*queue[In, Out]
+}
+
+type queue[In, Out any] struct {
+	pending []*call[In, Out]
+	running int
+}
+
+type call[In, Out any] struct {
+	ctx  context.Context
+	in   In
+	out  Out
+	err  error
+	done chan struct{}
+}
+
+// New returns a Batcher that works items with run.
+func New[K comparable, In, Out any](run Func[K, In, Out], cfg Config) *Batcher[K, In, Out] {
+	cfg.setDefaults()
+	return &Batcher[K, In, Out]{run: run, cfg: cfg, keys: make(map[K]*queue[In, Out])}
+}
+
+// Do works in under key, in a run with the other items of key that are
+// waiting, and returns its result. It returns ctx's error if ctx ends first;
+// an item whose caller has gone is dropped if its run has not started, and
+// its result discarded if it has (the work must be safe to repeat).
+func (b *Batcher[K, In, Out]) Do(ctx context.Context, key K, in In) (Out, error) {
+	c := &call[In, Out]{ctx: ctx, in: in, done: make(chan struct{})}
+	b.mu.Lock()
+	q := b.keys[key]
+	if q == nil {
+		q = &queue[In, Out]{}
+		b.keys[key] = q
+	}
+	q.pending = append(q.pending, c)
+	b.startLocked(key, q)
+	b.mu.Unlock()
+
+	select {
+	case <-c.done:
+		return c.out, c.err
+	case <-ctx.Done():
+		var zero Out
+		return zero, ctx.Err()
+	}
+}
+
+// startLocked starts runs of key's waiting items while key has room for
+// them. b.mu is held.
+func (b *Batcher[K, In, Out]) startLocked(key K, q *queue[In, Out]) {
+	for q.running < b.cfg.MaxInFlight && len(q.pending) > 0 {
+		calls := make([]*call[In, Out], 0, min(len(q.pending), b.cfg.MaxSize))
+		n := 0
+		for ; n < len(q.pending) && len(calls) < b.cfg.MaxSize; n++ {
+			if c := q.pending[n]; c.ctx.Err() == nil {
+				calls = append(calls, c)
+			}
+		}
+		q.pending = append(q.pending[:0], q.pending[n:]...)
+		if len(calls) == 0 {
+			continue
+		}
+		q.running++
+		go b.work(key, q, calls)
+	}
+	if q.running == 0 && len(q.pending) == 0 {
+		delete(b.keys, key)
+	}
+}
+
+// work runs calls and hands each its result, then starts the next run of
+// key if items are waiting.
+func (b *Batcher[K, In, Out]) work(key K, q *queue[In, Out], calls []*call[In, Out]) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(calls[0].ctx), b.cfg.Timeout)
+	outs, err := b.safeRun(ctx, key, calls)
+	cancel()
+	for i, c := range calls {
+		if err != nil {
+			c.err = err
+		} else {
+			c.out = outs[i]
+		}
+		close(c.done)
+	}
+	b.mu.Lock()
+	q.running--
+	b.startLocked(key, q)
+	b.mu.Unlock()
+}
+
+// safeRun calls run, turning a panic or a wrong number of results into the
+// run's error, so that one bad run fails its items instead of the process.
+func (b *Batcher[K, In, Out]) safeRun(ctx context.Context, key K, calls []*call[In, Out]) (outs []Out, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			outs, err = nil, fmt.Errorf("batch: run panicked: %v", p)
+		}
+	}()
+	items := make([]In, len(calls))
+	for i, c := range calls {
+		items[i] = c.in
+	}
+	outs, err = b.run(ctx, key, items)
+	switch {
+	case err != nil:
+		return nil, err
+	case len(outs) != len(items):
+		return nil, fmt.Errorf("batch: run returned %d results for %d items", len(outs), len(items))
+	}
+	return outs, nil
+}

@@ -1,0 +1,251 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+type ctxKey struct{}
+
+// recorder is a run function that records its runs and can be held.
+type recorder struct {
+	mu      sync.Mutex
+	runs    [][]int
+	running map[string]int
+	peak    map[string]int
+	hold    chan struct{} // when not nil, runs wait for it to close
+	started chan struct{} // receives once per run start, if not nil
+}
+
+func newRecorder() *recorder {
+	return &recorder{running: map[string]int{}, peak: map[string]int{}}
+}
+
+func (r *recorder) run(ctx context.Context, key string, items []int) ([]string, error) {
+	r.mu.Lock()
+	r.runs = append(r.runs, append([]int(nil), items...))
+	r.running[key]++
+	r.peak[key] = max(r.peak[key], r.running[key])
+	r.mu.Unlock()
+	if r.started != nil {
+		r.started <- struct{}{}
+	}
+	if r.hold != nil {
+		<-r.hold
+	}
+	r.mu.Lock()
+	r.running[key]--
+	r.mu.Unlock()
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = fmt.Sprintf("%s/%d", key, it)
+	}
+	return out, nil
+}
+
+func TestAloneRunsAtOnce(t *testing.T) {
+	t.Parallel()
+	r := newRecorder()
+	b := New(r.run, Config{})
+	got, err := b.Do(context.Background(), "a", 7)
+	if err != nil || got != "a/7" {
+		t.Fatalf("Do = %q, %v; want a/7", got, err)
+	}
+	if len(r.runs) != 1 || len(r.runs[0]) != 1 {
+		t.Fatalf("runs = %v, want one run of one item", r.runs)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.keys) != 0 {
+		t.Fatalf("keys left after the last run: %d", len(b.keys))
+	}
+}
+
+// TestGroupsWaitingCalls holds the first run of a key, queues more calls
+// behind it, and checks that they run in as few runs as MaxSize allows, never
+// more runs of the key at once than MaxInFlight, each caller getting its own
+// result; another key is not held up meanwhile.
+func TestGroupsWaitingCalls(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name              string
+		maxSize, inFlight int
+		waiting           int
+		wantRuns          int // runs after the held one
+	}{
+		{"one run takes all", 64, 1, 30, 1},
+		{"split by max size", 10, 1, 30, 3},
+		{"two in flight", 64, 2, 30, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRecorder()
+			r.hold = make(chan struct{})
+			r.started = make(chan struct{}, 100)
+			b := New(r.run, Config{MaxSize: tc.maxSize, MaxInFlight: tc.inFlight})
+			ctx := context.Background()
+
+			results := make([]string, tc.waiting+tc.inFlight)
+			var wg sync.WaitGroup
+			do := func(i int) {
+				defer wg.Done()
+				out, err := b.Do(ctx, "a", i)
+				if err != nil {
+					t.Errorf("Do(%d): %v", i, err)
+				}
+				results[i] = out
+			}
+			// Fill every slot of key a with a held run of one item.
+			for i := range tc.inFlight {
+				wg.Add(1)
+				go do(i)
+				<-r.started
+			}
+			for i := tc.inFlight; i < len(results); i++ {
+				wg.Add(1)
+				go do(i)
+			}
+			waitPending(t, b, "a", tc.waiting)
+
+			// Key b is not held up by key a's full slots.
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				if out, err := b.Do(ctx, "b", 1); err != nil || out != "b/1" {
+					t.Errorf("Do(b) = %q, %v", out, err)
+				}
+			}()
+			<-r.started
+			close(r.hold)
+			<-done
+			wg.Wait()
+
+			for i, out := range results {
+				if want := fmt.Sprintf("a/%d", i); out != want {
+					t.Errorf("result %d = %q, want %q", i, out, want)
+				}
+			}
+			if runs := len(r.runs) - tc.inFlight - 1; runs != tc.wantRuns {
+				t.Errorf("%d runs for the %d waiting calls, want %d (runs %v)", runs, tc.waiting, tc.wantRuns, r.runs)
+			}
+			for _, run := range r.runs {
+				if len(run) > tc.maxSize {
+					t.Errorf("a run of %d items, max %d", len(run), tc.maxSize)
+				}
+			}
+			if r.peak["a"] > tc.inFlight {
+				t.Errorf("%d runs of key a at once, max %d", r.peak["a"], tc.inFlight)
+			}
+		})
+	}
+}
+
+// waitPending waits until key has n calls waiting.
+func waitPending[K comparable, In, Out any](t *testing.T, b *Batcher[K, In, Out], key K, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b.mu.Lock()
+		got := 0
+		if q := b.keys[key]; q != nil {
+			got = len(q.pending)
+		}
+		b.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d calls waiting, want %d", got, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestRunFailures(t *testing.T) {
+	t.Parallel()
+	boom := errors.New("boom")
+	tests := []struct {
+		name string
+		run  Func[string, int, int]
+		want string
+	}{
+		{"error", func(context.Context, string, []int) ([]int, error) { return nil, boom }, "boom"},
+		{"panic", func(context.Context, string, []int) ([]int, error) { panic("kaput") }, "batch: run panicked: kaput"},
+		{"too few results", func(context.Context, string, []int) ([]int, error) { return nil, nil }, "batch: run returned 0 results for 1 items"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := New(tc.run, Config{})
+			_, err := b.Do(context.Background(), "k", 1)
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+			// The key is usable again after a failed run.
+			_, err = b.Do(context.Background(), "k", 2)
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("second call: err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestCallerGone: a caller whose context ends returns at once; if its run
+// had not started its item is dropped, and a run goes on after the caller
+// that started it has gone, with that caller's values.
+func TestCallerGone(t *testing.T) {
+	t.Parallel()
+	r := newRecorder()
+	r.hold = make(chan struct{})
+	r.started = make(chan struct{}, 10)
+	var sawValue, sawCancel atomic.Bool
+	run := func(ctx context.Context, key string, items []int) ([]string, error) {
+		out, err := r.run(ctx, key, items)
+		if items[0] == 1 { // the run the first caller started, checked after it has gone
+			sawValue.Store(ctx.Value(ctxKey{}) == "v")
+			sawCancel.Store(ctx.Err() != nil)
+		}
+		return out, err
+	}
+	b := New(run, Config{MaxInFlight: 1})
+
+	first, cancelFirst := context.WithCancel(context.WithValue(context.Background(), ctxKey{}, "v"))
+	firstDone := make(chan error, 1)
+	go func() { _, err := b.Do(first, "a", 1); firstDone <- err }()
+	<-r.started
+
+	gone, cancelGone := context.WithCancel(context.Background())
+	goneDone := make(chan error, 1)
+	go func() { _, err := b.Do(gone, "a", 2); goneDone <- err }()
+	waitPending(t, b, "a", 1)
+	cancelGone()
+	if err := <-goneDone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("gone caller: err = %v, want context.Canceled", err)
+	}
+	cancelFirst()
+	if err := <-firstDone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("first caller: err = %v, want context.Canceled", err)
+	}
+
+	stays := make(chan string, 1)
+	go func() { out, _ := b.Do(context.Background(), "a", 3); stays <- out }()
+	waitPending(t, b, "a", 2)
+	close(r.hold)
+	if out := <-stays; out != "a/3" {
+		t.Fatalf("later caller got %q, want a/3", out)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.runs) != 2 || len(r.runs[1]) != 1 || r.runs[1][0] != 3 {
+		t.Fatalf("runs = %v, want [[1] [3]]: the gone caller's item dropped", r.runs)
+	}
+	if !sawValue.Load() || sawCancel.Load() {
+		t.Fatalf("run context: value kept %v, cancelled %v; want kept and not cancelled", sawValue.Load(), sawCancel.Load())
+	}
+}
