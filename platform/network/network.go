@@ -9,6 +9,7 @@ package network
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 )
 
@@ -135,4 +136,51 @@ type Network interface {
 	// Verified reports whether the account holding phone is verified
 	// (an error wrapping ErrNotFound when there is none).
 	Verified(ctx context.Context, phone string) (bool, error)
+}
+
+// Result is the outcome of delivering one message of a batch: what Deliver
+// would have returned for it.
+type Result struct {
+	Delivery Delivery
+	Err      error
+}
+
+// BatchDeliverer is a Network that delivers several messages in fewer round
+// trips than one Deliver each. It is optional: the platform asks for it with
+// a type assertion (DeliverAll), so a wrapper that embeds a Network and
+// overrides Deliver (a test's fault injection) is never bypassed.
+type BatchDeliverer interface {
+	// DeliverBatch delivers each message exactly as Deliver would, with the
+	// same refusals, repeats and errors, and returns one Result per message,
+	// in order. An error that stops the whole batch (the database gone) is
+	// every remaining message's Err.
+	DeliverBatch(ctx context.Context, msgs []Message) []Result
+}
+
+// DeliverAll delivers msgs and returns one Result per message, in order:
+// with n's DeliverBatch when n is a BatchDeliverer, else with Deliver, up to
+// parallel calls at once (at least one).
+func DeliverAll(ctx context.Context, n Network, msgs []Message, parallel int) []Result {
+	if b, ok := n.(BatchDeliverer); ok {
+		return b.DeliverBatch(ctx, msgs)
+	}
+	out := make([]Result, len(msgs))
+	parallel = max(1, min(parallel, len(msgs)))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range parallel {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				out[i].Delivery, out[i].Err = n.Deliver(ctx, msgs[i])
+			}
+		}()
+	}
+	for i := range msgs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return out
 }

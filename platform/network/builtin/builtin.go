@@ -45,7 +45,10 @@ type Network struct {
 	clock clock.Clock
 }
 
-var _ network.Network = (*Network)(nil)
+var (
+	_ network.Network        = (*Network)(nil)
+	_ network.BatchDeliverer = (*Network)(nil)
+)
 
 // New returns the built-in network on d, whose `network` schema must be
 // migrated (migrate.Migrator.Base does it).
@@ -94,35 +97,65 @@ func account(ctx context.Context, q querier, p, sender string) (network.Account,
 // and the recipient's account (phone to) with whether it blocks the sender.
 // A missing account is the refusal sender_not_registered or not_registered.
 func parties(ctx context.Context, q querier, from, to string) (int64, network.Account, error) {
-	var senderID *int64
-	var a struct {
-		id                   *int64
-		phone                *string
-		verified, phoneVerif *bool
-		receiving, blocks    *bool
-		verifiedAt, phoneAt  *time.Time
-	}
+	var r partyRow
 	err := q.QueryRow(ctx, `SELECT (SELECT id FROM network.accounts WHERE phone = $2),
 	       a.id, a.phone, a.verified, a.verified_at, a.phone_verified, a.phone_verified_at,
 	       a.receiving_enabled,
 	       EXISTS (SELECT 1 FROM network.blocks b JOIN network.accounts s ON s.id = b.blocked_account_id
 	               WHERE b.account_id = a.id AND s.phone = $2)
-	  FROM (SELECT 1) one LEFT JOIN network.accounts a ON a.phone = $1`, to, from).
-		Scan(&senderID, &a.id, &a.phone, &a.verified, &a.verifiedAt, &a.phoneVerif, &a.phoneAt,
-			&a.receiving, &a.blocks)
-	switch {
-	case err != nil:
+	  FROM (SELECT 1) one LEFT JOIN network.accounts a ON a.phone = $1`, to, from).Scan(r.dest()...)
+	if err != nil {
 		return 0, network.Account{}, fmt.Errorf("sender and recipient accounts: %w", err)
-	case senderID == nil:
+	}
+	return r.accounts(from, to)
+}
+
+// partyRow is what parties and batchParties read of a sender and a
+// recipient: the sender's account id and the recipient's account with whether
+// it blocks the sender, all NULL when no account holds the phone.
+type partyRow struct {
+	senderID, id         *int64
+	phone                *string
+	verified, phoneVerif *bool
+	receiving, blocks    *bool
+	verifiedAt, phoneAt  *time.Time
+}
+
+// dest is the row's scan destinations, in the order of the columns: sender
+// id, then the recipient's id, phone, verified, verified_at, phone_verified,
+// phone_verified_at, receiving_enabled and whether it blocks the sender.
+func (r *partyRow) dest() []any {
+	return []any{&r.senderID, &r.id, &r.phone, &r.verified, &r.verifiedAt, &r.phoneVerif, &r.phoneAt,
+		&r.receiving, &r.blocks}
+}
+
+// accounts returns the sender's account id and the recipient's account of a
+// message from the phone from to the phone to, or the refusal
+// sender_not_registered or not_registered.
+func (r *partyRow) accounts(from, to string) (int64, network.Account, error) {
+	switch {
+	case r.senderID == nil:
 		return 0, network.Account{}, permanent(network.CodeSenderNotRegistered, "no account holds the sender phone "+from)
-	case a.id == nil:
+	case r.id == nil:
 		return 0, network.Account{}, permanent(network.CodeNotRegistered, "no account holds the recipient phone "+to)
 	}
-	return *senderID, network.Account{
-		ID: *a.id, Phone: *a.phone, Verified: *a.verified, VerifiedAt: utc(a.verifiedAt),
-		PhoneVerified: *a.phoneVerif, PhoneVerifiedAt: utc(a.phoneAt),
-		ReceivingEnabled: *a.receiving, BlocksSender: *a.blocks,
+	return *r.senderID, network.Account{
+		ID: *r.id, Phone: *r.phone, Verified: *r.verified, VerifiedAt: utc(r.verifiedAt),
+		PhoneVerified: *r.phoneVerif, PhoneVerifiedAt: utc(r.phoneAt),
+		ReceivingEnabled: *r.receiving, BlocksSender: *r.blocks,
 	}, nil
+}
+
+// refusal returns why recipient cannot receive from the account senderID
+// (self, or the recipient's ReasonCode), or nil when it can.
+func refusal(senderID int64, recipient network.Account) error {
+	if recipient.ID == senderID {
+		return permanent(network.CodeSelf, "the recipient is the sender")
+	}
+	if code := recipient.ReasonCode(); code != network.CodeOK {
+		return permanent(code, refusals[code])
+	}
+	return nil
 }
 
 // Lookup returns the account holding phone, or an error wrapping
@@ -183,28 +216,49 @@ var messageTypes = map[string]bool{"text": true, "image": true, "voice": true, "
 // phone_unverified, receiving_disabled, blocked_sender, reference_reused.
 // Other errors (the database) are transient.
 func (n *Network) Deliver(ctx context.Context, msg network.Message) (network.Delivery, error) {
+	from, to, err := check(msg)
+	if err != nil {
+		return network.Delivery{}, err
+	}
+	return n.deliverChecked(ctx, msg, from, to)
+}
+
+// check validates msg for Deliver and DeliverBatch: it returns the sender's
+// and the recipient's phones normalised (the sender is ServicePhone when
+// msg.FromPhone is empty), or the refusal invalid_message or invalid_phone.
+func check(msg network.Message) (from, to string, err error) {
 	if msg.Reference == "" {
-		return network.Delivery{}, permanent(network.CodeInvalidMessage, "the message has no reference")
+		return "", "", permanent(network.CodeInvalidMessage, "the message has no reference")
 	}
 	if !messageTypes[msg.Type] {
-		return network.Delivery{}, permanent(network.CodeInvalidMessage,
+		return "", "", permanent(network.CodeInvalidMessage,
 			fmt.Sprintf("message type %q is not one of text, image, voice, document", msg.Type))
 	}
-	to, err := phone.Normalize(msg.ToPhone)
-	if err != nil {
-		return network.Delivery{}, permanent(network.CodeInvalidPhone, "recipient phone "+err.Error())
+	if to, err = phone.Normalize(msg.ToPhone); err != nil {
+		return "", "", permanent(network.CodeInvalidPhone, "recipient phone "+err.Error())
 	}
-	from := ServicePhone
+	from = ServicePhone
 	if msg.FromPhone != "" {
 		if from, err = phone.Normalize(msg.FromPhone); err != nil {
-			return network.Delivery{}, permanent(network.CodeInvalidPhone, "sender phone "+err.Error())
+			return "", "", permanent(network.CodeInvalidPhone, "sender phone "+err.Error())
 		}
 	}
+	return from, to, nil
+}
+
+// deliverChecked is Deliver after check: deliver, with a transient error
+// wrapped to name the reference.
+func (n *Network) deliverChecked(ctx context.Context, msg network.Message, from, to string) (network.Delivery, error) {
 	d, err := n.deliver(ctx, msg, from, to)
 	if err != nil && !network.IsPermanent(err) {
-		return network.Delivery{}, fmt.Errorf("network: deliver %s: %w", msg.Reference, err)
+		return network.Delivery{}, transient(msg.Reference, err)
 	}
 	return d, err
+}
+
+// transient wraps a transient error of the delivery of the message ref.
+func transient(ref string, err error) error {
+	return fmt.Errorf("network: deliver %s: %w", ref, err)
 }
 
 func (n *Network) deliver(ctx context.Context, msg network.Message, from, to string) (network.Delivery, error) {
@@ -224,11 +278,8 @@ func (n *Network) deliver(ctx context.Context, msg network.Message, from, to str
 	} else if err != nil {
 		return network.Delivery{}, err
 	}
-	if recipient.ID == senderID {
-		return refuse(permanent(network.CodeSelf, "the recipient is the sender"))
-	}
-	if code := recipient.ReasonCode(); code != network.CodeOK {
-		return refuse(permanent(code, refusals[code]))
+	if err := refusal(senderID, recipient); err != nil {
+		return refuse(err)
 	}
 
 	now := n.clock.Now()
@@ -289,6 +340,69 @@ const insertMessage = `WITH existing AS (
 	  RETURNING id, created_at)
 	SELECT (SELECT id FROM conv LIMIT 1), ins.id, ins.created_at
 	  FROM (SELECT 1) one LEFT JOIN ins ON true`
+
+// batchParties is parties for a batch (DeliverBatch): for each pair i of
+// phones ($1[i] the sender's, $2[i] the recipient's, i from 1) one row: i,
+// then the columns of parties (partyRow), NULL for a missing account.
+const batchParties = `SELECT p.i, s.id,
+	       a.id, a.phone, a.verified, a.verified_at, a.phone_verified, a.phone_verified_at,
+	       a.receiving_enabled,
+	       EXISTS (SELECT 1 FROM network.blocks b WHERE b.account_id = a.id AND b.blocked_account_id = s.id)
+	  FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS p(from_phone, to_phone, i)
+	  LEFT JOIN network.accounts s ON s.phone = p.from_phone
+	  LEFT JOIN network.accounts a ON a.phone = p.to_phone`
+
+// insertMessages is insertMessage for a batch (DeliverBatch), in one
+// statement (one commit) whatever its size. Each message is the i-th element
+// of the arrays $1..$11: its account pair (low $1 < high $2), sender $3,
+// recipient $4, type $5, content $6, file name $7, file size $8, file type
+// $9 and duration $10 ("" and 0 for none: stored NULL as Deliver does) and
+// reference $11, the references all different; $12 is the delivery time.
+//
+// Like insertMessage it gets or creates the conversation of each pair, but
+// creates none for a pair whose messages' references all exist already, and
+// a pair whose conversation another call created after this statement began
+// conflicts and gets none: its messages are not inserted (the caller delivers
+// them again, one by one). A message whose reference exists is not inserted
+// either. It returns the reference, id, conversation and time of each message
+// inserted.
+//
+// Message ids are drawn in the order of the arrays, so they follow the
+// batch's order as successive Deliver calls would. Rows are inserted in a
+// fixed order, conversations by pair and then messages by reference, so that
+// concurrent batches sharing pairs or references wait for one another instead
+// of deadlocking. (The sort over all messages makes every conversation exist
+// before the first message is inserted.)
+const insertMessages = `WITH input AS (
+	  SELECT nextval(pg_get_serial_sequence('network.messages', 'id')) AS id, m.*
+	    FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::text[],
+	                $7::text[], $8::bigint[], $9::text[], $10::bigint[], $11::text[]) WITH ORDINALITY
+	         AS m(low, high, from_id, to_id, type, content, file_name, file_size, file_type, duration,
+	              reference, ord)
+	   ORDER BY m.ord),
+	existing AS (
+	  SELECT c.id, c.low_account_id AS low, c.high_account_id AS high
+	    FROM network.conversations c
+	   WHERE (c.low_account_id, c.high_account_id) IN (SELECT low, high FROM input)),
+	created AS (
+	  INSERT INTO network.conversations (low_account_id, high_account_id, created_at)
+	  SELECT DISTINCT m.low, m.high, $12::timestamptz FROM input m
+	   WHERE NOT EXISTS (SELECT 1 FROM existing e WHERE e.low = m.low AND e.high = m.high)
+	     AND NOT EXISTS (SELECT 1 FROM network.messages x WHERE x.reference = m.reference)
+	   ORDER BY m.low, m.high
+	  ON CONFLICT (low_account_id, high_account_id) DO NOTHING
+	  RETURNING id, low_account_id AS low, high_account_id AS high),
+	conv AS (SELECT id, low, high FROM existing UNION ALL SELECT id, low, high FROM created)
+	INSERT INTO network.messages
+	       (id, conversation_id, from_account_id, to_account_id, type, content,
+	        file_name, file_size, file_type, duration, reference, created_at)
+	SELECT m.id, c.id, m.from_id, m.to_id, m.type, m.content,
+	       NULLIF(m.file_name, ''), NULLIF(m.file_size, 0), NULLIF(m.file_type, ''),
+	       NULLIF(m.duration, 0)::integer, m.reference, $12
+	  FROM input m JOIN conv c ON c.low = m.low AND c.high = m.high
+	 ORDER BY m.reference
+	ON CONFLICT (reference) DO NOTHING
+	RETURNING reference, id, conversation_id, created_at`
 
 // refusals are the messages of the refusals an account's ReasonCode gives.
 var refusals = map[string]string{
