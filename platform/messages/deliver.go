@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/apperr"
@@ -26,21 +27,20 @@ var _ jobs.MessageDeliverer = (*Service)(nil)
 //     is the one the sender's last delivery read (senderCache); a job without
 //     a sender id, or the first delivery of a sender in this process, reads
 //     the message first (loadDelivery) to learn it;
-//  2. in one statement (claimLoad) it locks and reads the message with its
-//     sender and the organization's limits and, on the message's first run
-//     past the throttle, claims the message's place under the sender's
-//     current daily limit for the day the message was accepted. A message
-//     already sent or failed is done (a job run twice, or after a crash,
-//     changes nothing). A limit lowered since acceptance, or a suspended or
-//     rejected sender, fails the message (daily_limit_exceeded,
-//     sender_not_active) undelivered (claimLocked). The check comes after
-//     the throttle so that it sees the limit as late as possible;
-//  3. it delivers with the reference "<schema>:<id>": a delivery the network
-//     already made (a crash before the outcome was recorded) is returned
-//     again, not repeated;
-//  4. it records the outcome: sent with the network's ids, or failed with the
-//     network's refusal code. A transient failure is returned for River to
-//     retry, except on the last attempt, which fails the message with
+//  2. it joins the tenant's next delivery batch (Config.DeliveryBatch): the
+//     jobs of a tenant past their throttle at the same time are claimed,
+//     delivered and recorded together (deliverBatch), so that a busy worker
+//     spends a few statements per batch rather than per message. Alone, a
+//     job runs at once in a batch of its own;
+//  3. the batch decides, under lock, on the message's first run past the
+//     throttle, its place under the sender's current daily limit for the
+//     day it was accepted, or fails it (daily_limit_exceeded,
+//     sender_not_active) undelivered; a message already sent or failed is
+//     done (claimBatch);
+//  4. it delivers with the reference "<schema>:<id>" and records the
+//     outcome: sent with the network's ids, or failed with the network's
+//     refusal code; a transient failure is returned for River to retry,
+//     except on the last attempt, which fails the message with
 //     network_error.
 func (s *Service) DeliverMessage(ctx context.Context, args jobs.DeliverArgs, at jobs.DeliveryAttempt) (time.Duration, error) {
 	t, err := db.NewTenant(args.OrgID, args.Schema)
@@ -78,48 +78,112 @@ func (s *Service) DeliverMessage(ctx context.Context, args jobs.DeliverArgs, at 
 		}
 	}
 
-	c, err := s.claimLoad(ctx, t, args.MessageID)
+	errItem, err := s.deliveries.Do(ctx, t, pendingDelivery{id: args.MessageID, at: at})
 	if err != nil {
-		return 0, missing(t, args.MessageID, err)
+		return 0, err
 	}
-	m, sn := c.m, c.sn
-	s.known.putLimit(t, m.SenderNumberID, s.limitOf(c.org))
-	switch {
-	case m.Status != StatusQueued:
-		return 0, nil
-	case m.DispatchedAt == nil && !c.claimed:
-		// Not claimed: the sender may not send now, or its day's limit is
-		// reached (or the message changed in between): decide under a lock.
-		proceed, err := s.claimLocked(ctx, t, m.ID, sn, c.org)
-		if err != nil || !proceed {
-			return 0, err
+	return 0, errItem
+}
+
+// pendingDelivery is a delivery job past its throttle, waiting for its
+// tenant's next delivery batch.
+type pendingDelivery struct {
+	id int64
+	at jobs.DeliveryAttempt
+}
+
+// sentMessage is a message the network delivered, to record.
+type sentMessage struct {
+	id   int64
+	d    network.Delivery
+	item int // its index in the batch
+}
+
+// deliverBatch delivers the messages of tenant t's delivery jobs that are
+// past their throttle at the same time (a batch.Batcher run), and returns
+// each job's outcome (DeliverMessage's error), in order:
+//
+//   - claimBatch locks and reads the messages and claims their places under
+//     their senders' daily limits, or fails them, in one transaction;
+//   - the network delivers the claimed ones (network.DeliverAll: one batch
+//     where the network offers it), each with its reference
+//     "<schema>:<id>", so that a delivery the network already made (a crash
+//     before the outcome was recorded) is returned again, not repeated;
+//   - markSent records every delivery in one statement. A refusal fails its
+//     message with the network's code; a transient failure is that job's
+//     error, for River to retry, except on its last attempt, which fails
+//     the message with network_error.
+//
+// Two jobs of one message in a batch (a rescued job and the original) share
+// one delivery and its outcome.
+func (s *Service) deliverBatch(ctx context.Context, t db.Tenant, items []pendingDelivery) ([]error, error) {
+	first := make(map[int64]int, len(items))
+	ids := make([]int64, 0, len(items))
+	for i, it := range items {
+		if _, dup := first[it.id]; !dup {
+			first[it.id] = i
+			ids = append(ids, it.id)
+		}
+	}
+	claims, err := s.claimBatch(ctx, t, ids)
+	if err != nil {
+		return nil, err
+	}
+
+	errs := make([]error, len(items))
+	msgs := make([]network.Message, 0, len(ids))
+	sending := make([]int, 0, len(ids))
+	for _, id := range ids {
+		i := first[id]
+		c, found := claims[id]
+		switch {
+		case !found:
+			errs[i] = missing(t, id, apperr.NotFound("message"))
+		case c.proceed:
+			m := c.m
+			msgs = append(msgs, network.Message{
+				Reference: Reference(t, m.ID),
+				FromPhone: c.phone,
+				ToPhone:   m.ToPhone,
+				Type:      m.Type,
+				Content:   m.Content,
+				FileName:  deref(m.FileName),
+				FileSize:  deref(m.FileSize),
+				FileType:  deref(m.FileType),
+				Duration:  deref(m.Duration),
+			})
+			sending = append(sending, i)
 		}
 	}
 
-	d, err := s.net.Deliver(ctx, network.Message{
-		Reference: Reference(t, m.ID),
-		FromPhone: sn.phone,
-		ToPhone:   m.ToPhone,
-		Type:      m.Type,
-		Content:   m.Content,
-		FileName:  deref(m.FileName),
-		FileSize:  deref(m.FileSize),
-		FileType:  deref(m.FileType),
-		Duration:  deref(m.Duration),
-	})
-	var refusal *network.PermanentError
-	switch {
-	case errors.As(err, &refusal):
-		return 0, s.fail(ctx, s.db, t, m.ID, refusal.Code, refusal.Message)
-	case err != nil && at.Last():
-		s.log.WarnContext(ctx, "message delivery gave up", "schema", t.Schema, "message_id", m.ID,
-			"attempts", at.Attempt, "error", err)
-		return 0, s.fail(ctx, s.db, t, m.ID, CodeNetworkError,
-			fmt.Sprintf("The messaging network could not be reached after %d attempts.", at.Attempt))
-	case err != nil:
-		return 0, fmt.Errorf("deliver: %w", err)
+	sent := make([]sentMessage, 0, len(msgs))
+	for j, r := range network.DeliverAll(ctx, s.net, msgs, len(msgs)) {
+		i := sending[j]
+		id, at := items[i].id, items[i].at
+		var refusal *network.PermanentError
+		switch {
+		case errors.As(r.Err, &refusal):
+			errs[i] = s.fail(ctx, s.db, t, id, refusal.Code, refusal.Message)
+		case r.Err != nil && at.Last():
+			s.log.WarnContext(ctx, "message delivery gave up", "schema", t.Schema, "message_id", id,
+				"attempts", at.Attempt, "error", r.Err)
+			errs[i] = s.fail(ctx, s.db, t, id, CodeNetworkError,
+				fmt.Sprintf("The messaging network could not be reached after %d attempts.", at.Attempt))
+		case r.Err != nil:
+			errs[i] = fmt.Errorf("deliver: %w", r.Err)
+		default:
+			sent = append(sent, sentMessage{id: id, d: r.Delivery, item: i})
+		}
 	}
-	return 0, s.markSent(ctx, t, m.ID, d)
+	if err := s.markSent(ctx, t, sent); err != nil {
+		for _, m := range sent {
+			errs[m.item] = err
+		}
+	}
+	for i, it := range items {
+		errs[i] = errs[first[it.id]]
+	}
+	return errs, nil
 }
 
 // missing turns a message that does not exist into the job's permanent
@@ -132,99 +196,157 @@ func missing(t db.Tenant, id int64, err error) error {
 	return err
 }
 
-// claimed is a message as claimLoad read it (before its claim), with its
-// sender and organization, and whether the statement claimed it.
-type claimed struct {
+// claim is what claimBatch decided for a message: proceed (deliver m
+// from the sender's phone) or not (it is sent or failed already, or it was
+// failed now).
+type claim struct {
+	proceed bool
 	m       *row
-	sn      senderState
-	org     orgSettings
-	claimed bool
+	phone   string
 }
 
-// claimLoad is the common case of the daily-limit claim, with the read of
-// the message, in one statement (one round trip, no explicit transaction):
-// it locks the message and reads it with its sender and the organization's
-// limits; if the message is queued and not yet dispatched and the sender is
-// active, it counts the message in its acceptance day's dispatched counter
-// while that counter is under the sender's limit, and stamps dispatched_at.
-// The message read is its state before the claim. A message that was not
-// claimed though it could have been (the sender may not send, or the limit
-// is reached) goes to claimLocked, which decides and records the failure
-// under its lock. A missing message is an apperr not-found.
-func (s *Service) claimLoad(ctx context.Context, t db.Tenant, id int64) (claimed, error) {
-	var out []struct {
-		row
-		deliveryJoin
-		Claimed bool `bun:"claimed"`
-	}
-	now := s.clock.Now()
-	err := s.db.NewRaw(`WITH m AS (
-		  SELECT `+deliveryColumns+`
-		    FROM `+deliveryFrom+`
-		   WHERE m.id = ?2 FOR UPDATE OF m),
-		u AS (
-		  UPDATE ?0.daily_usage d SET dispatched = d.dispatched + 1 FROM m
-		   WHERE m.status = 'queued' AND m.dispatched_at IS NULL AND m.sn_status = 'active'
-		     AND d.sender_number_id = m.sender_number_id
-		     AND d.day = (m.created_at AT TIME ZONE 'UTC')::date
-		     AND d.dispatched < coalesce(m.sn_daily_limit_override, m.default_daily_limit)
-		  RETURNING d.dispatched),
-		x AS (
-		  UPDATE ?0.messages x SET dispatched_at = ?3, updated_at = ?3
-		    FROM u WHERE x.id = ?2 RETURNING x.id)
-		SELECT m.*, EXISTS (SELECT 1 FROM x) AS claimed FROM m`, t.Ident(), t.OrgID, id, now).Scan(ctx, &out)
-	if err != nil {
-		return claimed{}, fmt.Errorf("claim daily limit of message %d of %s: %w", id, t.Schema, err)
-	}
-	if len(out) == 0 {
-		return claimed{}, apperr.NotFound("message")
-	}
-	o := out[0]
-	sn, org := o.split()
-	return claimed{m: &o.row, sn: sn, org: org, claimed: o.Claimed}, nil
+// usageKey names a sender's daily_usage row.
+type usageKey struct {
+	sender int64
+	day    string // YYYY-MM-DD, the UTC day the message was accepted
 }
 
-// claimLocked is claim in a transaction that locks the message: the path
-// that fails a message (limit reached, sender not active).
-func (s *Service) claimLocked(ctx context.Context, t db.Tenant, id int64, sn senderState, org orgSettings) (bool, error) {
-	var proceed bool
+// claimBatch reads messages ids of tenant t with their senders and the
+// organization's limits, and decides each under the lock of one transaction:
+//
+//   - a message no longer queued is done (a job run twice, or after a
+//     crash, changes nothing);
+//   - a message dispatched already (a retry after a transient network
+//     failure) proceeds without a second claim;
+//   - a message whose sender is not active (suspended, rejected since
+//     acceptance) fails with sender_not_active;
+//   - otherwise the message claims its place in its acceptance day's
+//     dispatched counter while that counter is under the sender's current
+//     daily limit, in id order, and is stamped dispatched_at; past the limit
+//     (lowered since acceptance) it fails with daily_limit_exceeded.
+//
+// The decision comes after the throttle, so that it sees the limit as late as
+// possible. Locks are taken in one order, messages by id and then counters
+// by sender and day, the order markSent also follows (the acceptance
+// statement and receipts lock one counter each), so that concurrent batches
+// cannot deadlock. A message that does
+// not exist is absent from the result.
+func (s *Service) claimBatch(ctx context.Context, t db.Tenant, ids []int64) (map[int64]claim, error) {
+	out := make(map[int64]claim, len(ids))
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		m, err := loadRow(ctx, tx, t, id, true)
+		clear(out)
+		var rows []struct {
+			row
+			deliveryJoin
+		}
+		if err := tx.NewRaw(`SELECT `+deliveryColumns+` FROM `+deliveryFrom+`
+			 WHERE m.id = ANY(?2::bigint[]) ORDER BY m.id FOR UPDATE OF m`,
+			t.Ident(), t.OrgID, pgdialect.Array(ids)).Scan(ctx, &rows); err != nil {
+			return fmt.Errorf("lock messages: %w", err)
+		}
+		var sids []int64
+		var days []string
+		want := make(map[usageKey]int)
+		for i := range rows {
+			r := &rows[i]
+			sn, org := r.split()
+			s.known.putLimit(t, r.SenderNumberID, s.limitOf(org))
+			if r.Status == StatusQueued && r.DispatchedAt == nil && sn.status == senders.StatusActive {
+				k := usageKey{r.SenderNumberID, dayOf(r.CreatedAt)}
+				if _, seen := want[k]; !seen {
+					want[k] = 0
+					sids, days = append(sids, k.sender), append(days, k.day)
+				}
+			}
+		}
+		count, err := lockUsage(ctx, tx, t, sids, days)
 		if err != nil {
 			return err
 		}
-		if m.Status != StatusQueued {
+
+		var claimed []int64
+		for i := range rows {
+			r := &rows[i]
+			sn, org := r.split()
+			c := claim{m: &r.row, phone: sn.phone}
+			k := usageKey{r.SenderNumberID, dayOf(r.CreatedAt)}
+			n, counted := count[k]
+			switch {
+			case r.Status != StatusQueued:
+			case r.DispatchedAt != nil:
+				c.proceed = true
+			case sn.status != senders.StatusActive:
+				err = s.fail(ctx, tx, t, r.ID, CodeSenderNotActive,
+					fmt.Sprintf("The sender number became %s before the message was delivered.", sn.status))
+			case !counted || n >= sn.dailyLimit(org):
+				err = s.fail(ctx, tx, t, r.ID, CodeDailyLimitExceeded,
+					fmt.Sprintf("The sender number's daily limit (now %d) was reached before the message was delivered.", sn.dailyLimit(org)))
+			default:
+				count[k] = n + 1
+				want[k]++
+				claimed = append(claimed, r.ID)
+				c.proceed = true
+			}
+			if err != nil {
+				return err
+			}
+			out[r.ID] = c
+		}
+		if len(claimed) == 0 {
 			return nil
 		}
-		if m.DispatchedAt != nil {
-			proceed = true
-			return nil
-		}
-		if sn.status != senders.StatusActive {
-			return s.fail(ctx, tx, t, m.ID, CodeSenderNotActive,
-				fmt.Sprintf("The sender number became %s before the message was delivered.", sn.status))
-		}
-		limit := sn.dailyLimit(org)
-		var n int
-		err = tx.NewRaw(`UPDATE ?.daily_usage SET dispatched = dispatched + 1
-			WHERE sender_number_id = ? AND day = ?::date AND dispatched < ?
-			RETURNING dispatched`, t.Ident(), m.SenderNumberID, dayOf(m.CreatedAt), limit).Scan(ctx, &n)
-		if isNoRows(err) {
-			return s.fail(ctx, tx, t, m.ID, CodeDailyLimitExceeded,
-				fmt.Sprintf("The sender number's daily limit (now %d) was reached before the message was delivered.", limit))
-		}
-		if err != nil {
-			return fmt.Errorf("claim daily limit: %w", err)
+		var ns []int
+		sids, days = sids[:0], days[:0]
+		for k, n := range want {
+			if n > 0 {
+				sids, days, ns = append(sids, k.sender), append(days, k.day), append(ns, count[k])
+			}
 		}
 		now := s.clock.Now()
-		if _, err := tx.NewRaw(`UPDATE ?.messages SET dispatched_at = ?, updated_at = ? WHERE id = ?`,
-			t.Ident(), now, now, m.ID).Exec(ctx); err != nil {
-			return fmt.Errorf("mark message dispatched: %w", err)
+		_, err = tx.NewRaw(`WITH u AS (
+			  UPDATE ?0.daily_usage d SET dispatched = v.n
+			    FROM unnest(?1::bigint[], ?2::date[], ?3::int[]) v(sender, day, n)
+			   WHERE d.sender_number_id = v.sender AND d.day = v.day)
+			UPDATE ?0.messages SET dispatched_at = ?4, updated_at = ?4 WHERE id = ANY(?5::bigint[])`,
+			t.Ident(), pgdialect.Array(sids), pgdialect.Array(days), pgdialect.Array(ns), now,
+			pgdialect.Array(claimed)).Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("claim daily limits: %w", err)
 		}
-		proceed = true
 		return nil
 	})
-	return proceed, err
+	if err != nil {
+		return nil, fmt.Errorf("claim messages of %s: %w", t.Schema, err)
+	}
+	return out, nil
+}
+
+// lockUsage locks the daily_usage rows of (sids[i], days[i]) in sender
+// and day order and returns their dispatched counters. A row that does not
+// exist is absent (acceptance creates it, so only a hand-made message lacks
+// one; it fails as over the limit).
+func lockUsage(ctx context.Context, tx bun.Tx, t db.Tenant, sids []int64, days []string) (map[usageKey]int, error) {
+	count := make(map[usageKey]int, len(sids))
+	if len(sids) == 0 {
+		return count, nil
+	}
+	var rows []struct {
+		Sender     int64  `bun:"sender_number_id"`
+		Day        string `bun:"day"`
+		Dispatched int    `bun:"dispatched"`
+	}
+	err := tx.NewRaw(`SELECT d.sender_number_id, d.day::text AS day, d.dispatched
+		  FROM ?0.daily_usage d
+		  JOIN unnest(?1::bigint[], ?2::date[]) v(sender, day) ON d.sender_number_id = v.sender AND d.day = v.day
+		 ORDER BY d.sender_number_id, d.day FOR UPDATE OF d`,
+		t.Ident(), pgdialect.Array(sids), pgdialect.Array(days)).Scan(ctx, &rows)
+	if err != nil {
+		return nil, fmt.Errorf("lock daily usage: %w", err)
+	}
+	for _, r := range rows {
+		count[usageKey{r.Sender, r.Day}] = r.Dispatched
+	}
+	return count, nil
 }
 
 // senderState is the sender as delivery sees it.
@@ -305,30 +427,54 @@ func (s *Service) limitOf(o orgSettings) throttle.Limit {
 // throttleKey names a sender's bucket.
 func throttleKey(t db.Tenant, senderID int64) string { return t.Schema + ":" + itoa(senderID) }
 
-// markSent records a delivery: status sent with the network's ids, and the
-// day's sent counter, in one statement. A message no longer queued is left
-// alone (a concurrent run recorded it already), except one a delivery receipt
-// (ApplyReceipt) moved to delivered or failed before this record: it gets the
-// network's ids and keeps the receipt's status (never downgraded to sent).
-func (s *Service) markSent(ctx context.Context, t db.Tenant, id int64, d network.Delivery) error {
+// markSent records deliveries in one statement: status sent with the
+// network's ids, and each sender's day's sent counter. A message no longer
+// queued is left alone (a concurrent run recorded it already), except one a
+// delivery receipt (ApplyReceipt) moved to delivered or failed before this
+// record: it gets the network's ids and keeps the receipt's status (never
+// downgraded to sent). The counters are locked in sender and day order (the
+// CTE l, which every counter update goes through) after the messages, the
+// order claimBatch follows, so that concurrent batches cannot deadlock.
+func (s *Service) markSent(ctx context.Context, t db.Tenant, sent []sentMessage) error {
+	if len(sent) == 0 {
+		return nil
+	}
 	now := s.clock.Now()
-	sentAt := d.DeliveredAt
-	if sentAt.IsZero() {
-		sentAt = now
+	ids := make([]int64, len(sent))
+	netIDs := make([]int64, len(sent))
+	convs := make([]int64, len(sent))
+	recipients := make([]int64, len(sent))
+	at := make([]time.Time, len(sent))
+	for i, m := range sent {
+		ids[i], netIDs[i], convs[i], recipients[i] = m.id, m.d.MessageID, m.d.ConversationID, m.d.RecipientID
+		at[i] = m.d.DeliveredAt
+		if at[i].IsZero() {
+			at[i] = now
+		}
 	}
 	_, err := s.db.NewRaw(`WITH m AS (
-		  UPDATE ?0.messages
-		     SET status = CASE WHEN status = 'queued' THEN 'sent' ELSE status END,
-		         message_id = ?1, conversation_id = ?2, recipient_user_id = ?3,
-		         sent_at = ?4, updated_at = ?5
-		   WHERE id = ?6 AND (status = 'queued' OR (status IN ('delivered', 'failed') AND message_id IS NULL))
-		  RETURNING sender_number_id, created_at, status)
-		UPDATE ?0.daily_usage u SET sent = u.sent + 1 FROM m
-		 WHERE m.status = 'sent'
-		   AND u.sender_number_id = m.sender_number_id AND u.day = (m.created_at AT TIME ZONE 'UTC')::date`,
-		t.Ident(), d.MessageID, d.ConversationID, d.RecipientID, sentAt, now, id).Exec(ctx)
+		  UPDATE ?0.messages x
+		     SET status = CASE WHEN x.status = 'queued' THEN 'sent' ELSE x.status END,
+		         message_id = v.message_id, conversation_id = v.conversation_id,
+		         recipient_user_id = v.recipient_id, sent_at = v.sent_at, updated_at = ?6
+		    FROM unnest(?1::bigint[], ?2::bigint[], ?3::bigint[], ?4::bigint[], ?5::timestamptz[])
+		         v(id, message_id, conversation_id, recipient_id, sent_at)
+		   WHERE x.id = v.id
+		     AND (x.status = 'queued' OR (x.status IN ('delivered', 'failed') AND x.message_id IS NULL))
+		  RETURNING x.sender_number_id, x.created_at, x.status),
+		c AS (
+		  SELECT sender_number_id, (created_at AT TIME ZONE 'UTC')::date AS day, count(*) AS n
+		    FROM m WHERE status = 'sent' GROUP BY 1, 2),
+		l AS (
+		  SELECT d.sender_number_id, d.day, c.n
+		    FROM ?0.daily_usage d JOIN c USING (sender_number_id, day)
+		   ORDER BY d.sender_number_id, d.day FOR UPDATE OF d)
+		UPDATE ?0.daily_usage u SET sent = u.sent + l.n FROM l
+		 WHERE u.sender_number_id = l.sender_number_id AND u.day = l.day`,
+		t.Ident(), pgdialect.Array(ids), pgdialect.Array(netIDs), pgdialect.Array(convs),
+		pgdialect.Array(recipients), pgdialect.Array(at), now).Exec(ctx)
 	if err != nil {
-		return fmt.Errorf("record delivery of message %d: %w", id, err)
+		return fmt.Errorf("record delivery of %d messages of %s: %w", len(sent), t.Schema, err)
 	}
 	return nil
 }

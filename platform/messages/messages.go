@@ -50,6 +50,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/bizmsg/platform/jobs"
+	"github.com/bizmsg/platform/platform/batch"
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/network"
@@ -208,6 +209,10 @@ type Config struct {
 	// 20/s and 40 (CONTRACT §2).
 	SenderRate  float64
 	SenderBurst int
+	// DeliveryBatch bounds the delivery batches of a tenant (see
+	// deliverBatch): at most MaxSize jobs each, MaxInFlight at once per
+	// tenant. Defaults 64 and 2 (batch.Config).
+	DeliveryBatch batch.Config
 	// MaxInlineWait is the longest throttle delay a delivery waits out in the
 	// worker; longer ones snooze the job for exactly the delay. Default 1 s.
 	MaxInlineWait time.Duration
@@ -229,9 +234,11 @@ type Service struct {
 	enqueue  *jobs.DeliveryEnqueuer
 	known    *senderCache
 	throttle throttle.Limiter
-	clock    clock.Clock
-	log      *slog.Logger
-	cfg      Config
+	// deliveries batches the deliveries of each tenant (deliverBatch).
+	deliveries *batch.Batcher[db.Tenant, pendingDelivery, error]
+	clock      clock.Clock
+	log        *slog.Logger
+	cfg        Config
 }
 
 // New validates cfg and returns a Service.
@@ -271,7 +278,7 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Service{
+	s := &Service{
 		db:       cfg.DB,
 		senders:  cfg.Senders,
 		net:      cfg.Network,
@@ -281,7 +288,9 @@ func New(cfg Config) (*Service, error) {
 		clock:    cfg.Clock,
 		log:      cfg.Logger,
 		cfg:      cfg,
-	}, nil
+	}
+	s.deliveries = batch.New(s.deliverBatch, cfg.DeliveryBatch)
+	return s, nil
 }
 
 // Reference is the network delivery reference of a message: unique across

@@ -283,6 +283,17 @@ func (n *overtaking) Deliver(ctx context.Context, m network.Message) (network.De
 	return d, err
 }
 
+// DeliverBatch runs the receipt after each delivery of the batch.
+func (n *overtaking) DeliverBatch(ctx context.Context, ms []network.Message) []network.Result {
+	rs := n.countingNetwork.DeliverBatch(ctx, ms)
+	for _, r := range rs {
+		if r.Err == nil {
+			n.receipt()
+		}
+	}
+	return rs
+}
+
 // A receipt that overtakes the worker's record of the delivery: the message
 // keeps the receipt's status, gets the network's ids, and is counted once.
 func TestReceiptOvertakesDeliveryRecord(t *testing.T) {

@@ -36,6 +36,10 @@ type countingNetwork struct {
 	*builtin.Network
 	deliveries atomic.Int32
 	failing    atomic.Bool
+	batches    atomic.Int32 // DeliverBatch calls
+	multi      atomic.Int32 // DeliverBatch calls of more than one message
+	// hold, when set, holds the next DeliverBatch call until it is closed.
+	hold atomic.Pointer[chan struct{}]
 }
 
 func (n *countingNetwork) Deliver(ctx context.Context, m network.Message) (network.Delivery, error) {
@@ -44,6 +48,27 @@ func (n *countingNetwork) Deliver(ctx context.Context, m network.Message) (netwo
 		return network.Delivery{}, errors.New("network: timeout")
 	}
 	return n.Network.Deliver(ctx, m)
+}
+
+// DeliverBatch counts and fails like Deliver, else delivers through the
+// built-in network's batch.
+func (n *countingNetwork) DeliverBatch(ctx context.Context, ms []network.Message) []network.Result {
+	n.deliveries.Add(int32(len(ms)))
+	n.batches.Add(1)
+	if len(ms) > 1 {
+		n.multi.Add(1)
+	}
+	if hold := n.hold.Swap(nil); hold != nil {
+		<-*hold
+	}
+	if n.failing.Load() {
+		out := make([]network.Result, len(ms))
+		for i := range out {
+			out[i].Err = errors.New("network: timeout")
+		}
+		return out
+	}
+	return n.Network.DeliverBatch(ctx, ms)
 }
 
 // wallClock is the throttle's settable time source.
@@ -71,6 +96,12 @@ type fixture struct {
 
 func newFixture(t *testing.T, rate float64, burst int) *fixture {
 	t.Helper()
+	return newFixtureWith(t, rate, burst, nil)
+}
+
+// newFixtureWith is newFixture with edit applied to the service's config.
+func newFixtureWith(t *testing.T, rate float64, burst int, edit func(*messages.Config)) *fixture {
+	t.Helper()
 	d, _ := dbtest.Migrated(t)
 	clk := clock.NewFake(start)
 	net := &countingNetwork{Network: builtin.New(d, builtin.Config{Clock: clk})}
@@ -85,13 +116,17 @@ func newFixture(t *testing.T, rate float64, burst int) *fixture {
 		t.Fatal(err)
 	}
 	wall := &wallClock{t: start}
-	svc, err := messages.New(messages.Config{
+	cfg := messages.Config{
 		DB: d.Bun, Senders: snd, Network: net, Clock: clk, Logger: quiet,
 		Throttle:   throttle.NewLocal(throttle.Config{Now: wall.Now}),
 		SenderRate: rate, SenderBurst: burst,
 		// Never wait in the test: any delay snoozes.
 		MaxInlineWait: time.Nanosecond,
-	})
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	svc, err := messages.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
