@@ -153,6 +153,16 @@ func Redact(rawURL string) string {
 	return u.Redacted()
 }
 
+// IsDataError reports whether err is the database refusing a value (SQLSTATE
+// class 22, data exception, such as a NUL in a text or a number out of a
+// column's range; or 23, an integrity constraint violation) rather than
+// failing. A statement over many rows that fails so is at fault for one of
+// them, and worth trying again row by row.
+func IsDataError(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "23"))
+}
+
 // IsUnavailable reports whether err means the database could not be reached or
 // went away (as opposed to a query that the database refused). The HTTP layer
 // answers such errors with 503.

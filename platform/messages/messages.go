@@ -209,6 +209,11 @@ type Config struct {
 	// 20/s and 40 (CONTRACT §2).
 	SenderRate  float64
 	SenderBurst int
+	// AcceptBatch bounds the acceptance batches of a tenant (see
+	// acceptBatch): sends without an Idempotency-Key that arrive while the
+	// tenant's earlier ones are being stored share one statement. Defaults
+	// 64 and 2 (batch.Config).
+	AcceptBatch batch.Config
 	// DeliveryBatch bounds the delivery batches of a tenant (see
 	// deliverBatch): at most MaxSize jobs each, MaxInFlight at once per
 	// tenant. Defaults 64 and 2 (batch.Config).
@@ -234,11 +239,13 @@ type Service struct {
 	enqueue  *jobs.DeliveryEnqueuer
 	known    *senderCache
 	throttle throttle.Limiter
-	// deliveries batches the deliveries of each tenant (deliverBatch).
-	deliveries *batch.Batcher[db.Tenant, pendingDelivery, error]
-	clock      clock.Clock
-	log        *slog.Logger
-	cfg        Config
+	// acceptances batches the sends of each tenant (acceptBatch), and
+	// deliveries its deliveries (deliverBatch).
+	acceptances *batch.Batcher[db.Tenant, acceptance, accepted]
+	deliveries  *batch.Batcher[db.Tenant, pendingDelivery, error]
+	clock       clock.Clock
+	log         *slog.Logger
+	cfg         Config
 }
 
 // New validates cfg and returns a Service.
@@ -289,6 +296,7 @@ func New(cfg Config) (*Service, error) {
 		log:      cfg.Logger,
 		cfg:      cfg,
 	}
+	s.acceptances = batch.New(s.acceptBatch, cfg.AcceptBatch)
 	s.deliveries = batch.New(s.deliverBatch, cfg.DeliveryBatch)
 	return s, nil
 }

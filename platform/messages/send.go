@@ -101,11 +101,16 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (Send
 		UpdatedAt:       now,
 	}
 	if key == "" {
-		// One statement, one commit: no transaction to open.
-		res, err := s.accept(ctx, s.db, t, ref, r)
+		// One statement, one commit, no transaction to open; concurrent
+		// sends of the tenant share it (acceptBatch).
+		a, err := s.acceptances.Do(ctx, t, acceptance{ref: ref, r: r})
+		if err == nil {
+			err = a.err
+		}
 		if err != nil {
 			return SendResult{}, err
 		}
+		res := a.res
 		s.known.putPhone(t, r.SenderNumberID, senderPhone)
 		return res, nil
 	}
@@ -180,6 +185,11 @@ func (s *Service) accept(ctx context.Context, idb bun.IDB, t db.Tenant, ref send
 		return SendResult{}, s.refusal(ctx, t, ref, out.SenderID, out.Phone, out.Status, out.Limit, r.CreatedAt)
 	}
 	r.ID, r.SenderNumberID = *out.MessageID, *out.SenderID
+	return render(r)
+}
+
+// render is the answer to the acceptance of r: 202 with {"data": message}.
+func render(r *row) (SendResult, error) {
 	body, err := json.Marshal(struct {
 		Data Message `json:"data"`
 	}{r.message()})

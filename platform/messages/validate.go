@@ -269,6 +269,10 @@ func validateContent(v *apperr.Validation, r *SendRequest, typ string, d *draft)
 			v.Add("content", "must not be empty")
 		case utf8.RuneCountInString(*r.Content) > MaxTextLength:
 			v.Add("content", fmt.Sprintf("must be at most %d characters", MaxTextLength))
+		case strings.ContainsRune(*r.Content, 0):
+			// Postgres text cannot hold it; other control characters
+			// (newlines, tabs) are a text's own.
+			v.Add("content", "must not contain the NUL character (U+0000)")
 		default:
 			d.Content = *r.Content
 		}

@@ -56,6 +56,8 @@ func TestValidate(t *testing.T) {
 			[]string{"content", "duration", "file_size", "sender_number_id", "to_phone", "type"}},
 		{"text file fields ignored", `{"sender_number_id":1,` + to + `,"type":"text","content":"hi","file_name":"../x","file_size":-1}`, "", nil},
 		{"text 4096 runes", `{"sender_number_id":1,` + to + `,"type":"text","content":"` + strings.Repeat("ش", 4096) + `"}`, "", nil},
+		{"text with NUL", `{"sender_number_id":1,` + to + `,"type":"text","content":"a\u0000b"}`, "", []string{"content"}},
+		{"text with newline and tab", `{"sender_number_id":1,` + to + `,"type":"text","content":"a\nb\tc"}`, "", nil},
 		{"text 4097 runes", `{"sender_number_id":1,` + to + `,"type":"text","content":"` + strings.Repeat("ش", 4097) + `"}`, "", []string{"content"}},
 		{"image ok", `{` + img + `,"file_size":5242880}`, "", nil},
 		{"image too big", `{` + img + `,"file_size":5242881}`, "", []string{"file_size"}},

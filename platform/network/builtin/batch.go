@@ -2,13 +2,10 @@ package builtin
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
+	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/network"
 )
 
@@ -39,7 +36,7 @@ type batchItem struct {
 // A message that fails check gets its refusal. When one of the two
 // statements fails, every other message gets that error, wrapped as Deliver
 // wraps a transient error, except when the insert fails on the data of a
-// message (dataError): then every message goes through Deliver's code.
+// message (db.IsDataError): then every message goes through Deliver's code.
 func (n *Network) DeliverBatch(ctx context.Context, msgs []network.Message) []network.Result {
 	out := make([]network.Result, len(msgs))
 	var items []*batchItem
@@ -95,7 +92,7 @@ func (n *Network) DeliverBatch(ctx context.Context, msgs []network.Message) []ne
 	if len(insert) > 0 {
 		stored, err := n.insertMessages(ctx, msgs, insert)
 		switch {
-		case err != nil && !dataError(err):
+		case err != nil && !db.IsDataError(err):
 			return fail(err)
 		case err != nil:
 			// One message the database cannot store (a value out of a
@@ -185,12 +182,4 @@ func (n *Network) insertMessages(ctx context.Context, msgs []network.Message, it
 		return nil, fmt.Errorf("insert messages: %w", err)
 	}
 	return stored, nil
-}
-
-// dataError reports whether err is the database refusing a value (SQLSTATE
-// class 22, data exception, or 23, integrity constraint violation) rather
-// than failing: a message of the batch is at fault, not the database.
-func dataError(err error) bool {
-	var pg *pgconn.PgError
-	return errors.As(err, &pg) && (strings.HasPrefix(pg.Code, "22") || strings.HasPrefix(pg.Code, "23"))
 }

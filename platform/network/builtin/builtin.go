@@ -374,7 +374,7 @@ const batchParties = `SELECT p.i, s.id,
 // of deadlocking. (The sort over all messages makes every conversation exist
 // before the first message is inserted.)
 const insertMessages = `WITH input AS (
-	  SELECT nextval(pg_get_serial_sequence('network.messages', 'id')) AS id, m.*
+	  SELECT nextval('network.messages_id_seq'::regclass) AS id, m.*
 	    FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::text[],
 	                $7::text[], $8::bigint[], $9::text[], $10::bigint[], $11::text[]) WITH ORDINALITY
 	         AS m(low, high, from_id, to_id, type, content, file_name, file_size, file_type, duration,

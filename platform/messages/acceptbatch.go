@@ -1,0 +1,166 @@
+package messages
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/uptrace/bun/dialect/pgdialect"
+
+	"github.com/bizmsg/platform/jobs"
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/senders"
+)
+
+// acceptance is a send waiting for its tenant's next acceptance batch: the
+// sender it names and its message, filled by the batch (id, sender).
+type acceptance struct {
+	ref senders.SenderRef
+	r   *row
+}
+
+// accepted is an acceptance's outcome: the answer, or the refusal.
+type accepted struct {
+	res SendResult
+	err error
+}
+
+// acceptBatch accepts the sends of tenant t that arrive while its earlier
+// acceptances are in the database (a batch.Batcher run), in one statement
+// (acceptBatchSQL) when there are several: one parse, one plan, one commit,
+// and each sender's daily counter locked and raised once for all its
+// messages instead of once per message. Concurrent sends of one sender
+// otherwise queue on that counter's row lock, which each holds until its
+// commit.
+//
+// A send alone goes through accept, the one-message statement. In a batch,
+// a sender's messages are accepted together only when they all fit under
+// its limit; otherwise, and for every message the batch did not accept (a
+// sender error, a limit reached), accept decides again for that message on
+// its own, so that the limit lets exactly its remaining places through, in
+// the order of the batch, and each refusal is worded as a lone send's. So
+// is every message of a batch whose statement the database refused for the
+// data of one message (db.IsDataError).
+func (s *Service) acceptBatch(ctx context.Context, t db.Tenant, items []acceptance) ([]accepted, error) {
+	out := make([]accepted, len(items))
+	alone := func(i int) {
+		out[i].res, out[i].err = s.accept(ctx, s.db, t, items[i].ref, items[i].r)
+	}
+	if len(items) == 1 {
+		alone(0)
+		return out, nil
+	}
+	ok, err := s.acceptMany(ctx, t, items)
+	if err != nil && !db.IsDataError(err) {
+		return nil, err
+	}
+	for i, it := range items {
+		if !ok[i] {
+			alone(i)
+			continue
+		}
+		out[i].res, out[i].err = render(it.r)
+	}
+	return out, nil
+}
+
+// acceptMany runs acceptBatchSQL over items and reports which were accepted,
+// filling their rows' ids and senders.
+func (s *Service) acceptMany(ctx context.Context, t db.Tenant, items []acceptance) ([]bool, error) {
+	n := len(items)
+	var (
+		senderIDs, sizes, recipients = make([]int64, n), make([]*int64, n), make([]*int64, n)
+		phones, tos, types, contents = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		names, fileTypes, clientRefs = make([]*string, n), make([]*string, n), make([]*string, n)
+		durations                    = make([]*int, n)
+	)
+	for i, it := range items {
+		r := it.r
+		senderIDs[i], phones[i] = it.ref.ID, it.ref.Phone
+		tos[i], recipients[i], types[i], contents[i] = r.ToPhone, r.RecipientUserID, r.Type, r.Content
+		names[i], sizes[i], fileTypes[i], durations[i] = r.FileName, r.FileSize, r.FileType, r.Duration
+		clientRefs[i] = r.ClientReference
+	}
+	now := items[0].r.CreatedAt
+	var rows []struct {
+		Ord       int    `bun:"ord"`
+		MessageID *int64 `bun:"message_id"`
+		SenderID  *int64 `bun:"sender_id"`
+	}
+	err := s.db.NewRaw(acceptBatchSQL(s.enqueue), t.Ident(), t.OrgID, dayOf(now), now, t.Schema,
+		pgdialect.Array(senderIDs), pgdialect.Array(phones), pgdialect.Array(tos), pgdialect.Array(recipients),
+		pgdialect.Array(types), pgdialect.Array(contents), pgdialect.Array(names), pgdialect.Array(sizes),
+		pgdialect.Array(fileTypes), pgdialect.Array(durations), pgdialect.Array(clientRefs),
+		t.Table("messages_id_seq")).Scan(ctx, &rows)
+	ok := make([]bool, n)
+	if err != nil {
+		return ok, fmt.Errorf("accept %d messages: %w", n, err)
+	}
+	for _, r := range rows {
+		i := r.Ord - 1
+		if i < 0 || i >= n || r.MessageID == nil {
+			continue
+		}
+		ok[i] = true
+		items[i].r.ID, items[i].r.SenderNumberID = *r.MessageID, *r.SenderID
+	}
+	return ok, nil
+}
+
+// acceptBatchSQL is acceptSQL for several messages at once, the i-th
+// element of each array ?5..?15 being the i-th message: sender id ?5 (0 when
+// named by phone), sender phone ?6 ("" when named by id; when both are
+// given they must name one number), recipient ?7, recipient's user id ?8,
+// type ?9, content ?10, file name ?11, size ?12, file type ?13, duration
+// ?14, client reference ?15. ?0 is the tenant schema, ?1 the organization,
+// ?2 the UTC day, ?3 the time, ?4 the schema's name, ?16 its messages' id sequence (a constant, so
+// that the name is resolved once per statement, not once per row).
+//
+//   - i: the messages, each with its ordinal and a message id drawn from
+//     the table's sequence in that order;
+//   - s, ok: each message's sender, and those that may send (as acceptSQL);
+//   - want: per sender, its messages in the batch;
+//   - u: the daily-limit reservation, per sender all its messages or none:
+//     the counter goes up by their number only while it stays within the
+//     limit. Counters are locked in sender order (as delivery's claims), so
+//     concurrent batches cannot deadlock;
+//   - m and j: the messages of the senders u reserved for, and their jobs.
+//
+// It returns, per message, its ordinal and, when accepted, its id and
+// sender.
+func acceptBatchSQL(e *jobs.DeliveryEnqueuer) string {
+	return `WITH i AS (
+		  SELECT nextval(?16::regclass) AS id, x.*
+		    FROM unnest(?5::bigint[], ?6::text[], ?7::text[], ?8::bigint[], ?9::text[], ?10::text[],
+		                ?11::text[], ?12::bigint[], ?13::text[], ?14::integer[], ?15::text[]) WITH ORDINALITY
+		         AS x(sender_id, sender_phone, to_phone, recipient_user_id, type, content,
+		              file_name, file_size, file_type, duration, client_reference, ord)
+		   ORDER BY x.ord),
+		s AS (
+		  SELECT i.id AS mid, i.sender_phone, s.id, s.phone, s.status,
+		         coalesce(s.daily_limit_override, o.default_daily_limit) AS lim
+		    FROM i
+		    JOIN ?0.sender_numbers s ON s.id = CASE WHEN i.sender_id > 0 THEN i.sender_id
+		         ELSE (SELECT x.id FROM ?0.sender_numbers x WHERE x.phone = i.sender_phone) END
+		    JOIN central.organizations o ON o.id = ?1),
+		ok AS (
+		  SELECT mid, id, lim FROM s
+		   WHERE status = 'active' AND (sender_phone = '' OR phone = sender_phone) AND lim >= 1),
+		want AS (
+		  SELECT id, min(lim) AS lim, count(*) AS n FROM ok GROUP BY id),
+		u AS (
+		  INSERT INTO ?0.daily_usage AS u (sender_number_id, day, used)
+		  SELECT id, ?2::date, n FROM want WHERE n <= lim ORDER BY id
+		  ON CONFLICT (sender_number_id, day) DO UPDATE SET used = u.used + EXCLUDED.used
+		   WHERE u.used + EXCLUDED.used <= (SELECT w.lim FROM want w WHERE w.id = u.sender_number_id)
+		  RETURNING u.sender_number_id),
+		m AS (
+		  INSERT INTO ?0.messages (id, sender_number_id, to_phone, recipient_user_id, type, content,
+		         file_name, file_size, file_type, duration, status, client_reference, created_at, updated_at)
+		  SELECT i.id, ok.id, i.to_phone, i.recipient_user_id, i.type, i.content, i.file_name, i.file_size,
+		         i.file_type, i.duration, 'queued', i.client_reference, ?3::timestamptz, ?3::timestamptz
+		    FROM i JOIN ok ON ok.mid = i.id JOIN u ON u.sender_number_id = ok.id
+		   ORDER BY i.id
+		  RETURNING id AS message_id, sender_number_id AS sender_id, ?1::bigint AS org_id, ?4::text AS schema),
+		j AS (` + e.InsertSQL("m") + `)
+		SELECT i.ord, m.message_id, m.sender_id FROM i LEFT JOIN m ON m.message_id = i.id`
+}

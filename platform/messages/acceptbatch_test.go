@@ -1,0 +1,211 @@
+package messages_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/batch"
+	"github.com/bizmsg/platform/platform/messages"
+)
+
+// batchStatements counts the acceptance statements that stored several
+// messages at once (acceptBatchSQL, recognised by its first step).
+type batchStatements struct{ n atomic.Int32 }
+
+func (h *batchStatements) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context {
+	return ctx
+}
+
+func (h *batchStatements) AfterQuery(_ context.Context, e *bun.QueryEvent) {
+	if e.Err == nil && strings.HasPrefix(e.Query, "WITH i AS (") && strings.Contains(e.Query, "INSERT INTO \"tenant_") {
+		h.n.Add(1)
+	}
+}
+
+// Sends that arrive while their tenant's earlier acceptance is in the
+// database are accepted together, each with its own answer exactly as a
+// lone send's: the message stored with every field as sent (quotes,
+// backslashes, braces and newlines included) and its delivery job; a
+// sender's messages that do not all fit under its limit go one by one, so
+// that exactly its remaining places are taken, in order, and the rest get
+// 429; sender errors are the contract's, and a refused send stores nothing.
+func TestAcceptBatch(t *testing.T) {
+	t.Parallel()
+	f := newFixtureWith(t, 1000, 1000, func(c *messages.Config) {
+		c.AcceptBatch = batch.Config{MaxInFlight: 1}
+	})
+	hook := &batchStatements{}
+	f.db.Bun.AddQueryHook(hook)
+	tn := f.org()
+	capped, open, suspended, byPhone := f.sender(tn, ph(1)), f.sender(tn, ph(2)), f.sender(tn, ph(3)), f.sender(tn, ph(4))
+	f.account(ph(10))
+	ctx := context.Background()
+	for _, q := range []string{
+		fmt.Sprintf(`UPDATE %s SET daily_limit_override = 5 WHERE id = %d`, tn.Table("sender_numbers"), capped),
+		fmt.Sprintf(`UPDATE %s SET status = 'suspended' WHERE id = %d`, tn.Table("sender_numbers"), suspended),
+	} {
+		if _, err := f.db.Pool.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.mustSend(tn, capped, ph(10), "first") // capped: 1 of 5 used
+
+	// Hold the capped sender's counter, so that its next send holds the
+	// tenant's only acceptance slot while the others queue.
+	tx, err := f.db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // committed below
+	if _, err := tx.Exec(ctx, fmt.Sprintf(`SELECT 1 FROM %s WHERE sender_number_id = $1 FOR UPDATE`,
+		tn.Table("daily_usage")), capped); err != nil {
+		t.Fatal(err)
+	}
+	text := func(sender, content string) string {
+		return fmt.Sprintf(`{%s,"to_phone":%q,"type":"text","content":%q}`, sender, ph(10), content)
+	}
+	id := func(sid int64) string { return fmt.Sprintf(`"sender_number_id":%d`, sid) }
+	tricky := "q\"uo'te \\ back {br,ace} NULL ش\nline"
+	bodies := []string{text(id(capped), "held")}
+	for i := range 6 {
+		bodies = append(bodies, text(id(capped), fmt.Sprintf("capped %d", i)))
+	}
+	for i := range 5 {
+		bodies = append(bodies, text(id(open), fmt.Sprintf("open %d", i)))
+	}
+	bodies = append(bodies,
+		text(fmt.Sprintf(`"sender_phone":%q`, ph(4)), "by phone 1"),
+		text(fmt.Sprintf(`"sender_phone":%q`, ph(4)), "by phone 2"),
+		text(fmt.Sprintf(`%s,"sender_phone":%q`, id(open), ph(2)), "id and phone"),
+		text(id(open), tricky),
+		fmt.Sprintf(`{%s,"to_phone":%q,"type":"image","content":"https://x.example/a.png","file_name":"a.png","file_size":10,"file_type":"image/png","client_reference":"img-1"}`, id(open), ph(10)),
+		text(fmt.Sprintf(`%s,"sender_phone":%q`, id(open), ph(4)), "mismatch"),
+		text(id(suspended), "suspended"),
+		text(id(999), "no such sender"),
+	)
+	results := make([]messages.SendResult, len(bodies))
+	errs := make([]error, len(bodies))
+	var wg sync.WaitGroup
+	send := func(i int) {
+		defer wg.Done()
+		var r messages.SendRequest
+		if err := json.Unmarshal([]byte(bodies[i]), &r); err != nil {
+			errs[i] = err
+			return
+		}
+		results[i], errs[i] = f.svc.Send(ctx, tn, &r)
+	}
+	wg.Add(1)
+	go send(0)
+	waitFor(t, func() bool {
+		var n int
+		if err := f.db.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	})
+	for i := 1; i < len(bodies); i++ {
+		wg.Add(1)
+		go send(i)
+	}
+	// Let every send reach the queue: they have nothing else to wait on.
+	time.Sleep(200 * time.Millisecond)
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+
+	if hook.n.Load() == 0 {
+		t.Fatal("no acceptance statement stored several messages: nothing was batched")
+	}
+	code := func(err error) string {
+		var e *apperr.Error
+		if errors.As(err, &e) {
+			return e.Code
+		}
+		return fmt.Sprint(err)
+	}
+	want := map[int]string{ // index → error code; the rest are accepted
+		len(bodies) - 3: "validation_failed", len(bodies) - 2: "sender_not_active", len(bodies) - 1: "sender_not_found",
+	}
+	// The capped sender had 3 places left for its 6 sends of the batch
+	// (which 3 depends on the order they reached the batch).
+	limited := 0
+	for i := 1; i <= 6; i++ {
+		if errs[i] != nil {
+			if code(errs[i]) != messages.CodeDailyLimitExceeded {
+				t.Errorf("capped send %d: %v, want daily_limit_exceeded or accepted", i, errs[i])
+			}
+			limited++
+			want[i] = messages.CodeDailyLimitExceeded
+		}
+	}
+	if limited != 3 {
+		t.Errorf("%d of the capped sender's 6 sends refused, want 3", limited)
+	}
+	accepted := 0
+	for i, err := range errs {
+		if c, refused := want[i]; refused {
+			if code(err) != c {
+				t.Errorf("send %d (%s): %v, want %s", i, bodies[i], err, c)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("send %d (%s): %v", i, bodies[i], err)
+			continue
+		}
+		accepted++
+		var sent struct {
+			Data json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal(results[i].Body, &sent); err != nil {
+			t.Fatal(err)
+		}
+		stored, err := json.Marshal(f.get(tn, results[i].MessageID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a, b any
+		_ = json.Unmarshal(sent.Data, &a)
+		_ = json.Unmarshal(stored, &b)
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			t.Errorf("send %d answered %s\nbut stored %s", i, sent.Data, stored)
+		}
+	}
+	if got := f.get(tn, results[len(bodies)-5].MessageID).Content; got != tricky {
+		t.Errorf("content stored as %q, want %q", got, tricky)
+	}
+
+	var jobs int
+	if err := f.db.Pool.QueryRow(ctx, `SELECT count(*) FROM river.river_job
+		WHERE kind = 'message_delivery' AND args->>'schema' = $1`, tn.Schema).Scan(&jobs); err != nil {
+		t.Fatal(err)
+	}
+	var stored int
+	if err := f.db.Pool.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %s`, tn.Table("messages"))).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if jobs != accepted+1 || stored != accepted+1 {
+		t.Errorf("%d messages and %d jobs stored, want %d of each", stored, jobs, accepted+1)
+	}
+	for _, tc := range []struct {
+		sid  int64
+		used int
+	}{{capped, 5}, {open, 8}, {byPhone, 2}} {
+		if u := f.usage(tn, tc.sid); u.used != tc.used {
+			t.Errorf("sender %d used %d, want %d", tc.sid, u.used, tc.used)
+		}
+	}
+}
