@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -103,8 +104,10 @@ type sentMessage struct {
 // past their throttle at the same time (a batch.Batcher run), and returns
 // each job's outcome (DeliverMessage's error), in order:
 //
-//   - claimBatch locks and reads the messages and claims their places under
-//     their senders' daily limits, or fails them, in one transaction;
+//   - claimMany locks and reads the messages and claims their places under
+//     their senders' daily limits in one statement; claimLocked decides,
+//     in a transaction, the few it leaves (a limit reached, a sender no
+//     longer active);
 //   - the network delivers the claimed ones (network.DeliverAll: one batch
 //     where the network offers it), each with its reference
 //     "<schema>:<id>", so that a delivery the network already made (a crash
@@ -125,9 +128,16 @@ func (s *Service) deliverBatch(ctx context.Context, t db.Tenant, items []pending
 			ids = append(ids, it.id)
 		}
 	}
-	claims, err := s.claimBatch(ctx, t, ids)
+	claims, undecided, err := s.claimMany(ctx, t, ids)
 	if err != nil {
 		return nil, err
+	}
+	if len(undecided) > 0 {
+		decided, err := s.claimLocked(ctx, t, undecided)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(claims, decided)
 	}
 
 	errs := make([]error, len(items))
@@ -196,7 +206,7 @@ func missing(t db.Tenant, id int64, err error) error {
 	return err
 }
 
-// claim is what claimBatch decided for a message: proceed (deliver m
+// claim is what claimMany or claimLocked decided for a message: proceed (deliver m
 // from the sender's phone) or not (it is sent or failed already, or it was
 // failed now).
 type claim struct {
@@ -205,14 +215,85 @@ type claim struct {
 	phone   string
 }
 
+// claimMany is the common case of the claim, for all of ids at once, in one
+// statement (one round trip, no explicit transaction): it locks the
+// messages (by id) and reads them with their senders and the organization's
+// limits; it locks the day counters of the senders whose queued, not yet
+// dispatched messages all fit under their current limits (in sender and day
+// order) and counts those messages in them; it stamps them dispatched_at.
+//
+// It returns every message found, as read before the claim, with whether it
+// proceeds: claimed now, or dispatched already (a retry after a transient
+// network failure); a message no longer queued does not. The queued ones it
+// could not claim are undecided (a sender no longer active, or a limit
+// lowered since acceptance that not all of a sender's messages fit under):
+// claimLocked decides those one by one. A message that does not exist is
+// absent from both.
+func (s *Service) claimMany(ctx context.Context, t db.Tenant, ids []int64) (map[int64]claim, []int64, error) {
+	var rows []struct {
+		row
+		deliveryJoin
+		Claimed bool `bun:"claimed"`
+	}
+	now := s.clock.Now()
+	err := s.db.NewRaw(`WITH m AS (
+		  SELECT `+deliveryColumns+`
+		    FROM `+deliveryFrom+`
+		   WHERE m.id = ANY(?2::bigint[]) ORDER BY m.id FOR UPDATE OF m),
+		want AS (
+		  SELECT sender_number_id, (created_at AT TIME ZONE 'UTC')::date AS day, count(*) AS n,
+		         min(coalesce(sn_daily_limit_override, default_daily_limit)) AS lim
+		    FROM m WHERE status = 'queued' AND dispatched_at IS NULL AND sn_status = 'active'
+		   GROUP BY 1, 2),
+		l AS (
+		  SELECT d.sender_number_id, d.day, w.n
+		    FROM ?0.daily_usage d JOIN want w USING (sender_number_id, day)
+		   WHERE d.dispatched + w.n <= w.lim
+		   ORDER BY d.sender_number_id, d.day FOR UPDATE OF d),
+		u AS (
+		  UPDATE ?0.daily_usage d SET dispatched = d.dispatched + l.n FROM l
+		   WHERE d.sender_number_id = l.sender_number_id AND d.day = l.day
+		  RETURNING d.sender_number_id, d.day),
+		x AS (
+		  UPDATE ?0.messages x SET dispatched_at = ?3, updated_at = ?3
+		    FROM m JOIN u ON u.sender_number_id = m.sender_number_id
+		                 AND u.day = (m.created_at AT TIME ZONE 'UTC')::date
+		   WHERE x.id = m.id AND m.status = 'queued' AND m.dispatched_at IS NULL AND m.sn_status = 'active'
+		  RETURNING x.id)
+		SELECT m.*, x.id IS NOT NULL AS claimed FROM m LEFT JOIN x ON x.id = m.id`,
+		t.Ident(), t.OrgID, pgdialect.Array(ids), now).Scan(ctx, &rows)
+	if err != nil {
+		return nil, nil, fmt.Errorf("claim messages of %s: %w", t.Schema, err)
+	}
+	out := make(map[int64]claim, len(rows))
+	var undecided []int64
+	for i := range rows {
+		r := &rows[i]
+		sn, org := r.split()
+		s.known.putLimit(t, r.SenderNumberID, s.limitOf(org))
+		c := claim{m: &r.row, phone: sn.phone}
+		switch {
+		case r.Status != StatusQueued:
+		case r.DispatchedAt != nil || r.Claimed:
+			c.proceed = true
+		default:
+			undecided = append(undecided, r.ID)
+			continue
+		}
+		out[r.ID] = c
+	}
+	return out, undecided, nil
+}
+
 // usageKey names a sender's daily_usage row.
 type usageKey struct {
 	sender int64
 	day    string // YYYY-MM-DD, the UTC day the message was accepted
 }
 
-// claimBatch reads messages ids of tenant t with their senders and the
-// organization's limits, and decides each under the lock of one transaction:
+// claimLocked reads messages ids of tenant t with their senders and the
+// organization's limits, and decides each under the lock of one transaction
+// (the messages claimMany could not claim):
 //
 //   - a message no longer queued is done (a job run twice, or after a
 //     crash, changes nothing);
@@ -231,7 +312,7 @@ type usageKey struct {
 // statement and receipts lock one counter each), so that concurrent batches
 // cannot deadlock. A message that does
 // not exist is absent from the result.
-func (s *Service) claimBatch(ctx context.Context, t db.Tenant, ids []int64) (map[int64]claim, error) {
+func (s *Service) claimLocked(ctx context.Context, t db.Tenant, ids []int64) (map[int64]claim, error) {
 	out := make(map[int64]claim, len(ids))
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		clear(out)
