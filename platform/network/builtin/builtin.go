@@ -344,13 +344,19 @@ const insertMessage = `WITH existing AS (
 // batchParties is parties for a batch (DeliverBatch): for each pair i of
 // phones ($1[i] the sender's, $2[i] the recipient's, i from 1) one row: i,
 // then the columns of parties (partyRow), NULL for a missing account.
-const batchParties = `SELECT p.i, s.id,
+//
+// The accounts are found per pair by a subquery on the phone index (a
+// scalar subquery, and a LATERAL one that OFFSET 0 keeps from being turned
+// into a join): the statement is prepared (pgx's statement cache), and the
+// generic plan Postgres switches to after five runs does not know the
+// arrays' length, so a join could become a scan of every account per batch.
+const batchParties = `SELECT p.i, p.sender_id,
 	       a.id, a.phone, a.verified, a.verified_at, a.phone_verified, a.phone_verified_at,
 	       a.receiving_enabled,
-	       EXISTS (SELECT 1 FROM network.blocks b WHERE b.account_id = a.id AND b.blocked_account_id = s.id)
-	  FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS p(from_phone, to_phone, i)
-	  LEFT JOIN network.accounts s ON s.phone = p.from_phone
-	  LEFT JOIN network.accounts a ON a.phone = p.to_phone`
+	       EXISTS (SELECT 1 FROM network.blocks b WHERE b.account_id = a.id AND b.blocked_account_id = p.sender_id)
+	  FROM (SELECT x.i, x.to_phone, (SELECT s.id FROM network.accounts s WHERE s.phone = x.from_phone) AS sender_id
+	          FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS x(from_phone, to_phone, i)) p
+	  LEFT JOIN LATERAL (SELECT * FROM network.accounts a WHERE a.phone = p.to_phone OFFSET 0) a ON true`
 
 // insertMessages is insertMessage for a batch (DeliverBatch), in one
 // statement (one commit) whatever its size. Each message is the i-th element
@@ -367,6 +373,9 @@ const batchParties = `SELECT p.i, s.id,
 // either. It returns the reference, id, conversation and time of each message
 // inserted.
 //
+// Each pair's conversation is found by a scalar subquery on the pair's
+// unique index, whatever the plan (see batchParties).
+//
 // Message ids are drawn in the order of the arrays, so they follow the
 // batch's order as successive Deliver calls would. Rows are inserted in a
 // fixed order, conversations by pair and then messages by reference, so that
@@ -381,18 +390,19 @@ const insertMessages = `WITH input AS (
 	              reference, ord)
 	   ORDER BY m.ord),
 	existing AS (
-	  SELECT c.id, c.low_account_id AS low, c.high_account_id AS high
-	    FROM network.conversations c
-	   WHERE (c.low_account_id, c.high_account_id) IN (SELECT low, high FROM input)),
+	  SELECT p.low, p.high,
+	         (SELECT c.id FROM network.conversations c
+	           WHERE c.low_account_id = p.low AND c.high_account_id = p.high) AS id
+	    FROM (SELECT DISTINCT low, high FROM input) p),
 	created AS (
 	  INSERT INTO network.conversations (low_account_id, high_account_id, created_at)
 	  SELECT DISTINCT m.low, m.high, $12::timestamptz FROM input m
-	   WHERE NOT EXISTS (SELECT 1 FROM existing e WHERE e.low = m.low AND e.high = m.high)
+	   WHERE NOT EXISTS (SELECT 1 FROM existing e WHERE e.low = m.low AND e.high = m.high AND e.id IS NOT NULL)
 	     AND NOT EXISTS (SELECT 1 FROM network.messages x WHERE x.reference = m.reference)
 	   ORDER BY m.low, m.high
 	  ON CONFLICT (low_account_id, high_account_id) DO NOTHING
 	  RETURNING id, low_account_id AS low, high_account_id AS high),
-	conv AS (SELECT id, low, high FROM existing UNION ALL SELECT id, low, high FROM created)
+	conv AS (SELECT id, low, high FROM existing WHERE id IS NOT NULL UNION ALL SELECT id, low, high FROM created)
 	INSERT INTO network.messages
 	       (id, conversation_id, from_account_id, to_account_id, type, content,
 	        file_name, file_size, file_type, duration, reference, created_at)
