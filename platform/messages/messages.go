@@ -23,6 +23,11 @@
 //  3. the message row (queued) and its delivery job (jobs.DeliveryEnqueuer),
 //     each inserted only when the step before it succeeded.
 //
+// Sends of one tenant that arrive while its earlier ones are in the database
+// share one statement (acceptBatch, acceptBatchSQL): each sender's counter is
+// raised once for all its messages, all or none; whatever that statement
+// does not accept is decided again by the one-message statement.
+//
 // The sender row is not locked: a suspension that commits while a send is
 // being accepted may let that one message in, and its delivery then fails it
 // sender_not_active (the delivery re-checks the sender). With an
@@ -37,7 +42,9 @@
 // claims the message's place under the sender's current daily limit (a
 // lowered limit is honoured for messages not yet delivered), delivers with the
 // reference "<schema>:<message id>" (so a job run twice delivers once), and
-// records the outcome with the day's status counters.
+// records the outcome with the day's status counters. The jobs of one tenant
+// that are past their throttle at the same time do this together
+// (deliverBatch): one claim statement, one network batch, one sent record.
 package messages
 
 import (
