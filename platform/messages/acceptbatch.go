@@ -3,6 +3,7 @@ package messages
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/uptrace/bun/dialect/pgdialect"
 
@@ -32,7 +33,8 @@ type accepted struct {
 // otherwise queue on that counter's row lock, which each holds until its
 // commit.
 //
-// A send alone goes through accept, the one-message statement. In a batch,
+// Fewer than minBatch sends go through accept, the one-message statement,
+// each on its own and at once. In a batch,
 // a sender's messages are accepted together only when they all fit under
 // its limit; otherwise, and for every message the batch did not accept (a
 // sender error, a limit reached), accept decides again for that message on
@@ -45,8 +47,12 @@ func (s *Service) acceptBatch(ctx context.Context, t db.Tenant, items []acceptan
 	alone := func(i int) {
 		out[i].res, out[i].err = s.accept(ctx, s.db, t, items[i].ref, items[i].r)
 	}
-	if len(items) == 1 {
-		alone(0)
+	if len(items) < minBatch {
+		var wg sync.WaitGroup
+		for i := range items {
+			wg.Go(func() { alone(i) })
+		}
+		wg.Wait()
 		return out, nil
 	}
 	ok, err := s.acceptMany(ctx, t, items)
@@ -62,6 +68,17 @@ func (s *Service) acceptBatch(ctx context.Context, t db.Tenant, items []acceptan
 	}
 	return out, nil
 }
+
+// minBatch is the smallest batch that runs as one statement, for
+// acceptances and deliveries alike. Postgres plans a batch statement at
+// every run (the simple protocol: its text names the tenant's schema), and
+// that costs two to three times a one-message statement's plan
+// (pg_stat_statements: acceptance 0.70 against 0.26 ms, claim 0.79 against
+// 0.41, sent record 0.41 against 0.21; the network's batch statements about
+// 0.3 ms each against a cached plan), so two or three messages gain nothing
+// from sharing one statement, and would wait for each other. Fewer run as
+// one-message statements side by side.
+const minBatch = 4
 
 // acceptMany runs acceptBatchSQL over items and reports which were accepted,
 // filling their rows' ids and senders.

@@ -209,3 +209,73 @@ func TestAcceptBatch(t *testing.T) {
 		}
 	}
 }
+
+// Fewer than four sends waiting are accepted each by the one-message
+// statement, side by side: the batch statement does not run, and each gets
+// its own answer.
+func TestAcceptSmallBatch(t *testing.T) {
+	t.Parallel()
+	f := newFixtureWith(t, 1000, 1000, func(c *messages.Config) {
+		c.AcceptBatch = batch.Config{MaxInFlight: 1}
+	})
+	hook := &batchStatements{}
+	f.db.Bun.AddQueryHook(hook)
+	tn := f.org()
+	held, other := f.sender(tn, ph(1)), f.sender(tn, ph(2))
+	f.account(ph(10))
+	f.mustSend(tn, held, ph(10), "first")
+	ctx := context.Background()
+	tx, err := f.db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // committed below
+	if _, err := tx.Exec(ctx, fmt.Sprintf(`SELECT 1 FROM %s WHERE sender_number_id = $1 FOR UPDATE`,
+		tn.Table("daily_usage")), held); err != nil {
+		t.Fatal(err)
+	}
+	bodies := []string{
+		fmt.Sprintf(`{"sender_number_id":%d,"to_phone":%q,"type":"text","content":"held"}`, held, ph(10)),
+		fmt.Sprintf(`{"sender_number_id":%d,"to_phone":%q,"type":"text","content":"ok"}`, other, ph(10)),
+		fmt.Sprintf(`{"sender_number_id":%d,"to_phone":%q,"type":"text","content":"no such sender"}`, 999, ph(10)),
+	}
+	errs := make([]error, len(bodies))
+	results := make([]messages.SendResult, len(bodies))
+	var wg sync.WaitGroup
+	send := func(i int) {
+		defer wg.Done()
+		var r messages.SendRequest
+		if errs[i] = json.Unmarshal([]byte(bodies[i]), &r); errs[i] == nil {
+			results[i], errs[i] = f.svc.Send(ctx, tn, &r)
+		}
+	}
+	wg.Add(1)
+	go send(0)
+	waitFor(t, func() bool {
+		var n int
+		if err := f.db.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	})
+	wg.Add(2)
+	go send(1)
+	go send(2)
+	time.Sleep(200 * time.Millisecond) // let them queue
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if hook.n.Load() != 0 {
+		t.Errorf("the batch statement ran %d times for two waiting sends", hook.n.Load())
+	}
+	for i := range 2 {
+		if errs[i] != nil || f.get(tn, results[i].MessageID).Content != []string{"held", "ok"}[i] {
+			t.Errorf("send %d: %v", i, errs[i])
+		}
+	}
+	if e, ok := apperr.As(errs[2]); !ok || e.Code != "sender_not_found" {
+		t.Errorf("send of a missing sender: %v, want sender_not_found", errs[2])
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -118,8 +119,25 @@ type sentMessage struct {
 //     the message with network_error.
 //
 // Two jobs of one message in a batch (a rescued job and the original) share
-// one delivery and its outcome.
+// one delivery and its outcome. Fewer than minBatch jobs are delivered each
+// on its own, side by side, with the one-message statements.
 func (s *Service) deliverBatch(ctx context.Context, t db.Tenant, items []pendingDelivery) ([]error, error) {
+	if n := len(items); n > 1 && n < minBatch {
+		// Too few to pay for the batch statements: each on its own, at once.
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range items {
+			wg.Go(func() {
+				one, err := s.deliverBatch(ctx, t, items[i:i+1])
+				if err == nil {
+					err = one[0]
+				}
+				errs[i] = err
+			})
+		}
+		wg.Wait()
+		return errs, nil
+	}
 	first := make(map[int64]int, len(items))
 	ids := make([]int64, 0, len(items))
 	for i, it := range items {

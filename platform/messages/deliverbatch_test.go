@@ -242,3 +242,49 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// Fewer than four deliveries waiting are delivered each on its own, side by
+// side, through the network's one-message Deliver: no multi-message batch
+// reaches the network, and each job gets its own outcome.
+func TestDeliverSmallBatch(t *testing.T) {
+	t.Parallel()
+	f := newFixtureWith(t, 1000, 1000, func(c *messages.Config) {
+		c.DeliveryBatch = batch.Config{MaxInFlight: 1}
+	})
+	tn := f.org()
+	sid := f.sender(tn, ph(1))
+	f.account(ph(10))
+	ids := []int64{f.mustSend(tn, sid, ph(10), "a"), f.mustSend(tn, sid, ph(10), "b"), f.mustSend(tn, sid, ph(10), "c")}
+	hold := make(chan struct{})
+	f.net.hold.Store(&hold)
+	errs := make([]error, len(ids)+1)
+	var wg sync.WaitGroup
+	run := func(i int, id int64) {
+		defer wg.Done()
+		_, errs[i] = f.deliver(tn, id, int64(i+1), 1)
+	}
+	wg.Add(1)
+	go run(0, ids[0])
+	waitFor(t, func() bool { return f.net.batches.Load() == 1 })
+	wg.Add(3)
+	go run(1, ids[1])
+	go run(2, ids[2])
+	go run(3, 999_999)
+	time.Sleep(200 * time.Millisecond) // let them queue
+	close(hold)
+	wg.Wait()
+	for i, id := range ids {
+		if errs[i] != nil || f.get(tn, id).Status != messages.StatusSent {
+			t.Errorf("message %d: %v, %s", id, errs[i], f.get(tn, id).Status)
+		}
+	}
+	if !network.IsPermanent(errs[3]) {
+		t.Errorf("job of a missing message: %v, want a permanent error", errs[3])
+	}
+	if n := f.net.multi.Load(); n != 0 {
+		t.Errorf("%d network batches of several messages, want none", n)
+	}
+	if u := f.usage(tn, sid); u.sent != 3 || f.dispatched(tn, sid) != 3 {
+		t.Errorf("usage %+v, dispatched %d; want 3 sent and dispatched", u, f.dispatched(tn, sid))
+	}
+}
