@@ -237,7 +237,7 @@ func TestAcceptSmallBatch(t *testing.T) {
 	bodies := []string{
 		fmt.Sprintf(`{"sender_number_id":%d,"to_phone":%q,"type":"text","content":"held"}`, held, ph(10)),
 		fmt.Sprintf(`{"sender_number_id":%d,"to_phone":%q,"type":"text","content":"ok"}`, other, ph(10)),
-		fmt.Sprintf(`{"sender_number_id":%d,"to_phone":%q,"type":"text","content":"no such sender"}`, 999, ph(10)),
+		fmt.Sprintf(`{"sender_number_id":%d,"sender_phone":%q,"to_phone":%q,"type":"text","content":"mismatch"}`, other, ph(1), ph(10)),
 	}
 	errs := make([]error, len(bodies))
 	results := make([]messages.SendResult, len(bodies))
@@ -275,7 +275,7 @@ func TestAcceptSmallBatch(t *testing.T) {
 			t.Errorf("send %d: %v", i, errs[i])
 		}
 	}
-	if e, ok := apperr.As(errs[2]); !ok || e.Code != "sender_not_found" {
-		t.Errorf("send of a missing sender: %v, want sender_not_found", errs[2])
+	if e, ok := apperr.As(errs[2]); !ok || e.Code != "validation_failed" || len(e.Fields["sender_phone"]) == 0 {
+		t.Errorf("send naming two numbers: %v, want validation_failed on sender_phone", errs[2])
 	}
 }
