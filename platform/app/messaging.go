@@ -3,12 +3,14 @@ package app
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/riverqueue/river"
 
 	"github.com/bizmsg/platform/central"
 	"github.com/bizmsg/platform/jobs"
+	"github.com/bizmsg/platform/platform/batch"
 	"github.com/bizmsg/platform/platform/lookup"
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/throttle"
@@ -23,6 +25,11 @@ const idempotencyTTL = 24 * time.Hour
 // throttle is the in-process token bucket (throttle.Local): its rate holds
 // per worker process.
 func (a *App) messaging() error {
+	batches := batch.Config{MaxSize: a.cfg.BatchSize}
+	if a.cfg.BatchSize == 1 {
+		// No batching: each call runs alone, with no bound of its own.
+		batches.MaxInFlight = math.MaxInt32
+	}
 	var err error
 	if a.Messages, err = messages.New(messages.Config{
 		DB:             a.DB.Bun,
@@ -32,6 +39,8 @@ func (a *App) messaging() error {
 		SenderRate:     a.cfg.SenderRate,
 		SenderBurst:    a.cfg.SenderBurst,
 		IdempotencyTTL: idempotencyTTL,
+		AcceptBatch:    batches,
+		DeliveryBatch:  batches,
 		Clock:          a.clock,
 		Logger:         a.log,
 	}); err != nil {

@@ -56,6 +56,12 @@ type Config struct {
 	// (API_RATE_BURST). Defaults 50 and 100.
 	APIRateLimit float64
 	APIRateBurst int
+	// BatchSize (BATCH_SIZE) is the most sends, and the most deliveries, of
+	// one tenant that share one statement when they arrive together
+	// (messages.Config.AcceptBatch and DeliveryBatch). Default 64; 1 turns
+	// batching off: every send and delivery runs its one-message statements,
+	// as many at once as the pool allows.
+	BatchSize int
 	// SenderSweepInterval (SENDER_SWEEP_INTERVAL) is how often the job that
 	// activates pending_account_verification sender numbers whose owner has
 	// been verified runs. Default 30s.
@@ -85,6 +91,7 @@ func Load(getenv func(string) string) (Config, error) {
 		APIRateLimit:        50,
 		APIRateBurst:        100,
 		DBMaxConns:          10,
+		BatchSize:           64,
 		ShutdownTimeout:     30 * time.Second,
 		SenderSweepInterval: 30 * time.Second,
 		NetworkTimeout:      5 * time.Second,
@@ -102,7 +109,8 @@ func Load(getenv func(string) string) (Config, error) {
 	for _, iv := range []struct {
 		name string
 		dst  *int
-	}{{"DEFAULT_DAILY_LIMIT", &c.DefaultDailyLimit}, {"SENDER_BURST", &c.SenderBurst}, {"API_RATE_BURST", &c.APIRateBurst}} {
+	}{{"DEFAULT_DAILY_LIMIT", &c.DefaultDailyLimit}, {"SENDER_BURST", &c.SenderBurst}, {"API_RATE_BURST", &c.APIRateBurst},
+		{"BATCH_SIZE", &c.BatchSize}} {
 		if v := getenv(iv.name); v != "" {
 			n, err := positiveInt(v)
 			if err != nil {

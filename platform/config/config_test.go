@@ -42,6 +42,7 @@ func TestLoadErrors(t *testing.T) {
 		{"bad network timeout", map[string]string{"NETWORK_TIMEOUT": "soon"}, "NETWORK_TIMEOUT"},
 		{"bad encryption key", map[string]string{"API_KEY_ENCRYPTION_KEY": "abcd"}, "API_KEY_ENCRYPTION_KEY"},
 		{"bad log level", map[string]string{"LOG_LEVEL": "loud"}, "LOG_LEVEL"},
+		{"bad batch size", map[string]string{"BATCH_SIZE": "0"}, "BATCH_SIZE"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -64,11 +65,12 @@ func TestLoadValues(t *testing.T) {
 		"SENDER_RATE":            "5",
 		"SENDER_BURST":           "5",
 		"HTTP_ADDR":              "127.0.0.1:9000",
+		"BATCH_SIZE":             "1",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Generated) != 0 || len(c.APIKeyEncryptionKey) != 32 || string(c.JWTPreviousSecret) != strings.Repeat("o", 32) || c.SenderRate != 5 || c.SenderBurst != 5 || c.HTTPAddr != "127.0.0.1:9000" {
+	if len(c.Generated) != 0 || len(c.APIKeyEncryptionKey) != 32 || string(c.JWTPreviousSecret) != strings.Repeat("o", 32) || c.SenderRate != 5 || c.SenderBurst != 5 || c.HTTPAddr != "127.0.0.1:9000" || c.BatchSize != 1 {
 		t.Fatalf("config = %+v", c)
 	}
 }
