@@ -38,7 +38,7 @@ var _ jobs.MessageDeliverer = (*Service)(nil)
 //     throttle, its place under the sender's current daily limit for the
 //     day it was accepted, or fails it (daily_limit_exceeded,
 //     sender_not_active) undelivered; a message already sent or failed is
-//     done (claimBatch);
+//     done (claimMany, claimLocked);
 //  4. it delivers with the reference "<schema>:<id>" and records the
 //     outcome: sent with the network's ids, or failed with the network's
 //     refusal code; a transient failure is returned for River to retry,
@@ -560,7 +560,8 @@ func throttleKey(t db.Tenant, senderID int64) string { return t.Schema + ":" + i
 // record: it gets the network's ids and keeps the receipt's status (never
 // downgraded to sent). The counters are locked in sender and day order (the
 // CTE l, which every counter update goes through) after the messages, the
-// order claimBatch follows, so that concurrent batches cannot deadlock.
+// order claimMany and claimLocked follow, so that concurrent batches cannot
+// deadlock.
 func (s *Service) markSent(ctx context.Context, t db.Tenant, sent []sentMessage) error {
 	if len(sent) == 0 {
 		return nil
