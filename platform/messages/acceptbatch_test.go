@@ -15,6 +15,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/batch"
+	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/messages"
 )
 
@@ -50,27 +51,12 @@ func TestAcceptBatch(t *testing.T) {
 	capped, open, suspended, byPhone := f.sender(tn, ph(1)), f.sender(tn, ph(2)), f.sender(tn, ph(3)), f.sender(tn, ph(4))
 	f.account(ph(10))
 	ctx := context.Background()
-	for _, q := range []string{
+	f.exec(
 		fmt.Sprintf(`UPDATE %s SET daily_limit_override = 5 WHERE id = %d`, tn.Table("sender_numbers"), capped),
 		fmt.Sprintf(`UPDATE %s SET status = 'suspended' WHERE id = %d`, tn.Table("sender_numbers"), suspended),
-	} {
-		if _, err := f.db.Pool.Exec(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	)
 	f.mustSend(tn, capped, ph(10), "first") // capped: 1 of 5 used
 
-	// Hold the capped sender's counter, so that its next send holds the
-	// tenant's only acceptance slot while the others queue.
-	tx, err := f.db.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck // committed below
-	if _, err := tx.Exec(ctx, fmt.Sprintf(`SELECT 1 FROM %s WHERE sender_number_id = $1 FOR UPDATE`,
-		tn.Table("daily_usage")), capped); err != nil {
-		t.Fatal(err)
-	}
 	text := func(sender, content string) string {
 		return fmt.Sprintf(`{%s,"to_phone":%q,"type":"text","content":%q}`, sender, ph(10), content)
 	}
@@ -93,38 +79,9 @@ func TestAcceptBatch(t *testing.T) {
 		text(id(suspended), "suspended"),
 		text(id(999), "no such sender"),
 	)
-	results := make([]messages.SendResult, len(bodies))
-	errs := make([]error, len(bodies))
-	var wg sync.WaitGroup
-	send := func(i int) {
-		defer wg.Done()
-		var r messages.SendRequest
-		if err := json.Unmarshal([]byte(bodies[i]), &r); err != nil {
-			errs[i] = err
-			return
-		}
-		results[i], errs[i] = f.svc.Send(ctx, tn, &r)
-	}
-	wg.Add(1)
-	go send(0)
-	waitFor(t, func() bool {
-		var n int
-		if err := f.db.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n == 1
-	})
-	for i := 1; i < len(bodies); i++ {
-		wg.Add(1)
-		go send(i)
-	}
-	// Let every send reach the queue: they have nothing else to wait on.
-	time.Sleep(200 * time.Millisecond)
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	wg.Wait()
+	// The capped sender's counter is held, so its next send holds the
+	// tenant's only acceptance slot while the others queue.
+	results, errs := f.sendBehindLock(tn, capped, bodies)
 
 	if hook.n.Load() == 0 {
 		t.Fatal("no acceptance statement stored several messages: nothing was batched")
@@ -224,49 +181,12 @@ func TestAcceptSmallBatch(t *testing.T) {
 	held, other := f.sender(tn, ph(1)), f.sender(tn, ph(2))
 	f.account(ph(10))
 	f.mustSend(tn, held, ph(10), "first")
-	ctx := context.Background()
-	tx, err := f.db.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck // committed below
-	if _, err := tx.Exec(ctx, fmt.Sprintf(`SELECT 1 FROM %s WHERE sender_number_id = $1 FOR UPDATE`,
-		tn.Table("daily_usage")), held); err != nil {
-		t.Fatal(err)
-	}
 	bodies := []string{
 		fmt.Sprintf(`{"sender_number_id":%d,"to_phone":%q,"type":"text","content":"held"}`, held, ph(10)),
 		fmt.Sprintf(`{"sender_number_id":%d,"to_phone":%q,"type":"text","content":"ok"}`, other, ph(10)),
 		fmt.Sprintf(`{"sender_number_id":%d,"sender_phone":%q,"to_phone":%q,"type":"text","content":"mismatch"}`, other, ph(1), ph(10)),
 	}
-	errs := make([]error, len(bodies))
-	results := make([]messages.SendResult, len(bodies))
-	var wg sync.WaitGroup
-	send := func(i int) {
-		defer wg.Done()
-		var r messages.SendRequest
-		if errs[i] = json.Unmarshal([]byte(bodies[i]), &r); errs[i] == nil {
-			results[i], errs[i] = f.svc.Send(ctx, tn, &r)
-		}
-	}
-	wg.Add(1)
-	go send(0)
-	waitFor(t, func() bool {
-		var n int
-		if err := f.db.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n == 1
-	})
-	wg.Add(2)
-	go send(1)
-	go send(2)
-	time.Sleep(200 * time.Millisecond) // let them queue
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	wg.Wait()
+	results, errs := f.sendBehindLock(tn, held, bodies)
 	if hook.n.Load() != 0 {
 		t.Errorf("the batch statement ran %d times for two waiting sends", hook.n.Load())
 	}
@@ -277,5 +197,65 @@ func TestAcceptSmallBatch(t *testing.T) {
 	}
 	if e, ok := apperr.As(errs[2]); !ok || e.Code != "validation_failed" || len(e.Fields["sender_phone"]) == 0 {
 		t.Errorf("send naming two numbers: %v, want validation_failed on sender_phone", errs[2])
+	}
+}
+
+// sendBehindLock sends bodies[0] to tenant tn while an open transaction
+// locks the day counter of sender held, so that this send holds the
+// tenant's only acceptance slot (the fixture's AcceptBatch has MaxInFlight
+// 1); then the others, which queue behind it; then it commits the lock and
+// returns each send's answer.
+func (f *fixture) sendBehindLock(tn db.Tenant, held int64, bodies []string) ([]messages.SendResult, []error) {
+	f.t.Helper()
+	ctx := context.Background()
+	tx, err := f.db.Pool.Begin(ctx)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // committed below
+	if _, err := tx.Exec(ctx, fmt.Sprintf(`SELECT 1 FROM %s WHERE sender_number_id = $1 FOR UPDATE`,
+		tn.Table("daily_usage")), held); err != nil {
+		f.t.Fatal(err)
+	}
+	results := make([]messages.SendResult, len(bodies))
+	errs := make([]error, len(bodies))
+	var wg sync.WaitGroup
+	send := func(i int) {
+		defer wg.Done()
+		var r messages.SendRequest
+		if errs[i] = json.Unmarshal([]byte(bodies[i]), &r); errs[i] == nil {
+			results[i], errs[i] = f.svc.Send(ctx, tn, &r)
+		}
+	}
+	wg.Add(1)
+	go send(0)
+	waitFor(f.t, func() bool {
+		var n int
+		if err := f.db.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
+			f.t.Fatal(err)
+		}
+		return n == 1
+	})
+	for i := 1; i < len(bodies); i++ {
+		wg.Add(1)
+		go send(i)
+	}
+	// Let every send reach the queue: they have nothing else to wait on.
+	time.Sleep(200 * time.Millisecond)
+	if err := tx.Commit(ctx); err != nil {
+		f.t.Fatal(err)
+	}
+	wg.Wait()
+	return results, errs
+}
+
+// exec runs each statement, failing the test on error.
+func (f *fixture) exec(statements ...string) {
+	f.t.Helper()
+	for _, q := range statements {
+		if _, err := f.db.Pool.Exec(context.Background(), q); err != nil {
+			f.t.Fatal(err)
+		}
 	}
 }

@@ -56,14 +56,10 @@ func TestDeliverBatchOutcomes(t *testing.T) {
 	blockedID := send(open, ph(11), 1)[0]
 
 	ctx := context.Background()
-	for _, q := range []string{
+	f.exec(
 		fmt.Sprintf(`UPDATE %s SET daily_limit_override = 5 WHERE id = %d`, tn.Table("sender_numbers"), capped),
 		fmt.Sprintf(`UPDATE %s SET status = 'suspended' WHERE id = %d`, tn.Table("sender_numbers"), suspended),
-	} {
-		if _, err := f.db.Pool.Exec(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	)
 	if err := f.net.Block(ctx, ph(11), ph(3)); err != nil {
 		t.Fatal(err)
 	}
