@@ -34,14 +34,17 @@ type accepted struct {
 // commit.
 //
 // Fewer than minBatch sends go through accept, the one-message statement,
-// each on its own and at once. In a batch,
-// a sender's messages are accepted together only when they all fit under
-// its limit; otherwise, and for every message the batch did not accept (a
-// sender error, a limit reached), accept decides again for that message on
-// its own, so that the limit lets exactly its remaining places through, in
-// the order of the batch, and each refusal is worded as a lone send's. So
-// is every message of a batch whose statement the database refused for the
-// data of one message (db.IsDataError).
+// each on its own and at once. In a batch, a sender's messages are accepted
+// together only when they all fit under its limit; otherwise, and for every
+// message the batch did not accept (a sender error, a limit reached), accept
+// decides again for that message on its own, so that the limit lets exactly
+// its remaining places through, in the order of the batch, and each refusal
+// is worded as a lone send's. So is every message of a batch whose statement
+// the database refused for the data of one message (db.IsDataError).
+//
+// A send whose client goes away while its batch runs may still be stored,
+// as when a lone send's commit races the disconnect; an Idempotency-Key
+// (which never batches) makes the retry safe.
 func (s *Service) acceptBatch(ctx context.Context, t db.Tenant, items []acceptance) ([]accepted, error) {
 	out := make([]accepted, len(items))
 	alone := func(i int) {
