@@ -288,6 +288,13 @@ func TestDeliveryAfterNetworkRecovers(t *testing.T) {
 	if got := e.networkMessages(org); got != 1 {
 		t.Fatalf("network holds %d messages, want 1", got)
 	}
+	// Every acceptance and delivery ran in a batch run, counted by kind.
+	r := e.Do(Request{Method: http.MethodGet, Path: "/metrics"})
+	for _, series := range []string{`batch_size_count{kind="accept"} 2`, `batch_size_count{kind="deliver"}`} {
+		if !strings.Contains(string(r.Body), series) {
+			t.Errorf("metrics lack %s:\n%.3000s", series, r.Body)
+		}
+	}
 }
 
 // A worker process killed mid-delivery leaves jobs running; a new worker

@@ -25,10 +25,15 @@ const idempotencyTTL = 24 * time.Hour
 // throttle is the in-process token bucket (throttle.Local): its rate holds
 // per worker process.
 func (a *App) messaging() error {
-	batches := batch.Config{MaxSize: a.cfg.BatchSize}
-	if a.cfg.BatchSize == 1 {
-		// No batching: each call runs alone, with no bound of its own.
-		batches.MaxInFlight = math.MaxInt32
+	batches := func(kind string) batch.Config {
+		c := batch.Config{MaxSize: a.cfg.BatchSize, OnRun: func(n int) {
+			a.Metrics.BatchSize.WithLabelValues(kind).Observe(float64(n))
+		}}
+		if a.cfg.BatchSize == 1 {
+			// No batching: each call runs alone, with no bound of its own.
+			c.MaxInFlight = math.MaxInt32
+		}
+		return c
 	}
 	var err error
 	if a.Messages, err = messages.New(messages.Config{
@@ -39,8 +44,8 @@ func (a *App) messaging() error {
 		SenderRate:     a.cfg.SenderRate,
 		SenderBurst:    a.cfg.SenderBurst,
 		IdempotencyTTL: idempotencyTTL,
-		AcceptBatch:    batches,
-		DeliveryBatch:  batches,
+		AcceptBatch:    batches("accept"),
+		DeliveryBatch:  batches("deliver"),
 		Clock:          a.clock,
 		Logger:         a.log,
 	}); err != nil {

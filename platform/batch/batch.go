@@ -34,6 +34,9 @@ type Config struct {
 	// is not any one caller's: it keeps the values of the context of the
 	// call that started it, not its deadline or cancellation. Default 30 s.
 	Timeout time.Duration
+	// OnRun, when set, is told the number of items of each run as it
+	// starts (a metric of how much the batching saves).
+	OnRun func(items int)
 }
 
 func (c *Config) setDefaults() {
@@ -156,6 +159,9 @@ func (b *Batcher[K, In, Out]) safeRun(ctx context.Context, key K, calls []*call[
 	items := make([]In, len(calls))
 	for i, c := range calls {
 		items[i] = c.in
+	}
+	if b.cfg.OnRun != nil {
+		b.cfg.OnRun(len(items))
 	}
 	outs, err = b.run(ctx, key, items)
 	switch {

@@ -88,7 +88,13 @@ func TestGroupsWaitingCalls(t *testing.T) {
 			r := newRecorder()
 			r.hold = make(chan struct{})
 			r.started = make(chan struct{}, 100)
-			b := New(r.run, Config{MaxSize: tc.maxSize, MaxInFlight: tc.inFlight})
+			var sizes []int
+			var sizesMu sync.Mutex
+			b := New(r.run, Config{MaxSize: tc.maxSize, MaxInFlight: tc.inFlight, OnRun: func(n int) {
+				sizesMu.Lock()
+				defer sizesMu.Unlock()
+				sizes = append(sizes, n)
+			}})
 			ctx := context.Background()
 
 			results := make([]string, tc.waiting+tc.inFlight)
@@ -138,6 +144,18 @@ func TestGroupsWaitingCalls(t *testing.T) {
 				if len(run) > tc.maxSize {
 					t.Errorf("a run of %d items, max %d", len(run), tc.maxSize)
 				}
+			}
+			sizesMu.Lock()
+			if len(sizes) != len(r.runs) {
+				t.Errorf("OnRun told of %d runs, there were %d", len(sizes), len(r.runs))
+			}
+			total := 0
+			for _, n := range sizes {
+				total += n
+			}
+			sizesMu.Unlock()
+			if total != len(results)+1 {
+				t.Errorf("OnRun told of %d items, there were %d", total, len(results)+1)
 			}
 			if r.peak["a"] > tc.inFlight {
 				t.Errorf("%d runs of key a at once, max %d", r.peak["a"], tc.inFlight)

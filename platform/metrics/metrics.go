@@ -28,6 +28,9 @@ type Metrics struct {
 	// HTTPDuration observes HTTP request durations in seconds by method,
 	// route and status.
 	HTTPDuration *prometheus.HistogramVec
+	// BatchSize observes the items of each acceptance and delivery batch
+	// run, by kind ("accept", "deliver"): 1 means no batching happened.
+	BatchSize *prometheus.HistogramVec
 
 	registry *prometheus.Registry
 	handler  http.Handler
@@ -47,6 +50,11 @@ func New() *Metrics {
 			Help:    "HTTP request duration in seconds, by method, route pattern and status code.",
 			Buckets: prometheus.DefBuckets,
 		}, []string{"method", "route", "status"}),
+		BatchSize: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "batch_size",
+			Help:    "Items per acceptance or delivery batch of a tenant, by kind (accept, deliver).",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
+		}, []string{"kind"}),
 		registry: reg,
 	}
 	reg.MustRegister(
@@ -54,6 +62,7 @@ func New() *Metrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.HTTPRequests,
 		m.HTTPDuration,
+		m.BatchSize,
 	)
 	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	return m
