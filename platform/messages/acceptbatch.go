@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/uptrace/bun/dialect/pgdialect"
 
@@ -92,25 +93,25 @@ func (s *Service) acceptMany(ctx context.Context, t db.Tenant, items []acceptanc
 		phones, tos, types, contents = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		names, fileTypes, clientRefs = make([]*string, n), make([]*string, n), make([]*string, n)
 		durations                    = make([]*int, n)
+		created                      = make([]time.Time, n)
 	)
 	for i, it := range items {
 		r := it.r
 		senderIDs[i], phones[i] = it.ref.ID, it.ref.Phone
 		tos[i], recipients[i], types[i], contents[i] = r.ToPhone, r.RecipientUserID, r.Type, r.Content
 		names[i], sizes[i], fileTypes[i], durations[i] = r.FileName, r.FileSize, r.FileType, r.Duration
-		clientRefs[i] = r.ClientReference
+		clientRefs[i], created[i] = r.ClientReference, r.CreatedAt
 	}
-	now := items[0].r.CreatedAt
 	var rows []struct {
 		Ord       int    `bun:"ord"`
 		MessageID *int64 `bun:"message_id"`
 		SenderID  *int64 `bun:"sender_id"`
 	}
-	err := s.db.NewRaw(acceptBatchSQL(s.enqueue), t.Ident(), t.OrgID, dayOf(now), now, t.Schema,
+	err := s.db.NewRaw(acceptBatchSQL(s.enqueue), t.Ident(), t.OrgID, t.Schema, t.Table("messages_id_seq"),
 		pgdialect.Array(senderIDs), pgdialect.Array(phones), pgdialect.Array(tos), pgdialect.Array(recipients),
 		pgdialect.Array(types), pgdialect.Array(contents), pgdialect.Array(names), pgdialect.Array(sizes),
 		pgdialect.Array(fileTypes), pgdialect.Array(durations), pgdialect.Array(clientRefs),
-		t.Table("messages_id_seq")).Scan(ctx, &rows)
+		pgdialect.Array(created)).Scan(ctx, &rows)
 	ok := make([]bool, n)
 	if err != nil {
 		return ok, fmt.Errorf("accept %d messages: %w", n, err)
@@ -127,60 +128,63 @@ func (s *Service) acceptMany(ctx context.Context, t db.Tenant, items []acceptanc
 }
 
 // acceptBatchSQL is acceptSQL for several messages at once, the i-th
-// element of each array ?5..?15 being the i-th message: sender id ?5 (0 when
-// named by phone), sender phone ?6 ("" when named by id; when both are
-// given they must name one number), recipient ?7, recipient's user id ?8,
-// type ?9, content ?10, file name ?11, size ?12, file type ?13, duration
-// ?14, client reference ?15. ?0 is the tenant schema, ?1 the organization,
-// ?2 the UTC day, ?3 the time, ?4 the schema's name, ?16 its messages' id sequence (a constant, so
-// that the name is resolved once per statement, not once per row).
+// element of each array ?4..?15 being the i-th message: sender id ?4 (0 when
+// named by phone), sender phone ?5 ("" when named by id; when both are given
+// they must name one number), recipient ?6, recipient's user id ?7, type ?8,
+// content ?9, file name ?10, size ?11, file type ?12, duration ?13, client
+// reference ?14 and acceptance time ?15 (its UTC day is the day whose limit
+// it counts against). ?0 is the tenant schema, ?1 the organization, ?2 the
+// schema's name, ?3 its messages' id sequence (a constant, so that the name
+// is resolved once per statement, not once per row).
 //
 //   - i: the messages, each with its ordinal and a message id drawn from
 //     the table's sequence in that order;
 //   - s, ok: each message's sender, and those that may send (as acceptSQL);
-//   - want: per sender, its messages in the batch;
-//   - u: the daily-limit reservation, per sender all its messages or none:
-//     the counter goes up by their number only while it stays within the
-//     limit. Counters are locked in sender order (as delivery's claims), so
-//     concurrent batches cannot deadlock;
-//   - m and j: the messages of the senders u reserved for, and their jobs.
+//   - want: per sender and day, its messages in the batch;
+//   - u: the daily-limit reservation, per sender and day all its messages
+//     or none: the counter goes up by their number only while it stays
+//     within the limit. Counters are locked in sender and day order (as
+//     delivery's claims), so concurrent batches cannot deadlock;
+//   - m and j: the messages of the counters u reserved for, and their jobs.
 //
 // It returns, per message, its ordinal and, when accepted, its id and
 // sender.
 func acceptBatchSQL(e *jobs.DeliveryEnqueuer) string {
 	return `WITH i AS (
-		  SELECT nextval(?16::regclass) AS id, x.*
-		    FROM unnest(?5::bigint[], ?6::text[], ?7::text[], ?8::bigint[], ?9::text[], ?10::text[],
-		                ?11::text[], ?12::bigint[], ?13::text[], ?14::integer[], ?15::text[]) WITH ORDINALITY
+		  SELECT nextval(?3::regclass) AS id, (x.created_at AT TIME ZONE 'UTC')::date AS day, x.*
+		    FROM unnest(?4::bigint[], ?5::text[], ?6::text[], ?7::bigint[], ?8::text[], ?9::text[],
+		                ?10::text[], ?11::bigint[], ?12::text[], ?13::integer[], ?14::text[],
+		                ?15::timestamptz[]) WITH ORDINALITY
 		         AS x(sender_id, sender_phone, to_phone, recipient_user_id, type, content,
-		              file_name, file_size, file_type, duration, client_reference, ord)
+		              file_name, file_size, file_type, duration, client_reference, created_at, ord)
 		   ORDER BY x.ord),
 		s AS (
-		  SELECT i.id AS mid, i.sender_phone, s.id, s.phone, s.status,
+		  SELECT i.id AS mid, i.day, i.sender_phone, s.id, s.phone, s.status,
 		         coalesce(s.daily_limit_override, o.default_daily_limit) AS lim
 		    FROM i
 		    JOIN ?0.sender_numbers s ON s.id = CASE WHEN i.sender_id > 0 THEN i.sender_id
 		         ELSE (SELECT x.id FROM ?0.sender_numbers x WHERE x.phone = i.sender_phone) END
 		    JOIN central.organizations o ON o.id = ?1),
 		ok AS (
-		  SELECT mid, id, lim FROM s
+		  SELECT mid, day, id, lim FROM s
 		   WHERE status = 'active' AND (sender_phone = '' OR phone = sender_phone) AND lim >= 1),
 		want AS (
-		  SELECT id, min(lim) AS lim, count(*) AS n FROM ok GROUP BY id),
+		  SELECT id, day, min(lim) AS lim, count(*) AS n FROM ok GROUP BY id, day),
 		u AS (
 		  INSERT INTO ?0.daily_usage AS u (sender_number_id, day, used)
-		  SELECT id, ?2::date, n FROM want WHERE n <= lim ORDER BY id
+		  SELECT id, day, n FROM want WHERE n <= lim ORDER BY id, day
 		  ON CONFLICT (sender_number_id, day) DO UPDATE SET used = u.used + EXCLUDED.used
-		   WHERE u.used + EXCLUDED.used <= (SELECT w.lim FROM want w WHERE w.id = u.sender_number_id)
-		  RETURNING u.sender_number_id),
+		   WHERE u.used + EXCLUDED.used <=
+		         (SELECT w.lim FROM want w WHERE w.id = u.sender_number_id AND w.day = u.day)
+		  RETURNING u.sender_number_id, u.day),
 		m AS (
 		  INSERT INTO ?0.messages (id, sender_number_id, to_phone, recipient_user_id, type, content,
 		         file_name, file_size, file_type, duration, status, client_reference, created_at, updated_at)
 		  SELECT i.id, ok.id, i.to_phone, i.recipient_user_id, i.type, i.content, i.file_name, i.file_size,
-		         i.file_type, i.duration, 'queued', i.client_reference, ?3::timestamptz, ?3::timestamptz
-		    FROM i JOIN ok ON ok.mid = i.id JOIN u ON u.sender_number_id = ok.id
+		         i.file_type, i.duration, 'queued', i.client_reference, i.created_at, i.created_at
+		    FROM i JOIN ok ON ok.mid = i.id JOIN u ON u.sender_number_id = ok.id AND u.day = ok.day
 		   ORDER BY i.id
-		  RETURNING id AS message_id, sender_number_id AS sender_id, ?1::bigint AS org_id, ?4::text AS schema),
+		  RETURNING id AS message_id, sender_number_id AS sender_id, ?1::bigint AS org_id, ?2::text AS schema),
 		j AS (` + e.InsertSQL("m") + `)
 		SELECT i.ord, m.message_id, m.sender_id FROM i LEFT JOIN m ON m.message_id = i.id`
 }

@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/uptrace/bun"
 
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/dbtest"
@@ -25,12 +29,31 @@ func (unusedSenders) Resolve(context.Context, db.Tenant, senders.SenderRef) (sen
 
 type unusedNetwork struct{ network.Network }
 
-// A batch whose statement the database refuses for one message's data (a
-// duration out of the integer range, which validation keeps out of sends
-// but a batch must not count on) falls back to accepting each message on its own: only that one
-// fails, the others are stored.
-func TestAcceptBatchDataErrorFallsBack(t *testing.T) {
-	t.Parallel()
+// batchAttempts counts the runs of acceptBatchSQL, failed ones included.
+type batchAttempts struct{ n atomic.Int32 }
+
+func (h *batchAttempts) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context {
+	return ctx
+}
+
+func (h *batchAttempts) AfterQuery(_ context.Context, e *bun.QueryEvent) {
+	if strings.HasPrefix(e.Query, "WITH i AS (") {
+		h.n.Add(1)
+	}
+}
+
+// acceptFixture is a Service on a database of its own, with one tenant and
+// one active sender, and a count of its batch statements.
+type acceptFixture struct {
+	d     *db.DB
+	svc   *Service
+	tn    db.Tenant
+	sid   int64
+	batch *batchAttempts
+}
+
+func newAcceptFixture(t *testing.T) *acceptFixture {
+	t.Helper()
 	d, _ := dbtest.Migrated(t)
 	ctx := context.Background()
 	var org int64
@@ -57,19 +80,37 @@ func TestAcceptBatchDataErrorFallsBack(t *testing.T) {
 		VALUES ('+14155550001', 'active', 'verified', now(), now()) RETURNING id`, tn.Table("sender_numbers"))).Scan(&sid); err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Config{DB: d.Bun, Senders: unusedSenders{}, Network: unusedNetwork{}, Logger: quiet})
+	svc, err := New(Config{DB: d.Bun, Senders: unusedSenders{}, Network: unusedNetwork{}, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
+	h := &batchAttempts{}
+	d.Bun.AddQueryHook(h)
+	return &acceptFixture{d: d, svc: svc, tn: tn, sid: sid, batch: h}
+}
+
+// voice is an acceptance of a voice message of duration seconds, at at.
+func (f *acceptFixture) voice(duration int, at time.Time) acceptance {
+	return acceptance{ref: senders.SenderRef{ID: f.sid}, r: &row{ToPhone: "+14155550002", Type: TypeVoice,
+		Content: "https://x.example/v.ogg", Duration: &duration, Status: StatusQueued, CreatedAt: at, UpdatedAt: at}}
+}
+
+// A batch whose statement the database refuses for one message's data (a
+// duration out of the integer range, which validation keeps out of sends but
+// a batch must not count on) falls back to accepting each message on its
+// own: only that one fails, the others are stored.
+func TestAcceptBatchDataErrorFallsBack(t *testing.T) {
+	t.Parallel()
+	f := newAcceptFixture(t)
+	ctx := context.Background()
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	item := func(duration int) acceptance {
-		return acceptance{ref: senders.SenderRef{ID: sid}, r: &row{ToPhone: "+14155550002", Type: TypeVoice,
-			Content: "https://x.example/v.ogg", Duration: &duration, Status: StatusQueued, CreatedAt: now, UpdatedAt: now}}
-	}
-	items := []acceptance{item(1), item(1 << 40), item(3)}
-	out, err := s.acceptBatch(ctx, tn, items)
+	items := []acceptance{f.voice(1, now), f.voice(1<<40, now), f.voice(3, now), f.voice(4, now), f.voice(5, now)}
+	out, err := f.svc.acceptBatch(ctx, f.tn, items)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if f.batch.n.Load() != 1 {
+		t.Fatalf("the batch statement ran %d times, want once (then each message alone)", f.batch.n.Load())
 	}
 	for i, o := range out {
 		if (o.err != nil) != (i == 1) {
@@ -77,10 +118,51 @@ func TestAcceptBatchDataErrorFallsBack(t *testing.T) {
 		}
 	}
 	var n int
-	if err := d.Pool.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %s`, tn.Table("messages"))).Scan(&n); err != nil {
+	if err := f.d.Pool.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %s`, f.tn.Table("messages"))).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
-	if n != 2 {
-		t.Errorf("%d messages stored, want 2", n)
+	if n != len(items)-1 {
+		t.Errorf("%d messages stored, want %d", n, len(items)-1)
+	}
+}
+
+// A batch that spans UTC midnight stores each message with its own
+// acceptance time and counts it against the limit of its own day.
+func TestAcceptBatchAcrossMidnight(t *testing.T) {
+	t.Parallel()
+	f := newAcceptFixture(t)
+	ctx := context.Background()
+	before := time.Date(2026, 11, 22, 23, 59, 59, 500_000_000, time.UTC)
+	after := time.Date(2026, 11, 23, 0, 0, 0, 250_000_000, time.UTC)
+	items := []acceptance{f.voice(1, before), f.voice(2, before), f.voice(3, after), f.voice(4, after), f.voice(5, after)}
+	out, err := f.svc.acceptBatch(ctx, f.tn, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.batch.n.Load() != 1 {
+		t.Fatalf("the batch statement ran %d times, want once", f.batch.n.Load())
+	}
+	for i, o := range out {
+		if o.err != nil {
+			t.Fatalf("message %d: %v", i, o.err)
+		}
+		var stored time.Time
+		if err := f.d.Pool.QueryRow(ctx, fmt.Sprintf(`SELECT created_at FROM %s WHERE id = $1`, f.tn.Table("messages")),
+			o.res.MessageID).Scan(&stored); err != nil {
+			t.Fatal(err)
+		}
+		if want := items[i].r.CreatedAt; !stored.Equal(want) {
+			t.Errorf("message %d stored at %s, accepted at %s", i, stored.UTC(), want)
+		}
+	}
+	for day, want := range map[string]int{"2026-11-22": 2, "2026-11-23": 3} {
+		var used int
+		if err := f.d.Pool.QueryRow(ctx, fmt.Sprintf(`SELECT used FROM %s WHERE sender_number_id = $1 AND day = $2::date`,
+			f.tn.Table("daily_usage")), f.sid, day).Scan(&used); err != nil {
+			t.Fatalf("counter of %s: %v", day, err)
+		}
+		if used != want {
+			t.Errorf("%s: %d used, want %d", day, used, want)
+		}
 	}
 }
