@@ -101,8 +101,13 @@ func TestAcceptBatch(t *testing.T) {
 	limited := 0
 	for i := 1; i <= 6; i++ {
 		if errs[i] != nil {
-			if code(errs[i]) != messages.CodeDailyLimitExceeded {
-				t.Errorf("capped send %d: %v, want daily_limit_exceeded or accepted", i, errs[i])
+			e, _ := apperr.As(errs[i])
+			// CONTRACT §2: 429 with Retry-After up to the next UTC midnight.
+			midnight := time.Date(start.Year(), start.Month(), start.Day()+1, 0, 0, 0, 0, time.UTC)
+			if code(errs[i]) != messages.CodeDailyLimitExceeded || e.RetryAfter != midnight.Sub(start) ||
+				e.Details["daily_limit"] != 5 {
+				t.Errorf("capped send %d: %v (retry after %s, details %v), want daily_limit_exceeded of 5 until midnight",
+					i, errs[i], e.RetryAfter, e.Details)
 			}
 			limited++
 			want[i] = messages.CodeDailyLimitExceeded
