@@ -281,12 +281,15 @@ func (s *Service) claimMany(ctx context.Context, t db.Tenant, ids []int64) (map[
 	return out, undecided, nil
 }
 
+// lockMessagesSQL locks messages ?2 (an array of ids) of tenant schema ?0 in
+// id order and reads them with their senders and organization ?1's limits:
+// the first step of claimManySQL and of claimLocked.
+const lockMessagesSQL = `SELECT ` + deliveryColumns + ` FROM ` + deliveryFrom + `
+	WHERE m.id = ANY(?2::bigint[]) ORDER BY m.id FOR UPDATE OF m`
+
 // claimManySQL is claimMany's statement: ?0 is the tenant schema, ?1 the
 // organization, ?2 the message ids, ?3 the time.
-const claimManySQL = `WITH m AS (
-	  SELECT ` + deliveryColumns + `
-	    FROM ` + deliveryFrom + `
-	   WHERE m.id = ANY(?2::bigint[]) ORDER BY m.id FOR UPDATE OF m),
+const claimManySQL = `WITH m AS (` + lockMessagesSQL + `),
 	want AS (
 	  SELECT sender_number_id, (created_at AT TIME ZONE 'UTC')::date AS day, count(*) AS n,
 	         min(coalesce(sn_daily_limit_override, default_daily_limit)) AS lim
@@ -355,19 +358,15 @@ type usageKey struct {
 // possible. Locks are taken in one order, messages by id and then counters
 // by sender and day, the order markSent also follows (the acceptance
 // statement and receipts lock one counter each), so that concurrent batches
-// cannot deadlock. A message that does
-// not exist is absent from the result.
+// cannot deadlock. A message that does not exist is absent from the result.
 func (s *Service) claimLocked(ctx context.Context, t db.Tenant, ids []int64) (map[int64]claim, error) {
 	out := make(map[int64]claim, len(ids))
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		clear(out)
 		var rows []struct {
 			row
 			deliveryJoin
 		}
-		if err := tx.NewRaw(`SELECT `+deliveryColumns+` FROM `+deliveryFrom+`
-			 WHERE m.id = ANY(?2::bigint[]) ORDER BY m.id FOR UPDATE OF m`,
-			t.Ident(), t.OrgID, pgdialect.Array(ids)).Scan(ctx, &rows); err != nil {
+		if err := tx.NewRaw(lockMessagesSQL, t.Ident(), t.OrgID, pgdialect.Array(ids)).Scan(ctx, &rows); err != nil {
 			return fmt.Errorf("lock messages: %w", err)
 		}
 		var sids []int64
