@@ -23,7 +23,7 @@ const QueueDelivery = "delivery"
 const DefaultDeliveryMaxAttempts = 25
 
 // DeliverArgs is the job that delivers one accepted message. It is inserted
-// in the acceptance transaction, so a message is never logged without its job
+// by the acceptance statement, so a message is never logged without its job
 // nor a job enqueued without its message.
 type DeliverArgs struct {
 	// OrgID and Schema name the tenant.

@@ -1,6 +1,6 @@
 // Package messages is the message service shared by the Tenant API, the
 // Central API (dashboard) and the delivery worker: validation of a send, the
-// acceptance transaction, idempotency keys, delivery, and history reads.
+// acceptance statement, idempotency keys, delivery, and history reads.
 //
 // # Acceptance
 //

@@ -34,8 +34,9 @@ type SendResult struct {
 }
 
 // Send validates req and, if the sender may send to the recipient today,
-// accepts the message: it is stored as queued with its delivery job in one
-// transaction (see the package comment). Errors: 422 validation_failed with
+// accepts the message: it is stored as queued with its delivery job by one
+// statement, shared with the tenant's concurrent sends (see the package
+// comment). Errors: 422 validation_failed with
 // every field error; 422 sender_not_found, sender_not_active (English
 // message), sender_owner_unverified (Arabic message); 422
 // recipient_unreachable with a reason_code; 429 daily_limit_exceeded with a
