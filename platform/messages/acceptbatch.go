@@ -51,6 +51,10 @@ func (s *Service) acceptBatch(ctx context.Context, t db.Tenant, items []acceptan
 	alone := func(i int) {
 		out[i].res, out[i].err = s.accept(ctx, s.db, t, items[i].ref, items[i].r)
 	}
+	if len(items) == 1 {
+		alone(0)
+		return out, nil
+	}
 	if len(items) < minBatch {
 		var wg sync.WaitGroup
 		for i := range items {
