@@ -11,6 +11,7 @@ import (
 	"github.com/bizmsg/platform/central"
 	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/batch"
+	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/lookup"
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/throttle"
@@ -36,8 +37,13 @@ func (a *App) messaging() error {
 		return c
 	}
 	var err error
+	prepared := a.cfg.DBPreparedStatements
+	if prepared == 0 {
+		prepared = -1 // DB_PREPARED_STATEMENTS=0: prepare nothing
+	}
 	if a.Messages, err = messages.New(messages.Config{
 		DB:             a.DB.Bun,
+		Prepared:       db.NewPrepared(a.DB, db.PreparedConfig{MaxPerConn: prepared}),
 		Senders:        a.Senders,
 		Network:        a.Network,
 		Throttle:       throttle.NewLocal(throttle.Config{}),

@@ -22,6 +22,11 @@ type Config struct {
 	DatabaseURL string
 	// DBMaxConns (DB_MAX_CONNS) caps the connection pool. Default 10.
 	DBMaxConns int32
+	// DBPreparedStatements (DB_PREPARED_STATEMENTS) is the most tenant
+	// statements kept prepared on one pool connection (db.Prepared); each
+	// costs Postgres about 100 KB on that connection. Default 64; 0 prepares
+	// none.
+	DBPreparedStatements int
 	// HTTPAddr (HTTP_ADDR) is the listen address. Default ":8080".
 	HTTPAddr string
 	// JWTSecret (JWT_SECRET, ≥ 32 bytes) signs Central API access tokens.
@@ -79,22 +84,23 @@ type Config struct {
 // Load reads the configuration through getenv (os.Getenv in production).
 func Load(getenv func(string) string) (Config, error) {
 	c := Config{
-		DatabaseURL:         str(getenv, "DATABASE_URL", DefaultDatabaseURL),
-		HTTPAddr:            str(getenv, "HTTP_ADDR", ":8080"),
-		Network:             str(getenv, "NETWORK", "builtin"),
-		NetworkURL:          getenv("NETWORK_URL"),
-		NetworkSecret:       getenv("NETWORK_SECRET"),
-		LogLevel:            strings.ToLower(str(getenv, "LOG_LEVEL", "info")),
-		DefaultDailyLimit:   1000,
-		SenderRate:          20,
-		SenderBurst:         40,
-		APIRateLimit:        50,
-		APIRateBurst:        100,
-		DBMaxConns:          10,
-		BatchSize:           64,
-		ShutdownTimeout:     30 * time.Second,
-		SenderSweepInterval: 30 * time.Second,
-		NetworkTimeout:      5 * time.Second,
+		DatabaseURL:          str(getenv, "DATABASE_URL", DefaultDatabaseURL),
+		HTTPAddr:             str(getenv, "HTTP_ADDR", ":8080"),
+		Network:              str(getenv, "NETWORK", "builtin"),
+		NetworkURL:           getenv("NETWORK_URL"),
+		NetworkSecret:        getenv("NETWORK_SECRET"),
+		LogLevel:             strings.ToLower(str(getenv, "LOG_LEVEL", "info")),
+		DefaultDailyLimit:    1000,
+		SenderRate:           20,
+		SenderBurst:          40,
+		APIRateLimit:         50,
+		APIRateBurst:         100,
+		DBMaxConns:           10,
+		DBPreparedStatements: 64,
+		BatchSize:            64,
+		ShutdownTimeout:      30 * time.Second,
+		SenderSweepInterval:  30 * time.Second,
+		NetworkTimeout:       5 * time.Second,
 	}
 	var errs []string
 	fail := func(name string, err error) { errs = append(errs, fmt.Sprintf("%s: %v", name, err)) }
@@ -105,6 +111,13 @@ func Load(getenv func(string) string) (Config, error) {
 			fail("DB_MAX_CONNS", err)
 		}
 		c.DBMaxConns = int32(n)
+	}
+	if v := getenv("DB_PREPARED_STATEMENTS"); v != "" {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 0 {
+			fail("DB_PREPARED_STATEMENTS", fmt.Errorf("must be a non-negative integer, got %q", v))
+		}
+		c.DBPreparedStatements = n
 	}
 	for _, iv := range []struct {
 		name string

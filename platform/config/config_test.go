@@ -43,6 +43,7 @@ func TestLoadErrors(t *testing.T) {
 		{"bad encryption key", map[string]string{"API_KEY_ENCRYPTION_KEY": "abcd"}, "API_KEY_ENCRYPTION_KEY"},
 		{"bad log level", map[string]string{"LOG_LEVEL": "loud"}, "LOG_LEVEL"},
 		{"bad batch size", map[string]string{"BATCH_SIZE": "0"}, "BATCH_SIZE"},
+		{"negative prepared statements", map[string]string{"DB_PREPARED_STATEMENTS": "-1"}, "DB_PREPARED_STATEMENTS"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -66,11 +67,12 @@ func TestLoadValues(t *testing.T) {
 		"SENDER_BURST":           "5",
 		"HTTP_ADDR":              "127.0.0.1:9000",
 		"BATCH_SIZE":             "1",
+		"DB_PREPARED_STATEMENTS": "0",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Generated) != 0 || len(c.APIKeyEncryptionKey) != 32 || string(c.JWTPreviousSecret) != strings.Repeat("o", 32) || c.SenderRate != 5 || c.SenderBurst != 5 || c.HTTPAddr != "127.0.0.1:9000" || c.BatchSize != 1 {
+	if len(c.Generated) != 0 || len(c.APIKeyEncryptionKey) != 32 || string(c.JWTPreviousSecret) != strings.Repeat("o", 32) || c.SenderRate != 5 || c.SenderBurst != 5 || c.HTTPAddr != "127.0.0.1:9000" || c.BatchSize != 1 || c.DBPreparedStatements != 0 {
 		t.Fatalf("config = %+v", c)
 	}
 }

@@ -43,4 +43,8 @@ func (t Tenant) Table(name string) string {
 	return quoteIdent(t.Schema) + "." + quoteIdent(name)
 }
 
+// Quoted returns the schema's quoted name, e.g. `"tenant_42"`, for
+// statements with $n arguments (db.Prepared), which bun does not format.
+func (t Tenant) Quoted() string { return quoteIdent(t.Schema) }
+
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }

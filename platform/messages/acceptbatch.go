@@ -49,7 +49,7 @@ type accepted struct {
 func (s *Service) acceptBatch(ctx context.Context, t db.Tenant, items []acceptance) ([]accepted, error) {
 	out := make([]accepted, len(items))
 	alone := func(i int) {
-		out[i].res, out[i].err = s.accept(ctx, s.db, t, items[i].ref, items[i].r)
+		out[i].res, out[i].err = s.accept(ctx, nil, t, items[i].ref, items[i].r)
 	}
 	if len(items) == 1 {
 		alone(0)

@@ -80,7 +80,7 @@ func newAcceptFixture(t *testing.T) *acceptFixture {
 		VALUES ('+14155550001', 'active', 'verified', now(), now()) RETURNING id`, tn.Table("sender_numbers"))).Scan(&sid); err != nil {
 		t.Fatal(err)
 	}
-	svc, err := New(Config{DB: d.Bun, Senders: unusedSenders{}, Network: unusedNetwork{}, Logger: quiet})
+	svc, err := New(Config{DB: d.Bun, Prepared: db.NewPrepared(d, db.PreparedConfig{}), Senders: unusedSenders{}, Network: unusedNetwork{}, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

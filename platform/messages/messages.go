@@ -199,6 +199,10 @@ type Senders interface {
 type Config struct {
 	// DB is the database. Required.
 	DB *bun.DB
+	// Prepared runs the one-message statements of acceptance and delivery
+	// (prepared per connection, up to its bound). Required: on the same
+	// database as DB.
+	Prepared *db.Prepared
 	// Senders resolves sender numbers for the send path's errors. Required.
 	Senders Senders
 	// Network is the messaging network. Required.
@@ -241,6 +245,7 @@ type Config struct {
 // concurrent use.
 type Service struct {
 	db       *bun.DB
+	prep     *db.Prepared
 	senders  Senders
 	net      network.Network
 	enqueue  *jobs.DeliveryEnqueuer
@@ -260,6 +265,8 @@ func New(cfg Config) (*Service, error) {
 	switch {
 	case cfg.DB == nil:
 		return nil, errors.New("messages: Config.DB is required")
+	case cfg.Prepared == nil:
+		return nil, errors.New("messages: Config.Prepared is required")
 	case cfg.Senders == nil:
 		return nil, errors.New("messages: Config.Senders is required")
 	case cfg.Network == nil:
@@ -294,6 +301,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	s := &Service{
 		db:       cfg.DB,
+		prep:     cfg.Prepared,
 		senders:  cfg.Senders,
 		net:      cfg.Network,
 		enqueue:  cfg.Jobs,

@@ -135,7 +135,7 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (Send
 			}
 			return err
 		}
-		if res, err = s.accept(ctx, tx, t, ref, r); err != nil {
+		if res, err = s.accept(ctx, &tx, t, ref, r); err != nil {
 			return err
 		}
 		return storeAnswer(ctx, tx, t, key, res)
@@ -165,27 +165,39 @@ func (s *Service) checkSender(ctx context.Context, t db.Tenant, ref senders.Send
 }
 
 // accept stores r (queued) with its delivery job if the sender named by ref
-// may send today, in one statement on idb (see the package comment), and
-// renders the answer. It fills r's id and sender. A refusal is the sender's
-// error or 429 daily_limit_exceeded, and stores nothing.
-func (s *Service) accept(ctx context.Context, idb bun.IDB, t db.Tenant, ref senders.SenderRef, r *row) (SendResult, error) {
-	var out struct {
-		SenderID  *int64          `bun:"sender_id"`
-		Phone     *string         `bun:"phone"`
-		Status    *senders.Status `bun:"status"`
-		Limit     *int            `bun:"lim"`
-		MessageID *int64          `bun:"message_id"`
+// may send today, in one statement (see the package comment): on a pool
+// connection, prepared (db.Prepared), when tx is nil, else in tx. It renders
+// the answer and fills r's id and sender. A refusal is the sender's error
+// or 429 daily_limit_exceeded, and stores nothing.
+func (s *Service) accept(ctx context.Context, tx *bun.Tx, t db.Tenant, ref senders.SenderRef, r *row) (SendResult, error) {
+	var (
+		senderID, messageID *int64
+		phone, status       *string
+		limit               *int
+	)
+	args := []any{t.OrgID, ref.Phone, r.ToPhone, r.RecipientUserID, r.Type, r.Content, r.FileName, r.FileSize,
+		r.FileType, r.Duration, r.ClientReference, r.CreatedAt, t.Schema}
+	if ref.ID > 0 {
+		args = append(args, ref.ID)
 	}
-	err := idb.NewRaw(acceptSQL(ref, s.enqueue), t.Ident(), t.OrgID, ref.Phone, dayOf(r.CreatedAt),
-		r.ToPhone, r.RecipientUserID, r.Type, r.Content, r.FileName, r.FileSize, r.FileType, r.Duration,
-		r.ClientReference, r.CreatedAt, t.Schema, ref.ID).Scan(ctx, &out)
+	err := s.prep.Query(ctx, tx, acceptSQL(t, ref.ID > 0, s.enqueue), args, func(rows db.Rows) error {
+		if !rows.Next() {
+			return errors.New("no result row")
+		}
+		return rows.Scan(&senderID, &phone, &status, &limit, &messageID)
+	})
 	if err != nil {
 		return SendResult{}, fmt.Errorf("accept message: %w", err)
 	}
-	if out.MessageID == nil {
-		return SendResult{}, s.refusal(ctx, t, ref, out.SenderID, out.Phone, out.Status, out.Limit, r.CreatedAt)
+	if messageID == nil {
+		var st *senders.Status
+		if status != nil {
+			v := senders.Status(*status)
+			st = &v
+		}
+		return SendResult{}, s.refusal(ctx, t, ref, senderID, phone, st, limit, r.CreatedAt)
 	}
-	r.ID, r.SenderNumberID = *out.MessageID, *out.SenderID
+	r.ID, r.SenderNumberID = *messageID, *senderID
 	return render(r)
 }
 
@@ -200,9 +212,14 @@ func render(r *row) (SendResult, error) {
 	return SendResult{Status: http.StatusAccepted, Body: body, MessageID: r.ID}, nil
 }
 
-// acceptSQL is the acceptance statement for a sender named by id or by
-// phone. Its steps, each feeding the next, so that a refused step stores
-// nothing after it:
+// acceptSQL is the acceptance statement of tenant t for a sender named by
+// id (byID) or by phone, with $n arguments for db.Prepared: $1 the
+// organization, $2 the request's sender phone ("" if none), $3 to $12 the
+// message (recipient, recipient's user id, type, content, file name, size,
+// file type, duration, client reference, acceptance time, whose UTC day is
+// the day whose limit it counts against), $13 the schema's name, and, by
+// id, $14 the sender's id. Its steps, each feeding the next, so that a
+// refused step stores nothing after it:
 //
 //   - s: the sender (by id, else by phone) with its daily limit (its
 //     override, else the organization's default);
@@ -217,30 +234,31 @@ func render(r *row) (SendResult, error) {
 //
 // The result row tells a refusal apart: no sender, a sender that may not
 // send, or (sender fine, no message) the daily limit.
-func acceptSQL(ref senders.SenderRef, e *jobs.DeliveryEnqueuer) string {
-	find := "s.phone = ?2"
-	if ref.ID > 0 {
-		find = "s.id = ?15"
+func acceptSQL(t db.Tenant, byID bool, e *jobs.DeliveryEnqueuer) string {
+	find := "s.phone = $2::text"
+	if byID {
+		find = "s.id = $14::bigint"
 	}
+	sc := t.Quoted()
 	return `WITH s AS (
 		  SELECT s.id, s.phone, s.status, coalesce(s.daily_limit_override, o.default_daily_limit) AS lim
-		    FROM ?0.sender_numbers s JOIN central.organizations o ON o.id = ?1
+		    FROM ` + sc + `.sender_numbers s JOIN central.organizations o ON o.id = $1::bigint
 		   WHERE ` + find + `),
 		ok AS (
-		  SELECT id, lim FROM s WHERE status = 'active' AND (?2 = '' OR phone = ?2) AND lim >= 1),
+		  SELECT id, lim FROM s WHERE status = 'active' AND ($2::text = '' OR phone = $2::text) AND lim >= 1),
 		u AS (
-		  INSERT INTO ?0.daily_usage AS u (sender_number_id, day, used)
-		  SELECT id, ?3::date, 1 FROM ok
+		  INSERT INTO ` + sc + `.daily_usage AS u (sender_number_id, day, used)
+		  SELECT id, ($12::timestamptz AT TIME ZONE 'UTC')::date, 1 FROM ok
 		  ON CONFLICT (sender_number_id, day) DO UPDATE SET used = u.used + 1
 		   WHERE u.used < (SELECT lim FROM ok)
 		  RETURNING u.sender_number_id),
 		m AS (
-		  INSERT INTO ?0.messages (sender_number_id, to_phone, recipient_user_id, type, content,
+		  INSERT INTO ` + sc + `.messages (sender_number_id, to_phone, recipient_user_id, type, content,
 		         file_name, file_size, file_type, duration, status, client_reference, created_at, updated_at)
-		  SELECT sender_number_id, ?4::text, ?5::bigint, ?6::text, ?7::text, ?8::text, ?9::bigint, ?10::text,
-		         ?11::integer, 'queued', ?12::text, ?13::timestamptz, ?13::timestamptz
+		  SELECT sender_number_id, $3::text, $4::bigint, $5::text, $6::text, $7::text, $8::bigint, $9::text,
+		         $10::integer, 'queued', $11::text, $12::timestamptz, $12::timestamptz
 		    FROM u
-		  RETURNING id AS message_id, sender_number_id AS sender_id, ?1::bigint AS org_id, ?14::text AS schema),
+		  RETURNING id AS message_id, sender_number_id AS sender_id, $1::bigint AS org_id, $13::text AS schema),
 		j AS (` + e.InsertSQL("m") + `)
 		SELECT s.id AS sender_id, s.phone, s.status, s.lim, m.message_id
 		  FROM (SELECT 1) one LEFT JOIN s ON true LEFT JOIN m ON true`

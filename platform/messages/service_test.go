@@ -117,7 +117,7 @@ func newFixtureWith(t *testing.T, rate float64, burst int, edit func(*messages.C
 	}
 	wall := &wallClock{t: start}
 	cfg := messages.Config{
-		DB: d.Bun, Senders: snd, Network: net, Clock: clk, Logger: quiet,
+		DB: d.Bun, Prepared: db.NewPrepared(d, db.PreparedConfig{}), Senders: snd, Network: net, Clock: clk, Logger: quiet,
 		Throttle:   throttle.NewLocal(throttle.Config{Now: wall.Now}),
 		SenderRate: rate, SenderBurst: burst,
 		// Never wait in the test: any delay snoozes.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -39,6 +40,57 @@ type row struct {
 	FailedAt        *time.Time `bun:"failed_at"`
 	DispatchedAt    *time.Time `bun:"dispatched_at"`
 	UpdatedAt       time.Time  `bun:"updated_at"`
+}
+
+// messageFields are a message row's columns in one order, each with its
+// field: the column list of the delivery statements (messageColumns) and the
+// destinations of a positional scan (scanDest) come from this one list, so
+// they cannot disagree.
+var messageFields = []struct {
+	col string
+	ptr func(*row) any
+}{
+	{"id", func(r *row) any { return &r.ID }},
+	{"sender_number_id", func(r *row) any { return &r.SenderNumberID }},
+	{"to_phone", func(r *row) any { return &r.ToPhone }},
+	{"recipient_user_id", func(r *row) any { return &r.RecipientUserID }},
+	{"conversation_id", func(r *row) any { return &r.ConversationID }},
+	{"message_id", func(r *row) any { return &r.MessageID }},
+	{"type", func(r *row) any { return &r.Type }},
+	{"content", func(r *row) any { return &r.Content }},
+	{"file_name", func(r *row) any { return &r.FileName }},
+	{"file_size", func(r *row) any { return &r.FileSize }},
+	{"file_type", func(r *row) any { return &r.FileType }},
+	{"duration", func(r *row) any { return &r.Duration }},
+	{"status", func(r *row) any { return &r.Status }},
+	{"error_code", func(r *row) any { return &r.ErrorCode }},
+	{"error_message", func(r *row) any { return &r.ErrorMessage }},
+	{"client_reference", func(r *row) any { return &r.ClientReference }},
+	{"created_at", func(r *row) any { return &r.CreatedAt }},
+	{"sent_at", func(r *row) any { return &r.SentAt }},
+	{"delivered_at", func(r *row) any { return &r.DeliveredAt }},
+	{"failed_at", func(r *row) any { return &r.FailedAt }},
+	{"dispatched_at", func(r *row) any { return &r.DispatchedAt }},
+	{"updated_at", func(r *row) any { return &r.UpdatedAt }},
+}
+
+// messageColumns lists messageFields' columns of the messages table aliased
+// m (m.id, m.sender_number_id, ...).
+var messageColumns = func() string {
+	cols := make([]string, len(messageFields))
+	for i, f := range messageFields {
+		cols[i] = "m." + f.col
+	}
+	return strings.Join(cols, ", ")
+}()
+
+// scanDest returns the destinations of r's columns in messageColumns order.
+func (r *row) scanDest() []any {
+	dest := make([]any, len(messageFields))
+	for i, f := range messageFields {
+		dest[i] = f.ptr(r)
+	}
+	return dest
 }
 
 // message is the row as callers see it.

@@ -1,0 +1,252 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/uptrace/bun"
+)
+
+// Prepared runs the hot paths' statements whose text names a tenant schema
+// (acceptance, delivery's claim and sent record) with $n arguments, and
+// keeps, per pool connection, a bounded set of them prepared: a prepared
+// statement is parsed, analysed and (after five runs, once Postgres settles
+// on a generic plan) planned once per connection instead of at every run,
+// which is most of what a one-message statement costs Postgres
+// (docs/performance.md).
+//
+// The bound is what makes this safe with many tenants: a tenant's statements
+// have texts of their own, and Postgres keeps roughly 100 KB per prepared
+// statement per connection. A text is prepared on a connection the second
+// time that connection runs it (a tenant seen once costs no memory). When
+// the connection's set is full, the least recently used statement gives up
+// its place only if it has been idle for Config.IdleAfter; otherwise the new
+// text runs unprepared. So a set of equally busy tenants larger than the
+// bound never thrashes (each run of a text that is not prepared costs what
+// it cost before: one round trip with the simple protocol), and the set
+// follows the busy tenants as load shifts.
+//
+// It is safe for concurrent use: each connection's set is only touched by
+// the goroutine that holds the connection.
+type Prepared struct {
+	db  *DB
+	cfg PreparedConfig
+	key string
+}
+
+// PreparedConfig bounds Prepared.
+type PreparedConfig struct {
+	// MaxPerConn is the most statements prepared on one connection. 0
+	// takes the default (64); a negative value prepares nothing (every
+	// statement runs with the simple protocol).
+	MaxPerConn int
+	// IdleAfter is how long a prepared statement must go unused before a
+	// new text may take its place. Default 1 minute.
+	IdleAfter time.Duration
+	// Now is the clock (tests). Default time.Now.
+	Now func() time.Time
+}
+
+func (c *PreparedConfig) setDefaults() {
+	if c.MaxPerConn == 0 {
+		c.MaxPerConn = 64
+	}
+	if c.IdleAfter <= 0 {
+		c.IdleAfter = time.Minute
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// NewPrepared returns a Prepared over d's pool.
+func NewPrepared(d *DB, cfg PreparedConfig) *Prepared {
+	cfg.setDefaults()
+	return &Prepared{db: d, cfg: cfg, key: "bizmsg.prepared"}
+}
+
+// Rows is what a scan function reads: pgx's rows, or database/sql's in a
+// transaction.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// Query runs query with args and hands its rows to scan. With tx nil it
+// runs on a pool connection, prepared there when the connection's set
+// admits it (see Prepared); with a transaction, on the transaction's
+// connection with the simple protocol (a transaction's statements are the
+// rare paths: an Idempotency-Key, a delivery decided under lock).
+func (p *Prepared) Query(ctx context.Context, tx *bun.Tx, query string, args []any, scan func(Rows) error) error {
+	if tx != nil {
+		// tx.Tx, not bun's Tx: bun would format the text and drop args.
+		rows, err := tx.Tx.QueryContext(ctx, query, append([]any{pgx.QueryExecModeSimpleProtocol}, args...)...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		if err := scan(rows); err != nil {
+			return err
+		}
+		return rows.Err()
+	}
+
+	c, err := p.db.Pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("acquire connection: %w", err)
+	}
+	defer c.Release()
+	conn := c.Conn()
+	set := p.set(conn)
+	name, err := set.use(ctx, conn, query, p.cfg)
+	if err != nil {
+		return err
+	}
+	err = run(ctx, conn, name, query, args, scan)
+	if name != "" && isStalePlan(err) {
+		// The statement's result type changed under it (a migration
+		// altered a table it reads with *): prepare it afresh next time.
+		// Postgres refuses before executing anything, so running it
+		// again unprepared is safe. It was busy: its next run prepares it.
+		set.forget(ctx, conn, query)
+		set.seen[query] = struct{}{}
+		err = run(ctx, conn, "", query, args, scan)
+	}
+	return err
+}
+
+// Exec runs query (a statement without result rows) like Query.
+func (p *Prepared) Exec(ctx context.Context, tx *bun.Tx, query string, args ...any) error {
+	return p.Query(ctx, tx, query, args, func(r Rows) error {
+		for r.Next() {
+		}
+		return nil
+	})
+}
+
+// run executes query on conn, as the prepared statement name when name is
+// set, else with the simple protocol.
+func run(ctx context.Context, conn *pgx.Conn, name, query string, args []any, scan func(Rows) error) error {
+	var rows pgx.Rows
+	var err error
+	if name != "" {
+		rows, err = conn.Query(ctx, name, args...)
+	} else {
+		rows, err = conn.Query(ctx, query, append([]any{pgx.QueryExecModeSimpleProtocol}, args...)...)
+	}
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if err := scan(rows); err != nil {
+		return err
+	}
+	rows.Close()
+	return rows.Err()
+}
+
+// isStalePlan reports Postgres's refusal to run a prepared statement whose
+// result columns changed since it was prepared.
+func isStalePlan(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "0A000" && pe.Message == "cached plan must not change result type"
+}
+
+// PreparedCount reports how many statements are prepared on conn by p (tests
+// and diagnostics).
+func (p *Prepared) PreparedCount(conn *pgx.Conn) int { return len(p.set(conn).stmts) }
+
+// set returns conn's statement set, creating it on first use. The set lives
+// in the connection's custom data, so it goes with the connection.
+func (p *Prepared) set(conn *pgx.Conn) *stmtSet {
+	data := conn.PgConn().CustomData()
+	if s, ok := data[p.key].(*stmtSet); ok {
+		return s
+	}
+	s := &stmtSet{stmts: make(map[string]*stmt), seen: make(map[string]struct{})}
+	data[p.key] = s
+	return s
+}
+
+// stmtSet is one connection's prepared statements and the texts it has run
+// once.
+type stmtSet struct {
+	stmts map[string]*stmt // by SQL text
+	seen  map[string]struct{}
+	next  int // for statement names
+}
+
+type stmt struct {
+	name     string
+	lastUsed time.Time
+}
+
+// seenMax bounds the texts a connection remembers having run once; past it
+// the memory starts afresh (a text then needs two more runs to be prepared).
+const seenMax = 4096
+
+// use returns the name of query's prepared statement on conn, preparing it
+// if the set admits it now, or "" to run it unprepared.
+func (s *stmtSet) use(ctx context.Context, conn *pgx.Conn, query string, cfg PreparedConfig) (string, error) {
+	if cfg.MaxPerConn < 0 {
+		return "", nil
+	}
+	now := cfg.Now()
+	if st, ok := s.stmts[query]; ok {
+		st.lastUsed = now
+		return st.name, nil
+	}
+	if _, again := s.seen[query]; !again {
+		if len(s.seen) >= seenMax {
+			clear(s.seen)
+		}
+		s.seen[query] = struct{}{}
+		return "", nil
+	}
+	if len(s.stmts) >= cfg.MaxPerConn && !s.evictIdle(ctx, conn, now.Add(-cfg.IdleAfter)) {
+		return "", nil
+	}
+	s.next++
+	name := "bizmsg_" + strconv.Itoa(s.next)
+	if _, err := conn.Prepare(ctx, name, query); err != nil {
+		return "", fmt.Errorf("prepare statement: %w", err)
+	}
+	delete(s.seen, query)
+	s.stmts[query] = &stmt{name: name, lastUsed: now}
+	return name, nil
+}
+
+// evictIdle deallocates the least recently used statement if it was last
+// used before idleSince, and reports whether it did.
+func (s *stmtSet) evictIdle(ctx context.Context, conn *pgx.Conn, idleSince time.Time) bool {
+	var lru string
+	var oldest *stmt
+	for q, st := range s.stmts {
+		if oldest == nil || st.lastUsed.Before(oldest.lastUsed) {
+			lru, oldest = q, st
+		}
+	}
+	if oldest == nil || !oldest.lastUsed.Before(idleSince) {
+		return false
+	}
+	s.forget(ctx, conn, lru)
+	return true
+}
+
+// forget deallocates query's statement on conn. A failed deallocation
+// leaves the connection broken or the statement in place; either way the
+// set no longer counts it, and pgx closes a broken connection.
+func (s *stmtSet) forget(ctx context.Context, conn *pgx.Conn, query string) {
+	st, ok := s.stmts[query]
+	if !ok {
+		return
+	}
+	delete(s.stmts, query)
+	_ = conn.Deallocate(ctx, st.name)
+}

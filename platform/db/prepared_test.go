@@ -1,0 +1,227 @@
+package db_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/uptrace/bun"
+
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/dbtest"
+)
+
+// onePool opens a database of its own with a one-connection pool, so that
+// every call runs on the same connection and its prepared statements can be
+// counted on the server.
+func onePool(t *testing.T) *db.DB {
+	t.Helper()
+	d, err := db.Open(context.Background(), db.Config{URL: dbtest.NewDatabase(t), MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Close)
+	if _, err := d.Pool.Exec(context.Background(), `CREATE TABLE t (id int PRIMARY KEY, v text);
+		INSERT INTO t VALUES (1, 'one'), (2, 'two'), (3, 'three')`); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// fakeNow is a settable clock.
+type fakeNow struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (f *fakeNow) Now() time.Time { f.mu.Lock(); defer f.mu.Unlock(); return f.t }
+func (f *fakeNow) add(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.t = f.t.Add(d)
+}
+
+// value runs query with arg through p and returns the one text it reads.
+func value(t *testing.T, p *db.Prepared, tx *bun.Tx, query string, arg any) string {
+	t.Helper()
+	var v string
+	err := p.Query(context.Background(), tx, query, []any{arg}, func(r db.Rows) error {
+		for r.Next() {
+			if err := r.Scan(&v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return v
+}
+
+// counts reports how many statements p has prepared on the pool's
+// connection, and how many the server holds for it.
+func counts(t *testing.T, pool *pgxpool.Pool, p *db.Prepared) (ours, server int) {
+	t.Helper()
+	c, err := pool.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Release()
+	if err := c.QueryRow(context.Background(),
+		`SELECT count(*) FROM pg_prepared_statements WHERE name LIKE 'bizmsg\_%'`).Scan(&server); err != nil {
+		t.Fatal(err)
+	}
+	return p.PreparedCount(c.Conn()), server
+}
+
+const (
+	q1 = `SELECT v FROM t WHERE id = $1::int`
+	q2 = `SELECT v || '!' FROM t WHERE id = $1::int`
+	q3 = `SELECT upper(v) FROM t WHERE id = $1::int`
+)
+
+func TestPreparedAdmitsOnSecondRun(t *testing.T) {
+	t.Parallel()
+	d := onePool(t)
+	p := db.NewPrepared(d, db.PreparedConfig{MaxPerConn: 4})
+
+	tests := []struct {
+		arg          int
+		want         string
+		ours, server int
+	}{
+		{1, "one", 0, 0},   // first run: unprepared
+		{2, "two", 1, 1},   // second run: prepared
+		{3, "three", 1, 1}, // and reused
+	}
+	for _, tt := range tests {
+		if got := value(t, p, nil, q1, tt.arg); got != tt.want {
+			t.Fatalf("value(%d) = %q, want %q", tt.arg, got, tt.want)
+		}
+		if ours, server := counts(t, d.Pool, p); ours != tt.ours || server != tt.server {
+			t.Fatalf("after value(%d): prepared %d (server %d), want %d (%d)", tt.arg, ours, server, tt.ours, tt.server)
+		}
+	}
+}
+
+func TestPreparedBoundAndIdleEviction(t *testing.T) {
+	t.Parallel()
+	d := onePool(t)
+	clk := &fakeNow{t: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)}
+	p := db.NewPrepared(d, db.PreparedConfig{MaxPerConn: 2, IdleAfter: time.Minute, Now: clk.Now})
+
+	for range 2 {
+		for _, q := range []string{q1, q2, q3} {
+			value(t, p, nil, q, 1)
+		}
+	}
+	// q3 came third: the set was full of busy statements, so it ran
+	// unprepared, and answered all the same.
+	if got := value(t, p, nil, q3, 2); got != "TWO" {
+		t.Fatalf("q3 = %q", got)
+	}
+	if ours, server := counts(t, d.Pool, p); ours != 2 || server != 2 {
+		t.Fatalf("full set: prepared %d (server %d), want 2 (2)", ours, server)
+	}
+
+	// q1 stays busy; q2 goes idle past IdleAfter and gives its place to q3.
+	clk.add(2 * time.Minute)
+	value(t, p, nil, q1, 1)
+	if got := value(t, p, nil, q3, 3); got != "THREE" {
+		t.Fatalf("q3 = %q", got)
+	}
+	if ours, server := counts(t, d.Pool, p); ours != 2 || server != 2 {
+		t.Fatalf("after eviction: prepared %d (server %d), want 2 (2): the evicted one must be deallocated", ours, server)
+	}
+	// q2 is no longer prepared: its next run is unprepared (the set is
+	// full of statements used within the minute) and still answers.
+	if got := value(t, p, nil, q2, 1); got != "one!" {
+		t.Fatalf("q2 = %q", got)
+	}
+}
+
+func TestPreparedDisabled(t *testing.T) {
+	t.Parallel()
+	d := onePool(t)
+	p := db.NewPrepared(d, db.PreparedConfig{MaxPerConn: -1})
+	for range 3 {
+		if got := value(t, p, nil, q1, 2); got != "two" {
+			t.Fatalf("q1 = %q", got)
+		}
+	}
+	if ours, server := counts(t, d.Pool, p); ours != 0 || server != 0 {
+		t.Fatalf("disabled: prepared %d (server %d)", ours, server)
+	}
+}
+
+// A migration that changes the columns a prepared statement returns makes
+// Postgres refuse the statement; the run goes through unprepared and the
+// statement is prepared afresh.
+func TestPreparedStalePlan(t *testing.T) {
+	t.Parallel()
+	d := onePool(t)
+	p := db.NewPrepared(d, db.PreparedConfig{})
+	const star = `SELECT * FROM t WHERE id = $1::int`
+	countCols := func() int {
+		var n int
+		err := p.Query(context.Background(), nil, star, []any{1}, func(r db.Rows) error {
+			for r.Next() {
+				n = len(r.(interface{ RawValues() [][]byte }).RawValues())
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("after migration: %v", err)
+		}
+		return n
+	}
+	countCols()
+	if got := countCols(); got != 2 {
+		t.Fatalf("columns = %d", got)
+	}
+	if _, err := d.Pool.Exec(context.Background(), `ALTER TABLE t ADD COLUMN w int`); err != nil {
+		t.Fatal(err)
+	}
+	if got := countCols(); got != 3 {
+		t.Fatalf("columns after migration = %d, want 3", got)
+	}
+	if ours, _ := counts(t, d.Pool, p); ours != 0 {
+		t.Fatalf("stale statement still counted: %d", ours)
+	}
+	countCols()
+	if ours, server := counts(t, d.Pool, p); ours != 1 || server != 1 {
+		t.Fatalf("re-prepared: %d (server %d), want 1 (1)", ours, server)
+	}
+}
+
+// In a transaction a statement runs on the transaction's connection: it
+// sees the transaction's own uncommitted writes, and its effect goes with
+// the rollback.
+func TestPreparedInTransaction(t *testing.T) {
+	t.Parallel()
+	d := onePool(t)
+	p := db.NewPrepared(d, db.PreparedConfig{})
+	ctx := context.Background()
+	tx, err := d.Bun.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO t VALUES (4, 'four')`); err != nil {
+		t.Fatal(err)
+	}
+	if got := value(t, p, &tx, q1, 4); got != "four" {
+		t.Fatalf("in tx: %q", got)
+	}
+	if err := p.Exec(ctx, &tx, `UPDATE t SET v = $1::text WHERE id = 1`, "uno"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if got := value(t, p, nil, q1, 1); got != "one" {
+		t.Fatalf("after rollback: %q", got)
+	}
+}
