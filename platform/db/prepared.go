@@ -50,6 +50,9 @@ type PreparedConfig struct {
 	IdleAfter time.Duration
 	// Now is the clock (tests). Default time.Now.
 	Now func() time.Time
+	// Observe, when set, is told each statement's text and outcome after
+	// it ran (tests count statements with it; a metric could).
+	Observe func(query string, err error)
 }
 
 func (c *PreparedConfig) setDefaults() {
@@ -84,6 +87,14 @@ type Rows interface {
 // connection with the simple protocol (a transaction's statements are the
 // rare paths: an Idempotency-Key, a delivery decided under lock).
 func (p *Prepared) Query(ctx context.Context, tx *bun.Tx, query string, args []any, scan func(Rows) error) error {
+	err := p.query(ctx, tx, query, args, scan)
+	if p.cfg.Observe != nil {
+		p.cfg.Observe(query, err)
+	}
+	return err
+}
+
+func (p *Prepared) query(ctx context.Context, tx *bun.Tx, query string, args []any, scan func(Rows) error) error {
 	if tx != nil {
 		// tx.Tx, not bun's Tx: bun would format the text and drop args.
 		rows, err := tx.Tx.QueryContext(ctx, query, append([]any{pgx.QueryExecModeSimpleProtocol}, args...)...)

@@ -3,10 +3,9 @@ package messages
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
-
-	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/db"
@@ -106,40 +105,48 @@ func (s *Service) acceptMany(ctx context.Context, t db.Tenant, items []acceptanc
 		names[i], sizes[i], fileTypes[i], durations[i] = r.FileName, r.FileSize, r.FileType, r.Duration
 		clientRefs[i], created[i] = r.ClientReference, r.CreatedAt
 	}
-	var rows []struct {
-		Ord       int    `bun:"ord"`
-		MessageID *int64 `bun:"message_id"`
-		SenderID  *int64 `bun:"sender_id"`
+	type result struct {
+		ord                 int64
+		messageID, senderID *int64
 	}
-	err := s.db.NewRaw(acceptBatchSQL(s.enqueue), t.Ident(), t.OrgID, t.Schema, t.Table("messages_id_seq"),
-		pgdialect.Array(senderIDs), pgdialect.Array(phones), pgdialect.Array(tos), pgdialect.Array(recipients),
-		pgdialect.Array(types), pgdialect.Array(contents), pgdialect.Array(names), pgdialect.Array(sizes),
-		pgdialect.Array(fileTypes), pgdialect.Array(durations), pgdialect.Array(clientRefs),
-		pgdialect.Array(created)).Scan(ctx, &rows)
+	var rows []result
+	err := s.prep.Query(ctx, nil, acceptBatchSQL(t, s.enqueue), []any{t.OrgID, t.Schema,
+		senderIDs, phones, tos, recipients, types, contents, names, sizes, fileTypes, durations, clientRefs, created,
+	}, func(r db.Rows) error {
+		for r.Next() {
+			var x result
+			if err := r.Scan(&x.ord, &x.messageID, &x.senderID); err != nil {
+				return err
+			}
+			rows = append(rows, x)
+		}
+		return nil
+	})
 	ok := make([]bool, n)
 	if err != nil {
 		return ok, fmt.Errorf("accept %d messages: %w", n, err)
 	}
 	for _, r := range rows {
-		i := r.Ord - 1
-		if i < 0 || i >= n || r.MessageID == nil {
+		i := int(r.ord) - 1
+		if i < 0 || i >= n || r.messageID == nil {
 			continue
 		}
 		ok[i] = true
-		items[i].r.ID, items[i].r.SenderNumberID = *r.MessageID, *r.SenderID
+		items[i].r.ID, items[i].r.SenderNumberID = *r.messageID, *r.senderID
 	}
 	return ok, nil
 }
 
-// acceptBatchSQL is acceptSQL for several messages at once, the i-th
-// element of each array ?4..?15 being the i-th message: sender id ?4 (0 when
-// named by phone), sender phone ?5 ("" when named by id; when both are given
-// they must name one number), recipient ?6, recipient's user id ?7, type ?8,
-// content ?9, file name ?10, size ?11, file type ?12, duration ?13, client
-// reference ?14 and acceptance time ?15 (its UTC day is the day whose limit
-// it counts against). ?0 is the tenant schema, ?1 the organization, ?2 the
-// schema's name, ?3 its messages' id sequence (a constant, so that the name
-// is resolved once per statement, not once per row).
+// acceptBatchSQL is acceptSQL of tenant t for several messages at once, with
+// $n arguments for db.Prepared, the i-th element of each array $3..$14 being
+// the i-th message: sender id $3 (0 when named by phone), sender phone $4
+// ("" when named by id; when both are given they must name one number),
+// recipient $5, recipient's user id $6, type $7, content $8, file name $9,
+// size $10, file type $11, duration $12, client reference $13 and
+// acceptance time $14 (its UTC day is the day whose limit it counts
+// against). $1 is the organization, $2 the schema's name; the messages' id
+// sequence is named in the text (a constant, so that the name is resolved
+// once per statement, not once per row).
 //
 //   - i: the messages, each with its ordinal and a message id drawn from
 //     the table's sequence in that order;
@@ -153,12 +160,14 @@ func (s *Service) acceptMany(ctx context.Context, t db.Tenant, items []acceptanc
 //
 // It returns, per message, its ordinal and, when accepted, its id and
 // sender.
-func acceptBatchSQL(e *jobs.DeliveryEnqueuer) string {
+func acceptBatchSQL(t db.Tenant, e *jobs.DeliveryEnqueuer) string {
+	sc := t.Quoted()
+	seq := "'" + strings.ReplaceAll(t.Table("messages_id_seq"), "'", "''") + "'::regclass"
 	return `WITH i AS (
-		  SELECT nextval(?3::regclass) AS id, (x.created_at AT TIME ZONE 'UTC')::date AS day, x.*
-		    FROM unnest(?4::bigint[], ?5::text[], ?6::text[], ?7::bigint[], ?8::text[], ?9::text[],
-		                ?10::text[], ?11::bigint[], ?12::text[], ?13::integer[], ?14::text[],
-		                ?15::timestamptz[]) WITH ORDINALITY
+		  SELECT nextval(` + seq + `) AS id, (x.created_at AT TIME ZONE 'UTC')::date AS day, x.*
+		    FROM unnest($3::bigint[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::text[],
+		                $9::text[], $10::bigint[], $11::text[], $12::integer[], $13::text[],
+		                $14::timestamptz[]) WITH ORDINALITY
 		         AS x(sender_id, sender_phone, to_phone, recipient_user_id, type, content,
 		              file_name, file_size, file_type, duration, client_reference, created_at, ord)
 		   ORDER BY x.ord),
@@ -166,29 +175,29 @@ func acceptBatchSQL(e *jobs.DeliveryEnqueuer) string {
 		  SELECT i.id AS mid, i.day, i.sender_phone, s.id, s.phone, s.status,
 		         coalesce(s.daily_limit_override, o.default_daily_limit) AS lim
 		    FROM i
-		    JOIN ?0.sender_numbers s ON s.id = CASE WHEN i.sender_id > 0 THEN i.sender_id
-		         ELSE (SELECT x.id FROM ?0.sender_numbers x WHERE x.phone = i.sender_phone) END
-		    JOIN central.organizations o ON o.id = ?1),
+		    JOIN ` + sc + `.sender_numbers s ON s.id = CASE WHEN i.sender_id > 0 THEN i.sender_id
+		         ELSE (SELECT x.id FROM ` + sc + `.sender_numbers x WHERE x.phone = i.sender_phone) END
+		    JOIN central.organizations o ON o.id = $1::bigint),
 		ok AS (
 		  SELECT mid, day, id, lim FROM s
 		   WHERE status = 'active' AND (sender_phone = '' OR phone = sender_phone) AND lim >= 1),
 		want AS (
 		  SELECT id, day, min(lim) AS lim, count(*) AS n FROM ok GROUP BY id, day),
 		u AS (
-		  INSERT INTO ?0.daily_usage AS u (sender_number_id, day, used)
+		  INSERT INTO ` + sc + `.daily_usage AS u (sender_number_id, day, used)
 		  SELECT id, day, n FROM want WHERE n <= lim ORDER BY id, day
 		  ON CONFLICT (sender_number_id, day) DO UPDATE SET used = u.used + EXCLUDED.used
 		   WHERE u.used + EXCLUDED.used <=
 		         (SELECT w.lim FROM want w WHERE w.id = u.sender_number_id AND w.day = u.day)
 		  RETURNING u.sender_number_id, u.day),
 		m AS (
-		  INSERT INTO ?0.messages (id, sender_number_id, to_phone, recipient_user_id, type, content,
+		  INSERT INTO ` + sc + `.messages (id, sender_number_id, to_phone, recipient_user_id, type, content,
 		         file_name, file_size, file_type, duration, status, client_reference, created_at, updated_at)
 		  SELECT i.id, ok.id, i.to_phone, i.recipient_user_id, i.type, i.content, i.file_name, i.file_size,
 		         i.file_type, i.duration, 'queued', i.client_reference, i.created_at, i.created_at
 		    FROM i JOIN ok ON ok.mid = i.id JOIN u ON u.sender_number_id = ok.id AND u.day = ok.day
 		   ORDER BY i.id
-		  RETURNING id AS message_id, sender_number_id AS sender_id, ?1::bigint AS org_id, ?2::text AS schema),
+		  RETURNING id AS message_id, sender_number_id AS sender_id, $1::bigint AS org_id, $2::text AS schema),
 		j AS (` + e.InsertSQL("m") + `)
 		SELECT i.ord, m.message_id, m.sender_id FROM i LEFT JOIN m ON m.message_id = i.id`
 }

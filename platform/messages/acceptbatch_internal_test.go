@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/uptrace/bun"
-
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/dbtest"
 	"github.com/bizmsg/platform/platform/migrate"
@@ -32,12 +30,8 @@ type unusedNetwork struct{ network.Network }
 // batchAttempts counts the runs of acceptBatchSQL, failed ones included.
 type batchAttempts struct{ n atomic.Int32 }
 
-func (h *batchAttempts) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context {
-	return ctx
-}
-
-func (h *batchAttempts) AfterQuery(_ context.Context, e *bun.QueryEvent) {
-	if strings.HasPrefix(e.Query, "WITH i AS (") {
+func (h *batchAttempts) observe(query string, _ error) {
+	if strings.HasPrefix(query, "WITH i AS (") {
 		h.n.Add(1)
 	}
 }
@@ -80,12 +74,12 @@ func newAcceptFixture(t *testing.T) *acceptFixture {
 		VALUES ('+14155550001', 'active', 'verified', now(), now()) RETURNING id`, tn.Table("sender_numbers"))).Scan(&sid); err != nil {
 		t.Fatal(err)
 	}
-	svc, err := New(Config{DB: d.Bun, Prepared: db.NewPrepared(d, db.PreparedConfig{}), Senders: unusedSenders{}, Network: unusedNetwork{}, Logger: quiet})
+	h := &batchAttempts{}
+	svc, err := New(Config{DB: d.Bun, Prepared: db.NewPrepared(d, db.PreparedConfig{Observe: h.observe}),
+		Senders: unusedSenders{}, Network: unusedNetwork{}, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &batchAttempts{}
-	d.Bun.AddQueryHook(h)
 	return &acceptFixture{d: d, svc: svc, tn: tn, sid: sid, batch: h}
 }
 

@@ -280,15 +280,15 @@ type claimRow struct {
 	Claimed bool `bun:"claimed"`
 }
 
-// claimRows runs claimMany's statement: for one message claimOneSQL,
-// prepared (db.Prepared), for several claimManySQL.
+// claimRows runs claimMany's statement, prepared (db.Prepared): claimOneSQL
+// for one message, claimManySQL for several.
 func (s *Service) claimRows(ctx context.Context, t db.Tenant, ids []int64) ([]claimRow, error) {
-	var rows []claimRow
-	if len(ids) > 1 {
-		err := s.db.NewRaw(claimManySQL, t.Ident(), t.OrgID, pgdialect.Array(ids), s.clock.Now()).Scan(ctx, &rows)
-		return rows, err
+	query, idArg := claimManySQL(t), any(ids)
+	if len(ids) == 1 {
+		query, idArg = claimOneSQL(t), ids[0]
 	}
-	err := s.prep.Query(ctx, nil, claimOneSQL(t), []any{t.OrgID, ids[0], s.clock.Now()}, func(r db.Rows) error {
+	var rows []claimRow
+	err := s.prep.Query(ctx, nil, query, []any{t.OrgID, idArg, s.clock.Now()}, func(r db.Rows) error {
 		for r.Next() {
 			var c claimRow
 			if err := r.Scan(append(c.deliveryDest(), &c.Claimed)...); err != nil {
@@ -301,15 +301,20 @@ func (s *Service) claimRows(ctx context.Context, t db.Tenant, ids []int64) ([]cl
 	return rows, err
 }
 
-// lockMessagesSQL locks messages ?2 (an array of ids) of tenant schema ?0 in
-// id order and reads them with their senders and organization ?1's limits:
-// the first step of claimManySQL and of claimLocked.
-var lockMessagesSQL = `SELECT ` + deliveryColumns + ` FROM ` + deliveryFrom + `
-	WHERE m.id = ANY(?2::bigint[]) ORDER BY m.id FOR UPDATE OF m`
+// lockMessagesSQL locks messages ids (an array of ids) of tenant schema sc
+// in id order and reads them with their senders and organization org's
+// limits: the first step of claimManySQL and of claimLocked. Its arguments
+// are SQL: the schema's quoted name or bun's ?0, and placeholders.
+func lockMessagesSQL(sc, org, ids string) string {
+	return `SELECT ` + deliveryColumns + ` FROM ` + deliveryFrom(sc, org) + `
+	WHERE m.id = ANY(` + ids + `) ORDER BY m.id FOR UPDATE OF m`
+}
 
-// claimManySQL is claimMany's statement: ?0 is the tenant schema, ?1 the
-// organization, ?2 the message ids, ?3 the time.
-var claimManySQL = `WITH m AS (` + lockMessagesSQL + `),
+// claimManySQL is claimMany's statement for tenant t, with $n arguments
+// for db.Prepared: $1 the organization, $2 the message ids, $3 the time.
+func claimManySQL(t db.Tenant) string {
+	sc := t.Quoted()
+	return `WITH m AS (` + lockMessagesSQL(sc, "$1::bigint", "$2::bigint[]") + `),
 	want AS (
 	  SELECT sender_number_id, (created_at AT TIME ZONE 'UTC')::date AS day, count(*) AS n,
 	         min(coalesce(sn_daily_limit_override, default_daily_limit)) AS lim
@@ -317,20 +322,21 @@ var claimManySQL = `WITH m AS (` + lockMessagesSQL + `),
 	   GROUP BY 1, 2),
 	l AS (
 	  SELECT d.sender_number_id, d.day, w.n
-	    FROM ?0.daily_usage d JOIN want w USING (sender_number_id, day)
+	    FROM ` + sc + `.daily_usage d JOIN want w USING (sender_number_id, day)
 	   WHERE d.dispatched + w.n <= w.lim
 	   ORDER BY d.sender_number_id, d.day FOR UPDATE OF d),
 	u AS (
-	  UPDATE ?0.daily_usage d SET dispatched = d.dispatched + l.n FROM l
+	  UPDATE ` + sc + `.daily_usage d SET dispatched = d.dispatched + l.n FROM l
 	   WHERE d.sender_number_id = l.sender_number_id AND d.day = l.day
 	  RETURNING d.sender_number_id, d.day),
 	x AS (
-	  UPDATE ?0.messages x SET dispatched_at = ?3, updated_at = ?3
+	  UPDATE ` + sc + `.messages x SET dispatched_at = $3::timestamptz, updated_at = $3::timestamptz
 	    FROM m JOIN u ON u.sender_number_id = m.sender_number_id
 	                 AND u.day = (m.created_at AT TIME ZONE 'UTC')::date
 	   WHERE x.id = m.id AND m.status = 'queued' AND m.dispatched_at IS NULL AND m.sn_status = 'active'
 	  RETURNING x.id)
 	SELECT m.*, x.id IS NOT NULL AS claimed FROM m LEFT JOIN x ON x.id = m.id`
+}
 
 // claimOneSQL is claimManySQL for one message of tenant t, with $n
 // arguments for db.Prepared: $1 the organization, $2 the message id, $3 the
@@ -342,10 +348,7 @@ var claimManySQL = `WITH m AS (` + lockMessagesSQL + `),
 func claimOneSQL(t db.Tenant) string {
 	sc := t.Quoted()
 	return `WITH m AS (
-	  SELECT ` + deliveryColumns + `
-	    FROM ` + sc + `.messages m
-	    JOIN ` + sc + `.sender_numbers s ON s.id = m.sender_number_id
-	    JOIN central.organizations o ON o.id = $1::bigint
+	  SELECT ` + deliveryColumns + ` FROM ` + deliveryFrom(sc, "$1::bigint") + `
 	   WHERE m.id = $2::bigint FOR UPDATE OF m),
 	u AS (
 	  UPDATE ` + sc + `.daily_usage d SET dispatched = d.dispatched + 1 FROM m
@@ -393,7 +396,7 @@ func (s *Service) claimLocked(ctx context.Context, t db.Tenant, ids []int64) (ma
 			row
 			deliveryJoin
 		}
-		if err := tx.NewRaw(lockMessagesSQL, t.Ident(), t.OrgID, pgdialect.Array(ids)).Scan(ctx, &rows); err != nil {
+		if err := tx.NewRaw(lockMessagesSQL("?0", "?1", "?2::bigint[]"), t.Ident(), t.OrgID, pgdialect.Array(ids)).Scan(ctx, &rows); err != nil {
 			return fmt.Errorf("lock messages: %w", err)
 		}
 		var sids []int64
@@ -517,18 +520,20 @@ func (sn senderState) dailyLimit(org orgSettings) int {
 }
 
 // deliveryColumns and deliveryFrom read a message (alias m) with its sender
-// and its organization's limits, as deliveryJoin scans them (?0 is the
-// tenant schema, ?1 the organization's id); deliveryDest is the positional
-// scan of deliveryColumns.
+// and its organization's limits, as deliveryJoin scans them; deliveryDest is
+// the positional scan of deliveryColumns.
 var deliveryColumns = messageColumns + `, s.phone AS sn_phone, s.status AS sn_status,
 		       s.daily_limit_override AS sn_daily_limit_override,
 		       o.default_daily_limit, o.sender_rate, o.sender_burst`
 
-const (
-	deliveryFrom = `?0.messages m
-		  JOIN ?0.sender_numbers s ON s.id = m.sender_number_id
-		  JOIN central.organizations o ON o.id = ?1`
-)
+// deliveryFrom is the FROM clause of deliveryColumns: sc is the tenant
+// schema (its quoted name, or bun's ?0), org the organization's id (a
+// placeholder).
+func deliveryFrom(sc, org string) string {
+	return sc + `.messages m
+		  JOIN ` + sc + `.sender_numbers s ON s.id = m.sender_number_id
+		  JOIN central.organizations o ON o.id = ` + org
+}
 
 // deliveryJoin is what delivery reads of a message's sender and organization.
 type deliveryJoin struct {
@@ -560,7 +565,7 @@ func (s *Service) loadDelivery(ctx context.Context, t db.Tenant, id int64) (*row
 		row
 		deliveryJoin
 	}
-	err := s.db.NewRaw(`SELECT `+deliveryColumns+` FROM `+deliveryFrom+` WHERE m.id = ?2`,
+	err := s.db.NewRaw(`SELECT `+deliveryColumns+` FROM `+deliveryFrom("?0", "?1")+` WHERE m.id = ?2`,
 		t.Ident(), t.OrgID, id).Scan(ctx, &out)
 	if err != nil {
 		return nil, senderState{}, orgSettings{}, fmt.Errorf("load message %d of %s for delivery: %w", id, t.Schema, err)
@@ -588,10 +593,10 @@ func (s *Service) limitOf(o orgSettings) throttle.Limit {
 // throttleKey names a sender's bucket.
 func throttleKey(t db.Tenant, senderID int64) string { return t.Schema + ":" + itoa(senderID) }
 
-// markSent records deliveries in one statement: status sent with the
-// network's ids, and each sender's day's sent counter. A message no longer
-// queued is left alone (a concurrent run recorded it already), except one a
-// delivery receipt (ApplyReceipt) moved to delivered or failed before this
+// markSent records deliveries in one statement (prepared, db.Prepared):
+// status sent with the network's ids, and each sender's day's sent counter.
+// A message no longer queued is left alone (a concurrent run recorded it
+// already), except one a delivery receipt (ApplyReceipt) moved to delivered or failed before this
 // record: it gets the network's ids and keeps the receipt's status (never
 // downgraded to sent). The counters are locked in sender and day order (the
 // CTE l, which every counter update goes through) after the messages, the
@@ -617,12 +622,13 @@ func (s *Service) markSent(ctx context.Context, t db.Tenant, sent []sentMessage)
 			at[i] = now
 		}
 	}
-	_, err := s.db.NewRaw(`WITH m AS (
-		  UPDATE ?0.messages x
+	sc := t.Quoted()
+	err := s.prep.Exec(ctx, nil, `WITH m AS (
+		  UPDATE `+sc+`.messages x
 		     SET status = CASE WHEN x.status = 'queued' THEN 'sent' ELSE x.status END,
 		         message_id = v.message_id, conversation_id = v.conversation_id,
-		         recipient_user_id = v.recipient_id, sent_at = v.sent_at, updated_at = ?6
-		    FROM unnest(?1::bigint[], ?2::bigint[], ?3::bigint[], ?4::bigint[], ?5::timestamptz[])
+		         recipient_user_id = v.recipient_id, sent_at = v.sent_at, updated_at = $6::timestamptz
+		    FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::timestamptz[])
 		         v(id, message_id, conversation_id, recipient_id, sent_at)
 		   WHERE x.id = v.id
 		     AND (x.status = 'queued' OR (x.status IN ('delivered', 'failed') AND x.message_id IS NULL))
@@ -632,12 +638,11 @@ func (s *Service) markSent(ctx context.Context, t db.Tenant, sent []sentMessage)
 		    FROM m WHERE status = 'sent' GROUP BY 1, 2),
 		l AS (
 		  SELECT d.sender_number_id, d.day, c.n
-		    FROM ?0.daily_usage d JOIN c USING (sender_number_id, day)
+		    FROM `+sc+`.daily_usage d JOIN c USING (sender_number_id, day)
 		   ORDER BY d.sender_number_id, d.day FOR UPDATE OF d)
-		UPDATE ?0.daily_usage u SET sent = u.sent + l.n FROM l
+		UPDATE `+sc+`.daily_usage u SET sent = u.sent + l.n FROM l
 		 WHERE u.sender_number_id = l.sender_number_id AND u.day = l.day`,
-		t.Ident(), pgdialect.Array(ids), pgdialect.Array(netIDs), pgdialect.Array(convs),
-		pgdialect.Array(recipients), pgdialect.Array(at), now).Exec(ctx)
+		ids, netIDs, convs, recipients, at, now)
 	if err != nil {
 		return fmt.Errorf("record delivery of %d messages of %s: %w", len(sent), t.Schema, err)
 	}

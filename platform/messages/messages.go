@@ -45,6 +45,16 @@
 // records the outcome with the day's status counters. The jobs of one tenant
 // that are past their throttle at the same time do this together
 // (deliverBatch): one claim statement, one network batch, one sent record.
+//
+// # Statements
+//
+// The statements every message runs (acceptance, alone or batched; the
+// delivery claim; the sent record) take $n arguments and go through
+// db.Prepared, which keeps them prepared on each pool connection up to a
+// bound, so that Postgres parses, analyses and plans them once per
+// connection instead of at every run. Their texts name the tenant's schema,
+// so each tenant has texts of its own. The rare paths (Idempotency-Key
+// transactions, claimLocked, failures, reads) are written with bun.
 package messages
 
 import (
@@ -199,8 +209,8 @@ type Senders interface {
 type Config struct {
 	// DB is the database. Required.
 	DB *bun.DB
-	// Prepared runs the one-message statements of acceptance and delivery
-	// (prepared per connection, up to its bound). Required: on the same
+	// Prepared runs the statements of acceptance and delivery's claim and
+	// sent record (prepared per connection, up to its bound). Required: on the same
 	// database as DB.
 	Prepared *db.Prepared
 	// Senders resolves sender numbers for the send path's errors. Required.

@@ -92,6 +92,9 @@ type fixture struct {
 	wall  *wallClock
 	svc   *messages.Service
 	mig   *migrate.Migrator
+	// batches counts the acceptance statements that stored several
+	// messages at once (acceptBatchSQL, recognised by its first step).
+	batches *atomic.Int32
 }
 
 func newFixture(t *testing.T, rate float64, burst int) *fixture {
@@ -116,8 +119,14 @@ func newFixtureWith(t *testing.T, rate float64, burst int, edit func(*messages.C
 		t.Fatal(err)
 	}
 	wall := &wallClock{t: start}
+	batches := &atomic.Int32{}
+	countBatches := func(query string, err error) {
+		if err == nil && strings.HasPrefix(query, "WITH i AS (") && strings.Contains(query, "INSERT INTO \"tenant_") {
+			batches.Add(1)
+		}
+	}
 	cfg := messages.Config{
-		DB: d.Bun, Prepared: db.NewPrepared(d, db.PreparedConfig{}), Senders: snd, Network: net, Clock: clk, Logger: quiet,
+		DB: d.Bun, Prepared: db.NewPrepared(d, db.PreparedConfig{Observe: countBatches}), Senders: snd, Network: net, Clock: clk, Logger: quiet,
 		Throttle:   throttle.NewLocal(throttle.Config{Now: wall.Now}),
 		SenderRate: rate, SenderBurst: burst,
 		// Never wait in the test: any delay snoozes.
@@ -134,7 +143,7 @@ func newFixtureWith(t *testing.T, rate float64, burst int, edit func(*messages.C
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{t: t, db: d, net: net, clock: clk, wall: wall, svc: svc, mig: mig}
+	return &fixture{t: t, db: d, net: net, clock: clk, wall: wall, svc: svc, mig: mig, batches: batches}
 }
 
 // org creates an organization with its tenant schema.
