@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"strconv"
 	"time"
 
@@ -126,7 +127,7 @@ func (p *Prepared) query(ctx context.Context, tx *bun.Tx, query string, args []a
 		// Postgres refuses before executing anything, so running it
 		// again unprepared is safe. It was busy: its next run prepares it.
 		set.forget(ctx, conn, query)
-		set.seen[query] = struct{}{}
+		set.seen[maphash.String(set.seed, query)] = struct{}{}
 		err = run(ctx, conn, "", query, args, scan)
 	}
 	return err
@@ -180,7 +181,7 @@ func (p *Prepared) set(conn *pgx.Conn) *stmtSet {
 	if s, ok := data[p.key].(*stmtSet); ok {
 		return s
 	}
-	s := &stmtSet{stmts: make(map[string]*stmt), seen: make(map[string]struct{})}
+	s := &stmtSet{stmts: make(map[string]*stmt), seen: make(map[uint64]struct{}), seed: maphash.MakeSeed()}
 	data[p.key] = s
 	return s
 }
@@ -189,8 +190,12 @@ func (p *Prepared) set(conn *pgx.Conn) *stmtSet {
 // once.
 type stmtSet struct {
 	stmts map[string]*stmt // by SQL text
-	seen  map[string]struct{}
-	next  int // for statement names
+	// seen holds the hashes of texts run once: a text is a few KB, and a
+	// connection may meet thousands once each. A collision only prepares
+	// a text on its first run.
+	seen map[uint64]struct{}
+	seed maphash.Seed
+	next int // for statement names
 }
 
 type stmt struct {
@@ -213,11 +218,12 @@ func (s *stmtSet) use(ctx context.Context, conn *pgx.Conn, query string, cfg Pre
 		st.lastUsed = now
 		return st.name, nil
 	}
-	if _, again := s.seen[query]; !again {
+	h := maphash.String(s.seed, query)
+	if _, again := s.seen[h]; !again {
 		if len(s.seen) >= seenMax {
 			clear(s.seen)
 		}
-		s.seen[query] = struct{}{}
+		s.seen[h] = struct{}{}
 		return "", nil
 	}
 	if len(s.stmts) >= cfg.MaxPerConn && !s.evictIdle(ctx, conn, now.Add(-cfg.IdleAfter)) {
@@ -228,7 +234,7 @@ func (s *stmtSet) use(ctx context.Context, conn *pgx.Conn, query string, cfg Pre
 	if _, err := conn.Prepare(ctx, name, query); err != nil {
 		return "", fmt.Errorf("prepare statement: %w", err)
 	}
-	delete(s.seen, query)
+	delete(s.seen, h)
 	s.stmts[query] = &stmt{name: name, lastUsed: now}
 	return name, nil
 }
