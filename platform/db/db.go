@@ -56,6 +56,8 @@ type DB struct {
 	SQL *sql.DB
 	// Bun is the query builder over SQL.
 	Bun *bun.DB
+	// acquireTimeout is Config.AcquireTimeout (Prepared applies it).
+	acquireTimeout time.Duration
 }
 
 // Open connects to the database named by cfg.URL. It does not create the
@@ -80,7 +82,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		return nil, fmt.Errorf("connect to %s: %w", Redact(cfg.URL), err)
 	}
 	sqlDB := openSQL(pool)
-	return &DB{Pool: pool, SQL: sqlDB, Bun: bun.NewDB(sqlDB, pgdialect.New())}, nil
+	return &DB{Pool: pool, SQL: sqlDB, Bun: bun.NewDB(sqlDB, pgdialect.New()), acquireTimeout: cfg.AcquireTimeout}, nil
 }
 
 // Close closes bun, database/sql and the pool.
@@ -185,7 +187,7 @@ func IsUnavailable(err error) bool {
 	if errors.As(err, &netErr) {
 		return true
 	}
-	if pgconn.SafeToRetry(err) || errors.Is(err, sql.ErrConnDone) {
+	if pgconn.SafeToRetry(err) || errors.Is(err, sql.ErrConnDone) || errors.Is(err, ErrAcquireTimeout) {
 		return true
 	}
 	return strings.Contains(err.Error(), "closed pool") ||

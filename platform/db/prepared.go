@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/uptrace/bun"
 )
 
@@ -109,9 +110,9 @@ func (p *Prepared) query(ctx context.Context, tx *bun.Tx, query string, args []a
 		return rows.Err()
 	}
 
-	c, err := p.db.Pool.Acquire(ctx)
+	c, err := p.acquire(ctx)
 	if err != nil {
-		return fmt.Errorf("acquire connection: %w", err)
+		return err
 	}
 	defer c.Release()
 	conn := c.Conn()
@@ -141,6 +142,31 @@ func (p *Prepared) Exec(ctx context.Context, tx *bun.Tx, query string, args ...a
 		return nil
 	})
 }
+
+// acquire takes a pool connection, waiting at most Config.AcquireTimeout
+// when ctx has no earlier deadline.
+func (p *Prepared) acquire(ctx context.Context) (*pgxpool.Conn, error) {
+	actx := ctx
+	if t := p.db.acquireTimeout; t > 0 {
+		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > t {
+			var cancel context.CancelFunc
+			actx, cancel = context.WithTimeout(ctx, t)
+			defer cancel()
+		}
+	}
+	c, err := p.db.Pool.Acquire(actx)
+	if err != nil {
+		if ctx.Err() == nil && actx.Err() != nil {
+			return nil, fmt.Errorf("%w after %s: %w", ErrAcquireTimeout, p.db.acquireTimeout, err)
+		}
+		return nil, fmt.Errorf("acquire connection: %w", err)
+	}
+	return c, nil
+}
+
+// ErrAcquireTimeout is the error of a statement that found no free pool
+// connection within Config.AcquireTimeout; IsUnavailable reports it.
+var ErrAcquireTimeout = errors.New("no database connection free")
 
 // run executes query on conn, as the prepared statement name when name is
 // set, else with the simple protocol.

@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -223,5 +224,36 @@ func TestPreparedInTransaction(t *testing.T) {
 	}
 	if got := value(t, p, nil, q1, 1); got != "one" {
 		t.Fatalf("after rollback: %q", got)
+	}
+}
+
+// With every connection taken, a statement waits at most the pool's
+// AcquireTimeout and fails as the database being unavailable (a 503), not
+// forever.
+func TestPreparedAcquireTimeout(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, err := db.Open(ctx, db.Config{URL: dbtest.NewDatabase(t), MaxConns: 1, AcquireTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Close)
+	held, err := d.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	p := db.NewPrepared(d, db.PreparedConfig{})
+	// A deadline later than AcquireTimeout, so that a wait that ignores
+	// it fails the test instead of hanging it.
+	callCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	err = p.Exec(callCtx, nil, `SELECT 1`)
+	if waited := time.Since(start); waited < 200*time.Millisecond || waited > 5*time.Second {
+		t.Fatalf("waited %s, want about 200ms", waited)
+	}
+	if !errors.Is(err, db.ErrAcquireTimeout) || !db.IsUnavailable(err) {
+		t.Fatalf("err = %v, want ErrAcquireTimeout, unavailable", err)
 	}
 }
