@@ -3,13 +3,13 @@ package db_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/uptrace/bun"
 
+	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/dbtest"
 )
@@ -29,19 +29,6 @@ func onePool(t *testing.T) *db.DB {
 		t.Fatal(err)
 	}
 	return d
-}
-
-// fakeNow is a settable clock.
-type fakeNow struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (f *fakeNow) Now() time.Time { f.mu.Lock(); defer f.mu.Unlock(); return f.t }
-func (f *fakeNow) add(d time.Duration) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.t = f.t.Add(d)
 }
 
 // value runs query with arg through p and returns the one text it reads.
@@ -111,7 +98,7 @@ func TestPreparedAdmitsOnSecondRun(t *testing.T) {
 func TestPreparedBoundAndIdleEviction(t *testing.T) {
 	t.Parallel()
 	d := onePool(t)
-	clk := &fakeNow{t: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)}
+	clk := clock.NewFake(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
 	p := db.NewPrepared(d, db.PreparedConfig{MaxPerConn: 2, IdleAfter: time.Minute, Now: clk.Now})
 
 	for range 2 {
@@ -129,7 +116,7 @@ func TestPreparedBoundAndIdleEviction(t *testing.T) {
 	}
 
 	// q1 stays busy; q2 goes idle past IdleAfter and gives its place to q3.
-	clk.add(2 * time.Minute)
+	clk.Advance(2 * time.Minute)
 	value(t, p, nil, q1, 1)
 	if got := value(t, p, nil, q3, 3); got != "THREE" {
 		t.Fatalf("q3 = %q", got)

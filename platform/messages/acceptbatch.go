@@ -144,7 +144,10 @@ func (s *Service) acceptMany(ctx context.Context, t db.Tenant, items []acceptanc
 // recipient $5, recipient's user id $6, type $7, content $8, file name $9,
 // size $10, file type $11, duration $12, client reference $13 and
 // acceptance time $14 (its UTC day is the day whose limit it counts
-// against). $1 is the organization, $2 the schema's name; the messages' id
+// against). Durations are bigint, so that a value past the integer column
+// is the database's data error (which makes the batch fall back), not the
+// driver's when it encodes a prepared statement's argument. $1 is the
+// organization, $2 the schema's name; the messages' id
 // sequence is named in the text (a constant, so that the name is resolved
 // once per statement, not once per row).
 //
@@ -166,7 +169,7 @@ func acceptBatchSQL(t db.Tenant, e *jobs.DeliveryEnqueuer) string {
 	return `WITH i AS (
 		  SELECT nextval(` + seq + `) AS id, (x.created_at AT TIME ZONE 'UTC')::date AS day, x.*
 		    FROM unnest($3::bigint[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::text[],
-		                $9::text[], $10::bigint[], $11::text[], $12::integer[], $13::text[],
+		                $9::text[], $10::bigint[], $11::text[], $12::bigint[], $13::text[],
 		                $14::timestamptz[]) WITH ORDINALITY
 		         AS x(sender_id, sender_phone, to_phone, recipient_user_id, type, content,
 		              file_name, file_size, file_type, duration, client_reference, created_at, ord)

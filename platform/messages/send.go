@@ -218,7 +218,7 @@ func render(r *row) (SendResult, error) {
 // message (recipient, recipient's user id, type, content, file name, size,
 // file type, duration, client reference, acceptance time, whose UTC day is
 // the day whose limit it counts against), $13 the schema's name, and, by
-// id, $14 the sender's id. Its steps, each feeding the next, so that a
+// id, $14 the sender's id. The duration is bigint, as in acceptBatchSQL. Its steps, each feeding the next, so that a
 // refused step stores nothing after it:
 //
 //   - s: the sender (by id, else by phone) with its daily limit (its
@@ -256,7 +256,7 @@ func acceptSQL(t db.Tenant, byID bool, e *jobs.DeliveryEnqueuer) string {
 		  INSERT INTO ` + sc + `.messages (sender_number_id, to_phone, recipient_user_id, type, content,
 		         file_name, file_size, file_type, duration, status, client_reference, created_at, updated_at)
 		  SELECT sender_number_id, $3::text, $4::bigint, $5::text, $6::text, $7::text, $8::bigint, $9::text,
-		         $10::integer, 'queued', $11::text, $12::timestamptz, $12::timestamptz
+		         $10::bigint, 'queued', $11::text, $12::timestamptz, $12::timestamptz
 		    FROM u
 		  RETURNING id AS message_id, sender_number_id AS sender_id, $1::bigint AS org_id, $13::text AS schema),
 		j AS (` + e.InsertSQL("m") + `)
