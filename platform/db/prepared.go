@@ -123,12 +123,10 @@ func (p *Prepared) query(ctx context.Context, tx *bun.Tx, query string, args []a
 	}
 	err = run(ctx, conn, name, query, args, scan)
 	if name != "" && isStalePlan(err) {
-		// The statement's result type changed under it (a migration
-		// altered a table it reads with *): prepare it afresh next time.
-		// Postgres refuses before executing anything, so running it
-		// again unprepared is safe. It was busy: its next run prepares it.
-		set.forget(ctx, conn, query)
-		set.seen[maphash.String(set.seed, query)] = struct{}{}
+		// A migration changed the type of a column the statement returns.
+		// Postgres refuses before executing anything, so running it again
+		// unprepared is safe; it is busy, so its next run prepares it afresh.
+		set.reprepare(ctx, conn, query)
 		err = run(ctx, conn, "", query, args, scan)
 	}
 	return err
@@ -280,6 +278,13 @@ func (s *stmtSet) evictIdle(ctx context.Context, conn *pgx.Conn, idleSince time.
 	}
 	s.forget(ctx, conn, lru)
 	return true
+}
+
+// reprepare forgets query's statement and counts the text as run once, so
+// that its next run prepares it again.
+func (s *stmtSet) reprepare(ctx context.Context, conn *pgx.Conn, query string) {
+	s.forget(ctx, conn, query)
+	s.seen[maphash.String(s.seed, query)] = struct{}{}
 }
 
 // forget deallocates query's statement on conn. A failed deallocation

@@ -197,6 +197,9 @@ func TestPreparedInTransaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// On a failure too: an open transaction holds the pool's only
+	// connection, and closing the pool would wait for it.
+	defer func() { _ = tx.Rollback() }()
 	if _, err := tx.ExecContext(ctx, `INSERT INTO t VALUES (4, 'four')`); err != nil {
 		t.Fatal(err)
 	}

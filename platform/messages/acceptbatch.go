@@ -147,9 +147,9 @@ func (s *Service) acceptMany(ctx context.Context, t db.Tenant, items []acceptanc
 // against). Durations are bigint, so that a value past the integer column
 // is the database's data error (which makes the batch fall back), not the
 // driver's when it encodes a prepared statement's argument. $1 is the
-// organization, $2 the schema's name; the messages' id
-// sequence is named in the text (a constant, so that the name is resolved
-// once per statement, not once per row).
+// organization, $2 the schema's name; the messages' id sequence is named in
+// the text (a constant, so that the name is resolved once per statement, not
+// once per row).
 //
 //   - i: the messages, each with its ordinal and a message id drawn from
 //     the table's sequence in that order;

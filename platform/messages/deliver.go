@@ -277,7 +277,7 @@ func (s *Service) claimMany(ctx context.Context, t db.Tenant, ids []int64) (map[
 type claimRow struct {
 	row
 	deliveryJoin
-	Claimed bool `bun:"claimed"`
+	Claimed bool
 }
 
 // claimRows runs claimMany's statement, prepared (db.Prepared): claimOneSQL
@@ -596,9 +596,9 @@ func throttleKey(t db.Tenant, senderID int64) string { return t.Schema + ":" + i
 // markSent records deliveries in one statement (prepared, db.Prepared):
 // status sent with the network's ids, and each sender's day's sent counter.
 // A message no longer queued is left alone (a concurrent run recorded it
-// already), except one a delivery receipt (ApplyReceipt) moved to delivered or failed before this
-// record: it gets the network's ids and keeps the receipt's status (never
-// downgraded to sent). The counters are locked in sender and day order (the
+// already), except one a delivery receipt (ApplyReceipt) moved to delivered
+// or failed before this record: it gets the network's ids and keeps the
+// receipt's status (never downgraded to sent). The counters are locked in sender and day order (the
 // CTE l, which every counter update goes through) after the messages, the
 // order claimMany and claimLocked follow, so that concurrent batches cannot
 // deadlock.

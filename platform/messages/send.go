@@ -172,7 +172,8 @@ func (s *Service) checkSender(ctx context.Context, t db.Tenant, ref senders.Send
 func (s *Service) accept(ctx context.Context, tx *bun.Tx, t db.Tenant, ref senders.SenderRef, r *row) (SendResult, error) {
 	var (
 		senderID, messageID *int64
-		phone, status       *string
+		phone               *string
+		status              *senders.Status
 		limit               *int
 	)
 	args := []any{t.OrgID, ref.Phone, r.ToPhone, r.RecipientUserID, r.Type, r.Content, r.FileName, r.FileSize,
@@ -190,12 +191,7 @@ func (s *Service) accept(ctx context.Context, tx *bun.Tx, t db.Tenant, ref sende
 		return SendResult{}, fmt.Errorf("accept message: %w", err)
 	}
 	if messageID == nil {
-		var st *senders.Status
-		if status != nil {
-			v := senders.Status(*status)
-			st = &v
-		}
-		return SendResult{}, s.refusal(ctx, t, ref, senderID, phone, st, limit, r.CreatedAt)
+		return SendResult{}, s.refusal(ctx, t, ref, senderID, phone, status, limit, r.CreatedAt)
 	}
 	r.ID, r.SenderNumberID = *messageID, *senderID
 	return render(r)

@@ -594,6 +594,62 @@ func TestDailyLimitReservation(t *testing.T) {
 	f.mustSend(tn, sid, ph(2), "tomorrow")
 }
 
+// A send with an Idempotency-Key is accepted in a transaction, by the same
+// statement as any other; its refusals are worded from that statement's row
+// as a lone send's: 429 daily_limit_exceeded with Retry-After up to the next
+// UTC midnight and the limit in the details (CONTRACT §2), sender_not_active
+// for a suspended sender, and nothing stored.
+func TestKeyedSendRefusals(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 100, 100)
+	tn := f.org()
+	capped, suspended := f.sender(tn, ph(1)), f.sender(tn, ph(2))
+	f.account(ph(10))
+	ctx := context.Background()
+	if _, err := f.db.Pool.Exec(ctx, fmt.Sprintf(`UPDATE %s SET daily_limit_override = 1 WHERE id = $1`,
+		tn.Table("sender_numbers")), capped); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.db.Pool.Exec(ctx, fmt.Sprintf(`UPDATE %s SET status = 'suspended' WHERE id = $1`,
+		tn.Table("sender_numbers")), suspended); err != nil {
+		t.Fatal(err)
+	}
+	body := func(sid int64, content string) string {
+		return fmt.Sprintf(`{"sender_number_id":%d,"to_phone":%q,"type":"text","content":%q}`, sid, ph(10), content)
+	}
+	if _, err := f.send(tn, body(capped, "first"), "k-first"); err != nil {
+		t.Fatal(err)
+	}
+
+	midnight := time.Date(start.Year(), start.Month(), start.Day()+1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		sid  int64
+		code string
+		kind apperr.Kind // 429 and 422
+	}{
+		{"over the daily limit", capped, messages.CodeDailyLimitExceeded, apperr.KindRateLimited},
+		{"suspended sender", suspended, "sender_not_active", apperr.KindInvalid},
+	}
+	for _, tt := range tests {
+		_, err := f.send(tn, body(tt.sid, tt.name), "k-"+tt.name)
+		e, ok := apperr.As(err)
+		if !ok || e.Code != tt.code || e.Kind != tt.kind {
+			t.Fatalf("%s: %v, want %s %s", tt.name, err, tt.kind, tt.code)
+		}
+		if tt.code == messages.CodeDailyLimitExceeded && (e.RetryAfter != midnight.Sub(start) || e.Details["daily_limit"] != 1) {
+			t.Errorf("%s: retry after %s, details %v; want %s and daily_limit 1", tt.name, e.RetryAfter, e.Details, midnight.Sub(start))
+		}
+	}
+	var n int
+	if err := f.db.Pool.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %s`, tn.Table("messages"))).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Fatalf("%d messages stored, want 1 (refusals store nothing)", n)
+	}
+}
+
 // Idempotency keys older than the TTL are purged, and a stale key that is
 // still stored is taken over by a new send.
 func TestIdempotencyKeyLifetime(t *testing.T) {
