@@ -31,8 +31,10 @@ type Config struct {
 	// ConnectTimeout bounds establishing one connection, so a database outage
 	// answers fast instead of hanging. Default 3s.
 	ConnectTimeout time.Duration
-	// AcquireTimeout bounds waiting for a pooled connection per query when the
-	// caller's context has no earlier deadline. Default 5s.
+	// AcquireTimeout bounds waiting for a pooled connection per query (bun's
+	// and Prepared's; River acquires with its own contexts) when the caller's
+	// context has no earlier deadline: past it the query fails with
+	// ErrAcquireTimeout. Default 5s.
 	AcquireTimeout time.Duration
 }
 
@@ -56,7 +58,8 @@ type DB struct {
 	SQL *sql.DB
 	// Bun is the query builder over SQL.
 	Bun *bun.DB
-	// acquireTimeout is Config.AcquireTimeout (Prepared applies it).
+	// acquireTimeout is Config.AcquireTimeout (Prepared applies it; SQL's
+	// connector does too).
 	acquireTimeout time.Duration
 }
 
@@ -81,7 +84,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect to %s: %w", Redact(cfg.URL), err)
 	}
-	sqlDB := openSQL(pool)
+	sqlDB := openSQL(pool, cfg.AcquireTimeout)
 	return &DB{Pool: pool, SQL: sqlDB, Bun: bun.NewDB(sqlDB, pgdialect.New()), acquireTimeout: cfg.AcquireTimeout}, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -25,18 +26,28 @@ import (
 // $n placeholders) have stable texts and keep the statement cache. Only
 // queries need this: pgx's Exec already uses the simple protocol when there
 // are no arguments. The benchmark that found this is in docs/performance.md.
-func openSQL(pool *pgxpool.Pool) *sql.DB {
-	s := sql.OpenDB(simpleConnector{stdlib.GetPoolConnector(pool)})
+//
+// database/sql keeps no idle connections of its own, so each of its queries
+// (or transactions) takes a pgxpool connection in Connect, waiting at most
+// acquireTimeout (Config.AcquireTimeout) when the caller's context allows
+// longer.
+func openSQL(pool *pgxpool.Pool, acquireTimeout time.Duration) *sql.DB {
+	s := sql.OpenDB(simpleConnector{Connector: stdlib.GetPoolConnector(pool), acquireTimeout: acquireTimeout})
 	s.SetMaxIdleConns(0) // connections are pooled by pgxpool (see stdlib.OpenDBFromPool)
 	return s
 }
 
-type simpleConnector struct{ driver.Connector }
+type simpleConnector struct {
+	driver.Connector
+	acquireTimeout time.Duration
+}
 
 func (c simpleConnector) Connect(ctx context.Context) (driver.Conn, error) {
-	conn, err := c.Connector.Connect(ctx)
+	actx, cancel := acquireContext(ctx, c.acquireTimeout)
+	defer cancel()
+	conn, err := c.Connector.Connect(actx)
 	if err != nil {
-		return nil, err
+		return nil, acquireError(ctx, actx, c.acquireTimeout, err)
 	}
 	sc, ok := conn.(*stdlib.Conn)
 	if !ok {

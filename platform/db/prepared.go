@@ -144,22 +144,34 @@ func (p *Prepared) Exec(ctx context.Context, tx *bun.Tx, query string, args ...a
 // acquire takes a pool connection, waiting at most Config.AcquireTimeout
 // when ctx has no earlier deadline.
 func (p *Prepared) acquire(ctx context.Context) (*pgxpool.Conn, error) {
-	actx := ctx
-	if t := p.db.acquireTimeout; t > 0 {
-		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > t {
-			var cancel context.CancelFunc
-			actx, cancel = context.WithTimeout(ctx, t)
-			defer cancel()
-		}
-	}
+	actx, cancel := acquireContext(ctx, p.db.acquireTimeout)
+	defer cancel()
 	c, err := p.db.Pool.Acquire(actx)
 	if err != nil {
-		if ctx.Err() == nil && actx.Err() != nil {
-			return nil, fmt.Errorf("%w after %s: %w", ErrAcquireTimeout, p.db.acquireTimeout, err)
-		}
-		return nil, fmt.Errorf("acquire connection: %w", err)
+		return nil, acquireError(ctx, actx, p.db.acquireTimeout, err)
 	}
 	return c, nil
+}
+
+// acquireContext is ctx bounded by timeout, unless ctx has an earlier
+// deadline or timeout is not positive.
+func acquireContext(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	if timeout > 0 {
+		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > timeout {
+			return context.WithTimeout(ctx, timeout)
+		}
+	}
+	return ctx, func() {}
+}
+
+// acquireError is the error of a failed acquisition under actx (made by
+// acquireContext from ctx): ErrAcquireTimeout when timeout, not the
+// caller's own context, ended it.
+func acquireError(ctx, actx context.Context, timeout time.Duration, err error) error {
+	if ctx.Err() == nil && actx.Err() != nil {
+		return fmt.Errorf("%w after %s: %w", ErrAcquireTimeout, timeout, err)
+	}
+	return fmt.Errorf("acquire connection: %w", err)
 }
 
 // ErrAcquireTimeout is the error of a statement that found no free pool

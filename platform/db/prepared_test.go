@@ -219,8 +219,8 @@ func TestPreparedInTransaction(t *testing.T) {
 
 // With every connection taken, a statement waits at most the pool's
 // AcquireTimeout and fails as the database being unavailable (a 503), not
-// forever.
-func TestPreparedAcquireTimeout(t *testing.T) {
+// forever: through Prepared and through bun (database/sql's connector).
+func TestAcquireTimeout(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	d, err := db.Open(ctx, db.Config{URL: dbtest.NewDatabase(t), MaxConns: 1, AcquireTimeout: 200 * time.Millisecond})
@@ -228,22 +228,38 @@ func TestPreparedAcquireTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(d.Close)
-	held, err := d.Pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer held.Release()
 	p := db.NewPrepared(d, db.PreparedConfig{})
-	// A deadline later than AcquireTimeout, so that a wait that ignores
-	// it fails the test instead of hanging it.
-	callCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	start := time.Now()
-	err = p.Exec(callCtx, nil, `SELECT 1`)
-	if waited := time.Since(start); waited < 200*time.Millisecond || waited > 5*time.Second {
-		t.Fatalf("waited %s, want about 200ms", waited)
-	}
-	if !errors.Is(err, db.ErrAcquireTimeout) || !db.IsUnavailable(err) {
-		t.Fatalf("err = %v, want ErrAcquireTimeout, unavailable", err)
+	for _, tc := range []struct {
+		name string
+		run  func(context.Context) error
+	}{
+		{"prepared", func(ctx context.Context) error { return p.Exec(ctx, nil, `SELECT 1`) }},
+		{"bun", func(ctx context.Context) error {
+			_, err := d.Bun.NewRaw(`SELECT 1`).Exec(ctx)
+			return err
+		}},
+		{"bun transaction", func(ctx context.Context) error {
+			return d.Bun.RunInTx(ctx, nil, func(context.Context, bun.Tx) error { return nil })
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			held, err := d.Pool.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer held.Release()
+			// A deadline later than AcquireTimeout, so that a wait that
+			// ignores it fails the test instead of hanging it.
+			callCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			start := time.Now()
+			err = tc.run(callCtx)
+			if waited := time.Since(start); waited < 200*time.Millisecond || waited > 5*time.Second {
+				t.Fatalf("waited %s, want about 200ms", waited)
+			}
+			if !errors.Is(err, db.ErrAcquireTimeout) || !db.IsUnavailable(err) {
+				t.Fatalf("err = %v, want ErrAcquireTimeout, unavailable", err)
+			}
+		})
 	}
 }
