@@ -38,7 +38,7 @@ func TestBenchSendCommand(t *testing.T) {
 		t.Fatalf("bench send: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 	}
 	for _, want := range []string{"ceiling (a) raw Postgres", "ceiling (b) River alone", "ceiling (c) bare gin",
-		"accepted sends/s", "exactly once", "service peak RSS", "tenants sweep", "target", "max_files_per_process"} {
+		"accepted sends/s", "exactly once", "service peak RSS", "tenants sweep", "target", "max_files_per_process", "ceiling (a) raw Postgres over as many"} {
 		if !strings.Contains(string(stdout), want) {
 			t.Errorf("table lacks %q:\n%s", want, stdout)
 		}
@@ -52,6 +52,9 @@ func TestBenchSendCommand(t *testing.T) {
 		Rate float64 `json:"rate"`
 		P99  float64 `json:"p99_ms"`
 	}
+	type wal struct {
+		Bytes float64 `json:"bytes"`
+	}
 	type delivery struct {
 		Accepted    int64 `json:"accepted"`
 		Sent        int64 `json:"sent"`
@@ -60,7 +63,20 @@ func TestBenchSendCommand(t *testing.T) {
 	}
 	var rep struct {
 		CeilingPostgres load `json:"ceiling_postgres"`
-		CeilingRiver    struct {
+		CeilingWAL      wal  `json:"ceiling_postgres_wal"`
+		CeilingSweep    []struct {
+			Tenants int     `json:"tenants"`
+			Spread  load    `json:"spread"`
+			Ratio   float64 `json:"ratio_to_first"`
+			Rounds  []struct {
+				Base      load    `json:"base"`
+				Spread    load    `json:"spread"`
+				Ratio     float64 `json:"ratio"`
+				BaseWAL   wal     `json:"base_wal"`
+				SpreadWAL wal     `json:"spread_wal"`
+			} `json:"rounds"`
+		} `json:"ceiling_postgres_sweep"`
+		CeilingRiver struct {
 			Jobs int64   `json:"jobs"`
 			Rate float64 `json:"rate"`
 		} `json:"ceiling_river"`
@@ -127,6 +143,24 @@ func TestBenchSendCommand(t *testing.T) {
 	}
 	if want := math.Min(rounds[0].Ratio, rounds[1].Ratio); rep.Sweep[1].Ratio != want {
 		t.Errorf("sweep ratio %v, want the lower of the rounds' %v", rep.Sweep[1].Ratio, want)
+	}
+	// Ceiling (a) over the sweep's second count, measured the same way, with
+	// the WAL each run wrote (a message row and a job: some hundred bytes).
+	if len(rep.CeilingSweep) != 1 || rep.CeilingSweep[0].Tenants != 3 || len(rep.CeilingSweep[0].Rounds) != 2 {
+		t.Fatalf("ceiling sweep = %+v, want 3 tenants in 2 rounds", rep.CeilingSweep)
+	}
+	if rep.CeilingWAL.Bytes < 100 {
+		t.Errorf("ceiling (a) WAL per transaction: %+v", rep.CeilingWAL)
+	}
+	cr := rep.CeilingSweep[0].Rounds
+	for i, r := range cr {
+		if r.Base.OK == 0 || r.Spread.OK == 0 || math.Abs(r.Ratio-r.Spread.Rate/r.Base.Rate) > 1e-9 ||
+			r.BaseWAL.Bytes < 100 || r.SpreadWAL.Bytes < 100 {
+			t.Errorf("ceiling round %d: %+v", i, r)
+		}
+	}
+	if want := math.Min(cr[0].Ratio, cr[1].Ratio); rep.CeilingSweep[0].Ratio != want {
+		t.Errorf("ceiling sweep ratio %v, want the lower of the rounds' %v", rep.CeilingSweep[0].Ratio, want)
 	}
 	if rep.PeakRSS <= 0 || len(rep.Targets) == 0 {
 		t.Errorf("peak RSS %d, %d targets", rep.PeakRSS, len(rep.Targets))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
@@ -56,18 +57,20 @@ func (noopWorker) Work(context.Context, *river.Job[noopArgs]) error { return nil
 
 // ceilingPostgres is ceiling (a): what Postgres alone accepts with the same
 // concurrency and pool size as the service, with no HTTP, auth or checks: c
-// workers for d, each committing transactions of one message row (the
-// service's columns, in a tenant table, spread over tenants and senders) and
-// its River job, inserted with River's own InsertTx on the pgx transaction.
-func ceilingPostgres(ctx context.Context, d *db.DB, tenants []benchTenant, c int, dur time.Duration, progress func(int64)) (loadResult, error) {
-	client, err := river.NewClient(riverpgxv5.New(d.Pool), &river.Config{Schema: migrate.RiverSchema})
+// workers for dur (or until stop says so), each committing transactions of
+// one message row (the service's columns, in a tenant table, spread over
+// tenants and senders) and its River job, inserted with River's own InsertTx
+// on the pgx transaction. pool is ceilingPool's: every tenant's insert is a
+// prepared statement on every connection once it has run there.
+func ceilingPostgres(ctx context.Context, pool *pgxpool.Pool, tenants []benchTenant, c int, dur time.Duration, progress func(int64), stop func(int64) bool) (loadResult, error) {
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Schema: migrate.RiverSchema})
 	if err != nil {
 		return loadResult{}, fmt.Errorf("river client: %w", err)
 	}
-	res, err := closedLoop(ctx, c, dur, progress, nil, func(_ context.Context, i int64) (bool, string, error) {
+	res, err := closedLoop(ctx, c, dur, progress, stop, func(_ context.Context, i int64) (bool, string, error) {
 		bt := tenants[int(i)%len(tenants)]
 		sender := bt.Senders[int(i/int64(len(tenants)))%len(bt.Senders)]
-		err := pgx.BeginFunc(ctx, d.Pool, func(tx pgx.Tx) error {
+		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 			var id int64
 			now := time.Now()
 			if err := tx.QueryRow(ctx, `INSERT INTO `+bt.Tenant.Table("messages")+`
@@ -90,16 +93,88 @@ func ceilingPostgres(ctx context.Context, d *db.DB, tenants []benchTenant, c int
 	if res.Errors > 0 {
 		return res, fmt.Errorf("raw postgres ceiling: %d transactions failed, the first: %s", res.Errors, res.FirstError)
 	}
-	// Leave the tables as the service will find them.
-	if _, err := d.Pool.Exec(ctx, `DELETE FROM river.river_job WHERE queue = $1`, ceilingQueue); err != nil {
-		return res, fmt.Errorf("clean ceiling jobs: %w", err)
+	return res, nil
+}
+
+// cleanCeiling deletes what ceilingPostgres wrote to tenants, leaving the
+// tables as the service will find them.
+func cleanCeiling(ctx context.Context, pool *pgxpool.Pool, tenants []benchTenant) error {
+	if _, err := pool.Exec(ctx, `DELETE FROM river.river_job WHERE queue = $1`, ceilingQueue); err != nil {
+		return fmt.Errorf("clean ceiling jobs: %w", err)
 	}
 	for _, bt := range tenants {
-		if _, err := d.Pool.Exec(ctx, `DELETE FROM `+bt.Tenant.Table("messages")+` WHERE client_reference = 'bench-ceiling'`); err != nil {
-			return res, fmt.Errorf("clean ceiling messages: %w", err)
+		if _, err := pool.Exec(ctx, `DELETE FROM `+bt.Tenant.Table("messages")+` WHERE client_reference = 'bench-ceiling'`); err != nil {
+			return fmt.Errorf("clean ceiling messages: %w", err)
 		}
 	}
-	return res, nil
+	return nil
+}
+
+// walStats is the server's WAL counters (pg_stat_wal), cluster-wide.
+type walStats struct {
+	Records int64 `json:"records"`
+	FPI     int64 `json:"full_page_images"`
+	Bytes   int64 `json:"bytes"`
+}
+
+func readWAL(ctx context.Context, pool *pgxpool.Pool) (walStats, error) {
+	var w walStats
+	err := pool.QueryRow(ctx, `SELECT wal_records, wal_fpi, wal_bytes::bigint FROM pg_stat_wal`).Scan(&w.Records, &w.FPI, &w.Bytes)
+	if err != nil {
+		return w, fmt.Errorf("read pg_stat_wal: %w", err)
+	}
+	return w, nil
+}
+
+// walPerTx is the WAL written per transaction between two readings.
+type walPerTx struct {
+	Bytes float64 `json:"bytes"`
+	FPI   float64 `json:"full_page_images"`
+}
+
+func perTx(before, after walStats, txs int64) walPerTx {
+	if txs <= 0 {
+		return walPerTx{}
+	}
+	return walPerTx{Bytes: float64(after.Bytes-before.Bytes) / float64(txs), FPI: float64(after.FPI-before.FPI) / float64(txs)}
+}
+
+// ceilingRun is ceilingPostgres with the WAL it wrote per transaction.
+func ceilingRun(ctx context.Context, pool *pgxpool.Pool, tenants []benchTenant, c int, dur time.Duration, progress func(int64)) (loadResult, walPerTx, error) {
+	before, err := readWAL(ctx, pool)
+	if err != nil {
+		return loadResult{}, walPerTx{}, err
+	}
+	res, err := ceilingPostgres(ctx, pool, tenants, c, dur, progress, nil)
+	if err != nil {
+		return res, walPerTx{}, err
+	}
+	after, err := readWAL(ctx, pool)
+	if err != nil {
+		return res, walPerTx{}, err
+	}
+	return res, perTx(before, after, res.OK), cleanCeiling(ctx, pool, tenants)
+}
+
+// ceilingPool opens ceiling (a)'s pool: size conns, like the service's, on
+// url, with a statement cache large enough for every tenant's insert text
+// (pgx's default holds 512 per connection; past that, each insert of a
+// sweep over 1,000 tenants would prepare its statement again). The ceiling
+// is the best raw Postgres does: each statement parsed and planned once per
+// connection, which a service cannot afford over every tenant forever (see
+// docs/performance.md "Prepared statements").
+func ceilingPool(ctx context.Context, url string, conns, tenants int) (*pgxpool.Pool, error) {
+	pcfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	pcfg.MaxConns = int32(conns)
+	pcfg.ConnConfig.StatementCacheCapacity = max(pcfg.ConnConfig.StatementCacheCapacity, 2*tenants+64)
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("ceiling pool: %w", err)
+	}
+	return pool, nil
 }
 
 // drainResult is how fast a backlog of n jobs (or deliveries) was worked.

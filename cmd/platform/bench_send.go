@@ -18,6 +18,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/bizmsg/platform/platform/apikey"
 	"github.com/bizmsg/platform/platform/config"
 	"github.com/bizmsg/platform/platform/db"
@@ -31,7 +33,9 @@ Measures the send path of the platform against the ceilings of this machine,
 in one run, in a scratch database on DATABASE_URL's server:
 
   ceiling (a)  raw Postgres: C workers commit a message row and its River job
-               (River's InsertTx on a pgx transaction), no HTTP, no checks
+               (River's InsertTx on a pgx transaction), no HTTP, no checks;
+               then over each -tenants count after the first, in rounds
+               like the service's sweep, with every tenant's insert prepared
   ceiling (b)  River alone: -backlog no-op jobs on the delivery queue, worked
                with the service's River settings
   ceiling (c)  a bare gin handler returning a small JSON object (a child
@@ -110,6 +114,27 @@ type sweepRound struct {
 	Ratio        float64        `json:"ratio"`
 }
 
+// ceilingSweepEntry is ceiling (a) over one -tenants count after the first,
+// measured like the service's sweep entry: an unmeasured warm-up, then
+// rounds of the first count and this count back to back. Spread and Ratio
+// are the median round's.
+type ceilingSweepEntry struct {
+	Tenants int            `json:"tenants"`
+	Spread  loadResult     `json:"spread"`
+	Ratio   float64        `json:"ratio_to_first"`
+	Rounds  []ceilingRound `json:"rounds"`
+}
+
+// ceilingRound is one round of a ceiling sweep entry.
+type ceilingRound struct {
+	Base   loadResult `json:"base"`
+	Spread loadResult `json:"spread"`
+	Ratio  float64    `json:"ratio"`
+	// BaseWAL and SpreadWAL are the WAL each run wrote per transaction.
+	BaseWAL   walPerTx `json:"base_wal"`
+	SpreadWAL walPerTx `json:"spread_wal"`
+}
+
 // target is one of the issue's targets with its measured value.
 type target struct {
 	Name  string  `json:"name"`
@@ -128,9 +153,15 @@ type sendReport struct {
 	// Server is what the database server was set to.
 	Server serverSettings `json:"server"`
 
-	CeilingPostgres loadResult  `json:"ceiling_postgres"`
-	CeilingRiver    drainResult `json:"ceiling_river"`
-	CeilingGin      loadResult  `json:"ceiling_bare_gin"`
+	CeilingPostgres loadResult `json:"ceiling_postgres"`
+	// CeilingWAL is the WAL ceiling (a) wrote per transaction.
+	CeilingWAL walPerTx `json:"ceiling_postgres_wal"`
+	// CeilingSweep is ceiling (a) over each -tenants count after the first:
+	// what spreading the same transactions over more tenant schemas costs
+	// Postgres itself.
+	CeilingSweep []ceilingSweepEntry `json:"ceiling_postgres_sweep"`
+	CeilingRiver drainResult         `json:"ceiling_river"`
+	CeilingGin   loadResult          `json:"ceiling_bare_gin"`
 
 	Send         loadResult     `json:"send_closed"`
 	Delivery     deliveryResult `json:"delivery"`
@@ -170,7 +201,7 @@ func benchSend(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprint(stderr, benchSendUsage)
 		fs.PrintDefaults()
 	}
-	tenantList := fs.String("tenants", "1,100,1000", "tenant counts of the sweep, comma-separated; the first is also the tenant count of every other service phase and of ceiling (a); the largest is provisioned")
+	tenantList := fs.String("tenants", "1,100,1000", "tenant counts of the sweep, comma-separated; the first is also the tenant count of every other service phase and of ceiling (a), which is also measured over each count; the largest is provisioned")
 	var cfg sendConfig
 	fs.IntVar(&cfg.Senders, "senders", 4, "active sender numbers per tenant (at most 100); sends go round-robin over tenants, then senders")
 	fs.IntVar(&cfg.Recipients, "recipients", 200, "recipients on the built-in network, shared by all tenants")
@@ -305,8 +336,16 @@ func (b *sendBench) run(ctx context.Context, keep bool) (*sendReport, error) {
 	}
 
 	// The ceilings, with no service running.
+	pool, err := ceilingPool(ctx, b.url, b.cfg.DBMaxConns, slices.Max(b.cfg.Tenants))
+	if err != nil {
+		return rep, err
+	}
+	defer pool.Close()
 	p := b.prog.phase(fmt.Sprintf("ceiling (a) raw Postgres, %d tenant(s)", len(first)))
-	if rep.CeilingPostgres, err = ceilingPostgres(ctx, b.d, first, b.cfg.Concurrency, b.cfg.Duration, p); err != nil {
+	if rep.CeilingPostgres, rep.CeilingWAL, err = ceilingRun(ctx, pool, first, b.cfg.Concurrency, b.cfg.Duration, p); err != nil {
+		return rep, err
+	}
+	if rep.CeilingSweep, err = b.ceilingSweep(ctx, pool); err != nil {
 		return rep, err
 	}
 	p = b.prog.phase(fmt.Sprintf("ceiling (b) River alone, %d jobs", b.cfg.Backlog))
@@ -551,11 +590,58 @@ func (b *sendBench) service(ctx context.Context, rep *sendReport) (err error) {
 			}
 			rounds = append(rounds, rd)
 		}
-		med := medianRound(rounds)
+		med := medianBy(rounds, func(r sweepRound) float64 { return r.Ratio })
 		sweep = append(sweep, sweepEntry{Tenants: n, Send: med.Send, Delivery: med.Delivery, Ratio: med.Ratio, Rounds: rounds})
 	}
 	rep.Sweep = sweep
 	return nil
+}
+
+// ceilingSweep measures ceiling (a) over each -tenants count after the
+// first, as the service's sweep does: a warm-up of 3 × -sweep-warmup-sends
+// transactions per (tenant, pool connection) pair, then -sweep-rounds rounds
+// of the first count and this one for -sweep-duration each.
+func (b *sendBench) ceilingSweep(ctx context.Context, pool *pgxpool.Pool) ([]ceilingSweepEntry, error) {
+	first := b.tenants[:b.cfg.Tenants[0]]
+	var out []ceilingSweepEntry
+	for _, n := range b.cfg.Tenants[1:] {
+		ts := b.tenants[:n]
+		// Three times the service's warm-up: pgx prepares a tenant's insert
+		// on a connection's first run of it, and 3 runs per pair leave about
+		// 5% of the pairs unprepared (1 leaves 37%).
+		if sends := int64(3 * b.cfg.SweepWarmupSends * float64(n*b.cfg.DBMaxConns)); b.cfg.SweepWarmup > 0 && sends > 0 {
+			p := b.prog.phase(fmt.Sprintf("ceiling (a) warm-up, %d tenants, %d transactions", n, sends))
+			if _, err := ceilingPostgres(ctx, pool, ts, b.cfg.Concurrency, b.cfg.SweepWarmup, p,
+				func(ok int64) bool { return ok >= sends }); err != nil {
+				return out, err
+			}
+			if err := cleanCeiling(ctx, pool, ts); err != nil {
+				return out, err
+			}
+		}
+		e := ceilingSweepEntry{Tenants: n}
+		for r := range b.cfg.SweepRounds {
+			var rd ceilingRound
+			var err error
+			round := fmt.Sprintf("ceiling (a) round %d/%d, ", r+1, b.cfg.SweepRounds)
+			p := b.prog.phase(fmt.Sprintf("%s%d tenant(s)", round, len(first)))
+			if rd.Base, rd.BaseWAL, err = ceilingRun(ctx, pool, first, b.cfg.Concurrency, b.cfg.SweepDuration, p); err != nil {
+				return out, err
+			}
+			p = b.prog.phase(fmt.Sprintf("%s%d tenant(s)", round, n))
+			if rd.Spread, rd.SpreadWAL, err = ceilingRun(ctx, pool, ts, b.cfg.Concurrency, b.cfg.SweepDuration, p); err != nil {
+				return out, err
+			}
+			if rd.Base.Rate > 0 {
+				rd.Ratio = rd.Spread.Rate / rd.Base.Rate
+			}
+			e.Rounds = append(e.Rounds, rd)
+		}
+		med := medianBy(e.Rounds, func(r ceilingRound) float64 { return r.Ratio })
+		e.Spread, e.Ratio = med.Spread, med.Ratio
+		out = append(out, e)
+	}
+	return out, nil
 }
 
 // sweepRun is one closed-loop send of the sweep over tenants ts, tagged
@@ -570,11 +656,11 @@ func (b *sendBench) sweepRun(ctx context.Context, g *loadGen, addr string, ts []
 	return res, dr, err
 }
 
-// medianRound is the round with the median ratio (the lower middle one of
-// an even count).
-func medianRound(rounds []sweepRound) sweepRound {
+// medianBy is the round with the median ratio (the lower middle one of an
+// even count).
+func medianBy[T any](rounds []T, ratio func(T) float64) T {
 	sorted := slices.Clone(rounds)
-	slices.SortFunc(sorted, func(a, b sweepRound) int { return cmp.Compare(a.Ratio, b.Ratio) })
+	slices.SortFunc(sorted, func(a, b T) int { return cmp.Compare(ratio(a), ratio(b)) })
 	return sorted[(len(sorted)-1)/2]
 }
 
@@ -702,6 +788,16 @@ func targets(r *sendReport) []target {
 	return out
 }
 
+// ceilingAt is the ceiling sweep's entry for n tenants.
+func (r *sendReport) ceilingAt(n int) (ceilingSweepEntry, bool) {
+	for _, c := range r.CeilingSweep {
+		if c.Tenants == n {
+			return c, true
+		}
+	}
+	return ceilingSweepEntry{}, false
+}
+
 // printSendReport prints the figures as a table.
 func printSendReport(w io.Writer, r *sendReport) {
 	line := func(name, value string) { fmt.Fprintf(w, "%-52s %s\n", name, value) }
@@ -755,6 +851,17 @@ func printSendReport(w io.Writer, r *sendReport) {
 			for i, rd := range e.Rounds {
 				line(fmt.Sprintf("    round %d", i+1), fmt.Sprintf("%9.0f /s  x%.2f  (%d tenant(s) just before: %.0f /s)",
 					rd.Send.Rate, rd.Ratio, r.Sweep[0].Tenants, rd.Base.Rate))
+			}
+			if c, ok := r.ceilingAt(e.Tenants); ok {
+				line("    ceiling (a) raw Postgres over as many", fmt.Sprintf("%9.0f /s  x%.2f  service %.1f%% of it",
+					c.Spread.Rate, c.Ratio, 100*e.Send.Rate/max(c.Spread.Rate, 1)))
+				for i, rd := range c.Rounds {
+					line(fmt.Sprintf("      round %d", i+1), fmt.Sprintf("%9.0f /s  x%.2f  WAL %.0f B, %.2f full pages per tx (%d tenant(s) just before: %.0f /s, %.0f B, %.2f)",
+						rd.Spread.Rate, rd.Ratio, rd.SpreadWAL.Bytes, rd.SpreadWAL.FPI, r.Sweep[0].Tenants, rd.Base.Rate, rd.BaseWAL.Bytes, rd.BaseWAL.FPI))
+				}
+			} else if e.Tenants == r.Sweep[0].Tenants {
+				line("    ceiling (a) raw Postgres over as many", fmt.Sprintf("%9.0f /s  x1.00  service %.1f%% of it; WAL %.0f B, %.2f full pages per tx",
+					r.CeilingPostgres.Rate, 100*e.Send.Rate/max(r.CeilingPostgres.Rate, 1), r.CeilingWAL.Bytes, r.CeilingWAL.FPI))
 			}
 		}
 	}
