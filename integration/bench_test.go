@@ -38,7 +38,7 @@ func TestBenchSendCommand(t *testing.T) {
 		t.Fatalf("bench send: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 	}
 	for _, want := range []string{"ceiling (a) raw Postgres", "ceiling (b) River alone", "ceiling (c) bare gin",
-		"accepted sends/s", "exactly once", "service peak RSS", "tenants sweep", "target", "max_files_per_process", "ceiling (a) raw Postgres over as many"} {
+		"accepted sends/s", "exactly once", "service peak RSS", "tenants sweep", "target", "max_files_per_process", "autovacuum", "ceiling (a) raw Postgres over as many", "checkpoint(s) started"} {
 		if !strings.Contains(string(stdout), want) {
 			t.Errorf("table lacks %q:\n%s", want, stdout)
 		}
@@ -91,12 +91,17 @@ func TestBenchSendCommand(t *testing.T) {
 			Send     load     `json:"send"`
 			Delivery delivery `json:"delivery"`
 			Ratio    float64  `json:"ratio_to_first"`
+			Me       load     `json:"me"`
+			MeRatio  float64  `json:"me_ratio_to_first"`
 			Rounds   []struct {
 				Base         load     `json:"base"`
 				BaseDelivery delivery `json:"base_delivery"`
 				Send         load     `json:"send"`
 				Delivery     delivery `json:"delivery"`
 				Ratio        float64  `json:"ratio"`
+				MeBase       load     `json:"me_base"`
+				Me           load     `json:"me"`
+				MeRatio      float64  `json:"me_ratio"`
 			} `json:"rounds"`
 		} `json:"sweep"`
 		PeakRSS    int64    `json:"service_peak_rss_bytes"`
@@ -143,6 +148,15 @@ func TestBenchSendCommand(t *testing.T) {
 	}
 	if want := math.Min(rounds[0].Ratio, rounds[1].Ratio); rep.Sweep[1].Ratio != want {
 		t.Errorf("sweep ratio %v, want the lower of the rounds' %v", rep.Sweep[1].Ratio, want)
+	}
+	// GET /me is swept the same way, its median taken on its own ratios.
+	for i, r := range rounds {
+		if r.MeBase.OK == 0 || r.Me.OK == 0 || math.Abs(r.MeRatio-r.Me.Rate/r.MeBase.Rate) > 1e-9 {
+			t.Errorf("round %d /me: base %+v, spread %+v, ratio %v", i, r.MeBase, r.Me, r.MeRatio)
+		}
+	}
+	if want := math.Min(rounds[0].MeRatio, rounds[1].MeRatio); rep.Sweep[1].MeRatio != want || rep.Sweep[0].MeRatio != 1 {
+		t.Errorf("/me sweep ratios %v, %v, want 1 and the lower of the rounds' %v", rep.Sweep[0].MeRatio, rep.Sweep[1].MeRatio, want)
 	}
 	// Ceiling (a) over the sweep's second count, measured the same way, with
 	// the WAL each run wrote (a message row and a job: some hundred bytes).

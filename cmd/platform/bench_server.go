@@ -10,10 +10,14 @@ import (
 // serverSettings are the Postgres settings that decide what many tenant
 // schemas cost, as the benchmark found them (docs/performance.md).
 type serverSettings struct {
-	Version        string `json:"server_version"`
-	SharedBuffers  string `json:"shared_buffers"`
-	MaxFiles       int    `json:"max_files_per_process"`
-	CommitMode     string `json:"synchronous_commit"`
+	Version       string `json:"server_version"`
+	SharedBuffers string `json:"shared_buffers"`
+	MaxFiles      int    `json:"max_files_per_process"`
+	CommitMode    string `json:"synchronous_commit"`
+	// Autovacuum is whether the server runs autovacuum: with it on, the
+	// vacuums and analyzes of many tenants' small tables (and the catalog
+	// invalidations they send every backend) share the machine.
+	Autovacuum     string `json:"autovacuum"`
 	TenantRelFiles int    `json:"tenant_relation_files"`
 }
 
@@ -25,8 +29,9 @@ func readServerSettings(ctx context.Context, d *db.DB, t db.Tenant) (serverSetti
 	var s serverSettings
 	err := d.Pool.QueryRow(ctx, `SELECT current_setting('server_version'), current_setting('shared_buffers'),
 	       current_setting('max_files_per_process')::int, current_setting('synchronous_commit'),
+	       current_setting('autovacuum'),
 	       (SELECT count(*) FROM pg_class WHERE relnamespace = $1::regnamespace AND relkind IN ('r', 'i'))`,
-		t.Schema).Scan(&s.Version, &s.SharedBuffers, &s.MaxFiles, &s.CommitMode, &s.TenantRelFiles)
+		t.Schema).Scan(&s.Version, &s.SharedBuffers, &s.MaxFiles, &s.CommitMode, &s.Autovacuum, &s.TenantRelFiles)
 	if err != nil {
 		return s, fmt.Errorf("server settings: %w", err)
 	}
@@ -42,4 +47,23 @@ func (s serverSettings) warning(n int) string {
 			n, need, s.MaxFiles)
 	}
 	return ""
+}
+
+// checkpoints is how many checkpoints the server has started (timed and
+// requested), from pg_stat_bgwriter (Postgres 16 and older) or
+// pg_stat_checkpointer (17 and newer).
+func checkpoints(ctx context.Context, d *db.DB) (int64, error) {
+	var version int
+	if err := d.Pool.QueryRow(ctx, `SELECT current_setting('server_version_num')::int`).Scan(&version); err != nil {
+		return 0, fmt.Errorf("server version: %w", err)
+	}
+	query := `SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter`
+	if version >= 170000 {
+		query = `SELECT num_timed + num_requested FROM pg_stat_checkpointer`
+	}
+	var n int64
+	if err := d.Pool.QueryRow(ctx, query).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count checkpoints: %w", err)
+	}
+	return n, nil
 }
