@@ -112,14 +112,13 @@ func cleanCeiling(ctx context.Context, pool *pgxpool.Pool, tenants []benchTenant
 
 // walStats is the server's WAL counters (pg_stat_wal), cluster-wide.
 type walStats struct {
-	Records int64 `json:"records"`
-	FPI     int64 `json:"full_page_images"`
-	Bytes   int64 `json:"bytes"`
+	FPI   int64
+	Bytes int64
 }
 
 func readWAL(ctx context.Context, pool *pgxpool.Pool) (walStats, error) {
 	var w walStats
-	err := pool.QueryRow(ctx, `SELECT wal_records, wal_fpi, wal_bytes::bigint FROM pg_stat_wal`).Scan(&w.Records, &w.FPI, &w.Bytes)
+	err := pool.QueryRow(ctx, `SELECT wal_fpi, wal_bytes::bigint FROM pg_stat_wal`).Scan(&w.FPI, &w.Bytes)
 	if err != nil {
 		return w, fmt.Errorf("read pg_stat_wal: %w", err)
 	}

@@ -30,7 +30,9 @@ import (
 const benchSendUsage = `Usage: platform bench send [flags]
 
 Measures the send path of the platform against the ceilings of this machine,
-in one run, in a scratch database on DATABASE_URL's server:
+in one run, in a scratch database on DATABASE_URL's server. After building
+the fixtures it runs ANALYZE and CHECKPOINT (their WAL would otherwise start
+a checkpoint under the measured phases):
 
   ceiling (a)  raw Postgres: C workers commit a message row and its River job
                (River's InsertTx on a pgx transaction), no HTTP, no checks;
