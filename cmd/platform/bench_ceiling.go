@@ -110,7 +110,10 @@ func cleanCeiling(ctx context.Context, pool *pgxpool.Pool, tenants []benchTenant
 	return nil
 }
 
-// walStats is the server's WAL counters (pg_stat_wal), cluster-wide.
+// walStats is where the server's WAL is, cluster-wide: Bytes is the insert
+// position (pg_current_wal_lsn, exact at once); FPI counts full-page images
+// as pg_stat_wal has them, which backends report at most once a second
+// (an idle one within 10 s), so a short run's figure is approximate.
 type walStats struct {
 	FPI   int64
 	Bytes int64
@@ -118,7 +121,7 @@ type walStats struct {
 
 func readWAL(ctx context.Context, pool *pgxpool.Pool) (walStats, error) {
 	var w walStats
-	err := pool.QueryRow(ctx, `SELECT wal_fpi, wal_bytes::bigint FROM pg_stat_wal`).Scan(&w.FPI, &w.Bytes)
+	err := pool.QueryRow(ctx, `SELECT wal_fpi, (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint FROM pg_stat_wal`).Scan(&w.FPI, &w.Bytes)
 	if err != nil {
 		return w, fmt.Errorf("read pg_stat_wal: %w", err)
 	}
