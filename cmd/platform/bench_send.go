@@ -576,14 +576,14 @@ func (b *sendBench) service(ctx context.Context, rep *sendReport) (err error) {
 		rate = max(rep.Send.Rate/2, 1)
 	}
 	g.progress = b.prog.phase(fmt.Sprintf("send open loop at %.0f/s", rate))
-	cps, err := checkpoints(ctx, b.d)
+	cps, err := rep.Server.checkpoints(ctx, b.d)
 	if err != nil {
 		return err
 	}
 	if rep.Open, err = g.open(ctx, b.cfg.Concurrency*4, rate, b.cfg.Duration, b.sendRequests(svc.addr, first, "bench-open")); err != nil {
 		return err
 	}
-	if rep.OpenCheckpoints, err = checkpoints(ctx, b.d); err != nil {
+	if rep.OpenCheckpoints, err = rep.Server.checkpoints(ctx, b.d); err != nil {
 		return err
 	}
 	rep.OpenCheckpoints -= cps

@@ -11,6 +11,7 @@ import (
 // schemas cost, as the benchmark found them (docs/performance.md).
 type serverSettings struct {
 	Version       string `json:"server_version"`
+	VersionNum    int    `json:"server_version_num"`
 	SharedBuffers string `json:"shared_buffers"`
 	MaxFiles      int    `json:"max_files_per_process"`
 	CommitMode    string `json:"synchronous_commit"`
@@ -27,11 +28,12 @@ type serverSettings struct {
 // counted).
 func readServerSettings(ctx context.Context, d *db.DB, t db.Tenant) (serverSettings, error) {
 	var s serverSettings
-	err := d.Pool.QueryRow(ctx, `SELECT current_setting('server_version'), current_setting('shared_buffers'),
+	err := d.Pool.QueryRow(ctx, `SELECT current_setting('server_version'), current_setting('server_version_num')::int,
+	       current_setting('shared_buffers'),
 	       current_setting('max_files_per_process')::int, current_setting('synchronous_commit'),
 	       current_setting('autovacuum'),
 	       (SELECT count(*) FROM pg_class WHERE relnamespace = $1::regnamespace AND relkind IN ('r', 'i'))`,
-		t.Schema).Scan(&s.Version, &s.SharedBuffers, &s.MaxFiles, &s.CommitMode, &s.Autovacuum, &s.TenantRelFiles)
+		t.Schema).Scan(&s.Version, &s.VersionNum, &s.SharedBuffers, &s.MaxFiles, &s.CommitMode, &s.Autovacuum, &s.TenantRelFiles)
 	if err != nil {
 		return s, fmt.Errorf("server settings: %w", err)
 	}
@@ -52,13 +54,9 @@ func (s serverSettings) warning(n int) string {
 // checkpoints is how many checkpoints the server has started (timed and
 // requested), from pg_stat_bgwriter (Postgres 16 and older) or
 // pg_stat_checkpointer (17 and newer).
-func checkpoints(ctx context.Context, d *db.DB) (int64, error) {
-	var version int
-	if err := d.Pool.QueryRow(ctx, `SELECT current_setting('server_version_num')::int`).Scan(&version); err != nil {
-		return 0, fmt.Errorf("server version: %w", err)
-	}
+func (s serverSettings) checkpoints(ctx context.Context, d *db.DB) (int64, error) {
 	query := `SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter`
-	if version >= 170000 {
+	if s.VersionNum >= 170000 {
 		query = `SELECT num_timed + num_requested FROM pg_stat_checkpointer`
 	}
 	var n int64

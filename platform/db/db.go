@@ -31,10 +31,13 @@ type Config struct {
 	// ConnectTimeout bounds establishing one connection, so a database outage
 	// answers fast instead of hanging. Default 3s.
 	ConnectTimeout time.Duration
-	// AcquireTimeout bounds waiting for a pooled connection per query (bun's
-	// and Prepared's; River acquires with its own contexts) when the caller's
-	// context has no earlier deadline: past it the query fails with
-	// ErrAcquireTimeout. Default 5s.
+	// AcquireTimeout bounds waiting for a pooled connection per query when
+	// the caller's context has no earlier deadline: past it the query fails
+	// with ErrAcquireTimeout. It applies to bun's queries (database/sql's
+	// connector) and Prepared's. Code that uses Pool directly (API-key
+	// authentication, the central services, the built-in network,
+	// migrations, River) waits as long as its own context allows. Default
+	// 5s.
 	AcquireTimeout time.Duration
 }
 

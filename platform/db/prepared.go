@@ -38,8 +38,10 @@ import (
 type Prepared struct {
 	db  *DB
 	cfg PreparedConfig
-	key string
 }
+
+// setKey is where a connection's custom data holds its stmtSet.
+const setKey = "bizmsg.prepared"
 
 // PreparedConfig bounds Prepared.
 type PreparedConfig struct {
@@ -72,7 +74,7 @@ func (c *PreparedConfig) setDefaults() {
 // NewPrepared returns a Prepared over d's pool.
 func NewPrepared(d *DB, cfg PreparedConfig) *Prepared {
 	cfg.setDefaults()
-	return &Prepared{db: d, cfg: cfg, key: "bizmsg.prepared"}
+	return &Prepared{db: d, cfg: cfg}
 }
 
 // Rows is what a scan function reads: pgx's rows, or database/sql's in a
@@ -214,11 +216,11 @@ func (p *Prepared) PreparedCount(conn *pgx.Conn) int { return len(p.set(conn).st
 // in the connection's custom data, so it goes with the connection.
 func (p *Prepared) set(conn *pgx.Conn) *stmtSet {
 	data := conn.PgConn().CustomData()
-	if s, ok := data[p.key].(*stmtSet); ok {
+	if s, ok := data[setKey].(*stmtSet); ok {
 		return s
 	}
 	s := &stmtSet{stmts: make(map[string]*stmt), seen: make(map[uint64]struct{}), seed: maphash.MakeSeed()}
-	data[p.key] = s
+	data[setKey] = s
 	return s
 }
 

@@ -598,10 +598,10 @@ func throttleKey(t db.Tenant, senderID int64) string { return t.Schema + ":" + i
 // A message no longer queued is left alone (a concurrent run recorded it
 // already), except one a delivery receipt (ApplyReceipt) moved to delivered
 // or failed before this record: it gets the network's ids and keeps the
-// receipt's status (never downgraded to sent). The counters are locked in sender and day order (the
-// CTE l, which every counter update goes through) after the messages, the
-// order claimMany and claimLocked follow, so that concurrent batches cannot
-// deadlock.
+// receipt's status (never downgraded to sent). The counters are locked in
+// sender and day order (the CTE l, which every counter update goes through)
+// after the messages, the order claimMany and claimLocked follow, so that
+// concurrent batches cannot deadlock.
 func (s *Service) markSent(ctx context.Context, t db.Tenant, sent []sentMessage) error {
 	if len(sent) == 0 {
 		return nil

@@ -214,8 +214,9 @@ func render(r *row) (SendResult, error) {
 // message (recipient, recipient's user id, type, content, file name, size,
 // file type, duration, client reference, acceptance time, whose UTC day is
 // the day whose limit it counts against), $13 the schema's name, and, by
-// id, $14 the sender's id. The duration is bigint, as in acceptBatchSQL. Its steps, each feeding the next, so that a
-// refused step stores nothing after it:
+// id, $14 the sender's id. The duration is bigint, as in acceptBatchSQL.
+// Its steps, each feeding the next, so that a refused step stores nothing
+// after it:
 //
 //   - s: the sender (by id, else by phone) with its daily limit (its
 //     override, else the organization's default);
