@@ -313,3 +313,84 @@ func TestMigrateCommandSummary(t *testing.T) {
 		t.Fatalf("second migrate output:\n%s", out)
 	}
 }
+
+// With every pool connection taken (a database too slow to give them back),
+// requests answer 503 once DB_ACQUIRE_TIMEOUT has passed instead of waiting
+// for a connection as long as their client does, on every path: API-key
+// authentication and the tenant read (GET /api/v1/me), a send, and the
+// Central API. They change nothing, and the service recovers once
+// connections are free.
+func TestPoolExhaustedAnswers503Fast(t *testing.T) {
+	t.Parallel()
+	const maxConns, bound = 2, 300 * time.Millisecond
+	e := Start(t, Options{Env: map[string]string{
+		"DB_MAX_CONNS":       fmt.Sprint(maxConns),
+		"DB_ACQUIRE_TIMEOUT": bound.String(),
+	}})
+	org := e.Register(t)
+	send := Request{Method: http.MethodPost, Path: messagesPath, Header: org.Key(),
+		Body: map[string]any{"sender_number_id": 1, "to_phone": "+14155550100", "type": "text", "content": "hi"}}
+	calls := []Request{
+		{Method: http.MethodGet, Path: tenantMe, Header: org.Key()},
+		send,
+		{Method: http.MethodGet, Path: "/api/v1/central/me", Header: org.Bearer()},
+	}
+
+	pool := e.App.DB.Pool
+	var held []interface{ Release() }
+	release := func() {
+		for _, c := range held {
+			c.Release()
+		}
+		held = nil
+	}
+	// Deferred, so that it runs before Start's cleanup closes the server,
+	// which waits for a request still waiting on the pool (a failure).
+	defer release()
+	for deadline := time.Now().Add(10 * time.Second); len(held) < maxConns; {
+		if time.Now().After(deadline) {
+			t.Fatalf("could hold only %d of %d pool connections", len(held), maxConns)
+		}
+		if c, err := pool.Acquire(context.Background()); err == nil {
+			held = append(held, c)
+		}
+	}
+	for _, req := range calls {
+		start := time.Now()
+		done := make(chan *Response, 1)
+		go func() {
+			r, err := e.Send(req)
+			if err != nil {
+				t.Errorf("%s %s: %v", req.Method, req.Path, err)
+			}
+			done <- r
+		}()
+		select {
+		case r := <-done:
+			if r == nil {
+				t.FailNow()
+			}
+			waited := time.Since(start)
+			if r.Status != http.StatusServiceUnavailable || r.Map(t)["code"] != "service_unavailable" {
+				t.Fatalf("%s %s with the pool exhausted = %d %s, want 503 service_unavailable", req.Method, req.Path, r.Status, r.Body)
+			}
+			if waited < bound || waited > 3*time.Second {
+				t.Fatalf("%s %s answered after %s, want about DB_ACQUIRE_TIMEOUT (%s)", req.Method, req.Path, waited, bound)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s %s still waiting after 10s with the pool exhausted (DB_ACQUIRE_TIMEOUT %s)", req.Method, req.Path, bound)
+		}
+	}
+	release()
+
+	if r := e.Do(Request{Method: http.MethodGet, Path: messagesPath, Header: org.Key()}); r.Status != http.StatusOK {
+		t.Fatalf("messages after the pool freed = %d %s", r.Status, r.Body)
+	} else if data, _ := r.Map(t)["data"].([]any); len(data) != 0 {
+		t.Fatalf("messages after the refused send = %s, want none stored", r.Body)
+	}
+	for _, req := range []Request{calls[0], calls[2]} {
+		if r := e.Do(req); r.Status != http.StatusOK {
+			t.Fatalf("%s %s after the pool freed = %d %s", req.Method, req.Path, r.Status, r.Body)
+		}
+	}
+}

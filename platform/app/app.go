@@ -105,7 +105,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	if err := db.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
 		return nil, err
 	}
-	d, err := db.Open(ctx, db.Config{URL: cfg.DatabaseURL, MaxConns: cfg.DBMaxConns})
+	d, err := db.Open(ctx, db.Config{URL: cfg.DatabaseURL, MaxConns: cfg.DBMaxConns, AcquireTimeout: cfg.DBAcquireTimeout})
 	if err != nil {
 		return nil, err
 	}

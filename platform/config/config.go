@@ -22,6 +22,10 @@ type Config struct {
 	DatabaseURL string
 	// DBMaxConns (DB_MAX_CONNS) caps the connection pool. Default 10.
 	DBMaxConns int32
+	// DBAcquireTimeout (DB_ACQUIRE_TIMEOUT) bounds the wait for a free pool
+	// connection; past it a request answers 503 (db.Config.AcquireTimeout).
+	// Default 5s.
+	DBAcquireTimeout time.Duration
 	// DBPreparedStatements (DB_PREPARED_STATEMENTS) is the most tenant
 	// statements kept prepared on one pool connection (db.Prepared); each
 	// costs Postgres about 100 KB on that connection. Default 64; 0 prepares
@@ -97,6 +101,7 @@ func Load(getenv func(string) string) (Config, error) {
 		APIRateBurst:         100,
 		DBMaxConns:           10,
 		DBPreparedStatements: 64,
+		DBAcquireTimeout:     5 * time.Second,
 		BatchSize:            64,
 		ShutdownTimeout:      30 * time.Second,
 		SenderSweepInterval:  30 * time.Second,
@@ -150,6 +155,13 @@ func Load(getenv func(string) string) (Config, error) {
 			fail("SHUTDOWN_TIMEOUT", fmt.Errorf("must be a positive duration like 30s, got %q", v))
 		}
 		c.ShutdownTimeout = d
+	}
+	if v := getenv("DB_ACQUIRE_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			fail("DB_ACQUIRE_TIMEOUT", fmt.Errorf("must be a positive duration like 5s, got %q", v))
+		}
+		c.DBAcquireTimeout = d
 	}
 	if v := getenv("SENDER_SWEEP_INTERVAL"); v != "" {
 		d, err := time.ParseDuration(v)

@@ -31,13 +31,11 @@ type Config struct {
 	// ConnectTimeout bounds establishing one connection, so a database outage
 	// answers fast instead of hanging. Default 3s.
 	ConnectTimeout time.Duration
-	// AcquireTimeout bounds waiting for a pooled connection per query when
-	// the caller's context has no earlier deadline: past it the query fails
-	// with ErrAcquireTimeout. It applies to bun's queries (database/sql's
-	// connector) and Prepared's. Code that uses Pool directly (API-key
-	// authentication, the central services, the built-in network,
-	// migrations, River) waits as long as its own context allows. Default
-	// 5s.
+	// AcquireTimeout bounds every wait for a pooled connection when the
+	// caller's context has no earlier deadline (acquireBound): the pool's
+	// own methods, bun, Prepared and River alike. Past it the wait fails
+	// with context.DeadlineExceeded (ErrAcquireTimeout from bun and
+	// Prepared), which the HTTP layer answers with 503. Default 5s.
 	AcquireTimeout time.Duration
 }
 
@@ -61,8 +59,8 @@ type DB struct {
 	SQL *sql.DB
 	// Bun is the query builder over SQL.
 	Bun *bun.DB
-	// acquireTimeout is Config.AcquireTimeout (Prepared applies it; SQL's
-	// connector does too).
+	// acquireTimeout is Config.AcquireTimeout, which the pool applies
+	// (acquireBound); Prepared names it in its errors.
 	acquireTimeout time.Duration
 }
 
@@ -77,6 +75,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	pcfg.MaxConns = cfg.MaxConns
 	pcfg.ConnConfig.ConnectTimeout = cfg.ConnectTimeout
 	pcfg.HealthCheckPeriod = 15 * time.Second
+	pcfg.ConnConfig.Tracer = acquireBound{timeout: cfg.AcquireTimeout}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("create pool: %w", err)

@@ -28,9 +28,9 @@ import (
 // are no arguments. The benchmark that found this is in docs/performance.md.
 //
 // database/sql keeps no idle connections of its own, so each of its queries
-// (or transactions) takes a pgxpool connection in Connect, waiting at most
-// acquireTimeout (Config.AcquireTimeout) when the caller's context allows
-// longer.
+// (or transactions) takes a pgxpool connection in Connect, which waits at
+// most Config.AcquireTimeout (acquireBound); acquireTimeout names it in the
+// error.
 func openSQL(pool *pgxpool.Pool, acquireTimeout time.Duration) *sql.DB {
 	s := sql.OpenDB(simpleConnector{Connector: stdlib.GetPoolConnector(pool), acquireTimeout: acquireTimeout})
 	s.SetMaxIdleConns(0) // connections are pooled by pgxpool (see stdlib.OpenDBFromPool)
@@ -43,11 +43,9 @@ type simpleConnector struct {
 }
 
 func (c simpleConnector) Connect(ctx context.Context) (driver.Conn, error) {
-	actx, cancel := acquireContext(ctx, c.acquireTimeout)
-	defer cancel()
-	conn, err := c.Connector.Connect(actx)
+	conn, err := c.Connector.Connect(ctx)
 	if err != nil {
-		return nil, acquireError(ctx, actx, c.acquireTimeout, err)
+		return nil, acquireError(ctx, c.acquireTimeout, err)
 	}
 	sc, ok := conn.(*stdlib.Conn)
 	if !ok {

@@ -144,41 +144,14 @@ func (p *Prepared) Exec(ctx context.Context, tx *bun.Tx, query string, args ...a
 }
 
 // acquire takes a pool connection, waiting at most Config.AcquireTimeout
-// when ctx has no earlier deadline.
+// (acquireBound) when ctx allows longer.
 func (p *Prepared) acquire(ctx context.Context) (*pgxpool.Conn, error) {
-	actx, cancel := acquireContext(ctx, p.db.acquireTimeout)
-	defer cancel()
-	c, err := p.db.Pool.Acquire(actx)
+	c, err := p.db.Pool.Acquire(ctx)
 	if err != nil {
-		return nil, acquireError(ctx, actx, p.db.acquireTimeout, err)
+		return nil, acquireError(ctx, p.db.acquireTimeout, err)
 	}
 	return c, nil
 }
-
-// acquireContext is ctx bounded by timeout, unless ctx has an earlier
-// deadline or timeout is not positive.
-func acquireContext(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
-	if timeout > 0 {
-		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > timeout {
-			return context.WithTimeout(ctx, timeout)
-		}
-	}
-	return ctx, func() {}
-}
-
-// acquireError is the error of a failed acquisition under actx (made by
-// acquireContext from ctx): ErrAcquireTimeout when timeout, not the
-// caller's own context, ended it.
-func acquireError(ctx, actx context.Context, timeout time.Duration, err error) error {
-	if ctx.Err() == nil && actx.Err() != nil {
-		return fmt.Errorf("%w after %s: %w", ErrAcquireTimeout, timeout, err)
-	}
-	return fmt.Errorf("acquire connection: %w", err)
-}
-
-// ErrAcquireTimeout is the error of a statement that found no free pool
-// connection within Config.AcquireTimeout; IsUnavailable reports it.
-var ErrAcquireTimeout = errors.New("no database connection free")
 
 // run executes query on conn, as the prepared statement name when name is
 // set, else with the simple protocol.

@@ -229,18 +229,39 @@ func TestAcquireTimeout(t *testing.T) {
 	}
 	t.Cleanup(d.Close)
 	p := db.NewPrepared(d, db.PreparedConfig{})
+	// Prepared and bun name the bound; the pool's own methods (API-key
+	// authentication, the central services, River) end with the bound's
+	// deadline, which the HTTP layer answers with 503 as well.
+	named := func(err error) bool { return errors.Is(err, db.ErrAcquireTimeout) && db.IsUnavailable(err) }
+	deadline := func(err error) bool { return errors.Is(err, context.DeadlineExceeded) }
 	for _, tc := range []struct {
 		name string
 		run  func(context.Context) error
+		want func(error) bool
 	}{
-		{"prepared", func(ctx context.Context) error { return p.Exec(ctx, nil, `SELECT 1`) }},
+		{"prepared", func(ctx context.Context) error { return p.Exec(ctx, nil, `SELECT 1`) }, named},
 		{"bun", func(ctx context.Context) error {
 			_, err := d.Bun.NewRaw(`SELECT 1`).Exec(ctx)
 			return err
-		}},
+		}, named},
 		{"bun transaction", func(ctx context.Context) error {
 			return d.Bun.RunInTx(ctx, nil, func(context.Context, bun.Tx) error { return nil })
-		}},
+		}, named},
+		{"pool exec", func(ctx context.Context) error {
+			_, err := d.Pool.Exec(ctx, `SELECT 1`)
+			return err
+		}, deadline},
+		{"pool query row", func(ctx context.Context) error {
+			var n int
+			return d.Pool.QueryRow(ctx, `SELECT 1`).Scan(&n)
+		}, deadline},
+		{"pool transaction", func(ctx context.Context) error {
+			tx, err := d.Pool.Begin(ctx)
+			if err == nil {
+				_ = tx.Rollback(ctx)
+			}
+			return err
+		}, deadline},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			held, err := d.Pool.Acquire(ctx)
@@ -257,9 +278,20 @@ func TestAcquireTimeout(t *testing.T) {
 			if waited := time.Since(start); waited < 200*time.Millisecond || waited > 5*time.Second {
 				t.Fatalf("waited %s, want about 200ms", waited)
 			}
-			if !errors.Is(err, db.ErrAcquireTimeout) || !db.IsUnavailable(err) {
-				t.Fatalf("err = %v, want ErrAcquireTimeout, unavailable", err)
+			if err == nil || !tc.want(err) {
+				t.Fatalf("err = %v, want the acquire bound's", err)
 			}
 		})
+	}
+	// A caller's earlier deadline is its own, not the bound's.
+	held, err := d.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := p.Exec(short, nil, `SELECT 1`); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, db.ErrAcquireTimeout) {
+		t.Fatalf("err = %v, want the caller's deadline, not ErrAcquireTimeout", err)
 	}
 }

@@ -1,0 +1,81 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// ErrAcquireTimeout is the error of a statement that found no free pool
+// connection within Config.AcquireTimeout; IsUnavailable reports it.
+var ErrAcquireTimeout = errors.New("no database connection free")
+
+// acquireBound is the pool's tracer, and the one place that bounds waiting
+// for a pool connection: pgxpool calls it at the start and end of every
+// Acquire, which every use of the pool goes through (its Query, Exec, Begin
+// and SendBatch, bun's connector, Prepared, River), and runs the acquisition
+// under the context TraceAcquireStart returns. That context ends after
+// timeout unless the caller's own deadline comes first, so under pool
+// exhaustion a request fails fast (503) instead of waiting for a
+// connection as long as its client does (CONTRACT: "503 … fast, never a
+// hang"). Only the wait is bounded: the statement then runs under the
+// caller's context. pgxpool has no acquire timeout of its own.
+//
+// The acquisition ends with the context's error, context.DeadlineExceeded,
+// which the HTTP layer answers with 503; Prepared and bun's connector, which
+// acquire themselves, name it ErrAcquireTimeout (acquireError).
+//
+// A pool's ConnConfig.Tracer must be a pgx.QueryTracer, so acquireBound is
+// one that does nothing.
+type acquireBound struct{ timeout time.Duration }
+
+// acquireCancel is the context key of the cancel function of the bound that
+// TraceAcquireStart set, which TraceAcquireEnd calls.
+type acquireCancel struct{}
+
+var (
+	_ pgxpool.AcquireTracer = acquireBound{}
+	_ pgx.QueryTracer       = acquireBound{}
+)
+
+// TraceAcquireStart bounds the acquisition by b.timeout, unless ctx ends
+// sooner.
+func (b acquireBound) TraceAcquireStart(ctx context.Context, _ *pgxpool.Pool, _ pgxpool.TraceAcquireStartData) context.Context {
+	if b.timeout <= 0 {
+		return ctx
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= b.timeout {
+		return ctx
+	}
+	bounded, cancel := context.WithTimeoutCause(ctx, b.timeout, ErrAcquireTimeout)
+	return context.WithValue(bounded, acquireCancel{}, cancel)
+}
+
+// TraceAcquireEnd releases the bound's timer.
+func (acquireBound) TraceAcquireEnd(ctx context.Context, _ *pgxpool.Pool, _ pgxpool.TraceAcquireEndData) {
+	if cancel, ok := ctx.Value(acquireCancel{}).(context.CancelFunc); ok {
+		cancel()
+	}
+}
+
+// TraceQueryStart does nothing (acquireBound traces acquisitions only).
+func (acquireBound) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return ctx
+}
+
+// TraceQueryEnd does nothing.
+func (acquireBound) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// acquireError is the error of a failed Pool.Acquire under the caller's
+// ctx: ErrAcquireTimeout when the pool's bound (acquireBound), not ctx,
+// ended the wait.
+func acquireError(ctx context.Context, timeout time.Duration, err error) error {
+	if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w after %s: %w", ErrAcquireTimeout, timeout, err)
+	}
+	return fmt.Errorf("acquire connection: %w", err)
+}
