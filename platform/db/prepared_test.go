@@ -231,37 +231,45 @@ func TestAcquireTimeout(t *testing.T) {
 	p := db.NewPrepared(d, db.PreparedConfig{})
 	// Prepared and bun name the bound; the pool's own methods (API-key
 	// authentication, the central services, River) end with the bound's
-	// deadline, which the HTTP layer answers with 503 as well.
+	// deadline, which the HTTP layer answers with 503 as well. A caller's
+	// earlier deadline is its own, not the bound's.
 	named := func(err error) bool { return errors.Is(err, db.ErrAcquireTimeout) && db.IsUnavailable(err) }
 	deadline := func(err error) bool { return errors.Is(err, context.DeadlineExceeded) }
+	callers := func(err error) bool { return deadline(err) && !errors.Is(err, db.ErrAcquireTimeout) }
+	prepared := func(ctx context.Context) error { return p.Exec(ctx, nil, `SELECT 1`) }
 	for _, tc := range []struct {
 		name string
 		run  func(context.Context) error
 		want func(error) bool
+		// within is the caller's deadline: by default later than
+		// AcquireTimeout, so that a wait that ignores the bound fails the
+		// test instead of hanging it.
+		within time.Duration
 	}{
-		{"prepared", func(ctx context.Context) error { return p.Exec(ctx, nil, `SELECT 1`) }, named},
+		{"prepared", prepared, named, 0},
 		{"bun", func(ctx context.Context) error {
 			_, err := d.Bun.NewRaw(`SELECT 1`).Exec(ctx)
 			return err
-		}, named},
+		}, named, 0},
 		{"bun transaction", func(ctx context.Context) error {
 			return d.Bun.RunInTx(ctx, nil, func(context.Context, bun.Tx) error { return nil })
-		}, named},
+		}, named, 0},
 		{"pool exec", func(ctx context.Context) error {
 			_, err := d.Pool.Exec(ctx, `SELECT 1`)
 			return err
-		}, deadline},
+		}, deadline, 0},
 		{"pool query row", func(ctx context.Context) error {
 			var n int
 			return d.Pool.QueryRow(ctx, `SELECT 1`).Scan(&n)
-		}, deadline},
+		}, deadline, 0},
 		{"pool transaction", func(ctx context.Context) error {
 			tx, err := d.Pool.Begin(ctx)
 			if err == nil {
 				_ = tx.Rollback(ctx)
 			}
 			return err
-		}, deadline},
+		}, deadline, 0},
+		{"caller's earlier deadline", prepared, callers, 50 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			held, err := d.Pool.Acquire(ctx)
@@ -269,29 +277,20 @@ func TestAcquireTimeout(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer held.Release()
-			// A deadline later than AcquireTimeout, so that a wait that
-			// ignores it fails the test instead of hanging it.
-			callCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			within, wait := 10*time.Second, 200*time.Millisecond
+			if tc.within > 0 {
+				within, wait = tc.within, tc.within
+			}
+			callCtx, cancel := context.WithTimeout(ctx, within)
 			defer cancel()
 			start := time.Now()
 			err = tc.run(callCtx)
-			if waited := time.Since(start); waited < 200*time.Millisecond || waited > 5*time.Second {
-				t.Fatalf("waited %s, want about 200ms", waited)
+			if waited := time.Since(start); waited < wait || waited > 5*time.Second {
+				t.Fatalf("waited %s, want about %s", waited, wait)
 			}
 			if err == nil || !tc.want(err) {
-				t.Fatalf("err = %v, want the acquire bound's", err)
+				t.Fatalf("err = %v, not the expected kind", err)
 			}
 		})
-	}
-	// A caller's earlier deadline is its own, not the bound's.
-	held, err := d.Pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer held.Release()
-	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-	defer cancel()
-	if err := p.Exec(short, nil, `SELECT 1`); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, db.ErrAcquireTimeout) {
-		t.Fatalf("err = %v, want the caller's deadline, not ErrAcquireTimeout", err)
 	}
 }
