@@ -318,18 +318,19 @@ func TestMigrateCommandSummary(t *testing.T) {
 // requests answer 503 once DB_ACQUIRE_TIMEOUT has passed instead of waiting
 // for a connection as long as their client does, on every path: API-key
 // authentication and the tenant read (GET /api/v1/me), a send, and the
-// Central API. They change nothing, and the service recovers once
-// connections are free.
+// Central API. A send that would be accepted stores nothing, and is
+// accepted once connections are free again.
 func TestPoolExhaustedAnswers503Fast(t *testing.T) {
 	t.Parallel()
 	const maxConns, bound = 2, 300 * time.Millisecond
-	e := Start(t, Options{Env: map[string]string{
+	e := startMsg(t, Options{Env: map[string]string{
 		"DB_MAX_CONNS":       fmt.Sprint(maxConns),
 		"DB_ACQUIRE_TIMEOUT": bound.String(),
 	}})
 	org := e.Register(t)
+	e.recipient(phoneN(2))
 	send := Request{Method: http.MethodPost, Path: messagesPath, Header: org.Key(),
-		Body: map[string]any{"sender_number_id": 1, "to_phone": "+14155550100", "type": "text", "content": "hi"}}
+		Body: text(e.activeSender(org, phoneN(1)), phoneN(2), "hi")}
 	calls := []Request{
 		{Method: http.MethodGet, Path: tenantMe, Header: org.Key()},
 		send,
@@ -383,14 +384,26 @@ func TestPoolExhaustedAnswers503Fast(t *testing.T) {
 	}
 	release()
 
-	if r := e.Do(Request{Method: http.MethodGet, Path: messagesPath, Header: org.Key()}); r.Status != http.StatusOK {
-		t.Fatalf("messages after the pool freed = %d %s", r.Status, r.Body)
-	} else if data, _ := r.Map(t)["data"].([]any); len(data) != 0 {
-		t.Fatalf("messages after the refused send = %s, want none stored", r.Body)
-	}
-	for _, req := range []Request{calls[0], calls[2]} {
-		if r := e.Do(req); r.Status != http.StatusOK {
-			t.Fatalf("%s %s after the pool freed = %d %s", req.Method, req.Path, r.Status, r.Body)
+	stored := func() int {
+		r := e.Do(Request{Method: http.MethodGet, Path: messagesPath, Header: org.Key()})
+		if r.Status != http.StatusOK {
+			t.Fatalf("messages after the pool freed = %d %s", r.Status, r.Body)
 		}
+		data, _ := r.Map(t)["data"].([]any)
+		return len(data)
+	}
+	if n := stored(); n != 0 {
+		t.Fatalf("%d messages stored by the refused send, want none", n)
+	}
+	for _, c := range []struct {
+		req  Request
+		want int
+	}{{calls[0], http.StatusOK}, {send, http.StatusAccepted}, {calls[2], http.StatusOK}} {
+		if r := e.Do(c.req); r.Status != c.want {
+			t.Fatalf("%s %s after the pool freed = %d %s, want %d", c.req.Method, c.req.Path, r.Status, r.Body, c.want)
+		}
+	}
+	if n := stored(); n != 1 {
+		t.Fatalf("%d messages stored after one accepted send, want 1", n)
 	}
 }

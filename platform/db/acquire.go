@@ -51,7 +51,7 @@ func (b acquireBound) TraceAcquireStart(ctx context.Context, _ *pgxpool.Pool, _ 
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= b.timeout {
 		return ctx
 	}
-	bounded, cancel := context.WithTimeoutCause(ctx, b.timeout, ErrAcquireTimeout)
+	bounded, cancel := context.WithTimeout(ctx, b.timeout)
 	return context.WithValue(bounded, acquireCancel{}, cancel)
 }
 
@@ -73,9 +73,9 @@ func (acquireBound) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndD
 // acquireError is the error of a failed Pool.Acquire under the caller's
 // ctx: ErrAcquireTimeout when the pool's bound (acquireBound), not ctx,
 // ended the wait.
-func acquireError(ctx context.Context, timeout time.Duration, err error) error {
+func acquireError(ctx context.Context, err error) error {
 	if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%w after %s: %w", ErrAcquireTimeout, timeout, err)
+		return fmt.Errorf("%w: %w", ErrAcquireTimeout, err)
 	}
 	return fmt.Errorf("acquire connection: %w", err)
 }

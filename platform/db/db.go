@@ -59,9 +59,6 @@ type DB struct {
 	SQL *sql.DB
 	// Bun is the query builder over SQL.
 	Bun *bun.DB
-	// acquireTimeout is Config.AcquireTimeout, which the pool applies
-	// (acquireBound); Prepared names it in its errors.
-	acquireTimeout time.Duration
 }
 
 // Open connects to the database named by cfg.URL. It does not create the
@@ -86,8 +83,8 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect to %s: %w", Redact(cfg.URL), err)
 	}
-	sqlDB := openSQL(pool, cfg.AcquireTimeout)
-	return &DB{Pool: pool, SQL: sqlDB, Bun: bun.NewDB(sqlDB, pgdialect.New()), acquireTimeout: cfg.AcquireTimeout}, nil
+	sqlDB := openSQL(pool)
+	return &DB{Pool: pool, SQL: sqlDB, Bun: bun.NewDB(sqlDB, pgdialect.New())}, nil
 }
 
 // Close closes bun, database/sql and the pool.

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -29,23 +28,19 @@ import (
 //
 // database/sql keeps no idle connections of its own, so each of its queries
 // (or transactions) takes a pgxpool connection in Connect, which waits at
-// most Config.AcquireTimeout (acquireBound); acquireTimeout names it in the
-// error.
-func openSQL(pool *pgxpool.Pool, acquireTimeout time.Duration) *sql.DB {
-	s := sql.OpenDB(simpleConnector{Connector: stdlib.GetPoolConnector(pool), acquireTimeout: acquireTimeout})
+// most Config.AcquireTimeout (acquireBound) and names it ErrAcquireTimeout.
+func openSQL(pool *pgxpool.Pool) *sql.DB {
+	s := sql.OpenDB(simpleConnector{stdlib.GetPoolConnector(pool)})
 	s.SetMaxIdleConns(0) // connections are pooled by pgxpool (see stdlib.OpenDBFromPool)
 	return s
 }
 
-type simpleConnector struct {
-	driver.Connector
-	acquireTimeout time.Duration
-}
+type simpleConnector struct{ driver.Connector }
 
 func (c simpleConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	conn, err := c.Connector.Connect(ctx)
 	if err != nil {
-		return nil, acquireError(ctx, c.acquireTimeout, err)
+		return nil, acquireError(ctx, err)
 	}
 	sc, ok := conn.(*stdlib.Conn)
 	if !ok {

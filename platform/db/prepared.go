@@ -148,7 +148,7 @@ func (p *Prepared) Exec(ctx context.Context, tx *bun.Tx, query string, args ...a
 func (p *Prepared) acquire(ctx context.Context) (*pgxpool.Conn, error) {
 	c, err := p.db.Pool.Acquire(ctx)
 	if err != nil {
-		return nil, acquireError(ctx, p.db.acquireTimeout, err)
+		return nil, acquireError(ctx, err)
 	}
 	return c, nil
 }
