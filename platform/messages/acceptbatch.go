@@ -157,8 +157,8 @@ func (s *Service) acceptMany(ctx context.Context, t db.Tenant, items []acceptanc
 //   - want: per sender and day, its messages in the batch;
 //   - u: the daily-limit reservation, per sender and day all its messages
 //     or none: the counter goes up by their number only while it stays
-//     within the limit. Counters are locked in sender and day order (as
-//     delivery's claims), so concurrent batches cannot deadlock;
+//     within the limit. Counters ('accept' rows) are locked in sender and
+//     day order, so concurrent batches cannot deadlock;
 //   - m and j: the messages of the counters u reserved for, and their jobs.
 //
 // It returns, per message, its ordinal and, when accepted, its id and
@@ -187,9 +187,9 @@ func acceptBatchSQL(t db.Tenant, e *jobs.DeliveryEnqueuer) string {
 		want AS (
 		  SELECT id, day, min(lim) AS lim, count(*) AS n FROM ok GROUP BY id, day),
 		u AS (
-		  INSERT INTO ` + sc + `.daily_usage AS u (sender_number_id, day, used)
-		  SELECT id, day, n FROM want WHERE n <= lim ORDER BY id, day
-		  ON CONFLICT (sender_number_id, day) DO UPDATE SET used = u.used + EXCLUDED.used
+		  INSERT INTO ` + sc + `.daily_usage AS u (sender_number_id, day, side, used)
+		  SELECT id, day, 'accept', n FROM want WHERE n <= lim ORDER BY id, day
+		  ON CONFLICT (sender_number_id, day, side) DO UPDATE SET used = u.used + EXCLUDED.used
 		   WHERE u.used + EXCLUDED.used <=
 		         (SELECT w.lim FROM want w WHERE w.id = u.sender_number_id AND w.day = u.day)
 		  RETURNING u.sender_number_id, u.day),

@@ -194,7 +194,7 @@ func TestAcceptBatchAcrossMidnight(t *testing.T) {
 	}
 	for day, want := range map[string]int{"2026-11-22": 2, "2026-11-23": 3} {
 		var used int
-		if err := f.d.Pool.QueryRow(ctx, fmt.Sprintf(`SELECT used FROM %s WHERE sender_number_id = $1 AND day = $2::date`,
+		if err := f.d.Pool.QueryRow(ctx, fmt.Sprintf(`SELECT used FROM %s WHERE sender_number_id = $1 AND day = $2::date AND side = 'accept'`,
 			f.tn.Table("daily_usage")), f.sid, day).Scan(&used); err != nil {
 			t.Fatalf("counter of %s: %v", day, err)
 		}

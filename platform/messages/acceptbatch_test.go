@@ -198,7 +198,7 @@ func (f *fixture) sendBehindLock(tn db.Tenant, held int64, bodies []string) ([]m
 		f.t.Fatal(err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // committed below
-	if _, err := tx.Exec(ctx, fmt.Sprintf(`SELECT 1 FROM %s WHERE sender_number_id = $1 FOR UPDATE`,
+	if _, err := tx.Exec(ctx, fmt.Sprintf(`SELECT 1 FROM %s WHERE sender_number_id = $1 AND side = 'accept' FOR UPDATE`,
 		tn.Table("daily_usage")), held); err != nil {
 		f.t.Fatal(err)
 	}

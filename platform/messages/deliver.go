@@ -236,9 +236,10 @@ type claim struct {
 // claimMany is the common case of the claim, for all of ids at once, in one
 // statement (one round trip, no explicit transaction): it locks the
 // messages (by id) and reads them with their senders and the organization's
-// limits; it locks the day counters of the senders whose queued, not yet
-// dispatched messages all fit under their current limits (in sender and day
-// order) and counts those messages in them; it stamps them dispatched_at.
+// limits; it locks the delivery-side day counters of the senders whose
+// queued, not yet dispatched messages all fit under their current limits (in
+// sender and day order, creating a counter a day's first claim finds
+// missing) and counts those messages in them; it stamps them dispatched_at.
 //
 // It returns every message found, as read before the claim, with whether it
 // proceeds: claimed now, or dispatched already (a retry after a transient
@@ -320,14 +321,12 @@ func claimManySQL(t db.Tenant) string {
 	         min(coalesce(sn_daily_limit_override, default_daily_limit)) AS lim
 	    FROM m WHERE status = 'queued' AND dispatched_at IS NULL AND sn_status = 'active'
 	   GROUP BY 1, 2),
-	l AS (
-	  SELECT d.sender_number_id, d.day, w.n
-	    FROM ` + sc + `.daily_usage d JOIN want w USING (sender_number_id, day)
-	   WHERE d.dispatched + w.n <= w.lim
-	   ORDER BY d.sender_number_id, d.day FOR UPDATE OF d),
 	u AS (
-	  UPDATE ` + sc + `.daily_usage d SET dispatched = d.dispatched + l.n FROM l
-	   WHERE d.sender_number_id = l.sender_number_id AND d.day = l.day
+	  INSERT INTO ` + sc + `.daily_usage AS d (sender_number_id, day, side, dispatched)
+	  SELECT sender_number_id, day, 'deliver', n FROM want WHERE n <= lim ORDER BY sender_number_id, day
+	  ON CONFLICT (sender_number_id, day, side) DO UPDATE SET dispatched = d.dispatched + EXCLUDED.dispatched
+	   WHERE d.dispatched + EXCLUDED.dispatched <=
+	         (SELECT w.lim FROM want w WHERE w.sender_number_id = d.sender_number_id AND w.day = d.day)
 	  RETURNING d.sender_number_id, d.day),
 	x AS (
 	  UPDATE ` + sc + `.messages x SET dispatched_at = $3::timestamptz, updated_at = $3::timestamptz
@@ -351,11 +350,12 @@ func claimOneSQL(t db.Tenant) string {
 	  SELECT ` + deliveryColumns + ` FROM ` + deliveryFrom(sc, "$1::bigint") + `
 	   WHERE m.id = $2::bigint FOR UPDATE OF m),
 	u AS (
-	  UPDATE ` + sc + `.daily_usage d SET dispatched = d.dispatched + 1 FROM m
+	  INSERT INTO ` + sc + `.daily_usage AS d (sender_number_id, day, side, dispatched)
+	  SELECT sender_number_id, (created_at AT TIME ZONE 'UTC')::date, 'deliver', 1 FROM m
 	   WHERE m.status = 'queued' AND m.dispatched_at IS NULL AND m.sn_status = 'active'
-	     AND d.sender_number_id = m.sender_number_id
-	     AND d.day = (m.created_at AT TIME ZONE 'UTC')::date
-	     AND d.dispatched < coalesce(m.sn_daily_limit_override, m.default_daily_limit)
+	     AND coalesce(m.sn_daily_limit_override, m.default_daily_limit) >= 1
+	  ON CONFLICT (sender_number_id, day, side) DO UPDATE SET dispatched = d.dispatched + 1
+	   WHERE d.dispatched < (SELECT coalesce(sn_daily_limit_override, default_daily_limit) FROM m)
 	  RETURNING d.dispatched),
 	x AS (
 	  UPDATE ` + sc + `.messages x SET dispatched_at = $3::timestamptz, updated_at = $3::timestamptz
@@ -386,9 +386,10 @@ type usageKey struct {
 //
 // The decision comes after the throttle, so that it sees the limit as late as
 // possible. Locks are taken in one order, messages by id and then counters
-// by sender and day, the order markSent also follows (the acceptance
-// statement and receipts lock one counter each), so that concurrent batches
-// cannot deadlock. A message that does not exist is absent from the result.
+// by sender and day, the order markSent also follows (receipts lock one
+// counter each; acceptance locks only the acceptance-side rows, which no
+// delivery statement touches), so that concurrent batches cannot deadlock. A
+// message that does not exist is absent from the result.
 func (s *Service) claimLocked(ctx context.Context, t db.Tenant, ids []int64) (map[int64]claim, error) {
 	out := make(map[int64]claim, len(ids))
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
@@ -461,7 +462,7 @@ func (s *Service) claimLocked(ctx context.Context, t db.Tenant, ids []int64) (ma
 		_, err = tx.NewRaw(`WITH u AS (
 			  UPDATE ?0.daily_usage d SET dispatched = v.n
 			    FROM unnest(?1::bigint[], ?2::date[], ?3::int[]) v(sender, day, n)
-			   WHERE d.sender_number_id = v.sender AND d.day = v.day)
+			   WHERE d.sender_number_id = v.sender AND d.day = v.day AND d.side = 'deliver')
 			UPDATE ?0.messages SET dispatched_at = ?4, updated_at = ?4 WHERE id = ANY(?5::bigint[])`,
 			t.Ident(), pgdialect.Array(sids), pgdialect.Array(days), pgdialect.Array(ns), now,
 			pgdialect.Array(claimed)).Exec(ctx)
@@ -476,10 +477,11 @@ func (s *Service) claimLocked(ctx context.Context, t db.Tenant, ids []int64) (ma
 	return out, nil
 }
 
-// lockUsage locks the daily_usage rows of (sids[i], days[i]) in sender
-// and day order and returns their dispatched counters. A row that does not
-// exist is absent (acceptance creates it, so only a hand-made message lacks
-// one; it fails as over the limit).
+// lockUsage locks the delivery-side daily_usage rows of (sids[i], days[i])
+// in sender and day order, creating the missing ones (nothing dispatched
+// yet), and returns their dispatched counters. One statement, so that
+// creating and locking follow that one order (an update that changes nothing
+// is what locks an existing row in an upsert).
 func lockUsage(ctx context.Context, tx bun.Tx, t db.Tenant, sids []int64, days []string) (map[usageKey]int, error) {
 	count := make(map[usageKey]int, len(sids))
 	if len(sids) == 0 {
@@ -490,10 +492,11 @@ func lockUsage(ctx context.Context, tx bun.Tx, t db.Tenant, sids []int64, days [
 		Day        string `bun:"day"`
 		Dispatched int    `bun:"dispatched"`
 	}
-	err := tx.NewRaw(`SELECT d.sender_number_id, d.day::text AS day, d.dispatched
-		  FROM ?0.daily_usage d
-		  JOIN unnest(?1::bigint[], ?2::date[]) v(sender, day) ON d.sender_number_id = v.sender AND d.day = v.day
-		 ORDER BY d.sender_number_id, d.day FOR UPDATE OF d`,
+	err := tx.NewRaw(`INSERT INTO ?0.daily_usage AS d (sender_number_id, day, side)
+		SELECT v.sender, v.day, 'deliver' FROM unnest(?1::bigint[], ?2::date[]) v(sender, day)
+		 ORDER BY v.sender, v.day
+		ON CONFLICT (sender_number_id, day, side) DO UPDATE SET dispatched = d.dispatched
+		RETURNING d.sender_number_id, d.day::text AS day, d.dispatched`,
 		t.Ident(), pgdialect.Array(sids), pgdialect.Array(days)).Scan(ctx, &rows)
 	if err != nil {
 		return nil, fmt.Errorf("lock daily usage: %w", err)
@@ -639,9 +642,10 @@ func (s *Service) markSent(ctx context.Context, t db.Tenant, sent []sentMessage)
 		l AS (
 		  SELECT d.sender_number_id, d.day, c.n
 		    FROM `+sc+`.daily_usage d JOIN c USING (sender_number_id, day)
+		   WHERE d.side = 'deliver'
 		   ORDER BY d.sender_number_id, d.day FOR UPDATE OF d)
 		UPDATE `+sc+`.daily_usage u SET sent = u.sent + l.n FROM l
-		 WHERE u.sender_number_id = l.sender_number_id AND u.day = l.day`,
+		 WHERE u.sender_number_id = l.sender_number_id AND u.day = l.day AND u.side = 'deliver'`,
 		ids, netIDs, convs, recipients, at, now)
 	if err != nil {
 		return fmt.Errorf("record delivery of %d messages of %s: %w", len(sent), t.Schema, err)
@@ -666,7 +670,7 @@ func (s *Service) markOneSent(ctx context.Context, t db.Tenant, m sentMessage, n
 		   WHERE id = $6::bigint AND (status = 'queued' OR (status IN ('delivered', 'failed') AND message_id IS NULL))
 		  RETURNING sender_number_id, created_at, status)
 		UPDATE `+sc+`.daily_usage u SET sent = u.sent + 1 FROM m
-		 WHERE m.status = 'sent'
+		 WHERE m.status = 'sent' AND u.side = 'deliver'
 		   AND u.sender_number_id = m.sender_number_id AND u.day = (m.created_at AT TIME ZONE 'UTC')::date`,
 		m.d.MessageID, m.d.ConversationID, m.d.RecipientID, sentAt, now, m.id)
 	if err != nil {
@@ -684,8 +688,9 @@ func (s *Service) fail(ctx context.Context, idb bun.IDB, t db.Tenant, id int64, 
 		     SET status = 'failed', error_code = ?1, error_message = ?2, failed_at = ?3, updated_at = ?3
 		   WHERE id = ?4 AND status = 'queued'
 		  RETURNING sender_number_id, created_at)
-		UPDATE ?0.daily_usage u SET failed = u.failed + 1 FROM m
-		 WHERE u.sender_number_id = m.sender_number_id AND u.day = (m.created_at AT TIME ZONE 'UTC')::date`,
+		INSERT INTO ?0.daily_usage AS u (sender_number_id, day, side, failed)
+		SELECT sender_number_id, (created_at AT TIME ZONE 'UTC')::date, 'deliver', 1 FROM m
+		ON CONFLICT (sender_number_id, day, side) DO UPDATE SET failed = u.failed + 1`,
 		t.Ident(), code, text, now, id).Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("record failure of message %d: %w", id, err)

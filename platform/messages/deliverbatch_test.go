@@ -18,7 +18,7 @@ func (f *fixture) dispatched(tn db.Tenant, sid int64) int {
 	f.t.Helper()
 	var n int
 	if err := f.db.Pool.QueryRow(context.Background(), fmt.Sprintf(`SELECT dispatched FROM %s
-		WHERE sender_number_id = $1 AND day = $2::date`, tn.Table("daily_usage")),
+		WHERE sender_number_id = $1 AND day = $2::date AND side = 'deliver'`, tn.Table("daily_usage")),
 		sid, start.Format(time.DateOnly)).Scan(&n); err != nil {
 		f.t.Fatal(err)
 	}

@@ -153,10 +153,12 @@ func moveCounters(ctx context.Context, tx bun.Tx, t db.Tenant, m *row, status st
 		delta[m.Status]--
 	}
 	delta[status]++
-	_, err := tx.NewRaw(`UPDATE ?.daily_usage SET sent = sent + ?, delivered = delivered + ?, failed = failed + ?
-		WHERE sender_number_id = ? AND day = ?::date`,
-		t.Ident(), delta[StatusSent], delta[StatusDelivered], delta[StatusFailed],
-		m.SenderNumberID, dayOf(m.CreatedAt)).Exec(ctx)
+	_, err := tx.NewRaw(`INSERT INTO ?0.daily_usage AS u (sender_number_id, day, side, sent, delivered, failed)
+		VALUES (?1, ?2::date, 'deliver', greatest(?3, 0), greatest(?4, 0), greatest(?5, 0))
+		ON CONFLICT (sender_number_id, day, side) DO UPDATE
+		   SET sent = u.sent + ?3, delivered = u.delivered + ?4, failed = u.failed + ?5`,
+		t.Ident(), m.SenderNumberID, dayOf(m.CreatedAt),
+		delta[StatusSent], delta[StatusDelivered], delta[StatusFailed]).Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("move usage counters of message %d: %w", m.ID, err)
 	}

@@ -23,7 +23,7 @@ type usage struct{ used, sent, delivered, failed int }
 func (f *fixture) usage(tn db.Tenant, sid int64) usage {
 	f.t.Helper()
 	var u usage
-	if err := f.db.Pool.QueryRow(context.Background(), fmt.Sprintf(`SELECT used, sent, delivered, failed
+	if err := f.db.Pool.QueryRow(context.Background(), fmt.Sprintf(`SELECT sum(used), sum(sent), sum(delivered), sum(failed)
 		FROM %s WHERE sender_number_id = $1 AND day = $2::date`, tn.Table("daily_usage")),
 		sid, start.Format(time.DateOnly)).Scan(&u.used, &u.sent, &u.delivered, &u.failed); err != nil {
 		f.t.Fatalf("daily usage of sender %d: %v", sid, err)

@@ -221,11 +221,13 @@ func render(r *row) (SendResult, error) {
 //   - s: the sender (by id, else by phone) with its daily limit (its
 //     override, else the organization's default);
 //   - ok: the sender if it is active and the request's phone, if any, is its;
-//   - u: the daily-limit reservation: the sender's counter for the day goes
-//     up only while it is under the limit (INSERT ... ON CONFLICT DO UPDATE
-//     ... WHERE used < limit), so concurrent sends never pass it. Its row
-//     lock is held from here to the commit: for the two inserts below, in
-//     the same statement, and the commit;
+//   - u: the daily-limit reservation: the sender's acceptance counter for
+//     the day (its 'accept' row) goes up only while it is under the limit
+//     (INSERT ... ON CONFLICT DO UPDATE ... WHERE used < limit), so
+//     concurrent sends never pass it. Its row lock is held from here to the
+//     commit: for the two inserts below, in the same statement, and the
+//     commit. Delivery counts in the day's 'deliver' row, so a delivery
+//     never holds this lock;
 //   - m: the message, queued;
 //   - j: its delivery job (jobs.DeliveryEnqueuer).
 //
@@ -244,9 +246,9 @@ func acceptSQL(t db.Tenant, byID bool, e *jobs.DeliveryEnqueuer) string {
 		ok AS (
 		  SELECT id, lim FROM s WHERE status = 'active' AND ($2::text = '' OR phone = $2::text) AND lim >= 1),
 		u AS (
-		  INSERT INTO ` + sc + `.daily_usage AS u (sender_number_id, day, used)
-		  SELECT id, ($12::timestamptz AT TIME ZONE 'UTC')::date, 1 FROM ok
-		  ON CONFLICT (sender_number_id, day) DO UPDATE SET used = u.used + 1
+		  INSERT INTO ` + sc + `.daily_usage AS u (sender_number_id, day, side, used)
+		  SELECT id, ($12::timestamptz AT TIME ZONE 'UTC')::date, 'accept', 1 FROM ok
+		  ON CONFLICT (sender_number_id, day, side) DO UPDATE SET used = u.used + 1
 		   WHERE u.used < (SELECT lim FROM ok)
 		  RETURNING u.sender_number_id),
 		m AS (

@@ -369,7 +369,7 @@ func TestDeliverRetryClaimsOnce(t *testing.T) {
 	}
 	dispatched := func() int {
 		var n int
-		if err := f.db.Pool.QueryRow(ctx, fmt.Sprintf(`SELECT dispatched FROM %s WHERE sender_number_id = $1`,
+		if err := f.db.Pool.QueryRow(ctx, fmt.Sprintf(`SELECT dispatched FROM %s WHERE sender_number_id = $1 AND side = 'deliver'`,
 			tn.Table("daily_usage")), sid).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
@@ -533,7 +533,7 @@ func TestSendSenderErrorsOnceKnown(t *testing.T) {
 			}
 			var stored int
 			if err := f.db.Pool.QueryRow(context.Background(),
-				fmt.Sprintf(`SELECT (SELECT count(*) FROM %s) + (SELECT used FROM %s WHERE sender_number_id = $1)`,
+				fmt.Sprintf(`SELECT (SELECT count(*) FROM %s) + (SELECT used FROM %s WHERE sender_number_id = $1 AND side = 'accept')`,
 					tn.Table("messages"), tn.Table("daily_usage")), sid).Scan(&stored); err != nil {
 				t.Fatal(err)
 			}
@@ -592,6 +592,60 @@ func TestDailyLimitReservation(t *testing.T) {
 	}
 	f.clock.Set(time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC))
 	f.mustSend(tn, sid, ph(2), "tomorrow")
+}
+
+// Acceptance and delivery count a sender's day in rows of their own
+// ('accept' and 'deliver' in daily_usage), so neither waits on the other's
+// row lock, which each holds until its commit: a send goes through while a
+// transaction holds the day's delivery row, and the delivery of that send
+// while one holds the acceptance row.
+func TestAcceptanceAndDeliveryLockApart(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 100, 100)
+	tn := f.org()
+	sid := f.sender(tn, ph(1))
+	f.account(ph(2))
+	if _, err := f.deliver(tn, f.mustSend(tn, sid, ph(2), "first"), 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	// holding runs fn while another transaction holds the day's side row.
+	holding := func(side string, fn func(ctx context.Context) error) {
+		t.Helper()
+		ctx := context.Background()
+		tx, err := f.db.Pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx) //nolint:errcheck // only a lock to release
+		tag, err := tx.Exec(ctx, fmt.Sprintf(`SELECT 1 FROM %s WHERE sender_number_id = $1 AND day = $2::date AND side = $3 FOR UPDATE`,
+			tn.Table("daily_usage")), sid, start.Format(time.DateOnly), side)
+		if err != nil || tag.RowsAffected() != 1 {
+			t.Fatalf("lock the %s row: %v, %d rows", side, err, tag.RowsAffected())
+		}
+		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		if err := fn(ctx); err != nil {
+			t.Fatalf("with the %s row held: %v", side, err)
+		}
+	}
+	var id int64
+	holding("deliver", func(ctx context.Context) error {
+		var r messages.SendRequest
+		if err := json.Unmarshal(fmt.Appendf(nil, `{"sender_number_id":%d,"to_phone":%q,"type":"text","content":"second"}`, sid, ph(2)), &r); err != nil {
+			return err
+		}
+		res, err := f.svc.Send(ctx, tn, &r)
+		id = res.MessageID
+		return err
+	})
+	holding("accept", func(ctx context.Context) error {
+		_, err := f.svc.DeliverMessage(ctx, jobs.DeliverArgs{OrgID: tn.OrgID, Schema: tn.Schema, MessageID: id},
+			jobs.DeliveryAttempt{JobID: 2, Attempt: 1, MaxAttempts: 5})
+		return err
+	})
+	if m := f.get(tn, id); m.Status != messages.StatusSent {
+		t.Fatalf("second message %+v, want sent", m)
+	}
 }
 
 // A send with an Idempotency-Key is accepted in a transaction, by the same

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/bizmsg/platform/migrations"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/dbtest"
@@ -227,5 +229,85 @@ func TestAllTenantsReportsFailureAndContinues(t *testing.T) {
 	}
 	if versions != 0 {
 		t.Fatalf("broken tenant has a version table after a failed migration")
+	}
+}
+
+// 0004_usage_sides splits each daily_usage row of a tenant migrated before
+// it into an acceptance row (used) and, when the day had any delivery, a
+// delivery row (dispatched, sent, delivered, failed), keeping every count.
+func TestUsageSidesMigrationKeepsCounts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, _ := dbtest.Migrated(t)
+	set, err := migrate.LoadSet(migrations.Tenant())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn := createOrgs(t, d, 1)[0]
+	apply := func(tx pgx.Tx, versions func(v int) bool) {
+		t.Helper()
+		if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+tn.Quoted()+"; SET LOCAL search_path TO "+tn.Quoted()); err != nil {
+			t.Fatal(err)
+		}
+		for _, mig := range set {
+			if versions(mig.Version) {
+				if _, err := tx.Exec(ctx, mig.SQL); err != nil {
+					t.Fatalf("apply %04d: %v", mig.Version, err)
+				}
+			}
+		}
+	}
+	type counts struct{ used, dispatched, sent, delivered, failed int }
+	before := map[string]counts{
+		"2026-11-20": {used: 5, dispatched: 4, sent: 1, delivered: 2, failed: 1},
+		"2026-11-21": {used: 3},
+	}
+	err = pgx.BeginFunc(ctx, d.Pool, func(tx pgx.Tx) error {
+		apply(tx, func(v int) bool { return v <= 3 })
+		if _, err := tx.Exec(ctx, `INSERT INTO sender_numbers (phone) VALUES ('+12125550100')`); err != nil {
+			return err
+		}
+		for day, c := range before {
+			if _, err := tx.Exec(ctx, `INSERT INTO daily_usage (sender_number_id, day, used, dispatched, sent, delivered, failed)
+				SELECT id, $1::date, $2, $3, $4, $5, $6 FROM sender_numbers`,
+				day, c.used, c.dispatched, c.sent, c.delivered, c.failed); err != nil {
+				return err
+			}
+		}
+		apply(tx, func(v int) bool { return v == 4 })
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := d.Pool.Query(ctx, `SELECT day::text, side, used, dispatched, sent, delivered, failed
+		FROM `+tn.Table("daily_usage")+` ORDER BY day, side`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		day, side string
+		c         counts
+	}
+	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+		var x row
+		err := r.Scan(&x.day, &x.side, &x.c.used, &x.c.dispatched, &x.c.sent, &x.c.delivered, &x.c.failed)
+		return x, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []row{
+		{"2026-11-20", "accept", counts{used: 5}},
+		{"2026-11-20", "deliver", counts{dispatched: 4, sent: 1, delivered: 2, failed: 1}},
+		{"2026-11-21", "accept", counts{used: 3}},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("rows %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("row %d: %+v, want %+v", i, got[i], want[i])
+		}
 	}
 }

@@ -4,9 +4,10 @@
 // organization's limits.
 //
 // Counts come from the per-sender, per-day counters of daily_usage, kept by
-// the send path (used, at acceptance) and the delivery worker (sent,
-// delivered, failed, when a message reaches that status), so a report reads a
-// few rows per sender and day, never the messages themselves. A message is
+// the send path (used, at acceptance, in the day's 'accept' row) and the
+// delivery worker (sent, delivered, failed, when a message reaches that
+// status, in the day's 'deliver' row), so a report reads two rows per sender
+// and day, never the messages themselves. A message is
 // counted on the UTC day it was accepted, in the status it has now.
 package usage
 
@@ -240,7 +241,7 @@ func (s *Service) Report(ctx context.Context, t db.Tenant, q Query) (Report, err
 	if err := s.db.NewRaw(`SELECT s.id, s.phone, s.status,
 		       coalesce(s.daily_limit_override, ?) AS daily_limit, coalesce(u.used, 0) AS used
 		  FROM ?.sender_numbers s
-		  LEFT JOIN ?.daily_usage u ON u.sender_number_id = s.id AND u.day = ?::date
+		  LEFT JOIN ?.daily_usage u ON u.sender_number_id = s.id AND u.day = ?::date AND u.side = 'accept'
 		 ORDER BY s.id`, org.DefaultDailyLimit, t.Ident(), t.Ident(), today.Format(time.DateOnly)).Scan(ctx, &senders); err != nil {
 		return Report{}, fmt.Errorf("sender usage: %w", err)
 	}
