@@ -7,9 +7,12 @@
 -- delivery batch's claim or sent record held the row every acceptance of the
 -- sender needed (docs/performance.md). The usage endpoint sums both rows.
 -- The primary key index is replaced, so a tenant keeps its number of
--- relation files.
+-- relation files; `side` is stored plain (never compressed or moved out of
+-- line, which a six-letter value never needs), so the table gets no TOAST
+-- table either.
 ALTER TABLE daily_usage
-    ADD COLUMN side text NOT NULL DEFAULT 'accept' CHECK (side IN ('accept', 'deliver'));
+    ADD COLUMN side text NOT NULL DEFAULT 'accept' CHECK (side IN ('accept', 'deliver')),
+    ALTER COLUMN side SET STORAGE PLAIN;
 ALTER TABLE daily_usage DROP CONSTRAINT daily_usage_pkey;
 ALTER TABLE daily_usage ADD PRIMARY KEY (sender_number_id, day, side);
 

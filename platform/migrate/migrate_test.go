@@ -311,3 +311,28 @@ func TestUsageSidesMigrationKeepsCounts(t *testing.T) {
 		}
 	}
 }
+
+// No tenant migration gives daily_usage, whose columns are all of fixed
+// width or plainly stored, a TOAST table: two more relations per tenant
+// that nothing would ever use.
+func TestDailyUsageHasNoToastTable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, _ := dbtest.Migrated(t)
+	m, err := migrate.New(d.Pool, migrate.Config{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn := createOrgs(t, d, 1)[0]
+	if _, err := m.Tenant(ctx, tn); err != nil {
+		t.Fatal(err)
+	}
+	var toast bool
+	if err := d.Pool.QueryRow(ctx, `SELECT reltoastrelid <> 0 FROM pg_class WHERE oid = $1::regclass`,
+		tn.Table("daily_usage")).Scan(&toast); err != nil {
+		t.Fatal(err)
+	}
+	if toast {
+		t.Fatal("daily_usage has a TOAST table")
+	}
+}
