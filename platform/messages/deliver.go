@@ -625,32 +625,51 @@ func (s *Service) markSent(ctx context.Context, t db.Tenant, sent []sentMessage)
 			at[i] = now
 		}
 	}
-	sc := t.Quoted()
-	err := s.prep.Exec(ctx, nil, `WITH m AS (
-		  UPDATE `+sc+`.messages x
-		     SET status = CASE WHEN x.status = 'queued' THEN 'sent' ELSE x.status END,
-		         message_id = v.message_id, conversation_id = v.conversation_id,
-		         recipient_user_id = v.recipient_id, sent_at = v.sent_at, updated_at = $6::timestamptz
-		    FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::timestamptz[])
-		         v(id, message_id, conversation_id, recipient_id, sent_at)
-		   WHERE x.id = v.id
-		     AND (x.status = 'queued' OR (x.status IN ('delivered', 'failed') AND x.message_id IS NULL))
-		  RETURNING x.sender_number_id, x.created_at, x.status),
-		c AS (
-		  SELECT sender_number_id, (created_at AT TIME ZONE 'UTC')::date AS day, count(*) AS n
-		    FROM m WHERE status = 'sent' GROUP BY 1, 2),
-		l AS (
-		  SELECT d.sender_number_id, d.day, c.n
-		    FROM `+sc+`.daily_usage d JOIN c USING (sender_number_id, day)
-		   WHERE d.side = 'deliver'
-		   ORDER BY d.sender_number_id, d.day FOR UPDATE OF d)
-		UPDATE `+sc+`.daily_usage u SET sent = u.sent + l.n FROM l
-		 WHERE u.sender_number_id = l.sender_number_id AND u.day = l.day AND u.side = 'deliver'`,
+	err := s.prep.Exec(ctx, nil, markSentSQL(t),
 		ids, netIDs, convs, recipients, at, now)
 	if err != nil {
 		return fmt.Errorf("record delivery of %d messages of %s: %w", len(sent), t.Schema, err)
 	}
 	return nil
+}
+
+// markSentSQL is markSent's statement for tenant t, with $n arguments for
+// db.Prepared: $1 the message ids, $2 to $5 each one's network message,
+// conversation and recipient ids and sent time, $6 the time.
+//
+// Which messages it may record is a CASE, not the equivalent OR of status
+// comparisons, so that it can only filter the rows the ids find and never
+// be the index condition the plan starts from. With the OR, a plan made
+// after an ANALYZE that saw almost nothing queued (the usual state of a
+// tenant whose messages are delivered as they come) scans every queued
+// message through messages_status_idx and joins the batch's ids to them: 80
+// ms and more per batch under a backlog of 10,000, which took the delivery
+// drain from 3,300 to 1,000-1,300 messages/s once autovacuum ran
+// (docs/performance.md, item 23). TestDeliveryPlansStartFromIDs holds it.
+func markSentSQL(t db.Tenant) string {
+	sc := t.Quoted()
+	return `WITH m AS (
+	  UPDATE ` + sc + `.messages x
+	     SET status = CASE WHEN x.status = 'queued' THEN 'sent' ELSE x.status END,
+	         message_id = v.message_id, conversation_id = v.conversation_id,
+	         recipient_user_id = v.recipient_id, sent_at = v.sent_at, updated_at = $6::timestamptz
+	    FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::timestamptz[])
+	         v(id, message_id, conversation_id, recipient_id, sent_at)
+	   WHERE x.id = v.id
+	     AND CASE WHEN x.status = 'queued' THEN true
+	              WHEN x.status IN ('delivered', 'failed') THEN x.message_id IS NULL
+	              ELSE false END
+	  RETURNING x.sender_number_id, x.created_at, x.status),
+	c AS (
+	  SELECT sender_number_id, (created_at AT TIME ZONE 'UTC')::date AS day, count(*) AS n
+	    FROM m WHERE status = 'sent' GROUP BY 1, 2),
+	l AS (
+	  SELECT d.sender_number_id, d.day, c.n
+	    FROM ` + sc + `.daily_usage d JOIN c USING (sender_number_id, day)
+	   WHERE d.side = 'deliver'
+	   ORDER BY d.sender_number_id, d.day FOR UPDATE OF d)
+	UPDATE ` + sc + `.daily_usage u SET sent = u.sent + l.n FROM l
+	 WHERE u.sender_number_id = l.sender_number_id AND u.day = l.day AND u.side = 'deliver'`
 }
 
 // markOneSent is markSent for one message: the same effect, from a
@@ -661,22 +680,33 @@ func (s *Service) markOneSent(ctx context.Context, t db.Tenant, m sentMessage, n
 	if sentAt.IsZero() {
 		sentAt = now
 	}
-	sc := t.Quoted()
-	err := s.prep.Exec(ctx, nil, `WITH m AS (
-		  UPDATE `+sc+`.messages
-		     SET status = CASE WHEN status = 'queued' THEN 'sent' ELSE status END,
-		         message_id = $1::bigint, conversation_id = $2::bigint, recipient_user_id = $3::bigint,
-		         sent_at = $4::timestamptz, updated_at = $5::timestamptz
-		   WHERE id = $6::bigint AND (status = 'queued' OR (status IN ('delivered', 'failed') AND message_id IS NULL))
-		  RETURNING sender_number_id, created_at, status)
-		UPDATE `+sc+`.daily_usage u SET sent = u.sent + 1 FROM m
-		 WHERE m.status = 'sent' AND u.side = 'deliver'
-		   AND u.sender_number_id = m.sender_number_id AND u.day = (m.created_at AT TIME ZONE 'UTC')::date`,
+	err := s.prep.Exec(ctx, nil, markOneSentSQL(t),
 		m.d.MessageID, m.d.ConversationID, m.d.RecipientID, sentAt, now, m.id)
 	if err != nil {
 		return fmt.Errorf("record delivery of message %d of %s: %w", m.id, t.Schema, err)
 	}
 	return nil
+}
+
+// markOneSentSQL is markOneSent's statement for tenant t, with $n arguments
+// for db.Prepared: $1 to $4 the network message, conversation and recipient
+// ids and the sent time, $5 the time, $6 the message id. Its status check is
+// markSentSQL's CASE, for the same reason.
+func markOneSentSQL(t db.Tenant) string {
+	sc := t.Quoted()
+	return `WITH m AS (
+	  UPDATE ` + sc + `.messages
+	     SET status = CASE WHEN status = 'queued' THEN 'sent' ELSE status END,
+	         message_id = $1::bigint, conversation_id = $2::bigint, recipient_user_id = $3::bigint,
+	         sent_at = $4::timestamptz, updated_at = $5::timestamptz
+	   WHERE id = $6::bigint
+	     AND CASE WHEN status = 'queued' THEN true
+	              WHEN status IN ('delivered', 'failed') THEN message_id IS NULL
+	              ELSE false END
+	  RETURNING sender_number_id, created_at, status)
+	UPDATE ` + sc + `.daily_usage u SET sent = u.sent + 1 FROM m
+	 WHERE m.status = 'sent' AND u.side = 'deliver'
+	   AND u.sender_number_id = m.sender_number_id AND u.day = (m.created_at AT TIME ZONE 'UTC')::date`
 }
 
 // fail marks a queued message failed with code and text, and counts it in

@@ -1,0 +1,81 @@
+package messages
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// Delivery's statements find their messages by id, whatever the statistics
+// say: after an ANALYZE that saw only sent messages, then a backlog of
+// queued ones, neither a generic plan nor a custom one starts from the
+// status index (which would read every queued message for each batch).
+func TestDeliveryPlansStartFromIDs(t *testing.T) {
+	t.Parallel()
+	f := newAcceptFixture(t)
+	ctx := context.Background()
+	msgs := f.tn.Table("messages")
+	insert := func(status string, n int) {
+		t.Helper()
+		if _, err := f.d.Pool.Exec(ctx, fmt.Sprintf(`INSERT INTO %s (sender_number_id, to_phone, type, content, status, message_id)
+			SELECT $1, '+14155550002', 'text', 'x', $2, CASE WHEN $2 = 'sent' THEN g END
+			  FROM generate_series(1, $3::int) g`, msgs), f.sid, status, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	insert("sent", 5000)
+	if _, err := f.d.Pool.Exec(ctx, "ANALYZE "+msgs); err != nil {
+		t.Fatal(err)
+	}
+	insert("queued", 5000)
+
+	ids := "'{5001,5002,5003,5004,5005,5006,5007,5008}'"
+	ones := "'{1,1,1,1,1,1,1,1}'"
+	statements := []struct {
+		name, sql, args string
+	}{
+		{"claim one", claimOneSQL(f.tn), fmt.Sprintf("%d, 5001, now()", f.tn.OrgID)},
+		{"claim many", claimManySQL(f.tn), fmt.Sprintf("%d, %s, now()", f.tn.OrgID, ids)},
+		{"mark one sent", markOneSentSQL(f.tn), "1, 1, 1, now(), now(), 5001"},
+		{"mark sent", markSentSQL(f.tn), fmt.Sprintf("%s, %s, %s, %s, array_fill(now(), '{8}'), now()", ids, ones, ones, ones)},
+	}
+	for _, st := range statements {
+		for _, mode := range []string{"force_generic_plan", "force_custom_plan"} {
+			t.Run(st.name+"/"+mode, func(t *testing.T) {
+				t.Parallel()
+				conn, err := f.d.Pool.Acquire(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer conn.Release()
+				if _, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := conn.Exec(ctx, "PREPARE plan_check AS "+st.sql); err != nil {
+					t.Fatal(err)
+				}
+				defer conn.Exec(ctx, "DEALLOCATE plan_check") //nolint:errcheck // the connection goes back to a test pool
+				rows, err := conn.Query(ctx, "EXPLAIN (COSTS OFF) EXECUTE plan_check("+st.args+")")
+				if err != nil {
+					t.Fatal(err)
+				}
+				var plan []string
+				for rows.Next() {
+					var line string
+					if err := rows.Scan(&line); err != nil {
+						t.Fatal(err)
+					}
+					plan = append(plan, line)
+				}
+				if err := rows.Err(); err != nil {
+					t.Fatal(err)
+				}
+				text := strings.Join(plan, "\n")
+				if strings.Contains(text, "messages_status_idx") || !strings.Contains(text, "messages_pkey") {
+					t.Fatalf("the plan does not find the messages by id:\n%s", text)
+				}
+			})
+		}
+	}
+}
