@@ -467,11 +467,30 @@ func (b *sendBench) setup(ctx context.Context) error {
 	return nil
 }
 
-// settle runs VACUUM (ANALYZE) over the scratch database, then checkpoint.
+// settle runs VACUUM (ANALYZE) over the scratch database, waits (a minute
+// at most) for autovacuum workers still busy in it to finish, then
+// checkpoints. Autovacuum starts its round at the same time as the VACUUM
+// often enough, and goes on through tables the VACUUM already did.
 func (b *sendBench) settle(ctx context.Context) error {
 	b.prog.phase("vacuum after the ceilings")(0)
 	if _, err := b.d.Pool.Exec(ctx, "VACUUM (ANALYZE)"); err != nil {
 		return fmt.Errorf("vacuum after the ceilings: %w", err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var busy int
+		if err := b.d.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE backend_type = 'autovacuum worker' AND datname = current_database()`).Scan(&busy); err != nil {
+			return fmt.Errorf("autovacuum workers: %w", err)
+		}
+		if busy == 0 || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 	b.checkpoint(ctx, "the ceilings")
 	return nil
