@@ -385,12 +385,12 @@ func (b *sendBench) run(ctx context.Context, keep bool) (*sendReport, error) {
 	// Ceiling (a)'s rounds write a message and a job in every tenant and
 	// delete them again, and write hundreds of megabytes of WAL. Left
 	// alone, that is autovacuum's work for the next minutes (about 2,000
-	// tables with 1,000 tenants, which took the service's closed loop from
-	// 1,770 to 833-1,050 sends/s) and a checkpoint (max_wal_size) under the
-	// open loop (both full runs of stop 19 before this: p99 57.8 and 64.3
-	// ms). The ceilings are not the service's work: vacuum what they left
-	// and checkpoint, so that the measured phases start from a settled
-	// database.
+	// tables with 1,000 tenants, vacuumed under the service's first
+	// phases) and a checkpoint (max_wal_size) under the open loop (both
+	// full runs of stop 19 before this: p99 57.8 and 64.3 ms). The
+	// ceilings are not the service's work: vacuum what they left and
+	// checkpoint, so that the measured phases start from a settled
+	// database (docs/performance.md, item 22).
 	if err := b.settle(ctx); err != nil {
 		return rep, err
 	}
