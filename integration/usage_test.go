@@ -103,18 +103,20 @@ func TestUsageReport(t *testing.T) {
 	}
 	e.deliverNow(org, m3.ID)
 
-	// Day 3: two messages of s2 and one of s1, all still queued.
+	// Day 3: two messages of s2, still queued, and one of s1, delivered (so
+	// that s1's day has a delivery counter beside its acceptance counter,
+	// and used_today must read the acceptance one alone).
 	e.Clock.Set(day1.AddDate(0, 0, 2).Add(5 * time.Hour))
 	accepted(t, e.send(org, text(s2, phoneN(10), "d")))
 	accepted(t, e.send(org, text(s2, phoneN(10), "e")))
-	accepted(t, e.send(org, text(s1, phoneN(10), "f")))
+	e.deliverNow(org, accepted(t, e.send(org, text(s1, phoneN(10), "f"))).ID)
 	e.relogin(org) // the fake clock outlived the access token
 
 	rep := e.usage(usagePath, org.Key())
 	if rep.Period.From != "2026-10-24" || rep.Period.To != "2026-11-22" || len(rep.Daily) != 30 {
 		t.Fatalf("default period %+v with %d days", rep.Period, len(rep.Daily))
 	}
-	want := counts{Queued: 3, Sent: 2, Failed: 1, Total: 6}
+	want := counts{Queued: 2, Sent: 3, Failed: 1, Total: 6}
 	if rep.Totals != want {
 		t.Fatalf("totals %+v, want %+v", rep.Totals, want)
 	}
@@ -124,7 +126,7 @@ func TestUsageReport(t *testing.T) {
 	}
 	if byDate["2026-11-20"] != (counts{Sent: 2, Failed: 1, Total: 3}) ||
 		byDate["2026-11-21"] != (counts{}) ||
-		byDate["2026-11-22"] != (counts{Queued: 3, Total: 3}) {
+		byDate["2026-11-22"] != (counts{Queued: 2, Sent: 1, Total: 3}) {
 		t.Fatalf("daily %+v", rep.Daily)
 	}
 	if rep.Daily[0].Date != "2026-10-24" || rep.Daily[29].Date != "2026-11-22" {

@@ -633,11 +633,9 @@ func (s *Service) markSent(ctx context.Context, t db.Tenant, sent []sentMessage)
 	return nil
 }
 
-// markSentSQL is markSent's statement for tenant t, with $n arguments for
-// db.Prepared: $1 the message ids, $2 to $5 each one's network message,
-// conversation and recipient ids and sent time, $6 the time.
-//
-// Which messages it may record is a CASE, not the equivalent OR of status
+// recordableSQL is whether message x may take a sent record (markSent): it
+// is queued, or a receipt moved it to delivered or failed before the record
+// (it gets the network's ids). It is a CASE, not the equivalent OR of status
 // comparisons, so that it can only filter the rows the ids find and never
 // be the index condition the plan starts from. With the OR, a plan made
 // after an ANALYZE that saw almost nothing queued (the usual state of a
@@ -646,6 +644,13 @@ func (s *Service) markSent(ctx context.Context, t db.Tenant, sent []sentMessage)
 // ms and more per batch under a backlog of 10,000, which took the delivery
 // drain from 3,300 to 1,000-1,300 messages/s once autovacuum ran
 // (docs/performance.md, item 23). TestDeliveryPlansStartFromIDs holds it.
+const recordableSQL = `CASE WHEN x.status = 'queued' THEN true
+	              WHEN x.status IN ('delivered', 'failed') THEN x.message_id IS NULL
+	              ELSE false END`
+
+// markSentSQL is markSent's statement for tenant t, with $n arguments for
+// db.Prepared: $1 the message ids, $2 to $5 each one's network message,
+// conversation and recipient ids and sent time, $6 the time.
 func markSentSQL(t db.Tenant) string {
 	sc := t.Quoted()
 	return `WITH m AS (
@@ -655,10 +660,7 @@ func markSentSQL(t db.Tenant) string {
 	         recipient_user_id = v.recipient_id, sent_at = v.sent_at, updated_at = $6::timestamptz
 	    FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::timestamptz[])
 	         v(id, message_id, conversation_id, recipient_id, sent_at)
-	   WHERE x.id = v.id
-	     AND CASE WHEN x.status = 'queued' THEN true
-	              WHEN x.status IN ('delivered', 'failed') THEN x.message_id IS NULL
-	              ELSE false END
+	   WHERE x.id = v.id AND ` + recordableSQL + `
 	  RETURNING x.sender_number_id, x.created_at, x.status),
 	c AS (
 	  SELECT sender_number_id, (created_at AT TIME ZONE 'UTC')::date AS day, count(*) AS n
@@ -690,20 +692,16 @@ func (s *Service) markOneSent(ctx context.Context, t db.Tenant, m sentMessage, n
 
 // markOneSentSQL is markOneSent's statement for tenant t, with $n arguments
 // for db.Prepared: $1 to $4 the network message, conversation and recipient
-// ids and the sent time, $5 the time, $6 the message id. Its status check is
-// markSentSQL's CASE, for the same reason.
+// ids and the sent time, $5 the time, $6 the message id.
 func markOneSentSQL(t db.Tenant) string {
 	sc := t.Quoted()
 	return `WITH m AS (
-	  UPDATE ` + sc + `.messages
-	     SET status = CASE WHEN status = 'queued' THEN 'sent' ELSE status END,
+	  UPDATE ` + sc + `.messages x
+	     SET status = CASE WHEN x.status = 'queued' THEN 'sent' ELSE x.status END,
 	         message_id = $1::bigint, conversation_id = $2::bigint, recipient_user_id = $3::bigint,
 	         sent_at = $4::timestamptz, updated_at = $5::timestamptz
-	   WHERE id = $6::bigint
-	     AND CASE WHEN status = 'queued' THEN true
-	              WHEN status IN ('delivered', 'failed') THEN message_id IS NULL
-	              ELSE false END
-	  RETURNING sender_number_id, created_at, status)
+	   WHERE x.id = $6::bigint AND ` + recordableSQL + `
+	  RETURNING x.sender_number_id, x.created_at, x.status)
 	UPDATE ` + sc + `.daily_usage u SET sent = u.sent + 1 FROM m
 	 WHERE m.status = 'sent' AND u.side = 'deliver'
 	   AND u.sender_number_id = m.sender_number_id AND u.day = (m.created_at AT TIME ZONE 'UTC')::date`

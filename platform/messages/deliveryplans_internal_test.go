@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Delivery's statements find their messages by id, whatever the statistics
@@ -60,15 +62,8 @@ func TestDeliveryPlansStartFromIDs(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var plan []string
-				for rows.Next() {
-					var line string
-					if err := rows.Scan(&line); err != nil {
-						t.Fatal(err)
-					}
-					plan = append(plan, line)
-				}
-				if err := rows.Err(); err != nil {
+				plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+				if err != nil {
 					t.Fatal(err)
 				}
 				text := strings.Join(plan, "\n")
