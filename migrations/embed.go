@@ -10,7 +10,7 @@ import (
 	"io/fs"
 )
 
-//go:embed central/*.sql network/*.sql tenant/*.sql
+//go:embed central/*.sql network/*.sql river/*.sql tenant/*.sql
 var files embed.FS
 
 // Central returns the migrations of the `central` schema (organizations, users,
@@ -20,6 +20,12 @@ func Central() fs.FS { return sub("central") }
 // Network returns the migrations of the `network` schema (the built-in
 // messaging network).
 func Network() fs.FS { return sub("network") }
+
+// River returns the platform's own migrations of the `river` schema, applied
+// after River's (settings of River's tables that River leaves at Postgres's
+// defaults; their version table is river.schema_migrations, beside River's
+// river_migration).
+func River() fs.FS { return sub("river") }
 
 // Tenant returns the migrations applied to every `tenant_<id>` schema.
 func Tenant() fs.FS { return sub("tenant") }

@@ -1,6 +1,7 @@
 // Package migrate is the platform's one migration runner. It applies the embedded
 // SQL sets of package migrations to the central, network and tenant schemas, and
-// River's own migrations to the river schema.
+// River's own migrations to the river schema followed by the platform's set for
+// it.
 //
 // Each schema has its own version table (<schema>.schema_migrations). A schema is
 // migrated in one transaction that first takes a transaction-scoped advisory lock
@@ -103,7 +104,10 @@ type Migrator struct {
 	central Set
 	network Set
 	tenant  Set
-	river   *rivermigrate.Migrator[pgx.Tx]
+	// riverSet is the platform's own set for the river schema, applied
+	// after River's migrations (river).
+	riverSet Set
+	river    *rivermigrate.Migrator[pgx.Tx]
 }
 
 // New returns a Migrator over pool with the embedded migration sets.
@@ -125,6 +129,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Migrator, error) {
 	if m.tenant, err = LoadSet(migrations.Tenant()); err != nil {
 		return nil, fmt.Errorf("tenant: %w", err)
 	}
+	if m.riverSet, err = LoadSet(migrations.River()); err != nil {
+		return nil, fmt.Errorf("river: %w", err)
+	}
 	m.river, err = rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{
 		Schema: RiverSchema,
 		Logger: cfg.Logger.With("component", "rivermigrate"),
@@ -138,8 +145,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Migrator, error) {
 // TenantSet returns the tenant migrations (used by tests and readiness).
 func (m *Migrator) TenantSet() Set { return m.tenant }
 
-// Base migrates the central, network and river schemas. It is what a process
-// runs at start; it returns quickly when everything is current.
+// Base migrates the central, network and river schemas (River's migrations,
+// then the platform's set for that schema). It is what a process runs at
+// start; it returns quickly when everything is current.
 func (m *Migrator) Base(ctx context.Context) (applied int, err error) {
 	n, err := m.applySet(ctx, CentralSchema, m.central)
 	if err != nil {
@@ -152,6 +160,10 @@ func (m *Migrator) Base(ctx context.Context) (applied int, err error) {
 	applied += n
 	if n, err = m.migrateRiver(ctx); err != nil {
 		return applied, fmt.Errorf("migrate %s: %w", RiverSchema, err)
+	}
+	applied += n
+	if n, err = m.applySet(ctx, RiverSchema, m.riverSet); err != nil {
+		return applied, fmt.Errorf("migrate %s (platform set): %w", RiverSchema, err)
 	}
 	return applied + n, nil
 }
@@ -310,7 +322,7 @@ func (m *Migrator) Current(ctx context.Context) (bool, error) {
 	for _, s := range []struct {
 		schema string
 		set    Set
-	}{{CentralSchema, m.central}, {NetworkSchema, m.network}} {
+	}{{CentralSchema, m.central}, {NetworkSchema, m.network}, {RiverSchema, m.riverSet}} {
 		v, err := m.version(ctx, s.schema)
 		if err != nil {
 			return false, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"testing/fstest"
@@ -63,6 +64,7 @@ func TestEmbeddedSetsLoad(t *testing.T) {
 	}{
 		{"central", func() (migrate.Set, error) { return migrate.LoadSet(migrations.Central()) }},
 		{"network", func() (migrate.Set, error) { return migrate.LoadSet(migrations.Network()) }},
+		{"river", func() (migrate.Set, error) { return migrate.LoadSet(migrations.River()) }},
 		{"tenant", func() (migrate.Set, error) { return migrate.LoadSet(migrations.Tenant()) }},
 	} {
 		set, err := f.set()
@@ -108,6 +110,7 @@ func TestConcurrentMigratorsApplyOnce(t *testing.T) {
 	}{
 		{"central", func() (migrate.Set, error) { return migrate.LoadSet(migrations.Central()) }},
 		{"network", func() (migrate.Set, error) { return migrate.LoadSet(migrations.Network()) }},
+		{"river", func() (migrate.Set, error) { return migrate.LoadSet(migrations.River()) }},
 	} {
 		set, _ := s.fsys()
 		var rows, distinct int
@@ -334,5 +337,42 @@ func TestDailyUsageHasNoToastTable(t *testing.T) {
 	}
 	if toast {
 		t.Fatal("daily_usage has a TOAST table")
+	}
+}
+
+// River's GIN indexes on river_job keep their pending lists small (migration
+// river/0001): a statement that pushes a list past its limit merges all of it
+// into the index before returning, so the limit bounds that stall. Jobs shaped
+// like delivery jobs are inserted in one statement (the limit is checked after
+// each row); with Postgres's default 4 MB limit their entries would stay
+// pending, about 70 pages of them.
+func TestRiverJobGINPendingListsStaySmall(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, _ := dbtest.Migrated(t)
+	if _, err := d.Pool.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pgstattuple"); err != nil {
+		t.Fatalf("pgstattuple (PostgreSQL's contrib modules) is needed to read a GIN index's pending list: %v", err)
+	}
+	if _, err := d.Pool.Exec(ctx, `INSERT INTO river.river_job
+		(args, kind, max_attempts, priority, queue, state, scheduled_at, created_at, tags, metadata)
+		SELECT jsonb_build_object('org_id', 1, 'schema', 'tenant_1', 'message_id', g, 'sender_id', g % 4 + 1),
+		       'message_delivery', 25, 1, 'delivery', 'available', now(), now(), '{}', '{}'
+		  FROM generate_series(1, 3000) g`); err != nil {
+		t.Fatal(err)
+	}
+	for _, idx := range []string{"river.river_job_args_index", "river.river_job_metadata_index"} {
+		var opts []string
+		var pending int64
+		if err := d.Pool.QueryRow(ctx, `SELECT coalesce(c.reloptions, '{}'), g.pending_pages
+			FROM pg_class c, pgstatginindex($1::regclass) g WHERE c.oid = $1::regclass`, idx).Scan(&opts, &pending); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(opts, "gin_pending_list_limit=64") {
+			t.Errorf("%s: options %v, want gin_pending_list_limit=64", idx, opts)
+		}
+		// 64 kB is eight pages; the row that crosses the limit may add one.
+		if pending > 9 {
+			t.Errorf("%s: %d pending pages after 3,000 jobs, want at most 9 (a 64 kB list)", idx, pending)
+		}
 	}
 }
