@@ -105,7 +105,7 @@ type Migrator struct {
 	network Set
 	tenant  Set
 	// riverSet is the platform's own set for the river schema, applied
-	// after River's migrations (river).
+	// after River's migrations (run by the river migrator below).
 	riverSet Set
 	river    *rivermigrate.Migrator[pgx.Tx]
 }
