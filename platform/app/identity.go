@@ -24,7 +24,8 @@ func (a *App) identity() error {
 			return fmt.Errorf("api key sealer: %w", err)
 		}
 	}
-	if a.Keys, err = keys.New(a.DB.Pool, keys.Config{Hasher: hasher, Sealer: sealer, Clock: a.clock, Logger: a.log}); err != nil {
+	if a.Keys, err = keys.New(a.DB.Pool, keys.Config{Hasher: hasher, Sealer: sealer, Clock: a.clock, Logger: a.log,
+		Batch: a.batches("auth")}); err != nil {
 		return err
 	}
 	issuer, err := token.NewIssuer(token.Config{

@@ -26,16 +26,6 @@ const idempotencyTTL = 24 * time.Hour
 // throttle is the in-process token bucket (throttle.Local): its rate holds
 // per worker process.
 func (a *App) messaging() error {
-	batches := func(kind string) batch.Config {
-		c := batch.Config{MaxSize: a.cfg.BatchSize, OnRun: func(n int) {
-			a.Metrics.BatchSize.WithLabelValues(kind).Observe(float64(n))
-		}}
-		if a.cfg.BatchSize == 1 {
-			// No batching: each call runs alone, with no bound of its own.
-			c.MaxInFlight = math.MaxInt32
-		}
-		return c
-	}
 	var err error
 	prepared := a.cfg.DBPreparedStatements
 	if prepared == 0 {
@@ -50,8 +40,8 @@ func (a *App) messaging() error {
 		SenderRate:     a.cfg.SenderRate,
 		SenderBurst:    a.cfg.SenderBurst,
 		IdempotencyTTL: idempotencyTTL,
-		AcceptBatch:    batches("accept"),
-		DeliveryBatch:  batches("deliver"),
+		AcceptBatch:    a.batches("accept"),
+		DeliveryBatch:  a.batches("deliver"),
 		Clock:          a.clock,
 		Logger:         a.log,
 	}); err != nil {
@@ -67,6 +57,21 @@ func (a *App) messaging() error {
 		APIRateBurst: a.cfg.APIRateBurst,
 	})
 	return err
+}
+
+// batches is the batch.Config of one kind of shared statement (BATCH_SIZE),
+// observed by the batch_size metric: "accept" and "deliver" (per tenant),
+// "auth" (API keys) and "lookup" (the built-in network's lookups).
+func (a *App) batches(kind string) batch.Config {
+	c := batch.Config{MaxSize: a.cfg.BatchSize, OnRun: func(n int) {
+		a.Metrics.BatchSize.WithLabelValues(kind).Observe(float64(n))
+	}}
+
+	if a.cfg.BatchSize == 1 {
+		// No batching: each call runs alone, with no bound of its own.
+		c.MaxInFlight = math.MaxInt32
+	}
+	return c
 }
 
 // messagingRoutes mounts the messaging endpoints of both APIs.

@@ -17,7 +17,7 @@ import (
 func (a *App) newNetwork() (network.Network, error) {
 	switch a.cfg.Network {
 	case "builtin":
-		return builtin.New(a.DB, builtin.Config{Clock: a.clock}), nil
+		return builtin.New(a.DB, builtin.Config{Clock: a.clock, Batch: a.batches("lookup")}), nil
 	case "http":
 		c, err := httpnet.New(httpnet.Config{
 			BaseURL: a.cfg.NetworkURL,

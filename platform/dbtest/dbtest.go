@@ -183,3 +183,25 @@ func Migrated(t testing.TB) (*db.DB, string) {
 	}
 	return d, u
 }
+
+// WaitForLockWaits waits until n backends of d's database wait on a lock
+// (a test holding a lock until other work has queued behind it), failing
+// the test after 10 seconds.
+func WaitForLockWaits(t testing.TB, d *db.DB, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var waiting int
+		if err := d.Pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+			t.Fatalf("count lock waits: %v", err)
+		}
+		if waiting == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d backends wait on a lock, want %d", waiting, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

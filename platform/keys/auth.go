@@ -3,6 +3,7 @@ package keys
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/bizmsg/platform/platform/apikey"
 	"github.com/bizmsg/platform/platform/apperr"
@@ -24,13 +25,22 @@ type Auth struct {
 }
 
 // authQuery finds a key by its prefix (unique index) with its organization:
-// the only query on the authentication path.
+// the only query on the authentication path. The concurrent authentications
+// of a process share one run (findKeys): authQuery + "= $1" for one key,
+// authQuery + "= ANY($1::text[])" for several.
 const authQuery = `
 	SELECT ` + keyColumns + `, k.key_hash,
 	       o.name, o.schema_name, o.subscription_status, o.default_daily_limit, o.created_at,
 	       o.api_rate_limit, o.api_rate_burst
 	FROM central.api_keys k JOIN central.organizations o ON o.id = k.organization_id
-	WHERE k.prefix = $1`
+	WHERE k.prefix `
+
+// storedKey is what authQuery reads of one key.
+type storedKey struct {
+	auth   Auth
+	hash   []byte
+	schema *string
+}
 
 // Authenticate checks a presented API key. A malformed key (wrong marker,
 // length, alphabet or checksum) is refused before any database work. Otherwise
@@ -39,31 +49,32 @@ const authQuery = `
 // the clock. Every failure is a 401 apperr. On success last_used_at is written
 // if it is older than the touch interval (at most one write per key per
 // interval, however many nodes serve the key).
+//
+// The query is shared by the authentications that wait while the process's
+// reads of keys are all busy (Config.Batch): one statement for many
+// requests, whatever their organizations. A read starts only after every
+// call it serves arrived, so it sees every revocation committed before the
+// request (CONTRACT: revocation is immediate on every node).
 func (s *Service) Authenticate(ctx context.Context, plain string) (*Auth, error) {
 	prefix, err := apikey.Parse(plain)
 	if err != nil {
 		return nil, invalidKey()
 	}
-	var (
-		a      Auth
-		hash   []byte
-		schema *string
-	)
-	err = scanKey(s.pool.QueryRow(ctx, authQuery, prefix), &a.Key, &hash,
-		&a.Org.Name, &schema, &a.Org.SubscriptionStatus, &a.Org.DefaultDailyLimit, &a.Org.CreatedAt,
-		&a.Org.APIRateLimit, &a.Org.APIRateBurst)
-	if isNoRows(err) {
+	found, err := s.finder.Do(ctx, struct{}{}, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("authenticate api key: %w", err)
+	}
+	if found == nil {
 		// Spend a hash comparison anyway, so an unknown prefix costs the same
 		// as a wrong key.
 		s.cfg.Hasher.Verify(plain, make([]byte, 32))
 		return nil, invalidKey()
 	}
-	if err != nil {
-		return nil, fmt.Errorf("authenticate api key: %w", err)
-	}
-	if !s.cfg.Hasher.Verify(plain, hash) {
+	if !s.cfg.Hasher.Verify(plain, found.hash) {
 		return nil, invalidKey()
 	}
+	a := found.auth
+	a.Key.Scopes = slices.Clone(a.Key.Scopes) // callers of one key each own theirs
 	now := s.cfg.Clock.Now()
 	switch a.Key.Status(now) {
 	case StatusRevoked:
@@ -73,14 +84,48 @@ func (s *Service) Authenticate(ctx context.Context, plain string) (*Auth, error)
 	}
 	a.Org.ID = a.Key.OrgID
 	a.Org.CreatedAt = Timestamp(a.Org.CreatedAt)
-	if schema == nil {
+	if found.schema == nil {
 		return nil, fmt.Errorf("authenticate api key: organization %d has no tenant schema", a.Org.ID)
 	}
-	if a.Org.Tenant, err = db.NewTenant(a.Org.ID, *schema); err != nil {
+	if a.Org.Tenant, err = db.NewTenant(a.Org.ID, *found.schema); err != nil {
 		return nil, fmt.Errorf("authenticate api key: %w", err)
 	}
 	s.touch(ctx, &a.Key)
 	return &a, nil
+}
+
+// findKeys reads the keys of prefixes (a batch.Batcher run) in one
+// statement and returns each prefix's, or nil when no key has it. A run of
+// one, what a process that is not busy runs, keeps the one-key statement:
+// its plan is a plain index lookup.
+func (s *Service) findKeys(ctx context.Context, _ struct{}, prefixes []string) ([]*storedKey, error) {
+	query, arg := authQuery+"= ANY($1::text[])", any(prefixes)
+	if len(prefixes) == 1 {
+		query, arg = authQuery+"= $1", prefixes[0]
+	}
+	rows, err := s.pool.Query(ctx, query, arg)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	byPrefix := make(map[string]*storedKey, len(prefixes))
+	for rows.Next() {
+		k := &storedKey{}
+		a := &k.auth
+		if err := scanKey(rows, &a.Key, &k.hash, &a.Org.Name, &k.schema, &a.Org.SubscriptionStatus,
+			&a.Org.DefaultDailyLimit, &a.Org.CreatedAt, &a.Org.APIRateLimit, &a.Org.APIRateBurst); err != nil {
+			return nil, err
+		}
+		byPrefix[a.Key.Prefix] = k
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]*storedKey, len(prefixes))
+	for i, p := range prefixes {
+		out[i] = byPrefix[p]
+	}
+	return out, nil
 }
 
 func invalidKey() error {

@@ -8,7 +8,8 @@
 // authenticates a presented key: one indexed query that finds the key by its
 // prefix joined with its organization, a constant-time hash comparison, and
 // expiry and revocation checks against the platform clock. Nothing is cached,
-// so a revocation takes effect on every node at once.
+// so a revocation takes effect on every node at once; concurrent
+// authentications share the query (a read that starts after they arrived).
 //
 // The package owns the central.api_keys table and reads the organization and
 // user rows a key resolves to.
@@ -23,6 +24,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bizmsg/platform/platform/apikey"
+	"github.com/bizmsg/platform/platform/batch"
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
 )
@@ -68,6 +70,10 @@ type Config struct {
 	// Logger receives failures that do not fail the request (a last_used_at
 	// write). Default slog.Default().
 	Logger *slog.Logger
+	// Batch bounds the shared reads of Authenticate: how many keys one
+	// statement reads, and how many such statements run at once. Defaults
+	// 64 and 2 (batch.Config).
+	Batch batch.Config
 }
 
 // Service issues, lists, revokes, reveals and authenticates API keys. It is
@@ -75,6 +81,8 @@ type Config struct {
 type Service struct {
 	pool *pgxpool.Pool
 	cfg  Config
+	// finder reads the keys of concurrent authentications together.
+	finder *batch.Batcher[struct{}, string, *storedKey]
 	// lastUsedWrites counts last_used_at rows actually written, for metrics
 	// and for tests that prove the write rate.
 	lastUsedWrites atomic.Int64
@@ -97,7 +105,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Service{pool: pool, cfg: cfg}, nil
+	s := &Service{pool: pool, cfg: cfg}
+	s.finder = batch.New(s.findKeys, cfg.Batch)
+	return s, nil
 }
 
 // CanReveal reports whether encrypted storage is configured, which Reveal

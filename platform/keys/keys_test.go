@@ -12,6 +12,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/apikey"
 	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/batch"
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/dbtest"
@@ -131,6 +132,7 @@ type fixture struct {
 	clock *clock.Fake
 	org   int64
 	user  int64
+	cfg   keys.Config // the Service's
 }
 
 func newFixture(t *testing.T, sealed bool) *fixture {
@@ -163,6 +165,7 @@ func newFixture(t *testing.T, sealed bool) *fixture {
 	if f.svc, err = keys.New(d.Pool, cfg); err != nil {
 		t.Fatal(err)
 	}
+	f.cfg = cfg
 	return f
 }
 
@@ -316,5 +319,113 @@ func TestNewValidates(t *testing.T) {
 	t.Parallel()
 	if _, err := keys.New(nil, keys.Config{}); err == nil {
 		t.Fatal("New without a pool succeeded")
+	}
+}
+
+// Authentications that arrive while the process's key read is busy share
+// the next read, and each still gets its own key's answer: a valid key
+// (twice), a revoked one, a wrong secret and an unknown prefix. The first
+// read is held by a lock on the table until the others have queued.
+func TestAuthenticationsShareReads(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, false)
+	ctx := context.Background()
+	good := f.create(t, keys.Actor{}, 1, "messages.send")
+	other := f.create(t, keys.Actor{}, 1, "usage.read")
+	revoked := f.create(t, keys.Actor{}, 1, "*")
+	if err := f.svc.Revoke(ctx, f.org, keys.Actor{}, revoked.Key.ID); err != nil {
+		t.Fatal(err)
+	}
+	// A well-formed key whose prefix names a stored key with another secret.
+	forged, err := apikey.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := f.create(t, keys.Actor{}, 1, "*")
+	if _, err := f.db.Pool.Exec(ctx, `UPDATE central.api_keys SET prefix = $2 WHERE id = $1`, victim.Key.ID, forged.Prefix); err != nil {
+		t.Fatal(err)
+	}
+	unknown := f.create(t, keys.Actor{}, 1, "*")
+	if _, err := f.db.Pool.Exec(ctx, `DELETE FROM central.api_keys WHERE id = $1`, unknown.Key.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	var mu sync.Mutex
+	var runs []int
+	cfg := f.cfg
+	cfg.Batch = batch.Config{MaxInFlight: 1, OnRun: func(n int) {
+		mu.Lock()
+		runs = append(runs, n)
+		mu.Unlock()
+	}}
+	svc, err := keys.New(f.db.Pool, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	lock, err := f.db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = lock.Rollback(ctx) }()
+	if _, err := lock.Exec(ctx, `LOCK TABLE central.api_keys IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	type outcome struct {
+		a   *keys.Auth
+		err error
+	}
+	first := make(chan outcome, 1)
+	go func() {
+		a, err := svc.Authenticate(ctx, other.Plain)
+		first <- outcome{a, err}
+	}()
+	dbtest.WaitForLockWaits(t, f.db, 1)
+
+	tests := []struct {
+		name, plain, wantCode string
+		wantKey               int64
+	}{
+		{"valid", good.Plain, "", good.Key.ID},
+		{"valid again", good.Plain, "", good.Key.ID},
+		{"revoked", revoked.Plain, keys.CodeRevokedKey, 0},
+		{"wrong secret", forged.Plain, keys.CodeInvalidKey, 0},
+		{"unknown prefix", unknown.Plain, keys.CodeInvalidKey, 0},
+	}
+	got := make([]outcome, len(tests))
+	var wg sync.WaitGroup
+	for i, tt := range tests {
+		wg.Go(func() {
+			a, err := svc.Authenticate(ctx, tt.plain)
+			got[i] = outcome{a, err}
+		})
+	}
+	time.Sleep(300 * time.Millisecond) // all of them queue behind the held read
+	if err := lock.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if o := <-first; o.err != nil || o.a.Key.ID != other.Key.ID {
+		t.Fatalf("held authentication = %+v, %v", o.a, o.err)
+	}
+	for i, tt := range tests {
+		o := got[i]
+		if tt.wantCode != "" {
+			if code(o.err) != tt.wantCode {
+				t.Errorf("%s: error %v, want %s", tt.name, o.err, tt.wantCode)
+			}
+			continue
+		}
+		if o.err != nil || o.a.Key.ID != tt.wantKey || o.a.Org.ID != f.org || !slices.Equal(o.a.Key.Scopes, []string{"messages.send"}) {
+			t.Errorf("%s: %+v, %v", tt.name, o.a, o.err)
+		}
+	}
+	if got[0].a != nil && got[1].a != nil && &got[0].a.Key.Scopes[0] == &got[1].a.Key.Scopes[0] {
+		t.Error("two callers of one key share its scopes slice")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(runs) != 2 || runs[0] != 1 || runs[1] != len(tests) {
+		t.Fatalf("runs = %v, want [1 %d]: the queued authentications did not share a read", runs, len(tests))
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/batch"
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/dbtest"
 	"github.com/bizmsg/platform/platform/messages"
 )
 
@@ -214,14 +215,7 @@ func (f *fixture) sendBehindLock(tn db.Tenant, held int64, bodies []string) ([]m
 	}
 	wg.Add(1)
 	go send(0)
-	waitFor(f.t, func() bool {
-		var n int
-		if err := f.db.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
-			f.t.Fatal(err)
-		}
-		return n == 1
-	})
+	dbtest.WaitForLockWaits(f.t, f.db, 1)
 	for i := 1; i < len(bodies); i++ {
 		wg.Add(1)
 		go send(i)

@@ -28,8 +28,8 @@ type Metrics struct {
 	// HTTPDuration observes HTTP request durations in seconds by method,
 	// route and status.
 	HTTPDuration *prometheus.HistogramVec
-	// BatchSize observes the items of each acceptance and delivery batch
-	// run, by kind ("accept", "deliver"): 1 means no batching happened.
+	// BatchSize observes the items of each batch run, by kind ("accept",
+	// "deliver", "auth", "lookup"): 1 means no batching happened.
 	BatchSize *prometheus.HistogramVec
 
 	registry *prometheus.Registry
@@ -52,7 +52,7 @@ func New() *Metrics {
 		}, []string{"method", "route", "status"}),
 		BatchSize: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "batch_size",
-			Help:    "Items per acceptance or delivery batch of a tenant, by kind (accept, deliver).",
+			Help:    "Items per shared statement run, by kind: accept and deliver (per tenant), auth (API keys), lookup (built-in network).",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
 		}, []string{"kind"}),
 		registry: reg,

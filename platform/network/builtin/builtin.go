@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/bizmsg/platform/platform/batch"
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/network"
@@ -37,12 +38,18 @@ type Config struct {
 	// The integration harness passes its fake clock, so delivery times agree
 	// with the rest of the platform.
 	Clock clock.Clock
+	// Batch bounds the shared reads of Lookup: how many lookups one
+	// statement answers, and how many such statements run at once.
+	// Defaults 64 and 2 (batch.Config).
+	Batch batch.Config
 }
 
 // Network is the built-in messaging network. It is safe for concurrent use.
 type Network struct {
 	pool  *pgxpool.Pool
 	clock clock.Clock
+	// lookups answers concurrent Lookups together.
+	lookups *batch.Batcher[struct{}, lookupKey, lookupResult]
 }
 
 var (
@@ -56,21 +63,15 @@ func New(d *db.DB, cfg Config) *Network {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
-	return &Network{pool: d.Pool, clock: cfg.Clock}
+	n := &Network{pool: d.Pool, clock: cfg.Clock}
+	n.lookups = batch.New(n.lookupMany, cfg.Batch)
+	return n
 }
 
 // querier is what both the pool and a transaction offer.
 type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
-
-// accountSelect reads an account and whether it blocks the account of the
-// phone in $2 (an empty phone matches no account).
-const accountSelect = `SELECT a.id, a.phone, a.verified, a.verified_at, a.phone_verified,
-       a.phone_verified_at, a.receiving_enabled,
-       EXISTS (SELECT 1 FROM network.blocks b JOIN network.accounts s ON s.id = b.blocked_account_id
-               WHERE b.account_id = a.id AND s.phone = $2)
-  FROM network.accounts a`
 
 func scanAccount(row pgx.Row) (network.Account, error) {
 	var a network.Account
@@ -87,10 +88,72 @@ func scanAccount(row pgx.Row) (network.Account, error) {
 	return a, nil
 }
 
-// account returns the account holding the normalised phone p, with
-// BlocksSender telling whether it blocks the normalised phone sender.
-func account(ctx context.Context, q querier, p, sender string) (network.Account, error) {
-	return scanAccount(q.QueryRow(ctx, accountSelect+" WHERE a.phone = $1", p, sender))
+// lookupColumns are what Lookup reads of an account, after its place in
+// the batch: the account and whether it blocks the account of the phone
+// q.sender (an empty phone matches no account).
+const lookupColumns = `q.i, a.id, a.phone, a.verified, a.verified_at, a.phone_verified,
+       a.phone_verified_at, a.receiving_enabled,
+       EXISTS (SELECT 1 FROM network.blocks b JOIN network.accounts s ON s.id = b.blocked_account_id
+               WHERE b.account_id = a.id AND s.phone = q.sender)`
+
+// lookupManySQL reads the accounts holding the normalised phones $1 (a
+// text array), each with whether it blocks the account of the phone at the
+// same place in $2, numbered by their place (from 1). A phone no account
+// holds has no row. lookupOneSQL is the same for one phone ($1) and sender
+// ($2), what a network that is not busy runs: its plan is a plain index
+// lookup.
+const (
+	lookupManySQL = `SELECT ` + lookupColumns + `
+  FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS q(phone, sender, i)
+  JOIN network.accounts a ON a.phone = q.phone`
+	lookupOneSQL = `SELECT ` + lookupColumns + `
+  FROM (SELECT 1::bigint AS i, $1::text AS phone, $2::text AS sender) q
+  JOIN network.accounts a ON a.phone = q.phone`
+)
+
+// lookupKey is one Lookup's question: the normalised phone, and the
+// normalised sender phone ("" for none).
+type lookupKey struct{ phone, sender string }
+
+// lookupResult is one Lookup's answer; found is false when no account holds
+// the phone.
+type lookupResult struct {
+	a     network.Account
+	found bool
+}
+
+// lookupMany answers the lookups waiting together (a batch.Batcher run) in
+// one statement: lookupOneSQL for one, else lookupManySQL.
+func (n *Network) lookupMany(ctx context.Context, _ struct{}, keys []lookupKey) ([]lookupResult, error) {
+	query, phones, senders := lookupOneSQL, any(keys[0].phone), any(keys[0].sender)
+	if len(keys) > 1 {
+		ps, ss := make([]string, len(keys)), make([]string, len(keys))
+		for i, k := range keys {
+			ps[i], ss[i] = k.phone, k.sender
+		}
+		query, phones, senders = lookupManySQL, ps, ss
+	}
+	rows, err := n.pool.Query(ctx, query, phones, senders)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make([]lookupResult, len(keys))
+	for rows.Next() {
+		var i int64
+		var a network.Account
+		if err := rows.Scan(&i, &a.ID, &a.Phone, &a.Verified, &a.VerifiedAt, &a.PhoneVerified,
+			&a.PhoneVerifiedAt, &a.ReceivingEnabled, &a.BlocksSender); err != nil {
+			return nil, err
+		}
+		if i < 1 || int(i) > len(keys) {
+			return nil, fmt.Errorf("lookup returned place %d of %d", i, len(keys))
+		}
+		a.VerifiedAt = utc(a.VerifiedAt)
+		a.PhoneVerifiedAt = utc(a.PhoneVerifiedAt)
+		out[i-1] = lookupResult{a: a, found: true}
+	}
+	return out, rows.Err()
 }
 
 // parties reads, in one query, the id of the sender's account (phone from)
@@ -162,6 +225,12 @@ func refusal(senderID int64, recipient network.Account) error {
 // network.ErrNotFound. With a senderPhone, Account.BlocksSender tells whether
 // the account blocks the sender's account (false when the sender has none).
 // A malformed phone gives an error wrapping phone.ErrInvalid.
+//
+// Lookups that wait while the network's reads are all busy (Config.Batch)
+// share one statement, whatever their organizations: the send path looks
+// up every recipient, so under load this saves a statement per send. A read
+// starts only after every lookup it answers arrived, so each sees what was
+// committed before it was asked.
 func (n *Network) Lookup(ctx context.Context, rawPhone, senderPhone string) (network.Account, error) {
 	p, err := normalize("phone", rawPhone)
 	if err != nil {
@@ -173,11 +242,14 @@ func (n *Network) Lookup(ctx context.Context, rawPhone, senderPhone string) (net
 			return network.Account{}, err
 		}
 	}
-	a, err := account(ctx, n.pool, p, sender)
+	r, err := n.lookups.Do(ctx, struct{}{}, lookupKey{phone: p, sender: sender})
+	if err == nil && !r.found {
+		err = network.ErrNotFound
+	}
 	if err != nil {
 		return network.Account{}, fmt.Errorf("lookup %s: %w", p, err)
 	}
-	return a, nil
+	return r.a, nil
 }
 
 // Verified reports whether the account holding phone is verified, or returns

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/bizmsg/platform/platform/batch"
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/dbtest"
@@ -512,5 +514,86 @@ func TestInbox(t *testing.T) {
 	last, err := f.net.InboxLast(ctx, me, 2)
 	if err != nil || len(last) != 2 || last[0] != got[2] || last[1] != got[3] {
 		t.Fatalf("InboxLast(2) = %+v, %v; want the last two, newest last", last, err)
+	}
+}
+
+// Lookups that arrive while the network's read is busy share the next read
+// (one statement), and each gets what it would have got alone: the first
+// read is held by a lock on the accounts until the others have queued.
+func TestLookupsShareReads(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	sender := ph(1)
+	f.account(sender)
+	f.account(ph(2))
+	f.account(ph(3), unverified)
+	f.account(ph(4), receivingDisabled)
+	f.account(ph(6))
+	if err := f.net.Block(ctx, ph(6), sender); err != nil {
+		t.Fatalf("Block: %v", err)
+	}
+	asks := [][2]string{
+		{ph(2), sender}, {ph(3), sender}, {ph(4), ""}, {ph(6), sender}, {ph(6), ph(2)},
+		{ph(6), ""}, {ph(7), sender}, {ph(2), sender}, {ph(6), ph(99)},
+	}
+	type answer struct {
+		a   network.Account
+		err error
+	}
+	alone := make([]answer, len(asks))
+	for i, q := range asks {
+		a, err := f.net.Lookup(ctx, q[0], q[1])
+		alone[i] = answer{a, err}
+	}
+
+	var mu sync.Mutex
+	var runs []int
+	shared := builtin.New(f.db, builtin.Config{Clock: f.clock, Batch: batch.Config{MaxInFlight: 1, OnRun: func(n int) {
+		mu.Lock()
+		runs = append(runs, n)
+		mu.Unlock()
+	}}})
+	lock, err := f.db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = lock.Rollback(ctx) }()
+	if _, err := lock.Exec(ctx, `LOCK TABLE network.accounts IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan error, 1)
+	go func() {
+		_, err := shared.Lookup(ctx, ph(2), "")
+		held <- err
+	}()
+	dbtest.WaitForLockWaits(t, f.db, 1)
+	got := make([]answer, len(asks))
+	var wg sync.WaitGroup
+	for i, q := range asks {
+		wg.Go(func() {
+			a, err := shared.Lookup(ctx, q[0], q[1])
+			got[i] = answer{a, err}
+		})
+	}
+	time.Sleep(300 * time.Millisecond) // all of them queue behind the held read
+	if err := lock.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if err := <-held; err != nil {
+		t.Fatalf("held lookup: %v", err)
+	}
+	for i, q := range asks {
+		g, w := got[i], alone[i]
+		if errors.Is(w.err, network.ErrNotFound) != errors.Is(g.err, network.ErrNotFound) ||
+			(w.err == nil) != (g.err == nil) || !reflect.DeepEqual(g.a, w.a) {
+			t.Errorf("Lookup(%s, %q) shared = %+v, %v; alone = %+v, %v", q[0], q[1], g.a, g.err, w.a, w.err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(runs) != 2 || runs[0] != 1 || runs[1] != len(asks) {
+		t.Fatalf("runs = %v, want [1 %d]: the queued lookups did not share a read", runs, len(asks))
 	}
 }
