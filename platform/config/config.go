@@ -67,9 +67,11 @@ type Config struct {
 	APIRateBurst int
 	// BatchSize (BATCH_SIZE) is the most sends, and the most deliveries, of
 	// one tenant that share one statement when they arrive together
-	// (messages.Config.AcceptBatch and DeliveryBatch). Default 64; 1 turns
-	// batching off: every send and delivery runs its one-message statements,
-	// as many at once as the pool allows.
+	// (messages.Config.AcceptBatch and DeliveryBatch), and the most key
+	// authentications and network lookups that share one read
+	// (keys.Config.Batch, builtin.Config.Batch). Default 64; 1 turns
+	// batching off: every call runs its one-row statements, as many at once
+	// as the pool allows.
 	BatchSize int
 	// SenderSweepInterval (SENDER_SWEEP_INTERVAL) is how often the job that
 	// activates pending_account_verification sender numbers whose owner has
