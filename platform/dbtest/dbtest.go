@@ -205,3 +205,26 @@ func WaitForLockWaits(t testing.TB, d *db.DB, n int) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// LockTable takes an ACCESS EXCLUSIVE lock on table in a transaction of
+// its own, so that every statement reading it waits, and returns the
+// function that commits it (releasing the lock); the lock is released when
+// the test ends in any case.
+func LockTable(t testing.TB, d *db.DB, table string) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := d.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatalf("lock %s: %v", table, err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(ctx) })
+	if _, err := tx.Exec(ctx, `LOCK TABLE `+table+` IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatalf("lock %s: %v", table, err)
+	}
+	return func() {
+		t.Helper()
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatalf("unlock %s: %v", table, err)
+		}
+	}
+}

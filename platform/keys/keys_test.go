@@ -363,14 +363,7 @@ func TestAuthenticationsShareReads(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	lock, err := f.db.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = lock.Rollback(ctx) }()
-	if _, err := lock.Exec(ctx, `LOCK TABLE central.api_keys IN ACCESS EXCLUSIVE MODE`); err != nil {
-		t.Fatal(err)
-	}
+	release := dbtest.LockTable(t, f.db, "central.api_keys")
 	type outcome struct {
 		a   *keys.Auth
 		err error
@@ -401,9 +394,7 @@ func TestAuthenticationsShareReads(t *testing.T) {
 		})
 	}
 	time.Sleep(300 * time.Millisecond) // all of them queue behind the held read
-	if err := lock.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	wg.Wait()
 	if o := <-first; o.err != nil || o.a.Key.ID != other.Key.ID {
 		t.Fatalf("held authentication = %+v, %v", o.a, o.err)

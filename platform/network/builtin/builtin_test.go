@@ -554,14 +554,7 @@ func TestLookupsShareReads(t *testing.T) {
 		runs = append(runs, n)
 		mu.Unlock()
 	}}})
-	lock, err := f.db.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = lock.Rollback(ctx) }()
-	if _, err := lock.Exec(ctx, `LOCK TABLE network.accounts IN ACCESS EXCLUSIVE MODE`); err != nil {
-		t.Fatal(err)
-	}
+	release := dbtest.LockTable(t, f.db, "network.accounts")
 	held := make(chan error, 1)
 	go func() {
 		_, err := shared.Lookup(ctx, ph(2), "")
@@ -577,9 +570,7 @@ func TestLookupsShareReads(t *testing.T) {
 		})
 	}
 	time.Sleep(300 * time.Millisecond) // all of them queue behind the held read
-	if err := lock.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	wg.Wait()
 	if err := <-held; err != nil {
 		t.Fatalf("held lookup: %v", err)
