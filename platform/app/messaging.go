@@ -66,7 +66,6 @@ func (a *App) batches(kind string) batch.Config {
 	c := batch.Config{MaxSize: a.cfg.BatchSize, OnRun: func(n int) {
 		a.Metrics.BatchSize.WithLabelValues(kind).Observe(float64(n))
 	}}
-
 	if a.cfg.BatchSize == 1 {
 		// No batching: each call runs alone, with no bound of its own.
 		c.MaxInFlight = math.MaxInt32

@@ -39,6 +39,13 @@ type Config struct {
 	OnRun func(items int)
 }
 
+// ReadMaxInFlight is the MaxInFlight of runs of read-only statements that a
+// whole process shares (API keys, network lookups), for their packages'
+// defaults: such reads contend on no row, and more than the default 2 keeps
+// one run that stalls on a busy machine from holding up every call behind
+// it (docs/performance.md, item 25).
+const ReadMaxInFlight = 4
+
 func (c *Config) setDefaults() {
 	if c.MaxSize <= 0 {
 		c.MaxSize = 64

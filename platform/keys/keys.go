@@ -72,9 +72,7 @@ type Config struct {
 	Logger *slog.Logger
 	// Batch bounds the shared reads of Authenticate: how many keys one
 	// statement reads, and how many such statements run at once. Defaults
-	// 64 and 4: reads of keys contend on no row, and more than a tenant
-	// batch's 2 at once keeps a read that stalls from holding up every
-	// request behind it (docs/performance.md, item 25).
+	// 64 and batch.ReadMaxInFlight.
 	Batch batch.Config
 }
 
@@ -108,7 +106,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.Batch.MaxInFlight == 0 {
-		cfg.Batch.MaxInFlight = 4
+		cfg.Batch.MaxInFlight = batch.ReadMaxInFlight
 	}
 	s := &Service{pool: pool, cfg: cfg}
 	s.finder = batch.New(s.findKeys, cfg.Batch)

@@ -40,9 +40,7 @@ type Config struct {
 	Clock clock.Clock
 	// Batch bounds the shared reads of Lookup: how many lookups one
 	// statement answers, and how many such statements run at once.
-	// Defaults 64 and 4: lookups contend on no row, and more than a tenant
-	// batch's 2 at once keeps a read that stalls from holding up every send
-	// behind it (docs/performance.md, item 25).
+	// Defaults 64 and batch.ReadMaxInFlight.
 	Batch batch.Config
 }
 
@@ -66,7 +64,7 @@ func New(d *db.DB, cfg Config) *Network {
 		cfg.Clock = clock.Real{}
 	}
 	if cfg.Batch.MaxInFlight == 0 {
-		cfg.Batch.MaxInFlight = 4
+		cfg.Batch.MaxInFlight = batch.ReadMaxInFlight
 	}
 	n := &Network{pool: d.Pool, clock: cfg.Clock}
 	n.lookups = batch.New(n.lookupMany, cfg.Batch)
