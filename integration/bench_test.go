@@ -26,7 +26,7 @@ func TestBenchSendCommand(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "bench.json")
 	cmd := exec.Command(bin, "bench", "send",
 		"-tenants", "1,3", "-senders", "2", "-recipients", "20", "-concurrency", "4",
-		"-duration", "1s", "-sweep-duration", "1s", "-sweep-rounds", "2", "-backlog", "200",
+		"-duration", "1s", "-sweep-duration", "1s", "-sweep-rounds", "2", "-pair-rounds", "2", "-backlog", "200",
 		"-log-level", "warn", "-db", name, "-out", out)
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbtest.ServerURL(t))
 	stdout, err := cmd.Output()
@@ -38,7 +38,8 @@ func TestBenchSendCommand(t *testing.T) {
 		t.Fatalf("bench send: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 	}
 	for _, want := range []string{"ceiling (a) raw Postgres", "ceiling (b) River alone", "ceiling (c) bare gin",
-		"accepted sends/s", "exactly once", "service peak RSS", "tenants sweep", "target", "max_files_per_process", "autovacuum", "ceiling (a) raw Postgres over as many", "checkpoint(s) started"} {
+		"accepted sends/s", "exactly once", "service peak RSS", "tenants sweep", "target", "max_files_per_process", "autovacuum", "ceiling (a) raw Postgres over as many", "checkpoint(s) started",
+		"accepted sends/s vs ceiling (a), paired rounds", "same, paired rounds (median)"} {
 		if !strings.Contains(string(stdout), want) {
 			t.Errorf("table lacks %q:\n%s", want, stdout)
 		}
@@ -86,7 +87,15 @@ func TestBenchSendCommand(t *testing.T) {
 		Open         load     `json:"send_open"`
 		OpenDelivery delivery `json:"send_open_delivery"`
 		Me           load     `json:"me"`
-		Sweep        []struct {
+		Paired       []struct {
+			Ceiling      load     `json:"ceiling"`
+			Send         load     `json:"send"`
+			Delivery     delivery `json:"delivery"`
+			CeilingFirst bool     `json:"ceiling_first"`
+			Ratio        float64  `json:"ratio"`
+		} `json:"paired"`
+		PairedRatio float64 `json:"paired_ratio"`
+		Sweep       []struct {
 			Tenants  int      `json:"tenants"`
 			Send     load     `json:"send"`
 			Delivery delivery `json:"delivery"`
@@ -123,6 +132,9 @@ func TestBenchSendCommand(t *testing.T) {
 		t.Errorf("ceiling (b): %+v", rep.CeilingRiver)
 	}
 	checks := map[string]delivery{"closed": rep.Delivery, "open": rep.OpenDelivery, "drain": rep.DrainCheck}
+	for i, p := range rep.Paired {
+		checks[fmt.Sprintf("paired round %d", i)] = p.Delivery
+	}
 	for _, s := range rep.Sweep {
 		checks[fmt.Sprintf("sweep %d", s.Tenants)] = s.Delivery
 		for i, r := range s.Rounds {
@@ -175,6 +187,19 @@ func TestBenchSendCommand(t *testing.T) {
 	}
 	if want := math.Min(cr[0].Ratio, cr[1].Ratio); rep.CeilingSweep[0].Ratio != want {
 		t.Errorf("ceiling sweep ratio %v, want the lower of the rounds' %v", rep.CeilingSweep[0].Ratio, want)
+	}
+	// The paired rounds: the service against ceiling (a) back to back, in
+	// alternating order, their median ratio the target's second figure.
+	if len(rep.Paired) != 2 {
+		t.Fatalf("paired rounds = %+v, want 2", rep.Paired)
+	}
+	for i, r := range rep.Paired {
+		if r.Ceiling.OK == 0 || r.Send.OK == 0 || math.Abs(r.Ratio-r.Send.Rate/r.Ceiling.Rate) > 1e-9 || r.CeilingFirst != (i == 0) {
+			t.Errorf("paired round %d: %+v", i, r)
+		}
+	}
+	if want := math.Min(rep.Paired[0].Ratio, rep.Paired[1].Ratio); rep.PairedRatio != want {
+		t.Errorf("paired ratio %v, want the lower of the rounds' %v", rep.PairedRatio, want)
 	}
 	if rep.PeakRSS <= 0 || len(rep.Targets) == 0 {
 		t.Errorf("peak RSS %d, %d targets", rep.PeakRSS, len(rep.Targets))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -106,6 +107,20 @@ func cleanCeiling(ctx context.Context, pool *pgxpool.Pool, tenants []benchTenant
 		if _, err := pool.Exec(ctx, `DELETE FROM `+bt.Tenant.Table("messages")+` WHERE client_reference = 'bench-ceiling'`); err != nil {
 			return fmt.Errorf("clean ceiling messages: %w", err)
 		}
+	}
+	return nil
+}
+
+// vacuumTenants vacuums what cleanCeiling deleted from: the tenants'
+// messages and River's jobs.
+func vacuumTenants(ctx context.Context, pool *pgxpool.Pool, tenants []benchTenant) error {
+	tables := make([]string, 0, len(tenants)+1)
+	for _, bt := range tenants {
+		tables = append(tables, bt.Tenant.Table("messages"))
+	}
+	tables = append(tables, "river.river_job")
+	if _, err := pool.Exec(ctx, "VACUUM "+strings.Join(tables, ", ")); err != nil {
+		return fmt.Errorf("vacuum after ceiling (a): %w", err)
 	}
 	return nil
 }

@@ -48,8 +48,9 @@ service's measured phases):
                POST /api/v1/messages closed loop (C clients for -duration),
                delivery of everything accepted (throughput, lag, exactly
                once), open loop at a fixed rate (latency), GET /api/v1/me,
-               and the -tenants sweep (sends, then GET /api/v1/me, in each
-               round); peak RSS is the child's VmHWM
+               the closed loop against ceiling (a) in -pair-rounds rounds
+               back to back, and the -tenants sweep (sends, then GET
+               /api/v1/me, in each round); peak RSS is the child's VmHWM
   drain        platform api accepts -backlog messages, then platform worker
                delivers them: delivery capacity, compared with ceiling (b)
 
@@ -70,6 +71,7 @@ type sendConfig struct {
 	SweepWarmup        time.Duration `json:"sweep_warmup_ns"`
 	SweepWarmupSends   float64       `json:"sweep_warmup_sends_per_pair"`
 	SweepRounds        int           `json:"sweep_rounds"`
+	PairRounds         int           `json:"pair_rounds"`
 	OpenRate           float64       `json:"open_rate"`
 	Backlog            int           `json:"backlog"`
 	DBMaxConns         int           `json:"db_max_conns"`
@@ -151,6 +153,20 @@ type ceilingRound struct {
 	SpreadWAL walPerTx `json:"spread_wal"`
 }
 
+// pairedRound is one round of the paired measurement of the service
+// against ceiling (a): both over the first -tenants count, each for
+// -sweep-duration, back to back (in alternating order), so that the
+// machine's drift and the tables' state between the two are small.
+type pairedRound struct {
+	Ceiling  loadResult     `json:"ceiling"`
+	Send     loadResult     `json:"send"`
+	Delivery deliveryResult `json:"delivery"`
+	// CeilingFirst tells the round's order.
+	CeilingFirst bool `json:"ceiling_first"`
+	// Ratio is Send's rate over Ceiling's.
+	Ratio float64 `json:"ratio"`
+}
+
 // target is one of the issue's targets with its measured value.
 type target struct {
 	Name  string  `json:"name"`
@@ -190,10 +206,17 @@ type sendReport struct {
 	// FixtureCheckpoint is the error of the first CHECKPOINT that failed
 	// (after the fixtures or the ceilings), empty when both ran (they need
 	// superuser or pg_checkpoint).
-	FixtureCheckpoint string       `json:"fixture_checkpoint_error,omitempty"`
-	Me                loadResult   `json:"me"`
-	Sweep             []sweepEntry `json:"sweep"`
-	PeakRSSBytes      int64        `json:"service_peak_rss_bytes"`
+	FixtureCheckpoint string     `json:"fixture_checkpoint_error,omitempty"`
+	Me                loadResult `json:"me"`
+	// Paired is the service's closed loop against ceiling (a) in
+	// -pair-rounds rounds, measured back to back while the service runs;
+	// PairedRatio is the median of their ratios. The single runs (Send,
+	// CeilingPostgres) are minutes apart, and ceiling (a)'s comes first,
+	// on tables that only the fixtures have written.
+	Paired       []pairedRound `json:"paired"`
+	PairedRatio  float64       `json:"paired_ratio"`
+	Sweep        []sweepEntry  `json:"sweep"`
+	PeakRSSBytes int64         `json:"service_peak_rss_bytes"`
 	// DrainAccept is the acceptance of the drain's backlog by platform api
 	// alone (no delivery running in the process or the database), the same
 	// work as ceiling (a) does.
@@ -235,6 +258,8 @@ func benchSend(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.DurationVar(&cfg.SweepWarmup, "sweep-warmup", 3*time.Minute, "longest unmeasured warm-up before each sweep run after the first (see -sweep-warmup-sends); 0 to skip the warm-up")
 	fs.IntVar(&cfg.SweepRounds, "sweep-rounds", 3, "rounds of each sweep entry after the first: a round runs the first tenant count and then the entry's, each for -sweep-duration, back to back; "+
 		"the entry's ratio is the median of the rounds' (the machine drifts by more than the ratio's tolerance between runs minutes apart)")
+	fs.IntVar(&cfg.PairRounds, "pair-rounds", 3, "rounds of the service's closed loop against ceiling (a), both over the first -tenants count for -sweep-duration each, back to back while the service runs "+
+		"(the order alternates); the median of the rounds' ratios is the acceptance target's figure, beside the single runs' (0 skips them)")
 	fs.Float64Var(&cfg.SweepWarmupSends, "sweep-warmup-sends", 1, "warm-up sends per (tenant, pool connection) pair before each sweep run after the first, its messages delivered before the run: "+
 		"a Postgres backend's first statements on a tenant's tables load their catalog entries (about 1 ms each), and a running service's connections have seen its tenants; "+
 		"each send touches tenant tables in about four statements, so 1 leaves about 2% of the pairs unseen")
@@ -266,6 +291,8 @@ func benchSend(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return errors.New("-sweep-warmup and -sweep-warmup-sends must not be negative")
 	case cfg.SweepRounds < 1:
 		return errors.New("-sweep-rounds must be at least 1")
+	case cfg.PairRounds < 0:
+		return errors.New("-pair-rounds must not be negative")
 	}
 	b := &sendBench{cfg: cfg, stderr: stderr, cpuProfile: *cpuProfile}
 	rep, runErr := b.run(ctx, *keep)
@@ -397,7 +424,7 @@ func (b *sendBench) run(ctx context.Context, keep bool) (*sendReport, error) {
 	rep.FixtureCheckpoint = b.checkpointErr
 
 	// The service.
-	if err := b.service(ctx, rep); err != nil {
+	if err := b.service(ctx, rep, pool); err != nil {
 		return rep, err
 	}
 	if err := b.drain(ctx, rep); err != nil {
@@ -405,7 +432,11 @@ func (b *sendBench) run(ctx context.Context, keep bool) (*sendReport, error) {
 	}
 	rep.Targets = targets(rep)
 	rep.Elapsed = time.Since(started).Seconds()
-	for _, e := range append([]deliveryResult{rep.Delivery, rep.OpenDelivery, rep.DrainCheck}, sweepDeliveries(rep.Sweep)...) {
+	checks := append([]deliveryResult{rep.Delivery, rep.OpenDelivery, rep.DrainCheck}, sweepDeliveries(rep.Sweep)...)
+	for _, r := range rep.Paired {
+		checks = append(checks, r.Delivery)
+	}
+	for _, e := range checks {
 		if !e.ExactlyOnce {
 			return rep, fmt.Errorf("exactly-once check failed: accepted %d, rows %d, sent %d, network rows %d",
 				e.Accepted, e.Rows, e.Sent, e.NetworkRows)
@@ -584,7 +615,7 @@ func waitReady(ctx context.Context, c *child) error {
 }
 
 // service runs the phases against platform serve.
-func (b *sendBench) service(ctx context.Context, rep *sendReport) (err error) {
+func (b *sendBench) service(ctx context.Context, rep *sendReport, pool *pgxpool.Pool) (err error) {
 	env, pprofAddr, err := b.childEnv()
 	if err != nil {
 		return err
@@ -654,6 +685,10 @@ func (b *sendBench) service(ctx context.Context, rep *sendReport) (err error) {
 		return err
 	}
 
+	if rep.Paired, rep.PairedRatio, err = b.paired(ctx, g, svc.addr, pool); err != nil {
+		return err
+	}
+
 	// The tenant sweep: the first entry is the closed-loop run above.
 	sweep := []sweepEntry{{Tenants: len(first), Send: rep.Send, Delivery: rep.Delivery, Ratio: 1, Me: rep.Me, MeRatio: 1}}
 	for _, n := range b.cfg.Tenants[1:] {
@@ -704,6 +739,52 @@ func (b *sendBench) service(ctx context.Context, rep *sendReport) (err error) {
 	}
 	rep.Sweep = sweep
 	return nil
+}
+
+// paired measures the service's closed loop against ceiling (a) over the
+// first -tenants count in -pair-rounds rounds, each run -sweep-duration,
+// back to back while the service runs (idle during ceiling (a): what it
+// accepted before is delivered). Rounds alternate which runs first, and
+// after ceiling (a) its rows are deleted and the tables it wrote vacuumed,
+// as before the service's first phase. It returns the rounds and the
+// median of their ratios.
+func (b *sendBench) paired(ctx context.Context, g *loadGen, addr string, pool *pgxpool.Pool) ([]pairedRound, float64, error) {
+	first := b.tenants[:b.cfg.Tenants[0]]
+	var rounds []pairedRound
+	for r := range b.cfg.PairRounds {
+		rd := pairedRound{CeilingFirst: r%2 == 0}
+		round := fmt.Sprintf("paired round %d/%d, ", r+1, b.cfg.PairRounds)
+		ceiling := func() error {
+			p := b.prog.phase(fmt.Sprintf("%sceiling (a), %d tenant(s)", round, len(first)))
+			var err error
+			if rd.Ceiling, _, err = ceilingRun(ctx, pool, first, b.cfg.Concurrency, b.cfg.SweepDuration, p); err != nil {
+				return err
+			}
+			return vacuumTenants(ctx, pool, first)
+		}
+		send := func() error {
+			var err error
+			rd.Send, rd.Delivery, err = b.sweepRun(ctx, g, addr, first, round, fmt.Sprintf("bench-paired-r%d", r))
+			return err
+		}
+		steps := []func() error{ceiling, send}
+		if !rd.CeilingFirst {
+			steps[0], steps[1] = send, ceiling
+		}
+		for _, step := range steps {
+			if err := step(); err != nil {
+				return rounds, 0, err
+			}
+		}
+		if rd.Ceiling.Rate > 0 {
+			rd.Ratio = rd.Send.Rate / rd.Ceiling.Rate
+		}
+		rounds = append(rounds, rd)
+	}
+	if len(rounds) == 0 {
+		return nil, 0, nil
+	}
+	return rounds, medianBy(rounds, func(r pairedRound) float64 { return r.Ratio }).Ratio, nil
 }
 
 // ceilingSweep measures ceiling (a) over each -tenants count after the
@@ -887,6 +968,12 @@ func targets(r *sendReport) []target {
 	out[3].Met = out[3].Value >= 50
 	out[4].Met = out[4].Value >= 20
 	out[5].Met = out[5].Value <= 250 && r.PeakRSSBytes > 0
+	if len(r.Paired) > 0 {
+		// The same comparison as the first, from runs back to back.
+		p := target{Name: "  same, paired rounds (median), %", Value: roundMS(r.PairedRatio * 100), Goal: ">= 50"}
+		p.Met = p.Value >= 50
+		out = slices.Insert(out, 1, p)
+	}
 	for _, e := range r.Sweep {
 		if e.Tenants == 1000 && r.Sweep[0].Tenants == 1 {
 			t := target{Name: "sends/s with 1,000 tenants vs 1 tenant, %", Value: roundMS(e.Ratio * 100), Goal: ">= 90"}
@@ -963,6 +1050,18 @@ func printSendReport(w io.Writer, r *sendReport) {
 			r.Delivery.ExactlyOnce, r.Delivery.Accepted, r.Delivery.Rows, r.Delivery.Sent, r.Delivery.NetworkRows))
 		line("GET /api/v1/me requests/s", rate(r.Me))
 		line("  latency", lat(r.Me))
+		if len(r.Paired) > 0 {
+			line("accepted sends/s vs ceiling (a), paired rounds", fmt.Sprintf("%8.1f %%  (median of %d rounds back to back, %d tenant(s))",
+				100*r.PairedRatio, len(r.Paired), r.Config.Tenants[0]))
+			for i, rd := range r.Paired {
+				order := "service, then ceiling (a)"
+				if rd.CeilingFirst {
+					order = "ceiling (a), then service"
+				}
+				line(fmt.Sprintf("  round %d", i+1), fmt.Sprintf("%8.1f %%  (%.0f /s against %.0f /s; %s; exactly once %v)",
+					100*rd.Ratio, rd.Send.Rate, rd.Ceiling.Rate, order, rd.Delivery.ExactlyOnce))
+			}
+		}
 		line("service peak RSS (VmHWM)", fmt.Sprintf("%.1f MB", float64(r.PeakRSSBytes)/(1<<20)))
 	}
 	if r.Drain.Jobs > 0 {
