@@ -17,7 +17,8 @@ import (
 func (a *App) newNetwork() (network.Network, error) {
 	switch a.cfg.Network {
 	case "builtin":
-		return builtin.New(a.DB, builtin.Config{Clock: a.clock, Batch: a.batches("lookup")}), nil
+		return builtin.New(a.DB, builtin.Config{Clock: a.clock, Batch: a.batches("lookup"),
+			DeliverBatch: a.batches("network")}), nil
 	case "http":
 		c, err := httpnet.New(httpnet.Config{
 			BaseURL: a.cfg.NetworkURL,

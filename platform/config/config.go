@@ -69,7 +69,9 @@ type Config struct {
 	// one tenant that share one statement when they arrive together
 	// (messages.Config.AcceptBatch and DeliveryBatch), and the most key
 	// authentications and network lookups that share one read
-	// (keys.Config.Batch, builtin.Config.Batch). Default 64; 1 turns
+	// (keys.Config.Batch, builtin.Config.Batch), and of lone deliveries
+	// that share the built-in network's statements
+	// (builtin.Config.DeliverBatch). Default 64; 1 turns
 	// batching off: every call runs its one-row statements, as many at once
 	// as the pool allows.
 	BatchSize int

@@ -29,7 +29,8 @@ type Metrics struct {
 	// route and status.
 	HTTPDuration *prometheus.HistogramVec
 	// BatchSize observes the items of each batch run, by kind ("accept",
-	// "deliver", "auth", "lookup"): 1 means no batching happened.
+	// "deliver", "auth", "lookup", "network"): 1 means no batching
+	// happened.
 	BatchSize *prometheus.HistogramVec
 
 	registry *prometheus.Registry
@@ -52,7 +53,7 @@ func New() *Metrics {
 		}, []string{"method", "route", "status"}),
 		BatchSize: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "batch_size",
-			Help:    "Items per shared statement run, by kind: accept and deliver (per tenant), auth (API keys), lookup (built-in network).",
+			Help:    "Items per shared statement run, by kind: accept and deliver (per tenant), auth (API keys), lookup and network (built-in network's lookups and deliveries).",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
 		}, []string{"kind"}),
 		registry: reg,

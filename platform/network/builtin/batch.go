@@ -33,18 +33,29 @@ type batchItem struct {
 // or reference_reused), one whose reference an earlier message of the batch
 // has, and one whose pair's conversation a concurrent call created meanwhile.
 //
-// A batch of one message is Deliver. A message that fails check gets its
-// refusal. When one of the two
-// statements fails, every other message gets that error, wrapped as Deliver
-// wraps a transient error, except when the insert fails on the data of a
-// message (db.IsDataError): then every message goes through Deliver's code.
+// A batch of one message is Deliver (which shares it with concurrent
+// Delivers). A message that fails check gets its refusal. When one of the
+// two statements fails, every other message gets that error, wrapped as
+// Deliver wraps a transient error, except when the insert fails on the data
+// of a message (db.IsDataError): then every message goes through Deliver's
+// code.
 func (n *Network) DeliverBatch(ctx context.Context, msgs []network.Message) []network.Result {
+	if len(msgs) == 1 {
+		d, err := n.Deliver(ctx, msgs[0])
+		return []network.Result{{Delivery: d, Err: err}}
+	}
+	return n.deliverBatch(ctx, msgs)
+}
+
+// deliverBatch is DeliverBatch on the batch's own statements, for a batch
+// of one deliverOne.
+func (n *Network) deliverBatch(ctx context.Context, msgs []network.Message) []network.Result {
 	out := make([]network.Result, len(msgs))
 	if len(msgs) == 1 {
-		// Deliver's statements are smaller and keep a generic plan;
+		// deliverOne's statements are smaller and keep a generic plan;
 		// Postgres re-plans the batch statements at each run (about
 		// 0.3 ms each), which one message does not pay back.
-		out[0].Delivery, out[0].Err = n.Deliver(ctx, msgs[0])
+		out[0].Delivery, out[0].Err = n.deliverOne(ctx, msgs[0])
 		return out
 	}
 	var items []*batchItem

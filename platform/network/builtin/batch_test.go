@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/bizmsg/platform/platform/batch"
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/dbtest"
@@ -661,5 +662,91 @@ func TestDeliverBatchConversationRace(t *testing.T) {
 	}
 	if n := f.count(`SELECT count(*) FROM network.conversations`); n != 2 {
 		t.Errorf("%d conversations, want 2", n)
+	}
+}
+
+// Delivers that arrive while the network's deliveries are busy share the
+// next run's statements, whatever their senders: the first is held behind a
+// table lock, the rest queue, and then run as one DeliverBatch, each caller
+// getting its own outcome, the same as Deliver alone would have given
+// (a repeat of each returns it unchanged).
+func TestDeliveriesShareStatements(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	a, b, c, blocker := ph(400), ph(401), ph(402), ph(403)
+	for _, p := range []string{a, b, c, blocker} {
+		f.account(p)
+	}
+	if err := f.net.Block(ctx, blocker, a); err != nil {
+		t.Fatalf("Block: %v", err)
+	}
+	at := f.clock.Now()
+
+	var mu sync.Mutex
+	var runs []int
+	shared := builtin.New(f.db, builtin.Config{Clock: f.clock, DeliverBatch: batch.Config{MaxInFlight: 1, OnRun: func(n int) {
+		mu.Lock()
+		runs = append(runs, n)
+		mu.Unlock()
+	}}})
+	release := dbtest.LockTable(t, f.db, "network.messages")
+	held := make(chan error, 1)
+	go func() {
+		_, err := shared.Deliver(ctx, text("shared:held", a, b, "held"))
+		held <- err
+	}()
+	dbtest.WaitForLockWaits(t, f.db, 1)
+
+	tests := []struct {
+		msg      network.Message
+		from, to string
+		refused  string // the refusal's code, or "" for a delivery
+	}{
+		{text("shared:1", a, b, "1"), a, b, ""},
+		{text("shared:2", b, c, "2"), b, c, ""},
+		{text("shared:3", c, a, "3"), c, a, ""},
+		{text("shared:4", a, blocker, "4"), "", "", network.CodeBlockedSender},
+		{text("shared:5", a, "not a phone", "5"), "", "", network.CodeInvalidPhone},
+		{text("shared:6", a, ph(499), "6"), "", "", network.CodeNotRegistered},
+		{text("shared:1", a, b, "1"), a, b, ""}, // the same reference twice: one delivery
+		{text("otp:shared:7", "", c, "code"), builtin.ServicePhone, c, ""},
+	}
+	got := make([]network.Result, len(tests))
+	var wg sync.WaitGroup
+	for i, tt := range tests {
+		wg.Go(func() {
+			got[i].Delivery, got[i].Err = shared.Deliver(ctx, tt.msg)
+		})
+	}
+	time.Sleep(300 * time.Millisecond) // all of them queue behind the held run
+	release()
+	wg.Wait()
+	if err := <-held; err != nil {
+		t.Fatalf("held delivery: %v", err)
+	}
+	for i, tt := range tests {
+		if tt.refused != "" {
+			var pe *network.PermanentError
+			if !errors.As(got[i].Err, &pe) || pe.Code != tt.refused {
+				t.Errorf("%s: %+v, %v; want the refusal %s", tt.msg.Reference, got[i].Delivery, got[i].Err, tt.refused)
+			}
+			continue
+		}
+		f.checkDelivered(got[i], tt.msg, tt.from, tt.to, at)
+		if d, err := f.net.Deliver(ctx, tt.msg); err != nil || d != got[i].Delivery {
+			t.Errorf("%s: a repeat gives %+v, %v; the shared delivery gave %+v", tt.msg.Reference, d, err, got[i].Delivery)
+		}
+	}
+	if got[0].Delivery != got[6].Delivery {
+		t.Errorf("one reference delivered twice in a run: %+v and %+v", got[0].Delivery, got[6].Delivery)
+	}
+	if n := f.count(`SELECT count(*) FROM network.messages WHERE reference LIKE '%shared:%'`); n != 5 {
+		t.Errorf("%d messages stored, want 5 (the held one and four delivered)", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(runs) != 2 || runs[0] != 1 || runs[1] != len(tests) {
+		t.Fatalf("runs = %v, want [1 %d]: the queued deliveries did not share a run", runs, len(tests))
 	}
 }

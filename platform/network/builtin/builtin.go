@@ -42,6 +42,10 @@ type Config struct {
 	// statement answers, and how many such statements run at once.
 	// Defaults 64 and batch.ReadMaxInFlight.
 	Batch batch.Config
+	// DeliverBatch bounds the shared deliveries of Deliver: how many lone
+	// deliveries one DeliverBatch run takes, and how many such runs write
+	// at once. Defaults 64 and 2 (batch.Config's).
+	DeliverBatch batch.Config
 }
 
 // Network is the built-in messaging network. It is safe for concurrent use.
@@ -50,6 +54,8 @@ type Network struct {
 	clock clock.Clock
 	// lookups answers concurrent Lookups together.
 	lookups *batch.Batcher[struct{}, lookupKey, lookupResult]
+	// deliveries delivers concurrent Delivers together.
+	deliveries *batch.Batcher[struct{}, network.Message, network.Result]
 }
 
 var (
@@ -68,6 +74,7 @@ func New(d *db.DB, cfg Config) *Network {
 	}
 	n := &Network{pool: d.Pool, clock: cfg.Clock}
 	n.lookups = batch.New(n.lookupMany, cfg.Batch)
+	n.deliveries = batch.New(n.deliverShared, cfg.DeliverBatch)
 	return n
 }
 
@@ -290,7 +297,33 @@ var messageTypes = map[string]bool{"text": true, "image": true, "voice": true, "
 // invalid_message, invalid_phone, sender_not_registered, not_registered, self,
 // phone_unverified, receiving_disabled, blocked_sender, reference_reused.
 // Other errors (the database) are transient.
+//
+// Deliveries share statements across the process: the calls that arrive
+// while earlier deliveries are in the database, whatever their
+// organizations, go together through DeliverBatch's statements (a
+// batch.Batcher run; a call that finds none busy runs alone at once). A
+// worker whose jobs belong to many tenants delivers them one per tenant
+// batch, so without this each would pay the network's statements and
+// commit on its own.
 func (n *Network) Deliver(ctx context.Context, msg network.Message) (network.Delivery, error) {
+	r, err := n.deliveries.Do(ctx, struct{}{}, msg)
+	if err != nil {
+		// The caller's context ended, or the run panicked: whether the
+		// network stored the message is unknown, and a retry with the
+		// same reference returns it if it did.
+		return network.Delivery{}, transient(msg.Reference, err)
+	}
+	return r.Delivery, r.Err
+}
+
+// deliverShared delivers the Delivers waiting together (a batch.Batcher
+// run): each message's outcome is its own Result, never the run's error.
+func (n *Network) deliverShared(ctx context.Context, _ struct{}, msgs []network.Message) ([]network.Result, error) {
+	return n.deliverBatch(ctx, msgs), nil
+}
+
+// deliverOne is the delivery of one message on its own statements.
+func (n *Network) deliverOne(ctx context.Context, msg network.Message) (network.Delivery, error) {
 	from, to, err := check(msg)
 	if err != nil {
 		return network.Delivery{}, err
