@@ -683,21 +683,6 @@ func TestDeliveriesShareStatements(t *testing.T) {
 	}
 	at := f.clock.Now()
 
-	var mu sync.Mutex
-	var runs []int
-	shared := builtin.New(f.db, builtin.Config{Clock: f.clock, DeliverBatch: batch.Config{MaxInFlight: 1, OnRun: func(n int) {
-		mu.Lock()
-		runs = append(runs, n)
-		mu.Unlock()
-	}}})
-	release := dbtest.LockTable(t, f.db, "network.messages")
-	held := make(chan error, 1)
-	go func() {
-		_, err := shared.Deliver(ctx, text("shared:held", a, b, "held"))
-		held <- err
-	}()
-	dbtest.WaitForLockWaits(t, f.db, 1)
-
 	tests := []struct {
 		msg      network.Message
 		from, to string
@@ -712,19 +697,23 @@ func TestDeliveriesShareStatements(t *testing.T) {
 		{text("shared:1", a, b, "1"), a, b, ""}, // the same reference twice: one delivery
 		{text("otp:shared:7", "", c, "code"), builtin.ServicePhone, c, ""},
 	}
+	var shared *builtin.Network
 	got := make([]network.Result, len(tests))
-	var wg sync.WaitGroup
-	for i, tt := range tests {
-		wg.Go(func() {
-			got[i].Delivery, got[i].Err = shared.Deliver(ctx, tt.msg)
-		})
-	}
-	time.Sleep(300 * time.Millisecond) // all of them queue behind the held run
-	release()
-	wg.Wait()
-	if err := <-held; err != nil {
-		t.Fatalf("held delivery: %v", err)
-	}
+	runs := f.sharedRuns("network.messages", func(cfg batch.Config) func() error {
+		shared = builtin.New(f.db, builtin.Config{Clock: f.clock, DeliverBatch: cfg})
+		return func() error {
+			_, err := shared.Deliver(ctx, text("shared:held", a, b, "held"))
+			return err
+		}
+	}, func() {
+		var wg sync.WaitGroup
+		for i, tt := range tests {
+			wg.Go(func() {
+				got[i].Delivery, got[i].Err = shared.Deliver(ctx, tt.msg)
+			})
+		}
+		wg.Wait()
+	})
 	for i, tt := range tests {
 		if tt.refused != "" {
 			var pe *network.PermanentError
@@ -744,8 +733,6 @@ func TestDeliveriesShareStatements(t *testing.T) {
 	if n := f.count(`SELECT count(*) FROM network.messages WHERE reference LIKE '%shared:%'`); n != 5 {
 		t.Errorf("%d messages stored, want 5 (the held one and four delivered)", n)
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	if len(runs) != 2 || runs[0] != 1 || runs[1] != len(tests) {
 		t.Fatalf("runs = %v, want [1 %d]: the queued deliveries did not share a run", runs, len(tests))
 	}

@@ -547,34 +547,24 @@ func TestLookupsShareReads(t *testing.T) {
 		alone[i] = answer{a, err}
 	}
 
-	var mu sync.Mutex
-	var runs []int
-	shared := builtin.New(f.db, builtin.Config{Clock: f.clock, Batch: batch.Config{MaxInFlight: 1, OnRun: func(n int) {
-		mu.Lock()
-		runs = append(runs, n)
-		mu.Unlock()
-	}}})
-	release := dbtest.LockTable(t, f.db, "network.accounts")
-	held := make(chan error, 1)
-	go func() {
-		_, err := shared.Lookup(ctx, ph(2), "")
-		held <- err
-	}()
-	dbtest.WaitForLockWaits(t, f.db, 1)
+	var shared *builtin.Network
 	got := make([]answer, len(asks))
-	var wg sync.WaitGroup
-	for i, q := range asks {
-		wg.Go(func() {
-			a, err := shared.Lookup(ctx, q[0], q[1])
-			got[i] = answer{a, err}
-		})
-	}
-	time.Sleep(300 * time.Millisecond) // all of them queue behind the held read
-	release()
-	wg.Wait()
-	if err := <-held; err != nil {
-		t.Fatalf("held lookup: %v", err)
-	}
+	runs := f.sharedRuns("network.accounts", func(cfg batch.Config) func() error {
+		shared = builtin.New(f.db, builtin.Config{Clock: f.clock, Batch: cfg})
+		return func() error {
+			_, err := shared.Lookup(ctx, ph(2), "")
+			return err
+		}
+	}, func() {
+		var wg sync.WaitGroup
+		for i, q := range asks {
+			wg.Go(func() {
+				a, err := shared.Lookup(ctx, q[0], q[1])
+				got[i] = answer{a, err}
+			})
+		}
+		wg.Wait()
+	})
 	for i, q := range asks {
 		g, w := got[i], alone[i]
 		if errors.Is(w.err, network.ErrNotFound) != errors.Is(g.err, network.ErrNotFound) ||
@@ -582,9 +572,41 @@ func TestLookupsShareReads(t *testing.T) {
 			t.Errorf("Lookup(%s, %q) shared = %+v, %v; alone = %+v, %v", q[0], q[1], g.a, g.err, w.a, w.err)
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	if len(runs) != 2 || runs[0] != 1 || runs[1] != len(asks) {
 		t.Fatalf("runs = %v, want [1 %d]: the queued lookups did not share a read", runs, len(asks))
 	}
+}
+
+// sharedRuns drives a test of calls that share a batcher's runs: on, given
+// the batch.Config to build its network with (one run at a time, each
+// recorded), makes the call that runs first and is held behind an ACCESS
+// EXCLUSIVE lock on table; queue makes the calls that wait for it. It
+// returns the runs' sizes once the held call and the queued ones are done.
+func (f *fixture) sharedRuns(table string, on func(batch.Config) func() error, queue func()) []int {
+	f.t.Helper()
+	var mu sync.Mutex
+	var runs []int
+	first := on(batch.Config{MaxInFlight: 1, OnRun: func(n int) {
+		mu.Lock()
+		runs = append(runs, n)
+		mu.Unlock()
+	}})
+	release := dbtest.LockTable(f.t, f.db, table)
+	held := make(chan error, 1)
+	go func() { held <- first() }()
+	dbtest.WaitForLockWaits(f.t, f.db, 1)
+	done := make(chan struct{})
+	go func() {
+		queue()
+		close(done)
+	}()
+	time.Sleep(300 * time.Millisecond) // the queued calls wait behind the held run
+	release()
+	<-done
+	if err := <-held; err != nil {
+		f.t.Fatalf("the held call: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return runs
 }
