@@ -709,7 +709,7 @@ func (b *sendBench) service(ctx context.Context, rep *sendReport, pool *pgxpool.
 		var rounds []sweepRound
 		for r := range b.cfg.SweepRounds {
 			var rd sweepRound
-			round := fmt.Sprintf("round %d/%d, ", r+1, b.cfg.SweepRounds)
+			round := fmt.Sprintf("sweep round %d/%d, ", r+1, b.cfg.SweepRounds)
 			if rd.Base, rd.BaseDelivery, err = b.sweepRun(ctx, g, svc.addr, first, round, fmt.Sprintf("%s-base-r%d", tag, r)); err != nil {
 				return err
 			}
@@ -719,11 +719,11 @@ func (b *sendBench) service(ctx context.Context, rep *sendReport, pool *pgxpool.
 			if rd.Base.Rate > 0 {
 				rd.Ratio = rd.Send.Rate / rd.Base.Rate
 			}
-			gm.progress = b.prog.phase(fmt.Sprintf("sweep %sGET /api/v1/me, %d tenant(s)", round, len(first)))
+			gm.progress = b.prog.phase(fmt.Sprintf("%sGET /api/v1/me, %d tenant(s)", round, len(first)))
 			if rd.MeBase, err = gm.closed(ctx, b.cfg.Concurrency, b.cfg.SweepDuration, meRequests(svc.addr, first), nil); err != nil {
 				return err
 			}
-			gm.progress = b.prog.phase(fmt.Sprintf("sweep %sGET /api/v1/me, %d tenant(s)", round, n))
+			gm.progress = b.prog.phase(fmt.Sprintf("%sGET /api/v1/me, %d tenant(s)", round, n))
 			if rd.Me, err = gm.closed(ctx, b.cfg.Concurrency, b.cfg.SweepDuration, meRequests(svc.addr, ts), nil); err != nil {
 				return err
 			}
@@ -834,10 +834,11 @@ func (b *sendBench) ceilingSweep(ctx context.Context, pool *pgxpool.Pool) ([]cei
 	return out, nil
 }
 
-// sweepRun is one closed-loop send of the sweep over tenants ts, tagged
-// tag, and the delivery of everything it accepted.
+// sweepRun is one closed-loop send of a sweep or paired round (round
+// prefixes its progress line) over tenants ts, tagged tag, and the delivery
+// of everything it accepted.
 func (b *sendBench) sweepRun(ctx context.Context, g *loadGen, addr string, ts []benchTenant, round, tag string) (loadResult, deliveryResult, error) {
-	g.progress = b.prog.phase(fmt.Sprintf("sweep %ssend closed loop, %d tenant(s)", round, len(ts)))
+	g.progress = b.prog.phase(fmt.Sprintf("%ssend closed loop, %d tenant(s)", round, len(ts)))
 	res, err := g.closed(ctx, b.cfg.Concurrency, b.cfg.SweepDuration, b.sendRequests(addr, ts, tag), nil)
 	if err != nil {
 		return res, deliveryResult{}, err
