@@ -61,7 +61,8 @@ func (a *App) messaging() error {
 
 // batches is the batch.Config of one kind of shared statement (BATCH_SIZE),
 // observed by the batch_size metric: "accept" and "deliver" (per tenant),
-// "auth" (API keys) and "lookup" (the built-in network's lookups).
+// "auth" (API keys), "lookup" and "network" (the built-in network's lookups
+// and deliveries).
 func (a *App) batches(kind string) batch.Config {
 	c := batch.Config{MaxSize: a.cfg.BatchSize, OnRun: func(n int) {
 		a.Metrics.BatchSize.WithLabelValues(kind).Observe(float64(n))

@@ -29,6 +29,7 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
 
+	"github.com/bizmsg/platform/platform/batch"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/migrate"
 )
@@ -227,4 +228,40 @@ func LockTable(t testing.TB, d *db.DB, table string) (release func()) {
 			t.Fatalf("unlock %s: %v", table, err)
 		}
 	}
+}
+
+// SharedRuns drives a test of calls that share a batch.Batcher's runs. on
+// builds the code under test with the batch.Config it is given (one run at a
+// time, each run's size recorded) and returns the call that runs first,
+// which is held behind an ACCESS EXCLUSIVE lock on table until queue has
+// made the calls that wait for it (queue returns when they have returned).
+// It fails the test if the held call fails, and returns the runs' sizes:
+// [1 n] when the n queued calls shared one run.
+func SharedRuns(t testing.TB, d *db.DB, table string, on func(batch.Config) func() error, queue func()) []int {
+	t.Helper()
+	var mu sync.Mutex
+	var runs []int
+	first := on(batch.Config{MaxInFlight: 1, OnRun: func(n int) {
+		mu.Lock()
+		runs = append(runs, n)
+		mu.Unlock()
+	}})
+	release := LockTable(t, d, table)
+	held := make(chan error, 1)
+	go func() { held <- first() }()
+	WaitForLockWaits(t, d, 1)
+	done := make(chan struct{})
+	go func() {
+		queue()
+		close(done)
+	}()
+	time.Sleep(300 * time.Millisecond) // the queued calls wait behind the held run
+	release()
+	<-done
+	if err := <-held; err != nil {
+		t.Fatalf("the held call: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return runs
 }

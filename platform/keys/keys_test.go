@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -350,31 +351,10 @@ func TestAuthenticationsShareReads(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var mu sync.Mutex
-	var runs []int
-	cfg := f.cfg
-	cfg.Batch = batch.Config{MaxInFlight: 1, OnRun: func(n int) {
-		mu.Lock()
-		runs = append(runs, n)
-		mu.Unlock()
-	}}
-	svc, err := keys.New(f.db.Pool, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	release := dbtest.LockTable(t, f.db, "central.api_keys")
 	type outcome struct {
 		a   *keys.Auth
 		err error
 	}
-	first := make(chan outcome, 1)
-	go func() {
-		a, err := svc.Authenticate(ctx, other.Plain)
-		first <- outcome{a, err}
-	}()
-	dbtest.WaitForLockWaits(t, f.db, 1)
-
 	tests := []struct {
 		name, plain, wantCode string
 		wantKey               int64
@@ -385,20 +365,32 @@ func TestAuthenticationsShareReads(t *testing.T) {
 		{"wrong secret", forged.Plain, keys.CodeInvalidKey, 0},
 		{"unknown prefix", unknown.Plain, keys.CodeInvalidKey, 0},
 	}
+	var svc *keys.Service
 	got := make([]outcome, len(tests))
-	var wg sync.WaitGroup
-	for i, tt := range tests {
-		wg.Go(func() {
-			a, err := svc.Authenticate(ctx, tt.plain)
-			got[i] = outcome{a, err}
-		})
-	}
-	time.Sleep(300 * time.Millisecond) // all of them queue behind the held read
-	release()
-	wg.Wait()
-	if o := <-first; o.err != nil || o.a.Key.ID != other.Key.ID {
-		t.Fatalf("held authentication = %+v, %v", o.a, o.err)
-	}
+	runs := dbtest.SharedRuns(t, f.db, "central.api_keys", func(b batch.Config) func() error {
+		cfg := f.cfg
+		cfg.Batch = b
+		var err error
+		if svc, err = keys.New(f.db.Pool, cfg); err != nil {
+			t.Fatal(err)
+		}
+		return func() error {
+			a, err := svc.Authenticate(ctx, other.Plain)
+			if err == nil && a.Key.ID != other.Key.ID {
+				err = fmt.Errorf("authenticated key %d, want %d", a.Key.ID, other.Key.ID)
+			}
+			return err
+		}
+	}, func() {
+		var wg sync.WaitGroup
+		for i, tt := range tests {
+			wg.Go(func() {
+				a, err := svc.Authenticate(ctx, tt.plain)
+				got[i] = outcome{a, err}
+			})
+		}
+		wg.Wait()
+	})
 	for i, tt := range tests {
 		o := got[i]
 		if tt.wantCode != "" {
@@ -414,8 +406,6 @@ func TestAuthenticationsShareReads(t *testing.T) {
 	if got[0].a != nil && got[1].a != nil && &got[0].a.Key.Scopes[0] == &got[1].a.Key.Scopes[0] {
 		t.Error("two callers of one key share its scopes slice")
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	if len(runs) != 2 || runs[0] != 1 || runs[1] != len(tests) {
 		t.Fatalf("runs = %v, want [1 %d]: the queued authentications did not share a read", runs, len(tests))
 	}

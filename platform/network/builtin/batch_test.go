@@ -699,7 +699,7 @@ func TestDeliveriesShareStatements(t *testing.T) {
 	}
 	var shared *builtin.Network
 	got := make([]network.Result, len(tests))
-	runs := f.sharedRuns("network.messages", func(cfg batch.Config) func() error {
+	runs := dbtest.SharedRuns(t, f.db, "network.messages", func(cfg batch.Config) func() error {
 		shared = builtin.New(f.db, builtin.Config{Clock: f.clock, DeliverBatch: cfg})
 		return func() error {
 			_, err := shared.Deliver(ctx, text("shared:held", a, b, "held"))

@@ -549,7 +549,7 @@ func TestLookupsShareReads(t *testing.T) {
 
 	var shared *builtin.Network
 	got := make([]answer, len(asks))
-	runs := f.sharedRuns("network.accounts", func(cfg batch.Config) func() error {
+	runs := dbtest.SharedRuns(t, f.db, "network.accounts", func(cfg batch.Config) func() error {
 		shared = builtin.New(f.db, builtin.Config{Clock: f.clock, Batch: cfg})
 		return func() error {
 			_, err := shared.Lookup(ctx, ph(2), "")
@@ -575,38 +575,4 @@ func TestLookupsShareReads(t *testing.T) {
 	if len(runs) != 2 || runs[0] != 1 || runs[1] != len(asks) {
 		t.Fatalf("runs = %v, want [1 %d]: the queued lookups did not share a read", runs, len(asks))
 	}
-}
-
-// sharedRuns drives a test of calls that share a batcher's runs: on, given
-// the batch.Config to build its network with (one run at a time, each
-// recorded), makes the call that runs first and is held behind an ACCESS
-// EXCLUSIVE lock on table; queue makes the calls that wait for it. It
-// returns the runs' sizes once the held call and the queued ones are done.
-func (f *fixture) sharedRuns(table string, on func(batch.Config) func() error, queue func()) []int {
-	f.t.Helper()
-	var mu sync.Mutex
-	var runs []int
-	first := on(batch.Config{MaxInFlight: 1, OnRun: func(n int) {
-		mu.Lock()
-		runs = append(runs, n)
-		mu.Unlock()
-	}})
-	release := dbtest.LockTable(f.t, f.db, table)
-	held := make(chan error, 1)
-	go func() { held <- first() }()
-	dbtest.WaitForLockWaits(f.t, f.db, 1)
-	done := make(chan struct{})
-	go func() {
-		queue()
-		close(done)
-	}()
-	time.Sleep(300 * time.Millisecond) // the queued calls wait behind the held run
-	release()
-	<-done
-	if err := <-held; err != nil {
-		f.t.Fatalf("the held call: %v", err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	return runs
 }
