@@ -23,8 +23,8 @@ const QueueDelivery = "delivery"
 const DefaultDeliveryMaxAttempts = 25
 
 // DeliverArgs is the job that delivers one accepted message. It is inserted
-// by the acceptance statement, so a message is never logged without its job
-// nor a job enqueued without its message.
+// in the message's acceptance transaction (DeliveryJob), so a message is
+// never stored without its job nor a job enqueued without its message.
 type DeliverArgs struct {
 	// OrgID and Schema name the tenant.
 	OrgID  int64  `json:"org_id"`
@@ -43,6 +43,22 @@ func (DeliverArgs) Kind() string { return "message_delivery" }
 // InsertOpts puts deliveries on their own queue.
 func (DeliverArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: QueueDelivery, MaxAttempts: DefaultDeliveryMaxAttempts}
+}
+
+// DeliveryJob returns the insert parameters of args's job: the queue and
+// attempts of DeliverArgs, and metadata naming the message
+// (DeliveryMetadata), by which the job of a message is found
+// (JobListParams.Metadata uses River's index on job metadata).
+func DeliveryJob(args DeliverArgs) river.InsertManyParams {
+	opts := args.InsertOpts()
+	opts.Metadata = DeliveryMetadata(args.OrgID, args.MessageID)
+	return river.InsertManyParams{Args: args, InsertOpts: &opts}
+}
+
+// DeliveryMetadata is the metadata of the delivery job of the organization's
+// message messageID.
+func DeliveryMetadata(orgID, messageID int64) []byte {
+	return fmt.Appendf(nil, `{"org_id":%d,"message_id":%d}`, orgID, messageID)
 }
 
 // DeliveryAttempt describes the run of a delivery job.
@@ -94,9 +110,9 @@ func (w *DeliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 	})
 	switch {
 	case err != nil && network.IsPermanent(err):
-		return river.JobCancel(fmt.Errorf("message %d in %s: %w", job.Args.MessageID, job.Args.Schema, err))
+		return river.JobCancel(explain(fmt.Errorf("message %d in %s: %w", job.Args.MessageID, job.Args.Schema, err)))
 	case err != nil:
-		return fmt.Errorf("message %d in %s: %w", job.Args.MessageID, job.Args.Schema, err)
+		return explain(fmt.Errorf("message %d in %s: %w", job.Args.MessageID, job.Args.Schema, err))
 	case d > 0:
 		return river.JobSnooze(d)
 	default:

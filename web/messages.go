@@ -2,12 +2,14 @@ package web
 
 import (
 	"net/http"
+	"strconv"
 	"net/url"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/senders"
 )
@@ -128,4 +130,26 @@ func cloneValues(v url.Values) url.Values {
 		out[k] = append([]string(nil), vs...)
 	}
 	return out
+}
+
+// messagePage is one message with its delivery: the state of its delivery
+// job, the attempts made, the last failure in plain words and the next
+// attempt (messages.Service.Get, as GET /api/v1/messages/{id} shows it).
+func (d *Dashboard) messagePage(c *gin.Context) {
+	s := session(c)
+	id, ok := pathID(c)
+	if !ok {
+		d.internal(c, apperr.NotFound("message"))
+		return
+	}
+	m, err := d.cfg.Messages.Get(c.Request.Context(), s.Principal.Tenant, id)
+	if err != nil {
+		d.internal(c, err)
+		return
+	}
+	view := messageView{Message: m}
+	if sn, err := d.cfg.Senders.Get(c.Request.Context(), s.Principal.Tenant, m.SenderNumberID); err == nil {
+		view.SenderPhone = sn.Phone
+	}
+	d.render(c, "message", pageData{Title: "Message " + strconv.FormatInt(m.ID, 10), Nav: "messages", Data: view})
 }

@@ -168,6 +168,7 @@ func New(cfg Config) (*Dashboard, error) {
 //	POST /keys/:id/reveal          "Show key" (encrypted storage)
 //	GET  /keys/:id/revoke, POST    confirm, revoke
 //	GET  /messages                 history with the API's filters and paging
+//	GET  /messages/:id             one message, with its delivery (attempts, why not yet sent)
 //	GET  /members, POST /members   members; add one with a role
 //	GET  /members/:id/remove, POST confirm, remove
 //	GET  /start                    the organization's first send, as curl
@@ -197,6 +198,7 @@ func (d *Dashboard) Mount(r gin.IRouter) {
 	s.GET("/keys/:id/revoke", d.revokeKeyPage)
 	s.POST("/keys/:id/revoke", d.revokeKey)
 	s.GET("/messages", d.messagesPage)
+	s.GET("/messages/:id", d.messagePage)
 	s.GET("/members", d.membersPage)
 	s.POST("/members", d.addMember)
 	s.GET("/members/:id/remove", d.removeMemberPage)

@@ -36,6 +36,19 @@ Sender numbers:
 
 --org is needed only when the phone is registered in several organizations.
 Run 'platform admin sender <command> -h' for the flags.
+
+Messages and jobs:
+  message show  --id N --org ORG_ID [--json]
+                print a message with its delivery job: River state,
+                attempts, every attempt's error
+  jobs retry    --kind deliver|otp --since T [--state discarded|cancelled]
+                [--dry-run]
+                retry the jobs of that kind that ended in that state
+                (default discarded: attempts ran out) at or after T (RFC
+                3339, or a duration back from now such as 2h); a delivery's
+                message that failed with network_error is queued again
+                in the same transaction, one refused for its own reason is
+                left alone
 `
 
 // runAdmin runs `platform admin <area> <command>`.
@@ -47,6 +60,10 @@ func runAdmin(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	switch args[0] {
 	case "sender":
 		return runAdminSender(ctx, args[1:], stdout, stderr)
+	case "message":
+		return runAdminMessage(ctx, args[1:], stdout, stderr)
+	case "jobs":
+		return runAdminJobs(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, adminUsage)
 		return nil

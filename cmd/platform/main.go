@@ -18,6 +18,7 @@ import (
 	"github.com/bizmsg/platform/platform/config"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/migrate"
+	"github.com/bizmsg/platform/platform/ops"
 )
 
 const usage = `Usage: platform <command> [flags]
@@ -110,6 +111,13 @@ func runService(ctx context.Context, args []string, stderr io.Writer, api, worke
 	}
 	defer a.Close()
 	if err := startPprof(ctx, os.Getenv("PPROF_ADDR"), log); err != nil {
+		return err
+	}
+	if cfg.OpsUser == "" {
+		log.Info("operator console off: set OPS_USER and OPS_PASSWORD to serve it on OPS_ADDR")
+	} else if _, err := ops.Serve(ctx, a.River, ops.Config{
+		Addr: cfg.OpsAddr, User: cfg.OpsUser, Password: cfg.OpsPassword, Logger: log,
+	}); err != nil {
 		return err
 	}
 	var ln net.Listener

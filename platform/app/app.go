@@ -6,7 +6,6 @@ package app
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -63,9 +62,14 @@ type App struct {
 	Migrator *migrate.Migrator
 	Metrics  *metrics.Metrics
 	Engine   *gin.Engine
-	Inserter *river.Client[*sql.Tx]
-	// River is the worker client; nil when the process runs no workers.
+	// River is the process's one River client: it inserts jobs in the
+	// transactions of the rows they belong to, reads them (the operator
+	// console, a message's delivery), and, when the process runs workers,
+	// works them.
 	River *river.Client[pgx.Tx]
+	// workers is River's worker bundle when the process runs workers, filled
+	// once the services the workers call exist.
+	workers *river.Workers
 	// Keys is the API-key service both APIs share.
 	Keys *keys.Service
 	// Central is the Central API's service (registration, login, members).
@@ -120,7 +124,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	} else if n > 0 {
 		a.log.Info("database migrated", "migrations_applied", n)
 	}
-	if a.Inserter, err = jobs.NewInserter(d.SQL); err != nil {
+	if a.River, err = a.riverClient(opts); err != nil {
 		a.Close()
 		return nil, err
 	}
@@ -137,20 +141,33 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		return nil, err
 	}
 	a.Engine = a.routes()
-	if opts.Workers {
-		if a.River, err = a.workerClient(opts.Jobs); err != nil {
-			a.Close()
-			return nil, err
-		}
+	if a.workers != nil {
+		a.addWorkers(opts.Jobs)
 	}
 	return a, nil
 }
 
-func (a *App) workerClient(cfg jobs.Config) (*river.Client[pgx.Tx], error) {
+// riverClient builds the process's River client: with opts.Workers, with a
+// worker bundle (filled by addWorkers) and the periodic jobs.
+func (a *App) riverClient(opts Options) (*river.Client[pgx.Tx], error) {
+	cfg := opts.Jobs
 	if cfg.Logger == nil {
 		cfg.Logger = a.log
 	}
-	workers := river.NewWorkers()
+	var periodic []*river.PeriodicJob
+	if opts.Workers {
+		a.workers = river.NewWorkers()
+		periodic = []*river.PeriodicJob{
+			jobs.HousekeepingPeriodic(time.Hour),
+			jobs.AccountSweepPeriodic(a.cfg.SenderSweepInterval),
+		}
+	}
+	return jobs.NewClient(a.DB.Pool, a.workers, periodic, cfg)
+}
+
+// addWorkers registers every worker in the River client's bundle.
+func (a *App) addWorkers(cfg jobs.Config) {
+	workers := a.workers
 	river.AddWorker(workers, &jobs.HousekeepingWorker{
 		Purgers: map[string]jobs.Purger{
 			"refresh_tokens": jobs.PurgerFunc(func(ctx context.Context, now time.Time) (int64, error) {
@@ -167,9 +184,8 @@ func (a *App) workerClient(cfg jobs.Config) (*river.Client[pgx.Tx], error) {
 		Now:    a.clock.Now,
 		Logger: a.log,
 	})
-	periodic := []*river.PeriodicJob{jobs.HousekeepingPeriodic(time.Hour), a.senderWorkers(workers)}
+	a.senderWorkers(workers)
 	a.messagingWorkers(workers, cfg)
-	return jobs.NewClient(a.DB.Pool, workers, periodic, cfg)
 }
 
 // routes builds the engine: operational endpoints, then the APIs.
@@ -223,7 +239,7 @@ func (a *App) Handler() http.Handler { return a.Engine }
 // built with workers) until ctx is cancelled, then shuts down gracefully:
 // in-flight requests finish, workers stop taking jobs and finish running ones.
 func (a *App) Run(ctx context.Context, ln net.Listener) error {
-	if a.River != nil {
+	if a.workers != nil {
 		// River hard-stops (cancelling running jobs) when its Start context is
 		// cancelled; shutdown must be graceful, so it gets a context that is not
 		// cancelled with ctx, and is stopped with Stop below.
@@ -239,7 +255,7 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 	} else {
 		<-ctx.Done()
 	}
-	if a.River != nil {
+	if a.workers != nil {
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.ShutdownTimeout)
 		defer cancel()
 		if err := jobs.Stop(stopCtx, a.River); err != nil {

@@ -34,6 +34,7 @@ func (a *App) messaging() error {
 	if a.Messages, err = messages.New(messages.Config{
 		DB:             a.DB.Bun,
 		Prepared:       db.NewPrepared(a.DB, db.PreparedConfig{MaxPerConn: prepared}),
+		Jobs:           a.River,
 		Senders:        a.Senders,
 		Network:        a.Network,
 		Throttle:       throttle.NewLocal(throttle.Config{}),

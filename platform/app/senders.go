@@ -18,8 +18,8 @@ func (a *App) senderNumbers() error {
 		a.Network = n
 	}
 	svc, err := senders.New(senders.Config{
-		DB:      a.DB.Bun,
-		Jobs:    a.Inserter,
+		DB:      a.DB,
+		Jobs:    a.River,
 		Network: a.Network,
 		Secret:  a.cfg.APIKeyPepper,
 		Clock:   a.clock,
@@ -33,9 +33,8 @@ func (a *App) senderNumbers() error {
 }
 
 // senderWorkers registers the OTP delivery worker and the account-verification
-// sweep, and returns the sweep's periodic schedule (SENDER_SWEEP_INTERVAL).
-func (a *App) senderWorkers(workers *river.Workers) *river.PeriodicJob {
+// sweep (scheduled every SENDER_SWEEP_INTERVAL by riverClient).
+func (a *App) senderWorkers(workers *river.Workers) {
 	river.AddWorker(workers, &jobs.OTPWorker{Deliverer: a.Senders})
 	river.AddWorker(workers, &jobs.AccountSweepWorker{Sweeper: a.Senders, Logger: a.log})
-	return jobs.AccountSweepPeriodic(a.cfg.SenderSweepInterval)
 }

@@ -16,6 +16,9 @@ import (
 // is unset; the database is created on first start.
 const DefaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/bizmsg?sslmode=disable"
 
+// MinOpsPassword is the shortest operator console password accepted.
+const MinOpsPassword = 12
+
 // Config is the whole process configuration.
 type Config struct {
 	// DatabaseURL (DATABASE_URL) names the Postgres database.
@@ -83,6 +86,14 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// LogLevel (LOG_LEVEL): debug, info, warn, error. Default info.
 	LogLevel string
+	// OpsAddr (OPS_ADDR) is the operator console's listen address, a
+	// listener of its own. Default "127.0.0.1:8090" (loopback).
+	OpsAddr string
+	// OpsUser (OPS_USER) and OpsPassword (OPS_PASSWORD, at least 12
+	// characters) are the operator console's credentials (HTTP Basic). The
+	// console is served only when both are set.
+	OpsUser     string
+	OpsPassword string
 
 	// Generated lists the secrets that were unset and generated for this
 	// process; callers log a warning naming them.
@@ -98,6 +109,9 @@ func Load(getenv func(string) string) (Config, error) {
 		NetworkURL:           getenv("NETWORK_URL"),
 		NetworkSecret:        getenv("NETWORK_SECRET"),
 		LogLevel:             strings.ToLower(str(getenv, "LOG_LEVEL", "info")),
+		OpsAddr:              str(getenv, "OPS_ADDR", "127.0.0.1:8090"),
+		OpsUser:              getenv("OPS_USER"),
+		OpsPassword:          getenv("OPS_PASSWORD"),
 		DefaultDailyLimit:    1000,
 		SenderRate:           20,
 		SenderBurst:          40,
@@ -213,6 +227,12 @@ func Load(getenv func(string) string) (Config, error) {
 		if c.APIKeyEncryptionKey, err = key32(v); err != nil {
 			fail("API_KEY_ENCRYPTION_KEY", err)
 		}
+	}
+	switch {
+	case (c.OpsUser == "") != (c.OpsPassword == ""):
+		fail("OPS_USER/OPS_PASSWORD", fmt.Errorf("set both or neither"))
+	case c.OpsPassword != "" && len(c.OpsPassword) < MinOpsPassword:
+		fail("OPS_PASSWORD", fmt.Errorf("must be at least %d characters", MinOpsPassword))
 	}
 	if len(errs) > 0 {
 		return Config{}, fmt.Errorf("invalid configuration: %s", strings.Join(errs, "; "))

@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/uptrace/bun"
 )
 
 // Prepared runs the hot paths' statements whose text names a tenant schema
@@ -77,20 +76,23 @@ func NewPrepared(d *DB, cfg PreparedConfig) *Prepared {
 	return &Prepared{db: d, cfg: cfg}
 }
 
-// Rows is what a scan function reads: pgx's rows, or database/sql's in a
-// transaction.
+// Rows is what a scan function reads.
 type Rows interface {
 	Next() bool
 	Scan(dest ...any) error
 	Err() error
 }
 
-// Query runs query with args and hands its rows to scan. With tx nil it
-// runs on a pool connection, prepared there when the connection's set
-// admits it (see Prepared); with a transaction, on the transaction's
-// connection with the simple protocol (a transaction's statements are the
-// rare paths: an Idempotency-Key, a delivery decided under lock).
-func (p *Prepared) Query(ctx context.Context, tx *bun.Tx, query string, args []any, scan func(Rows) error) error {
+// errStalePlan marks a prepared statement that Postgres refused in a
+// transaction because its result columns changed; Tx runs the
+// transaction again.
+var errStalePlan = errors.New("prepared statement's plan is stale")
+
+// Query runs query with args and hands its rows to scan, on a pool
+// connection when tx is nil, else in tx (a transaction begun by Tx). Either
+// way the statement is prepared on its connection when the connection's set
+// admits it (see Prepared).
+func (p *Prepared) Query(ctx context.Context, tx pgx.Tx, query string, args []any, scan func(Rows) error) error {
 	err := p.query(ctx, tx, query, args, scan)
 	if p.cfg.Observe != nil {
 		p.cfg.Observe(query, err)
@@ -98,18 +100,21 @@ func (p *Prepared) Query(ctx context.Context, tx *bun.Tx, query string, args []a
 	return err
 }
 
-func (p *Prepared) query(ctx context.Context, tx *bun.Tx, query string, args []any, scan func(Rows) error) error {
+func (p *Prepared) query(ctx context.Context, tx pgx.Tx, query string, args []any, scan func(Rows) error) error {
 	if tx != nil {
-		// tx.Tx, not bun's Tx: bun would format the text and drop args.
-		rows, err := tx.Tx.QueryContext(ctx, query, append([]any{pgx.QueryExecModeSimpleProtocol}, args...)...)
+		conn := tx.Conn()
+		set := p.set(conn)
+		name, err := set.use(ctx, conn, query, p.cfg)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		if err := scan(rows); err != nil {
-			return err
+		err = run(ctx, conn, name, query, args, scan)
+		if name != "" && isStalePlan(err) {
+			// The transaction is aborted: Tx runs it again.
+			set.reprepare(ctx, conn, query)
+			return fmt.Errorf("%w: %w", errStalePlan, err)
 		}
-		return rows.Err()
+		return err
 	}
 
 	c, err := p.acquire(ctx)
@@ -135,12 +140,46 @@ func (p *Prepared) query(ctx context.Context, tx *bun.Tx, query string, args []a
 }
 
 // Exec runs query (a statement without result rows) like Query.
-func (p *Prepared) Exec(ctx context.Context, tx *bun.Tx, query string, args ...any) error {
+func (p *Prepared) Exec(ctx context.Context, tx pgx.Tx, query string, args ...any) error {
 	return p.Query(ctx, tx, query, args, func(r Rows) error {
 		for r.Next() {
 		}
 		return nil
 	})
+}
+
+// Tx runs fn in a transaction on one pool connection and commits it when
+// fn returns nil (rolls it back otherwise). Query and Exec with the
+// transaction use that connection's prepared statements. When one of them
+// finds its plan stale (a migration changed its result columns), the
+// transaction is rolled back and fn runs once more, on statements prepared
+// afresh.
+func (p *Prepared) Tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	err := p.tx(ctx, fn)
+	if errors.Is(err, errStalePlan) {
+		err = p.tx(ctx, fn)
+	}
+	return err
+}
+
+func (p *Prepared) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	c, err := p.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Release()
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
 }
 
 // acquire takes a pool connection, waiting at most Config.AcquireTimeout

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/uptrace/bun"
 
@@ -32,7 +33,7 @@ func onePool(t *testing.T) *db.DB {
 }
 
 // value runs query with arg through p and returns the one text it reads.
-func value(t *testing.T, p *db.Prepared, tx *bun.Tx, query string, arg any) string {
+func value(t *testing.T, p *db.Prepared, tx pgx.Tx, query string, arg any) string {
 	t.Helper()
 	var v string
 	err := p.Query(context.Background(), tx, query, []any{arg}, func(r db.Rows) error {
@@ -185,35 +186,92 @@ func TestPreparedStalePlan(t *testing.T) {
 	}
 }
 
-// In a transaction a statement runs on the transaction's connection: it
-// sees the transaction's own uncommitted writes, and its effect goes with
-// the rollback.
+// In a transaction a statement runs on the transaction's connection,
+// prepared there like any other: it sees the transaction's own uncommitted
+// writes, and its effect goes with the rollback.
 func TestPreparedInTransaction(t *testing.T) {
 	t.Parallel()
 	d := onePool(t)
 	p := db.NewPrepared(d, db.PreparedConfig{})
 	ctx := context.Background()
-	tx, err := d.Bun.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// On a failure too: an open transaction holds the pool's only
-	// connection, and closing the pool would wait for it.
-	defer func() { _ = tx.Rollback() }()
-	if _, err := tx.ExecContext(ctx, `INSERT INTO t VALUES (4, 'four')`); err != nil {
-		t.Fatal(err)
-	}
-	if got := value(t, p, &tx, q1, 4); got != "four" {
-		t.Fatalf("in tx: %q", got)
-	}
-	if err := p.Exec(ctx, &tx, `UPDATE t SET v = $1::text WHERE id = 1`, "uno"); err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.Rollback(); err != nil {
-		t.Fatal(err)
+	rollback := errors.New("roll back")
+	err := p.Tx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO t VALUES (4, 'four')`); err != nil {
+			return err
+		}
+		for range 3 {
+			if got := value(t, p, tx, q1, 4); got != "four" {
+				t.Fatalf("in tx: %q", got)
+			}
+		}
+		if n := p.PreparedCount(tx.Conn()); n != 1 {
+			t.Fatalf("prepared in tx: %d, want 1", n)
+		}
+		if err := p.Exec(ctx, tx, `UPDATE t SET v = $1::text WHERE id = 1`, "uno"); err != nil {
+			return err
+		}
+		return rollback
+	})
+	if !errors.Is(err, rollback) {
+		t.Fatalf("Tx = %v, want fn's error", err)
 	}
 	if got := value(t, p, nil, q1, 1); got != "one" {
 		t.Fatalf("after rollback: %q", got)
+	}
+	if got := value(t, p, nil, q1, 4); got != "" {
+		t.Fatalf("insert survived the rollback: %q", got)
+	}
+	if err := p.Tx(ctx, func(tx pgx.Tx) error {
+		return p.Exec(ctx, tx, `UPDATE t SET v = $1::text WHERE id = 1`, "uno")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := value(t, p, nil, q1, 1); got != "uno" {
+		t.Fatalf("after commit: %q", got)
+	}
+}
+
+// A prepared statement made stale by a migration inside a transaction
+// aborts it; Tx runs the transaction again on the statement prepared
+// afresh, so the caller sees neither the error nor a half-done write.
+func TestPreparedTxStalePlan(t *testing.T) {
+	t.Parallel()
+	d := onePool(t)
+	p := db.NewPrepared(d, db.PreparedConfig{})
+	ctx := context.Background()
+	const star = `SELECT * FROM t WHERE id = $1::int`
+	runs := 0
+	cols := func() int {
+		var n int
+		err := p.Tx(ctx, func(tx pgx.Tx) error {
+			runs++
+			if _, err := tx.Exec(ctx, `UPDATE t SET v = v || '+' WHERE id = 2`); err != nil {
+				return err
+			}
+			return p.Query(ctx, tx, star, []any{1}, func(r db.Rows) error {
+				for r.Next() {
+					n = len(r.(interface{ RawValues() [][]byte }).RawValues())
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			t.Fatalf("Tx: %v", err)
+		}
+		return n
+	}
+	cols()
+	if got := cols(); got != 2 || runs != 2 {
+		t.Fatalf("columns = %d after %d runs", got, runs)
+	}
+	if _, err := d.Pool.Exec(ctx, `ALTER TABLE t ADD COLUMN w int`); err != nil {
+		t.Fatal(err)
+	}
+	if got := cols(); got != 3 || runs != 4 {
+		t.Fatalf("columns after migration = %d after %d runs, want 3 after 4", got, runs)
+	}
+	if got := value(t, p, nil, `SELECT v FROM t WHERE id = $1::int`, 2); got != "two+++" {
+		t.Fatalf("v = %q: the aborted run's write must not stay", got)
 	}
 }
 

@@ -7,7 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bizmsg/platform/jobs"
+	"github.com/jackc/pgx/v5"
+
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/senders"
 )
@@ -48,7 +49,7 @@ type accepted struct {
 func (s *Service) acceptBatch(ctx context.Context, t db.Tenant, items []acceptance) ([]accepted, error) {
 	out := make([]accepted, len(items))
 	alone := func(i int) {
-		out[i].res, out[i].err = s.accept(ctx, nil, t, items[i].ref, items[i].r)
+		out[i].res, out[i].err = s.acceptAlone(ctx, t, items[i].ref, items[i].r)
 	}
 	if len(items) == 1 {
 		alone(0)
@@ -87,9 +88,24 @@ func (s *Service) acceptBatch(ctx context.Context, t db.Tenant, items []acceptan
 // one-message statements side by side.
 const minBatch = 4
 
-// acceptMany runs acceptBatchSQL over items and reports which were accepted,
-// filling their rows' ids and senders.
+// acceptMany runs acceptBatchSQL over items and River's insert of the
+// accepted messages' jobs, in one transaction, and reports which were
+// accepted, filling their rows' ids and senders.
 func (s *Service) acceptMany(ctx context.Context, t db.Tenant, items []acceptance) ([]bool, error) {
+	var ok []bool
+	err := s.prep.Tx(ctx, func(tx pgx.Tx) error {
+		var err error
+		ok, err = s.acceptManyTx(ctx, tx, t, items)
+		return err
+	})
+	if err != nil {
+		return make([]bool, len(items)), err
+	}
+	return ok, nil
+}
+
+// acceptManyTx is acceptMany in tx.
+func (s *Service) acceptManyTx(ctx context.Context, tx pgx.Tx, t db.Tenant, items []acceptance) ([]bool, error) {
 	n := len(items)
 	var (
 		senderIDs, sizes, recipients = make([]int64, n), make([]*int64, n), make([]*int64, n)
@@ -110,7 +126,7 @@ func (s *Service) acceptMany(ctx context.Context, t db.Tenant, items []acceptanc
 		messageID, senderID *int64
 	}
 	var rows []result
-	err := s.prep.Query(ctx, nil, acceptBatchSQL(t, s.enqueue), []any{t.OrgID, t.Schema,
+	err := s.prep.Query(ctx, tx, acceptBatchSQL(t), []any{t.OrgID,
 		senderIDs, phones, tos, recipients, types, contents, names, sizes, fileTypes, durations, clientRefs, created,
 	}, func(r db.Rows) error {
 		for r.Next() {
@@ -126,6 +142,7 @@ func (s *Service) acceptMany(ctx context.Context, t db.Tenant, items []acceptanc
 	if err != nil {
 		return ok, fmt.Errorf("accept %d messages: %w", n, err)
 	}
+	accepted := make([]*row, 0, len(rows))
 	for _, r := range rows {
 		i := int(r.ord) - 1
 		if i < 0 || i >= n || r.messageID == nil {
@@ -133,21 +150,27 @@ func (s *Service) acceptMany(ctx context.Context, t db.Tenant, items []acceptanc
 		}
 		ok[i] = true
 		items[i].r.ID, items[i].r.SenderNumberID = *r.messageID, *r.senderID
+		accepted = append(accepted, items[i].r)
+	}
+	if len(accepted) > 0 {
+		if err := s.enqueue(ctx, tx, t, accepted...); err != nil {
+			return ok, err
+		}
 	}
 	return ok, nil
 }
 
 // acceptBatchSQL is acceptSQL of tenant t for several messages at once, with
-// $n arguments for db.Prepared, the i-th element of each array $3..$14 being
-// the i-th message: sender id $3 (0 when named by phone), sender phone $4
+// $n arguments for db.Prepared, the i-th element of each array $2..$13 being
+// the i-th message: sender id $2 (0 when named by phone), sender phone $3
 // ("" when named by id; when both are given they must name one number),
-// recipient $5, recipient's user id $6, type $7, content $8, file name $9,
-// size $10, file type $11, duration $12, client reference $13 and
-// acceptance time $14 (its UTC day is the day whose limit it counts
+// recipient $4, recipient's user id $5, type $6, content $7, file name $8,
+// size $9, file type $10, duration $11, client reference $12 and
+// acceptance time $13 (its UTC day is the day whose limit it counts
 // against). Durations are bigint, so that a value past the integer column
 // is the database's data error (which makes the batch fall back), not the
 // driver's when it encodes a prepared statement's argument. $1 is the
-// organization, $2 the schema's name; the messages' id sequence is named in
+// organization; the messages' id sequence is named in
 // the text (a constant, so that the name is resolved once per statement, not
 // once per row).
 //
@@ -159,18 +182,19 @@ func (s *Service) acceptMany(ctx context.Context, t db.Tenant, items []acceptanc
 //     or none: the counter goes up by their number only while it stays
 //     within the limit. Counters ('accept' rows) are locked in sender and
 //     day order, so concurrent batches cannot deadlock;
-//   - m and j: the messages of the counters u reserved for, and their jobs.
+//   - m: the messages of the counters u reserved for (their delivery jobs
+//     are inserted by River in the same transaction, acceptMany).
 //
 // It returns, per message, its ordinal and, when accepted, its id and
 // sender.
-func acceptBatchSQL(t db.Tenant, e *jobs.DeliveryEnqueuer) string {
+func acceptBatchSQL(t db.Tenant) string {
 	sc := t.Quoted()
 	seq := "'" + strings.ReplaceAll(t.Table("messages_id_seq"), "'", "''") + "'::regclass"
 	return `WITH i AS (
 		  SELECT nextval(` + seq + `) AS id, (x.created_at AT TIME ZONE 'UTC')::date AS day, x.*
-		    FROM unnest($3::bigint[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::text[],
-		                $9::text[], $10::bigint[], $11::text[], $12::bigint[], $13::text[],
-		                $14::timestamptz[]) WITH ORDINALITY
+		    FROM unnest($2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[],
+		                $8::text[], $9::bigint[], $10::text[], $11::bigint[], $12::text[],
+		                $13::timestamptz[]) WITH ORDINALITY
 		         AS x(sender_id, sender_phone, to_phone, recipient_user_id, type, content,
 		              file_name, file_size, file_type, duration, client_reference, created_at, ord)
 		   ORDER BY x.ord),
@@ -200,7 +224,6 @@ func acceptBatchSQL(t db.Tenant, e *jobs.DeliveryEnqueuer) string {
 		         i.file_type, i.duration, 'queued', i.client_reference, i.created_at, i.created_at
 		    FROM i JOIN ok ON ok.mid = i.id JOIN u ON u.sender_number_id = ok.id AND u.day = ok.day
 		   ORDER BY i.id
-		  RETURNING id AS message_id, sender_number_id AS sender_id, $1::bigint AS org_id, $2::text AS schema),
-		j AS (` + e.InsertSQL("m") + `)
+		  RETURNING id AS message_id, sender_number_id AS sender_id)
 		SELECT i.ord, m.message_id, m.sender_id FROM i LEFT JOIN m ON m.message_id = i.id`
 }

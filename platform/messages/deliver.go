@@ -197,8 +197,14 @@ func (s *Service) deliverBatch(ctx context.Context, t db.Tenant, items []pending
 				"attempts", at.Attempt, "error", r.Err)
 			errs[i] = s.fail(ctx, s.db, t, id, CodeNetworkError,
 				fmt.Sprintf("The messaging network could not be reached after %d attempts.", at.Attempt))
+			if errs[i] == nil {
+				// The job ends discarded with the cause in its errors, where
+				// an operator finds it (platform admin jobs retry requeues
+				// the message once the cause is gone).
+				errs[i] = fmt.Errorf("deliver (last attempt; message failed %s): %w", CodeNetworkError, network.Transient(r.Err))
+			}
 		case r.Err != nil:
-			errs[i] = fmt.Errorf("deliver: %w", r.Err)
+			errs[i] = fmt.Errorf("deliver: %w", network.Transient(r.Err))
 		default:
 			sent = append(sent, sentMessage{id: id, d: r.Delivery, item: i})
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/phone"
@@ -233,8 +234,10 @@ func (s *Service) List(ctx context.Context, t db.Tenant, q ListQuery) (Page, err
 	return p, nil
 }
 
-// Get returns message id of the organization; 404 when there is none (also
-// for another organization's id: it is not in this tenant's schema).
+// Get returns message id of the organization with the state of its
+// delivery job (Message.Delivery, while River keeps it); 404 when there is
+// none (also for another organization's id: it is not in this tenant's
+// schema, and the job is looked up by this organization's id).
 func (s *Service) Get(ctx context.Context, t db.Tenant, id int64) (Message, error) {
 	if id <= 0 {
 		return Message{}, apperr.NotFound("message")
@@ -243,7 +246,16 @@ func (s *Service) Get(ctx context.Context, t db.Tenant, id int64) (Message, erro
 	if err != nil {
 		return Message{}, err
 	}
-	return r.message(), nil
+	m := r.message()
+	job, err := jobs.DeliveryJobOf(ctx, s.jobs, t.OrgID, id)
+	if err != nil {
+		return Message{}, err
+	}
+	if job != nil {
+		rep := jobs.ReportOf(job)
+		m.Delivery = &rep
+	}
+	return m, nil
 }
 
 // position is where a page ended: the last message's id and, for lists

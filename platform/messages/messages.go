@@ -11,8 +11,8 @@
 // connection is held while the network answers. The lookup needs the
 // sender's phone: the request's, or the one this process remembers for the
 // sender's id (a sender's phone never changes), or else the sender's row,
-// read and checked first. Then one statement accepts the message
-// (acceptSQL), with one commit and no explicit transaction:
+// read and checked first. Then one transaction accepts the message: one
+// statement (acceptSQL) and River's insert of its delivery job:
 //
 //  1. the sender, which must be active (the sender errors are worded from
 //     its row when it is not: sender_not_found, sender_not_active,
@@ -20,18 +20,20 @@
 //  2. the daily limit: INSERT ... ON CONFLICT DO UPDATE SET used = used + 1
 //     WHERE used < limit, so concurrent sends never pass the limit (429
 //     daily_limit_exceeded when it refuses);
-//  3. the message row (queued) and its delivery job (jobs.DeliveryEnqueuer),
-//     each inserted only when the step before it succeeded.
+//  3. the message row (queued), inserted only when the steps before it
+//     succeeded, and then its delivery job (River's InsertManyFastTx, in
+//     the same transaction: no message without its job, no job without
+//     its message).
 //
 // Sends of one tenant that arrive while its earlier ones are in the database
-// share one statement (acceptBatch, acceptBatchSQL): each sender's counter is
+// share one transaction (acceptBatch, acceptBatchSQL): each sender's counter is
 // raised once for all its messages, all or none; whatever that statement
 // does not accept is decided again by the one-message statement.
 //
 // The sender row is not locked: a suspension that commits while a send is
 // being accepted may let that one message in, and its delivery then fails it
 // sender_not_active (the delivery re-checks the sender). With an
-// Idempotency-Key the same statement runs in a transaction that first claims
+// Idempotency-Key the same statements run in a transaction that first claims
 // the key (so concurrent repeats of one key queue on its unique index and the
 // later ones read the answer) and then stores the answer under it.
 //
@@ -48,13 +50,14 @@
 //
 // # Statements
 //
-// The statements every message runs (acceptance, alone or batched; the
-// delivery claim; the sent record) take $n arguments and go through
+// The statements every message runs (acceptance, alone or batched;
+// idempotency keys; the delivery claim; the sent record) take $n arguments
+// and go through
 // db.Prepared, which keeps them prepared on each pool connection up to a
 // bound, so that Postgres parses, analyses and plans them once per
 // connection instead of at every run. Their texts name the tenant's schema,
-// so each tenant has texts of its own. The rare paths (Idempotency-Key
-// transactions, claimLocked, failures, reads) are written with bun.
+// so each tenant has texts of its own. The rare paths (claimLocked,
+// failures, reads) are written with bun.
 package messages
 
 import (
@@ -134,32 +137,59 @@ type Message struct {
 	SentAt           *time.Time
 	DeliveredAt      *time.Time
 	FailedAt         *time.Time
+	// Delivery is the state of the message's delivery job, filled by Get
+	// while River keeps the job (nil otherwise, and in lists).
+	Delivery *jobs.DeliveryReport
 }
 
 // messageJSON is the resource: interface-spec §2.3 (id, sender_number_id,
 // recipient_user_id, conversation_id, message_id, message_type, content,
 // status, sent_at) plus the request's other fields and the outcome.
 type messageJSON struct {
-	ID              int64   `json:"id"`
-	SenderNumberID  int64   `json:"sender_number_id"`
-	RecipientUserID *int64  `json:"recipient_user_id"`
-	ConversationID  *int64  `json:"conversation_id"`
-	MessageID       *int64  `json:"message_id"`
-	MessageType     string  `json:"message_type"`
-	Content         string  `json:"content"`
-	Status          string  `json:"status"`
-	SentAt          *string `json:"sent_at"`
-	ToPhone         string  `json:"to_phone"`
-	FileName        *string `json:"file_name"`
-	FileSize        *int64  `json:"file_size"`
-	FileType        *string `json:"file_type"`
-	Duration        *int    `json:"duration"`
-	ClientReference *string `json:"client_reference"`
-	ErrorCode       *string `json:"error_code"`
-	ErrorMessage    *string `json:"error_message"`
-	CreatedAt       string  `json:"created_at"`
-	DeliveredAt     *string `json:"delivered_at"`
-	FailedAt        *string `json:"failed_at"`
+	ID              int64         `json:"id"`
+	SenderNumberID  int64         `json:"sender_number_id"`
+	RecipientUserID *int64        `json:"recipient_user_id"`
+	ConversationID  *int64        `json:"conversation_id"`
+	MessageID       *int64        `json:"message_id"`
+	MessageType     string        `json:"message_type"`
+	Content         string        `json:"content"`
+	Status          string        `json:"status"`
+	SentAt          *string       `json:"sent_at"`
+	ToPhone         string        `json:"to_phone"`
+	FileName        *string       `json:"file_name"`
+	FileSize        *int64        `json:"file_size"`
+	FileType        *string       `json:"file_type"`
+	Duration        *int          `json:"duration"`
+	ClientReference *string       `json:"client_reference"`
+	ErrorCode       *string       `json:"error_code"`
+	ErrorMessage    *string       `json:"error_message"`
+	CreatedAt       string        `json:"created_at"`
+	DeliveredAt     *string       `json:"delivered_at"`
+	FailedAt        *string       `json:"failed_at"`
+	Delivery        *deliveryJSON `json:"delivery,omitempty"`
+}
+
+// deliveryJSON is a message's delivery in GET /api/v1/messages/{id}: the
+// state of its delivery job, attempts made, the last failed attempt's cause
+// in plain words, and when the next attempt is due.
+type deliveryJSON struct {
+	State         string  `json:"state"`
+	Attempts      int     `json:"attempts"`
+	LastError     *string `json:"last_error"`
+	LastAttemptAt *string `json:"last_attempt_at"`
+	NextAttemptAt *string `json:"next_attempt_at"`
+}
+
+func deliveryOf(r *jobs.DeliveryReport) *deliveryJSON {
+	if r == nil {
+		return nil
+	}
+	d := &deliveryJSON{State: r.State, Attempts: r.Attempts,
+		LastAttemptAt: timePtr(r.LastAttemptAt), NextAttemptAt: timePtr(r.NextAttemptAt)}
+	if r.LastError != "" {
+		d.LastError = &r.LastError
+	}
+	return d
 }
 
 // MarshalJSON renders the API resource, timestamps RFC 3339 in UTC to the
@@ -186,6 +216,7 @@ func (m Message) MarshalJSON() ([]byte, error) {
 		CreatedAt:       formatTime(m.CreatedAt),
 		DeliveredAt:     timePtr(m.DeliveredAt),
 		FailedAt:        timePtr(m.FailedAt),
+		Delivery:        deliveryOf(m.Delivery),
 	})
 }
 
@@ -217,9 +248,10 @@ type Config struct {
 	Senders Senders
 	// Network is the messaging network. Required.
 	Network network.Network
-	// Jobs writes delivery jobs in the acceptance statement. Default:
-	// jobs.NewDeliveryEnqueuer(0).
-	Jobs *jobs.DeliveryEnqueuer
+	// Jobs inserts each accepted message's delivery job in its acceptance
+	// transaction, and reads it for Get: the process's River client.
+	// Required.
+	Jobs jobs.Client
 	// SenderCache bounds how many senders the process remembers the phone
 	// and throttle limit of (see senderCache). Default 100,000.
 	SenderCache int
@@ -258,7 +290,7 @@ type Service struct {
 	prep     *db.Prepared
 	senders  Senders
 	net      network.Network
-	enqueue  *jobs.DeliveryEnqueuer
+	jobs     jobs.Client
 	known    *senderCache
 	throttle throttle.Limiter
 	// acceptances batches the sends of each tenant (acceptBatch), and
@@ -281,9 +313,8 @@ func New(cfg Config) (*Service, error) {
 		return nil, errors.New("messages: Config.Senders is required")
 	case cfg.Network == nil:
 		return nil, errors.New("messages: Config.Network is required")
-	}
-	if cfg.Jobs == nil {
-		cfg.Jobs = jobs.NewDeliveryEnqueuer(0)
+	case cfg.Jobs == nil:
+		return nil, errors.New("messages: Config.Jobs is required")
 	}
 	if cfg.SenderCache <= 0 {
 		cfg.SenderCache = 100_000
@@ -314,7 +345,7 @@ func New(cfg Config) (*Service, error) {
 		prep:     cfg.Prepared,
 		senders:  cfg.Senders,
 		net:      cfg.Network,
-		enqueue:  cfg.Jobs,
+		jobs:     cfg.Jobs,
 		known:    newSenderCache(cfg.SenderCache),
 		throttle: cfg.Throttle,
 		clock:    cfg.Clock,

@@ -303,16 +303,16 @@ func TestReceiptOvertakesDeliveryRecord(t *testing.T) {
 	f.account(ph(999))
 	net := &overtaking{countingNetwork: f.net}
 	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	ins, err := jobs.NewInserter(f.db.SQL)
+	ins, err := jobs.NewClient(f.db.Pool, nil, nil, jobs.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	snd, err := senders.New(senders.Config{DB: f.db.Bun, Jobs: ins, Network: net, Clock: f.clock, Logger: quiet,
+	snd, err := senders.New(senders.Config{DB: f.db, Jobs: ins, Network: net, Clock: f.clock, Logger: quiet,
 		Secret: []byte(strings.Repeat("s", 32))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	worker, err := messages.New(messages.Config{DB: f.db.Bun, Prepared: db.NewPrepared(f.db, db.PreparedConfig{}), Senders: snd, Network: net, Clock: f.clock, Logger: quiet,
+	worker, err := messages.New(messages.Config{DB: f.db.Bun, Prepared: db.NewPrepared(f.db, db.PreparedConfig{}), Jobs: ins, Senders: snd, Network: net, Clock: f.clock, Logger: quiet,
 		Throttle: throttle.NewLocal(throttle.Config{Now: f.wall.Now}), SenderRate: 1000, SenderBurst: 1000})
 	if err != nil {
 		t.Fatal(err)

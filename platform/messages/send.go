@@ -3,13 +3,14 @@ package messages
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
 	"github.com/uptrace/bun"
 
 	"github.com/bizmsg/platform/jobs"
@@ -50,7 +51,7 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (Send
 	now := s.clock.Now()
 	key, fp := req.IdempotencyKey, d.fingerprint()
 	if key != "" {
-		if res, found, err := s.replay(ctx, s.db, t, key, fp, now); err != nil || found {
+		if res, found, err := s.replay(ctx, nil, t, key, fp, now); err != nil || found {
 			return res, err
 		}
 	}
@@ -117,8 +118,8 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (Send
 	}
 
 	var res SendResult
-	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		claimed, err := claimKey(ctx, tx, t, key, fp, now, now.Add(-s.cfg.IdempotencyTTL))
+	err = s.prep.Tx(ctx, func(tx pgx.Tx) error {
+		claimed, err := s.claimKey(ctx, tx, t, key, fp, now, now.Add(-s.cfg.IdempotencyTTL))
 		if err != nil {
 			return err
 		}
@@ -135,10 +136,10 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (Send
 			}
 			return err
 		}
-		if res, err = s.accept(ctx, &tx, t, ref, r); err != nil {
+		if res, err = s.accept(ctx, tx, t, ref, r); err != nil {
 			return err
 		}
-		return storeAnswer(ctx, tx, t, key, res)
+		return s.storeAnswer(ctx, tx, t, key, res)
 	})
 	if errors.Is(err, errReplayed) {
 		return res, nil
@@ -164,12 +165,12 @@ func (s *Service) checkSender(ctx context.Context, t db.Tenant, ref senders.Send
 	return sn, nil
 }
 
-// accept stores r (queued) with its delivery job if the sender named by ref
-// may send today, in one statement (see the package comment): on a pool
-// connection, prepared (db.Prepared), when tx is nil, else in tx. It renders
-// the answer and fills r's id and sender. A refusal is the sender's error
-// or 429 daily_limit_exceeded, and stores nothing.
-func (s *Service) accept(ctx context.Context, tx *bun.Tx, t db.Tenant, ref senders.SenderRef, r *row) (SendResult, error) {
+// accept stores r (queued) with its delivery job in tx if the sender named
+// by ref may send today: one statement (see the package comment) and
+// River's insert of the job. It renders the answer and fills r's id and
+// sender. A refusal is the sender's error or 429 daily_limit_exceeded, and
+// stores nothing.
+func (s *Service) accept(ctx context.Context, tx pgx.Tx, t db.Tenant, ref senders.SenderRef, r *row) (SendResult, error) {
 	var (
 		senderID, messageID *int64
 		phone               *string
@@ -177,11 +178,11 @@ func (s *Service) accept(ctx context.Context, tx *bun.Tx, t db.Tenant, ref sende
 		limit               *int
 	)
 	args := []any{t.OrgID, ref.Phone, r.ToPhone, r.RecipientUserID, r.Type, r.Content, r.FileName, r.FileSize,
-		r.FileType, r.Duration, r.ClientReference, r.CreatedAt, t.Schema}
+		r.FileType, r.Duration, r.ClientReference, r.CreatedAt}
 	if ref.ID > 0 {
 		args = append(args, ref.ID)
 	}
-	err := s.prep.Query(ctx, tx, acceptSQL(t, ref.ID > 0, s.enqueue), args, func(rows db.Rows) error {
+	err := s.prep.Query(ctx, tx, acceptSQL(t, ref.ID > 0), args, func(rows db.Rows) error {
 		if !rows.Next() {
 			return errors.New("no result row")
 		}
@@ -194,7 +195,36 @@ func (s *Service) accept(ctx context.Context, tx *bun.Tx, t db.Tenant, ref sende
 		return SendResult{}, s.refusal(ctx, t, ref, senderID, phone, status, limit, r.CreatedAt)
 	}
 	r.ID, r.SenderNumberID = *messageID, *senderID
+	if err := s.enqueue(ctx, tx, t, r); err != nil {
+		return SendResult{}, err
+	}
 	return render(r)
+}
+
+// acceptAlone accepts r in a transaction of its own (accept).
+func (s *Service) acceptAlone(ctx context.Context, t db.Tenant, ref senders.SenderRef, r *row) (SendResult, error) {
+	var res SendResult
+	err := s.prep.Tx(ctx, func(tx pgx.Tx) error {
+		var err error
+		res, err = s.accept(ctx, tx, t, ref, r)
+		return err
+	})
+	return res, err
+}
+
+// enqueue inserts the delivery jobs of the accepted messages rows in tx,
+// with River's InsertManyFastTx.
+func (s *Service) enqueue(ctx context.Context, tx pgx.Tx, t db.Tenant, rows ...*row) error {
+	params := make([]river.InsertManyParams, len(rows))
+	for i, r := range rows {
+		params[i] = jobs.DeliveryJob(jobs.DeliverArgs{
+			OrgID: t.OrgID, Schema: t.Schema, MessageID: r.ID, SenderID: r.SenderNumberID,
+		})
+	}
+	if _, err := s.jobs.InsertManyFastTx(ctx, tx, params); err != nil {
+		return fmt.Errorf("enqueue %d deliveries: %w", len(rows), err)
+	}
+	return nil
 }
 
 // render is the answer to the acceptance of r: 202 with {"data": message}.
@@ -213,8 +243,8 @@ func render(r *row) (SendResult, error) {
 // organization, $2 the request's sender phone ("" if none), $3 to $12 the
 // message (recipient, recipient's user id, type, content, file name, size,
 // file type, duration, client reference, acceptance time, whose UTC day is
-// the day whose limit it counts against), $13 the schema's name, and, by
-// id, $14 the sender's id. The duration is bigint, as in acceptBatchSQL.
+// the day whose limit it counts against), and, by id, $13 the sender's
+// id. The duration is bigint, as in acceptBatchSQL.
 // Its steps, each feeding the next, so that a refused step stores nothing
 // after it:
 //
@@ -228,15 +258,16 @@ func render(r *row) (SendResult, error) {
 //     commit: for the two inserts below, in the same statement, and the
 //     commit. Delivery counts in the day's 'deliver' row, so a delivery
 //     never holds this lock;
-//   - m: the message, queued;
-//   - j: its delivery job (jobs.DeliveryEnqueuer).
+//   - m: the message, queued.
+//
+// Its delivery job is inserted by River in the same transaction (accept).
 //
 // The result row tells a refusal apart: no sender, a sender that may not
 // send, or (sender fine, no message) the daily limit.
-func acceptSQL(t db.Tenant, byID bool, e *jobs.DeliveryEnqueuer) string {
+func acceptSQL(t db.Tenant, byID bool) string {
 	find := "s.phone = $2::text"
 	if byID {
-		find = "s.id = $14::bigint"
+		find = "s.id = $13::bigint"
 	}
 	sc := t.Quoted()
 	return `WITH s AS (
@@ -257,8 +288,7 @@ func acceptSQL(t db.Tenant, byID bool, e *jobs.DeliveryEnqueuer) string {
 		  SELECT sender_number_id, $3::text, $4::bigint, $5::text, $6::text, $7::text, $8::bigint, $9::text,
 		         $10::bigint, 'queued', $11::text, $12::timestamptz, $12::timestamptz
 		    FROM u
-		  RETURNING id AS message_id, sender_number_id AS sender_id, $1::bigint AS org_id, $13::text AS schema),
-		j AS (` + e.InsertSQL("m") + `)
+		  RETURNING id AS message_id)
 		SELECT s.id AS sender_id, s.phone, s.status, s.lim, m.message_id
 		  FROM (SELECT 1) one LEFT JOIN s ON true LEFT JOIN m ON true`
 }
@@ -309,35 +339,37 @@ func errDailyLimit(limit int, now time.Time) error {
 
 // Idempotency keys.
 
-// keyRecord is a stored idempotency key.
-type keyRecord struct {
-	RequestHash  []byte    `bun:"request_hash"`
-	StatusCode   *int      `bun:"status_code"`
-	ResponseBody []byte    `bun:"response_body"`
-	CreatedAt    time.Time `bun:"created_at"`
-}
-
 // replay answers a send whose key was already used within the TTL: the first
 // answer when the request is the same, 422 idempotency_key_reused when it is
-// not. found is false when the key is unused or expired.
-func (s *Service) replay(ctx context.Context, idb bun.IDB, t db.Tenant, key string, fp []byte, now time.Time) (SendResult, bool, error) {
-	var k keyRecord
-	err := idb.NewRaw(`SELECT request_hash, status_code, response_body, created_at
-		FROM ?.idempotency_keys WHERE key = ?`, t.Ident(), key).Scan(ctx, &k)
-	if errors.Is(err, sql.ErrNoRows) {
-		return SendResult{}, false, nil
-	}
+// not. found is false when the key is unused or expired. It reads in tx, or
+// on a pool connection when tx is nil.
+func (s *Service) replay(ctx context.Context, tx pgx.Tx, t db.Tenant, key string, fp []byte, now time.Time) (SendResult, bool, error) {
+	var (
+		found     bool
+		hash      []byte
+		status    *int
+		body      []byte
+		createdAt time.Time
+	)
+	err := s.prep.Query(ctx, tx, `SELECT request_hash, status_code, response_body, created_at
+		FROM `+t.Table("idempotency_keys")+` WHERE key = $1`, []any{key}, func(r db.Rows) error {
+		if !r.Next() {
+			return nil
+		}
+		found = true
+		return r.Scan(&hash, &status, &body, &createdAt)
+	})
 	if err != nil {
 		return SendResult{}, false, fmt.Errorf("read idempotency key: %w", err)
 	}
-	if !k.CreatedAt.After(now.Add(-s.cfg.IdempotencyTTL)) {
+	if !found || !createdAt.After(now.Add(-s.cfg.IdempotencyTTL)) {
 		return SendResult{}, false, nil
 	}
-	if !bytes.Equal(k.RequestHash, fp) {
+	if !bytes.Equal(hash, fp) {
 		return SendResult{}, true, apperr.Invalid(CodeIdempotencyKeyReused,
 			"This Idempotency-Key was already used with a different request. Use a new key for a new message.")
 	}
-	if k.StatusCode == nil {
+	if status == nil {
 		return SendResult{}, true, fmt.Errorf("idempotency key %q has no stored answer", key)
 	}
 	var parsed struct {
@@ -345,37 +377,38 @@ func (s *Service) replay(ctx context.Context, idb bun.IDB, t db.Tenant, key stri
 			ID int64 `json:"id"`
 		} `json:"data"`
 	}
-	if err := json.Unmarshal(k.ResponseBody, &parsed); err != nil {
+	if err := json.Unmarshal(body, &parsed); err != nil {
 		return SendResult{}, true, fmt.Errorf("stored answer of idempotency key: %w", err)
 	}
-	return SendResult{Status: *k.StatusCode, Body: k.ResponseBody, MessageID: parsed.Data.ID, Replayed: true}, true, nil
+	return SendResult{Status: *status, Body: body, MessageID: parsed.Data.ID, Replayed: true}, true, nil
 }
 
 // claimKey records key for this send as the transaction's first write. A key
 // held by a send in progress makes this statement wait until that send
 // commits or rolls back; a key older than expired is taken over. It reports
 // false when the key belongs to another live send (read its answer).
-func claimKey(ctx context.Context, tx bun.Tx, t db.Tenant, key string, fp []byte, now, expired time.Time) (bool, error) {
-	var got string
-	err := tx.NewRaw(`INSERT INTO ?.idempotency_keys AS k (key, request_hash, created_at) VALUES (?, ?, ?)
+func (s *Service) claimKey(ctx context.Context, tx pgx.Tx, t db.Tenant, key string, fp []byte, now, expired time.Time) (bool, error) {
+	claimed := false
+	err := s.prep.Query(ctx, tx, `INSERT INTO `+t.Table("idempotency_keys")+` AS k (key, request_hash, created_at)
+		VALUES ($1, $2, $3)
 		ON CONFLICT (key) DO UPDATE
 		   SET request_hash = EXCLUDED.request_hash, status_code = NULL, response_body = NULL,
 		       created_at = EXCLUDED.created_at
-		 WHERE k.created_at <= ?
-		RETURNING k.key`, t.Ident(), key, fp, now, expired).Scan(ctx, &got)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
+		 WHERE k.created_at <= $4
+		RETURNING k.key`, []any{key, fp, now, expired}, func(r db.Rows) error {
+		claimed = r.Next()
+		return nil
+	})
 	if err != nil {
 		return false, fmt.Errorf("claim idempotency key: %w", err)
 	}
-	return true, nil
+	return claimed, nil
 }
 
 // storeAnswer keeps the answer under the key for replays.
-func storeAnswer(ctx context.Context, tx bun.Tx, t db.Tenant, key string, res SendResult) error {
-	if _, err := tx.NewRaw(`UPDATE ?.idempotency_keys SET status_code = ?, response_body = ? WHERE key = ?`,
-		t.Ident(), res.Status, res.Body, key).Exec(ctx); err != nil {
+func (s *Service) storeAnswer(ctx context.Context, tx pgx.Tx, t db.Tenant, key string, res SendResult) error {
+	if err := s.prep.Exec(ctx, tx, `UPDATE `+t.Table("idempotency_keys")+`
+		SET status_code = $1, response_body = $2 WHERE key = $3`, res.Status, res.Body, key); err != nil {
 		return fmt.Errorf("store idempotency answer: %w", err)
 	}
 	return nil

@@ -108,12 +108,12 @@ func newFixtureWith(t *testing.T, rate float64, burst int, edit func(*messages.C
 	d, _ := dbtest.Migrated(t)
 	clk := clock.NewFake(start)
 	net := &countingNetwork{Network: builtin.New(d, builtin.Config{Clock: clk})}
-	ins, err := jobs.NewInserter(d.SQL)
+	ins, err := jobs.NewClient(d.Pool, nil, nil, jobs.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	snd, err := senders.New(senders.Config{DB: d.Bun, Jobs: ins, Network: net, Clock: clk, Logger: quiet,
+	snd, err := senders.New(senders.Config{DB: d, Jobs: ins, Network: net, Clock: clk, Logger: quiet,
 		Secret: []byte(strings.Repeat("s", 32))})
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +126,7 @@ func newFixtureWith(t *testing.T, rate float64, burst int, edit func(*messages.C
 		}
 	}
 	cfg := messages.Config{
-		DB: d.Bun, Prepared: db.NewPrepared(d, db.PreparedConfig{Observe: countBatches}), Senders: snd, Network: net, Clock: clk, Logger: quiet,
+		DB: d.Bun, Prepared: db.NewPrepared(d, db.PreparedConfig{Observe: countBatches}), Jobs: ins, Senders: snd, Network: net, Clock: clk, Logger: quiet,
 		Throttle:   throttle.NewLocal(throttle.Config{Now: wall.Now}),
 		SenderRate: rate, SenderBurst: burst,
 		// Never wait in the test: any delay snoozes.

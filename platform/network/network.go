@@ -122,6 +122,23 @@ func IsPermanent(err error) bool {
 	return errors.As(err, &p)
 }
 
+// TransientError is a failure of the network to answer (unreachable, a
+// timeout, an error of its own) that a later attempt may not meet.
+type TransientError struct{ Err error }
+
+func (e *TransientError) Error() string { return "network: " + e.Err.Error() }
+func (e *TransientError) Unwrap() error { return e.Err }
+
+// Transient marks err, a failure of a network call that is not a refusal,
+// as the network's (IsTransient).
+func Transient(err error) error { return &TransientError{Err: err} }
+
+// IsTransient reports whether err is marked by Transient.
+func IsTransient(err error) bool {
+	var t *TransientError
+	return errors.As(err, &t)
+}
+
 // Network is the messaging network as the platform uses it.
 type Network interface {
 	// Lookup returns the account holding phone, or an error wrapping
