@@ -1,16 +1,16 @@
 // Package jobs holds the platform's background work on River: the client
-// construction shared by every process, and the workers (housekeeping now; OTP
-// and message delivery, account-verification sweeps as they land).
+// construction shared by every process, and the workers (housekeeping, OTP
+// and message delivery, account-verification sweeps).
 //
-// Two clients exist per process. The worker client runs on the pgx pool
-// (riverpgxv5) and works jobs. The inserter runs on database/sql
-// (riverdatabasesql) over the same pool, so a job can be inserted inside a bun
-// transaction with InsertTx: a row and its job commit or roll back together.
+// A process has one River client, on the pgx pool (riverpgxv5). It inserts
+// jobs through River's public API (InsertTx, InsertManyFastTx) inside the
+// pgx transaction that writes the rows the job belongs to, so a row and its
+// job commit or roll back together; a process that runs workers also works
+// jobs with it.
 package jobs
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"log/slog"
 	"time"
@@ -18,8 +18,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/bizmsg/platform/platform/migrate"
 )
@@ -77,39 +77,39 @@ func (c *Config) setDefaults() {
 	}
 }
 
-// NewClient returns a River client that works jobs with workers and schedules
-// periodic. Start it with Start and stop it with Stop.
+// NewClient returns the process's River client. With workers it can also
+// work jobs (add every worker to the bundle before Start) and schedules
+// periodic; with workers nil it only inserts and reads jobs.
 func NewClient(pool *pgxpool.Pool, workers *river.Workers, periodic []*river.PeriodicJob, cfg Config) (*river.Client[pgx.Tx], error) {
 	cfg.setDefaults()
-	queues := map[string]river.QueueConfig{
-		river.QueueDefault: {MaxWorkers: cfg.MaxWorkers},
-		QueueDelivery:      {MaxWorkers: cfg.DeliveryMaxWorkers},
+	rc := &river.Config{
+		Schema: migrate.RiverSchema,
+		Logger: cfg.Logger.With("component", "river"),
 	}
-	c, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
-		Schema:               migrate.RiverSchema,
-		Logger:               cfg.Logger.With("component", "river"),
-		Queues:               queues,
-		Workers:              workers,
-		PeriodicJobs:         periodic,
-		FetchCooldown:        cfg.FetchCooldown,
-		FetchPollInterval:    cfg.FetchPollInterval,
-		JobTimeout:           cfg.JobTimeout,
-		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter,
-	})
+	if workers != nil {
+		rc.Queues = map[string]river.QueueConfig{
+			river.QueueDefault: {MaxWorkers: cfg.MaxWorkers},
+			QueueDelivery:      {MaxWorkers: cfg.DeliveryMaxWorkers},
+		}
+		rc.Workers = workers
+		rc.PeriodicJobs = periodic
+		rc.FetchCooldown = cfg.FetchCooldown
+		rc.FetchPollInterval = cfg.FetchPollInterval
+		rc.JobTimeout = cfg.JobTimeout
+		rc.RescueStuckJobsAfter = cfg.RescueStuckJobsAfter
+	}
+	c, err := river.NewClient(riverpgxv5.New(pool), rc)
 	if err != nil {
 		return nil, fmt.Errorf("river client: %w", err)
 	}
 	return c, nil
 }
 
-// NewInserter returns an insert-only River client over database/sql, for
-// InsertTx on bun transactions (tx.Tx is the *sql.Tx).
-func NewInserter(sqlDB *sql.DB) (*river.Client[*sql.Tx], error) {
-	c, err := river.NewClient(riverdatabasesql.New(sqlDB), &river.Config{Schema: migrate.RiverSchema})
-	if err != nil {
-		return nil, fmt.Errorf("river inserter: %w", err)
-	}
-	return c, nil
+// Inserter inserts jobs inside a pgx transaction: the process's River
+// client is one.
+type Inserter interface {
+	InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
+	InsertManyFastTx(ctx context.Context, tx pgx.Tx, params []river.InsertManyParams) (int, error)
 }
 
 // Stop stops c gracefully: no new jobs are fetched and running jobs finish,
