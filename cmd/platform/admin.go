@@ -190,14 +190,16 @@ func openSenders(ctx context.Context, stderr io.Writer) (*senders.Service, func(
 	if err != nil {
 		return nil, nil, err
 	}
-	ins, err := jobs.NewInserter(d.SQL)
+	// The service queues OTP jobs through River (pgx); the operator
+	// commands queue none, so an insert-only client (no workers) does.
+	rc, err := jobs.NewClient(d.Pool, nil, nil, jobs.Config{})
 	if err != nil {
 		d.Close()
 		return nil, nil, err
 	}
 	svc, err := senders.New(senders.Config{
-		DB:      d.Bun,
-		Jobs:    ins,
+		DB:      d,
+		Jobs:    rc,
 		Network: builtin.New(d, builtin.Config{}),
 		Secret:  cfg.APIKeyPepper,
 	})

@@ -83,11 +83,11 @@ func TestAdminSenderCommands(t *testing.T) {
 		return tn
 	}
 	nw := builtin.New(d, builtin.Config{})
-	ins, err := jobs.NewInserter(d.SQL)
+	rc, err := jobs.NewClient(d.Pool, nil, nil, jobs.Config{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := senders.New(senders.Config{DB: d.Bun, Jobs: ins, Network: nw, Logger: quiet, Secret: []byte(strings.Repeat("k", 32))})
+	svc, err := senders.New(senders.Config{DB: d, Jobs: rc, Network: nw, Logger: quiet, Secret: []byte(strings.Repeat("k", 32))})
 	if err != nil {
 		t.Fatal(err)
 	}

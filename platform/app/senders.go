@@ -8,7 +8,9 @@ import (
 )
 
 // senderNumbers builds the messaging network (unless already set) and the
-// sender-number service shared by both APIs and the workers.
+// sender-number service shared by both APIs and the workers. It queues OTP
+// jobs through a.River, the process's one River client, which must exist
+// (non-nil) before it is called.
 func (a *App) senderNumbers() error {
 	if a.Network == nil {
 		n, err := a.newNetwork()

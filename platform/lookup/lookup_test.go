@@ -60,11 +60,11 @@ func TestCheckAndLookup(t *testing.T) {
 	if _, err := mig.Tenant(ctx, tn); err != nil {
 		t.Fatal(err)
 	}
-	ins, err := jobs.NewInserter(d.SQL)
+	rc, err := jobs.NewClient(d.Pool, nil, nil, jobs.Config{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	snd, err := senders.New(senders.Config{DB: d.Bun, Jobs: ins, Network: net, Logger: quiet, Secret: []byte(strings.Repeat("s", 32))})
+	snd, err := senders.New(senders.Config{DB: d, Jobs: rc, Network: net, Logger: quiet, Secret: []byte(strings.Repeat("s", 32))})
 	if err != nil {
 		t.Fatal(err)
 	}

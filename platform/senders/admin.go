@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/uptrace/bun"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
@@ -54,7 +54,7 @@ func (r AdminResult) MarshalJSON() ([]byte, error) {
 // cannot send; an active one keeps its claim on the phone, so lifting the
 // suspension can always restore it.
 func (s *Service) Suspend(ctx context.Context, target AdminTarget) (AdminResult, error) {
-	return s.adminChange(ctx, target, "sender.suspend", func(ctx context.Context, tx bun.Tx, t db.Tenant, r *row) error {
+	return s.adminChange(ctx, target, "sender.suspend", func(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error {
 		switch r.Status {
 		case StatusRejected:
 			return errRejectedFinal()
@@ -74,7 +74,7 @@ func (s *Service) Suspend(ctx context.Context, target AdminTarget) (AdminResult,
 // pending_account_verification and the sweep activates it once the phone is
 // free.
 func (s *Service) Unsuspend(ctx context.Context, target AdminTarget) (AdminResult, error) {
-	return s.adminChange(ctx, target, "sender.unsuspend", func(ctx context.Context, tx bun.Tx, t db.Tenant, r *row) error {
+	return s.adminChange(ctx, target, "sender.unsuspend", func(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error {
 		switch r.Status {
 		case StatusRejected:
 			return errRejectedFinal()
@@ -110,7 +110,7 @@ func (s *Service) Unsuspend(ctx context.Context, target AdminTarget) (AdminResul
 // Reject rejects the number for good: it can never send or change state
 // again, and its claim on the phone (if active) is released.
 func (s *Service) Reject(ctx context.Context, target AdminTarget) (AdminResult, error) {
-	return s.adminChange(ctx, target, "sender.reject", func(ctx context.Context, tx bun.Tx, t db.Tenant, r *row) error {
+	return s.adminChange(ctx, target, "sender.reject", func(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error {
 		if r.Status == StatusRejected {
 			return errRejectedFinal()
 		}
@@ -133,7 +133,7 @@ func (s *Service) SetLimit(ctx context.Context, target AdminTarget, limit *int) 
 			return AdminResult{}, err
 		}
 	}
-	return s.adminChange(ctx, target, "sender.set_limit", func(ctx context.Context, tx bun.Tx, t db.Tenant, r *row) error {
+	return s.adminChange(ctx, target, "sender.set_limit", func(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error {
 		r.DailyLimitOverride = limit
 		return saveRow(ctx, tx, t, r, s.clock.Now(), "daily_limit_override")
 	})
@@ -141,7 +141,7 @@ func (s *Service) SetLimit(ctx context.Context, target AdminTarget, limit *int) 
 
 // saveStatus writes the status (and extra columns) and mirrors it in the
 // directory.
-func (s *Service) saveStatus(ctx context.Context, tx bun.Tx, t db.Tenant, r *row, extra ...string) error {
+func (s *Service) saveStatus(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row, extra ...string) error {
 	if err := saveRow(ctx, tx, t, r, s.clock.Now(), append([]string{"status"}, extra...)...); err != nil {
 		return err
 	}
@@ -151,7 +151,7 @@ func (s *Service) saveStatus(ctx context.Context, tx bun.Tx, t db.Tenant, r *row
 // adminChange finds the target, applies change under the row lock, and
 // records the operator action in the audit log, in one transaction.
 func (s *Service) adminChange(ctx context.Context, target AdminTarget, action string,
-	change func(ctx context.Context, tx bun.Tx, t db.Tenant, r *row) error) (AdminResult, error) {
+	change func(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error) (AdminResult, error) {
 	loc, err := s.locate(ctx, target)
 	if err != nil {
 		return AdminResult{}, err
@@ -161,7 +161,7 @@ func (s *Service) adminChange(ctx context.Context, target AdminTarget, action st
 		return AdminResult{}, err
 	}
 	var res AdminResult
-	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		r, err := loadRow(ctx, tx, t, loc.SenderID, "", lockUpdate)
 		if err != nil {
 			return err
@@ -177,9 +177,9 @@ func (s *Service) adminChange(ctx context.Context, target AdminTarget, action st
 		if err != nil {
 			return fmt.Errorf("audit details: %w", err)
 		}
-		if _, err := tx.NewRaw(`INSERT INTO central.audit_log (organization_id, action, target, details, created_at)
-			VALUES (?, ?, ?, ?, ?)`, t.OrgID, action, "sender_number:"+strconv.FormatInt(r.ID, 10),
-			string(details), s.clock.Now()).Exec(ctx); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO central.audit_log (organization_id, action, target, details, created_at)
+			VALUES ($1, $2, $3, $4, $5)`, t.OrgID, action, "sender_number:"+strconv.FormatInt(r.ID, 10),
+			details, s.clock.Now()); err != nil {
 			return fmt.Errorf("audit: %w", err)
 		}
 		res = AdminResult{OrganizationID: t.OrgID, PreviousStatus: prev, Sender: r.sender()}
@@ -195,7 +195,7 @@ func (s *Service) locate(ctx context.Context, target AdminTarget) (location, err
 	if err := v.Err(); err != nil {
 		return location{}, err
 	}
-	locs, err := dirFind(ctx, s.db, e164, target.OrgID)
+	locs, err := dirFind(ctx, s.pool, e164, target.OrgID)
 	if err != nil {
 		return location{}, err
 	}

@@ -31,19 +31,19 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
-	"github.com/uptrace/bun"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/apikey"
 	"github.com/bizmsg/platform/platform/clock"
+	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/network"
 )
 
@@ -144,18 +144,14 @@ func timePtr(t *time.Time) *string {
 	return &s
 }
 
-// Inserter inserts River jobs inside a database/sql transaction; the
-// process's insert-only River client (jobs.NewInserter) is one.
-type Inserter interface {
-	InsertTx(ctx context.Context, tx *sql.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
-}
-
 // Config configures a Service.
 type Config struct {
-	// DB is the database. Required.
-	DB *bun.DB
-	// Jobs inserts the OTP delivery job in the issuing transaction. Required.
-	Jobs Inserter
+	// DB is the database; the service uses its pgx pool. Required.
+	DB *db.DB
+	// Jobs inserts the OTP delivery job in the pgx transaction that issues
+	// the code, so the code and its job commit together: the process's River
+	// client (jobs.NewClient). Required.
+	Jobs jobs.Inserter
 	// Network is the messaging network. Required.
 	Network network.Network
 	// Secret keys the OTP hashes and seals the codes inside job arguments. It
@@ -180,8 +176,8 @@ type Config struct {
 
 // Service implements the sender-number rules. It is safe for concurrent use.
 type Service struct {
-	db      *bun.DB
-	jobs    Inserter
+	pool    *pgxpool.Pool
+	jobs    jobs.Inserter
 	net     network.Network
 	clock   clock.Clock
 	log     *slog.Logger
@@ -193,7 +189,7 @@ type Service struct {
 // New validates cfg and returns a Service.
 func New(cfg Config) (*Service, error) {
 	switch {
-	case cfg.DB == nil:
+	case cfg.DB == nil || cfg.DB.Pool == nil:
 		return nil, errors.New("senders: Config.DB is required")
 	case cfg.Jobs == nil:
 		return nil, errors.New("senders: Config.Jobs is required")
@@ -225,7 +221,7 @@ func New(cfg Config) (*Service, error) {
 		return nil, fmt.Errorf("senders: %w", err)
 	}
 	return &Service{
-		db:      cfg.DB,
+		pool:    cfg.DB.Pool,
 		jobs:    cfg.Jobs,
 		net:     cfg.Network,
 		clock:   cfg.Clock,
@@ -242,4 +238,21 @@ func deriveKey(secret []byte, purpose string) []byte {
 	m := hmac.New(sha256.New, secret)
 	m.Write([]byte(purpose))
 	return m.Sum(nil)
+}
+
+// inTx runs fn in a pgx transaction on the pool and commits when fn returns
+// nil; an error from fn (returned as it is) or a panic rolls it back.
+func (s *Service) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }() // after Commit, a no-op
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit transaction: %w", err)
+	}
+	return nil
 }

@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
 	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/clock"
@@ -50,6 +53,7 @@ func (f *flaky) Deliver(ctx context.Context, msg network.Message) (network.Deliv
 type fixture struct {
 	t     *testing.T
 	db    *db.DB
+	river *river.Client[pgx.Tx]
 	net   *flaky
 	clock *clock.Fake
 	svc   *senders.Service
@@ -61,13 +65,13 @@ func newFixture(t *testing.T) *fixture {
 	d, _ := dbtest.Migrated(t)
 	clk := clock.NewFake(start)
 	net := &flaky{Network: builtin.New(d, builtin.Config{Clock: clk})}
-	ins, err := jobs.NewInserter(d.SQL)
+	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	rc, err := jobs.NewClient(d.Pool, nil, nil, jobs.Config{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	svc, err := senders.New(senders.Config{
-		DB: d.Bun, Jobs: ins, Network: net, Clock: clk, Logger: quiet,
+		DB: d, Jobs: rc, Network: net, Clock: clk, Logger: quiet,
 		Secret: []byte(strings.Repeat("s", 32)),
 	})
 	if err != nil {
@@ -77,7 +81,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{t: t, db: d, net: net, clock: clk, svc: svc, mig: mig}
+	return &fixture{t: t, db: d, river: rc, net: net, clock: clk, svc: svc, mig: mig}
 }
 
 // org creates an organization with its tenant schema.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/uptrace/bun"
-
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
 )
@@ -44,10 +42,10 @@ type SenderRef struct {
 // (validation_failed). The send path itself checks the state in its
 // acceptance statement; it calls Resolve for these errors.
 func (s *Service) Resolve(ctx context.Context, t db.Tenant, ref SenderRef) (Sender, error) {
-	return resolve(ctx, s.db, t, ref, noLock)
+	return resolve(ctx, s.pool, t, ref, noLock)
 }
 
-func resolve(ctx context.Context, idb bun.IDB, t db.Tenant, ref SenderRef, lock string) (Sender, error) {
+func resolve(ctx context.Context, q querier, t db.Tenant, ref SenderRef, lock string) (Sender, error) {
 	var v apperr.Validation
 	e164 := ""
 	switch {
@@ -62,7 +60,7 @@ func resolve(ctx context.Context, idb bun.IDB, t db.Tenant, ref SenderRef, lock 
 	if err := v.Err(); err != nil {
 		return Sender{}, err
 	}
-	r, err := loadRow(ctx, idb, t, ref.ID, e164, lock)
+	r, err := loadRow(ctx, q, t, ref.ID, e164, lock)
 	if e, ok := apperr.As(err); ok && e.Kind == apperr.KindNotFound {
 		field, val := "sender_number_id", fmt.Sprint(ref.ID)
 		if ref.ID == 0 {

@@ -9,7 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/uptrace/bun"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/apperr"
@@ -66,7 +66,7 @@ func (s *Service) Register(ctx context.Context, t db.Tenant, in RegisterInput) (
 		CreatedAt:          now,
 		UpdatedAt:          now,
 	}
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if err := insertRow(ctx, tx, t, r); err != nil {
 			if db.IsUniqueViolation(err, "") {
 				return apperr.Wrap(err, apperr.KindConflict, CodeSenderExists,
@@ -87,7 +87,7 @@ func (s *Service) Register(ctx context.Context, t db.Tenant, in RegisterInput) (
 
 // issueOTP gives r a new code (a new generation, fresh attempts, not yet
 // sent), saves it and queues its delivery in tx.
-func (s *Service) issueOTP(ctx context.Context, tx bun.Tx, t db.Tenant, r *row, now time.Time) error {
+func (s *Service) issueOTP(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row, now time.Time) error {
 	code, err := newOTP()
 	if err != nil {
 		return err
@@ -109,7 +109,7 @@ func (s *Service) issueOTP(ctx context.Context, tx bun.Tx, t db.Tenant, r *row, 
 		return fmt.Errorf("seal otp: %w", err)
 	}
 	args := jobs.OTPArgs{OrgID: t.OrgID, Schema: t.Schema, SenderID: r.ID, Generation: r.OTPGeneration, SealedOTP: sealed}
-	if _, err := s.jobs.InsertTx(ctx, tx.Tx, args, nil); err != nil {
+	if _, err := s.jobs.InsertTx(ctx, tx, args, nil); err != nil {
 		return fmt.Errorf("queue otp delivery: %w", err)
 	}
 	return nil
@@ -117,7 +117,7 @@ func (s *Service) issueOTP(ctx context.Context, tx bun.Tx, t db.Tenant, r *row, 
 
 // List returns every sender number of the organization, newest first.
 func (s *Service) List(ctx context.Context, t db.Tenant) ([]Sender, error) {
-	rows, err := listRows(ctx, s.db, t)
+	rows, err := listRows(ctx, s.pool, t)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +133,7 @@ func (s *Service) Get(ctx context.Context, t db.Tenant, id int64) (Sender, error
 	if id <= 0 {
 		return Sender{}, apperr.NotFound("sender number")
 	}
-	r, err := loadRow(ctx, s.db, t, id, "", noLock)
+	r, err := loadRow(ctx, s.pool, t, id, "", noLock)
 	if err != nil {
 		return Sender{}, err
 	}
@@ -173,7 +173,7 @@ func (s *Service) Update(ctx context.Context, t db.Tenant, id int64, in UpdateIn
 		return Sender{}, apperr.NotFound("sender number")
 	}
 	var out Sender
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		r, err := loadRow(ctx, tx, t, id, "", lockUpdate)
 		if err != nil {
 			return err
@@ -228,7 +228,7 @@ func (s *Service) Verify(ctx context.Context, t db.Tenant, id int64, code string
 		out     Sender
 		refusal error // a refusal whose bookkeeping (attempts) must commit
 	)
-	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		r, err := loadRow(ctx, tx, t, id, "", lockUpdate)
 		if err != nil {
 			return err
@@ -309,7 +309,7 @@ func (s *Service) ResendOTP(ctx context.Context, t db.Tenant, id int64) (Sender,
 		return Sender{}, apperr.NotFound("sender number")
 	}
 	var out Sender
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		r, err := loadRow(ctx, tx, t, id, "", lockUpdate)
 		if err != nil {
 			return err

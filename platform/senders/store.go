@@ -2,37 +2,95 @@ package senders
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
-	"github.com/uptrace/bun"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
 )
 
+// querier runs statements: a pgx transaction or the pool.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// simple prefixes the arguments of a statement whose text names a tenant
+// schema with the simple protocol: such a text differs per tenant, so
+// pgx's statement cache would prepare it on every connection it meets (an
+// extra round trip and Postgres memory per tenant) and rarely hit. The
+// central directory's statements have one text each and keep the cache.
+func simple(args ...any) []any {
+	return append([]any{pgx.QueryExecModeSimpleProtocol}, args...)
+}
+
 // row is a tenant's sender_numbers row.
 type row struct {
-	bun.BaseModel `bun:"table:sender_numbers,alias:s"`
+	ID                 int64      `db:"id"`
+	Phone              string     `db:"phone"`
+	DisplayName        string     `db:"display_name"`
+	Status             Status     `db:"status"`
+	VerificationStatus string     `db:"verification_status"`
+	DailyLimitOverride *int       `db:"daily_limit_override"`
+	OTPHash            []byte     `db:"otp_hash"`
+	OTPExpiresAt       *time.Time `db:"otp_expires_at"`
+	OTPAttempts        int        `db:"otp_attempts"`
+	OTPSentAt          *time.Time `db:"otp_sent_at"`
+	OTPGeneration      int        `db:"otp_generation"`
+	OTPIssuedAt        *time.Time `db:"otp_issued_at"`
+	VerifiedAt         *time.Time `db:"verified_at"`
+	ActivatedAt        *time.Time `db:"activated_at"`
+	CreatedAt          time.Time  `db:"created_at"`
+	UpdatedAt          time.Time  `db:"updated_at"`
+}
 
-	ID                 int64      `bun:"id,pk,autoincrement"`
-	Phone              string     `bun:"phone"`
-	DisplayName        string     `bun:"display_name"`
-	Status             Status     `bun:"status"`
-	VerificationStatus string     `bun:"verification_status"`
-	DailyLimitOverride *int       `bun:"daily_limit_override"`
-	OTPHash            []byte     `bun:"otp_hash"`
-	OTPExpiresAt       *time.Time `bun:"otp_expires_at"`
-	OTPAttempts        int        `bun:"otp_attempts"`
-	OTPSentAt          *time.Time `bun:"otp_sent_at"`
-	OTPGeneration      int        `bun:"otp_generation"`
-	OTPIssuedAt        *time.Time `bun:"otp_issued_at"`
-	VerifiedAt         *time.Time `bun:"verified_at"`
-	ActivatedAt        *time.Time `bun:"activated_at"`
-	CreatedAt          time.Time  `bun:"created_at"`
-	UpdatedAt          time.Time  `bun:"updated_at"`
+// rowColumns is the select list of row, in the alias s.
+const rowColumns = `s.id, s.phone, s.display_name, s.status, s.verification_status, s.daily_limit_override,
+	s.otp_hash, s.otp_expires_at, s.otp_attempts, s.otp_sent_at, s.otp_generation, s.otp_issued_at,
+	s.verified_at, s.activated_at, s.created_at, s.updated_at`
+
+// value returns the value of r's column col, for saveRow and insertRow.
+func (r *row) value(col string) (any, error) {
+	switch col {
+	case "phone":
+		return r.Phone, nil
+	case "display_name":
+		return r.DisplayName, nil
+	case "status":
+		return string(r.Status), nil
+	case "verification_status":
+		return r.VerificationStatus, nil
+	case "daily_limit_override":
+		return r.DailyLimitOverride, nil
+	case "otp_hash":
+		return r.OTPHash, nil
+	case "otp_expires_at":
+		return r.OTPExpiresAt, nil
+	case "otp_attempts":
+		return r.OTPAttempts, nil
+	case "otp_sent_at":
+		return r.OTPSentAt, nil
+	case "otp_generation":
+		return r.OTPGeneration, nil
+	case "otp_issued_at":
+		return r.OTPIssuedAt, nil
+	case "verified_at":
+		return r.VerifiedAt, nil
+	case "activated_at":
+		return r.ActivatedAt, nil
+	case "created_at":
+		return r.CreatedAt, nil
+	case "updated_at":
+		return r.UpdatedAt, nil
+	}
+	return nil, fmt.Errorf("sender number has no writable column %q", col)
 }
 
 // sender is the row as callers see it.
@@ -63,6 +121,11 @@ func (r *row) clearOTP() {
 // otpColumns are the columns an OTP change writes.
 var otpColumns = []string{"otp_hash", "otp_expires_at", "otp_attempts", "otp_sent_at", "otp_generation", "otp_issued_at"}
 
+// insertColumns are the columns insertRow writes (every one but id).
+var insertColumns = []string{"phone", "display_name", "status", "verification_status", "daily_limit_override",
+	"otp_hash", "otp_expires_at", "otp_attempts", "otp_sent_at", "otp_generation", "otp_issued_at",
+	"verified_at", "activated_at", "created_at", "updated_at"}
+
 // Row locks for loadRow.
 const (
 	noLock     = ""
@@ -71,19 +134,24 @@ const (
 
 // loadRow reads the sender with id (when id > 0) or phone, optionally locking
 // it. A missing row is apperr.NotFound.
-func loadRow(ctx context.Context, idb bun.IDB, t db.Tenant, id int64, phone string, lock string) (*row, error) {
-	r := new(row)
-	q := idb.NewSelect().Model(r).ModelTableExpr("?.sender_numbers AS s", t.Ident())
+func loadRow(ctx context.Context, q querier, t db.Tenant, id int64, phone string, lock string) (*row, error) {
+	query := `SELECT ` + rowColumns + ` FROM ` + t.Table("sender_numbers") + ` AS s`
+	var arg any
 	if id > 0 {
-		q = q.Where("s.id = ?", id)
+		query, arg = query+` WHERE s.id = $1`, id
 	} else {
-		q = q.Where("s.phone = ?", phone)
+		query, arg = query+` WHERE s.phone = $1`, phone
 	}
 	if lock != noLock {
-		q = q.For(lock + " OF s")
+		query += ` FOR ` + lock + ` OF s`
 	}
-	if err := q.Scan(ctx); err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
+	rows, err := q.Query(ctx, query, simple(arg)...)
+	if err != nil {
+		return nil, fmt.Errorf("load sender number: %w", err)
+	}
+	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[row])
+	if err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, apperr.NotFound("sender number")
 		}
 		return nil, fmt.Errorf("load sender number: %w", err)
@@ -92,40 +160,67 @@ func loadRow(ctx context.Context, idb bun.IDB, t db.Tenant, id int64, phone stri
 }
 
 // saveRow writes the given columns of r (and updated_at) back.
-func saveRow(ctx context.Context, idb bun.IDB, t db.Tenant, r *row, now time.Time, cols ...string) error {
+func saveRow(ctx context.Context, q querier, t db.Tenant, r *row, now time.Time, cols ...string) error {
 	r.UpdatedAt = now
 	cols = append(cols, "updated_at")
-	if _, err := idb.NewUpdate().Model(r).ModelTableExpr("?.sender_numbers AS s", t.Ident()).
-		Column(cols...).WherePK().Exec(ctx); err != nil {
+	set := make([]string, len(cols))
+	args := make([]any, 0, len(cols)+1)
+	for i, c := range cols {
+		v, err := r.value(c)
+		if err != nil {
+			return fmt.Errorf("update sender number %d: %w", r.ID, err)
+		}
+		args = append(args, v)
+		set[i] = pgx.Identifier{c}.Sanitize() + " = $" + strconv.Itoa(i+1)
+	}
+	args = append(args, r.ID)
+	query := `UPDATE ` + t.Table("sender_numbers") + ` AS s SET ` + strings.Join(set, ", ") +
+		` WHERE s.id = $` + strconv.Itoa(len(args))
+	if _, err := q.Exec(ctx, query, simple(args...)...); err != nil {
 		return fmt.Errorf("update sender number %d: %w", r.ID, err)
 	}
 	return nil
 }
 
-// insertRow inserts r and fills its id.
-func insertRow(ctx context.Context, idb bun.IDB, t db.Tenant, r *row) error {
-	_, err := idb.NewInsert().Model(r).ModelTableExpr("?.sender_numbers AS s", t.Ident()).
-		Returning("id").Exec(ctx)
-	return err
+// insertRow inserts r and fills its id. A phone already registered in the
+// organization is a unique violation (db.IsUniqueViolation).
+func insertRow(ctx context.Context, q querier, t db.Tenant, r *row) error {
+	names := make([]string, len(insertColumns))
+	params := make([]string, len(insertColumns))
+	args := make([]any, len(insertColumns))
+	for i, c := range insertColumns {
+		v, err := r.value(c)
+		if err != nil {
+			return err
+		}
+		names[i], params[i], args[i] = pgx.Identifier{c}.Sanitize(), "$"+strconv.Itoa(i+1), v
+	}
+	query := `INSERT INTO ` + t.Table("sender_numbers") + ` AS s (` + strings.Join(names, ", ") +
+		`) VALUES (` + strings.Join(params, ", ") + `) RETURNING s.id`
+	return q.QueryRow(ctx, query, simple(args...)...).Scan(&r.ID)
 }
 
 // listRows returns every sender number of the tenant, newest first.
-func listRows(ctx context.Context, idb bun.IDB, t db.Tenant) ([]row, error) {
-	var rows []row
-	if err := idb.NewSelect().Model(&rows).ModelTableExpr("?.sender_numbers AS s", t.Ident()).
-		OrderExpr("s.id DESC").Scan(ctx); err != nil {
+func listRows(ctx context.Context, q querier, t db.Tenant) ([]row, error) {
+	rows, err := q.Query(ctx, `SELECT `+rowColumns+` FROM `+t.Table("sender_numbers")+` AS s ORDER BY s.id DESC`,
+		pgx.QueryExecModeSimpleProtocol)
+	if err != nil {
 		return nil, fmt.Errorf("list sender numbers: %w", err)
 	}
-	return rows, nil
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[row])
+	if err != nil {
+		return nil, fmt.Errorf("list sender numbers: %w", err)
+	}
+	return out, nil
 }
 
 // The central directory of sender numbers.
 
 // dirInsert records a new number in the central directory.
-func dirInsert(ctx context.Context, idb bun.IDB, orgID int64, r *row) error {
-	_, err := idb.NewRaw(`INSERT INTO central.sender_number_directory
-		(organization_id, sender_id, phone, status, updated_at) VALUES (?, ?, ?, ?, ?)`,
-		orgID, r.ID, r.Phone, r.Status, r.UpdatedAt).Exec(ctx)
+func dirInsert(ctx context.Context, q querier, orgID int64, r *row) error {
+	_, err := q.Exec(ctx, `INSERT INTO central.sender_number_directory
+		(organization_id, sender_id, phone, status, updated_at) VALUES ($1, $2, $3, $4, $5)`,
+		orgID, r.ID, r.Phone, string(r.Status), r.UpdatedAt)
 	if err != nil {
 		return fmt.Errorf("insert sender directory entry: %w", err)
 	}
@@ -133,9 +228,9 @@ func dirInsert(ctx context.Context, idb bun.IDB, orgID int64, r *row) error {
 }
 
 // dirSetStatus mirrors a status change into the central directory.
-func dirSetStatus(ctx context.Context, idb bun.IDB, orgID int64, r *row) error {
-	_, err := idb.NewRaw(`UPDATE central.sender_number_directory SET status = ?, updated_at = ?
-		WHERE organization_id = ? AND sender_id = ?`, r.Status, r.UpdatedAt, orgID, r.ID).Exec(ctx)
+func dirSetStatus(ctx context.Context, q querier, orgID int64, r *row) error {
+	_, err := q.Exec(ctx, `UPDATE central.sender_number_directory SET status = $1, updated_at = $2
+		WHERE organization_id = $3 AND sender_id = $4`, string(r.Status), r.UpdatedAt, orgID, r.ID)
 	if err != nil {
 		return fmt.Errorf("update sender directory entry: %w", err)
 	}
@@ -144,29 +239,29 @@ func dirSetStatus(ctx context.Context, idb bun.IDB, orgID int64, r *row) error {
 
 // location is one sender number in the central directory.
 type location struct {
-	OrgID    int64  `bun:"organization_id"`
-	Schema   string `bun:"schema_name"`
-	SenderID int64  `bun:"sender_id"`
-	Phone    string `bun:"phone"`
-	Status   Status `bun:"status"`
+	OrgID    int64  `db:"organization_id"`
+	Schema   string `db:"schema_name"`
+	SenderID int64  `db:"sender_id"`
+	Phone    string `db:"phone"`
+	Status   Status `db:"status"`
 }
 
 func (l location) tenant() (db.Tenant, error) { return db.NewTenant(l.OrgID, l.Schema) }
 
 // dirFind lists the organizations where phone is registered (only orgID's
 // when orgID > 0), by organization id.
-func dirFind(ctx context.Context, idb bun.IDB, phone string, orgID int64) ([]location, error) {
-	var out []location
-	q := `SELECT d.organization_id, o.schema_name, d.sender_id, d.phone, d.status
+func dirFind(ctx context.Context, q querier, phone string, orgID int64) ([]location, error) {
+	query := `SELECT d.organization_id, o.schema_name, d.sender_id, d.phone, d.status
 		FROM central.sender_number_directory d
 		JOIN central.organizations o ON o.id = d.organization_id
-		WHERE d.phone = ? AND o.schema_name IS NOT NULL`
+		WHERE d.phone = $1 AND o.schema_name IS NOT NULL`
 	args := []any{phone}
 	if orgID > 0 {
-		q += ` AND d.organization_id = ?`
+		query += ` AND d.organization_id = $2`
 		args = append(args, orgID)
 	}
-	if err := idb.NewRaw(q+` ORDER BY d.organization_id`, args...).Scan(ctx, &out); err != nil {
+	out, err := collectLocations(ctx, q, query+` ORDER BY d.organization_id`, args...)
+	if err != nil {
 		return nil, fmt.Errorf("find sender number %s: %w", phone, err)
 	}
 	return out, nil
@@ -174,52 +269,57 @@ func dirFind(ctx context.Context, idb bun.IDB, phone string, orgID int64) ([]loc
 
 // dirPending returns up to limit numbers waiting for their owner's account
 // verification, after the position (afterOrg, afterSender).
-func dirPending(ctx context.Context, idb bun.IDB, afterOrg, afterSender int64, limit int) ([]location, error) {
-	var out []location
-	err := idb.NewRaw(`SELECT d.organization_id, o.schema_name, d.sender_id, d.phone, d.status
+func dirPending(ctx context.Context, q querier, afterOrg, afterSender int64, limit int) ([]location, error) {
+	out, err := collectLocations(ctx, q, `SELECT d.organization_id, o.schema_name, d.sender_id, d.phone, d.status
 		FROM central.sender_number_directory d
 		JOIN central.organizations o ON o.id = d.organization_id
-		WHERE d.status = ? AND o.schema_name IS NOT NULL
-		  AND (d.organization_id, d.sender_id) > (?, ?)
+		WHERE d.status = $1 AND o.schema_name IS NOT NULL
+		  AND (d.organization_id, d.sender_id) > ($2, $3)
 		ORDER BY d.organization_id, d.sender_id
-		LIMIT ?`, StatusPendingAccountVerification, afterOrg, afterSender, limit).Scan(ctx, &out)
+		LIMIT $4`, string(StatusPendingAccountVerification), afterOrg, afterSender, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list pending sender numbers: %w", err)
 	}
 	return out, nil
 }
 
+// collectLocations runs a directory query and scans its locations.
+func collectLocations(ctx context.Context, q querier, query string, args ...any) ([]location, error) {
+	rows, err := q.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByName[location])
+}
+
 // claimPhone makes orgID's number the one active holder of phone. It reports
 // false, without error, when another organization's number holds it.
-func claimPhone(ctx context.Context, idb bun.IDB, orgID int64, r *row, now time.Time) (bool, error) {
-	var holder struct {
-		OrgID    int64 `bun:"organization_id"`
-		SenderID int64 `bun:"sender_id"`
-	}
+func claimPhone(ctx context.Context, q querier, orgID int64, r *row, now time.Time) (bool, error) {
+	var holderOrg, holderSender int64
 	// A concurrent claimer's uncommitted insert makes this one wait for its
 	// transaction; the conflict then leaves the existing claim alone.
-	err := idb.NewRaw(`INSERT INTO central.active_sender_phones (phone, organization_id, sender_id, claimed_at)
-		VALUES (?, ?, ?, ?)
+	err := q.QueryRow(ctx, `INSERT INTO central.active_sender_phones (phone, organization_id, sender_id, claimed_at)
+		VALUES ($1, $2, $3, $4)
 		ON CONFLICT (phone) DO NOTHING
-		RETURNING organization_id, sender_id`, r.Phone, orgID, r.ID, now).Scan(ctx, &holder)
-	if errors.Is(err, sql.ErrNoRows) {
-		err = idb.NewRaw(`SELECT organization_id, sender_id FROM central.active_sender_phones WHERE phone = ?`,
-			r.Phone).Scan(ctx, &holder)
-		if errors.Is(err, sql.ErrNoRows) {
+		RETURNING organization_id, sender_id`, r.Phone, orgID, r.ID, now).Scan(&holderOrg, &holderSender)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = q.QueryRow(ctx, `SELECT organization_id, sender_id FROM central.active_sender_phones WHERE phone = $1`,
+			r.Phone).Scan(&holderOrg, &holderSender)
+		if errors.Is(err, pgx.ErrNoRows) {
 			return false, nil // released meanwhile; a later attempt will claim it
 		}
 	}
 	if err != nil {
 		return false, fmt.Errorf("claim phone %s: %w", r.Phone, err)
 	}
-	return holder.OrgID == orgID && holder.SenderID == r.ID, nil
+	return holderOrg == orgID && holderSender == r.ID, nil
 }
 
 // heldElsewhere reports whether another organization's number holds phone.
-func heldElsewhere(ctx context.Context, idb bun.IDB, orgID int64, r *row) (bool, error) {
+func heldElsewhere(ctx context.Context, q querier, orgID int64, r *row) (bool, error) {
 	var n int
-	err := idb.NewRaw(`SELECT count(*) FROM central.active_sender_phones
-		WHERE phone = ? AND NOT (organization_id = ? AND sender_id = ?)`, r.Phone, orgID, r.ID).Scan(ctx, &n)
+	err := q.QueryRow(ctx, `SELECT count(*) FROM central.active_sender_phones
+		WHERE phone = $1 AND NOT (organization_id = $2 AND sender_id = $3)`, r.Phone, orgID, r.ID).Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("check phone %s: %w", r.Phone, err)
 	}
@@ -227,9 +327,9 @@ func heldElsewhere(ctx context.Context, idb bun.IDB, orgID int64, r *row) (bool,
 }
 
 // releasePhone drops orgID's claim on the phone, if it holds one.
-func releasePhone(ctx context.Context, idb bun.IDB, orgID int64, r *row) error {
-	_, err := idb.NewRaw(`DELETE FROM central.active_sender_phones
-		WHERE phone = ? AND organization_id = ? AND sender_id = ?`, r.Phone, orgID, r.ID).Exec(ctx)
+func releasePhone(ctx context.Context, q querier, orgID int64, r *row) error {
+	_, err := q.Exec(ctx, `DELETE FROM central.active_sender_phones
+		WHERE phone = $1 AND organization_id = $2 AND sender_id = $3`, r.Phone, orgID, r.ID)
 	if err != nil {
 		return fmt.Errorf("release phone %s: %w", r.Phone, err)
 	}
@@ -237,9 +337,9 @@ func releasePhone(ctx context.Context, idb bun.IDB, orgID int64, r *row) error {
 }
 
 // organizationName returns the organization's name for OTP messages.
-func organizationName(ctx context.Context, idb bun.IDB, orgID int64) (string, error) {
+func organizationName(ctx context.Context, q querier, orgID int64) (string, error) {
 	var name string
-	if err := idb.NewRaw(`SELECT name FROM central.organizations WHERE id = ?`, orgID).Scan(ctx, &name); err != nil {
+	if err := q.QueryRow(ctx, `SELECT name FROM central.organizations WHERE id = $1`, orgID).Scan(&name); err != nil {
 		return "", fmt.Errorf("organization %d: %w", orgID, err)
 	}
 	return name, nil

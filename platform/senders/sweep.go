@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/uptrace/bun"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/bizmsg/platform/platform/db"
 )
@@ -29,7 +29,7 @@ func (s *Service) ActivateVerifiedOwners(ctx context.Context) (int, error) {
 		verified         = map[string]bool{}
 	)
 	for {
-		page, err := dirPending(ctx, s.db, afterOrg, afterS, sweepPage)
+		page, err := dirPending(ctx, s.pool, afterOrg, afterS, sweepPage)
 		if err != nil {
 			return activated, err
 		}
@@ -78,7 +78,7 @@ func (s *Service) activateAt(ctx context.Context, loc location) (bool, error) {
 // its state changed meanwhile or its phone is active elsewhere.
 func (s *Service) activatePending(ctx context.Context, t db.Tenant, id int64) (bool, error) {
 	var done bool
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		r, err := loadRow(ctx, tx, t, id, "", lockUpdate)
 		if err != nil {
 			return err
