@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/dbtest"
 	"github.com/bizmsg/platform/platform/migrate"
@@ -85,7 +86,11 @@ func newAcceptFixture(t *testing.T) *acceptFixture {
 	}
 	h := &batchAttempts{}
 	prep := db.NewPrepared(one, db.PreparedConfig{Observe: h.observe})
-	svc, err := New(Config{DB: one.Bun, Prepared: prep, Senders: unusedSenders{}, Network: unusedNetwork{}, Logger: quiet})
+	rc, err := jobs.NewClient(one.Pool, nil, nil, jobs.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := New(Config{DB: one.Bun, Prepared: prep, Jobs: rc, Senders: unusedSenders{}, Network: unusedNetwork{}, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

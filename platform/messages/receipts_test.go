@@ -75,8 +75,8 @@ var (
 		f.t.Helper()
 		f.net.failing.Store(true)
 		defer f.net.failing.Store(false)
-		if _, err := f.deliver(tn, id, id, 5); err != nil {
-			f.t.Fatalf("last attempt: %v", err)
+		if _, err := f.deliver(tn, id, id, 5); !network.IsTransient(err) {
+			f.t.Fatalf("last attempt: %v, want the network's transient error (the job ends discarded)", err)
 		}
 	}
 	// toSenderNotActive fails the message undelivered: its sender was
