@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/bizmsg/platform/cmd/platform/internal/term"
 	"github.com/bizmsg/platform/platform/config"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/migrate"
@@ -93,7 +94,7 @@ func benchTenants(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 
-	tty := isTerminal(stderr)
+	tty := term.IsTerminal(stderr)
 	durations := make([]time.Duration, 0, *count)
 	start := time.Now()
 	for i := range *count {

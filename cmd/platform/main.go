@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/bizmsg/platform/cmd/platform/internal/term"
 	"github.com/bizmsg/platform/platform/app"
 	"github.com/bizmsg/platform/platform/config"
 	"github.com/bizmsg/platform/platform/db"
@@ -153,7 +154,7 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintf(stdout, "base schemas (central, network, river): %d migrations applied\n", n)
 	var progress migrate.Progress
-	if isTerminal(stdout) {
+	if term.IsTerminal(stdout) {
 		progress = migrate.ProgressBar(stdout)
 	}
 	sum, err := m.AllTenants(ctx, progress)
@@ -167,14 +168,4 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // quietLogger discards logs below warn (for commands whose output is a report).
 func quietLogger() *slog.Logger {
 	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
