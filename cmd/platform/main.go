@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/bizmsg/platform/cmd/platform/bench"
 	"github.com/bizmsg/platform/cmd/platform/internal/term"
 	"github.com/bizmsg/platform/platform/app"
 	"github.com/bizmsg/platform/platform/config"
@@ -63,7 +64,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "migrate":
 		return runMigrate(ctx, rest, stdout, stderr)
 	case "bench":
-		return runBench(ctx, rest, stdout, stderr)
+		return bench.Main(ctx, rest, stdout, stderr)
 	case "network":
 		return runNetwork(ctx, rest, stdout, stderr)
 	case "admin":
@@ -163,9 +164,4 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintln(stdout, sum.String())
 	return sum.Err()
-}
-
-// quietLogger discards logs below warn (for commands whose output is a report).
-func quietLogger() *slog.Logger {
-	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
