@@ -14,6 +14,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/bizmsg/platform/cmd/platform/bench"
+	"github.com/bizmsg/platform/cmd/platform/internal/term"
 	"github.com/bizmsg/platform/platform/app"
 	"github.com/bizmsg/platform/platform/config"
 	"github.com/bizmsg/platform/platform/db"
@@ -63,7 +65,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "migrate":
 		return runMigrate(ctx, rest, stdout, stderr)
 	case "bench":
-		return runBench(ctx, rest, stdout, stderr)
+		return bench.Main(ctx, rest, stdout, stderr)
 	case "network":
 		return runNetwork(ctx, rest, stdout, stderr)
 	case "admin":
@@ -161,7 +163,7 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintf(stdout, "base schemas (central, network, river): %d migrations applied\n", n)
 	var progress migrate.Progress
-	if isTerminal(stdout) {
+	if term.IsTerminal(stdout) {
 		progress = migrate.ProgressBar(stdout)
 	}
 	sum, err := m.AllTenants(ctx, progress)
@@ -170,19 +172,4 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintln(stdout, sum.String())
 	return sum.Err()
-}
-
-// quietLogger discards logs below warn (for commands whose output is a report).
-func quietLogger() *slog.Logger {
-	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -1,10 +1,16 @@
-package main
+// Package bench is platform bench: the benchmarks that measure the platform
+// on this machine (docs/performance.md). The service it measures runs as a
+// child process of the same binary (platform serve, api, worker, and
+// platform bench bare-gin for the bare gin ceiling), so the binary's main
+// must dispatch "bench" to Main.
+package bench
 
 import (
 	"context"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/url"
 	"os"
 	"sort"
@@ -13,6 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/bizmsg/platform/cmd/platform/internal/term"
 	"github.com/bizmsg/platform/platform/config"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/migrate"
@@ -29,7 +36,11 @@ Benchmarks (each prints its figures; run with -h for its flags):
             Postgres, River alone, bare gin), and print the ratios
 `
 
-func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// Main runs platform bench with args (the words after "bench"): it prints
+// the figures on stdout and the usage, flag errors and progress on stderr.
+// It returns flag.ErrHelp when it printed the usage for want of a benchmark,
+// or for -h on one.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, benchUsage)
 		return flag.ErrHelp
@@ -93,7 +104,7 @@ func benchTenants(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 
-	tty := isTerminal(stderr)
+	tty := term.IsTerminal(stderr)
 	durations := make([]time.Duration, 0, *count)
 	start := time.Now()
 	for i := range *count {
@@ -133,6 +144,11 @@ func benchTenants(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fmt.Fprintf(stdout, "%-44s p50 %s  p99 %s  max %s\n", "provision one tenant", pct(0.5).Round(10*time.Microsecond), pct(0.99).Round(10*time.Microsecond), durations[len(durations)-1].Round(10*time.Microsecond))
 	fmt.Fprintf(stdout, "%-44s %s (%d current, %d migrated)\n", fmt.Sprintf("migrate %d current tenants (concurrency %d)", sum.Total, *concurrency), sum.Duration.Round(time.Millisecond), sum.Current, sum.Updated)
 	return nil
+}
+
+// quietLogger discards logs below warn (for commands whose output is a report).
+func quietLogger() *slog.Logger {
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
 // scratchDatabase (re)creates database name on the server of baseURL and

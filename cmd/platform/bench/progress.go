@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/bizmsg/platform/cmd/platform/internal/term"
 )
 
 // progress shows one line on stderr for the running phase: its name, the
@@ -26,7 +28,7 @@ type progress struct {
 }
 
 func newProgress(w io.Writer) *progress {
-	p := &progress{w: w, tty: isTerminal(w), stop: make(chan struct{})}
+	p := &progress{w: w, tty: term.IsTerminal(w), stop: make(chan struct{})}
 	if p.tty {
 		p.done.Go(p.loop)
 	}

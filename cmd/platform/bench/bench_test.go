@@ -1,0 +1,62 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBenchCommandErrors covers what platform bench refuses before any
+// database work: the usage, unknown benchmarks and invalid flags.
+func TestBenchCommandErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args       []string
+		wantErr    string // "" for flag.ErrHelp
+		wantStderr string
+	}{
+		{nil, "", "Usage: platform bench <benchmark>"},
+		{[]string{"bogus"}, `unknown benchmark "bogus"`, "Usage: platform bench <benchmark>"},
+		{[]string{"send", "-h"}, "", "Usage: platform bench send [flags]"},
+		{[]string{"send", "-tenants", "1,0"}, `-tenants: "0" is not a positive integer`, ""},
+		{[]string{"send", "-senders", "101"}, "-senders must be from 1 to 100", ""},
+		{[]string{"send", "-sweep-rounds", "0"}, "-sweep-rounds must be at least 1", ""},
+		{[]string{"tenants", "-h"}, "", "-count"},
+		{[]string{"tenants", "-count", "0"}, "-count must be at least 1", ""},
+		{[]string{"bare-gin", "-port", "1"}, "flag provided but not defined", ""},
+	} {
+		var stdout, stderr bytes.Buffer
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err := Main(ctx, tc.args, &stdout, &stderr)
+		cancel()
+		switch {
+		case tc.wantErr == "" && !errors.Is(err, flag.ErrHelp):
+			t.Errorf("%v: err %v, want help", tc.args, err)
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%v: err %v, want %q", tc.args, err, tc.wantErr)
+		}
+		if !strings.Contains(stderr.String(), tc.wantStderr) {
+			t.Errorf("%v: stderr %q, want it to contain %q", tc.args, stderr.String(), tc.wantStderr)
+		}
+		if stdout.Len() > 0 {
+			t.Errorf("%v: stdout %q, want nothing", tc.args, stdout.String())
+		}
+	}
+}
+
+func TestParseTenantList(t *testing.T) {
+	t.Parallel()
+	got, err := parseTenantList("1, 100,1000")
+	if err != nil || len(got) != 3 || got[0] != 1 || got[1] != 100 || got[2] != 1000 {
+		t.Fatalf("parseTenantList = %v, %v; want [1 100 1000]", got, err)
+	}
+	for _, bad := range []string{"", "1,,2", "x", "-1"} {
+		if _, err := parseTenantList(bad); err == nil {
+			t.Errorf("parseTenantList(%q): no error", bad)
+		}
+	}
+}
