@@ -13,7 +13,7 @@ import (
 // another SQL statement, so that a message and its job are inserted by one
 // statement: the send path's whole acceptance is one round trip and one
 // commit instead of BEGIN, message, River insert, COMMIT
-// (docs/performance.md).
+// (docs/performance.md, §Acceptance in one statement).
 //
 // The row it writes is the one River's InsertTx writes for DeliverArgs
 // (kind, queue, priority, max_attempts, args, state available, scheduled and
