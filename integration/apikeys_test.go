@@ -27,7 +27,7 @@ const (
 	tenantMe   = "/api/v1/me"
 )
 
-// keyResource is the API key resource (interface spec §2.1).
+// keyResource is the API key resource (docs/api.md, §API keys).
 type keyResource struct {
 	ID           int64      `json:"id"`
 	Name         string     `json:"name"`
@@ -120,8 +120,9 @@ func wrongChecksum(key string) string {
 	return key[:len(key)-1] + string(repl)
 }
 
-// Interface spec §5 rules 1 and 3, §3.2: missing, malformed, wrong, expired
-// and revoked keys get 401; a revoked key is never active again.
+// docs/api.md, §Credentials per API and §API keys: missing, malformed,
+// wrong, expired and revoked keys get 401; a revoked key is never active
+// again.
 func TestTenantKeyAuthentication(t *testing.T) {
 	t.Parallel()
 	e := Start(t, Options{})
@@ -225,7 +226,7 @@ func TestTenantKeyAuthentication(t *testing.T) {
 	}
 }
 
-// Interface spec §5 rule 1 and CONTRACT §2: every invalid field of POST
+// docs/api.md, §API keys (Create): every invalid field of POST
 // /api-keys is a 422 naming it, and nothing is created.
 func TestTenantKeyCreateValidation(t *testing.T) {
 	t.Parallel()
@@ -319,9 +320,9 @@ func scopeProbe(a *app.App) {
 	a.TenantRoutes.GET("/test/any", tenant.RequireAnyScope(apikey.ScopeMessagesSend, apikey.ScopeMessagesRead), ok)
 }
 
-// Interface spec §5 rule 4: a key lacking the scope of an operation gets
-// 403 naming the scope; "*" covers all. And the subset rules for creating
-// and revoking keys.
+// docs/api.md, §Tenant API endpoints and scopes: a key lacking the scope of
+// an operation gets 403 naming the scope; "*" covers all. And the subset
+// rules for creating and revoking keys.
 func TestTenantScopes(t *testing.T) {
 	t.Parallel()
 	e := Start(t, Options{Setup: scopeProbe})
@@ -411,8 +412,8 @@ func TestTenantScopes(t *testing.T) {
 	}
 }
 
-// Interface spec §5 rule 2: the full key is shown only in the creation
-// response, never in lists or /me, on either API.
+// docs/api.md, §API keys (Resource): the full key is shown only in the
+// creation response, never in lists or /me, on either API.
 func TestPlainTextKeyOnlyOnCreation(t *testing.T) {
 	t.Parallel()
 	e := Start(t, Options{})
@@ -670,9 +671,9 @@ func TestLastUsedAtWrittenOncePerWindow(t *testing.T) {
 	}
 }
 
-// Every scoped route of the contract (CONTRACT §2 table): a key without the
-// scope gets 403 naming it before the handler runs; a key with it (or "*")
-// gets past the check.
+// Every scoped route of the Tenant API (docs/api.md, §Tenant API endpoints
+// and scopes): a key without the scope gets 403 naming it before the handler
+// runs; a key with it (or "*") gets past the check.
 func TestContractRouteScopes(t *testing.T) {
 	t.Parallel()
 	e := Start(t, Options{})

@@ -10,7 +10,7 @@ import (
 	"github.com/bizmsg/platform/platform/network/builtin"
 )
 
-// Contact lookup: interface-spec §4.8 and CONTRACT §2 "Lookup".
+// Contact lookup: docs/api.md, §Lookup.
 
 func (e *msgEnv) lookup(org *Org, q url.Values) *Response {
 	e.t.Helper()

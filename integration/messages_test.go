@@ -16,7 +16,7 @@ import (
 	"github.com/bizmsg/platform/platform/senders"
 )
 
-// Messaging tests: interface-spec §4.7, §4.9 and CONTRACT §2 "Messages" over
+// Messaging tests: docs/api.md, §Messages, lookup and usage, over
 // HTTP, with the built-in network and (where delivery matters) real River
 // workers. Helpers shared by lookup_test.go, usage_test.go and
 // delivery_test.go live here.
@@ -414,8 +414,9 @@ func TestSendValidation(t *testing.T) {
 	}
 }
 
-// The accepted message: 202 {"data": message} with every field of
-// interface-spec §2.3, queued, the recipient known at once.
+// The accepted message: 202 {"data": message} with every field of the
+// message resource (docs/api.md, §Sending), queued, the recipient known at
+// once.
 func TestSendAccepted(t *testing.T) {
 	t.Parallel()
 	e := startMsg(t, Options{})

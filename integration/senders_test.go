@@ -20,7 +20,7 @@ import (
 	"github.com/bizmsg/platform/platform/network/builtin"
 )
 
-// Sender-number tests: interface-spec §3.1 and CONTRACT §2 "Sender numbers",
+// Sender-number tests: docs/api.md, §Sender numbers,
 // over HTTP with real River workers, the built-in network and the fake clock.
 
 const (

@@ -38,7 +38,8 @@ type keysData struct {
 	More bool
 }
 
-// scopeText returns what a scope allows (interface-spec §5).
+// scopeText returns what a scope allows (docs/api.md, §Tenant API endpoints
+// and scopes).
 func scopeText(s string) string {
 	switch s {
 	case apikey.ScopeAll:

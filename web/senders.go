@@ -47,8 +47,8 @@ func badge(st senders.Status) (label, tone string) {
 	return string(st), "info"
 }
 
-// viewSender describes s in its state (interface-spec §3.1): the badge and
-// what to do next.
+// viewSender describes s in its state (docs/api.md, §Sender numbers): the
+// badge and what to do next.
 func viewSender(s senders.Sender, orgDefault int) senderView {
 	v := senderView{Sender: s, Limit: s.DailyLimit(orgDefault), LimitIsDefault: s.DailyLimitOverride == nil}
 	v.Label, v.Tone = badge(s.Status)

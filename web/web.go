@@ -1,9 +1,9 @@
 // Package web is the dashboard: server-rendered HTML pages, served by the
 // same binary as the APIs, for the members of an organization. It signs
 // people up and in, and lets them add and confirm sender numbers (the OTP is
-// entered here, interface-spec §3.1), manage API keys ("Show key" with
-// encrypted storage), read the message history and usage, manage members and
-// copy a first curl command.
+// entered here, docs/api.md §Sender numbers), manage API keys ("Show key"
+// with encrypted storage), read the message history and usage, manage
+// members and copy a first curl command.
 //
 // The pages are html/template files and one stylesheet and one small script
 // embedded in the binary: no build step. Handlers are thin: they read a form,

@@ -6,8 +6,8 @@
 -- crosses the line. An acceptance holds its senders' counter rows meanwhile,
 -- so every acceptance of those senders queues behind it. A delivery job is
 -- inserted and updated twice, so at a thousand messages a second the list
--- filled every few seconds: this was most of the open-loop tail of
--- docs/performance.md (item 24).
+-- filled every few seconds: this was most of the benchmark's open-loop tail
+-- (docs/performance.md, §GIN pending list).
 --
 -- A 64 kB list (the least Postgres allows) keeps the pending list's batched
 -- merge, at a sixty-fourth of the stall. Turning the list off (fastupdate =

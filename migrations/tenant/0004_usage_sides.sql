@@ -5,7 +5,8 @@
 --                   worker's claim under the limit and the outcomes).
 -- Each side locks its own row until its commit; before this migration a
 -- delivery batch's claim or sent record held the row every acceptance of the
--- sender needed (docs/performance.md). The usage endpoint sums both rows.
+-- sender needed (docs/performance.md, §daily_usage sides). The usage
+-- endpoint sums both rows.
 -- The primary key index is replaced, so a tenant keeps its number of
 -- relation files; `side` is stored plain (never compressed or moved out of
 -- line, which a six-letter value never needs), so the table gets no TOAST

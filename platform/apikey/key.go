@@ -9,7 +9,7 @@
 //   - "bmk_" marks the string as one of our keys, so secret scanners can find a
 //     leaked key and people can tell at a glance what it is;
 //   - 30 characters drawn uniformly from the base62 alphabet with crypto/rand carry
-//     30·log2(62) ≈ 178 bits of randomness, well above the 128 the contract asks for;
+//     30·log2(62) ≈ 178 bits of randomness, well above the 128 docs/api.md requires;
 //   - the last 6 characters are the CRC32 (IEEE) of everything before them, in
 //     base62 and left-padded with '0', so a mistyped or made-up key is refused by
 //     [Parse] without touching the database.

@@ -208,7 +208,8 @@ func (a *App) routes() *gin.Engine {
 	return r
 }
 
-// classify maps infrastructure errors to the contract's statuses.
+// classify maps infrastructure errors to their statuses (docs/api.md, §Status
+// codes).
 func classify(err error) *apperr.Error {
 	if db.IsUnavailable(err) || errors.Is(err, context.DeadlineExceeded) {
 		return apperr.Unavailable(err)

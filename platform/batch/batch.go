@@ -43,7 +43,7 @@ type Config struct {
 // whole process shares (API keys, network lookups), for their packages'
 // defaults: such reads contend on no row, and more than the default 2 keeps
 // one run that stalls on a busy machine from holding up every call behind
-// it (docs/performance.md, item 25).
+// it (docs/performance.md, §Shared reads).
 const ReadMaxInFlight = 4
 
 func (c *Config) setDefaults() {

@@ -1,5 +1,5 @@
 // Package config reads the process configuration from the environment into one
-// struct with safe defaults (CONTRACT.md §5).
+// struct with safe defaults (README.md, §Configuration).
 package config
 
 import (

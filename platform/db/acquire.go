@@ -21,9 +21,10 @@ var ErrAcquireTimeout = errors.New("no database connection free")
 // under the context TraceAcquireStart returns. That context ends after
 // timeout unless the caller's own deadline comes first, so under pool
 // exhaustion a request fails fast (503) instead of waiting for a
-// connection as long as its client does (CONTRACT: "503 … fast, never a
-// hang"). Only the wait is bounded: the statement then runs under the
-// caller's context. pgxpool has no acquire timeout of its own.
+// connection as long as its client does (docs/api.md, §Status codes: a 503
+// is answered fast, never after a hang). Only the wait is bounded: the
+// statement then runs under the caller's context. pgxpool has no acquire
+// timeout of its own.
 //
 // The acquisition ends with the context's error, context.DeadlineExceeded,
 // which the HTTP layer answers with 503; Prepared and bun's connector, which

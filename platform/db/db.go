@@ -26,7 +26,7 @@ type Config struct {
 	// URL is a postgres:// connection URL. Required.
 	URL string
 	// MaxConns caps the pool. Default 10: on a 2-core machine a small pool beats
-	// a large one (see ARCHITECTURE.md "Routing a request to its schema").
+	// a large one (see docs/design.md, §Tenant schemas are named in the SQL).
 	MaxConns int32
 	// ConnectTimeout bounds establishing one connection, so a database outage
 	// answers fast instead of hanging. Default 3s.

@@ -24,7 +24,8 @@ import (
 // cache that never hits. Queries with arguments (River's inserts, pgx-style
 // $n placeholders) have stable texts and keep the statement cache. Only
 // queries need this: pgx's Exec already uses the simple protocol when there
-// are no arguments. The benchmark that found this is in docs/performance.md.
+// are no arguments. The benchmark that found this is in docs/performance.md,
+// §Simple protocol for bun queries.
 //
 // database/sql keeps no idle connections of its own, so each of its queries
 // (or transactions) takes a pgxpool connection in Connect, which waits at

@@ -19,7 +19,7 @@ import (
 // statement is parsed, analysed and (after five runs, once Postgres settles
 // on a generic plan) planned once per connection instead of at every run,
 // which is most of what a one-message statement costs Postgres
-// (docs/performance.md).
+// (docs/performance.md, §Prepared statements).
 //
 // The bound is what makes this safe with many tenants: a tenant's statements
 // have texts of their own, and Postgres keeps roughly 100 KB per prepared

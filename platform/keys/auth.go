@@ -54,7 +54,7 @@ type storedKey struct {
 // reads of keys are all busy (Config.Batch): one statement for many
 // requests, whatever their organizations. A read starts only after every
 // call it serves arrived, so it sees every revocation committed before the
-// request (CONTRACT: revocation is immediate on every node).
+// request (docs/api.md, §API keys: revocation is immediate on every node).
 func (s *Service) Authenticate(ctx context.Context, plain string) (*Auth, error) {
 	prefix, err := apikey.Parse(plain)
 	if err != nil {

@@ -154,7 +154,7 @@ func (k Key) Status(now time.Time) string {
 	}
 }
 
-// Resource is the API key as both APIs render it (interface spec §2.1).
+// Resource is the API key as both APIs render it (docs/api.md, §API keys).
 // PlainTextKey is set only in the creation response and by Reveal.
 type Resource struct {
 	ID           int64      `json:"id"`

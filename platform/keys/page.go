@@ -8,7 +8,7 @@ import (
 	"github.com/bizmsg/platform/platform/apperr"
 )
 
-// Page bounds for list endpoints (CONTRACT §1 "Lists").
+// Page bounds for list endpoints (docs/api.md, §Conventions: lists).
 const (
 	DefaultPageLimit = 25
 	MaxPageLimit     = 100

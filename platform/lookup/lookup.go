@@ -19,7 +19,7 @@ import (
 	"github.com/bizmsg/platform/platform/senders"
 )
 
-// The reason codes of a lookup (CONTRACT §2 "Lookup"). They are the network's
+// The reason codes of a lookup (docs/api.md, §Lookup). They are the network's
 // refusal codes, so a failed delivery and the lookup that predicted it agree.
 const (
 	ReasonOK                = network.CodeOK
@@ -33,7 +33,7 @@ const (
 // CodeNetworkUnavailable (503) means the messaging network did not answer.
 const CodeNetworkUnavailable = "network_unavailable"
 
-// Result is the lookup result of interface-spec §2.4.
+// Result is the lookup result (docs/api.md, §Lookup).
 type Result struct {
 	// Exists: an account holds the phone.
 	Exists bool `json:"exists"`

@@ -22,7 +22,8 @@ import (
 // backslashes, braces and newlines included) and its delivery job; a
 // sender's messages that do not all fit under its limit go one by one, so
 // that exactly its remaining places are taken, in order, and the rest get
-// 429; sender errors are the contract's, and a refused send stores nothing.
+// 429; sender errors are those of docs/api.md (§Sending), and a refused
+// send stores nothing.
 func TestAcceptBatch(t *testing.T) {
 	t.Parallel()
 	f := newFixtureWith(t, 1000, 1000, func(c *messages.Config) {
@@ -84,7 +85,7 @@ func TestAcceptBatch(t *testing.T) {
 	for i := 1; i <= 6; i++ {
 		if errs[i] != nil {
 			e, _ := apperr.As(errs[i])
-			// CONTRACT §2: 429 with Retry-After up to the next UTC midnight.
+			// docs/api.md §Sending: 429 with Retry-After up to the next UTC midnight.
 			midnight := time.Date(start.Year(), start.Month(), start.Day()+1, 0, 0, 0, 0, time.UTC)
 			if code(errs[i]) != messages.CodeDailyLimitExceeded || e.RetryAfter != midnight.Sub(start) ||
 				e.Details["daily_limit"] != 5 {

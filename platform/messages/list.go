@@ -17,7 +17,7 @@ import (
 	"github.com/bizmsg/platform/platform/phone"
 )
 
-// Page bounds of the history (CONTRACT §1 "Lists").
+// Page bounds of the history (docs/api.md, §Conventions: lists).
 const (
 	DefaultPageLimit = 25
 	MaxPageLimit     = 100

@@ -78,7 +78,7 @@ import (
 	"github.com/bizmsg/platform/platform/throttle"
 )
 
-// Message statuses (CONTRACT §2): queued → sent → delivered | failed.
+// Message statuses (docs/api.md, §Delivery): queued → sent → delivered | failed.
 const (
 	StatusQueued    = "queued"
 	StatusSent      = "sent"
@@ -142,7 +142,7 @@ type Message struct {
 	Delivery *jobs.DeliveryReport
 }
 
-// messageJSON is the resource: interface-spec §2.3 (id, sender_number_id,
+// messageJSON is the resource of docs/api.md, §Sending (id, sender_number_id,
 // recipient_user_id, conversation_id, message_id, message_type, content,
 // status, sent_at) plus the request's other fields and the outcome.
 type messageJSON struct {
@@ -259,7 +259,7 @@ type Config struct {
 	Throttle throttle.Limiter
 	// SenderRate and SenderBurst are the throttle of organizations without
 	// their own (central.organizations.sender_rate/sender_burst). Defaults
-	// 20/s and 40 (CONTRACT §2).
+	// 20/s and 40 (docs/api.md, §Delivery).
 	SenderRate  float64
 	SenderBurst int
 	// AcceptBatch bounds the acceptance batches of a tenant (see

@@ -152,8 +152,9 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (Send
 }
 
 // checkSender resolves the sender named by ref and checks that it may send:
-// the contract's sender errors (sender_not_found, sender_not_active,
-// sender_owner_unverified, a phone naming another number than the id).
+// the sender errors of docs/api.md, §Sending (sender_not_found,
+// sender_not_active, sender_owner_unverified, a phone naming another number
+// than the id).
 func (s *Service) checkSender(ctx context.Context, t db.Tenant, ref senders.SenderRef) (senders.Sender, error) {
 	sn, err := s.senders.Resolve(ctx, t, ref)
 	if err != nil {

@@ -491,8 +491,8 @@ func TestDeliverKnownSender(t *testing.T) {
 
 // A sender this process has already sent from (its phone remembered, so the
 // send goes straight to the lookup and the acceptance statement) gets the
-// contract's sender errors like any other: a state that may not send is 422
-// sender_not_active (sender_owner_unverified, with its Arabic message, while
+// sender errors of docs/api.md like any other: a state that may not send is
+// 422 sender_not_active (sender_owner_unverified, with its Arabic message, while
 // the owner is unverified), before recipient_unreachable; a sender_phone
 // naming another number than sender_number_id is refused on that field; and
 // nothing is stored.
@@ -656,8 +656,8 @@ func TestAcceptanceAndDeliveryLockApart(t *testing.T) {
 // A send with an Idempotency-Key is accepted in a transaction, by the same
 // statement as any other; its refusals are worded from that statement's row
 // as a lone send's: 429 daily_limit_exceeded with Retry-After up to the next
-// UTC midnight and the limit in the details (CONTRACT §2), sender_not_active
-// for a suspended sender, and nothing stored.
+// UTC midnight and the limit in the details (docs/api.md, §Sending),
+// sender_not_active for a suspended sender, and nothing stored.
 func TestKeyedSendRefusals(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 100, 100)

@@ -17,7 +17,7 @@ import (
 	"github.com/bizmsg/platform/platform/senders"
 )
 
-// Limits of a send (CONTRACT §2 "Messages"). Sizes are in bytes; a megabyte
+// Limits of a send (docs/api.md, §Sending). Sizes are in bytes; a megabyte
 // is 1,048,576 bytes.
 const (
 	MaxTextLength            = 4096

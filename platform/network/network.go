@@ -16,7 +16,7 @@ import (
 // ErrNotFound means no account holds the phone.
 var ErrNotFound = errors.New("network: no account for this phone")
 
-// Codes shared by lookup results (the contract's reason_code) and by
+// Codes shared by lookup results (reason_code, docs/api.md §Lookup) and by
 // PermanentError.Code, so a send refused by the network and a lookup that
 // predicted it say the same thing.
 const (

@@ -1,8 +1,9 @@
 // Package password hashes and checks user passwords for the Central API.
 //
-// Passwords are hashed with argon2id (contract §3: "argon2id or bcrypt (cost
-// ≥ 12)") at OWASP's recommended parameters: m=19456 KiB (19 MiB), t=2, p=1,
-// with a 16-byte random salt and a 32-byte key. A hash is stored as a PHC
+// Passwords are hashed with argon2id (docs/api.md, §Central API; why not
+// bcrypt: docs/design.md, §Passwords) at OWASP's recommended parameters:
+// m=19456 KiB (19 MiB), t=2, p=1, with a 16-byte random salt and a 32-byte
+// key. A hash is stored as a PHC
 // string,
 //
 //	$argon2id$v=19$m=19456,t=2,p=1$<salt>$<key>

@@ -1,8 +1,8 @@
 // Package senders is the sender-number service shared by the Tenant API, the
 // Central API (dashboard), the River workers and the operator commands:
 // registration, the OTP (issue, delivery, verification, resend), the state
-// machine of interface-spec §3.1, the daily limit override, and the checks the
-// send path makes.
+// machine of docs/api.md (§Sender numbers), the daily limit override, and
+// the checks the send path makes.
 //
 // # States
 //
@@ -50,7 +50,7 @@ import (
 // Status is a sender number's state.
 type Status string
 
-// The states of a sender number (interface-spec §3.1).
+// The states of a sender number (docs/api.md, §Sender numbers: States).
 const (
 	StatusPendingVerification        Status = "pending_verification"
 	StatusActive                     Status = "active"
@@ -104,8 +104,7 @@ func (s Sender) DailyLimit(orgDefault int) int {
 	return orgDefault
 }
 
-// senderJSON is the resource of interface-spec §2.2 plus otp_sent_at and
-// created_at.
+// senderJSON is the resource of docs/api.md, §Sender numbers: Resource.
 type senderJSON struct {
 	ID                 int64   `json:"id"`
 	Phone              string  `json:"phone"`

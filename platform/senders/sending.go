@@ -8,7 +8,7 @@ import (
 	"github.com/bizmsg/platform/platform/db"
 )
 
-// Codes of the send path's sender checks (CONTRACT §2 "Messages").
+// Codes of the send path's sender checks (docs/api.md, §Sending checks).
 const (
 	// CodeSenderNotActive (422): the sender is pending_verification, suspended
 	// or rejected.
@@ -80,7 +80,7 @@ func resolve(ctx context.Context, q querier, t db.Tenant, ref SenderRef, lock st
 	return r.sender(), nil
 }
 
-// CheckSendable returns nil when sn may send, else the contract's 422:
+// CheckSendable returns nil when sn may send, else the 422 of docs/api.md:
 // sender_owner_unverified (with the Arabic message) for
 // pending_account_verification, sender_not_active for every other state.
 func CheckSendable(sn Sender) error {

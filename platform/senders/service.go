@@ -18,7 +18,8 @@ import (
 	"github.com/bizmsg/platform/platform/phone"
 )
 
-// Error codes of the sender rules (CONTRACT §2), beyond validation_failed.
+// Error codes of the sender rules (docs/api.md, §Sender numbers), beyond
+// validation_failed.
 const (
 	// CodeSenderExists (409): the phone is already registered in the organization.
 	CodeSenderExists = "sender_number_exists"

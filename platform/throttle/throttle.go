@@ -1,5 +1,6 @@
 // Package throttle paces message delivery with one token bucket per sender
-// number (CONTRACT §2: configurable rate and burst, default 20/s burst 40).
+// number (docs/api.md, §Delivery: configurable rate and burst, default 20/s
+// burst 40).
 //
 // A delivery job reserves its token instead of polling for one: Reserve takes
 // the next token of the bucket, even one that is only due in the future, and
@@ -7,7 +8,7 @@
 // or snoozes once for exactly that long, and finds its token waiting when it
 // runs again, because the reservation is remembered under the job's ticket.
 // Snoozing whenever the bucket is empty would instead cost a database round
-// trip per empty look (ARCHITECTURE "Jobs at speed").
+// trip per empty look (docs/design.md, §Throttle: reserve, do not poll).
 //
 // Limiter is the seam: Local keeps the buckets in the process's memory, so the
 // rate holds per worker process (N worker processes may together deliver up

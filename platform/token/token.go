@@ -30,7 +30,8 @@ const (
 	DefaultAudience = "bizmsg-central-api"
 	// DefaultAccessTTL is the access-token lifetime when Config.AccessTTL is zero.
 	DefaultAccessTTL = 15 * time.Minute
-	// MaxAccessTTL is the longest access-token lifetime allowed (contract §3).
+	// MaxAccessTTL is the longest access-token lifetime allowed (docs/api.md,
+	// §Central API).
 	MaxAccessTTL = 15 * time.Minute
 	// DefaultLeeway is the clock skew tolerated when Config.Leeway is zero.
 	DefaultLeeway = 30 * time.Second

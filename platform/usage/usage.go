@@ -114,8 +114,9 @@ type Service struct {
 	defaults Defaults
 }
 
-// New returns a Service. Zero defaults are the contract's: 20/s burst 40 per
-// sender, 50/s burst 100 per API key.
+// New returns a Service. Zero defaults are the documented ones (docs/api.md,
+// §Delivery and §Request-rate limit): 20/s burst 40 per sender, 50/s burst
+// 100 per API key.
 func New(d *bun.DB, clk clock.Clock, defaults Defaults) (*Service, error) {
 	if d == nil {
 		return nil, errors.New("usage: a database is required")

@@ -179,7 +179,7 @@ func ceilingRun(ctx context.Context, pool *pgxpool.Pool, tenants []benchTenant, 
 // sweep over 1,000 tenants would prepare its statement again). The ceiling
 // is the best raw Postgres does: each statement parsed and planned once per
 // connection, which a service cannot afford over every tenant forever (see
-// docs/performance.md "Prepared statements").
+// docs/performance.md, §Prepared statements).
 func ceilingPool(ctx context.Context, url string, conns, tenants int) (*pgxpool.Pool, error) {
 	pcfg, err := pgxpool.ParseConfig(url)
 	if err != nil {

@@ -413,11 +413,11 @@ func (b *sendBench) run(ctx context.Context, keep bool) (*sendReport, error) {
 	// delete them again, and write hundreds of megabytes of WAL. Left
 	// alone, that is autovacuum's work for the next minutes (about 2,000
 	// tables with 1,000 tenants, vacuumed under the service's first
-	// phases) and a checkpoint (max_wal_size) under the open loop (both
-	// full runs of stop 19 before this: p99 57.8 and 64.3 ms). The
-	// ceilings are not the service's work: vacuum what they left and
-	// checkpoint, so that the measured phases start from a settled
-	// database (docs/performance.md, item 22).
+	// phases) and a checkpoint (max_wal_size) under the open loop (two
+	// full runs before this: p99 57.8 and 64.3 ms). The ceilings are not
+	// the service's work: vacuum what they left and checkpoint, so that
+	// the measured phases start from a settled database
+	// (docs/performance.md, §Settling the database).
 	if err := b.settle(ctx); err != nil {
 		return rep, err
 	}

@@ -8,7 +8,8 @@ import (
 )
 
 // serverSettings are the Postgres settings that decide what many tenant
-// schemas cost, as the benchmark found them (docs/performance.md).
+// schemas cost, as the benchmark found them (docs/performance.md, §Server
+// settings).
 type serverSettings struct {
 	Version       string `json:"server_version"`
 	VersionNum    int    `json:"server_version_num"`
