@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 )
 
@@ -140,6 +141,21 @@ func (b *Browser) Open(path string) int64 {
 func (b *Browser) Path() string {
 	b.t.Helper()
 	return strings.TrimPrefix(b.location(), b.base)
+}
+
+// SetHeader sends header name: value with every request the page makes
+// from now on (navigations, scripts' fetches), e.g. an Authorization.
+func (b *Browser) SetHeader(name, value string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, browserStep)
+	defer cancel()
+	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
+		b.t.Fatalf("browser: enable network: %v", err)
+	}
+	if _, err := chromedp.Call(ctx, network.SetExtraHTTPHeaders,
+		network.SetExtraHTTPHeadersParams{Headers: network.Headers{name: value}}); err != nil {
+		b.t.Fatalf("browser: set header %s: %v", name, err)
+	}
 }
 
 // Fill replaces the value of the input sel with value, typed as a person

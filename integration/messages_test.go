@@ -196,6 +196,13 @@ type message struct {
 	ErrorCode       *string `json:"error_code"`
 	ErrorMessage    *string `json:"error_message"`
 	CreatedAt       string  `json:"created_at"`
+	Delivery        *struct {
+		State         string  `json:"state"`
+		Attempts      int     `json:"attempts"`
+		LastError     *string `json:"last_error"`
+		LastAttemptAt *string `json:"last_attempt_at"`
+		NextAttemptAt *string `json:"next_attempt_at"`
+	} `json:"delivery"`
 }
 
 // accepted checks a 202 and returns its message.

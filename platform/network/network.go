@@ -126,7 +126,7 @@ func IsPermanent(err error) bool {
 // timeout, an error of its own) that a later attempt may not meet.
 type TransientError struct{ Err error }
 
-func (e *TransientError) Error() string { return "network: " + e.Err.Error() }
+func (e *TransientError) Error() string { return e.Err.Error() }
 func (e *TransientError) Unwrap() error { return e.Err }
 
 // Transient marks err, a failure of a network call that is not a refusal,
