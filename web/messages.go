@@ -2,8 +2,8 @@ package web
 
 import (
 	"net/http"
-	"strconv"
 	"net/url"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
