@@ -39,6 +39,17 @@ func TestAdminCommandErrors(t *testing.T) {
 		{[]string{"admin", "sender", "set-limit", "--phone", "+14155550001", "--limit", "0"}, "--limit must be an integer"},
 		{[]string{"admin", "sender", "set-limit", "--phone", "+14155550001", "--limit", "ten"}, "--limit must be an integer"},
 		{[]string{"admin", "sender", "suspend", "--phone", "+14155550001", "--limit", "5"}, "flag provided but not defined"},
+		{[]string{"admin", "message"}, ""},
+		{[]string{"admin", "message", "list"}, `unknown admin message command "list"`},
+		{[]string{"admin", "message", "show"}, "--id and --org are required"},
+		{[]string{"admin", "message", "show", "--id", "5"}, "--id and --org are required"},
+		{[]string{"admin", "jobs"}, ""},
+		{[]string{"admin", "jobs", "purge"}, `unknown admin jobs command "purge"`},
+		{[]string{"admin", "jobs", "retry", "--since", "2h"}, "--kind must be deliver or otp"},
+		{[]string{"admin", "jobs", "retry", "--kind", "deliver", "--since", "2h", "--state", "running"}, "--state must be discarded or cancelled"},
+		{[]string{"admin", "jobs", "retry", "--kind", "deliver"}, "--since is required"},
+		{[]string{"admin", "jobs", "retry", "--kind", "deliver", "--since", "yesterday"}, "--since must be an RFC 3339 time or a positive duration"},
+		{[]string{"admin", "jobs", "retry", "--kind", "deliver", "--since", "-2h"}, "--since must be an RFC 3339 time or a positive duration"},
 	} {
 		_, _, err := runCmd(t, tc.args...)
 		switch {

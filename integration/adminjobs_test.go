@@ -1,0 +1,112 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/bizmsg/platform/jobs"
+	"github.com/bizmsg/platform/platform/network"
+)
+
+// An operator reads a failed message with its delivery job
+// (platform admin message show) and retries the job once the cause is gone
+// (platform admin jobs retry): a dry run changes nothing; the retry puts the
+// network_error message back to queued and its job back in the queue, in
+// one transaction, and the next delivery sends it.
+func TestAdminMessageShowAndJobsRetry(t *testing.T) {
+	t.Parallel()
+	flaky := &flakyNetwork{}
+	e := startMsg(t, Options{Network: func(base network.Network) network.Network { flaky.Network = base; return flaky }})
+	org := e.Register(t)
+	sid := e.activeSender(org, phoneN(1))
+	e.recipient(phoneN(10))
+	m := accepted(t, e.send(org, text(sid, phoneN(10), "after the outage")))
+	ctx := context.Background()
+	job, err := jobs.DeliveryJobOf(ctx, e.App.River, org.ID, m.ID)
+	if err != nil || job == nil {
+		t.Fatalf("delivery job: %v %v", job, err)
+	}
+	args := jobs.DeliverArgs{OrgID: org.ID, Schema: org.Tenant.Schema, MessageID: m.ID, SenderID: sid}
+
+	// The last attempt meets the outage: the message fails network_error.
+	flaky.failing.Store(true)
+	last := jobs.DeliveryAttempt{JobID: job.ID, Attempt: jobs.DefaultDeliveryMaxAttempts, MaxAttempts: jobs.DefaultDeliveryMaxAttempts}
+	if _, err := e.App.Messages.DeliverMessage(ctx, args, last); !network.IsTransient(err) {
+		t.Fatalf("last attempt: %v, want the network's error", err)
+	}
+	flaky.failing.Store(false)
+	if got := e.getMessage(org, m.ID); got.Status != "failed" || got.ErrorCode == nil || *got.ErrorCode != "network_error" {
+		t.Fatalf("after the last attempt: %+v", got)
+	}
+	// An operator stops the job (River discards it the same way when its
+	// attempts run out, which takes hours of backoff to reach here).
+	if _, err := e.App.River.JobCancel(ctx, job.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	bin := platformBinary(t)
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(),
+			"DATABASE_URL="+e.DatabaseURL,
+			"LOG_LEVEL=error",
+			"JWT_SECRET="+strings.Repeat("j", 32),
+			"API_KEY_PEPPER="+strings.Repeat("p", 32),
+		)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("platform %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	show := run("admin", "message", "show", "--id", fmt.Sprint(m.ID), "--org", fmt.Sprint(org.ID))
+	for _, want := range []string{
+		fmt.Sprintf("message %d of organization %d", m.ID, org.ID), "status      failed", "network_error",
+		fmt.Sprintf("delivery job %d (queue delivery, state cancelled)", job.ID),
+	} {
+		if !strings.Contains(show, want) {
+			t.Fatalf("message show lacks %q:\n%s", want, show)
+		}
+	}
+
+	dry := run("admin", "jobs", "retry", "--kind", "deliver", "--state", "cancelled", "--since", "1h", "--dry-run")
+	if !strings.Contains(dry, fmt.Sprintf("job %d: would retry", job.ID)) || !strings.Contains(dry, "would retry 1 deliver job(s)") {
+		t.Fatalf("dry run:\n%s", dry)
+	}
+	if got := e.getMessage(org, m.ID); got.Status != "failed" {
+		t.Fatalf("after the dry run: %s", got.Status)
+	}
+	if none := run("admin", "jobs", "retry", "--kind", "otp", "--state", "cancelled", "--since", "2020-01-01T00:00:00Z"); !strings.Contains(none, "retried 0 otp job(s)") {
+		t.Fatalf("otp retry:\n%s", none)
+	}
+
+	out := run("admin", "jobs", "retry", "--kind", "deliver", "--state", "cancelled", "--since", "1h")
+	if !strings.Contains(out, "retried 1 deliver job(s); 0 left alone") {
+		t.Fatalf("retry:\n%s", out)
+	}
+	got := e.getMessage(org, m.ID)
+	if got.Status != "queued" || got.ErrorCode != nil || got.Delivery == nil || got.Delivery.State != jobs.DeliveryWaiting {
+		t.Fatalf("after the retry: %+v %+v", got, got.Delivery)
+	}
+	row, err := e.App.River.JobGet(ctx, job.ID)
+	if err != nil || row.State != rivertype.JobStateAvailable {
+		t.Fatalf("job after the retry: %+v %v", row, err)
+	}
+	if _, err := e.App.Messages.DeliverMessage(ctx, args, jobs.DeliveryAttempt{JobID: job.ID, Attempt: 1, MaxAttempts: 25}); err != nil {
+		t.Fatalf("delivery after the retry: %v", err)
+	}
+	if got := e.getMessage(org, m.ID); got.Status != "sent" {
+		t.Fatalf("after the retried delivery: %s", got.Status)
+	}
+	// Nothing is left to retry.
+	if again := run("admin", "jobs", "retry", "--kind", "deliver", "--state", "cancelled", "--since", "1h"); !strings.Contains(again, "retried 0 deliver job(s)") {
+		t.Fatalf("second retry:\n%s", again)
+	}
+}
