@@ -49,7 +49,7 @@ func NewBrowser(t *testing.T, baseURL string) *Browser {
 		path = DefaultChromiumPath
 	}
 	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("headless Chromium is needed for the dashboard browser tests and is not at %s (%v): "+
+		t.Fatalf("headless Chromium is needed for the browser tests (dashboard, API reference page) and is not at %s (%v): "+
 			"install Debian's chromium: apt-get install -y chromium (or set CHROMIUM_PATH)", path, err)
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
