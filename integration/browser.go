@@ -5,12 +5,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
 
@@ -45,7 +49,7 @@ func NewBrowser(t *testing.T, baseURL string) *Browser {
 		path = DefaultChromiumPath
 	}
 	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("headless Chromium is needed for the dashboard browser tests and is not at %s (%v): "+
+		t.Fatalf("headless Chromium is needed for the browser tests (dashboard, API reference page) and is not at %s (%v): "+
 			"install Debian's chromium: apt-get install -y chromium (or set CHROMIUM_PATH)", path, err)
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
@@ -275,4 +279,66 @@ func (b *Browser) Screenshot(name string) string {
 		b.t.Fatal(err)
 	}
 	return path
+}
+
+// PageLog is what the browser's tab asked for and complained about since
+// Record: the URL of every request, and every error the console shows
+// (Content-Security-Policy violations, failed loads, uncaught exceptions).
+type PageLog struct {
+	mu       sync.Mutex
+	requests []string
+	errors   []string
+}
+
+// Record starts a PageLog of the tab; open the page after it.
+func (b *Browser) Record() *PageLog {
+	b.t.Helper()
+	l := &PageLog{}
+	err := chromedp.Listen(b.ctx, func(ev any) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		switch e := ev.(type) {
+		case *network.EventRequestWillBeSent:
+			l.requests = append(l.requests, e.Request.URL)
+		case *cdplog.EventEntryAdded:
+			if e.Entry.Level == cdplog.EntryLevelError {
+				l.errors = append(l.errors, fmt.Sprintf("%s: %s", e.Entry.Source, e.Entry.Text))
+			}
+		case *runtime.EventExceptionThrown:
+			msg := e.ExceptionDetails.Text
+			if x := e.ExceptionDetails.Exception; x != nil {
+				msg += " " + x.Description
+			}
+			l.errors = append(l.errors, "uncaught exception: "+msg)
+		}
+	})
+	if err != nil {
+		b.t.Fatalf("browser: listen: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, browserStep)
+	defer cancel()
+	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
+		b.t.Fatalf("browser: enable network events: %v", err)
+	}
+	if _, err := chromedp.Call(ctx, cdplog.Enable, cdp.Empty{}); err != nil {
+		b.t.Fatalf("browser: enable log events: %v", err)
+	}
+	if _, err := chromedp.Call(ctx, runtime.Enable, cdp.Empty{}); err != nil {
+		b.t.Fatalf("browser: enable runtime events: %v", err)
+	}
+	return l
+}
+
+// Requests are the URLs the tab requested, in order.
+func (l *PageLog) Requests() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.requests)
+}
+
+// Errors are the console's errors, in order.
+func (l *PageLog) Errors() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.errors)
 }

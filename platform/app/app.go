@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -18,7 +19,9 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/bizmsg/platform/central"
+	"github.com/bizmsg/platform/docs"
 	"github.com/bizmsg/platform/jobs"
+	"github.com/bizmsg/platform/platform/apidoc"
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/config"
@@ -92,6 +95,8 @@ type App struct {
 
 	tenantAPI  *tenant.API
 	centralAPI *central.API
+	// apiDoc serves docs/openapi.yaml (and as JSON) and the reference page.
+	apiDoc *apidoc.Docs
 }
 
 // New connects to the database (creating it if missing), migrates the central,
@@ -137,6 +142,10 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		return nil, err
 	}
 	if err := a.messaging(); err != nil {
+		a.Close()
+		return nil, err
+	}
+	if a.apiDoc, err = apiDoc(); err != nil {
 		a.Close()
 		return nil, err
 	}
@@ -188,7 +197,14 @@ func (a *App) addWorkers(cfg jobs.Config) {
 	a.messagingWorkers(workers, cfg)
 }
 
-// routes builds the engine: operational endpoints, then the APIs.
+// apiDoc serves the binary's own OpenAPI document. It is built once per
+// process (the conversion to JSON takes tens of milliseconds, ten times that
+// under the race detector, and tests start many Apps) and is read-only, so
+// every App shares it.
+var apiDoc = sync.OnceValues(func() (*apidoc.Docs, error) { return apidoc.New(docs.OpenAPIYAML()) })
+
+// routes builds the engine: operational endpoints, the API document and
+// its reference page, then the APIs.
 func (a *App) routes() *gin.Engine {
 	r := httpx.NewEngine(httpx.Config{
 		Logger:   a.log,
@@ -198,6 +214,7 @@ func (a *App) routes() *gin.Engine {
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
 	r.GET("/readyz", a.ready)
 	r.GET("/metrics", gin.WrapH(a.Metrics.Handler()))
+	a.apiDoc.Mount(r)
 	a.TenantRoutes = a.tenantAPI.Mount(r)
 	a.CentralRoutes = a.centralAPI.Mount(r)
 	tenant.MountSenders(a.TenantRoutes, a.Senders)
