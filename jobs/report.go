@@ -7,11 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
-	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/network"
 )
 
@@ -115,7 +113,9 @@ type attemptError struct {
 func (e *attemptError) Error() string { return e.reason + reasonSep + e.err.Error() }
 func (e *attemptError) Unwrap() error { return e.err }
 
-// explain gives err the plain-words cause an organization reads.
+// explain gives err the plain-words cause an organization reads: the
+// network's refusal or failure to answer, an interrupted attempt, or else a
+// fault of the platform's (its database unavailable, say).
 func explain(err error) error {
 	reason := ReasonPlatform
 	var pe *network.PermanentError
@@ -124,12 +124,8 @@ func explain(err error) error {
 		reason = "The messaging network refused the message (" + pe.Code + ")."
 	case network.IsTransient(err):
 		reason = ReasonNetwork
-	case db.IsUnavailable(err):
-		reason = ReasonPlatform
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		reason = ReasonInterrupted
-	case errors.Is(err, pgx.ErrTxClosed):
-		reason = ReasonPlatform
 	}
 	return &attemptError{reason: reason, err: err}
 }
