@@ -2,6 +2,7 @@ package integration
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -32,7 +33,7 @@ func TestBenchSendCommand(t *testing.T) {
 	stdout, err := cmd.Output()
 	if err != nil {
 		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
+		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
 			stderr = string(ee.Stderr)
 		}
 		t.Fatalf("bench send: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)

@@ -180,7 +180,7 @@ var buildOnce = sync.OnceValues(func() (string, error) {
 	bin := filepath.Join(dir, "platform")
 	out, err := exec.Command("go", "build", "-o", bin, "../cmd/platform").CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
+		return "", fmt.Errorf("go build: %w\n%s", err, out)
 	}
 	return bin, nil
 })

@@ -69,7 +69,7 @@ func startChild(ctx context.Context, args []string, env []string, serves bool) (
 		select {
 		case err := <-c.done:
 			c.done <- err
-			return nil, fmt.Errorf("%s exited before it was ready (%v); log: %s", args[0], err, c.tail())
+			return nil, fmt.Errorf("%s exited before it was ready (%w); log: %s", args[0], err, c.tail())
 		case <-ctx.Done():
 			_ = c.stop()
 			return nil, ctx.Err()
@@ -119,7 +119,7 @@ func (c *child) stop() error {
 	case <-time.After(30 * time.Second):
 		_ = c.cmd.Process.Kill()
 		err = <-c.done
-		err = fmt.Errorf("killed after 30s without stopping (%v)", err)
+		err = fmt.Errorf("killed after 30s without stopping (%w)", err)
 	}
 	_ = c.log.Close()
 	if err == nil {
