@@ -78,7 +78,7 @@ func startChild(ctx context.Context, args []string, env []string, serves bool) (
 		resp, err := client.Get("http://" + c.addr + "/readyz")
 		if err == nil {
 			_ = resp.Body.Close()
-			if resp.StatusCode == 200 {
+			if resp.StatusCode == http.StatusOK {
 				return c, nil
 			}
 		}
@@ -162,7 +162,7 @@ func grabProfile(pprofAddr string, seconds int, path string) <-chan error {
 			return
 		}
 		defer resp.Body.Close()
-		if resp.StatusCode != 200 {
+		if resp.StatusCode != http.StatusOK {
 			out <- fmt.Errorf("cpu profile: status %d", resp.StatusCode)
 			return
 		}
