@@ -25,7 +25,7 @@ func TestBenchSendCommand(t *testing.T) {
 	bin := platformBinary(t)
 	name := fmt.Sprintf("bizmsg_bench_test_%d", time.Now().UnixNano())
 	out := filepath.Join(t.TempDir(), "bench.json")
-	cmd := exec.Command(bin, "bench", "send",
+	cmd := exec.CommandContext(t.Context(), bin, "bench", "send",
 		"-tenants", "1,3", "-senders", "2", "-recipients", "20", "-concurrency", "4",
 		"-duration", "1s", "-sweep-duration", "1s", "-sweep-rounds", "2", "-pair-rounds", "2", "-backlog", "200",
 		"-log-level", "warn", "-db", name, "-out", out)

@@ -318,7 +318,7 @@ func TestDeliveryAfterWorkerCrash(t *testing.T) {
 		accepted(t, e.send(org, text(sid, phoneN(10+i%4), fmt.Sprintf("crash %d", i))))
 	}
 
-	cmd := exec.Command(bin, "worker")
+	cmd := exec.CommandContext(t.Context(), bin, "worker")
 	cmd.Env = append(os.Environ(),
 		"DATABASE_URL="+e.DatabaseURL,
 		"DB_MAX_CONNS=4",
