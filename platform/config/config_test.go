@@ -46,6 +46,7 @@ func TestLoadErrors(t *testing.T) {
 		{"bad batch size", map[string]string{"BATCH_SIZE": "0"}, "BATCH_SIZE"},
 		{"bad acquire timeout", map[string]string{"DB_ACQUIRE_TIMEOUT": "0s"}, "DB_ACQUIRE_TIMEOUT"},
 		{"negative prepared statements", map[string]string{"DB_PREPARED_STATEMENTS": "-1"}, "DB_PREPARED_STATEMENTS"},
+		{"pool past int32", map[string]string{"DB_MAX_CONNS": "2147483648"}, "DB_MAX_CONNS"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
