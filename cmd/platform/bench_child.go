@@ -53,7 +53,7 @@ func startChild(ctx context.Context, args []string, env []string, serves bool) (
 		return nil, fmt.Errorf("child log: %w", err)
 	}
 	// Not ctx: the child outlives a cancelled run until c.stop ends it.
-	c.cmd = exec.CommandContext(context.WithoutCancel(ctx), exe, args...)
+	c.cmd = exec.CommandContext(context.WithoutCancel(ctx), exe, args...) //nolint:gosec // G204: this very binary, with the benchmark's own arguments
 	c.cmd.Env = append(os.Environ(), env...)
 	c.cmd.Stdout = c.log
 	c.cmd.Stderr = c.log
@@ -178,7 +178,7 @@ func grabProfile(pprofAddr string, seconds int, path string) <-chan error {
 			out <- fmt.Errorf("cpu profile: status %d", resp.StatusCode)
 			return
 		}
-		f, err := os.Create(path)
+		f, err := os.Create(path) //nolint:gosec // G304: the operator's -cpuprofile path
 		if err != nil {
 			out <- fmt.Errorf("cpu profile: %w", err)
 			return

@@ -302,7 +302,7 @@ func benchSend(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if *out != "" {
 			raw, err := json.MarshalIndent(rep, "", "  ")
 			if err == nil {
-				err = os.WriteFile(*out, append(raw, '\n'), 0o644)
+				err = os.WriteFile(*out, append(raw, '\n'), 0o644) //nolint:gosec // G306: a report to share, not a secret
 			}
 			if err != nil {
 				runErr = errors.Join(runErr, fmt.Errorf("write %s: %w", *out, err))
