@@ -2,6 +2,7 @@ package integration
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -24,7 +25,7 @@ func TestBenchSendCommand(t *testing.T) {
 	bin := platformBinary(t)
 	name := fmt.Sprintf("bizmsg_bench_test_%d", time.Now().UnixNano())
 	out := filepath.Join(t.TempDir(), "bench.json")
-	cmd := exec.Command(bin, "bench", "send",
+	cmd := exec.CommandContext(t.Context(), bin, "bench", "send",
 		"-tenants", "1,3", "-senders", "2", "-recipients", "20", "-concurrency", "4",
 		"-duration", "1s", "-sweep-duration", "1s", "-sweep-rounds", "2", "-pair-rounds", "2", "-backlog", "200",
 		"-log-level", "warn", "-db", name, "-out", out)
@@ -32,7 +33,7 @@ func TestBenchSendCommand(t *testing.T) {
 	stdout, err := cmd.Output()
 	if err != nil {
 		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
+		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
 			stderr = string(ee.Stderr)
 		}
 		t.Fatalf("bench send: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)

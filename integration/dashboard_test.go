@@ -76,7 +76,7 @@ func (w *webClient) do(req *http.Request, header map[string]string) *webResponse
 
 func (w *webClient) get(path string, header ...map[string]string) *webResponse {
 	w.t.Helper()
-	req, err := http.NewRequest(http.MethodGet, w.e.Server.URL+path, nil)
+	req, err := http.NewRequestWithContext(w.t.Context(), http.MethodGet, w.e.Server.URL+path, nil)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func (w *webClient) get(path string, header ...map[string]string) *webResponse {
 // post sends form as application/x-www-form-urlencoded.
 func (w *webClient) post(path string, form url.Values, header ...map[string]string) *webResponse {
 	w.t.Helper()
-	req, err := http.NewRequest(http.MethodPost, w.e.Server.URL+path, strings.NewReader(form.Encode()))
+	req, err := http.NewRequestWithContext(w.t.Context(), http.MethodPost, w.e.Server.URL+path, strings.NewReader(form.Encode()))
 	if err != nil {
 		w.t.Fatal(err)
 	}

@@ -135,9 +135,8 @@ func TestThrottlePerSender(t *testing.T) {
 	e.recipient(phoneN(10))
 
 	began := time.Now()
-	var busyIDs []int64
 	for i := range 30 {
-		busyIDs = append(busyIDs, accepted(t, e.send(org, text(busy, phoneN(10), fmt.Sprintf("busy %d", i)))).ID)
+		accepted(t, e.send(org, text(busy, phoneN(10), fmt.Sprintf("busy %d", i))))
 	}
 	quietStart := time.Now()
 	var quietIDs []int64
@@ -319,7 +318,7 @@ func TestDeliveryAfterWorkerCrash(t *testing.T) {
 		accepted(t, e.send(org, text(sid, phoneN(10+i%4), fmt.Sprintf("crash %d", i))))
 	}
 
-	cmd := exec.Command(bin, "worker")
+	cmd := exec.CommandContext(t.Context(), bin, "worker")
 	cmd.Env = append(os.Environ(),
 		"DATABASE_URL="+e.DatabaseURL,
 		"DB_MAX_CONNS=4",

@@ -127,7 +127,7 @@ func (e *Env) Send(req Request) (*Response, error) {
 		}
 		body = bytes.NewReader(buf)
 	}
-	hr, err := http.NewRequest(req.Method, e.Server.URL+req.Path, body)
+	hr, err := http.NewRequestWithContext(e.T.Context(), req.Method, e.Server.URL+req.Path, body)
 	if err != nil {
 		return nil, err
 	}

@@ -143,7 +143,13 @@ func TestGracefulShutdownCompletesInFlightRequest(t *testing.T) {
 	}
 	got := make(chan result, 1)
 	go func() {
-		resp, err := http.Get("http://" + ln.Addr().String() + "/test/slow")
+		// t.Context(), not ctx: cancelling ctx is the shutdown under test.
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+ln.Addr().String()+"/test/slow", nil)
+		if err != nil {
+			got <- result{err: err}
+			return
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			got <- result{err: err}
 			return
@@ -180,7 +186,7 @@ var buildOnce = sync.OnceValues(func() (string, error) {
 	bin := filepath.Join(dir, "platform")
 	out, err := exec.Command("go", "build", "-o", bin, "../cmd/platform").CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
+		return "", fmt.Errorf("go build: %w\n%s", err, out)
 	}
 	return bin, nil
 })
@@ -225,7 +231,7 @@ func TestServeCommandOnFreshDatabase(t *testing.T) {
 		}
 	})
 	addr := freeAddr(t)
-	cmd := exec.Command(bin, "serve")
+	cmd := exec.CommandContext(t.Context(), bin, "serve")
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+u.String(), "HTTP_ADDR="+addr, "JWT_SECRET=", "API_KEY_PEPPER=")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -245,8 +251,12 @@ func TestServeCommandOnFreshDatabase(t *testing.T) {
 	}()
 	start := time.Now()
 	ready := false
+	readyz, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+addr+"/readyz", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for time.Since(start) < 20*time.Second {
-		resp, err := http.Get("http://" + addr + "/readyz")
+		resp, err := http.DefaultClient.Do(readyz)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -298,7 +308,7 @@ func TestMigrateCommandSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := func() string {
-		cmd := exec.Command(bin, "migrate")
+		cmd := exec.CommandContext(ctx, bin, "migrate")
 		cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "LOG_LEVEL=warn")
 		out, err := cmd.Output()
 		if err != nil {

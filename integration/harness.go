@@ -174,7 +174,7 @@ func (e *Env) Do(req Request) *Response {
 		body = bytes.NewReader(buf)
 		contentType = "application/json"
 	}
-	hr, err := http.NewRequest(req.Method, e.Server.URL+req.Path, body)
+	hr, err := http.NewRequestWithContext(e.T.Context(), req.Method, e.Server.URL+req.Path, body)
 	if err != nil {
 		e.T.Fatalf("request: %v", err)
 	}

@@ -624,7 +624,7 @@ func TestSenderAcrossOrganizationsAndOperator(t *testing.T) {
 // output, or its standard error with the error.
 func runPlatform(t *testing.T, dbURL string, args ...string) (string, error) {
 	t.Helper()
-	cmd := exec.Command(platformBinary(t), args...)
+	cmd := exec.CommandContext(t.Context(), platformBinary(t), args...)
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "LOG_LEVEL=warn")
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

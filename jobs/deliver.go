@@ -143,6 +143,6 @@ func Backoff(attempt int, base, maxDelay time.Duration) time.Duration {
 	if shift := attempt - 1; shift < 32 && base<<shift > 0 && base<<shift < maxDelay {
 		d = base << shift
 	}
-	jitter := time.Duration((rand.Float64()*0.2 - 0.1) * float64(d))
+	jitter := time.Duration((rand.Float64()*0.2 - 0.1) * float64(d)) //nolint:gosec // G404: retry jitter, not a secret
 	return d + jitter
 }

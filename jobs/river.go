@@ -117,7 +117,7 @@ type Inserter interface {
 func Stop(ctx context.Context, c *river.Client[pgx.Tx]) error {
 	if err := c.Stop(ctx); err != nil {
 		if err2 := c.StopAndCancel(context.WithoutCancel(ctx)); err2 != nil {
-			return fmt.Errorf("stop river: %w (then: %v)", err, err2)
+			return fmt.Errorf("stop river: %w (then: %w)", err, err2)
 		}
 		return fmt.Errorf("stop river: %w", err)
 	}

@@ -34,7 +34,7 @@ import (
 const BasePath = "/api/v1"
 
 // APIKeyHeader carries the API key.
-const APIKeyHeader = "X-Api-Key"
+const APIKeyHeader = "X-Api-Key" //nolint:gosec // G101: a header name, not a credential
 
 // CodeInsufficientScope is the error code of a 403 for a missing scope.
 const CodeInsufficientScope = "insufficient_scope"

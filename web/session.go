@@ -227,7 +227,7 @@ func (d *Dashboard) secure(c *gin.Context) bool {
 // setCookie sets an HttpOnly, SameSite=Lax, host-only cookie for the whole
 // site.
 func (d *Dashboard) setCookie(c *gin.Context, name, value string, maxAge time.Duration) {
-	http.SetCookie(c.Writer, &http.Cookie{
+	http.SetCookie(c.Writer, &http.Cookie{ //nolint:gosec // G124: Secure is set per request by d.secure(c)
 		Name:     name,
 		Value:    value,
 		Path:     "/",
@@ -240,7 +240,7 @@ func (d *Dashboard) setCookie(c *gin.Context, name, value string, maxAge time.Du
 
 // clearCookie tells the browser to drop a cookie.
 func (d *Dashboard) clearCookie(c *gin.Context, name string) {
-	http.SetCookie(c.Writer, &http.Cookie{
+	http.SetCookie(c.Writer, &http.Cookie{ //nolint:gosec // G124: Secure is set per request by d.secure(c)
 		Name:     name,
 		Value:    "",
 		Path:     "/",

@@ -55,7 +55,7 @@ func TestConstructors(t *testing.T) {
 			if e.RetryAfter != tt.wantRetry {
 				t.Errorf("RetryAfter = %v, want %v", e.RetryAfter, tt.wantRetry)
 			}
-			if got := e.Unwrap(); got != tt.wantCause {
+			if got := e.Unwrap(); got != tt.wantCause { //nolint:errorlint // Unwrap must return the cause itself
 				t.Errorf("Unwrap() = %v, want %v", got, tt.wantCause)
 			}
 		})

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -129,11 +130,11 @@ func Load(getenv func(string) string) (Config, error) {
 	fail := func(name string, err error) { errs = append(errs, fmt.Sprintf("%s: %v", name, err)) }
 
 	if v := getenv("DB_MAX_CONNS"); v != "" {
-		n, err := positiveInt(v)
+		n, err := positiveInt32(v)
 		if err != nil {
 			fail("DB_MAX_CONNS", err)
 		}
-		c.DBMaxConns = int32(n)
+		c.DBMaxConns = n
 	}
 	if v := getenv("DB_PREPARED_STATEMENTS"); v != "" {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
@@ -253,6 +254,18 @@ func positiveInt(v string) (int, error) {
 		return 0, fmt.Errorf("must be a positive integer, got %q", v)
 	}
 	return n, nil
+}
+
+// positiveInt32 is positiveInt for a setting held in an int32.
+func positiveInt32(v string) (int32, error) {
+	n, err := positiveInt(v)
+	if err != nil {
+		return 0, err
+	}
+	if n > math.MaxInt32 {
+		return 0, fmt.Errorf("must be at most %d, got %q", math.MaxInt32, v)
+	}
+	return int32(n), nil
 }
 
 // secret reads a ≥ 32-byte secret, or generates one (recording its name in

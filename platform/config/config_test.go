@@ -49,6 +49,7 @@ func TestLoadErrors(t *testing.T) {
 		{"ops user without password", map[string]string{"OPS_USER": "ops"}, "OPS_USER/OPS_PASSWORD"},
 		{"ops password without user", map[string]string{"OPS_PASSWORD": "a-long-password"}, "OPS_USER/OPS_PASSWORD"},
 		{"short ops password", map[string]string{"OPS_USER": "ops", "OPS_PASSWORD": "short"}, "OPS_PASSWORD"},
+		{"pool past int32", map[string]string{"DB_MAX_CONNS": "2147483648"}, "DB_MAX_CONNS"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -658,9 +658,14 @@ func TestServeGracefulShutdown(t *testing.T) {
 		body   string
 		err    error
 	}
+	// t.Context(), not ctx: cancelling ctx is the shutdown under test.
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+ln.Addr().String()+"/slow", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	got := make(chan result, 1)
 	go func() {
-		resp, err := http.Get("http://" + ln.Addr().String() + "/slow")
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			got <- result{err: err}
 			return
@@ -711,8 +716,12 @@ func TestServeShutdownTimeout(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	served := make(chan error, 1)
 	go func() { served <- httpx.Serve(ctx, httpx.NewServer("", h), ln, 50*time.Millisecond) }()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+ln.Addr().String()+"/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	go func() {
-		resp, err := http.Get("http://" + ln.Addr().String() + "/")
+		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
 			resp.Body.Close()
 		}

@@ -62,7 +62,9 @@ func Serve(ctx context.Context, srv *http.Server, ln net.Listener, shutdownTimeo
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		closeErr := srv.Close()
-		<-served
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+			closeErr = errors.Join(closeErr, err)
+		}
 		return fmt.Errorf("httpx: graceful shutdown: %w", errors.Join(err, closeErr))
 	}
 	if err := <-served; !errors.Is(err, http.ErrServerClosed) {

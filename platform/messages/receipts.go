@@ -178,7 +178,7 @@ func (s *Service) referenceTenant(ctx context.Context, ref string) (db.Tenant, i
 	orgID, err1 := strconv.ParseInt(rawOrg, 10, 64)
 	id, err2 := strconv.ParseInt(rawID, 10, 64)
 	if err1 != nil || err2 != nil || orgID <= 0 || id <= 0 {
-		return db.Tenant{}, 0, false, nil
+		return db.Tenant{}, 0, false, nil //nolint:nilerr // a reference that does not parse is not ours
 	}
 	var stored sql.NullString
 	err := s.db.NewRaw(`SELECT schema_name FROM central.organizations WHERE id = ?`, orgID).Scan(ctx, &stored)
@@ -190,7 +190,7 @@ func (s *Service) referenceTenant(ctx context.Context, ref string) (db.Tenant, i
 	}
 	t, err := db.NewTenant(orgID, stored.String)
 	if err != nil || t.Schema != schema {
-		return db.Tenant{}, 0, false, nil
+		return db.Tenant{}, 0, false, nil //nolint:nilerr // a stale or foreign schema name is not ours
 	}
 	return t, id, true, nil
 }

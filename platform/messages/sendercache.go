@@ -38,8 +38,8 @@ type senderFacts struct {
 	limit throttle.Limit // zero until a delivery has read it
 }
 
-func newSenderCache(max int) *senderCache {
-	return &senderCache{max: max, senders: make(map[senderKey]senderFacts)}
+func newSenderCache(limit int) *senderCache {
+	return &senderCache{max: limit, senders: make(map[senderKey]senderFacts)}
 }
 
 func (c *senderCache) get(t db.Tenant, id int64) senderFacts {

@@ -422,11 +422,11 @@ func TestDummyVerifyCostsAVerify(t *testing.T) {
 			// Interleave the runs and keep each side's fastest, so that load
 			// from parallel tests hits both alike.
 			const rounds = 3
-			var real, other time.Duration
+			var genuine, other time.Duration
 			for i := range rounds {
 				r, o := timeOf(verify), timeOf(tt.run)
-				if i == 0 || r < real {
-					real = r
+				if i == 0 || r < genuine {
+					genuine = r
 				}
 				if i == 0 || o < other {
 					other = o
@@ -434,8 +434,8 @@ func TestDummyVerifyCostsAVerify(t *testing.T) {
 			}
 			// Loose bound: only a missing or extra derivation fails it, not
 			// a busy machine.
-			if other < real/5 || other > real*5 {
-				t.Fatalf("%s took %v, a real Verify took %v: not within 5x", tt.name, other, real)
+			if other < genuine/5 || other > genuine*5 {
+				t.Fatalf("%s took %v, a real Verify took %v: not within 5x", tt.name, other, genuine)
 			}
 		})
 	}

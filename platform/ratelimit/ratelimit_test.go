@@ -63,7 +63,9 @@ func TestLocalLimitChangeAppliesAtOnce(t *testing.T) {
 	l := ratelimit.NewLocal(ratelimit.LocalConfig{Now: clk.Now})
 	ctx := context.Background()
 	for range 2 {
-		l.Allow(ctx, "k", ratelimit.Limit{Rate: 1, Burst: 2})
+		if _, err := l.Allow(ctx, "k", ratelimit.Limit{Rate: 1, Burst: 2}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if d, _ := l.Allow(ctx, "k", ratelimit.Limit{Rate: 1, Burst: 2}); d.Allowed {
 		t.Fatal("third request within burst 2 allowed")
@@ -121,13 +123,19 @@ func TestLocalSweepForgetsOnlyFullIdleBuckets(t *testing.T) {
 	// A slow bucket (1 token an hour) emptied: still not full after the idle time.
 	slow := ratelimit.Limit{Rate: 1.0 / 3600, Burst: 1}
 	for i := range 64 {
-		l.Allow(ctx, "fast-"+string(rune('a'+i%26))+string(rune('a'+i/26)), ratelimit.Limit{Rate: 10, Burst: 1})
+		if _, err := l.Allow(ctx, "fast-"+string(rune('a'+i%26))+string(rune('a'+i/26)), ratelimit.Limit{Rate: 10, Burst: 1}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	l.Allow(ctx, "slow", slow)
+	if _, err := l.Allow(ctx, "slow", slow); err != nil {
+		t.Fatal(err)
+	}
 	clk.Add(2 * time.Minute)
 	// Touch every shard so each sweeps.
 	for i := range 64 {
-		l.Allow(ctx, "fresh-"+string(rune('a'+i%26))+string(rune('a'+i/26)), ratelimit.Limit{Rate: 10, Burst: 1})
+		if _, err := l.Allow(ctx, "fresh-"+string(rune('a'+i%26))+string(rune('a'+i/26)), ratelimit.Limit{Rate: 10, Burst: 1}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if d, _ := l.Allow(ctx, "slow", slow); d.Allowed {
 		t.Fatal("an emptied slow bucket was forgotten and came back full")

@@ -135,7 +135,7 @@ func TestActivateOwnerLeavesOthers(t *testing.T) {
 	}
 	for _, bad := range []string{"", "12", "+1000", "not a phone"} {
 		n, err := f.svc.ActivateOwner(ctx, bad)
-		e := wantErr(t, err, http.StatusUnprocessableEntity, "validation_failed")
+		e := appErr(t, err, http.StatusUnprocessableEntity, "validation_failed")
 		if n != 0 || len(e.Fields["data.phone"]) == 0 {
 			t.Fatalf("%q: %d, fields %v; want data.phone", bad, n, e.Fields)
 		}

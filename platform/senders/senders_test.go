@@ -176,7 +176,7 @@ func (f *fixture) get(tn db.Tenant, id int64) senders.Sender {
 }
 
 // wantErr checks err's HTTP status and code.
-func wantErr(t *testing.T, err error, status int, code string) *apperr.Error {
+func wantErr(t *testing.T, err error, status int, code string) {
 	t.Helper()
 	e, ok := apperr.As(err)
 	if !ok {
@@ -185,6 +185,13 @@ func wantErr(t *testing.T, err error, status int, code string) *apperr.Error {
 	if got := httpx.StatusOf(e.Kind); got != status || e.Code != code {
 		t.Fatalf("error %d %s (%s): want %d %s", got, e.Code, e.Message, status, code)
 	}
+}
+
+// appErr is wantErr that also returns the error for a closer look.
+func appErr(t *testing.T, err error, status int, code string) *apperr.Error {
+	t.Helper()
+	wantErr(t, err, status, code)
+	e, _ := apperr.As(err)
 	return e
 }
 
@@ -216,7 +223,7 @@ func TestRegisterValidation(t *testing.T) {
 		{"control char", senders.RegisterInput{Phone: ph(1), DisplayName: ptr("a\x00b")}, "display_name"},
 	} {
 		_, err := f.svc.Register(context.Background(), tn, tc.in)
-		e := wantErr(t, err, http.StatusUnprocessableEntity, "validation_failed")
+		e := appErr(t, err, http.StatusUnprocessableEntity, "validation_failed")
 		if len(e.Fields[tc.field]) == 0 {
 			t.Errorf("%s: fields %v, want %s", tc.name, e.Fields, tc.field)
 		}
@@ -325,13 +332,13 @@ func TestOTPRules(t *testing.T) {
 
 	for _, bad := range []string{"", "12345", "1234567", "12a456", "١٢٣٤٥٦"} {
 		_, err := f.svc.Verify(ctx, tn, s.ID, bad)
-		if e := wantErr(t, err, http.StatusUnprocessableEntity, "validation_failed"); len(e.Fields["otp"]) == 0 {
+		if e := appErr(t, err, http.StatusUnprocessableEntity, "validation_failed"); len(e.Fields["otp"]) == 0 {
 			t.Fatalf("%q: %v", bad, e.Fields)
 		}
 	}
 	for i := 1; i <= 5; i++ {
 		_, err := f.svc.Verify(ctx, tn, s.ID, wrong(code))
-		e := wantErr(t, err, http.StatusUnprocessableEntity, senders.CodeOTPInvalid)
+		e := appErr(t, err, http.StatusUnprocessableEntity, senders.CodeOTPInvalid)
 		if e.Details["attempts_remaining"] != 5-i {
 			t.Fatalf("attempt %d: %v", i, e.Details)
 		}
@@ -342,7 +349,7 @@ func TestOTPRules(t *testing.T) {
 
 	// Resend is limited to once a minute from the last issue.
 	_, err = f.svc.ResendOTP(ctx, tn, s.ID)
-	e := wantErr(t, err, http.StatusTooManyRequests, senders.CodeOTPResendTooSoon)
+	e := appErr(t, err, http.StatusTooManyRequests, senders.CodeOTPResendTooSoon)
 	if e.RetryAfter <= 0 || e.RetryAfter > time.Minute {
 		t.Fatalf("retry after %s", e.RetryAfter)
 	}
@@ -635,7 +642,7 @@ func TestResolve(t *testing.T) {
 		if err != nil || got.ID != s.ID {
 			t.Fatalf("%+v: %+v %v", ref, got, err)
 		}
-		e := wantErr(t, senders.CheckSendable(got), http.StatusUnprocessableEntity, senders.CodeSenderNotActive)
+		e := appErr(t, senders.CheckSendable(got), http.StatusUnprocessableEntity, senders.CodeSenderNotActive)
 		if !strings.Contains(e.Message, "not active") {
 			t.Fatalf("message %q", e.Message)
 		}
@@ -651,7 +658,7 @@ func TestResolve(t *testing.T) {
 		{senders.SenderRef{ID: s.ID, Phone: other.Phone}, "validation_failed", "sender_phone"},
 	} {
 		_, err := load(tc.ref)
-		e := wantErr(t, err, http.StatusUnprocessableEntity, tc.code)
+		e := appErr(t, err, http.StatusUnprocessableEntity, tc.code)
 		if len(e.Fields[tc.field]) == 0 {
 			t.Fatalf("%+v: fields %v", tc.ref, e.Fields)
 		}

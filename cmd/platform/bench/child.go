@@ -52,7 +52,8 @@ func startChild(ctx context.Context, args []string, env []string, serves bool) (
 	if c.log, err = os.CreateTemp("", "platform-bench-"+args[0]+"-*.log"); err != nil {
 		return nil, fmt.Errorf("child log: %w", err)
 	}
-	c.cmd = exec.Command(exe, args...)
+	// Not ctx: the child outlives a cancelled run until c.stop ends it.
+	c.cmd = exec.CommandContext(context.WithoutCancel(ctx), exe, args...) //nolint:gosec // G204: this very binary, with the benchmark's own arguments
 	c.cmd.Env = append(os.Environ(), env...)
 	c.cmd.Stdout = c.log
 	c.cmd.Stderr = c.log
@@ -65,20 +66,25 @@ func startChild(ctx context.Context, args []string, env []string, serves bool) (
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	client := &http.Client{Timeout: time.Second}
+	ready, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.addr+"/readyz", nil)
+	if err != nil {
+		_ = c.stop()
+		return nil, err
+	}
 	for {
 		select {
 		case err := <-c.done:
 			c.done <- err
-			return nil, fmt.Errorf("%s exited before it was ready (%v); log: %s", args[0], err, c.tail())
+			return nil, fmt.Errorf("%s exited before it was ready (%w); log: %s", args[0], err, c.tail())
 		case <-ctx.Done():
 			_ = c.stop()
 			return nil, ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
-		resp, err := client.Get("http://" + c.addr + "/readyz")
+		resp, err := client.Do(ready)
 		if err == nil {
 			_ = resp.Body.Close()
-			if resp.StatusCode == 200 {
+			if resp.StatusCode == http.StatusOK {
 				return c, nil
 			}
 		}
@@ -119,7 +125,7 @@ func (c *child) stop() error {
 	case <-time.After(30 * time.Second):
 		_ = c.cmd.Process.Kill()
 		err = <-c.done
-		err = fmt.Errorf("killed after 30s without stopping (%v)", err)
+		err = fmt.Errorf("killed after 30s without stopping (%w)", err)
 	}
 	_ = c.log.Close()
 	if err == nil {
@@ -142,6 +148,13 @@ func (c *child) tail() string {
 // path, in the background; wait for the returned channel.
 func grabProfile(pprofAddr string, seconds int, path string) <-chan error {
 	out := make(chan error, 1)
+	// The fetch runs on its own, bounded by the client's timeout.
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet,
+		fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", pprofAddr, seconds), nil)
+	if err != nil {
+		out <- fmt.Errorf("cpu profile: %w", err)
+		return out
+	}
 	go func() {
 		// A child that has just started may not listen yet: retry the
 		// connection for a few seconds.
@@ -150,8 +163,7 @@ func grabProfile(pprofAddr string, seconds int, path string) <-chan error {
 			err  error
 		)
 		for deadline := time.Now().Add(5 * time.Second); ; {
-			resp, err = (&http.Client{Timeout: time.Duration(seconds+30) * time.Second}).
-				Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", pprofAddr, seconds))
+			resp, err = (&http.Client{Timeout: time.Duration(seconds+30) * time.Second}).Do(req)
 			if err == nil || time.Now().After(deadline) {
 				break
 			}
@@ -162,11 +174,11 @@ func grabProfile(pprofAddr string, seconds int, path string) <-chan error {
 			return
 		}
 		defer resp.Body.Close()
-		if resp.StatusCode != 200 {
+		if resp.StatusCode != http.StatusOK {
 			out <- fmt.Errorf("cpu profile: status %d", resp.StatusCode)
 			return
 		}
-		f, err := os.Create(path)
+		f, err := os.Create(path) //nolint:gosec // G304: the operator's -cpuprofile path
 		if err != nil {
 			out <- fmt.Errorf("cpu profile: %w", err)
 			return

@@ -302,7 +302,7 @@ func benchSend(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if *out != "" {
 			raw, err := json.MarshalIndent(rep, "", "  ")
 			if err == nil {
-				err = os.WriteFile(*out, append(raw, '\n'), 0o644)
+				err = os.WriteFile(*out, append(raw, '\n'), 0o644) //nolint:gosec // G306: a report to share, not a secret
 			}
 			if err != nil {
 				runErr = errors.Join(runErr, fmt.Errorf("write %s: %w", *out, err))
@@ -548,7 +548,8 @@ func (b *sendBench) sendRequests(addr string, tenants []benchTenant, tag string)
 		sender := bt.Senders[int(i/int64(len(tenants)))%len(bt.Senders)]
 		body := fmt.Sprintf(`{"to_phone":%q,"type":"text","sender_number_id":%d,"content":"Hello from the benchmark, message %d","client_reference":%q}`,
 			recipientPhone(int(i%int64(b.cfg.Recipients))), sender, i, tag)
-		req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		// The load generator gives each request its run's context.
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, url, strings.NewReader(body))
 		if err != nil {
 			return nil, err
 		}
@@ -562,7 +563,8 @@ func (b *sendBench) sendRequests(addr string, tenants []benchTenant, tag string)
 func meRequests(addr string, tenants []benchTenant) loadRequest {
 	url := "http://" + addr + "/api/v1/me"
 	return func(i int64) (*http.Request, error) {
-		req, err := http.NewRequest(http.MethodGet, url, nil)
+		// The load generator gives each request its run's context.
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, url, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -597,8 +599,12 @@ func (b *sendBench) bareGin(ctx context.Context) (loadResult, error) {
 // waitReady waits for a child started without the HTTP wait to answer.
 func waitReady(ctx context.Context, c *child) error {
 	client := &http.Client{Timeout: time.Second}
+	ready, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.addr+"/readyz", nil)
+	if err != nil {
+		return err
+	}
 	for range 200 {
-		resp, err := client.Get("http://" + c.addr + "/readyz")
+		resp, err := client.Do(ready)
 		if err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {

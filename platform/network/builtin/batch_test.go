@@ -619,7 +619,7 @@ func TestDeliverBatchConversationRace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tx.Rollback(ctx)
+	defer func() { _ = tx.Rollback(ctx) }() // after Commit it only reports ErrTxClosed
 	var conv int64
 	if err := tx.QueryRow(ctx, `INSERT INTO network.conversations (low_account_id, high_account_id, created_at)
 	    VALUES ($1, $2, now()) RETURNING id`, min(ida, idb), max(ida, idb)).Scan(&conv); err != nil {

@@ -303,7 +303,7 @@ func (c *Client) backoff(n int) time.Duration {
 		d = c.cfg.BackoffMax
 	}
 	half := d / 2
-	return half + rand.N(half+1)
+	return half + rand.N(half+1) //nolint:gosec // G404: retry jitter, not a secret
 }
 
 // retryAfter parses a Retry-After header: delay seconds or an HTTP date.
