@@ -53,7 +53,7 @@ func TestAdminMessageShowAndJobsRetry(t *testing.T) {
 	bin := platformBinary(t)
 	run := func(args ...string) string {
 		t.Helper()
-		cmd := exec.Command(bin, args...)
+		cmd := exec.CommandContext(t.Context(), bin, args...)
 		cmd.Env = append(os.Environ(),
 			"DATABASE_URL="+e.DatabaseURL,
 			"LOG_LEVEL=error",

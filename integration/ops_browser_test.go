@@ -83,7 +83,7 @@ func TestOperatorConsoleShowsAStuckMessage(t *testing.T) {
 		{"wrong user", "admin", password},
 	} {
 		for _, path := range []string{"/ops/", fmt.Sprintf("/ops/jobs/%d", job.ID), fmt.Sprintf("/ops/api/jobs/%d", job.ID), "/"} {
-			req, err := http.NewRequest(http.MethodGet, console.URL+path, nil)
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, console.URL+path, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -22,7 +22,7 @@
 // load scripts, styles and data from its own origin and nothing else. To
 // update it: npm pack swagger-ui-dist@<version>, copy the same files into a
 // directory named for the new version, change SwaggerUIVersion and the
-// go:embed line, and run the integration tests (the browser test renders
+// embed directive, and run the integration tests (the browser test renders
 // the page and fails on any request off the server or any policy violation).
 package apidoc
 

@@ -1,8 +1,8 @@
 package apidoc_test
 
 import (
+	"bytes"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -16,7 +16,14 @@ import (
 
 // serve mounts New(document) on the shared engine and returns a client for
 // it.
-func serve(t *testing.T, document []byte) func(path string, header map[string]string) *http.Response {
+// response is a recorded answer (its body in memory: nothing to close).
+type response struct {
+	StatusCode int
+	Header     http.Header
+	Body       *bytes.Buffer
+}
+
+func serve(t *testing.T, document []byte) func(path string, header map[string]string) *response {
 	t.Helper()
 	d, err := apidoc.New(document)
 	if err != nil {
@@ -24,7 +31,7 @@ func serve(t *testing.T, document []byte) func(path string, header map[string]st
 	}
 	e := httpx.NewEngine(httpx.Config{Logger: slog.New(slog.DiscardHandler)})
 	d.Mount(e)
-	return func(path string, header map[string]string) *http.Response {
+	return func(path string, header map[string]string) *response {
 		t.Helper()
 		req := httptest.NewRequest(http.MethodGet, path, nil)
 		for k, v := range header {
@@ -32,17 +39,13 @@ func serve(t *testing.T, document []byte) func(path string, header map[string]st
 		}
 		w := httptest.NewRecorder()
 		e.ServeHTTP(w, req)
-		return w.Result()
+		return &response{StatusCode: w.Code, Header: w.Header(), Body: w.Body}
 	}
 }
 
-func body(t *testing.T, r *http.Response) string {
+func body(t *testing.T, r *response) string {
 	t.Helper()
-	b, err := io.ReadAll(r.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return r.Body.String()
 }
 
 // The JSON form is the YAML converted as kin-openapi reads it: a
