@@ -46,19 +46,12 @@ func (DeliverArgs) InsertOpts() river.InsertOpts {
 }
 
 // DeliveryJob returns the insert parameters of args's job: the queue and
-// attempts of DeliverArgs, and metadata naming the message
-// (DeliveryMetadata), by which the job of a message is found
-// (JobListParams.Metadata uses River's index on job metadata).
+// attempts of DeliverArgs. Its arguments name the message, by which
+// DeliveryJobOf finds it; it carries no metadata, which River would index a
+// second time for every message (docs/performance.md, §River's insert).
 func DeliveryJob(args DeliverArgs) river.InsertManyParams {
 	opts := args.InsertOpts()
-	opts.Metadata = DeliveryMetadata(args.OrgID, args.MessageID)
 	return river.InsertManyParams{Args: args, InsertOpts: &opts}
-}
-
-// DeliveryMetadata is the metadata of the delivery job of the organization's
-// message messageID.
-func DeliveryMetadata(orgID, messageID int64) []byte {
-	return fmt.Appendf(nil, `{"org_id":%d,"message_id":%d}`, orgID, messageID)
 }
 
 // DeliveryAttempt describes the run of a delivery job.

@@ -23,12 +23,13 @@ type Client interface {
 
 // DeliveryJobOf returns the delivery job of the organization's message, or
 // nil when River no longer keeps one (River deletes completed jobs after a
-// day and discarded ones after a week). It finds the job by its metadata
-// (DeliveryJob), which River indexes.
+// day and discarded ones after a week). It finds the job through River's
+// job list, filtered on the arguments that name the message, which River's
+// index on job arguments serves.
 func DeliveryJobOf(ctx context.Context, c Client, orgID, messageID int64) (*rivertype.JobRow, error) {
 	res, err := c.JobList(ctx, river.NewJobListParams().
 		Kinds(DeliverArgs{}.Kind()).
-		Metadata(string(DeliveryMetadata(orgID, messageID))).
+		Where("args @> @message::jsonb", river.NamedArgs{"message": deliveryFilter(orgID, messageID)}).
 		First(1))
 	if err != nil {
 		return nil, fmt.Errorf("find delivery job of message %d: %w", messageID, err)
@@ -37,6 +38,12 @@ func DeliveryJobOf(ctx context.Context, c Client, orgID, messageID int64) (*rive
 		return nil, nil
 	}
 	return res.Jobs[0], nil
+}
+
+// deliveryFilter is the part of DeliverArgs that names the organization's
+// message, as JSON.
+func deliveryFilter(orgID, messageID int64) string {
+	return fmt.Sprintf(`{"org_id":%d,"message_id":%d}`, orgID, messageID)
 }
 
 // Delivery states, as an organization reads them (DeliveryReport.State).

@@ -79,7 +79,7 @@ func TestDeliveryJob(t *testing.T) {
 	t.Parallel()
 	p := DeliveryJob(DeliverArgs{OrgID: 7, Schema: "tenant_7", MessageID: 42, SenderID: 3})
 	if p.InsertOpts == nil || p.InsertOpts.Queue != QueueDelivery || p.InsertOpts.MaxAttempts != DefaultDeliveryMaxAttempts ||
-		string(p.InsertOpts.Metadata) != `{"org_id":7,"message_id":42}` {
+		p.InsertOpts.Metadata != nil || deliveryFilter(7, 42) != `{"org_id":7,"message_id":42}` {
 		t.Fatalf("DeliveryJob = %+v", p.InsertOpts)
 	}
 }

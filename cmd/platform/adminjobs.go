@@ -47,14 +47,23 @@ func tenantOf(ctx context.Context, d *db.DB, orgID int64) (db.Tenant, error) {
 	return db.NewTenant(orgID, *schema)
 }
 
+// subcommand checks that args name the area's one command, want: help
+// without it, an error naming any other.
+func subcommand(args []string, area, want string, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == want {
+		return nil
+	}
+	fmt.Fprint(stderr, adminUsage)
+	if len(args) == 0 {
+		return flag.ErrHelp
+	}
+	return fmt.Errorf("unknown admin %s command %q", area, args[0])
+}
+
 // runAdminMessage runs `platform admin message show`.
 func runAdminMessage(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "show" {
-		fmt.Fprint(stderr, adminUsage)
-		if len(args) == 0 {
-			return flag.ErrHelp
-		}
-		return fmt.Errorf("unknown admin message command %q", args[0])
+	if err := subcommand(args, "message", "show", stderr); err != nil {
+		return err
 	}
 	fs := flag.NewFlagSet("admin message show", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -140,12 +149,8 @@ var jobKinds = map[string]string{
 
 // runAdminJobs runs `platform admin jobs retry`.
 func runAdminJobs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "retry" {
-		fmt.Fprint(stderr, adminUsage)
-		if len(args) == 0 {
-			return flag.ErrHelp
-		}
-		return fmt.Errorf("unknown admin jobs command %q", args[0])
+	if err := subcommand(args, "jobs", "retry", stderr); err != nil {
+		return err
 	}
 	fs := flag.NewFlagSet("admin jobs retry", flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"time"
+
+	"github.com/bizmsg/platform/platform/httpx"
 )
 
 // startPprof serves the Go profiler (net/http/pprof) on addr when addr is
@@ -32,20 +32,6 @@ func startPprof(ctx context.Context, addr string, log *slog.Logger) error {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("PPROF_ADDR: listen on %s: %w", addr, err)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		<-ctx.Done()
-		_ = srv.Close()
-	}()
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Warn("pprof listener stopped", "error", err)
-		}
-	}()
-	log.Info("pprof listening", "addr", ln.Addr().String())
-	return nil
+	_, err = httpx.ServeAside(ctx, addr, mux, log, "pprof")
+	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -71,4 +72,27 @@ func Serve(ctx context.Context, srv *http.Server, ln net.Listener, shutdownTimeo
 		return fmt.Errorf("httpx: serve on %s: %w", ln.Addr(), err)
 	}
 	return nil
+}
+
+// ServeAside serves h on a listener of its own at addr until ctx is done:
+// the operator listeners (the profiler, the operator console), never
+// reachable through the APIs. It returns once the listener is open; an
+// error after that is logged. what names the listener in logs and errors.
+func ServeAside(ctx context.Context, addr string, h http.Handler, log *slog.Logger, what string) (net.Addr, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: listen on %s: %w", what, addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: readHeaderTimeout}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Warn(what+" stopped", "error", err)
+		}
+	}()
+	log.Info(what+" listening", "addr", ln.Addr().String())
+	return ln.Addr(), nil
 }

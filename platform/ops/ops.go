@@ -1,10 +1,10 @@
 // Package ops is the operator console: River's web UI (riverui) over the
 // process's River client, on a listener of its own (OPS_ADDR, loopback by
 // default) and behind operator credentials (OPS_USER, OPS_PASSWORD, HTTP
-// Basic). An operator sees the queues and every job (a message's delivery
-// job is found by its metadata {"org_id": O, "message_id": M}), its
-// attempts and errors, and can retry or cancel it. Without credentials the
-// console is not served at all.
+// Basic). An operator sees the queues and every job (platform admin
+// message show names a message's delivery job), its attempts and errors,
+// and can retry or cancel it. Without credentials the console is not
+// served at all.
 package ops
 
 import (
@@ -16,11 +16,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"riverqueue.com/riverui"
+
+	"github.com/bizmsg/platform/platform/httpx"
 )
 
 // Prefix is the path the console is served under.
@@ -96,20 +97,5 @@ func Serve(ctx context.Context, client *river.Client[pgx.Tx], cfg Config) (net.A
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("OPS_ADDR: listen on %s: %w", cfg.Addr, err)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		<-ctx.Done()
-		_ = srv.Close()
-	}()
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			cfg.Logger.Warn("operator console stopped", "error", err)
-		}
-	}()
-	cfg.Logger.Info("operator console listening", "addr", ln.Addr().String(), "path", Prefix+"/")
-	return ln.Addr(), nil
+	return httpx.ServeAside(ctx, cfg.Addr, h, cfg.Logger, "operator console")
 }
