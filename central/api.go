@@ -3,7 +3,6 @@ package central
 import (
 	"errors"
 	"net/http"
-	"strconv"
 
 	"github.com/gin-gonic/gin"
 
@@ -183,7 +182,7 @@ func (a *API) addMember(c *gin.Context) {
 
 // removeMember is DELETE /users/{id}: 204.
 func (a *API) removeMember(c *gin.Context) {
-	id, ok := pathID(c)
+	id, ok := httpx.PathID(c)
 	if !ok {
 		httpx.Fail(c, apperr.NotFound("member"))
 		return
@@ -249,7 +248,7 @@ func (a *API) createKey(c *gin.Context) {
 // revokeKey is DELETE /api-keys/{id}: 204, effective at once.
 func (a *API) revokeKey(c *gin.Context) {
 	p := MustPrincipal(c)
-	id, ok := pathID(c)
+	id, ok := httpx.PathID(c)
 	if !ok {
 		httpx.Fail(c, apperr.NotFound("API key"))
 		return
@@ -265,7 +264,7 @@ func (a *API) revokeKey(c *gin.Context) {
 // its plain_text_key, recorded in the audit log. Needs encrypted storage.
 func (a *API) revealKey(c *gin.Context) {
 	p := MustPrincipal(c)
-	id, ok := pathID(c)
+	id, ok := httpx.PathID(c)
 	if !ok {
 		httpx.Fail(c, apperr.NotFound("API key"))
 		return
@@ -277,12 +276,6 @@ func (a *API) revealKey(c *gin.Context) {
 	}
 	noStore(c)
 	httpx.JSON(c, http.StatusOK, out.Resource(a.keys.Now()))
-}
-
-// pathID reads the :id path parameter as a positive integer.
-func pathID(c *gin.Context) (int64, bool) {
-	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
-	return id, err == nil && id > 0
 }
 
 // noStore keeps responses that carry secrets (tokens, plain keys) out of

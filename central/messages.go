@@ -45,7 +45,7 @@ func (h *messagingHandlers) list(c *gin.Context) {
 
 func (h *messagingHandlers) get(c *gin.Context) {
 	p := MustPrincipal(c)
-	id, ok := pathID(c)
+	id, ok := httpx.PathID(c)
 	if !ok {
 		httpx.Fail(c, apperr.NotFound("message"))
 		return

@@ -73,7 +73,7 @@ func (h *senderHandlers) register(c *gin.Context) {
 
 func (h *senderHandlers) get(c *gin.Context) {
 	p := MustPrincipal(c)
-	id, ok := pathID(c)
+	id, ok := httpx.PathID(c)
 	if !ok {
 		httpx.Fail(c, apperr.NotFound("sender number"))
 		return
@@ -88,7 +88,7 @@ func (h *senderHandlers) get(c *gin.Context) {
 
 func (h *senderHandlers) update(c *gin.Context) {
 	p := MustPrincipal(c)
-	id, ok := pathID(c)
+	id, ok := httpx.PathID(c)
 	if !ok {
 		httpx.Fail(c, apperr.NotFound("sender number"))
 		return
@@ -108,7 +108,7 @@ func (h *senderHandlers) update(c *gin.Context) {
 
 func (h *senderHandlers) verify(c *gin.Context) {
 	p := MustPrincipal(c)
-	id, ok := pathID(c)
+	id, ok := httpx.PathID(c)
 	if !ok {
 		httpx.Fail(c, apperr.NotFound("sender number"))
 		return
@@ -129,7 +129,7 @@ func (h *senderHandlers) verify(c *gin.Context) {
 // resendOTP takes no body (one sent is ignored).
 func (h *senderHandlers) resendOTP(c *gin.Context) {
 	p := MustPrincipal(c)
-	id, ok := pathID(c)
+	id, ok := httpx.PathID(c)
 	if !ok {
 		httpx.Fail(c, apperr.NotFound("sender number"))
 		return

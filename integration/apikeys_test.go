@@ -218,11 +218,16 @@ func TestTenantKeyAuthentication(t *testing.T) {
 	if r := me(*self.PlainTextKey); r.Status != http.StatusUnauthorized {
 		t.Fatalf("self-revoked key = %d %s", r.Status, r.Body)
 	}
-	// Unknown ids and ids that are not numbers are 404.
-	for _, id := range []string{"999999", "abc", "0", "-1"} {
+	// Unknown ids and ids that are not numbers are 404; so is a live key's
+	// id written with a sign or a leading zero, which revokes nothing.
+	live := strconv.FormatInt(org.APIKeyID, 10)
+	for _, id := range []string{"999999", "abc", "0", "-1", "+" + live, "0" + live, "%20" + live} {
 		if r := e.Do(Request{Method: http.MethodDelete, Path: tenantKeys + "/" + id, Header: org.Key()}); r.Status != http.StatusNotFound {
 			t.Fatalf("revoke %s = %d %s", id, r.Status, r.Body)
 		}
+	}
+	if r := me(org.APIKey); r.Status != http.StatusOK {
+		t.Fatalf("the key whose id was written +%s / 0%s: %d %s", live, live, r.Status, r.Body)
 	}
 }
 

@@ -810,7 +810,7 @@ func TestMessageTenantIsolation(t *testing.T) {
 	mb2 := accepted(t, e.send(b, text(sb, phoneN(3), "b again")))
 	r := e.Do(Request{Method: http.MethodGet, Path: fmt.Sprintf("%s/%d", messagesPath, mb2.ID), Header: a.Key()})
 	wantError(t, r, http.StatusNotFound, "not_found")
-	for _, p := range []string{"/0", "/-1", "/abc", "/99999999999999999999"} {
+	for _, p := range []string{"/0", "/-1", "/abc", "/99999999999999999999", fmt.Sprintf("/+%d", ma.ID), fmt.Sprintf("/0%d", ma.ID)} {
 		wantError(t, e.Do(Request{Method: http.MethodGet, Path: messagesPath + p, Header: a.Key()}), http.StatusNotFound, "not_found")
 	}
 	r = e.Do(Request{Method: http.MethodGet, Path: messagesPath, Header: a.Key()})

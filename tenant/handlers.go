@@ -2,7 +2,6 @@ package tenant
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/gin-gonic/gin"
 
@@ -71,7 +70,7 @@ func (a *API) listKeys(c *gin.Context) {
 // revokeKey is DELETE /api-keys/{id}: 204, effective at once.
 func (a *API) revokeKey(c *gin.Context) {
 	p := MustPrincipal(c)
-	id, ok := pathID(c)
+	id, ok := httpx.PathID(c)
 	if !ok {
 		httpx.Fail(c, apperr.NotFound("API key"))
 		return
@@ -106,10 +105,4 @@ func (a *API) me(c *gin.Context) {
 		Organization: p.Organization,
 		Subscription: p.Organization.Subscription(),
 	}})
-}
-
-// pathID reads the :id path parameter as a positive integer.
-func pathID(c *gin.Context) (int64, bool) {
-	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
-	return id, err == nil && id > 0
 }

@@ -75,7 +75,7 @@ func (h *messageHandlers) list(c *gin.Context) {
 // get is GET /messages/{id}.
 func (h *messageHandlers) get(c *gin.Context) {
 	p := MustPrincipal(c)
-	id, ok := pathID(c)
+	id, ok := httpx.PathID(c)
 	if !ok {
 		httpx.Fail(c, apperr.NotFound("message"))
 		return

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/apikey"
 	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/httpx"
 	"github.com/bizmsg/platform/platform/keys"
 )
 
@@ -111,7 +112,7 @@ func (d *Dashboard) hasKey(ctx context.Context, orgID int64) (bool, error) {
 // owner or admin it renders the error page and returns ok false.
 func (d *Dashboard) adminKeyAction(c *gin.Context, what string) (*Session, int64, bool) {
 	s := session(c)
-	id, ok := pathID(c)
+	id, ok := httpx.PathID(c)
 	if !ok {
 		d.internal(c, apperr.NotFound("API key"))
 		return nil, 0, false
@@ -194,7 +195,7 @@ func (d *Dashboard) revealKey(c *gin.Context) {
 // revokeKeyPage asks for confirmation before revoking.
 func (d *Dashboard) revokeKeyPage(c *gin.Context) {
 	s := session(c)
-	id, ok := pathID(c)
+	id, ok := httpx.PathID(c)
 	if !ok {
 		d.internal(c, apperr.NotFound("API key"))
 		return

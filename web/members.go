@@ -7,6 +7,7 @@ import (
 
 	"github.com/bizmsg/platform/central"
 	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/httpx"
 	"github.com/bizmsg/platform/platform/keys"
 )
 
@@ -71,7 +72,7 @@ func (d *Dashboard) addMember(c *gin.Context) {
 // member finds member :id for the confirmation page.
 func (d *Dashboard) member(c *gin.Context) (*keys.User, bool) {
 	s := session(c)
-	id, ok := pathID(c)
+	id, ok := httpx.PathID(c)
 	if !ok {
 		d.internal(c, apperr.NotFound("member"))
 		return nil, false
@@ -100,7 +101,7 @@ func (d *Dashboard) removeMemberPage(c *gin.Context) {
 // Removing oneself ends one's own session too.
 func (d *Dashboard) removeMember(c *gin.Context) {
 	s := session(c)
-	id, ok := pathID(c)
+	id, ok := httpx.PathID(c)
 	if !ok {
 		d.internal(c, apperr.NotFound("member"))
 		return

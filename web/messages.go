@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/httpx"
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/senders"
 )
@@ -137,7 +138,7 @@ func cloneValues(v url.Values) url.Values {
 // attempt (messages.Service.Get, as GET /api/v1/messages/{id} shows it).
 func (d *Dashboard) messagePage(c *gin.Context) {
 	s := session(c)
-	id, ok := pathID(c)
+	id, ok := httpx.PathID(c)
 	if !ok {
 		d.internal(c, apperr.NotFound("message"))
 		return

@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/httpx"
 	"github.com/bizmsg/platform/platform/senders"
 )
 
@@ -130,7 +131,7 @@ func (d *Dashboard) addSender(c *gin.Context) {
 // senderAction runs a per-number form: a failure the user can act on is
 // shown next to the number, anything else gets the error page.
 func (d *Dashboard) senderAction(c *gin.Context, act func(id int64) (string, error)) {
-	id, ok := pathID(c)
+	id, ok := httpx.PathID(c)
 	if !ok {
 		d.internal(c, apperr.NotFound("sender number"))
 		return
@@ -207,12 +208,6 @@ func (d *Dashboard) setLimit(c *gin.Context) {
 		_, err := d.cfg.Senders.Update(c.Request.Context(), s.Principal.Tenant, id, in, s.IsAdmin())
 		return "limit_saved", err
 	})
-}
-
-// pathID reads the :id path parameter as a positive integer.
-func pathID(c *gin.Context) (int64, bool) {
-	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
-	return id, err == nil && id > 0
 }
 
 // untilNextUTCDay is how long until the daily limits reset.

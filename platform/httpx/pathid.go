@@ -1,0 +1,32 @@
+package httpx
+
+import (
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+)
+
+// PathID reads the :id path parameter of a resource: a positive integer in
+// its plain decimal form (digits only: no sign, space or leading zero), so
+// that each resource has one path. Anything else is not an id, and the
+// caller answers 404 (docs/api.md, §Status codes).
+func PathID(c *gin.Context) (int64, bool) {
+	return ParseID(c.Param("id"))
+}
+
+// ParseID reads s as PathID does.
+func ParseID(s string) (int64, bool) {
+	if s == "" || s[0] == '0' {
+		return 0, false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+	}
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return id, true
+}
