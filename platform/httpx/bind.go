@@ -24,8 +24,9 @@ import (
 //     application/*+json (parameters such as charset are allowed);
 //   - 400 malformed_json: no body, invalid JSON, or data after the value;
 //   - 413 payload_too_large: the body exceeds the engine's limit;
-//   - 422 validation_failed: a field has the wrong JSON type, named by its
-//     JSON path in the errors map.
+//   - 422 validation_failed: a field has the wrong JSON type, or a string
+//     holds the NUL character (U+0000, which no text column can store),
+//     named by its JSON path in the errors map.
 //
 // A request with neither a body nor a Content-Type gets the 400, since
 // "a body is required" is the more useful answer.
@@ -49,6 +50,11 @@ func BindJSON(c *gin.Context, dst any) error {
 	var extra json.RawMessage
 	switch err := dec.Decode(&extra); {
 	case errors.Is(err, io.EOF):
+		if field := nulField(reflect.ValueOf(dst), ""); field != "" {
+			e := apperr.New(apperr.KindInvalid, "validation_failed", "The request is invalid.")
+			e.Fields = map[string][]string{field: {"must not contain the NUL character (\\u0000)"}}
+			return e
+		}
 		return nil
 	case err != nil && isTooLarge(err):
 		return errTooLarge(err)
@@ -56,6 +62,71 @@ func BindJSON(c *gin.Context, dst any) error {
 		return apperr.Wrap(err, apperr.KindMalformed, "malformed_json",
 			"The request body must contain a single JSON value with nothing after it.")
 	}
+}
+
+// nulField returns the JSON path (dotted, as decodeError names fields) of
+// the first decoded string in v that holds a NUL character, or "".
+func nulField(v reflect.Value, path string) string {
+	join := func(name string) string {
+		if path == "" {
+			return name
+		}
+		return path + "." + name
+	}
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			return ""
+		}
+		return nulField(v.Elem(), path)
+	case reflect.String:
+		if strings.IndexByte(v.String(), 0) >= 0 {
+			return path
+		}
+	case reflect.Struct:
+		t := v.Type()
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "-" {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			if f.Anonymous && f.Tag.Get("json") == "" {
+				if p := nulField(v.Field(i), path); p != "" {
+					return p
+				}
+				continue
+			}
+			if p := nulField(v.Field(i), join(name)); p != "" {
+				return p
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return "" // bytes (json.RawMessage): decoded later, by their owner
+		}
+		for i := range v.Len() {
+			if p := nulField(v.Index(i), join(fmt.Sprint(i))); p != "" {
+				return p
+			}
+		}
+	case reflect.Map:
+		if v.Type().Key().Kind() != reflect.String {
+			return ""
+		}
+		for _, k := range v.MapKeys() {
+			if p := nulField(v.MapIndex(k), join(k.String())); p != "" {
+				return p
+			}
+		}
+	}
+	return ""
 }
 
 // isJSONMediaType reports whether ct names JSON: application/json or a

@@ -273,6 +273,20 @@ func TestErrorResponses(t *testing.T) {
 			wantFields: map[string][]string{"expires_in_days": {"must be an integer"}},
 		},
 		{
+			name:       "NUL in a string",
+			req:        request{method: http.MethodPost, path: "/things", contentType: jsonCT, body: strings.NewReader(`{"name": "a\u0000b"}`)},
+			wantStatus: http.StatusUnprocessableEntity, wantCode: "validation_failed",
+			wantKeys:   []string{"message", "code", "errors", "request_id"},
+			wantFields: map[string][]string{"name": {`must not contain the NUL character (\u0000)`}},
+		},
+		{
+			name:       "NUL in an array's string",
+			req:        request{method: http.MethodPost, path: "/things", contentType: jsonCT, body: strings.NewReader(`{"tags": ["ok", "\u0000"]}`)},
+			wantStatus: http.StatusUnprocessableEntity, wantCode: "validation_failed",
+			wantKeys:   []string{"message", "code", "errors", "request_id"},
+			wantFields: map[string][]string{"tags.1": {`must not contain the NUL character (\u0000)`}},
+		},
+		{
 			name:       "type mismatch string",
 			req:        request{method: http.MethodPost, path: "/things", contentType: jsonCT, body: strings.NewReader(`{"name": 7}`)},
 			wantStatus: http.StatusUnprocessableEntity, wantCode: "validation_failed",

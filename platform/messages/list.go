@@ -122,8 +122,13 @@ func (q ListQuery) parse() (filter, error) {
 		f.after = &pos
 	}
 	if q.ClientReference != "" {
-		if utf8.RuneCountInString(q.ClientReference) > MaxClientReferenceLength {
+		switch {
+		case utf8.RuneCountInString(q.ClientReference) > MaxClientReferenceLength:
 			v.Add("client_reference", fmt.Sprintf("must be at most %d characters", MaxClientReferenceLength))
+		case hasControl(q.ClientReference):
+			// As a send's (no stored reference has one); Postgres
+			// refuses a NUL in text outright.
+			v.Add("client_reference", "must not contain control characters")
 		}
 		f.clientReference = q.ClientReference
 	}
