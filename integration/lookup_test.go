@@ -136,6 +136,16 @@ func TestLookupErrors(t *testing.T) {
 	if r := e.Do(Request{Method: http.MethodGet, Path: lookupPath + "?phone=" + url.QueryEscape(phoneN(2)), Header: only}); r.Status != http.StatusOK {
 		t.Fatalf("lookup with contacts.lookup = %d %s", r.Status, r.Body)
 	}
+	// A '+' left unencoded arrives as a space and is read as the '+' it was,
+	// for the sender's phone and the history's to_phone filter too.
+	encoded := e.Do(Request{Method: http.MethodGet, Path: lookupPath + "?phone=" + url.QueryEscape(phoneN(2)), Header: org.Key()})
+	raw := e.Do(Request{Method: http.MethodGet, Path: lookupPath + "?phone=" + phoneN(2) + "&sender_phone=" + phoneN(1), Header: org.Key()})
+	if raw.Status != http.StatusOK || encoded.Status != http.StatusOK || raw.Map(t)["recipient_id"] != encoded.Map(t)["recipient_id"] {
+		t.Fatalf("unencoded + : %d %s, encoded: %d %s", raw.Status, raw.Body, encoded.Status, encoded.Body)
+	}
+	if r := e.Do(Request{Method: http.MethodGet, Path: messagesPath + "?to_phone=" + phoneN(2), Header: org.Key()}); r.Status != http.StatusOK {
+		t.Fatalf("history with an unencoded + = %d %s", r.Status, r.Body)
+	}
 }
 
 // The lookup and the send apply one rule: a phone the lookup calls

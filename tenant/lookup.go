@@ -8,6 +8,7 @@ import (
 	"github.com/bizmsg/platform/platform/apikey"
 	"github.com/bizmsg/platform/platform/httpx"
 	"github.com/bizmsg/platform/platform/lookup"
+	"github.com/bizmsg/platform/platform/phone"
 )
 
 // MountLookup registers the contact lookup on g, the authenticated group
@@ -19,9 +20,9 @@ func MountLookup(g gin.IRoutes, svc *lookup.Service) {
 	g.GET("/contacts/lookup", RequireScope(apikey.ScopeContactsLookup), func(c *gin.Context) {
 		p := MustPrincipal(c)
 		res, err := svc.Lookup(c.Request.Context(), p.Tenant, lookup.Query{
-			Phone:          c.Query("phone"),
+			Phone:          phone.FromQuery(c.Query("phone")),
 			SenderNumberID: c.Query("sender_number_id"),
-			SenderPhone:    c.Query("sender_phone"),
+			SenderPhone:    phone.FromQuery(c.Query("sender_phone")),
 		})
 		if err != nil {
 			httpx.Fail(c, err)

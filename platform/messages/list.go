@@ -45,7 +45,7 @@ func ListQueryFrom(v url.Values) ListQuery {
 		Limit:           v.Get("limit"),
 		Cursor:          v.Get("cursor"),
 		SenderNumberID:  v.Get("sender_number_id"),
-		ToPhone:         v.Get("to_phone"),
+		ToPhone:         phone.FromQuery(v.Get("to_phone")),
 		Status:          v.Get("status"),
 		Type:            v.Get("type"),
 		Since:           v.Get("since"),

@@ -128,3 +128,15 @@ func isSeparator(r rune) bool {
 		return false
 	}
 }
+
+// FromQuery undoes what form encoding does to an unencoded leading '+' in
+// a URL query parameter: it arrives as a space. A value that starts with a
+// space followed by a digit gets its '+' back ("+14155550200" sent as
+// ?phone=+14155550200 reads " 14155550200"); any other value is returned
+// as it is, for Normalize to judge.
+func FromQuery(s string) string {
+	if len(s) > 1 && s[0] == ' ' && s[1] >= '0' && s[1] <= '9' {
+		return "+" + s[1:]
+	}
+	return s
+}

@@ -141,3 +141,20 @@ func TestNormalizeMemo(t *testing.T) {
 		t.Fatalf("memo over its bound or lost the newest entry: %v", m.set)
 	}
 }
+
+func TestFromQuery(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		" 14155550200":  "+14155550200",
+		"+14155550200":  "+14155550200",
+		"14155550200":   "14155550200",
+		" ":             " ",
+		"":              "",
+		"  14155550200": "  14155550200",
+		" (415) 555":    " (415) 555",
+	} {
+		if got := FromQuery(in); got != want {
+			t.Errorf("FromQuery(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
