@@ -34,6 +34,8 @@ Commands:
   network   built-in messaging network accounts, blocks and inboxes (platform network -h)
   admin     operator commands: suspend, unsuspend, reject sender numbers, set limits (platform admin -h)
   bench     measure the platform on this machine (platform bench -h)
+  healthcheck  exit 0 when the service at --url (default
+            http://127.0.0.1:8080/readyz) is ready (container health checks)
 
 Configuration is read from the environment; see README.md.
 `
@@ -71,6 +73,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runNetwork(ctx, rest, stdout, stderr)
 	case "admin":
 		return runAdmin(ctx, rest, stdout, stderr)
+	case "healthcheck":
+		return runHealthcheck(ctx, rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
