@@ -8,6 +8,8 @@ import (
 	"errors"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Kind classifies an error. The zero value is Internal, so an Error whose
@@ -151,12 +153,19 @@ func Wrap(err error, kind Kind, code, msg string) *Error {
 }
 
 // NotFound reports that the thing described by what does not exist, e.g.
-// NotFound("sender number") has the message "sender number not found".
+// NotFound("sender number") has the message "Sender number not found.".
 func NotFound(what string) *Error {
 	if what == "" {
 		return New(KindNotFound, "", "")
 	}
-	return New(KindNotFound, "not_found", what+" not found")
+	return New(KindNotFound, "not_found", sentence(what+" not found"))
+}
+
+// sentence capitalises s's first letter and ends it with a period, as
+// every message of the error body is written.
+func sentence(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	return string(unicode.ToUpper(r)) + s[n:] + "."
 }
 
 // Unauthenticated reports missing or unusable credentials with the code

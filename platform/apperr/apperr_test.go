@@ -28,7 +28,7 @@ func TestConstructors(t *testing.T) {
 		{"New defaults", apperr.New(apperr.KindConflict, "", ""), apperr.KindConflict, "conflict", apperr.KindConflict.DefaultMessage(), 0, nil},
 		{"New explicit", apperr.New(apperr.KindMalformed, "bad_cursor", "The cursor is invalid."), apperr.KindMalformed, "bad_cursor", "The cursor is invalid.", 0, nil},
 		{"Wrap", apperr.Wrap(cause, apperr.KindInternal, "", ""), apperr.KindInternal, "internal_error", "Internal server error.", 0, cause},
-		{"NotFound", apperr.NotFound("sender number"), apperr.KindNotFound, "not_found", "sender number not found", 0, nil},
+		{"NotFound", apperr.NotFound("sender number"), apperr.KindNotFound, "not_found", "Sender number not found.", 0, nil},
 		{"NotFound empty", apperr.NotFound(""), apperr.KindNotFound, "not_found", "Not found.", 0, nil},
 		{"Unauthenticated", apperr.Unauthenticated("The API key is revoked."), apperr.KindUnauthenticated, "unauthenticated", "The API key is revoked.", 0, nil},
 		{"Unauthenticated default", apperr.Unauthenticated(""), apperr.KindUnauthenticated, "unauthenticated", "Authentication is required.", 0, nil},
@@ -70,7 +70,7 @@ func TestErrorString(t *testing.T) {
 		err  *apperr.Error
 		want string
 	}{
-		{"code and message", apperr.NotFound("api key"), "not_found: api key not found"},
+		{"code and message", apperr.NotFound("api key"), "not_found: Api key not found."},
 		{"with cause", apperr.Wrap(io.ErrUnexpectedEOF, apperr.KindUnavailable, "db_down", "Database unavailable."), "db_down: Database unavailable.: unexpected EOF"},
 		{"zero value", &apperr.Error{}, "internal_error"},
 		{"literal without code", &apperr.Error{Kind: apperr.KindForbidden, Message: "No."}, "forbidden: No."},

@@ -189,7 +189,7 @@ func TestErrorResponses(t *testing.T) {
 			req:        request{method: http.MethodGet, path: "/things/42"},
 			wantStatus: http.StatusNotFound, wantCode: "not_found",
 			wantKeys:   []string{"message", "code", "request_id"},
-			wantInBody: map[string]any{"message": "thing not found"},
+			wantInBody: map[string]any{"message": "Thing not found."},
 		},
 		{
 			name:       "malformed JSON",
