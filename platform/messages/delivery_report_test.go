@@ -3,6 +3,9 @@ package messages_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +15,9 @@ import (
 
 	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/messages"
+	"github.com/bizmsg/platform/platform/senders"
 )
 
 // A message's delivery job shows through Get in its organization's terms:
@@ -151,5 +156,49 @@ func TestRequeue(t *testing.T) {
 	}
 	if requeue(999_999) {
 		t.Fatal("no message, yet requeued")
+	}
+}
+
+// A refused acceptance is worded after its transaction: naming an unknown
+// sender by phone on a one-connection pool answers sender_not_found, alone
+// and with an Idempotency-Key, instead of waiting for the connection the
+// refused transaction holds (the wording reads the sender) until the pool's
+// acquire timeout turns it into a 503.
+func TestRefusalWordedOutsideTheTransaction(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 1000, 1000)
+	tn := f.org()
+	f.account(ph(2))
+	ctx := context.Background()
+	one, err := db.Open(ctx, db.Config{URL: f.db.Pool.Config().ConnString(), MaxConns: 1, AcquireTimeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(one.Close)
+	rc, err := jobs.NewClient(one.Pool, nil, nil, jobs.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	snd, err := senders.New(senders.Config{DB: one, Jobs: rc, Network: f.net, Clock: f.clock, Logger: quiet,
+		Secret: []byte(strings.Repeat("s", 32))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := messages.New(messages.Config{DB: one.Bun, Prepared: db.NewPrepared(one, db.PreparedConfig{}), Jobs: rc,
+		Senders: snd, Network: f.net, Clock: f.clock, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"", "refused-1"} {
+		req := &messages.SendRequest{}
+		if err := json.Unmarshal([]byte(fmt.Sprintf(`{"sender_phone":%q,"to_phone":%q,"type":"text","content":"x"}`, ph(77), ph(2))), req); err != nil {
+			t.Fatal(err)
+		}
+		req.IdempotencyKey = key
+		_, err := svc.Send(ctx, tn, req)
+		if e, ok := apperr.As(err); !ok || e.Code != senders.CodeSenderNotFound {
+			t.Fatalf("key %q: %v, want %s", key, err, senders.CodeSenderNotFound)
+		}
 	}
 }

@@ -145,7 +145,7 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (Send
 		return res, nil
 	}
 	if err != nil {
-		return SendResult{}, err
+		return SendResult{}, s.word(ctx, t, err)
 	}
 	s.known.putPhone(t, r.SenderNumberID, senderPhone)
 	return res, nil
@@ -169,8 +169,9 @@ func (s *Service) checkSender(ctx context.Context, t db.Tenant, ref senders.Send
 // accept stores r (queued) with its delivery job in tx if the sender named
 // by ref may send today: one statement (see the package comment) and
 // River's insert of the job. It renders the answer and fills r's id and
-// sender. A refusal is the sender's error or 429 daily_limit_exceeded, and
-// stores nothing.
+// sender. A refusal stores nothing and is a *refused error, which the
+// caller words (refusal) once the transaction is over: wording may read the
+// sender on another connection, and must not hold tx's meanwhile.
 func (s *Service) accept(ctx context.Context, tx pgx.Tx, t db.Tenant, ref senders.SenderRef, r *row) (SendResult, error) {
 	var (
 		senderID, messageID *int64
@@ -193,7 +194,7 @@ func (s *Service) accept(ctx context.Context, tx pgx.Tx, t db.Tenant, ref sender
 		return SendResult{}, fmt.Errorf("accept message: %w", err)
 	}
 	if messageID == nil {
-		return SendResult{}, s.refusal(ctx, t, ref, senderID, phone, status, limit, r.CreatedAt)
+		return SendResult{}, &refused{ref: ref, id: senderID, phone: phone, status: status, limit: limit, at: r.CreatedAt}
 	}
 	r.ID, r.SenderNumberID = *messageID, *senderID
 	if err := s.enqueue(ctx, tx, t, r); err != nil {
@@ -210,7 +211,33 @@ func (s *Service) acceptAlone(ctx context.Context, t db.Tenant, ref senders.Send
 		res, err = s.accept(ctx, tx, t, ref, r)
 		return err
 	})
-	return res, err
+	if err != nil {
+		return SendResult{}, s.word(ctx, t, err)
+	}
+	return res, nil
+}
+
+// refused is an acceptance the statement refused, with what it read of the
+// sender (nil when it found none).
+type refused struct {
+	ref    senders.SenderRef
+	id     *int64
+	phone  *string
+	status *senders.Status
+	limit  *int
+	at     time.Time
+}
+
+func (r *refused) Error() string { return "acceptance refused" }
+
+// word turns a *refused error into the refusal the client reads; other
+// errors pass through.
+func (s *Service) word(ctx context.Context, t db.Tenant, err error) error {
+	var r *refused
+	if !errors.As(err, &r) {
+		return err
+	}
+	return s.refusal(ctx, t, r.ref, r.id, r.phone, r.status, r.limit, r.at)
 }
 
 // enqueue inserts the delivery jobs of the accepted messages rows in tx,
