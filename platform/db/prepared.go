@@ -102,41 +102,37 @@ func (p *Prepared) Query(ctx context.Context, tx pgx.Tx, query string, args []an
 
 func (p *Prepared) query(ctx context.Context, tx pgx.Tx, query string, args []any, scan func(Rows) error) error {
 	if tx != nil {
-		conn := tx.Conn()
-		set := p.set(conn)
-		name, err := set.use(ctx, conn, query, p.cfg)
-		if err != nil {
-			return err
-		}
-		err = run(ctx, conn, name, query, args, scan)
-		if name != "" && isStalePlan(err) {
-			// The transaction is aborted: Tx runs it again.
-			set.reprepare(ctx, conn, query)
-			return fmt.Errorf("%w: %w", errStalePlan, err)
-		}
-		return err
+		return p.runOn(ctx, tx.Conn(), true, query, args, scan)
 	}
-
 	c, err := p.acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer c.Release()
-	conn := c.Conn()
+	return p.runOn(ctx, c.Conn(), false, query, args, scan)
+}
+
+// runOn runs query on conn, prepared when conn's set admits it. A prepared
+// statement whose plan a migration made stale (Postgres refuses it before
+// executing anything) is prepared afresh at its next run; this run is
+// repeated unprepared, or, inTx, where the refusal aborted the
+// transaction, reported as errStalePlan for Tx to run the transaction
+// again.
+func (p *Prepared) runOn(ctx context.Context, conn *pgx.Conn, inTx bool, query string, args []any, scan func(Rows) error) error {
 	set := p.set(conn)
 	name, err := set.use(ctx, conn, query, p.cfg)
 	if err != nil {
 		return err
 	}
 	err = run(ctx, conn, name, query, args, scan)
-	if name != "" && isStalePlan(err) {
-		// A migration changed the type of a column the statement returns.
-		// Postgres refuses before executing anything, so running it again
-		// unprepared is safe; it is busy, so its next run prepares it afresh.
-		set.reprepare(ctx, conn, query)
-		err = run(ctx, conn, "", query, args, scan)
+	if name == "" || !isStalePlan(err) {
+		return err
 	}
-	return err
+	set.reprepare(ctx, conn, query)
+	if inTx {
+		return fmt.Errorf("%w: %w", errStalePlan, err)
+	}
+	return run(ctx, conn, "", query, args, scan)
 }
 
 // Exec runs query (a statement without result rows) like Query.
