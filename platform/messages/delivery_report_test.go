@@ -157,6 +157,17 @@ func TestRequeue(t *testing.T) {
 	if requeue(999_999) {
 		t.Fatal("no message, yet requeued")
 	}
+	refused := f.mustSend(tn, sid, ph(2), "refused by the network")
+	if _, err := f.db.Pool.Exec(ctx, `UPDATE `+tn.Table("messages")+`
+		SET status = 'failed', error_code = 'blocked_sender', failed_at = now() WHERE id = $1`, refused); err != nil {
+		t.Fatal(err)
+	}
+	if requeue(refused) {
+		t.Fatal("a message the network refused was requeued")
+	}
+	if m := f.get(tn, refused); m.Status != messages.StatusFailed || m.ErrorCode == nil || *m.ErrorCode != "blocked_sender" {
+		t.Fatalf("refused message after requeue: %+v", m)
+	}
 }
 
 // A refused acceptance is worded after its transaction: naming an unknown
