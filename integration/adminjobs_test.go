@@ -10,8 +10,8 @@ import (
 
 	"github.com/riverqueue/river/rivertype"
 
-	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/network"
+	"github.com/bizmsg/platform/platform/queue"
 )
 
 // An operator reads a failed message with its delivery job
@@ -28,15 +28,15 @@ func TestAdminMessageShowAndJobsRetry(t *testing.T) {
 	e.recipient(phoneN(10))
 	m := accepted(t, e.send(org, text(sid, phoneN(10), "after the outage")))
 	ctx := context.Background()
-	job, err := jobs.DeliveryJobOf(ctx, e.App.River, org.ID, m.ID)
+	job, err := queue.DeliveryJobOf(ctx, e.App.River, org.ID, m.ID)
 	if err != nil || job == nil {
 		t.Fatalf("delivery job: %v %v", job, err)
 	}
-	args := jobs.DeliverArgs{OrgID: org.ID, Schema: org.Tenant.Schema, MessageID: m.ID, SenderID: sid}
+	args := queue.DeliverArgs{OrgID: org.ID, Schema: org.Tenant.Schema, MessageID: m.ID, SenderID: sid}
 
 	// The last attempt meets the outage: the message fails network_error.
 	flaky.failing.Store(true)
-	last := jobs.DeliveryAttempt{JobID: job.ID, Attempt: jobs.DefaultDeliveryMaxAttempts, MaxAttempts: jobs.DefaultDeliveryMaxAttempts}
+	last := queue.DeliveryAttempt{JobID: job.ID, Attempt: queue.DefaultDeliveryMaxAttempts, MaxAttempts: queue.DefaultDeliveryMaxAttempts}
 	if _, err := e.App.Messages.DeliverMessage(ctx, args, last); !network.IsTransient(err) {
 		t.Fatalf("last attempt: %v, want the network's error", err)
 	}
@@ -92,14 +92,14 @@ func TestAdminMessageShowAndJobsRetry(t *testing.T) {
 		t.Fatalf("retry:\n%s", out)
 	}
 	got := e.getMessage(org, m.ID)
-	if got.Status != "queued" || got.ErrorCode != nil || got.Delivery == nil || got.Delivery.State != jobs.DeliveryWaiting {
+	if got.Status != "queued" || got.ErrorCode != nil || got.Delivery == nil || got.Delivery.State != queue.DeliveryWaiting {
 		t.Fatalf("after the retry: %+v %+v", got, got.Delivery)
 	}
 	row, err := e.App.River.JobGet(ctx, job.ID)
 	if err != nil || row.State != rivertype.JobStateAvailable {
 		t.Fatalf("job after the retry: %+v %v", row, err)
 	}
-	if _, err := e.App.Messages.DeliverMessage(ctx, args, jobs.DeliveryAttempt{JobID: job.ID, Attempt: 1, MaxAttempts: 25}); err != nil {
+	if _, err := e.App.Messages.DeliverMessage(ctx, args, queue.DeliveryAttempt{JobID: job.ID, Attempt: 1, MaxAttempts: 25}); err != nil {
 		t.Fatalf("delivery after the retry: %v", err)
 	}
 	if got := e.getMessage(org, m.ID); got.Status != "sent" {

@@ -17,10 +17,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/app"
 	"github.com/bizmsg/platform/platform/config"
 	"github.com/bizmsg/platform/platform/network"
+	"github.com/bizmsg/platform/platform/queue"
 )
 
 // Delivery tests: the daily limit under concurrency, the per-sender
@@ -246,7 +246,7 @@ func TestDeliveryAfterNetworkRecovers(t *testing.T) {
 	flaky := &flakyNetwork{}
 	e := startMsg(t, Options{
 		Workers: true,
-		Jobs:    jobs.Config{DeliveryRetryBase: 100 * time.Millisecond, DeliveryRetryMax: 500 * time.Millisecond},
+		Jobs:    queue.Config{DeliveryRetryBase: 100 * time.Millisecond, DeliveryRetryMax: 500 * time.Millisecond},
 		Network: func(base network.Network) network.Network { flaky.Network = base; return flaky },
 	})
 	org := e.Register(t)
@@ -381,7 +381,7 @@ func TestDeliveryAfterWorkerCrash(t *testing.T) {
 	w, err := app.New(ctx, app.Options{
 		Config: cfg, Clock: e.Clock, Workers: true,
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-		Jobs:   jobs.Config{JobTimeout: 2 * time.Second, RescueStuckJobsAfter: 3 * time.Second},
+		Jobs:   queue.Config{JobTimeout: 2 * time.Second, RescueStuckJobsAfter: 3 * time.Second},
 	})
 	if err != nil {
 		cancel()

@@ -18,13 +18,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/app"
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/config"
 	"github.com/bizmsg/platform/platform/dbtest"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/network/builtin"
+	"github.com/bizmsg/platform/platform/queue"
 )
 
 // Env is one test's running service.
@@ -49,7 +49,7 @@ type Options struct {
 	// e.g. to mount test-only routes on App.TenantRoutes.
 	Setup func(a *app.App)
 	// Jobs tunes the River worker client (e.g. a short RescueStuckJobsAfter).
-	Jobs jobs.Config
+	Jobs queue.Config
 	// Network, when set, wraps the built-in network of the test's database
 	// (on the fake clock); the service uses what it returns. Tests use it to
 	// make the network fail where a failure is needed.

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/network/builtin"
+	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
 )
 
@@ -91,7 +91,7 @@ func (e *msgEnv) confirmSender(org *Org, id int64, p string) string {
 		ORDER BY id DESC LIMIT 1`, org.Tenant.Schema, id).Scan(&raw); err != nil {
 		e.t.Fatalf("otp job of sender %d: %v", id, err)
 	}
-	var args jobs.OTPArgs
+	var args queue.OTPArgs
 	if err := json.Unmarshal(raw, &args); err != nil {
 		e.t.Fatal(err)
 	}

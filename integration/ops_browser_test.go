@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/ops"
+	"github.com/bizmsg/platform/platform/queue"
 )
 
 // A message stuck behind a failing network explains itself: to its
@@ -28,7 +28,7 @@ func TestOperatorConsoleShowsAStuckMessage(t *testing.T) {
 	flaky := &flakyNetwork{}
 	e := startMsg(t, Options{
 		Workers: true,
-		Jobs:    jobs.Config{DeliveryRetryBase: time.Hour, DeliveryRetryMax: time.Hour, FetchPollInterval: 50 * time.Millisecond},
+		Jobs:    queue.Config{DeliveryRetryBase: time.Hour, DeliveryRetryMax: time.Hour, FetchPollInterval: 50 * time.Millisecond},
 		Network: func(base network.Network) network.Network { flaky.Network = base; return flaky },
 	})
 	org := e.Register(t)
@@ -39,7 +39,7 @@ func TestOperatorConsoleShowsAStuckMessage(t *testing.T) {
 
 	deadline := time.Now().Add(20 * time.Second)
 	got := e.getMessage(org, m.ID)
-	for got.Delivery == nil || got.Delivery.State != jobs.DeliveryRetrying {
+	for got.Delivery == nil || got.Delivery.State != queue.DeliveryRetrying {
 		if time.Now().After(deadline) {
 			t.Fatalf("no failed attempt shown: %+v", got.Delivery)
 		}
@@ -47,7 +47,7 @@ func TestOperatorConsoleShowsAStuckMessage(t *testing.T) {
 		got = e.getMessage(org, m.ID)
 	}
 	d := got.Delivery
-	if got.Status != "queued" || d.Attempts != 1 || d.LastError == nil || *d.LastError != jobs.ReasonNetwork ||
+	if got.Status != "queued" || d.Attempts != 1 || d.LastError == nil || *d.LastError != queue.ReasonNetwork ||
 		d.NextAttemptAt == nil || d.LastAttemptAt == nil {
 		t.Fatalf("message %s, delivery %+v", got.Status, d)
 	}
@@ -62,10 +62,10 @@ func TestOperatorConsoleShowsAStuckMessage(t *testing.T) {
 	w := newWebClient(t, e.Env)
 	wantPage(t, w.login(org.OwnerEmail, org.OwnerPassword), http.StatusSeeOther)
 	wantPage(t, w.get(fmt.Sprintf("/messages/%d", m.ID)), http.StatusOK,
-		"An attempt failed; it will be tried again", `id="delivery-attempts">1<`, jobs.ReasonNetwork, `id="delivery-next"`)
+		"An attempt failed; it will be tried again", `id="delivery-attempts">1<`, queue.ReasonNetwork, `id="delivery-next"`)
 	wantPage(t, w.get("/messages/999999"), http.StatusNotFound)
 
-	job, err := jobs.DeliveryJobOf(context.Background(), e.App.River, org.ID, m.ID)
+	job, err := queue.DeliveryJobOf(context.Background(), e.App.River, org.ID, m.ID)
 	if err != nil || job == nil {
 		t.Fatalf("delivery job of message %d: %v %v", m.ID, job, err)
 	}
@@ -107,7 +107,7 @@ func TestOperatorConsoleShowsAStuckMessage(t *testing.T) {
 		t.Fatalf("the job's page = %d", status)
 	}
 	b.WaitText("body", "message_delivery")
-	b.WaitText("body", jobs.ReasonNetwork)
+	b.WaitText("body", queue.ReasonNetwork)
 	b.WaitText("body", "connection refused")
 	b.Screenshot("ops-stuck-delivery")
 

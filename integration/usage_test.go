@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bizmsg/platform/jobs"
+	"github.com/bizmsg/platform/platform/queue"
 )
 
 // Usage: GET /api/v1/usage (usage.read) and the dashboard's
@@ -72,8 +72,8 @@ func (e *msgEnv) deliverNow(org *Org, messageID int64) {
 		e.t.Fatalf("delivery job of message %d: %v", messageID, err)
 	}
 	d, err := e.App.Messages.DeliverMessage(context.Background(),
-		jobs.DeliverArgs{OrgID: org.ID, Schema: org.Tenant.Schema, MessageID: messageID},
-		jobs.DeliveryAttempt{JobID: jobID, Attempt: 1, MaxAttempts: 25})
+		queue.DeliverArgs{OrgID: org.ID, Schema: org.Tenant.Schema, MessageID: messageID},
+		queue.DeliveryAttempt{JobID: jobID, Attempt: 1, MaxAttempts: 25})
 	if err != nil || d != 0 {
 		e.t.Fatalf("deliver message %d: %v, snooze %s", messageID, err, d)
 	}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/bizmsg/platform/platform/queue"
 	"github.com/riverqueue/river"
 )
 
@@ -13,13 +14,6 @@ import (
 // becomes active at most this long (plus the sweep's own run) after its
 // owner's network account is verified.
 const DefaultAccountSweepInterval = 30 * time.Second
-
-// AccountSweepArgs is the periodic job that activates sender numbers waiting
-// for their owner's network account to be verified.
-type AccountSweepArgs struct{}
-
-// Kind names the job in River.
-func (AccountSweepArgs) Kind() string { return "sender_account_sweep" }
 
 // AccountSweeper activates every pending_account_verification sender number
 // whose owner is now verified, returning how many it activated. An error
@@ -30,14 +24,14 @@ type AccountSweeper interface {
 
 // AccountSweepWorker runs the sweep.
 type AccountSweepWorker struct {
-	river.WorkerDefaults[AccountSweepArgs]
+	river.WorkerDefaults[queue.AccountSweepArgs]
 	Sweeper AccountSweeper
 	Logger  *slog.Logger
 }
 
 // Work runs one sweep. A failing sweep is not retried: the next period runs a
 // fresh one.
-func (w *AccountSweepWorker) Work(ctx context.Context, job *river.Job[AccountSweepArgs]) error {
+func (w *AccountSweepWorker) Work(ctx context.Context, job *river.Job[queue.AccountSweepArgs]) error {
 	n, err := w.Sweeper.ActivateVerifiedOwners(ctx)
 	if n > 0 {
 		w.Logger.Info("sender numbers activated after owner verification", "count", n)
@@ -56,7 +50,7 @@ func AccountSweepPeriodic(interval time.Duration) *river.PeriodicJob {
 	}
 	return river.NewPeriodicJob(river.PeriodicInterval(interval),
 		func() (river.JobArgs, *river.InsertOpts) {
-			return AccountSweepArgs{}, &river.InsertOpts{
+			return queue.AccountSweepArgs{}, &river.InsertOpts{
 				MaxAttempts: 1,
 				UniqueOpts:  river.UniqueOpts{ByPeriod: interval},
 			}

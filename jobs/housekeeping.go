@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/bizmsg/platform/platform/queue"
 	"github.com/riverqueue/river"
 )
 
@@ -21,15 +22,9 @@ type PurgerFunc func(ctx context.Context, now time.Time) (int64, error)
 // Purge calls f.
 func (f PurgerFunc) Purge(ctx context.Context, now time.Time) (int64, error) { return f(ctx, now) }
 
-// HousekeepingArgs is the periodic housekeeping job.
-type HousekeepingArgs struct{}
-
-// Kind names the job in River.
-func (HousekeepingArgs) Kind() string { return "housekeeping" }
-
 // HousekeepingWorker runs every registered Purger.
 type HousekeepingWorker struct {
-	river.WorkerDefaults[HousekeepingArgs]
+	river.WorkerDefaults[queue.HousekeepingArgs]
 	Purgers map[string]Purger
 	Now     func() time.Time
 	Logger  *slog.Logger
@@ -37,7 +32,7 @@ type HousekeepingWorker struct {
 
 // Work runs each purger; a failing purger fails the job (River retries it) after
 // the others have run.
-func (w *HousekeepingWorker) Work(ctx context.Context, job *river.Job[HousekeepingArgs]) error {
+func (w *HousekeepingWorker) Work(ctx context.Context, job *river.Job[queue.HousekeepingArgs]) error {
 	var firstErr error
 	for name, p := range w.Purgers {
 		n, err := p.Purge(ctx, w.Now())
@@ -58,7 +53,7 @@ func (w *HousekeepingWorker) Work(ctx context.Context, job *river.Job[Housekeepi
 func HousekeepingPeriodic(interval time.Duration) *river.PeriodicJob {
 	return river.NewPeriodicJob(river.PeriodicInterval(interval),
 		func() (river.JobArgs, *river.InsertOpts) {
-			return HousekeepingArgs{}, &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByPeriod: interval}}
+			return queue.HousekeepingArgs{}, &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByPeriod: interval}}
 		},
 		&river.PeriodicJobOpts{RunOnStart: true})
 }

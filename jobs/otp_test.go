@@ -11,11 +11,12 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/bizmsg/platform/platform/network"
+	"github.com/bizmsg/platform/platform/queue"
 )
 
-type deliverFunc func(context.Context, OTPArgs) error
+type deliverFunc func(context.Context, queue.OTPArgs) error
 
-func (f deliverFunc) DeliverOTP(ctx context.Context, a OTPArgs) error { return f(ctx, a) }
+func (f deliverFunc) DeliverOTP(ctx context.Context, a queue.OTPArgs) error { return f(ctx, a) }
 
 type sweepFunc func(context.Context) (int, error)
 
@@ -35,24 +36,24 @@ func TestWorkerOutcomes(t *testing.T) {
 		wantErr    error
 	}{
 		{"otp delivered", func() error {
-			return (&OTPWorker{Deliverer: deliverFunc(func(context.Context, OTPArgs) error { return nil })}).
-				Work(context.Background(), &river.Job[OTPArgs]{})
+			return (&OTPWorker{Deliverer: deliverFunc(func(context.Context, queue.OTPArgs) error { return nil })}).
+				Work(context.Background(), &river.Job[queue.OTPArgs]{})
 		}, false, nil},
 		{"otp transient", func() error {
-			return (&OTPWorker{Deliverer: deliverFunc(func(context.Context, OTPArgs) error { return transient })}).
-				Work(context.Background(), &river.Job[OTPArgs]{})
+			return (&OTPWorker{Deliverer: deliverFunc(func(context.Context, queue.OTPArgs) error { return transient })}).
+				Work(context.Background(), &river.Job[queue.OTPArgs]{})
 		}, false, transient},
 		{"otp permanent", func() error {
-			return (&OTPWorker{Deliverer: deliverFunc(func(context.Context, OTPArgs) error { return permanent })}).
-				Work(context.Background(), &river.Job[OTPArgs]{})
+			return (&OTPWorker{Deliverer: deliverFunc(func(context.Context, queue.OTPArgs) error { return permanent })}).
+				Work(context.Background(), &river.Job[queue.OTPArgs]{})
 		}, true, nil},
 		{"sweep ok", func() error {
 			return (&AccountSweepWorker{Logger: quiet, Sweeper: sweepFunc(func(context.Context) (int, error) { return 2, nil })}).
-				Work(context.Background(), &river.Job[AccountSweepArgs]{})
+				Work(context.Background(), &river.Job[queue.AccountSweepArgs]{})
 		}, false, nil},
 		{"sweep failure", func() error {
 			return (&AccountSweepWorker{Logger: quiet, Sweeper: sweepFunc(func(context.Context) (int, error) { return 1, transient })}).
-				Work(context.Background(), &river.Job[AccountSweepArgs]{})
+				Work(context.Background(), &river.Job[queue.AccountSweepArgs]{})
 		}, true, nil},
 	} {
 		err := tc.work()
@@ -66,7 +67,7 @@ func TestWorkerOutcomes(t *testing.T) {
 			t.Errorf("%s: %v, want a retryable %v", tc.name, err, tc.wantErr)
 		}
 	}
-	if got := (OTPArgs{}).InsertOpts().MaxAttempts; got < 2 {
+	if got := (queue.OTPArgs{}).InsertOpts().MaxAttempts; got < 2 {
 		t.Fatalf("OTP MaxAttempts %d", got)
 	}
 }

@@ -11,10 +11,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/config"
 	"github.com/bizmsg/platform/platform/network/builtin"
+	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
 )
 
@@ -192,7 +192,7 @@ func openSenders(ctx context.Context, stderr io.Writer) (*senders.Service, func(
 	}
 	// The service queues OTP jobs through River (pgx); the operator
 	// commands queue none, so an insert-only client (no workers) does.
-	rc, err := jobs.NewClient(d.Pool, nil, nil, jobs.Config{})
+	rc, err := queue.NewClient(d.Pool, nil, nil, queue.Config{})
 	if err != nil {
 		d.Close()
 		return nil, nil, err

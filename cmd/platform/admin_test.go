@@ -12,11 +12,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/dbtest"
 	"github.com/bizmsg/platform/platform/migrate"
 	"github.com/bizmsg/platform/platform/network/builtin"
+	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
 )
 
@@ -94,7 +94,7 @@ func TestAdminSenderCommands(t *testing.T) {
 		return tn
 	}
 	nw := builtin.New(d, builtin.Config{})
-	rc, err := jobs.NewClient(d.Pool, nil, nil, jobs.Config{Logger: quiet})
+	rc, err := queue.NewClient(d.Pool, nil, nil, queue.Config{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestAdminSenderCommands(t *testing.T) {
 	if err := d.Pool.QueryRow(ctx, `SELECT args FROM river.river_job WHERE kind = 'sender_otp' AND args->>'schema' = $1`, a.Schema).Scan(&raw); err != nil {
 		t.Fatal(err)
 	}
-	var args jobs.OTPArgs
+	var args queue.OTPArgs
 	if err := json.Unmarshal(raw, &args); err != nil {
 		t.Fatal(err)
 	}

@@ -16,11 +16,11 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
-	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/app"
 	"github.com/bizmsg/platform/platform/config"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/messages"
+	"github.com/bizmsg/platform/platform/queue"
 )
 
 // openApp assembles the service without workers or listeners, for the
@@ -89,7 +89,7 @@ func runAdminMessage(ctx context.Context, args []string, stdout, stderr io.Write
 	if err != nil {
 		return fmt.Errorf("admin message show: %w", cliError(err))
 	}
-	job, err := jobs.DeliveryJobOf(ctx, a.River, *org, *id)
+	job, err := queue.DeliveryJobOf(ctx, a.River, *org, *id)
 	if err != nil {
 		return err
 	}
@@ -143,8 +143,8 @@ func deref(s *string) string {
 
 // jobKinds maps the kinds an operator names to River's.
 var jobKinds = map[string]string{
-	"deliver": jobs.DeliverArgs{}.Kind(),
-	"otp":     jobs.OTPArgs{}.Kind(),
+	"deliver": queue.DeliverArgs{}.Kind(),
+	"otp":     queue.OTPArgs{}.Kind(),
 }
 
 // runAdminJobs runs `platform admin jobs retry`.
@@ -228,8 +228,8 @@ type retrier struct {
 // the same transaction (messages.Service.Requeue); one whose message was
 // refused for a reason of its own is left alone.
 func (r *retrier) retry(ctx context.Context, job *rivertype.JobRow) error {
-	var args jobs.DeliverArgs
-	deliver := job.Kind == (jobs.DeliverArgs{}).Kind()
+	var args queue.DeliverArgs
+	deliver := job.Kind == (queue.DeliverArgs{}).Kind()
 	if deliver {
 		if err := json.Unmarshal(job.EncodedArgs, &args); err != nil {
 			return fmt.Errorf("read arguments: %w", err)

@@ -33,6 +33,7 @@ import (
 	"github.com/bizmsg/platform/platform/metrics"
 	"github.com/bizmsg/platform/platform/migrate"
 	"github.com/bizmsg/platform/platform/network"
+	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
 	"github.com/bizmsg/platform/platform/usage"
 	"github.com/bizmsg/platform/tenant"
@@ -50,7 +51,7 @@ type Options struct {
 	// Workers runs the River workers in this process.
 	Workers bool
 	// Jobs tunes the worker client.
-	Jobs jobs.Config
+	Jobs queue.Config
 	// Network is the messaging network. Default: the one NETWORK names (the
 	// built-in network in this database).
 	Network network.Network
@@ -171,11 +172,11 @@ func (a *App) riverClient(opts Options) (*river.Client[pgx.Tx], error) {
 			jobs.AccountSweepPeriodic(a.cfg.SenderSweepInterval),
 		}
 	}
-	return jobs.NewClient(a.DB.Pool, a.workers, periodic, cfg)
+	return queue.NewClient(a.DB.Pool, a.workers, periodic, cfg)
 }
 
 // addWorkers registers every worker in the River client's bundle.
-func (a *App) addWorkers(cfg jobs.Config) {
+func (a *App) addWorkers(cfg queue.Config) {
 	workers := a.workers
 	river.AddWorker(workers, &jobs.HousekeepingWorker{
 		Purgers: map[string]jobs.Purger{
@@ -276,7 +277,7 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 	if a.workers != nil {
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.ShutdownTimeout)
 		defer cancel()
-		if err := jobs.Stop(stopCtx, a.River); err != nil {
+		if err := queue.Stop(stopCtx, a.River); err != nil {
 			return errors.Join(serveErr, err)
 		}
 		a.log.Info("workers stopped")

@@ -14,6 +14,7 @@ import (
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/lookup"
 	"github.com/bizmsg/platform/platform/messages"
+	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/throttle"
 	"github.com/bizmsg/platform/platform/usage"
 	"github.com/bizmsg/platform/tenant"
@@ -84,7 +85,7 @@ func (a *App) messagingRoutes() {
 }
 
 // messagingWorkers registers the message delivery worker.
-func (a *App) messagingWorkers(workers *river.Workers, cfg jobs.Config) {
+func (a *App) messagingWorkers(workers *river.Workers, cfg queue.Config) {
 	river.AddWorker(workers, &jobs.DeliverWorker{
 		Deliverer: a.Messages,
 		RetryBase: cfg.DeliveryRetryBase,

@@ -8,13 +8,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/dbtest"
 	"github.com/bizmsg/platform/platform/lookup"
 	"github.com/bizmsg/platform/platform/migrate"
 	"github.com/bizmsg/platform/platform/network/builtin"
+	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
 )
 
@@ -60,7 +60,7 @@ func TestCheckAndLookup(t *testing.T) {
 	if _, err := mig.Tenant(ctx, tn); err != nil {
 		t.Fatal(err)
 	}
-	rc, err := jobs.NewClient(d.Pool, nil, nil, jobs.Config{Logger: quiet})
+	rc, err := queue.NewClient(d.Pool, nil, nil, queue.Config{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/dbtest"
 	"github.com/bizmsg/platform/platform/migrate"
 	"github.com/bizmsg/platform/platform/network"
+	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
 )
 
@@ -86,7 +86,7 @@ func newAcceptFixture(t *testing.T) *acceptFixture {
 	}
 	h := &batchAttempts{}
 	prep := db.NewPrepared(one, db.PreparedConfig{Observe: h.observe})
-	rc, err := jobs.NewClient(one.Pool, nil, nil, jobs.Config{})
+	rc, err := queue.NewClient(one.Pool, nil, nil, queue.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

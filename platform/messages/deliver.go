@@ -11,15 +11,13 @@ import (
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
 
-	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/network"
+	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
 	"github.com/bizmsg/platform/platform/throttle"
 )
-
-var _ jobs.MessageDeliverer = (*Service)(nil)
 
 // DeliverMessage delivers the message of a delivery job (jobs.MessageDeliverer):
 //
@@ -44,7 +42,7 @@ var _ jobs.MessageDeliverer = (*Service)(nil)
 //     refusal code; a transient failure is returned for River to retry,
 //     except on the last attempt, which fails the message with
 //     network_error.
-func (s *Service) DeliverMessage(ctx context.Context, args jobs.DeliverArgs, at jobs.DeliveryAttempt) (time.Duration, error) {
+func (s *Service) DeliverMessage(ctx context.Context, args queue.DeliverArgs, at queue.DeliveryAttempt) (time.Duration, error) {
 	t, err := db.NewTenant(args.OrgID, args.Schema)
 	if err != nil {
 		return 0, &network.PermanentError{Code: network.CodeInvalidMessage, Message: err.Error()}
@@ -91,7 +89,7 @@ func (s *Service) DeliverMessage(ctx context.Context, args jobs.DeliverArgs, at 
 // tenant's next delivery batch.
 type pendingDelivery struct {
 	id int64
-	at jobs.DeliveryAttempt
+	at queue.DeliveryAttempt
 }
 
 // sentMessage is a message the network delivered, to record.

@@ -17,6 +17,7 @@ import (
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/messages"
+	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
 )
 
@@ -45,14 +46,14 @@ func TestDeliveryReport(t *testing.T) {
 		return m
 	}
 	m := read()
-	if m.Delivery == nil || m.Delivery.State != jobs.DeliveryWaiting || m.Delivery.Attempts != 0 ||
+	if m.Delivery == nil || m.Delivery.State != queue.DeliveryWaiting || m.Delivery.Attempts != 0 ||
 		m.Delivery.LastError != "" || m.Delivery.NextAttemptAt == nil {
 		t.Fatalf("before any attempt: %+v", m.Delivery)
 	}
 
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &jobs.DeliverWorker{Deliverer: f.svc, RetryBase: time.Hour, RetryMax: time.Hour})
-	client, err := jobs.NewClient(f.db.Pool, workers, nil, jobs.Config{FetchPollInterval: 50 * time.Millisecond})
+	client, err := queue.NewClient(f.db.Pool, workers, nil, queue.Config{FetchPollInterval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,14 +63,14 @@ func TestDeliveryReport(t *testing.T) {
 	t.Cleanup(func() { _ = client.Stop(context.Background()) })
 
 	deadline := time.Now().Add(20 * time.Second)
-	for m = read(); m.Delivery == nil || m.Delivery.State != jobs.DeliveryRetrying; m = read() {
+	for m = read(); m.Delivery == nil || m.Delivery.State != queue.DeliveryRetrying; m = read() {
 		if time.Now().After(deadline) {
 			t.Fatalf("no failed attempt recorded: %+v", m.Delivery)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	d := m.Delivery
-	if d.Attempts != 1 || d.LastError != jobs.ReasonNetwork || d.LastAttemptAt == nil || d.NextAttemptAt == nil {
+	if d.Attempts != 1 || d.LastError != queue.ReasonNetwork || d.LastAttemptAt == nil || d.NextAttemptAt == nil {
 		t.Fatalf("after a failed attempt: %+v", d)
 	}
 	if wait := time.Until(*d.NextAttemptAt); wait < 50*time.Minute || wait > 70*time.Minute {
@@ -84,7 +85,7 @@ func TestDeliveryReport(t *testing.T) {
 			t.Fatalf("resource shows %q: %s", leak, body)
 		}
 	}
-	if !strings.Contains(string(body), `"delivery":{"state":"retrying","attempts":1,"last_error":"`+jobs.ReasonNetwork+`"`) {
+	if !strings.Contains(string(body), `"delivery":{"state":"retrying","attempts":1,"last_error":"`+queue.ReasonNetwork+`"`) {
 		t.Fatalf("resource: %s", body)
 	}
 	if _, err := f.svc.Get(ctx, other, id); !isNotFound(err) {
@@ -186,7 +187,7 @@ func TestRefusalWordedOutsideTheTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(one.Close)
-	rc, err := jobs.NewClient(one.Pool, nil, nil, jobs.Config{})
+	rc, err := queue.NewClient(one.Pool, nil, nil, queue.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

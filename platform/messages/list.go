@@ -11,10 +11,10 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/phone"
+	"github.com/bizmsg/platform/platform/queue"
 )
 
 // Page bounds of the history (docs/api.md, §Conventions: lists).
@@ -252,12 +252,12 @@ func (s *Service) Get(ctx context.Context, t db.Tenant, id int64) (Message, erro
 		return Message{}, err
 	}
 	m := r.message()
-	job, err := jobs.DeliveryJobOf(ctx, s.jobs, t.OrgID, id)
+	job, err := queue.DeliveryJobOf(ctx, s.jobs, t.OrgID, id)
 	if err != nil {
 		return Message{}, err
 	}
 	if job != nil {
-		rep := jobs.ReportOf(job)
+		rep := queue.ReportOf(job)
 		m.Delivery = &rep
 	}
 	return m, nil

@@ -69,11 +69,11 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/batch"
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/network"
+	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
 	"github.com/bizmsg/platform/platform/throttle"
 )
@@ -139,7 +139,7 @@ type Message struct {
 	FailedAt         *time.Time
 	// Delivery is the state of the message's delivery job, filled by Get
 	// while River keeps the job (nil otherwise, and in lists).
-	Delivery *jobs.DeliveryReport
+	Delivery *queue.DeliveryReport
 }
 
 // messageJSON is the resource of docs/api.md, §Sending (id, sender_number_id,
@@ -180,7 +180,7 @@ type deliveryJSON struct {
 	NextAttemptAt *string `json:"next_attempt_at"`
 }
 
-func deliveryOf(r *jobs.DeliveryReport) *deliveryJSON {
+func deliveryOf(r *queue.DeliveryReport) *deliveryJSON {
 	if r == nil {
 		return nil
 	}
@@ -251,7 +251,7 @@ type Config struct {
 	// Jobs inserts each accepted message's delivery job in its acceptance
 	// transaction, and reads it for Get: the process's River client.
 	// Required.
-	Jobs jobs.Client
+	Jobs queue.Client
 	// SenderCache bounds how many senders the process remembers the phone
 	// and throttle limit of (see senderCache). Default 100,000.
 	SenderCache int
@@ -290,7 +290,7 @@ type Service struct {
 	prep     *db.Prepared
 	senders  Senders
 	net      network.Network
-	jobs     jobs.Client
+	jobs     queue.Client
 	known    *senderCache
 	throttle throttle.Limiter
 	// acceptances batches the sends of each tenant (acceptBatch), and

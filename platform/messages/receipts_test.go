@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/network"
+	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
 	"github.com/bizmsg/platform/platform/throttle"
 )
@@ -303,7 +303,7 @@ func TestReceiptOvertakesDeliveryRecord(t *testing.T) {
 	f.account(ph(999))
 	net := &overtaking{countingNetwork: f.net}
 	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	ins, err := jobs.NewClient(f.db.Pool, nil, nil, jobs.Config{})
+	ins, err := queue.NewClient(f.db.Pool, nil, nil, queue.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,8 +332,8 @@ func TestReceiptOvertakesDeliveryRecord(t *testing.T) {
 			net.receipt = func() {
 				f.receipt(messages.Receipt{Reference: messages.Reference(tn, id), Status: tc.status, At: at})
 			}
-			if _, err := worker.DeliverMessage(context.Background(), jobs.DeliverArgs{OrgID: tn.OrgID, Schema: tn.Schema, MessageID: id},
-				jobs.DeliveryAttempt{JobID: id, Attempt: 1, MaxAttempts: 5}); err != nil {
+			if _, err := worker.DeliverMessage(context.Background(), queue.DeliverArgs{OrgID: tn.OrgID, Schema: tn.Schema, MessageID: id},
+				queue.DeliveryAttempt{JobID: id, Attempt: 1, MaxAttempts: 5}); err != nil {
 				t.Fatal(err)
 			}
 			m := f.get(tn, id)

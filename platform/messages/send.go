@@ -13,10 +13,10 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/uptrace/bun"
 
-	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/lookup"
+	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
 )
 
@@ -245,7 +245,7 @@ func (s *Service) word(ctx context.Context, t db.Tenant, err error) error {
 func (s *Service) enqueue(ctx context.Context, tx pgx.Tx, t db.Tenant, rows ...*row) error {
 	params := make([]river.InsertManyParams, len(rows))
 	for i, r := range rows {
-		params[i] = jobs.DeliveryJob(jobs.DeliverArgs{
+		params[i] = queue.DeliveryJob(queue.DeliverArgs{
 			OrgID: t.OrgID, Schema: t.Schema, MessageID: r.ID, SenderID: r.SenderNumberID,
 		})
 	}

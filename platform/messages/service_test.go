@@ -15,7 +15,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
@@ -24,6 +23,7 @@ import (
 	"github.com/bizmsg/platform/platform/migrate"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/network/builtin"
+	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
 	"github.com/bizmsg/platform/platform/throttle"
 )
@@ -108,7 +108,7 @@ func newFixtureWith(t *testing.T, rate float64, burst int, edit func(*messages.C
 	d, _ := dbtest.Migrated(t)
 	clk := clock.NewFake(start)
 	net := &countingNetwork{Network: builtin.New(d, builtin.Config{Clock: clk})}
-	ins, err := jobs.NewClient(d.Pool, nil, nil, jobs.Config{})
+	ins, err := queue.NewClient(d.Pool, nil, nil, queue.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func (f *fixture) mustSend(tn db.Tenant, sid int64, to, content string) int64 {
 // message's id when there is no such job).
 func (f *fixture) deliver(tn db.Tenant, id, jobID int64, attempt int) (time.Duration, error) {
 	f.t.Helper()
-	args := jobs.DeliverArgs{OrgID: tn.OrgID, Schema: tn.Schema, MessageID: id}
+	args := queue.DeliverArgs{OrgID: tn.OrgID, Schema: tn.Schema, MessageID: id}
 	var raw []byte
 	err := f.db.Pool.QueryRow(context.Background(), `SELECT args FROM river.river_job
 		WHERE kind = 'message_delivery' AND args->>'schema' = $1 AND (args->>'message_id')::bigint = $2`,
@@ -228,9 +228,9 @@ func (f *fixture) deliver(tn db.Tenant, id, jobID int64, attempt int) (time.Dura
 	return f.deliverArgs(args, jobID, attempt)
 }
 
-func (f *fixture) deliverArgs(args jobs.DeliverArgs, jobID int64, attempt int) (time.Duration, error) {
+func (f *fixture) deliverArgs(args queue.DeliverArgs, jobID int64, attempt int) (time.Duration, error) {
 	return f.svc.DeliverMessage(context.Background(), args,
-		jobs.DeliveryAttempt{JobID: jobID, Attempt: attempt, MaxAttempts: 5})
+		queue.DeliveryAttempt{JobID: jobID, Attempt: attempt, MaxAttempts: 5})
 }
 
 // get reads message id as GET /messages/{id} does, without its delivery
@@ -460,7 +460,7 @@ func TestDeliverKnownSender(t *testing.T) {
 			}
 			var err error
 			if tc.legacy {
-				_, err = f.deliverArgs(jobs.DeliverArgs{OrgID: tn.OrgID, Schema: tn.Schema, MessageID: second}, 2, 1)
+				_, err = f.deliverArgs(queue.DeliverArgs{OrgID: tn.OrgID, Schema: tn.Schema, MessageID: second}, 2, 1)
 			} else {
 				_, err = f.deliver(tn, second, 2, 1)
 			}
@@ -557,8 +557,8 @@ func TestDeliverUnknownMessage(t *testing.T) {
 	if _, err := f.deliver(tn, 12345, 1, 1); !network.IsPermanent(err) {
 		t.Fatalf("unknown message: %v", err)
 	}
-	if _, err := f.svc.DeliverMessage(context.Background(), jobs.DeliverArgs{OrgID: tn.OrgID, Schema: "public", MessageID: 1},
-		jobs.DeliveryAttempt{Attempt: 1, MaxAttempts: 1}); !network.IsPermanent(err) {
+	if _, err := f.svc.DeliverMessage(context.Background(), queue.DeliverArgs{OrgID: tn.OrgID, Schema: "public", MessageID: 1},
+		queue.DeliveryAttempt{Attempt: 1, MaxAttempts: 1}); !network.IsPermanent(err) {
 		t.Fatalf("bad schema: %v", err)
 	}
 }
@@ -644,8 +644,8 @@ func TestAcceptanceAndDeliveryLockApart(t *testing.T) {
 		return err
 	})
 	holding("accept", func(ctx context.Context) error {
-		_, err := f.svc.DeliverMessage(ctx, jobs.DeliverArgs{OrgID: tn.OrgID, Schema: tn.Schema, MessageID: id},
-			jobs.DeliveryAttempt{JobID: 2, Attempt: 1, MaxAttempts: 5})
+		_, err := f.svc.DeliverMessage(ctx, queue.DeliverArgs{OrgID: tn.OrgID, Schema: tn.Schema, MessageID: id},
+			queue.DeliveryAttempt{JobID: 2, Attempt: 1, MaxAttempts: 5})
 		return err
 	})
 	if m := f.get(tn, id); m.Status != messages.StatusSent {

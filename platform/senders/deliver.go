@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/network"
+	"github.com/bizmsg/platform/platform/queue"
 )
 
 // OTPReference is the network delivery reference of a sender's OTP of one
@@ -24,7 +24,7 @@ func OTPReference(t db.Tenant, senderID int64, generation int) string {
 // delivered) or when no network account holds the phone; otp_sent_at then
 // stays null. Network refusals come back as *network.PermanentError, other
 // failures as errors worth retrying.
-func (s *Service) DeliverOTP(ctx context.Context, args jobs.OTPArgs) error {
+func (s *Service) DeliverOTP(ctx context.Context, args queue.OTPArgs) error {
 	t, err := db.NewTenant(args.OrgID, args.Schema)
 	if err != nil {
 		return &network.PermanentError{Code: network.CodeInvalidMessage, Message: err.Error()}

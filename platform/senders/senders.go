@@ -40,11 +40,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/apikey"
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/network"
+	"github.com/bizmsg/platform/platform/queue"
 )
 
 // Status is a sender number's state.
@@ -149,8 +149,8 @@ type Config struct {
 	DB *db.DB
 	// Jobs inserts the OTP delivery job in the pgx transaction that issues
 	// the code, so the code and its job commit together: the process's River
-	// client (jobs.NewClient). Required.
-	Jobs jobs.Inserter
+	// client (queue.NewClient). Required.
+	Jobs queue.Inserter
 	// Network is the messaging network. Required.
 	Network network.Network
 	// Secret keys the OTP hashes and seals the codes inside job arguments. It
@@ -176,7 +176,7 @@ type Config struct {
 // Service implements the sender-number rules. It is safe for concurrent use.
 type Service struct {
 	pool    *pgxpool.Pool
-	jobs    jobs.Inserter
+	jobs    queue.Inserter
 	net     network.Network
 	clock   clock.Clock
 	log     *slog.Logger

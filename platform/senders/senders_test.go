@@ -18,7 +18,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
-	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
@@ -27,6 +26,7 @@ import (
 	"github.com/bizmsg/platform/platform/migrate"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/network/builtin"
+	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
 )
 
@@ -66,7 +66,7 @@ func newFixture(t *testing.T) *fixture {
 	clk := clock.NewFake(start)
 	net := &flaky{Network: builtin.New(d, builtin.Config{Clock: clk})}
 	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	rc, err := jobs.NewClient(d.Pool, nil, nil, jobs.Config{Logger: quiet})
+	rc, err := queue.NewClient(d.Pool, nil, nil, queue.Config{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func (f *fixture) register(tn db.Tenant, p string) senders.Sender {
 }
 
 // lastOTPJob returns the newest OTP job queued for the sender.
-func (f *fixture) lastOTPJob(tn db.Tenant, id int64) jobs.OTPArgs {
+func (f *fixture) lastOTPJob(tn db.Tenant, id int64) queue.OTPArgs {
 	f.t.Helper()
 	var raw []byte
 	err := f.db.Pool.QueryRow(context.Background(), `SELECT args FROM river.river_job
@@ -134,7 +134,7 @@ func (f *fixture) lastOTPJob(tn db.Tenant, id int64) jobs.OTPArgs {
 	if err != nil {
 		f.t.Fatalf("otp job: %v", err)
 	}
-	var args jobs.OTPArgs
+	var args queue.OTPArgs
 	if err := json.Unmarshal(raw, &args); err != nil {
 		f.t.Fatal(err)
 	}

@@ -11,11 +11,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/phone"
+	"github.com/bizmsg/platform/platform/queue"
 )
 
 // Error codes of the sender rules (docs/api.md, §Sender numbers), beyond
@@ -109,7 +109,7 @@ func (s *Service) issueOTP(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row, 
 	if err != nil {
 		return fmt.Errorf("seal otp: %w", err)
 	}
-	args := jobs.OTPArgs{OrgID: t.OrgID, Schema: t.Schema, SenderID: r.ID, Generation: r.OTPGeneration, SealedOTP: sealed}
+	args := queue.OTPArgs{OrgID: t.OrgID, Schema: t.Schema, SenderID: r.ID, Generation: r.OTPGeneration, SealedOTP: sealed}
 	if _, err := s.jobs.InsertTx(ctx, tx, args, nil); err != nil {
 		return fmt.Errorf("queue otp delivery: %w", err)
 	}

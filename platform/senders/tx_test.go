@@ -15,16 +15,16 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
-	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
 )
 
-// failAfterInsert is a jobs.Inserter that inserts through the real River
+// failAfterInsert is a queue.Inserter that inserts through the real River
 // client and then fails the calls failOn says, so the service's transaction
 // rolls back after the job was written in it.
 type failAfterInsert struct {
-	jobs.Inserter
+	queue.Inserter
 	failOn func(call int) bool
 
 	mu       sync.Mutex
@@ -50,7 +50,7 @@ func (f *failAfterInsert) InsertTx(ctx context.Context, tx pgx.Tx, args river.Jo
 }
 
 // withInserter returns a service like f's whose jobs go through ins.
-func (f *fixture) withInserter(ins jobs.Inserter) *senders.Service {
+func (f *fixture) withInserter(ins queue.Inserter) *senders.Service {
 	f.t.Helper()
 	svc, err := senders.New(senders.Config{
 		DB: f.db, Jobs: ins, Network: f.net, Clock: f.clock,
@@ -64,15 +64,15 @@ func (f *fixture) withInserter(ins jobs.Inserter) *senders.Service {
 }
 
 // otpJobs lists the OTP jobs River holds for the tenant.
-func (f *fixture) otpJobs(tn db.Tenant) []jobs.OTPArgs {
+func (f *fixture) otpJobs(tn db.Tenant) []queue.OTPArgs {
 	f.t.Helper()
-	res, err := f.river.JobList(context.Background(), river.NewJobListParams().Kinds(jobs.OTPArgs{}.Kind()).First(100))
+	res, err := f.river.JobList(context.Background(), river.NewJobListParams().Kinds(queue.OTPArgs{}.Kind()).First(100))
 	if err != nil {
 		f.t.Fatalf("list jobs: %v", err)
 	}
-	var out []jobs.OTPArgs
+	var out []queue.OTPArgs
 	for _, j := range res.Jobs {
-		var a jobs.OTPArgs
+		var a queue.OTPArgs
 		if err := json.Unmarshal(j.EncodedArgs, &a); err != nil {
 			f.t.Fatal(err)
 		}

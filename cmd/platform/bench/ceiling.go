@@ -15,9 +15,9 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
-	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/migrate"
+	"github.com/bizmsg/platform/platform/queue"
 )
 
 // ceilingQueue holds the raw-Postgres ceiling's jobs; nothing works it, and
@@ -35,7 +35,7 @@ type ceilingArgs struct {
 func (ceilingArgs) Kind() string { return "bench_ceiling" }
 
 func (ceilingArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: ceilingQueue, MaxAttempts: jobs.DefaultDeliveryMaxAttempts}
+	return river.InsertOpts{Queue: ceilingQueue, MaxAttempts: queue.DefaultDeliveryMaxAttempts}
 }
 
 // noopArgs is the River-alone ceiling's job: worked by a worker that does
@@ -47,7 +47,7 @@ type noopArgs struct {
 func (noopArgs) Kind() string { return "bench_noop" }
 
 func (noopArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: jobs.QueueDelivery, MaxAttempts: jobs.DefaultDeliveryMaxAttempts}
+	return river.InsertOpts{Queue: queue.QueueDelivery, MaxAttempts: queue.DefaultDeliveryMaxAttempts}
 }
 
 type noopWorker struct {
@@ -203,14 +203,14 @@ type drainResult struct {
 }
 
 // ceilingRiver is ceiling (b): River alone, with the service's worker
-// settings (jobs.Config defaults, the delivery queue) on a pool of the
+// settings (queue.Config defaults, the delivery queue) on a pool of the
 // service's size: n no-op jobs inserted first, then worked; the rate is from
 // the first job finished to the last (finalized_at), so client start-up is
 // not counted, the same as the service's backlog drain.
 func ceilingRiver(ctx context.Context, d *db.DB, n int, progress func(int64)) (drainResult, error) {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, noopWorker{})
-	client, err := jobs.NewClient(d.Pool, workers, nil, jobs.Config{Logger: quietLogger()})
+	client, err := queue.NewClient(d.Pool, workers, nil, queue.Config{Logger: quietLogger()})
 	if err != nil {
 		return drainResult{}, err
 	}
@@ -229,7 +229,7 @@ func ceilingRiver(ctx context.Context, d *db.DB, n int, progress func(int64)) (d
 	defer func() {
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		_ = jobs.Stop(stopCtx, client)
+		_ = queue.Stop(stopCtx, client)
 	}()
 	res, err := waitDrain(ctx, d, `SELECT count(*), min(finalized_at), max(finalized_at) FROM river.river_job
 		WHERE kind = 'bench_noop' AND state = 'completed'`, int64(n), 2*time.Minute, progress)

@@ -1,13 +1,15 @@
-// Package jobs holds the platform's background work on River: the client
-// construction shared by every process, and the workers (housekeeping, OTP
-// and message delivery, account-verification sweeps).
+// Package queue is the platform's contract with River, shared by the services
+// that enqueue jobs and the workers (package jobs) that work them: the
+// client construction, the job argument types, their queues and insert
+// options, the retry backoff, and the reading of a job's state for people
+// (DeliveryReport). It imports no service and no worker.
 //
 // A process has one River client, on the pgx pool (riverpgxv5). It inserts
 // jobs through River's public API (InsertTx, InsertManyFastTx) inside the
 // pgx transaction that writes the rows the job belongs to, so a row and its
 // job commit or roll back together; a process that runs workers also works
 // jobs with it.
-package jobs
+package queue
 
 import (
 	"context"

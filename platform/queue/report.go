@@ -1,4 +1,4 @@
-package jobs
+package queue
 
 import (
 	"context"
@@ -120,10 +120,10 @@ type attemptError struct {
 func (e *attemptError) Error() string { return e.reason + reasonSep + e.err.Error() }
 func (e *attemptError) Unwrap() error { return e.err }
 
-// explain gives err the plain-words cause an organization reads: the
+// Explain gives err the plain-words cause an organization reads: the
 // network's refusal or failure to answer, an interrupted attempt, or else a
 // fault of the platform's (its database unavailable, say).
-func explain(err error) error {
+func Explain(err error) error {
 	reason := ReasonPlatform
 	var pe *network.PermanentError
 	switch {

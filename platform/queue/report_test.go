@@ -1,4 +1,4 @@
-package jobs
+package queue
 
 import (
 	"context"
@@ -26,11 +26,11 @@ func TestExplainAndReason(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			stored := explain(tc.err).Error()
+			stored := Explain(tc.err).Error()
 			if got := Reason(stored); got != tc.want {
 				t.Fatalf("Reason(%q) = %q, want %q", stored, got, tc.want)
 			}
-			if !errors.Is(explain(tc.err), tc.err) {
+			if !errors.Is(Explain(tc.err), tc.err) {
 				t.Fatal("explain must keep the error chain")
 			}
 		})
@@ -46,7 +46,7 @@ func TestReportOf(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 11, 25, 8, 0, 0, 0, time.UTC)
 	next := at.Add(time.Minute)
-	failed := []rivertype.AttemptError{{Attempt: 1, At: at, Error: explain(network.Transient(errors.New("tenant_7 down"))).Error()}}
+	failed := []rivertype.AttemptError{{Attempt: 1, At: at, Error: Explain(network.Transient(errors.New("tenant_7 down"))).Error()}}
 	for _, tc := range []struct {
 		name      string
 		job       rivertype.JobRow

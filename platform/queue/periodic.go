@@ -1,0 +1,16 @@
+package queue
+
+// Periodic jobs, scheduled by the worker process itself (package jobs).
+
+// HousekeepingArgs is the periodic housekeeping job.
+type HousekeepingArgs struct{}
+
+// Kind names the job in River.
+func (HousekeepingArgs) Kind() string { return "housekeeping" }
+
+// AccountSweepArgs is the periodic job that activates sender numbers waiting
+// for their owner's network account to be verified.
+type AccountSweepArgs struct{}
+
+// Kind names the job in River.
+func (AccountSweepArgs) Kind() string { return "sender_account_sweep" }
