@@ -1,0 +1,42 @@
+// Package webhooks tells an organization's servers what happened, without
+// polling: endpoints subscribed to event types, events written in the
+// transaction of the change they report, and their signed delivery
+// (Standard Webhooks) at least once, in order per message, by River jobs.
+package webhooks
+
+import "time"
+
+// Event types (docs/api.md, §Webhooks).
+const (
+	EventMessageSent         = "message.sent"
+	EventMessageDelivered    = "message.delivered"
+	EventMessageRead         = "message.read"
+	EventMessageFailed       = "message.failed"
+	EventMessageReceived     = "message.received"
+	EventSenderStatusChanged = "sender_number.status_changed"
+	EventAPIKeyExpiring      = "api_key.expiring"
+)
+
+// EventTypes returns every event type, in the order of the reference.
+func EventTypes() []string {
+	return []string{
+		EventMessageSent, EventMessageDelivered, EventMessageRead, EventMessageFailed,
+		EventMessageReceived, EventSenderStatusChanged, EventAPIKeyExpiring,
+	}
+}
+
+// Event is a change to report, recorded by the service that makes the change
+// inside the transaction that makes it (Service.Emit).
+type Event struct {
+	// Type is one of the Event* constants.
+	Type string
+	// Key orders events: the events of one key reach an endpoint in the
+	// order they were emitted ("message:<id>", "sender_number:<id>",
+	// "api_key:<id>").
+	Key string
+	// Data is the resource the payload carries, marshalled with
+	// encoding/json (a messages.Message, a sender number, an API key).
+	Data any
+	// At is when the change happened: the payload's timestamp.
+	At time.Time
+}
