@@ -6,23 +6,25 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/bizmsg/platform/platform/accounts"
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/httpx"
 	"github.com/bizmsg/platform/platform/keys"
+	"github.com/bizmsg/platform/platform/page"
 )
 
 // BasePath is where the Central API lives.
 const BasePath = "/api/v1/central"
 
-// API is the Central API's HTTP layer: thin handlers over the Service and
+// API is the Central API's HTTP layer: thin handlers over the accounts.Service and
 // the shared keys service.
 type API struct {
-	svc  *Service
+	svc  *accounts.Service
 	keys *keys.Service
 }
 
 // NewAPI returns the Central API over svc and the API-key service.
-func NewAPI(svc *Service, keySvc *keys.Service) (*API, error) {
+func NewAPI(svc *accounts.Service, keySvc *keys.Service) (*API, error) {
 	if svc == nil || keySvc == nil {
 		return nil, errors.New("central: the service and the keys service are required")
 	}
@@ -32,14 +34,14 @@ func NewAPI(svc *Service, keySvc *keys.Service) (*API, error) {
 // Mount registers the Central API under BasePath on r and returns the
 // authenticated group: every route added to it runs behind the bearer
 // middleware (MustPrincipal gives the caller); routes that change the
-// organization add RequireRole(RoleOwner, RoleAdmin).
+// organization add RequireRole(accounts.RoleOwner, accounts.RoleAdmin).
 func (a *API) Mount(r gin.IRouter) *gin.RouterGroup {
 	public := r.Group(BasePath)
 	public.POST("/register", a.register)
 	public.POST("/login", a.login)
 	public.POST("/token/refresh", a.refresh)
 
-	admin := RequireRole(RoleOwner, RoleAdmin)
+	admin := RequireRole(accounts.RoleOwner, accounts.RoleAdmin)
 	g := r.Group(BasePath, a.bearer)
 	g.POST("/logout", a.logout)
 	g.GET("/me", a.me)
@@ -55,7 +57,7 @@ func (a *API) Mount(r gin.IRouter) *gin.RouterGroup {
 
 // register is POST /register: 201 {user, organization, access_token, ...}.
 func (a *API) register(c *gin.Context) {
-	var req Registration
+	var req accounts.Registration
 	if err := httpx.BindJSON(c, &req); err != nil {
 		httpx.Fail(c, err)
 		return
@@ -71,7 +73,7 @@ func (a *API) register(c *gin.Context) {
 
 // login is POST /login: 200 {access_token, token_type, expires_in, refresh_token}.
 func (a *API) login(c *gin.Context) {
-	var req Credentials
+	var req accounts.Credentials
 	if err := httpx.BindJSON(c, &req); err != nil {
 		httpx.Fail(c, err)
 		return
@@ -142,32 +144,32 @@ func (a *API) me(c *gin.Context) {
 
 // memberList is the body of GET /users.
 type memberList struct {
-	Data       []keys.User `json:"data"`
-	NextCursor *string     `json:"next_cursor"`
+	Data       []accounts.User `json:"data"`
+	NextCursor *string         `json:"next_cursor"`
 }
 
 // listMembers is GET /users: the organization's members, newest first.
 func (a *API) listMembers(c *gin.Context) {
 	p := MustPrincipal(c)
-	page, err := keys.ParsePage(c.Query("limit"), c.Query("cursor"))
+	pg, err := page.Parse(c.Query("limit"), c.Query("cursor"))
 	if err != nil {
 		httpx.Fail(c, err)
 		return
 	}
-	users, next, err := a.svc.Members(c.Request.Context(), p.OrgID, page)
+	users, next, err := a.svc.Members(c.Request.Context(), p.OrgID, pg)
 	if err != nil {
 		httpx.Fail(c, err)
 		return
 	}
 	if users == nil {
-		users = []keys.User{}
+		users = []accounts.User{}
 	}
-	httpx.JSON(c, http.StatusOK, memberList{Data: users, NextCursor: keys.NextCursor(next)})
+	httpx.JSON(c, http.StatusOK, memberList{Data: users, NextCursor: page.NextCursor(next)})
 }
 
 // addMember is POST /users: 201 {"data": member}.
 func (a *API) addMember(c *gin.Context) {
-	var req NewMember
+	var req accounts.NewMember
 	if err := httpx.BindJSON(c, &req); err != nil {
 		httpx.Fail(c, err)
 		return
@@ -204,18 +206,18 @@ type keyList struct {
 // with plain_text_key. Any member may list.
 func (a *API) listKeys(c *gin.Context) {
 	p := MustPrincipal(c)
-	page, err := keys.ParsePage(c.Query("limit"), c.Query("cursor"))
+	pg, err := page.Parse(c.Query("limit"), c.Query("cursor"))
 	if err != nil {
 		httpx.Fail(c, err)
 		return
 	}
-	list, next, err := a.keys.List(c.Request.Context(), p.OrgID, page)
+	list, next, err := a.keys.List(c.Request.Context(), p.OrgID, pg)
 	if err != nil {
 		httpx.Fail(c, err)
 		return
 	}
 	now := a.keys.Now()
-	out := keyList{Data: make([]keys.Resource, 0, len(list)), NextCursor: keys.NextCursor(next)}
+	out := keyList{Data: make([]keys.Resource, 0, len(list)), NextCursor: page.NextCursor(next)}
 	for _, k := range list {
 		out.Data = append(out.Data, k.Resource(now))
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/bizmsg/platform/central"
+	"github.com/bizmsg/platform/platform/accounts"
 	"github.com/bizmsg/platform/platform/token"
 )
 
@@ -49,7 +50,7 @@ func TestAccessTokens(t *testing.T) {
 	e := Start(t, Options{Env: map[string]string{"JWT_PREVIOUS_SECRET": previousSecret}})
 	org := e.Register(t)
 	now := e.Clock.Now()
-	kid := central.KeyID(jwtSecret)
+	kid := accounts.KeyID(jwtSecret)
 	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +73,7 @@ func TestAccessTokens(t *testing.T) {
 		{"issued by login", "Bearer " + org.AccessToken, http.StatusOK},
 		{"forged with the real secret", "Bearer " + valid, http.StatusOK},
 		{"scheme is case-insensitive", "bearer " + valid, http.StatusOK},
-		{"previous secret with its kid", "Bearer " + forge(t, org, now, jwt.SigningMethodHS256, []byte(previousSecret), central.KeyID([]byte(previousSecret)), nil), http.StatusOK},
+		{"previous secret with its kid", "Bearer " + forge(t, org, now, jwt.SigningMethodHS256, []byte(previousSecret), accounts.KeyID([]byte(previousSecret)), nil), http.StatusOK},
 		{"previous secret under the current kid", "Bearer " + forge(t, org, now, jwt.SigningMethodHS256, []byte(previousSecret), kid, nil), http.StatusUnauthorized},
 		{"missing exp", "Bearer " + forge(t, org, now, jwt.SigningMethodHS256, jwtSecret, kid, func(c jwt.MapClaims) { delete(c, "exp") }), http.StatusUnauthorized},
 		{"expired", "Bearer " + forge(t, org, now.Add(-time.Hour), jwt.SigningMethodHS256, jwtSecret, kid, nil), http.StatusUnauthorized},
@@ -201,7 +202,7 @@ func TestRefreshRotationAndLogout(t *testing.T) {
 		t.Fatalf("missing refresh token = %d %s", r.Status, r.Body)
 	}
 	c := login()
-	e.Clock.Advance(central.DefaultRefreshTTL + time.Second)
+	e.Clock.Advance(accounts.DefaultRefreshTTL + time.Second)
 	if r := refresh(e, c); r.Status != http.StatusUnauthorized {
 		t.Fatalf("expired refresh token = %d %s", r.Status, r.Body)
 	}

@@ -5,9 +5,11 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/bizmsg/platform/platform/accounts"
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/httpx"
 	"github.com/bizmsg/platform/platform/keys"
+	"github.com/bizmsg/platform/platform/page"
 )
 
 // keyList is the body of GET /api-keys.
@@ -49,18 +51,18 @@ func (a *API) createKey(c *gin.Context) {
 // with plain_text_key.
 func (a *API) listKeys(c *gin.Context) {
 	p := MustPrincipal(c)
-	page, err := keys.ParsePage(c.Query("limit"), c.Query("cursor"))
+	pg, err := page.Parse(c.Query("limit"), c.Query("cursor"))
 	if err != nil {
 		httpx.Fail(c, err)
 		return
 	}
-	list, next, err := a.keys.List(c.Request.Context(), p.OrgID, page)
+	list, next, err := a.keys.List(c.Request.Context(), p.OrgID, pg)
 	if err != nil {
 		httpx.Fail(c, err)
 		return
 	}
 	now := a.keys.Now()
-	out := keyList{Data: make([]keys.Resource, 0, len(list)), NextCursor: keys.NextCursor(next)}
+	out := keyList{Data: make([]keys.Resource, 0, len(list)), NextCursor: page.NextCursor(next)}
 	for _, k := range list {
 		out.Data = append(out.Data, k.Resource(now))
 	}
@@ -84,10 +86,10 @@ func (a *API) revokeKey(c *gin.Context) {
 
 // meBody is GET /me's data.
 type meBody struct {
-	User         *keys.User        `json:"user"`
-	APIKey       keys.Resource     `json:"api_key"`
-	Organization keys.Organization `json:"organization"`
-	Subscription keys.Subscription `json:"subscription"`
+	User         *accounts.User        `json:"user"`
+	APIKey       keys.Resource         `json:"api_key"`
+	Organization accounts.Organization `json:"organization"`
+	Subscription accounts.Subscription `json:"subscription"`
 }
 
 // me is GET /me: the tenant context of the calling key. user is the user the

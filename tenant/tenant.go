@@ -22,6 +22,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/bizmsg/platform/platform/accounts"
 	"github.com/bizmsg/platform/platform/apikey"
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
@@ -59,7 +60,7 @@ type Principal struct {
 	// Key is the key's stored record.
 	Key keys.Key
 	// Organization is the key's organization as read at authentication.
-	Organization keys.Organization
+	Organization accounts.Organization
 }
 
 // Can reports whether the key holds scope (directly or through "*").

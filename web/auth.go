@@ -3,9 +3,8 @@ package web
 import (
 	"net/http"
 
+	"github.com/bizmsg/platform/platform/accounts"
 	"github.com/gin-gonic/gin"
-
-	"github.com/bizmsg/platform/central"
 )
 
 // signedIn reports whether the request already has a live session.
@@ -41,13 +40,13 @@ func (d *Dashboard) signupPage(c *gin.Context) {
 // signup registers an organization and its owner through the Central
 // API's service and signs the owner in.
 func (d *Dashboard) signup(c *gin.Context) {
-	reg := central.Registration{
+	reg := accounts.Registration{
 		OrganizationName: c.PostForm("organization_name"),
 		Name:             c.PostForm("name"),
 		Email:            c.PostForm("email"),
 		Password:         c.PostForm("password"),
 	}
-	out, err := d.cfg.Central.Register(c.Request.Context(), reg)
+	out, err := d.cfg.Accounts.Register(c.Request.Context(), reg)
 	if err != nil {
 		status, msg, fields, ok := formError(err)
 		if !ok {
@@ -62,8 +61,8 @@ func (d *Dashboard) signup(c *gin.Context) {
 	}
 	// The dashboard keeps its own session: the API refresh token that
 	// registration hands out is revoked at once.
-	p := central.Principal{UserID: out.User.ID, OrgID: out.Organization.ID}
-	if err := d.cfg.Central.Logout(c.Request.Context(), p, out.RefreshToken); err != nil {
+	p := accounts.Principal{UserID: out.User.ID, OrgID: out.Organization.ID}
+	if err := d.cfg.Accounts.Logout(c.Request.Context(), p, out.RefreshToken); err != nil {
 		d.log.WarnContext(c.Request.Context(), "web: revoke registration refresh token", "error", err)
 	}
 	if err := d.switchSession(c, out.User.ID, out.Organization.ID); err != nil {
@@ -86,7 +85,7 @@ func (d *Dashboard) loginPage(c *gin.Context) {
 func (d *Dashboard) login(c *gin.Context) {
 	ctx := c.Request.Context()
 	email := c.PostForm("email")
-	sess, err := d.cfg.Central.Login(ctx, central.Credentials{Email: email, Password: c.PostForm("password")}, c.ClientIP())
+	sess, err := d.cfg.Accounts.Login(ctx, accounts.Credentials{Email: email, Password: c.PostForm("password")}, c.ClientIP())
 	if err != nil {
 		status, msg, fields, ok := formError(err)
 		if !ok {
@@ -98,12 +97,12 @@ func (d *Dashboard) login(c *gin.Context) {
 		})
 		return
 	}
-	p, err := d.cfg.Central.Authenticate(ctx, sess.AccessToken)
+	p, err := d.cfg.Accounts.Authenticate(ctx, sess.AccessToken)
 	if err != nil {
 		d.internal(c, err)
 		return
 	}
-	if err := d.cfg.Central.Logout(ctx, *p, sess.RefreshToken); err != nil {
+	if err := d.cfg.Accounts.Logout(ctx, *p, sess.RefreshToken); err != nil {
 		d.log.WarnContext(ctx, "web: revoke login refresh token", "error", err)
 	}
 	if err := d.switchSession(c, p.UserID, p.OrgID); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/httpx"
 	"github.com/bizmsg/platform/platform/keys"
+	"github.com/bizmsg/platform/platform/page"
 )
 
 // keyView is an API key as the keys page shows it.
@@ -68,7 +69,7 @@ func (d *Dashboard) keysPage(c *gin.Context) {
 
 func (d *Dashboard) renderKeys(c *gin.Context, status int, data pageData, checked []string) {
 	s := session(c)
-	list, next, err := d.cfg.Keys.List(c.Request.Context(), s.Principal.OrgID, keys.Page{Limit: maxKeysShown})
+	list, next, err := d.cfg.Keys.List(c.Request.Context(), s.Principal.OrgID, page.Query{Limit: maxKeysShown})
 	if err != nil {
 		d.internal(c, err)
 		return
@@ -103,7 +104,7 @@ func (d *Dashboard) renderKeys(c *gin.Context, status int, data pageData, checke
 // hasKey reports whether the organization has created an API key (the
 // onboarding steps of the overview and first-send pages).
 func (d *Dashboard) hasKey(ctx context.Context, orgID int64) (bool, error) {
-	ks, _, err := d.cfg.Keys.List(ctx, orgID, keys.Page{Limit: 1})
+	ks, _, err := d.cfg.Keys.List(ctx, orgID, page.Query{Limit: 1})
 	return len(ks) > 0, err
 }
 

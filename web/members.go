@@ -5,15 +5,15 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/bizmsg/platform/central"
+	"github.com/bizmsg/platform/platform/accounts"
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/httpx"
-	"github.com/bizmsg/platform/platform/keys"
+	"github.com/bizmsg/platform/platform/page"
 )
 
 // membersData is the members page's data.
 type membersData struct {
-	Members []keys.User
+	Members []accounts.User
 	// Roles are the roles the user may give.
 	Roles []string
 	More  bool
@@ -30,17 +30,17 @@ func (d *Dashboard) membersPage(c *gin.Context) {
 
 func (d *Dashboard) renderMembers(c *gin.Context, status int, data pageData) {
 	s := session(c)
-	list, next, err := d.cfg.Central.Members(c.Request.Context(), s.Principal.OrgID, keys.Page{Limit: maxMembersShown})
+	list, next, err := d.cfg.Accounts.Members(c.Request.Context(), s.Principal.OrgID, page.Query{Limit: maxMembersShown})
 	if err != nil {
 		d.internal(c, err)
 		return
 	}
-	roles := []string{central.RoleMember, central.RoleAdmin}
-	if s.Principal.Role == central.RoleOwner {
-		roles = append(roles, central.RoleOwner)
+	roles := []string{accounts.RoleMember, accounts.RoleAdmin}
+	if s.Principal.Role == accounts.RoleOwner {
+		roles = append(roles, accounts.RoleOwner)
 	}
 	if data.Form == nil {
-		data.Form = map[string]string{"role": central.RoleMember}
+		data.Form = map[string]string{"role": accounts.RoleMember}
 	}
 	data.Title, data.Nav, data.Data = "Members", "members", membersData{Members: list, Roles: roles, More: next != ""}
 	d.renderStatus(c, status, "members", data)
@@ -50,13 +50,13 @@ func (d *Dashboard) renderMembers(c *gin.Context, status int, data pageData) {
 // API's model of an invitation); the service enforces who may add whom.
 func (d *Dashboard) addMember(c *gin.Context) {
 	s := session(c)
-	m := central.NewMember{
+	m := accounts.NewMember{
 		Name:     c.PostForm("name"),
 		Email:    c.PostForm("email"),
 		Role:     c.PostForm("role"),
 		Password: c.PostForm("password"),
 	}
-	if _, err := d.cfg.Central.AddMember(c.Request.Context(), s.Principal, m); err != nil {
+	if _, err := d.cfg.Accounts.AddMember(c.Request.Context(), s.Principal, m); err != nil {
 		status, msg, fields, ok := formError(err)
 		if !ok {
 			d.internal(c, err)
@@ -70,7 +70,7 @@ func (d *Dashboard) addMember(c *gin.Context) {
 }
 
 // member finds member :id for the confirmation page.
-func (d *Dashboard) member(c *gin.Context) (*keys.User, bool) {
+func (d *Dashboard) member(c *gin.Context) (*accounts.User, bool) {
 	s := session(c)
 	id, ok := httpx.PathID(c)
 	if !ok {
@@ -106,7 +106,7 @@ func (d *Dashboard) removeMember(c *gin.Context) {
 		d.internal(c, apperr.NotFound("member"))
 		return
 	}
-	if err := d.cfg.Central.RemoveMember(c.Request.Context(), s.Principal, id); err != nil {
+	if err := d.cfg.Accounts.RemoveMember(c.Request.Context(), s.Principal, id); err != nil {
 		status, msg, _, ok := formError(err)
 		if !ok || status == http.StatusNotFound {
 			d.internal(c, err)

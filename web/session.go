@@ -16,7 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/bizmsg/platform/central"
+	"github.com/bizmsg/platform/platform/accounts"
 	"github.com/bizmsg/platform/platform/db"
 )
 
@@ -37,7 +37,7 @@ const sessionKey = "web.session"
 // the role the membership has now.
 type Session struct {
 	ID        int64
-	Principal central.Principal
+	Principal accounts.Principal
 	UserName  string
 	UserEmail string
 	OrgName   string

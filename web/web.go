@@ -7,7 +7,7 @@
 //
 // The pages are html/template files and one stylesheet and one small script
 // embedded in the binary: no build step. Handlers are thin: they read a form,
-// call the same services the Central API calls (central.Service,
+// call the same services the Central API calls (accounts.Service,
 // keys.Service, senders.Service, messages.Service, usage.Service) and render
 // the result, so no business rule lives here.
 //
@@ -40,7 +40,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/bizmsg/platform/central"
+	"github.com/bizmsg/platform/platform/accounts"
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/keys"
 	"github.com/bizmsg/platform/platform/messages"
@@ -70,9 +70,9 @@ type Config struct {
 	// Pool is the database (central.web_sessions and the session's user,
 	// membership and organization). Required.
 	Pool *pgxpool.Pool
-	// Central signs people up and in (password check and login throttle)
+	// Accounts signs people up and in (password check and login throttle)
 	// and manages members. Required.
-	Central *central.Service
+	Accounts *accounts.Service
 	// Keys, Senders, Messages and Usage are the services both APIs use.
 	// Required.
 	Keys     *keys.Service
@@ -113,7 +113,7 @@ func New(cfg Config) (*Dashboard, error) {
 	switch {
 	case cfg.Pool == nil:
 		return nil, errors.New("web: Config.Pool is required")
-	case cfg.Central == nil || cfg.Keys == nil || cfg.Senders == nil || cfg.Messages == nil || cfg.Usage == nil:
+	case cfg.Accounts == nil || cfg.Keys == nil || cfg.Senders == nil || cfg.Messages == nil || cfg.Usage == nil:
 		return nil, errors.New("web: the central, keys, senders, messages and usage services are required")
 	case len(cfg.Secret) < 32:
 		return nil, errors.New("web: Config.Secret must be at least 32 bytes")

@@ -21,6 +21,7 @@ import (
 	"github.com/bizmsg/platform/central"
 	"github.com/bizmsg/platform/docs"
 	"github.com/bizmsg/platform/jobs"
+	"github.com/bizmsg/platform/platform/accounts"
 	"github.com/bizmsg/platform/platform/apidoc"
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/clock"
@@ -76,8 +77,8 @@ type App struct {
 	workers *river.Workers
 	// Keys is the API-key service both APIs share.
 	Keys *keys.Service
-	// Central is the Central API's service (registration, login, members).
-	Central *central.Service
+	// Accounts is the accounts service (registration, login, members).
+	Accounts *accounts.Service
 	// TenantRoutes (/api/v1, X-Api-Key) and CentralRoutes (/api/v1/central,
 	// Bearer) are the authenticated route groups; routes() mounts other
 	// packages' handlers on them, with tenant.RequireScope and
@@ -181,10 +182,10 @@ func (a *App) addWorkers(cfg queue.Config) {
 	river.AddWorker(workers, &jobs.HousekeepingWorker{
 		Purgers: map[string]jobs.Purger{
 			"refresh_tokens": jobs.PurgerFunc(func(ctx context.Context, now time.Time) (int64, error) {
-				return central.PurgeRefreshTokens(ctx, a.DB.Bun, now)
+				return accounts.PurgeRefreshTokens(ctx, a.DB.Bun, now)
 			}),
 			"login_throttle": jobs.PurgerFunc(func(ctx context.Context, now time.Time) (int64, error) {
-				return central.PurgeLoginThrottle(ctx, a.DB.Bun, now)
+				return accounts.PurgeLoginThrottle(ctx, a.DB.Bun, now)
 			}),
 			"idempotency_keys": jobs.PurgerFunc(a.purgeIdempotencyKeys),
 			"web_sessions": jobs.PurgerFunc(func(ctx context.Context, now time.Time) (int64, error) {

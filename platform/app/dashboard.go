@@ -12,7 +12,7 @@ import (
 func (a *App) dashboardRoutes(r *gin.Engine) {
 	d, err := web.New(web.Config{
 		Pool:     a.DB.Pool,
-		Central:  a.Central,
+		Accounts: a.Accounts,
 		Keys:     a.Keys,
 		Senders:  a.Senders,
 		Messages: a.Messages,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/bizmsg/platform/central"
+	"github.com/bizmsg/platform/platform/accounts"
 	"github.com/bizmsg/platform/platform/apikey"
 	"github.com/bizmsg/platform/platform/keys"
 	"github.com/bizmsg/platform/platform/ratelimit"
@@ -29,13 +30,13 @@ func (a *App) identity() error {
 		return err
 	}
 	issuer, err := token.NewIssuer(token.Config{
-		Keys:  central.SigningKeys(a.cfg.JWTSecret, a.cfg.JWTPreviousSecret),
+		Keys:  accounts.SigningKeys(a.cfg.JWTSecret, a.cfg.JWTPreviousSecret),
 		Clock: a.clock,
 	})
 	if err != nil {
 		return fmt.Errorf("token issuer: %w", err)
 	}
-	if a.Central, err = central.NewService(a.DB.Pool, central.Config{
+	if a.Accounts, err = accounts.NewService(a.DB.Pool, accounts.Config{
 		Migrator:          a.Migrator,
 		Issuer:            issuer,
 		Clock:             a.clock,
@@ -54,7 +55,7 @@ func (a *App) identity() error {
 	}); err != nil {
 		return err
 	}
-	if a.centralAPI, err = central.NewAPI(a.Central, a.Keys); err != nil {
+	if a.centralAPI, err = central.NewAPI(a.Accounts, a.Keys); err != nil {
 		return err
 	}
 	return nil

@@ -50,3 +50,7 @@ func (f *Fake) Advance(d time.Duration) time.Time {
 	f.now = f.now.Add(d)
 	return f.now
 }
+
+// Stamp returns t in UTC truncated to whole seconds, the form every
+// timestamp is stored in resources and rendered in ("2026-11-22T14:03:05Z").
+func Stamp(t time.Time) time.Time { return t.UTC().Truncate(time.Second) }

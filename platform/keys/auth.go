@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/bizmsg/platform/platform/accounts"
 	"github.com/bizmsg/platform/platform/apikey"
 	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
 )
 
@@ -21,7 +23,7 @@ const (
 // Auth is an authenticated API key and the organization it belongs to.
 type Auth struct {
 	Key Key
-	Org Organization
+	Org accounts.Organization
 }
 
 // authQuery finds a key by its prefix (unique index) with its organization:
@@ -83,7 +85,7 @@ func (s *Service) Authenticate(ctx context.Context, plain string) (*Auth, error)
 		return nil, apperr.New(apperr.KindUnauthenticated, CodeExpiredKey, "This API key has expired.")
 	}
 	a.Org.ID = a.Key.OrgID
-	a.Org.CreatedAt = Timestamp(a.Org.CreatedAt)
+	a.Org.CreatedAt = clock.Stamp(a.Org.CreatedAt)
 	if found.schema == nil {
 		return nil, fmt.Errorf("authenticate api key: organization %d has no tenant schema", a.Org.ID)
 	}

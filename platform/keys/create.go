@@ -16,6 +16,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/apikey"
 	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
 )
 
@@ -174,7 +175,7 @@ func (s *Service) Create(ctx context.Context, orgID int64, actor Actor, spec Spe
 			return nil, insufficientScope("An API key can only create keys with scopes it holds itself.", missing)
 		}
 	}
-	now := Timestamp(s.cfg.Clock.Now())
+	now := clock.Stamp(s.cfg.Clock.Now())
 	expires := now.Add(time.Duration(spec.ExpiresInDays) * 24 * time.Hour)
 	for attempt := 1; ; attempt++ {
 		created, err := s.insert(ctx, orgID, actor, spec, now, expires)

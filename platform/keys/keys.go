@@ -26,7 +26,6 @@ import (
 	"github.com/bizmsg/platform/platform/apikey"
 	"github.com/bizmsg/platform/platform/batch"
 	"github.com/bizmsg/platform/platform/clock"
-	"github.com/bizmsg/platform/platform/db"
 )
 
 // Key statuses as the API shows them. A key is revoked once revoked_at is set
@@ -180,54 +179,16 @@ func (k Key) Resource(now time.Time) Resource {
 		Prefix:     k.Prefix,
 		Scopes:     scopes,
 		Status:     k.Status(now),
-		ExpiresAt:  Timestamp(k.ExpiresAt),
+		ExpiresAt:  clock.Stamp(k.ExpiresAt),
 		LastUsedAt: timestampPtr(k.LastUsedAt),
-		CreatedAt:  Timestamp(k.CreatedAt),
+		CreatedAt:  clock.Stamp(k.CreatedAt),
 	}
 }
-
-// Organization is an organization as both APIs render it in /me.
-type Organization struct {
-	ID                 int64     `json:"id"`
-	Name               string    `json:"name"`
-	SubscriptionStatus string    `json:"subscription_status"`
-	DefaultDailyLimit  int       `json:"default_daily_limit"`
-	CreatedAt          time.Time `json:"created_at"`
-	// Tenant routes the organization's queries to its schema.
-	Tenant db.Tenant `json:"-"`
-	// APIRateLimit and APIRateBurst are the organization's own Tenant API
-	// rate limit per key (requests/s, burst); nil: the platform default.
-	APIRateLimit *float64 `json:"-"`
-	APIRateBurst *int     `json:"-"`
-}
-
-// User is a member of an organization as both APIs render it.
-type User struct {
-	ID        int64     `json:"id"`
-	Name      string    `json:"name"`
-	Email     string    `json:"email"`
-	Role      string    `json:"role"`
-	CreatedAt time.Time `json:"created_at"`
-}
-
-// Subscription is the organization's subscription as /me renders it.
-type Subscription struct {
-	Status string `json:"status"`
-}
-
-// Subscription returns the organization's subscription view.
-func (o Organization) Subscription() Subscription {
-	return Subscription{Status: o.SubscriptionStatus}
-}
-
-// Timestamp returns t in UTC truncated to whole seconds, the form every
-// timestamp is rendered in ("2026-11-22T14:03:05Z").
-func Timestamp(t time.Time) time.Time { return t.UTC().Truncate(time.Second) }
 
 func timestampPtr(t *time.Time) *time.Time {
 	if t == nil {
 		return nil
 	}
-	v := Timestamp(*t)
+	v := clock.Stamp(*t)
 	return &v
 }

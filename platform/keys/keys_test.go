@@ -18,6 +18,7 @@ import (
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/dbtest"
 	"github.com/bizmsg/platform/platform/keys"
+	"github.com/bizmsg/platform/platform/page"
 )
 
 func TestCreateRequestSpec(t *testing.T) {
@@ -69,38 +70,6 @@ func TestCreateRequestSpec(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestParsePage(t *testing.T) {
-	t.Parallel()
-	// A cursor as the list hands it out, taken from a real two-row page.
-	_, cursor := keys.Cut(keys.Page{Limit: 1}, []int64{9, 8}, func(id int64) int64 { return id })
-	tests := []struct {
-		limit, cursor string
-		want          keys.Page
-		wantErr       string
-	}{
-		{"", "", keys.Page{Limit: 25}, ""},
-		{"1", "", keys.Page{Limit: 1}, ""},
-		{"100", cursor, keys.Page{Limit: 100, After: 9}, ""},
-		{"0", "", keys.Page{}, "limit"},
-		{"101", "", keys.Page{}, "limit"},
-		{"ten", "", keys.Page{}, "limit"},
-		{"", "garbage!", keys.Page{}, "cursor"},
-		{"", "aWQ6LTE", keys.Page{}, "cursor"}, // "id:-1"
-	}
-	for _, tt := range tests {
-		got, err := keys.ParsePage(tt.limit, tt.cursor)
-		if tt.wantErr == "" {
-			if err != nil || got != tt.want {
-				t.Errorf("ParsePage(%q, %q) = %+v, %v; want %+v", tt.limit, tt.cursor, got, err, tt.want)
-			}
-			continue
-		}
-		if e, ok := apperr.As(err); !ok || len(e.Fields[tt.wantErr]) == 0 {
-			t.Errorf("ParsePage(%q, %q) error = %v; want a %s field error", tt.limit, tt.cursor, err, tt.wantErr)
-		}
 	}
 }
 
@@ -247,13 +216,13 @@ func TestServiceLifecycle(t *testing.T) {
 	}
 
 	// Listing pages through every key, newest first.
-	page, err := keys.ParsePage("1", "")
+	pg, err := page.Parse("1", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ids []int64
 	for {
-		list, next, err := f.svc.List(ctx, f.org, page)
+		list, next, err := f.svc.List(ctx, f.org, pg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -263,7 +232,7 @@ func TestServiceLifecycle(t *testing.T) {
 		if next == "" {
 			break
 		}
-		if page, err = keys.ParsePage("1", next); err != nil {
+		if pg, err = page.Parse("1", next); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -6,8 +6,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/bizmsg/platform/platform/accounts"
 	"github.com/bizmsg/platform/platform/apikey"
 	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/clock"
+	"github.com/bizmsg/platform/platform/page"
 )
 
 // keyColumns are the columns scanKey reads, in order.
@@ -22,13 +25,13 @@ func scanKey(row pgx.Row, k *Key, extra ...any) error {
 // List returns one page of organization orgID's keys, newest first, and the
 // cursor of the next page ("" on the last page). Keys of every status are
 // listed; the plain value is never part of a listing.
-func (s *Service) List(ctx context.Context, orgID int64, page Page) ([]Key, string, error) {
+func (s *Service) List(ctx context.Context, orgID int64, pg page.Query) ([]Key, string, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT `+keyColumns+`
 		FROM central.api_keys k
 		WHERE k.organization_id = $1 AND ($2::bigint = 0 OR k.id < $2)
 		ORDER BY k.id DESC
-		LIMIT $3`, orgID, page.After, page.Limit+1)
+		LIMIT $3`, orgID, pg.After, pg.Limit+1)
 	if err != nil {
 		return nil, "", fmt.Errorf("list api keys: %w", err)
 	}
@@ -44,7 +47,7 @@ func (s *Service) List(ctx context.Context, orgID int64, page Page) ([]Key, stri
 	if err := rows.Err(); err != nil {
 		return nil, "", fmt.Errorf("list api keys: %w", err)
 	}
-	out, next := Cut(page, out, func(k Key) int64 { return k.ID })
+	out, next := page.Cut(pg, out, func(k Key) int64 { return k.ID })
 	return out, next, nil
 }
 
@@ -67,7 +70,7 @@ func (s *Service) Get(ctx context.Context, orgID, id int64) (Key, error) {
 // revoked key changes nothing and succeeds; a revoked key never becomes
 // active again.
 func (s *Service) Revoke(ctx context.Context, orgID int64, actor Actor, id int64) error {
-	now := Timestamp(s.cfg.Clock.Now())
+	now := clock.Stamp(s.cfg.Clock.Now())
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var k Key
 		err := scanKey(tx.QueryRow(ctx, `SELECT `+keyColumns+` FROM central.api_keys k
@@ -109,7 +112,7 @@ func (s *Service) Reveal(ctx context.Context, orgID, userID, id int64) (*Created
 		return nil, apperr.Invalid("reveal_unavailable",
 			"Showing a key again needs encrypted key storage (API_KEY_ENCRYPTION_KEY), which is not configured.")
 	}
-	now := Timestamp(s.cfg.Clock.Now())
+	now := clock.Stamp(s.cfg.Clock.Now())
 	var out *Created
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var (
@@ -155,11 +158,11 @@ func (s *Service) Reveal(ctx context.Context, orgID, userID, id int64) (*Created
 
 // Member returns user userID as a member of organization orgID, or nil when
 // the user is unknown or no longer a member.
-func (s *Service) Member(ctx context.Context, orgID, userID int64) (*User, error) {
+func (s *Service) Member(ctx context.Context, orgID, userID int64) (*accounts.User, error) {
 	if userID <= 0 {
 		return nil, nil
 	}
-	var u User
+	var u accounts.User
 	err := s.pool.QueryRow(ctx, `
 		SELECT u.id, u.name, u.email, m.role, u.created_at
 		FROM central.memberships m JOIN central.users u ON u.id = m.user_id
@@ -171,6 +174,6 @@ func (s *Service) Member(ctx context.Context, orgID, userID int64) (*User, error
 	if err != nil {
 		return nil, fmt.Errorf("load member %d: %w", userID, err)
 	}
-	u.CreatedAt = Timestamp(u.CreatedAt)
+	u.CreatedAt = clock.Stamp(u.CreatedAt)
 	return &u, nil
 }

@@ -1,4 +1,4 @@
-package central
+package accounts
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
-	"github.com/bizmsg/platform/platform/keys"
 	"github.com/bizmsg/platform/platform/password"
 	"github.com/bizmsg/platform/platform/token"
 )
@@ -43,17 +43,17 @@ type Session struct {
 // Registered is the result of a registration: the owner, the organization
 // and a session.
 type Registered struct {
-	User         keys.User         `json:"user"`
-	Organization keys.Organization `json:"organization"`
+	User         User         `json:"user"`
+	Organization Organization `json:"organization"`
 	Session
 }
 
 // Me is the signed-in user's context.
 type Me struct {
-	User         keys.User         `json:"user"`
-	Organization keys.Organization `json:"organization"`
-	Role         string            `json:"role"`
-	Subscription keys.Subscription `json:"subscription"`
+	User         User         `json:"user"`
+	Organization Organization `json:"organization"`
+	Role         string       `json:"role"`
+	Subscription Subscription `json:"subscription"`
 }
 
 // checkName validates a required display name.
@@ -119,10 +119,10 @@ func (s *Service) Register(ctx context.Context, r Registration) (*Registered, er
 	if err != nil {
 		return nil, fmt.Errorf("register: %w", err)
 	}
-	now := keys.Timestamp(s.cfg.Clock.Now())
+	now := clock.Stamp(s.cfg.Clock.Now())
 	out := Registered{
-		User: keys.User{Name: r.Name, Email: r.Email, Role: RoleOwner, CreatedAt: now},
-		Organization: keys.Organization{
+		User: User{Name: r.Name, Email: r.Email, Role: RoleOwner, CreatedAt: now},
+		Organization: Organization{
 			Name: r.OrganizationName, SubscriptionStatus: "trialing",
 			DefaultDailyLimit: s.cfg.DefaultDailyLimit, CreatedAt: now,
 		},
@@ -284,7 +284,7 @@ func (s *Service) startSession(ctx context.Context, userID, orgID int64, role st
 	if err != nil {
 		return nil, fmt.Errorf("start session: %w", err)
 	}
-	now := keys.Timestamp(s.cfg.Clock.Now())
+	now := clock.Stamp(s.cfg.Clock.Now())
 	if err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		return s.insertRefresh(ctx, tx, userID, orgID, "", refreshHash, now)
 	}); err != nil {
@@ -307,7 +307,7 @@ func (s *Service) Refresh(ctx context.Context, plain string) (*Session, error) {
 	if !token.ValidRefresh(plain) {
 		return nil, errBadRefresh()
 	}
-	now := keys.Timestamp(s.cfg.Clock.Now())
+	now := clock.Stamp(s.cfg.Clock.Now())
 	next, nextHash, err := token.NewRefresh()
 	if err != nil {
 		return nil, fmt.Errorf("refresh: %w", err)
@@ -377,7 +377,7 @@ func revokeFamily(ctx context.Context, tx pgx.Tx, family string, now time.Time) 
 // caller in the organization. Access tokens already issued stay valid until
 // they expire (at most 15 minutes).
 func (s *Service) Logout(ctx context.Context, p Principal, refresh string) error {
-	now := keys.Timestamp(s.cfg.Clock.Now())
+	now := clock.Stamp(s.cfg.Clock.Now())
 	var err error
 	if refresh == "" {
 		_, err = s.pool.Exec(ctx, `UPDATE central.refresh_tokens SET revoked_at = $3
@@ -412,12 +412,12 @@ func (s *Service) Me(ctx context.Context, p Principal) (*Me, error) {
 		WHERE mb.organization_id = $1 AND mb.user_id = $2`, p.OrgID, p.UserID,
 	).Scan(&u.ID, &u.Name, &u.Email, &u.CreatedAt, &u.Role, &o.ID, &o.Name, &o.SubscriptionStatus, &o.DefaultDailyLimit, &o.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, errInvalidToken()
+		return nil, ErrInvalidToken()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("me: %w", err)
 	}
-	u.CreatedAt, o.CreatedAt = keys.Timestamp(u.CreatedAt), keys.Timestamp(o.CreatedAt)
+	u.CreatedAt, o.CreatedAt = clock.Stamp(u.CreatedAt), clock.Stamp(o.CreatedAt)
 	o.Tenant = p.Tenant
 	m.Role = u.Role
 	m.Subscription = o.Subscription()

@@ -1,4 +1,10 @@
-package central
+// Package accounts is the business service of people and organizations:
+// registration (an organization with its tenant schema and its owner),
+// login with a throttle on failures, access and refresh tokens, logout, the
+// signed-in user's context and the organization's members. The Central API
+// (package central) and the dashboard (package web) both call it; it knows
+// nothing of HTTP.
+package accounts
 
 import (
 	"errors"
@@ -49,7 +55,7 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Service is the Central API's business logic: registration, login, token
+// Service is the accounts business logic: registration, login, token
 // refresh and logout, the signed-in user's context, and organization
 // members. It owns the central organizations, users, memberships,
 // refresh_tokens and login_throttle tables. It is safe for concurrent use.

@@ -1,4 +1,7 @@
-package keys
+// Package page is the paging of list endpoints: a limit and an opaque
+// cursor over rows ordered by id, newest first (docs/api.md, §Conventions:
+// lists).
+package page
 
 import (
 	"encoding/base64"
@@ -8,34 +11,34 @@ import (
 	"github.com/bizmsg/platform/platform/apperr"
 )
 
-// Page bounds for list endpoints (docs/api.md, §Conventions: lists).
+// Query bounds for list endpoints (docs/api.md, §Conventions: lists).
 const (
-	DefaultPageLimit = 25
-	MaxPageLimit     = 100
+	DefaultLimit = 25
+	MaxLimit     = 100
 )
 
 // cursorPrefix versions the opaque cursor format.
 const cursorPrefix = "id:"
 
-// Page selects one page of a list ordered by id, newest first.
-type Page struct {
-	// Limit is 1..MaxPageLimit.
+// Query selects one page of a list ordered by id, newest first.
+type Query struct {
+	// Limit is 1..MaxLimit.
 	Limit int
 	// After is the id the previous page ended at (exclusive); 0 for the
 	// first page.
 	After int64
 }
 
-// ParsePage reads the limit and cursor query parameters. An empty limit is
-// DefaultPageLimit; a limit outside 1..MaxPageLimit or not an integer, or a
+// Parse reads the limit and cursor query parameters. An empty limit is
+// DefaultLimit; a limit outside 1..MaxLimit or not an integer, or a
 // cursor this API did not hand out, is a 422 naming the parameter.
-func ParsePage(limit, cursor string) (Page, error) {
-	p := Page{Limit: DefaultPageLimit}
+func Parse(limit, cursor string) (Query, error) {
+	p := Query{Limit: DefaultLimit}
 	var v apperr.Validation
 	if limit != "" {
 		n, err := strconv.Atoi(limit)
-		if err != nil || n < 1 || n > MaxPageLimit {
-			v.Add("limit", "must be an integer from 1 to "+strconv.Itoa(MaxPageLimit))
+		if err != nil || n < 1 || n > MaxLimit {
+			v.Add("limit", "must be an integer from 1 to "+strconv.Itoa(MaxLimit))
 		}
 		p.Limit = n
 	}
@@ -47,14 +50,14 @@ func ParsePage(limit, cursor string) (Page, error) {
 		p.After = after
 	}
 	if err := v.Err(); err != nil {
-		return Page{}, err
+		return Query{}, err
 	}
 	return p, nil
 }
 
 // Cut trims rows (fetched with Limit+1) to the page and returns the next
 // page's cursor, "" when there is none.
-func Cut[T any](p Page, rows []T, id func(T) int64) ([]T, string) {
+func Cut[T any](p Query, rows []T, id func(T) int64) ([]T, string) {
 	if len(rows) <= p.Limit {
 		return rows, ""
 	}

@@ -1,7 +1,7 @@
 // Package central is the Central API: registration, login with JWT bearer
 // tokens, organizations and their members, and the dashboard-facing management
 // of API keys and sender numbers. It owns the `central` schema.
-package central
+package accounts
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package central
+package accounts
 
 import (
 	"context"
@@ -11,8 +11,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
-	"github.com/bizmsg/platform/platform/keys"
+	"github.com/bizmsg/platform/platform/page"
 	"github.com/bizmsg/platform/platform/password"
 )
 
@@ -37,30 +38,30 @@ func errNotAdmin(msg string) error {
 
 // Members returns one page of the organization's members, newest first, and
 // the next page's cursor ("" on the last page).
-func (s *Service) Members(ctx context.Context, orgID int64, page keys.Page) ([]keys.User, string, error) {
+func (s *Service) Members(ctx context.Context, orgID int64, pg page.Query) ([]User, string, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT u.id, u.name, u.email, m.role, u.created_at
 		FROM central.memberships m JOIN central.users u ON u.id = m.user_id
 		WHERE m.organization_id = $1 AND ($2::bigint = 0 OR u.id < $2)
 		ORDER BY u.id DESC
-		LIMIT $3`, orgID, page.After, page.Limit+1)
+		LIMIT $3`, orgID, pg.After, pg.Limit+1)
 	if err != nil {
 		return nil, "", fmt.Errorf("list members: %w", err)
 	}
 	defer rows.Close()
-	var out []keys.User
+	var out []User
 	for rows.Next() {
-		var u keys.User
+		var u User
 		if err := rows.Scan(&u.ID, &u.Name, &u.Email, &u.Role, &u.CreatedAt); err != nil {
 			return nil, "", fmt.Errorf("scan member: %w", err)
 		}
-		u.CreatedAt = keys.Timestamp(u.CreatedAt)
+		u.CreatedAt = clock.Stamp(u.CreatedAt)
 		out = append(out, u)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, "", fmt.Errorf("list members: %w", err)
 	}
-	out, next := keys.Cut(page, out, func(u keys.User) int64 { return u.ID })
+	out, next := page.Cut(pg, out, func(u User) int64 { return u.ID })
 	return out, next, nil
 }
 
@@ -68,7 +69,7 @@ func (s *Service) Members(ctx context.Context, orgID int64, page keys.Page) ([]k
 // given role and initial password. Owners and admins may add members and
 // admins; only owners may add owners. An email that already has an account
 // is 409 email_taken (a user belongs to one organization).
-func (s *Service) AddMember(ctx context.Context, p Principal, m NewMember) (*keys.User, error) {
+func (s *Service) AddMember(ctx context.Context, p Principal, m NewMember) (*User, error) {
 	if !p.IsAdmin() {
 		return nil, errNotAdmin("Only owners and admins can add members.")
 	}
@@ -89,8 +90,8 @@ func (s *Service) AddMember(ctx context.Context, p Principal, m NewMember) (*key
 	if err != nil {
 		return nil, fmt.Errorf("add member: %w", err)
 	}
-	now := keys.Timestamp(s.cfg.Clock.Now())
-	u := keys.User{Name: m.Name, Email: m.Email, Role: m.Role, CreatedAt: now}
+	now := clock.Stamp(s.cfg.Clock.Now())
+	u := User{Name: m.Name, Email: m.Email, Role: m.Role, CreatedAt: now}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `
 			INSERT INTO central.users (email, name, password_hash, created_at)
@@ -128,7 +129,7 @@ func (s *Service) RemoveMember(ctx context.Context, p Principal, userID int64) e
 	if !p.IsAdmin() {
 		return errNotAdmin("Only owners and admins can remove members.")
 	}
-	now := keys.Timestamp(s.cfg.Clock.Now())
+	now := clock.Stamp(s.cfg.Clock.Now())
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT 1 FROM central.organizations WHERE id = $1 FOR UPDATE`, p.OrgID); err != nil {
 			return fmt.Errorf("lock organization: %w", err)
@@ -138,7 +139,7 @@ func (s *Service) RemoveMember(ctx context.Context, p Principal, userID int64) e
 		err := tx.QueryRow(ctx, `SELECT role FROM central.memberships WHERE organization_id = $1 AND user_id = $2`,
 			p.OrgID, p.UserID).Scan(&p.Role)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return errInvalidToken()
+			return ErrInvalidToken()
 		}
 		if err != nil {
 			return fmt.Errorf("load caller: %w", err)
@@ -146,7 +147,7 @@ func (s *Service) RemoveMember(ctx context.Context, p Principal, userID int64) e
 		if !p.IsAdmin() {
 			return errNotAdmin("Only owners and admins can remove members.")
 		}
-		var u keys.User
+		var u User
 		err = tx.QueryRow(ctx, `
 			SELECT u.id, u.name, u.email, m.role, u.created_at
 			FROM central.memberships m JOIN central.users u ON u.id = m.user_id
@@ -199,7 +200,7 @@ func (s *Service) RemoveMember(ctx context.Context, p Principal, userID int64) e
 }
 
 // auditMember records a membership change in central.audit_log.
-func auditMember(ctx context.Context, tx pgx.Tx, p Principal, action string, u keys.User, now time.Time) error {
+func auditMember(ctx context.Context, tx pgx.Tx, p Principal, action string, u User, now time.Time) error {
 	details, err := json.Marshal(map[string]any{"email": u.Email, "role": u.Role})
 	if err != nil {
 		return fmt.Errorf("audit details: %w", err)
