@@ -11,6 +11,7 @@ import (
 	"github.com/bizmsg/platform/platform/httpx"
 	"github.com/bizmsg/platform/platform/keys"
 	"github.com/bizmsg/platform/platform/page"
+	"github.com/bizmsg/platform/platform/resource"
 )
 
 // BasePath is where the Central API lives.
@@ -48,10 +49,11 @@ func (a *API) Mount(r gin.IRouter) *gin.RouterGroup {
 	g.GET("/users", a.listMembers)
 	g.POST("/users", admin, a.addMember)
 	g.DELETE("/users/:id", admin, a.removeMember)
-	g.GET("/api-keys", a.listKeys)
-	g.POST("/api-keys", admin, a.createKey)
-	g.DELETE("/api-keys/:id", admin, a.revokeKey)
-	g.POST("/api-keys/:id/reveal", admin, a.revealKey)
+	k := resource.Keys{Svc: a.keys, Caller: caller}
+	g.GET("/api-keys", k.List)
+	g.POST("/api-keys", admin, k.Create)
+	g.DELETE("/api-keys/:id", admin, k.Revoke)
+	g.POST("/api-keys/:id/reveal", admin, k.Reveal)
 	return g
 }
 
@@ -194,90 +196,6 @@ func (a *API) removeMember(c *gin.Context) {
 		return
 	}
 	c.Status(http.StatusNoContent)
-}
-
-// keyList is the body of GET /api-keys.
-type keyList struct {
-	Data       []keys.Resource `json:"data"`
-	NextCursor *string         `json:"next_cursor"`
-}
-
-// listKeys is GET /api-keys: the organization's keys, newest first, never
-// with plain_text_key. Any member may list.
-func (a *API) listKeys(c *gin.Context) {
-	p := MustPrincipal(c)
-	pg, err := page.Parse(c.Query("limit"), c.Query("cursor"))
-	if err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	list, next, err := a.keys.List(c.Request.Context(), p.OrgID, pg)
-	if err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	now := a.keys.Now()
-	out := keyList{Data: make([]keys.Resource, 0, len(list)), NextCursor: page.NextCursor(next)}
-	for _, k := range list {
-		out.Data = append(out.Data, k.Resource(now))
-	}
-	httpx.JSON(c, http.StatusOK, out)
-}
-
-// createKey is POST /api-keys: 201 with the key resource and its
-// plain_text_key (shown this once). Owners and admins may grant any scope.
-func (a *API) createKey(c *gin.Context) {
-	p := MustPrincipal(c)
-	var req keys.CreateRequest
-	if err := httpx.BindJSON(c, &req); err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	spec, err := req.Spec()
-	if err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	created, err := a.keys.Create(c.Request.Context(), p.OrgID, keys.Actor{UserID: p.UserID}, spec)
-	if err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	noStore(c)
-	httpx.JSON(c, http.StatusCreated, created.Resource(a.keys.Now()))
-}
-
-// revokeKey is DELETE /api-keys/{id}: 204, effective at once.
-func (a *API) revokeKey(c *gin.Context) {
-	p := MustPrincipal(c)
-	id, ok := httpx.PathID(c)
-	if !ok {
-		httpx.Fail(c, apperr.NotFound("API key"))
-		return
-	}
-	if err := a.keys.Revoke(c.Request.Context(), p.OrgID, keys.Actor{UserID: p.UserID}, id); err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	c.Status(http.StatusNoContent)
-}
-
-// revealKey is POST /api-keys/{id}/reveal: 200 with the key resource and
-// its plain_text_key, recorded in the audit log. Needs encrypted storage.
-func (a *API) revealKey(c *gin.Context) {
-	p := MustPrincipal(c)
-	id, ok := httpx.PathID(c)
-	if !ok {
-		httpx.Fail(c, apperr.NotFound("API key"))
-		return
-	}
-	out, err := a.keys.Reveal(c.Request.Context(), p.OrgID, p.UserID, id)
-	if err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	noStore(c)
-	httpx.JSON(c, http.StatusOK, out.Resource(a.keys.Now()))
 }
 
 // noStore keeps responses that carry secrets (tokens, plain keys) out of

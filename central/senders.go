@@ -1,25 +1,19 @@
 package central
 
 import (
-	"net/http"
-
 	"github.com/gin-gonic/gin"
 
-	"github.com/bizmsg/platform/platform/apperr"
-	"github.com/bizmsg/platform/platform/httpx"
+	"github.com/bizmsg/platform/platform/keys"
+	"github.com/bizmsg/platform/platform/messages"
+	"github.com/bizmsg/platform/platform/resource"
 	"github.com/bizmsg/platform/platform/senders"
+	"github.com/bizmsg/platform/platform/usage"
 )
 
-// senderList is the body of GET /sender-numbers: every number of the
-// organization (no pagination), newest first.
-type senderList struct {
-	Data       []senders.Sender `json:"data"`
-	NextCursor *string          `json:"next_cursor"`
-}
-
-// senderHandlers serves the dashboard's sender-number routes.
-type senderHandlers struct {
-	svc *senders.Service
+// caller is the signed-in user as the shared resource handlers see it.
+func caller(c *gin.Context) resource.Caller {
+	p := MustPrincipal(c)
+	return resource.Caller{OrgID: p.OrgID, Tenant: p.Tenant, Actor: keys.Actor{UserID: p.UserID}, Admin: p.IsAdmin()}
 }
 
 // MountSenders registers the dashboard's sender-number routes on g, the
@@ -34,110 +28,27 @@ type senderHandlers struct {
 //	POST  /sender-numbers/{id}/verify     200 {"data": sender}  {"otp": "123456"}
 //	POST  /sender-numbers/{id}/resend-otp 200 {"data": sender}
 func MountSenders(g gin.IRoutes, svc *senders.Service) {
-	h := &senderHandlers{svc: svc}
-	g.GET("/sender-numbers", h.list)
-	g.POST("/sender-numbers", h.register)
-	g.GET("/sender-numbers/:id", h.get)
-	g.PATCH("/sender-numbers/:id", h.update)
-	g.POST("/sender-numbers/:id/verify", h.verify)
-	g.POST("/sender-numbers/:id/resend-otp", h.resendOTP)
+	h := resource.Senders{Svc: svc, Caller: caller}
+	g.GET("/sender-numbers", h.List)
+	g.POST("/sender-numbers", h.Register)
+	g.GET("/sender-numbers/:id", h.Get)
+	g.PATCH("/sender-numbers/:id", h.Update)
+	g.POST("/sender-numbers/:id/verify", h.Verify)
+	g.POST("/sender-numbers/:id/resend-otp", h.ResendOTP)
 }
 
-func (h *senderHandlers) list(c *gin.Context) {
-	p := MustPrincipal(c)
-	list, err := h.svc.List(c.Request.Context(), p.Tenant)
-	if err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	if list == nil {
-		list = []senders.Sender{}
-	}
-	httpx.JSON(c, http.StatusOK, senderList{Data: list})
-}
-
-func (h *senderHandlers) register(c *gin.Context) {
-	p := MustPrincipal(c)
-	var req senders.RegisterRequest
-	if err := httpx.BindJSON(c, &req); err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	s, err := h.svc.Register(c.Request.Context(), p.Tenant, req.Input())
-	if err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	httpx.JSON(c, http.StatusCreated, gin.H{"data": s})
-}
-
-func (h *senderHandlers) get(c *gin.Context) {
-	p := MustPrincipal(c)
-	id, ok := httpx.PathID(c)
-	if !ok {
-		httpx.Fail(c, apperr.NotFound("sender number"))
-		return
-	}
-	s, err := h.svc.Get(c.Request.Context(), p.Tenant, id)
-	if err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	httpx.JSON(c, http.StatusOK, gin.H{"data": s})
-}
-
-func (h *senderHandlers) update(c *gin.Context) {
-	p := MustPrincipal(c)
-	id, ok := httpx.PathID(c)
-	if !ok {
-		httpx.Fail(c, apperr.NotFound("sender number"))
-		return
-	}
-	var req senders.UpdateRequest
-	if err := httpx.BindJSON(c, &req); err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	s, err := h.svc.Update(c.Request.Context(), p.Tenant, id, req.Input(), p.IsAdmin())
-	if err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	httpx.JSON(c, http.StatusOK, gin.H{"data": s})
-}
-
-func (h *senderHandlers) verify(c *gin.Context) {
-	p := MustPrincipal(c)
-	id, ok := httpx.PathID(c)
-	if !ok {
-		httpx.Fail(c, apperr.NotFound("sender number"))
-		return
-	}
-	var req senders.VerifyRequest
-	if err := httpx.BindJSON(c, &req); err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	s, err := h.svc.Verify(c.Request.Context(), p.Tenant, id, req.OTP)
-	if err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	httpx.JSON(c, http.StatusOK, gin.H{"data": s})
-}
-
-// resendOTP takes no body (one sent is ignored).
-func (h *senderHandlers) resendOTP(c *gin.Context) {
-	p := MustPrincipal(c)
-	id, ok := httpx.PathID(c)
-	if !ok {
-		httpx.Fail(c, apperr.NotFound("sender number"))
-		return
-	}
-	s, err := h.svc.ResendOTP(c.Request.Context(), p.Tenant, id)
-	if err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	httpx.JSON(c, http.StatusOK, gin.H{"data": s})
+// MountMessaging registers the dashboard's reads of the organization's
+// messages and usage on g, the authenticated group Mount returns. Every
+// member may read them; they are the Tenant API's GET /messages,
+// GET /messages/{id} and GET /usage, the same handlers over the same
+// services:
+//
+//	GET /messages       200 {"data": [...], "next_cursor": ...}
+//	GET /messages/{id}  200 {"data": message}
+//	GET /usage          200 {"data": report}
+func MountMessaging(g gin.IRoutes, msgs *messages.Service, u *usage.Service) {
+	m := resource.Messages{Svc: msgs, Caller: caller}
+	g.GET("/messages", m.List)
+	g.GET("/messages/:id", m.Get)
+	g.GET("/usage", resource.Usage{Svc: u, Caller: caller}.Report)
 }

@@ -22,6 +22,7 @@ const (
 	floorMain     = "main"     // cmd/...: wiring and operator commands
 	floorApp      = "app"      // platform/app: the one assembly
 	floorDoor     = "door"     // central, tenant, web: the three front doors
+	floorGlue     = "glue"     // platform/resource: handlers both APIs mount
 	floorJobs     = "jobs"     // jobs: River workers
 	floorService  = "service"  // business services, one per concept
 	floorInfra    = "infra"    // infrastructure, no business rule
@@ -39,6 +40,7 @@ var floors = map[string]string{
 	"tenant":                       floorDoor,
 	"web":                          floorDoor,
 	"jobs":                         floorJobs,
+	"platform/resource":            floorGlue,
 	"platform/accounts":            floorService,
 	"platform/keys":                floorService,
 	"platform/senders":             floorService,
@@ -79,13 +81,14 @@ var floors = map[string]string{
 // services and infrastructure never import a door, the workers or the
 // assembly; infrastructure imports no service.
 var allowed = map[string][]string{
-	floorMain:     {floorApp, floorDoor, floorJobs, floorService, floorInfra, floorEmbedded},
-	floorApp:      {floorDoor, floorJobs, floorService, floorInfra, floorEmbedded},
-	floorDoor:     {floorService, floorInfra},
+	floorMain:     {floorApp, floorDoor, floorGlue, floorJobs, floorService, floorInfra, floorEmbedded},
+	floorApp:      {floorDoor, floorGlue, floorJobs, floorService, floorInfra, floorEmbedded},
+	floorDoor:     {floorGlue, floorService, floorInfra},
+	floorGlue:     {floorService, floorInfra},
 	floorJobs:     {floorService, floorInfra},
 	floorService:  {floorService, floorInfra, floorEmbedded},
 	floorInfra:    {floorInfra, floorEmbedded},
-	floorTest:     {floorApp, floorDoor, floorJobs, floorService, floorInfra, floorEmbedded, floorTest, floorMain},
+	floorTest:     {floorApp, floorDoor, floorGlue, floorJobs, floorService, floorInfra, floorEmbedded, floorTest, floorMain},
 	floorEmbedded: {},
 }
 

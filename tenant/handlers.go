@@ -6,82 +6,20 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/bizmsg/platform/platform/accounts"
-	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/httpx"
 	"github.com/bizmsg/platform/platform/keys"
-	"github.com/bizmsg/platform/platform/page"
+	"github.com/bizmsg/platform/platform/resource"
 )
 
-// keyList is the body of GET /api-keys.
-type keyList struct {
-	Data       []keys.Resource `json:"data"`
-	NextCursor *string         `json:"next_cursor"`
-}
-
-// actor is the calling key as the keys service sees it: bound by its scopes.
-func actor(p *Principal) keys.Actor {
-	return keys.Actor{UserID: p.UserID, KeyID: p.KeyID, Scopes: p.Scopes}
-}
-
-// createKey is POST /api-keys: 201 with the key resource, plain_text_key
-// included (the only time it is shown).
-func (a *API) createKey(c *gin.Context) {
+// caller is the calling key as the shared resource handlers see it: bound
+// by its scopes, never an admin of limits.
+func caller(c *gin.Context) resource.Caller {
 	p := MustPrincipal(c)
-	var req keys.CreateRequest
-	if err := httpx.BindJSON(c, &req); err != nil {
-		httpx.Fail(c, err)
-		return
+	return resource.Caller{
+		OrgID:  p.OrgID,
+		Tenant: p.Tenant,
+		Actor:  keys.Actor{UserID: p.UserID, KeyID: p.KeyID, Scopes: p.Scopes},
 	}
-	spec, err := req.Spec()
-	if err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	created, err := a.keys.Create(c.Request.Context(), p.OrgID, actor(p), spec)
-	if err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	// The plain key is in this response: keep it out of caches.
-	c.Header("Cache-Control", "no-store")
-	httpx.JSON(c, http.StatusCreated, created.Resource(a.keys.Now()))
-}
-
-// listKeys is GET /api-keys: the organization's keys, newest first, never
-// with plain_text_key.
-func (a *API) listKeys(c *gin.Context) {
-	p := MustPrincipal(c)
-	pg, err := page.Parse(c.Query("limit"), c.Query("cursor"))
-	if err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	list, next, err := a.keys.List(c.Request.Context(), p.OrgID, pg)
-	if err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	now := a.keys.Now()
-	out := keyList{Data: make([]keys.Resource, 0, len(list)), NextCursor: page.NextCursor(next)}
-	for _, k := range list {
-		out.Data = append(out.Data, k.Resource(now))
-	}
-	httpx.JSON(c, http.StatusOK, out)
-}
-
-// revokeKey is DELETE /api-keys/{id}: 204, effective at once.
-func (a *API) revokeKey(c *gin.Context) {
-	p := MustPrincipal(c)
-	id, ok := httpx.PathID(c)
-	if !ok {
-		httpx.Fail(c, apperr.NotFound("API key"))
-		return
-	}
-	if err := a.keys.Revoke(c.Request.Context(), p.OrgID, actor(p), id); err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	c.Status(http.StatusNoContent)
 }
 
 // meBody is GET /me's data.

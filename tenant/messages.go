@@ -1,15 +1,14 @@
 package tenant
 
 import (
-	"net/http"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/bizmsg/platform/platform/apikey"
-	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/httpx"
 	"github.com/bizmsg/platform/platform/messages"
+	"github.com/bizmsg/platform/platform/resource"
 )
 
 // IdempotentReplayedHeader marks a send answered from its Idempotency-Key.
@@ -28,9 +27,10 @@ type messageHandlers struct {
 //	GET  /messages/{id}  messages.read  200 {"data": message}
 func MountMessages(g gin.IRoutes, svc *messages.Service) {
 	h := &messageHandlers{svc: svc}
+	r := resource.Messages{Svc: svc, Caller: caller}
 	g.POST("/messages", RequireScope(apikey.ScopeMessagesSend), h.send)
-	g.GET("/messages", RequireScope(apikey.ScopeMessagesRead), h.list)
-	g.GET("/messages/:id", RequireScope(apikey.ScopeMessagesRead), h.get)
+	g.GET("/messages", RequireScope(apikey.ScopeMessagesRead), r.List)
+	g.GET("/messages/:id", RequireScope(apikey.ScopeMessagesRead), r.Get)
 }
 
 // send is POST /messages: 202 with the queued message, or the first answer
@@ -59,31 +59,4 @@ func writeSendResult(c *gin.Context, res messages.SendResult) {
 	}
 	c.Header("Location", BasePath+"/messages/"+strconv.FormatInt(res.MessageID, 10))
 	c.Data(res.Status, "application/json; charset=utf-8", res.Body)
-}
-
-// list is GET /messages.
-func (h *messageHandlers) list(c *gin.Context) {
-	p := MustPrincipal(c)
-	page, err := h.svc.List(c.Request.Context(), p.Tenant, messages.ListQueryFrom(c.Request.URL.Query()))
-	if err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	httpx.JSON(c, http.StatusOK, page)
-}
-
-// get is GET /messages/{id}.
-func (h *messageHandlers) get(c *gin.Context) {
-	p := MustPrincipal(c)
-	id, ok := httpx.PathID(c)
-	if !ok {
-		httpx.Fail(c, apperr.NotFound("message"))
-		return
-	}
-	m, err := h.svc.Get(c.Request.Context(), p.Tenant, id)
-	if err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	httpx.JSON(c, http.StatusOK, gin.H{"data": m})
 }

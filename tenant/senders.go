@@ -1,26 +1,13 @@
 package tenant
 
 import (
-	"net/http"
-
 	"github.com/gin-gonic/gin"
 
 	"github.com/bizmsg/platform/platform/apikey"
-	"github.com/bizmsg/platform/platform/httpx"
+	"github.com/bizmsg/platform/platform/resource"
 	"github.com/bizmsg/platform/platform/senders"
+	"github.com/bizmsg/platform/platform/usage"
 )
-
-// senderList is the body of GET /sender-numbers: every number of the
-// organization (no pagination), newest first.
-type senderList struct {
-	Data       []senders.Sender `json:"data"`
-	NextCursor *string          `json:"next_cursor"`
-}
-
-// senderHandlers serves the Tenant API's sender-number routes.
-type senderHandlers struct {
-	svc *senders.Service
-}
 
 // MountSenders registers the sender-number routes on g, the authenticated
 // group Mount returns:
@@ -30,38 +17,15 @@ type senderHandlers struct {
 //
 // OTP entry, resend and limits are dashboard (Central API) operations.
 func MountSenders(g gin.IRoutes, svc *senders.Service) {
-	h := &senderHandlers{svc: svc}
-	g.POST("/sender-numbers", RequireScope(apikey.ScopeMessagesSend), h.register)
-	g.GET("/sender-numbers", RequireAnyScope(apikey.ScopeMessagesSend, apikey.ScopeMessagesRead), h.list)
+	h := resource.Senders{Svc: svc, Caller: caller}
+	g.POST("/sender-numbers", RequireScope(apikey.ScopeMessagesSend), h.Register)
+	g.GET("/sender-numbers", RequireAnyScope(apikey.ScopeMessagesSend, apikey.ScopeMessagesRead), h.List)
 }
 
-// register is POST /sender-numbers: the number in pending_verification, its
-// OTP on its way to the owner's network account.
-func (h *senderHandlers) register(c *gin.Context) {
-	p := MustPrincipal(c)
-	var req senders.RegisterRequest
-	if err := httpx.BindJSON(c, &req); err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	s, err := h.svc.Register(c.Request.Context(), p.Tenant, req.Input())
-	if err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	httpx.JSON(c, http.StatusCreated, gin.H{"data": s})
-}
-
-// list is GET /sender-numbers.
-func (h *senderHandlers) list(c *gin.Context) {
-	p := MustPrincipal(c)
-	list, err := h.svc.List(c.Request.Context(), p.Tenant)
-	if err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	if list == nil {
-		list = []senders.Sender{}
-	}
-	httpx.JSON(c, http.StatusOK, senderList{Data: list})
+// MountUsage registers the usage report on g, the authenticated group Mount
+// returns:
+//
+//	GET /usage[?from=YYYY-MM-DD&to=YYYY-MM-DD]  usage.read  200 {"data": report}
+func MountUsage(g gin.IRoutes, svc *usage.Service) {
+	g.GET("/usage", RequireScope(apikey.ScopeUsageRead), resource.Usage{Svc: svc, Caller: caller}.Report)
 }

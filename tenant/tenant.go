@@ -29,6 +29,7 @@ import (
 	"github.com/bizmsg/platform/platform/httpx"
 	"github.com/bizmsg/platform/platform/keys"
 	"github.com/bizmsg/platform/platform/ratelimit"
+	"github.com/bizmsg/platform/platform/resource"
 )
 
 // BasePath is where the Tenant API lives.
@@ -127,9 +128,10 @@ func New(cfg Config) (*API, error) {
 // RequireScope or RequireAnyScope.
 func (a *API) Mount(r gin.IRouter) *gin.RouterGroup {
 	g := r.Group(BasePath, a.Authenticate, a.rateLimit)
-	g.POST("/api-keys", a.createKey)
-	g.GET("/api-keys", a.listKeys)
-	g.DELETE("/api-keys/:id", a.revokeKey)
+	k := resource.Keys{Svc: a.keys, Caller: caller}
+	g.POST("/api-keys", k.Create)
+	g.GET("/api-keys", k.List)
+	g.DELETE("/api-keys/:id", k.Revoke)
 	g.GET("/me", a.me)
 	return g
 }

@@ -1,23 +1,28 @@
-// Package central is the Central API: registration, login with JWT bearer
-// tokens, organizations and their members, and the dashboard-facing management
-// of API keys and sender numbers. It owns the `central` schema.
 package accounts
 
 import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/uptrace/bun"
 )
 
 // PurgeRefreshTokens deletes refresh tokens that expired more than a day ago
-// (the day keeps recently expired tokens around for reuse detection).
-func PurgeRefreshTokens(ctx context.Context, idb bun.IDB, now time.Time) (int64, error) {
-	res, err := idb.NewDelete().TableExpr("central.refresh_tokens").
-		Where("expires_at < ?", now.Add(-24*time.Hour)).Exec(ctx)
+// (the day keeps recently expired tokens around for reuse detection), for
+// the housekeeping job.
+func (s *Service) PurgeRefreshTokens(ctx context.Context, now time.Time) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM central.refresh_tokens WHERE expires_at < $1`, now.Add(-24*time.Hour))
 	if err != nil {
 		return 0, fmt.Errorf("purge refresh tokens: %w", err)
 	}
-	return res.RowsAffected()
+	return tag.RowsAffected(), nil
+}
+
+// PurgeLoginThrottle deletes login counters whose window started more than a
+// day ago (longer than any sensible window), for the housekeeping job.
+func (s *Service) PurgeLoginThrottle(ctx context.Context, now time.Time) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM central.login_throttle WHERE window_start < $1`, now.Add(-24*time.Hour))
+	if err != nil {
+		return 0, fmt.Errorf("purge login throttle: %w", err)
+	}
+	return tag.RowsAffected(), nil
 }

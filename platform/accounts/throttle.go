@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/uptrace/bun"
-
 	"github.com/bizmsg/platform/platform/apperr"
 )
 
@@ -107,15 +105,4 @@ func (s *Service) releaseLogin(ctx context.Context, account, address string) err
 		return fmt.Errorf("login throttle release: %w", err)
 	}
 	return nil
-}
-
-// PurgeLoginThrottle deletes login counters whose window started more than a
-// day ago (longer than any sensible window), for the housekeeping job.
-func PurgeLoginThrottle(ctx context.Context, idb bun.IDB, now time.Time) (int64, error) {
-	res, err := idb.NewDelete().TableExpr("central.login_throttle").
-		Where("window_start < ?", now.Add(-24*time.Hour)).Exec(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("purge login throttle: %w", err)
-	}
-	return res.RowsAffected()
 }

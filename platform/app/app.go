@@ -181,12 +181,8 @@ func (a *App) addWorkers(cfg queue.Config) {
 	workers := a.workers
 	river.AddWorker(workers, &jobs.HousekeepingWorker{
 		Purgers: map[string]jobs.Purger{
-			"refresh_tokens": jobs.PurgerFunc(func(ctx context.Context, now time.Time) (int64, error) {
-				return accounts.PurgeRefreshTokens(ctx, a.DB.Bun, now)
-			}),
-			"login_throttle": jobs.PurgerFunc(func(ctx context.Context, now time.Time) (int64, error) {
-				return accounts.PurgeLoginThrottle(ctx, a.DB.Bun, now)
-			}),
+			"refresh_tokens":   jobs.PurgerFunc(a.Accounts.PurgeRefreshTokens),
+			"login_throttle":   jobs.PurgerFunc(a.Accounts.PurgeLoginThrottle),
 			"idempotency_keys": jobs.PurgerFunc(a.purgeIdempotencyKeys),
 			"web_sessions": jobs.PurgerFunc(func(ctx context.Context, now time.Time) (int64, error) {
 				return web.PurgeSessions(ctx, a.DB.Pool, now, web.DefaultIdleTimeout)

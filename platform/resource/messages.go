@@ -1,0 +1,52 @@
+package resource
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/bizmsg/platform/platform/httpx"
+	"github.com/bizmsg/platform/platform/messages"
+	"github.com/bizmsg/platform/platform/usage"
+)
+
+// Messages serves the message history both APIs read: GET /messages and
+// GET /messages/{id}, with the same parameters and bodies. (Sending is the
+// Tenant API's alone.)
+type Messages struct {
+	Svc    *messages.Service
+	Caller CallerFunc
+}
+
+// List is GET /messages: one page of the history, newest first, with the
+// filters of docs/api.md §Message history.
+func (h Messages) List(c *gin.Context) {
+	out, err := h.Svc.List(c.Request.Context(), h.Caller(c).Tenant, messages.ListQueryFrom(c.Request.URL.Query()))
+	if err != nil {
+		httpx.Fail(c, err)
+		return
+	}
+	httpx.JSON(c, http.StatusOK, out)
+}
+
+// Get is GET /messages/{id}.
+func (h Messages) Get(c *gin.Context) {
+	id, ok := pathID(c, "message")
+	if !ok {
+		return
+	}
+	m, err := h.Svc.Get(c.Request.Context(), h.Caller(c).Tenant, id)
+	render(c, http.StatusOK, m, err)
+}
+
+// Usage serves GET /usage[?from=YYYY-MM-DD&to=YYYY-MM-DD].
+type Usage struct {
+	Svc    *usage.Service
+	Caller CallerFunc
+}
+
+// Report is GET /usage: the organization's usage per day and in total.
+func (h Usage) Report(c *gin.Context) {
+	r, err := h.Svc.Report(c.Request.Context(), h.Caller(c).Tenant, usage.Query{From: c.Query("from"), To: c.Query("to")})
+	render(c, http.StatusOK, r, err)
+}

@@ -1,0 +1,82 @@
+// Package resource holds the HTTP handlers of the resources both APIs serve:
+// API keys, sender numbers, messages and usage. The Tenant API (package
+// tenant, X-Api-Key and scopes) and the Central API (package central,
+// Bearer and roles) mount the same handlers behind their own authentication
+// and authorization; each gives a CallerFunc that reads its authenticated
+// caller, so a rule of the resource is written once.
+//
+// Handlers are thin: parse the request, call the service with the caller's
+// organization, render the result in the one envelope ({"data": ...}, or
+// the error body of package httpx).
+package resource
+
+import (
+	"github.com/gin-gonic/gin"
+
+	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/httpx"
+	"github.com/bizmsg/platform/platform/keys"
+)
+
+// Caller is the authenticated caller of a request, as both APIs know it.
+type Caller struct {
+	// OrgID is the caller's organization.
+	OrgID int64
+	// Tenant routes the organization's queries to its schema.
+	Tenant db.Tenant
+	// Actor is the caller as the keys service sees it: a user, and the key
+	// (with its scopes) when the caller is an API key.
+	Actor keys.Actor
+	// Admin reports whether the caller may change the organization's
+	// limits (an owner or admin signed in to the dashboard).
+	Admin bool
+}
+
+// CallerFunc returns the caller of a request that passed the API's
+// authentication middleware.
+type CallerFunc func(*gin.Context) Caller
+
+// Data writes status with the body {"data": v}.
+func Data(c *gin.Context, status int, v any) {
+	httpx.JSON(c, status, gin.H{"data": v})
+}
+
+// List is the body of a list answer: one page of data, and the cursor of
+// the next page (null on the last).
+type List[T any] struct {
+	Data       []T     `json:"data"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+// pathID reads the :id path parameter, or answers 404 naming what (a
+// malformed id names nothing, docs/api.md §Status codes) and returns false.
+func pathID(c *gin.Context, what string) (int64, bool) {
+	id, ok := httpx.PathID(c)
+	if !ok {
+		httpx.Fail(c, apperr.NotFound(what))
+	}
+	return id, ok
+}
+
+// bind decodes the JSON body into v, or answers the binding error and
+// returns false.
+func bind(c *gin.Context, v any) bool {
+	if err := httpx.BindJSON(c, v); err != nil {
+		httpx.Fail(c, err)
+		return false
+	}
+	return true
+}
+
+// render answers err, or status with {"data": v} when err is nil.
+func render(c *gin.Context, status int, v any, err error) {
+	if err != nil {
+		httpx.Fail(c, err)
+		return
+	}
+	Data(c, status, v)
+}
+
+// noStore keeps responses that carry secrets (plain keys) out of caches.
+func noStore(c *gin.Context) { c.Header("Cache-Control", "no-store") }
