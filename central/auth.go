@@ -1,7 +1,6 @@
 package central
 
 import (
-	"errors"
 	"slices"
 	"strings"
 
@@ -16,30 +15,17 @@ import (
 // a few hundred bytes, so anything much larger is refused unparsed.
 const MaxAuthorizationBytes = 2048
 
-// principalKey is the gin context key of the authenticated accounts.Principal.
-const principalKey = "central.principal"
+// principal keeps the authenticated accounts.Principal on the request.
+const principal httpx.PrincipalKey[accounts.Principal] = "central.principal"
 
-// PrincipalFrom returns the request's accounts.Principal, set by the bearer
+// PrincipalFrom returns the request's Principal, set by the bearer
 // middleware; false on a route mounted outside the authenticated group.
-func PrincipalFrom(c *gin.Context) (*accounts.Principal, bool) {
-	v, ok := c.Get(principalKey)
-	if !ok {
-		return nil, false
-	}
-	p, ok := v.(*accounts.Principal)
-	return p, ok
-}
+func PrincipalFrom(c *gin.Context) (*accounts.Principal, bool) { return principal.From(c) }
 
-// MustPrincipal returns the request's accounts.Principal and panics when there is
+// MustPrincipal returns the request's Principal and panics when there is
 // none (a handler mounted outside the authenticated group: a programming
 // error, answered 500 by the recovery middleware).
-func MustPrincipal(c *gin.Context) *accounts.Principal {
-	p, ok := PrincipalFrom(c)
-	if !ok {
-		panic("central: no principal on the request; mount the handler on the group Mount returns")
-	}
-	return p
-}
+func MustPrincipal(c *gin.Context) *accounts.Principal { return principal.Must(c) }
 
 // bearer is the Central API's authentication middleware: Authorization:
 // Bearer <access token>, capped at MaxAuthorizationBytes. API keys are not
@@ -69,7 +55,7 @@ func (a *API) bearer(c *gin.Context) {
 		httpx.Fail(c, err)
 		return
 	}
-	c.Set(principalKey, p)
+	principal.Set(c, p)
 	c.Next()
 }
 
@@ -77,18 +63,12 @@ func (a *API) bearer(c *gin.Context) {
 // organization is one of roles; others get 403 insufficient_role.
 func RequireRole(roles ...string) gin.HandlerFunc {
 	roles = slices.Clone(roles)
-	return func(c *gin.Context) {
-		p, ok := PrincipalFrom(c)
-		if !ok {
-			httpx.Fail(c, errors.New("central: role check on a route without the bearer middleware"))
-			return
-		}
+	return principal.Gate(func(p *accounts.Principal) error {
 		if slices.Contains(roles, p.Role) {
-			c.Next()
-			return
+			return nil
 		}
 		e := apperr.Forbidden("insufficient_role", "This action needs the role "+strings.Join(roles, " or ")+"; you are "+p.Role+".")
 		e.Details = map[string]any{"required_roles": roles}
-		httpx.Fail(c, e)
-	}
+		return e
+	})
 }

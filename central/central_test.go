@@ -31,7 +31,7 @@ func TestRequireRole(t *testing.T) {
 			e := httpx.NewEngine(httpx.Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 			e.GET("/x", func(c *gin.Context) {
 				if tt.role != "" {
-					c.Set(principalKey, &accounts.Principal{UserID: 1, OrgID: 1, Role: tt.role})
+					principal.Set(c, &accounts.Principal{UserID: 1, OrgID: 1, Role: tt.role})
 				}
 			}, RequireRole(accounts.RoleOwner, accounts.RoleAdmin), func(c *gin.Context) { c.Status(http.StatusOK) })
 			rec := httptest.NewRecorder()

@@ -41,8 +41,8 @@ const APIKeyHeader = "X-Api-Key" //nolint:gosec // G101: a header name, not a cr
 // CodeInsufficientScope is the error code of a 403 for a missing scope.
 const CodeInsufficientScope = "insufficient_scope"
 
-// principalKey is the gin context key of the authenticated Principal.
-const principalKey = "tenant.principal"
+// principal keeps the authenticated Principal on the request.
+const principal httpx.PrincipalKey[Principal] = "tenant.principal"
 
 // Principal is the authenticated caller of a Tenant API request: an API key
 // of one organization. Tenant holds that organization's schema; every tenant
@@ -69,25 +69,12 @@ func (p *Principal) Can(scope string) bool { return apikey.Covers(p.Scopes, scop
 
 // PrincipalFrom returns the request's Principal, set by the API-key
 // middleware; false on a route mounted outside the authenticated group.
-func PrincipalFrom(c *gin.Context) (*Principal, bool) {
-	v, ok := c.Get(principalKey)
-	if !ok {
-		return nil, false
-	}
-	p, ok := v.(*Principal)
-	return p, ok
-}
+func PrincipalFrom(c *gin.Context) (*Principal, bool) { return principal.From(c) }
 
 // MustPrincipal returns the request's Principal and panics when there is
-// none: a handler that needs one mounted outside the authenticated group is a
-// programming error (the recovery middleware answers 500).
-func MustPrincipal(c *gin.Context) *Principal {
-	p, ok := PrincipalFrom(c)
-	if !ok {
-		panic("tenant: no principal on the request; mount the handler on the group Mount returns")
-	}
-	return p
-}
+// none (a handler mounted outside the authenticated group: a programming
+// error, answered 500 by the recovery middleware).
+func MustPrincipal(c *gin.Context) *Principal { return principal.Must(c) }
 
 // Config configures the Tenant API.
 type Config struct {
@@ -155,7 +142,7 @@ func (a *API) Authenticate(c *gin.Context) {
 		httpx.Fail(c, err)
 		return
 	}
-	c.Set(principalKey, &Principal{
+	principal.Set(c, &Principal{
 		KeyID:        auth.Key.ID,
 		OrgID:        auth.Org.ID,
 		UserID:       auth.Key.CreatedBy,
@@ -177,18 +164,12 @@ func RequireScope(scope string) gin.HandlerFunc {
 // of scopes (or "*"); others get 403 insufficient_scope naming them.
 func RequireAnyScope(scopes ...string) gin.HandlerFunc {
 	scopes = slices.Clone(scopes)
-	return func(c *gin.Context) {
-		p, ok := PrincipalFrom(c)
-		if !ok {
-			httpx.Fail(c, errors.New("tenant: scope check on a route without the API-key middleware"))
-			return
-		}
+	return principal.Gate(func(p *Principal) error {
 		if slices.ContainsFunc(scopes, p.Can) {
-			c.Next()
-			return
+			return nil
 		}
-		httpx.Fail(c, errInsufficientScope(scopes))
-	}
+		return errInsufficientScope(scopes)
+	})
 }
 
 func errInsufficientScope(scopes []string) *apperr.Error {

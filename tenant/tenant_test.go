@@ -54,7 +54,7 @@ func TestRequireScope(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			e := engine()
-			e.GET("/x", func(c *gin.Context) { c.Set(principalKey, &Principal{Scopes: tt.have}) },
+			e.GET("/x", func(c *gin.Context) { principal.Set(c, &Principal{Scopes: tt.have}) },
 				RequireAnyScope(tt.need...), func(c *gin.Context) { c.Status(http.StatusOK) })
 			rec, m := serve(e, nil)
 			if rec.Code != tt.want {
