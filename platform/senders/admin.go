@@ -145,7 +145,7 @@ func (s *Service) saveStatus(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row
 	if err := saveRow(ctx, tx, t, r, s.clock.Now(), append([]string{"status"}, extra...)...); err != nil {
 		return err
 	}
-	return dirSetStatus(ctx, tx, t.OrgID, r)
+	return s.statusChanged(ctx, tx, t, r)
 }
 
 // adminChange finds the target, applies change under the row lock, and

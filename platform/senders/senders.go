@@ -45,6 +45,7 @@ import (
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/queue"
+	"github.com/bizmsg/platform/platform/webhooks"
 )
 
 // Status is a sender number's state.
@@ -171,6 +172,9 @@ type Config struct {
 	ResendCooldown time.Duration
 	// PlatformName names the service in OTP messages. Default "bizmsg".
 	PlatformName string
+	// Events records sender_number.status_changed for webhooks in the
+	// transaction of each status change. Nil: no events.
+	Events webhooks.Emitter
 }
 
 // Service implements the sender-number rules. It is safe for concurrent use.

@@ -287,7 +287,7 @@ func (s *Service) Verify(ctx context.Context, t db.Tenant, id int64, code string
 			"status", "verification_status", "verified_at", "activated_at", "otp_hash", "otp_expires_at", "otp_attempts"); err != nil {
 			return err
 		}
-		if err := dirSetStatus(ctx, tx, t.OrgID, r); err != nil {
+		if err := s.statusChanged(ctx, tx, t, r); err != nil {
 			return err
 		}
 		out = r.sender()

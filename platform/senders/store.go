@@ -13,6 +13,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/webhooks"
 )
 
 // querier runs statements: a pgx transaction or the pool.
@@ -223,6 +224,27 @@ func dirInsert(ctx context.Context, q querier, orgID int64, r *row) error {
 		orgID, r.ID, r.Phone, string(r.Status), r.UpdatedAt)
 	if err != nil {
 		return fmt.Errorf("insert sender directory entry: %w", err)
+	}
+	return nil
+}
+
+// statusChanged records a status change of r made in tx: the central
+// directory's mirror, and the sender_number.status_changed event.
+func (s *Service) statusChanged(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error {
+	if err := dirSetStatus(ctx, tx, t.OrgID, r); err != nil {
+		return err
+	}
+	if s.cfg.Events == nil {
+		return nil
+	}
+	err := s.cfg.Events.Emit(ctx, tx, t, webhooks.Event{
+		Type: webhooks.EventSenderStatusChanged,
+		Key:  "sender_number:" + strconv.FormatInt(r.ID, 10),
+		Data: r.sender(),
+		At:   r.UpdatedAt,
+	})
+	if err != nil {
+		return fmt.Errorf("record status change of sender %d: %w", r.ID, err)
 	}
 	return nil
 }

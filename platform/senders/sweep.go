@@ -101,7 +101,7 @@ func (s *Service) activatePending(ctx context.Context, t db.Tenant, id int64) (b
 		if err := saveRow(ctx, tx, t, r, now, "status", "activated_at"); err != nil {
 			return err
 		}
-		if err := dirSetStatus(ctx, tx, t.OrgID, r); err != nil {
+		if err := s.statusChanged(ctx, tx, t, r); err != nil {
 			return err
 		}
 		done = true

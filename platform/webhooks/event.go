@@ -4,7 +4,13 @@
 // (Standard Webhooks) at least once, in order per message, by River jobs.
 package webhooks
 
-import "time"
+import (
+	"context"
+	"time"
+
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/jackc/pgx/v5"
+)
 
 // Event types (docs/api.md, §Webhooks).
 const (
@@ -39,4 +45,11 @@ type Event struct {
 	Data any
 	// At is when the change happened: the payload's timestamp.
 	At time.Time
+}
+
+// Emitter records events inside the transaction of the change they report:
+// the webhooks Service is one. A service that changes what an event
+// reports takes an Emitter (nil: it reports nothing).
+type Emitter interface {
+	Emit(ctx context.Context, tx pgx.Tx, t db.Tenant, events ...Event) error
 }
