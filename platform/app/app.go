@@ -171,6 +171,7 @@ func (a *App) riverClient(opts Options) (*river.Client[pgx.Tx], error) {
 		periodic = []*river.PeriodicJob{
 			jobs.HousekeepingPeriodic(time.Hour),
 			jobs.AccountSweepPeriodic(a.cfg.SenderSweepInterval),
+			jobs.KeyExpiryPeriodic(),
 		}
 	}
 	return queue.NewClient(a.DB.Pool, a.workers, periodic, cfg)
@@ -191,6 +192,7 @@ func (a *App) addWorkers(cfg queue.Config) {
 		Now:    a.clock.Now,
 		Logger: a.log,
 	})
+	river.AddWorker(workers, &jobs.KeyExpiryWorker{Keys: a.Keys, Now: a.clock.Now, Logger: a.log})
 	a.senderWorkers(workers)
 	a.messagingWorkers(workers, cfg)
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/bizmsg/platform/platform/apikey"
 	"github.com/bizmsg/platform/platform/batch"
 	"github.com/bizmsg/platform/platform/clock"
+	"github.com/bizmsg/platform/platform/webhooks"
 )
 
 // Key statuses as the API shows them. A key is revoked once revoked_at is set
@@ -73,6 +74,9 @@ type Config struct {
 	// statement reads, and how many such statements run at once. Defaults
 	// 64 and batch.ReadMaxInFlight.
 	Batch batch.Config
+	// Events records api_key.expiring for webhooks (NotifyExpiring). Nil:
+	// no events.
+	Events webhooks.Emitter
 }
 
 // Service issues, lists, revokes, reveals and authenticates API keys. It is

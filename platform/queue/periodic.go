@@ -14,3 +14,10 @@ type AccountSweepArgs struct{}
 
 // Kind names the job in River.
 func (AccountSweepArgs) Kind() string { return "sender_account_sweep" }
+
+// KeyExpiryArgs is the periodic job that reports API keys about to expire
+// (api_key.expiring).
+type KeyExpiryArgs struct{}
+
+// Kind names the job in River.
+func (KeyExpiryArgs) Kind() string { return "api_key_expiry" }
