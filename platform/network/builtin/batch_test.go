@@ -81,7 +81,8 @@ func (f *fixture) stored(ref string) (storedMessage, bool) {
 	if err != nil {
 		f.t.Fatalf("stored %s: %v", ref, err)
 	}
-	s.delivery.DeliveredAt = s.delivery.DeliveredAt.UTC()
+	// A stored message is in the recipient's inbox: delivered.
+	s.delivery.DeliveredAt, s.delivery.Delivered = s.delivery.DeliveredAt.UTC(), true
 	s.msg.Reference, s.msg.FromPhone, s.msg.ToPhone = ref, s.from, s.to
 	return s, true
 }

@@ -403,7 +403,7 @@ func (n *Network) deliver(ctx context.Context, msg network.Message, from, to str
 			return network.Delivery{}, fmt.Errorf("insert message: %w", err)
 		case id != nil:
 			return network.Delivery{ConversationID: *conv, RecipientID: recipient.ID, MessageID: *id,
-				DeliveredAt: at.UTC()}, nil
+				DeliveredAt: at.UTC(), Delivered: true}, nil
 		}
 		// Nothing inserted: the reference was delivered already (a repeat,
 		// or a concurrent call that committed first; answer with that), or
@@ -551,7 +551,7 @@ func delivered(ctx context.Context, q querier, ref, from, to string) (network.De
 		return network.Delivery{}, true, permanent(network.CodeReferenceReused,
 			"the reference was already used for a message between other accounts")
 	}
-	d.DeliveredAt = d.DeliveredAt.UTC()
+	d.DeliveredAt, d.Delivered = d.DeliveredAt.UTC(), true
 	return d, true, nil
 }
 

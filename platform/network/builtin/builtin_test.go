@@ -254,7 +254,9 @@ func TestDeliverIsIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Deliver: %v", err)
 	}
-	if first.MessageID == 0 || first.ConversationID == 0 || first.RecipientID != rb.ID || !first.DeliveredAt.Equal(start) {
+	// Stored in the recipient's inbox is delivered: no receipt follows.
+	if first.MessageID == 0 || first.ConversationID == 0 || first.RecipientID != rb.ID || !first.DeliveredAt.Equal(start) ||
+		!first.Delivered {
 		t.Fatalf("delivery = %+v", first)
 	}
 
