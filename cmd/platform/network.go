@@ -173,8 +173,9 @@ func networkBlock(ctx context.Context, args []string, stdout, stderr io.Writer, 
 
 func networkInbox(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := networkFlags("inbox", "--phone P [--last N] [--json]",
-		"Print the messages the account received, newest last (OTP messages come from\n"+
-			"\""+builtin.ServicePhone+"\", the platform's own account).", stderr)
+		"Print the messages the account received, newest last, each with its receipt state:\n"+
+			"delivered, or read (see 'platform network read'). OTP messages come from\n"+
+			"\""+builtin.ServicePhone+"\", the platform's own account.", stderr)
 	raw := fs.String("phone", "", "the account's phone, international format; required")
 	last := fs.Int("last", 0, "print only the last N messages (0: all)")
 	asJSON := fs.Bool("json", false, "print one JSON object a line")
@@ -194,29 +195,29 @@ func networkInbox(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return err
 		}
 		if *asJSON {
-			for _, m := range msgs {
-				if err := writeJSON(stdout, inboxJSON{
-					MessageID: m.MessageID, ConversationID: m.ConversationID, FromPhone: m.FromPhone,
-					Type: m.Type, Content: m.Content, FileName: m.FileName, FileSize: m.FileSize,
-					FileType: m.FileType, Duration: m.Duration, Reference: m.Reference,
-					CreatedAt: timestamp(m.CreatedAt),
-				}); err != nil {
-					return err
-				}
-			}
-			return nil
+			return printMessagesJSON(stdout, msgs)
 		}
 		if len(msgs) == 0 {
 			_, err := fmt.Fprintf(stdout, "no messages for %s\n", p)
 			return err
 		}
 		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "CREATED_AT\tFROM\tTYPE\tCONTENT")
+		fmt.Fprintln(w, "CREATED_AT\tFROM\tTYPE\tRECEIPT\tCONTENT")
 		for _, m := range msgs {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", timestamp(m.CreatedAt), m.FromPhone, m.Type, describe(m))
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", timestamp(m.CreatedAt), m.FromPhone, m.Type, m.Receipt(), describe(m))
 		}
 		return w.Flush()
 	})
+}
+
+// printMessagesJSON prints msgs as JSON, one object a line.
+func printMessagesJSON(w io.Writer, msgs []builtin.InboxMessage) error {
+	for _, m := range msgs {
+		if err := writeJSON(w, messageToJSON(m)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // accountJSON is an account as --json prints it.
@@ -237,19 +238,33 @@ type blockJSON struct {
 	Blocked bool   `json:"blocked"`
 }
 
-// inboxJSON is one inbox message as --json prints it.
-type inboxJSON struct {
-	MessageID      int64  `json:"message_id"`
-	ConversationID int64  `json:"conversation_id"`
-	FromPhone      string `json:"from_phone"`
-	Type           string `json:"type"`
-	Content        string `json:"content"`
-	FileName       string `json:"file_name,omitempty"`
-	FileSize       int64  `json:"file_size,omitempty"`
-	FileType       string `json:"file_type,omitempty"`
-	Duration       int    `json:"duration,omitempty"`
-	Reference      string `json:"reference"`
-	CreatedAt      string `json:"created_at"`
+// messageJSON is one message as --json prints it (inbox, read, send).
+type messageJSON struct {
+	MessageID      int64   `json:"message_id"`
+	ConversationID int64   `json:"conversation_id"`
+	FromPhone      string  `json:"from_phone"`
+	ToPhone        string  `json:"to_phone"`
+	Type           string  `json:"type"`
+	Content        string  `json:"content"`
+	FileName       string  `json:"file_name,omitempty"`
+	FileSize       int64   `json:"file_size,omitempty"`
+	FileType       string  `json:"file_type,omitempty"`
+	Duration       int     `json:"duration,omitempty"`
+	Reference      string  `json:"reference"`
+	CreatedAt      string  `json:"created_at"`
+	Receipt        string  `json:"receipt"`
+	DeliveredAt    string  `json:"delivered_at"`
+	ReadAt         *string `json:"read_at"`
+}
+
+func messageToJSON(m builtin.InboxMessage) messageJSON {
+	return messageJSON{
+		MessageID: m.MessageID, ConversationID: m.ConversationID, FromPhone: m.FromPhone, ToPhone: m.ToPhone,
+		Type: m.Type, Content: m.Content, FileName: m.FileName, FileSize: m.FileSize,
+		FileType: m.FileType, Duration: m.Duration, Reference: m.Reference,
+		CreatedAt: timestamp(m.CreatedAt), Receipt: m.Receipt(),
+		DeliveredAt: timestamp(m.DeliveredAt), ReadAt: optTimestamp(m.ReadAt),
+	}
 }
 
 func printAccount(w io.Writer, a network.Account, asJSON bool) error {

@@ -211,6 +211,13 @@ func TestNetworkCommands(t *testing.T) {
 		if _, err := time.Parse(time.RFC3339, l["created_at"].(string)); err != nil {
 			t.Errorf("inbox line %d created_at: %v", i, err)
 		}
+		// Stored in the inbox is delivered at once; nothing is read yet.
+		if l["to_phone"] != carol || l["receipt"] != network.ReceiptDelivered || l["delivered_at"] != l["created_at"] {
+			t.Errorf("inbox line %d = %v, want to %s, delivered at created_at", i, l, carol)
+		}
+		if readAt, ok := l["read_at"]; !ok || readAt != nil {
+			t.Errorf("inbox line %d read_at = %v (present %v), want null", i, readAt, ok)
+		}
 	}
 	if lines[2]["file_name"] != "a.pdf" || lines[2]["file_size"] != float64(1024) || lines[2]["file_type"] != "application/pdf" {
 		t.Errorf("document line = %v", lines[2])
@@ -221,7 +228,7 @@ func TestNetworkCommands(t *testing.T) {
 
 	out = mustRun(t, "network", "inbox", "--phone", carol)
 	rows := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	if len(rows) != 4 || !strings.HasPrefix(rows[0], "CREATED_AT") || !strings.Contains(rows[0], "FROM") {
+	if len(rows) != 4 || !strings.HasPrefix(rows[0], "CREATED_AT") || !strings.Contains(rows[0], "FROM") || !strings.Contains(rows[0], "RECEIPT") {
 		t.Fatalf("inbox = %q", out)
 	}
 	for i, w := range []struct{ from, typ, content string }{
@@ -231,7 +238,7 @@ func TestNetworkCommands(t *testing.T) {
 	} {
 		row := rows[i+1]
 		f := strings.Fields(row)
-		if len(f) < 4 || f[1] != w.from || f[2] != w.typ || !strings.HasSuffix(row, "  "+w.content) {
+		if len(f) < 5 || f[1] != w.from || f[2] != w.typ || f[3] != network.ReceiptDelivered || !strings.HasSuffix(row, "  "+w.content) {
 			t.Errorf("inbox row %d = %q, want from %s, type %s, content %q", i+1, row, w.from, w.typ, w.content)
 		}
 		if _, err := time.Parse(time.RFC3339, f[0]); err != nil {

@@ -424,7 +424,8 @@ func (n *Network) deliver(ctx context.Context, msg network.Message, from, to str
 // insertMessage stores a delivery in one statement (one implicit
 // transaction, one commit): it finds the conversation of the account pair
 // ($1 < $2), creating it if needed, and inserts the message under its unique
-// reference. It returns the conversation and the new message's id and time;
+// reference, delivered ($3: the network stores it in the recipient's inbox).
+// It returns the conversation and the new message's id and time;
 // the id is NULL when the reference exists already (nothing is inserted, and
 // no conversation is created for it), and the conversation too when another
 // call created it after this statement began (it conflicts on the pair's
@@ -442,8 +443,8 @@ const insertMessage = `WITH existing AS (
 	ins AS (
 	  INSERT INTO network.messages
 	         (conversation_id, from_account_id, to_account_id, type, content,
-	          file_name, file_size, file_type, duration, reference, created_at)
-	  SELECT id, $4, $5, $6, $7, $8, $9, $10, $11, $12, $3 FROM conv
+	          file_name, file_size, file_type, duration, reference, created_at, delivered_at)
+	  SELECT id, $4, $5, $6, $7, $8, $9, $10, $11, $12, $3, $3 FROM conv
 	  ON CONFLICT (reference) DO NOTHING
 	  RETURNING id, created_at)
 	SELECT (SELECT id FROM conv LIMIT 1), ins.id, ins.created_at
@@ -513,10 +514,10 @@ const insertMessages = `WITH input AS (
 	conv AS (SELECT id, low, high FROM existing WHERE id IS NOT NULL UNION ALL SELECT id, low, high FROM created)
 	INSERT INTO network.messages
 	       (id, conversation_id, from_account_id, to_account_id, type, content,
-	        file_name, file_size, file_type, duration, reference, created_at)
+	        file_name, file_size, file_type, duration, reference, created_at, delivered_at)
 	SELECT m.id, c.id, m.from_id, m.to_id, m.type, m.content,
 	       NULLIF(m.file_name, ''), NULLIF(m.file_size, 0), NULLIF(m.file_type, ''),
-	       NULLIF(m.duration, 0)::integer, m.reference, $12
+	       NULLIF(m.duration, 0)::integer, m.reference, $12, $12
 	  FROM input m JOIN conv c ON c.low = m.low AND c.high = m.high
 	 ORDER BY m.reference
 	ON CONFLICT (reference) DO NOTHING

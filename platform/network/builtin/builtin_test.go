@@ -508,8 +508,12 @@ func TestInbox(t *testing.T) {
 	for i := range want {
 		d := deliveries[want[i].Reference]
 		want[i].MessageID, want[i].ConversationID, want[i].CreatedAt = d.MessageID, d.ConversationID, d.DeliveredAt
+		want[i].ToPhone, want[i].DeliveredAt = me, d.DeliveredAt
 		if got[i] != want[i] {
 			t.Errorf("inbox[%d] = %+v\n want %+v", i, got[i], want[i])
+		}
+		if got[i].Receipt() != network.ReceiptDelivered {
+			t.Errorf("inbox[%d] receipt = %s, want delivered", i, got[i].Receipt())
 		}
 	}
 
