@@ -2,7 +2,14 @@
 // conversations (one per pair of accounts) and messages in the `network` schema
 // of the platform's own database. It is the default network (NETWORK=builtin)
 // and the one development and tests run against; operators drive it with
-// `platform network ...` (AddAccount, VerifyAccount, Block, Inbox).
+// `platform network ...` (AddAccount, VerifyAccount, Block, Inbox, and Read
+// and Send, which act as the people holding the accounts).
+//
+// A message is delivered as it is stored (Delivery.Delivered). What happens
+// next is reported through an outbox, the table network.events, written in
+// the transaction of the change it reports: a read receipt per message Read
+// marks, an Inbound per message Send writes. Drain applies the outbox to a
+// network.Sink.
 //
 // Every phone that enters the package is normalised to E.164 with package
 // phone, so "+1 (415) 555-2671" and "+14155552671" name one account. The
