@@ -20,6 +20,7 @@ import (
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/network/builtin"
 	"github.com/bizmsg/platform/platform/network/httpnet"
+	"github.com/bizmsg/platform/platform/network/networktest"
 )
 
 const secret = "test-network-secret-0123456789abcdef"
@@ -599,4 +600,12 @@ func TestResponseBodyBounded(t *testing.T) {
 	if _, err := c.Lookup(context.Background(), ph(1), ""); err == nil || !strings.Contains(err.Error(), "exceeds") {
 		t.Fatalf("err = %v, want the body limit", err)
 	}
+}
+
+// The HTTP adapter passes the network conformance test against a fake
+// external network that reports receipts and inbound messages as signed
+// events (fakenet_test.go).
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	networktest.Run(t, newFakeHarness)
 }
