@@ -217,7 +217,7 @@ func TestNetworkHTTP(t *testing.T) {
 		{"not JSON", []byte(`{"id":`), "", http.StatusBadRequest, "malformed_json", nil},
 		{"not a JSON media type", event("evt_t", httpnet.EventMessageDelivered, map[string]any{"reference": ref}), "text/plain",
 			http.StatusUnsupportedMediaType, "unsupported_media_type", nil},
-		{"unknown type", event("evt_u", "message.read", map[string]any{"reference": ref}), "", http.StatusUnprocessableEntity, httpnet.CodeUnknownEventType, nil},
+		{"unknown type", event("evt_u", "message.exploded", map[string]any{"reference": ref}), "", http.StatusUnprocessableEntity, httpnet.CodeUnknownEventType, nil},
 		{"no reference", event("evt_r", httpnet.EventMessageDelivered, map[string]any{}), "", http.StatusUnprocessableEntity, "validation_failed",
 			[]string{"data.reference"}},
 		{"data not an object", []byte(`{"id":"evt_d","type":"message.delivered","data":"x"}`), "", http.StatusUnprocessableEntity, "validation_failed",

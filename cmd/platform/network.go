@@ -16,7 +16,8 @@ import (
 const networkUsage = `Usage: platform network <command> [flags]
 
 Operate the built-in messaging network (NETWORK=builtin) in the database named
-by DATABASE_URL: its accounts, blocks and inboxes.
+by DATABASE_URL: its accounts, blocks and inboxes, and act as the people who
+hold the accounts (read, send).
 
 Commands:
   add-account     create or update an account
@@ -24,6 +25,8 @@ Commands:
   block           make an account block a sender
   unblock         lift a block
   inbox           print the messages an account received, newest last
+  read            make an account read the messages it received
+  send            make an account write a text message to another
 
 Every command prints JSON with --json. Run 'platform network <command> -h' for
 its flags.
@@ -47,6 +50,10 @@ func runNetwork(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return networkBlock(ctx, rest, stdout, stderr, false)
 	case "inbox":
 		return networkInbox(ctx, rest, stdout, stderr)
+	case "read":
+		return networkRead(ctx, rest, stdout, stderr)
+	case "send":
+		return networkSend(ctx, rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, networkUsage)
 		return nil
@@ -173,8 +180,9 @@ func networkBlock(ctx context.Context, args []string, stdout, stderr io.Writer, 
 
 func networkInbox(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := networkFlags("inbox", "--phone P [--last N] [--json]",
-		"Print the messages the account received, newest last (OTP messages come from\n"+
-			"\""+builtin.ServicePhone+"\", the platform's own account).", stderr)
+		"Print the messages the account received, newest last, each with its receipt state:\n"+
+			"delivered, or read (see 'platform network read'). OTP messages come from\n"+
+			"\""+builtin.ServicePhone+"\", the platform's own account.", stderr)
 	raw := fs.String("phone", "", "the account's phone, international format; required")
 	last := fs.Int("last", 0, "print only the last N messages (0: all)")
 	asJSON := fs.Bool("json", false, "print one JSON object a line")
@@ -194,29 +202,114 @@ func networkInbox(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return err
 		}
 		if *asJSON {
-			for _, m := range msgs {
-				if err := writeJSON(stdout, inboxJSON{
-					MessageID: m.MessageID, ConversationID: m.ConversationID, FromPhone: m.FromPhone,
-					Type: m.Type, Content: m.Content, FileName: m.FileName, FileSize: m.FileSize,
-					FileType: m.FileType, Duration: m.Duration, Reference: m.Reference,
-					CreatedAt: timestamp(m.CreatedAt),
-				}); err != nil {
-					return err
-				}
-			}
-			return nil
+			return printMessagesJSON(stdout, msgs)
 		}
 		if len(msgs) == 0 {
 			_, err := fmt.Fprintf(stdout, "no messages for %s\n", p)
 			return err
 		}
-		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "CREATED_AT\tFROM\tTYPE\tCONTENT")
-		for _, m := range msgs {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", timestamp(m.CreatedAt), m.FromPhone, m.Type, describe(m))
-		}
-		return w.Flush()
+		return printMessages(stdout, msgs)
 	})
+}
+
+func networkRead(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := networkFlags("read", "--phone RECIPIENT [--sender SENDER_PHONE] [--json]",
+		"Make the account of --phone read every message it received and has not read yet (only\n"+
+			"those from --sender, when given), as its holder opening the conversation would. Each\n"+
+			"becomes read; messages read before are left alone. Prints the messages read, oldest\n"+
+			"first. The platform learns of it when its worker drains the network's events.", stderr)
+	rawRecipient := fs.String("phone", "", "the reading account's phone, international format; required")
+	rawSender := fs.String("sender", "", "read only the messages from this phone, international format")
+	asJSON := fs.Bool("json", false, "print one JSON object a line")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	recipient, err := phoneFlag("phone", *rawRecipient)
+	if err != nil {
+		return err
+	}
+	var sender string
+	if *rawSender != "" {
+		if sender, err = phoneFlag("sender", *rawSender); err != nil {
+			return err
+		}
+	}
+	return withNetwork(ctx, stderr, func(n *builtin.Network) error {
+		msgs, err := n.Read(ctx, recipient, sender)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printMessagesJSON(stdout, msgs)
+		}
+		if len(msgs) == 0 {
+			from := ""
+			if sender != "" {
+				from = " from " + sender
+			}
+			_, err := fmt.Fprintf(stdout, "no unread messages for %s%s\n", recipient, from)
+			return err
+		}
+		return printMessages(stdout, msgs)
+	})
+}
+
+func networkSend(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := networkFlags("send", "--from PHONE --to PHONE --text TEXT [--json]",
+		"Make the account of --from write a text message to the account of --to, as its holder\n"+
+			"would in a messaging app. It goes into the pair's conversation and is delivered at\n"+
+			"once; to an organization's sender number it is an inbound message for the platform,\n"+
+			"which learns of it when its worker drains the network's events.", stderr)
+	rawFrom := fs.String("from", "", "the writing account's phone, international format; required")
+	rawTo := fs.String("to", "", "the recipient account's phone, international format; required")
+	text := fs.String("text", "", "the message; required")
+	asJSON := fs.Bool("json", false, "print the message as JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	from, err := phoneFlag("from", *rawFrom)
+	if err != nil {
+		return err
+	}
+	to, err := phoneFlag("to", *rawTo)
+	if err != nil {
+		return err
+	}
+	if *text == "" {
+		return errors.New("--text is required")
+	}
+	return withNetwork(ctx, stderr, func(n *builtin.Network) error {
+		m, err := n.Send(ctx, from, to, *text)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(stdout, messageToJSON(m))
+		}
+		_, err = fmt.Fprintf(stdout, "%s wrote to %s: message %d in conversation %d, reference %s\n",
+			m.FromPhone, m.ToPhone, m.MessageID, m.ConversationID, m.Reference)
+		return err
+	})
+}
+
+// printMessages prints msgs as a table, one message a row.
+func printMessages(w io.Writer, msgs []builtin.InboxMessage) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CREATED_AT\tFROM\tTYPE\tRECEIPT\tCONTENT")
+	for _, m := range msgs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", timestamp(m.CreatedAt), m.FromPhone, m.Type, m.Receipt(), describe(m))
+	}
+	return tw.Flush()
+}
+
+// printMessagesJSON prints msgs as JSON, one object a line.
+func printMessagesJSON(w io.Writer, msgs []builtin.InboxMessage) error {
+	for _, m := range msgs {
+		if err := writeJSON(w, messageToJSON(m)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // accountJSON is an account as --json prints it.
@@ -237,19 +330,33 @@ type blockJSON struct {
 	Blocked bool   `json:"blocked"`
 }
 
-// inboxJSON is one inbox message as --json prints it.
-type inboxJSON struct {
-	MessageID      int64  `json:"message_id"`
-	ConversationID int64  `json:"conversation_id"`
-	FromPhone      string `json:"from_phone"`
-	Type           string `json:"type"`
-	Content        string `json:"content"`
-	FileName       string `json:"file_name,omitempty"`
-	FileSize       int64  `json:"file_size,omitempty"`
-	FileType       string `json:"file_type,omitempty"`
-	Duration       int    `json:"duration,omitempty"`
-	Reference      string `json:"reference"`
-	CreatedAt      string `json:"created_at"`
+// messageJSON is one message as --json prints it (inbox, read, send).
+type messageJSON struct {
+	MessageID      int64   `json:"message_id"`
+	ConversationID int64   `json:"conversation_id"`
+	FromPhone      string  `json:"from_phone"`
+	ToPhone        string  `json:"to_phone"`
+	Type           string  `json:"type"`
+	Content        string  `json:"content"`
+	FileName       string  `json:"file_name,omitempty"`
+	FileSize       int64   `json:"file_size,omitempty"`
+	FileType       string  `json:"file_type,omitempty"`
+	Duration       int     `json:"duration,omitempty"`
+	Reference      string  `json:"reference"`
+	CreatedAt      string  `json:"created_at"`
+	Receipt        string  `json:"receipt"`
+	DeliveredAt    string  `json:"delivered_at"`
+	ReadAt         *string `json:"read_at"`
+}
+
+func messageToJSON(m builtin.InboxMessage) messageJSON {
+	return messageJSON{
+		MessageID: m.MessageID, ConversationID: m.ConversationID, FromPhone: m.FromPhone, ToPhone: m.ToPhone,
+		Type: m.Type, Content: m.Content, FileName: m.FileName, FileSize: m.FileSize,
+		FileType: m.FileType, Duration: m.Duration, Reference: m.Reference,
+		CreatedAt: timestamp(m.CreatedAt), Receipt: m.Receipt(),
+		DeliveredAt: timestamp(m.DeliveredAt), ReadAt: optTimestamp(m.ReadAt),
+	}
 }
 
 func printAccount(w io.Writer, a network.Account, asJSON bool) error {

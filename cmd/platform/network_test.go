@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +50,22 @@ func jsonLines(t *testing.T, out string) []map[string]any {
 	return objs
 }
 
+// recordingSink records what Drain gives it.
+type recordingSink struct {
+	receipts []network.Receipt
+	inbound  []network.Inbound
+}
+
+func (s *recordingSink) Receipt(_ context.Context, r network.Receipt) error {
+	s.receipts = append(s.receipts, r)
+	return nil
+}
+
+func (s *recordingSink) Inbound(_ context.Context, m network.Inbound) error {
+	s.inbound = append(s.inbound, m)
+	return nil
+}
+
 // TestNetworkCommandErrors covers what fails before any database work: help,
 // unknown commands, missing and malformed flags.
 func TestNetworkCommandErrors(t *testing.T) {
@@ -67,6 +84,14 @@ func TestNetworkCommandErrors(t *testing.T) {
 		{"block help", []string{"network", "block", "-h"}, "", []string{"block --phone RECIPIENT --sender SENDER_PHONE", "-sender"}},
 		{"unblock help", []string{"network", "unblock", "-h"}, "", []string{"unblock --phone RECIPIENT", "-sender"}},
 		{"inbox help", []string{"network", "inbox", "-h"}, "", []string{"inbox --phone P", "-last", "-json", "newest last"}},
+		{"read help", []string{"network", "read", "-h"}, "", []string{"read --phone RECIPIENT [--sender SENDER_PHONE]", "-sender", "-json"}},
+		{"send help", []string{"network", "send", "-h"}, "", []string{"send --from PHONE --to PHONE --text TEXT", "-from", "-to", "-text", "-json"}},
+		{"read without phone", []string{"network", "read", "--sender", "+14155550001"}, "--phone is required", nil},
+		{"read malformed sender", []string{"network", "read", "--phone", "+14155550001", "--sender", "me"}, `--sender "me"`, nil},
+		{"send without from", []string{"network", "send", "--to", "+14155550001", "--text", "hi"}, "--from is required", nil},
+		{"send without to", []string{"network", "send", "--from", "+14155550001", "--text", "hi"}, "--to is required", nil},
+		{"send malformed to", []string{"network", "send", "--from", "+14155550001", "--to", "12", "--text", "hi"}, `--to "12"`, nil},
+		{"send without text", []string{"network", "send", "--from", "+14155550001", "--to", "+14155550002"}, "--text is required", nil},
 		{"missing phone", []string{"network", "add-account"}, "--phone is required", nil},
 		{"malformed phone", []string{"network", "add-account", "--phone", "0100 123"}, `--phone "0100 123": must be a valid phone number`, nil},
 		{"malformed verify phone", []string{"network", "verify-account", "--phone", "+1"}, `--phone "+1": must be a valid phone number`, nil},
@@ -211,6 +236,13 @@ func TestNetworkCommands(t *testing.T) {
 		if _, err := time.Parse(time.RFC3339, l["created_at"].(string)); err != nil {
 			t.Errorf("inbox line %d created_at: %v", i, err)
 		}
+		// Stored in the inbox is delivered at once; nothing is read yet.
+		if l["to_phone"] != carol || l["receipt"] != network.ReceiptDelivered || l["delivered_at"] != l["created_at"] {
+			t.Errorf("inbox line %d = %v, want to %s, delivered at created_at", i, l, carol)
+		}
+		if readAt, ok := l["read_at"]; !ok || readAt != nil {
+			t.Errorf("inbox line %d read_at = %v (present %v), want null", i, readAt, ok)
+		}
 	}
 	if lines[2]["file_name"] != "a.pdf" || lines[2]["file_size"] != float64(1024) || lines[2]["file_type"] != "application/pdf" {
 		t.Errorf("document line = %v", lines[2])
@@ -221,7 +253,7 @@ func TestNetworkCommands(t *testing.T) {
 
 	out = mustRun(t, "network", "inbox", "--phone", carol)
 	rows := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	if len(rows) != 4 || !strings.HasPrefix(rows[0], "CREATED_AT") || !strings.Contains(rows[0], "FROM") {
+	if len(rows) != 4 || !strings.HasPrefix(rows[0], "CREATED_AT") || !strings.Contains(rows[0], "FROM") || !strings.Contains(rows[0], "RECEIPT") {
 		t.Fatalf("inbox = %q", out)
 	}
 	for i, w := range []struct{ from, typ, content string }{
@@ -231,7 +263,7 @@ func TestNetworkCommands(t *testing.T) {
 	} {
 		row := rows[i+1]
 		f := strings.Fields(row)
-		if len(f) < 4 || f[1] != w.from || f[2] != w.typ || !strings.HasSuffix(row, "  "+w.content) {
+		if len(f) < 5 || f[1] != w.from || f[2] != w.typ || f[3] != network.ReceiptDelivered || !strings.HasSuffix(row, "  "+w.content) {
 			t.Errorf("inbox row %d = %q, want from %s, type %s, content %q", i+1, row, w.from, w.typ, w.content)
 		}
 		if _, err := time.Parse(time.RFC3339, f[0]); err != nil {
@@ -241,6 +273,70 @@ func TestNetworkCommands(t *testing.T) {
 	lines = jsonLines(t, mustRun(t, "network", "inbox", "--phone", carol, "--last", "1", "--json"))
 	if len(lines) != 1 || lines[0]["type"] != "document" {
 		t.Fatalf("inbox --last 1 = %v", lines)
+	}
+
+	// read: carol reads alice's messages, then the rest; reading again reads
+	// nothing.
+	lines = jsonLines(t, mustRun(t, "network", "read", "--phone", carol, "--sender", alice, "--json"))
+	if len(lines) != 2 {
+		t.Fatalf("read --sender alice --json = %v, want alice's two messages", lines)
+	}
+	for i, l := range lines {
+		if l["from_phone"] != alice || l["to_phone"] != carol || l["receipt"] != network.ReceiptRead || l["read_at"] == nil {
+			t.Errorf("read line %d = %v, want alice's message, read", i, l)
+		}
+		if _, err := time.Parse(time.RFC3339, l["read_at"].(string)); err != nil {
+			t.Errorf("read line %d read_at: %v", i, err)
+		}
+	}
+	if out := mustRun(t, "network", "read", "--phone", carol, "--sender", alice); out != "no unread messages for "+carol+" from "+alice+"\n" {
+		t.Fatalf("read again = %q", out)
+	}
+	out = mustRun(t, "network", "read", "--phone", carol)
+	if rows := strings.Split(strings.TrimSuffix(out, "\n"), "\n"); len(rows) != 2 || !strings.Contains(rows[0], "RECEIPT") ||
+		strings.Fields(rows[1])[1] != builtin.ServicePhone || strings.Fields(rows[1])[3] != network.ReceiptRead {
+		t.Fatalf("read = %q, want the OTP, read", out)
+	}
+	if out := mustRun(t, "network", "read", "--phone", carol, "--json"); out != "" {
+		t.Fatalf("read with nothing unread --json = %q", out)
+	}
+	if out := mustRun(t, "network", "read", "--phone", carol); out != "no unread messages for "+carol+"\n" {
+		t.Fatalf("read with nothing unread = %q", out)
+	}
+	for i, l := range jsonLines(t, mustRun(t, "network", "inbox", "--phone", carol, "--json")) {
+		if l["receipt"] != network.ReceiptRead || l["read_at"] == nil {
+			t.Errorf("inbox line %d after read = %v", i, l)
+		}
+	}
+	if out := mustRun(t, "network", "inbox", "--phone", carol); strings.Count(out, " "+network.ReceiptRead+" ") != 3 {
+		t.Errorf("inbox after read = %q, want three read", out)
+	}
+
+	// send: carol answers alice in their conversation.
+	sent := jsonLines(t, mustRun(t, "network", "send", "--from", carol, "--to", "+1 415 555 0001", "--text", "Thanks, got it", "--json"))
+	if len(sent) != 1 || sent[0]["from_phone"] != carol || sent[0]["to_phone"] != alice || sent[0]["type"] != "text" ||
+		sent[0]["content"] != "Thanks, got it" || sent[0]["conversation_id"] != lines[0]["conversation_id"] ||
+		sent[0]["reference"] != fmt.Sprintf("net:%v", sent[0]["message_id"]) || sent[0]["receipt"] != network.ReceiptDelivered ||
+		sent[0]["read_at"] != nil {
+		t.Fatalf("send --json = %v; want carol's text to alice in conversation %v", sent, lines[0]["conversation_id"])
+	}
+	out = mustRun(t, "network", "send", "--from", alice, "--to", carol, "--text", "You're welcome")
+	if !strings.HasPrefix(out, alice+" wrote to "+carol+": message ") ||
+		!strings.Contains(out, fmt.Sprintf(" in conversation %v, reference net:", sent[0]["conversation_id"])) {
+		t.Fatalf("send = %q", out)
+	}
+	if l := jsonLines(t, mustRun(t, "network", "inbox", "--phone", alice, "--last", "1", "--json")); len(l) != 1 || l[0]["content"] != "Thanks, got it" {
+		t.Fatalf("alice's inbox = %v", l)
+	}
+
+	// What read and send did waits in the network's outbox for the platform.
+	var sink recordingSink
+	if n, err := nw.Drain(ctx, &sink, 0); n != 5 || err != nil {
+		t.Fatalf("Drain = %d, %v; want 3 read receipts and 2 inbound messages", n, err)
+	}
+	if len(sink.receipts) != 3 || len(sink.inbound) != 2 || sink.inbound[0].FromPhone != carol ||
+		sink.inbound[0].Content != "Thanks, got it" || sink.inbound[1].FromPhone != alice {
+		t.Fatalf("drained receipts %+v, inbound %+v", sink.receipts, sink.inbound)
 	}
 
 	// Errors from the network: exit with a message, print nothing.
@@ -253,6 +349,13 @@ func TestNetworkCommands(t *testing.T) {
 		{[]string{"network", "block", "--phone", carol, "--sender", "+14155550009"}, "sender +14155550009: network: no account for this phone"},
 		{[]string{"network", "block", "--phone", "+14155550009", "--sender", carol}, "recipient +14155550009: network: no account for this phone"},
 		{[]string{"network", "block", "--phone", carol, "--sender", carol}, "cannot block itself"},
+		{[]string{"network", "read", "--phone", "+14155550009"}, "no account for this phone"},
+		{[]string{"network", "read", "--phone", carol, "--sender", "+14155550009"}, "sender +14155550009: network: no account for this phone"},
+		{[]string{"network", "send", "--from", "+14155550009", "--to", carol, "--text", "hi"}, network.CodeSenderNotRegistered},
+		{[]string{"network", "send", "--from", carol, "--to", "+14155550009", "--text", "hi"}, network.CodeNotRegistered},
+		{[]string{"network", "send", "--from", carol, "--to", carol, "--text", "hi"}, network.CodeSelf},
+		{[]string{"network", "send", "--from", alice, "--to", bob, "--text", "hi"}, network.CodePhoneUnverified},
+		{[]string{"network", "send", "--from", bob, "--to", carol, "--text", "hi"}, network.CodeBlockedSender},
 	} {
 		out, _, err := runCmd(t, tt.args...)
 		if err == nil || !strings.Contains(err.Error(), tt.want) || out != "" {

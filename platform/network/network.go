@@ -2,8 +2,10 @@
 // behind one interface: look up an account by phone, deliver a message from a
 // sender account to a recipient exactly once per reference, and tell whether an
 // account is verified. Implementations: the built-in network (package
-// network/builtin, tables in the `network` schema) and, later, an HTTP adapter
-// for an external network.
+// network/builtin, tables in the `network` schema) and the HTTP adapter for an
+// external network (package network/httpnet). What happens to a message
+// afterwards (delivered, read, failed) and the messages accounts write come
+// back as Receipts and Inbounds, given to a Sink.
 package network
 
 import (
@@ -102,7 +104,79 @@ type Delivery struct {
 	MessageID      int64
 	ConversationID int64
 	RecipientID    int64
-	DeliveredAt    time.Time
+	// DeliveredAt is when the network accepted the message for the
+	// recipient; when Delivered is set, also when it reached the recipient.
+	DeliveredAt time.Time
+	// Delivered: the network confirms the message reached the recipient at
+	// DeliveredAt, so no ReceiptDelivered will follow for it. The built-in
+	// network stores the message in the recipient's inbox and sets it
+	// always; the HTTP adapter never does (its receipts come as events).
+	Delivered bool
+}
+
+// The statuses of a Receipt: what happened to a message after the network
+// accepted it (queued → sent → delivered → read, or failed).
+const (
+	// ReceiptDelivered: the message reached the recipient.
+	ReceiptDelivered = "delivered"
+	// ReceiptRead: the recipient read the message.
+	ReceiptRead = "read"
+	// ReceiptFailed: the message could not reach the recipient.
+	ReceiptFailed = "failed"
+)
+
+// Receipt is the network's word on a message it accepted.
+type Receipt struct {
+	// Reference is the reference Deliver was given (Message.Reference), or
+	// the network's own for a message that did not come through Deliver:
+	// receivers ignore references they do not know.
+	Reference string
+	// Status is ReceiptDelivered, ReceiptRead or ReceiptFailed.
+	Status string
+	// At is when it happened, in UTC.
+	At time.Time
+	// ErrorCode and ErrorMessage say why the message failed (ReceiptFailed
+	// only); empty when the network did not say.
+	ErrorCode    string
+	ErrorMessage string
+}
+
+// Inbound is a message an account wrote to another account (for the
+// platform, to one of an organization's sender numbers).
+type Inbound struct {
+	// ID is the network's id of the message, unique on the network: the
+	// receiver's idempotency key (an Inbound may be reported twice).
+	ID string
+	// FromPhone is the writer's phone, ToPhone the recipient's (E.164).
+	FromPhone string
+	ToPhone   string
+	// ConversationID is the network's conversation of the pair: the same as
+	// Delivery.ConversationID of messages between the two accounts.
+	ConversationID int64
+	// Type is text, image, voice or document; Content the text or the media
+	// URL.
+	Type    string
+	Content string
+	// FileName, FileType, FileSize (bytes) and Duration (seconds, voice)
+	// describe media; empty for text.
+	FileName string
+	FileType string
+	FileSize int64
+	Duration int
+	// At is when the message was written (sent), in UTC.
+	At time.Time
+}
+
+// Sink receives what the network reports: receipts of messages it accepted
+// and messages written to accounts. Implementations must be idempotent (an
+// event may come twice) and must return an error only when the event should
+// be offered again later; an event they cannot use (an unknown reference, a
+// phone that is nobody's) is a nil error.
+type Sink interface {
+	// Receipt applies a receipt.
+	Receipt(ctx context.Context, r Receipt) error
+	// Inbound applies a message written to an account.
+	Inbound(ctx context.Context, m Inbound) error
 }
 
 // PermanentError is a refusal that retrying will not change (no such

@@ -194,7 +194,7 @@ func (n *Network) insertMessages(ctx context.Context, msgs []network.Message, it
 		if err := rows.Scan(&ref, &d.MessageID, &d.ConversationID, &d.DeliveredAt); err != nil {
 			return nil, fmt.Errorf("insert messages: %w", err)
 		}
-		d.DeliveredAt = d.DeliveredAt.UTC()
+		d.DeliveredAt, d.Delivered = d.DeliveredAt.UTC(), true
 		stored[ref] = d
 	}
 	if err := rows.Err(); err != nil {

@@ -65,14 +65,14 @@ func (f *fixture) stored(ref string) (storedMessage, bool) {
 	f.t.Helper()
 	var s storedMessage
 	err := f.db.Pool.QueryRow(context.Background(), `SELECT m.id, m.conversation_id, m.to_account_id, m.created_at,
-	       fa.phone, ta.phone, m.type, m.content, coalesce(m.file_name, ''), coalesce(m.file_size, 0),
+	       m.delivered_at IS NOT DISTINCT FROM m.created_at, fa.phone, ta.phone, m.type, m.content, coalesce(m.file_name, ''), coalesce(m.file_size, 0),
 	       coalesce(m.file_type, ''), coalesce(m.duration, 0),
 	       m.file_name IS NULL, m.file_size IS NULL, m.file_type IS NULL, m.duration IS NULL
 	  FROM network.messages m
 	  JOIN network.accounts fa ON fa.id = m.from_account_id
 	  JOIN network.accounts ta ON ta.id = m.to_account_id
 	 WHERE m.reference = $1`, ref).Scan(&s.delivery.MessageID, &s.delivery.ConversationID,
-		&s.delivery.RecipientID, &s.delivery.DeliveredAt, &s.from, &s.to, &s.msg.Type, &s.msg.Content,
+		&s.delivery.RecipientID, &s.delivery.DeliveredAt, &s.delivery.Delivered, &s.from, &s.to, &s.msg.Type, &s.msg.Content,
 		&s.msg.FileName, &s.msg.FileSize, &s.msg.FileType, &s.msg.Duration,
 		&s.nulls[0], &s.nulls[1], &s.nulls[2], &s.nulls[3])
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -81,6 +81,7 @@ func (f *fixture) stored(ref string) (storedMessage, bool) {
 	if err != nil {
 		f.t.Fatalf("stored %s: %v", ref, err)
 	}
+	// A stored message is in the recipient's inbox: delivered when stored.
 	s.delivery.DeliveredAt = s.delivery.DeliveredAt.UTC()
 	s.msg.Reference, s.msg.FromPhone, s.msg.ToPhone = ref, s.from, s.to
 	return s, true

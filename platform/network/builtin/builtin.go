@@ -2,7 +2,14 @@
 // conversations (one per pair of accounts) and messages in the `network` schema
 // of the platform's own database. It is the default network (NETWORK=builtin)
 // and the one development and tests run against; operators drive it with
-// `platform network ...` (AddAccount, VerifyAccount, Block, Inbox).
+// `platform network ...` (AddAccount, VerifyAccount, Block, Inbox, and Read
+// and Send, which act as the people holding the accounts).
+//
+// A message is delivered as it is stored (Delivery.Delivered). What happens
+// next is reported through an outbox, the table network.events, written in
+// the transaction of the change it reports: a read receipt per message Read
+// marks, an Inbound per message Send writes. Drain applies the outbox to a
+// network.Sink.
 //
 // Every phone that enters the package is normalised to E.164 with package
 // phone, so "+1 (415) 555-2671" and "+14155552671" name one account. The
@@ -403,7 +410,7 @@ func (n *Network) deliver(ctx context.Context, msg network.Message, from, to str
 			return network.Delivery{}, fmt.Errorf("insert message: %w", err)
 		case id != nil:
 			return network.Delivery{ConversationID: *conv, RecipientID: recipient.ID, MessageID: *id,
-				DeliveredAt: at.UTC()}, nil
+				DeliveredAt: at.UTC(), Delivered: true}, nil
 		}
 		// Nothing inserted: the reference was delivered already (a repeat,
 		// or a concurrent call that committed first; answer with that), or
@@ -424,7 +431,8 @@ func (n *Network) deliver(ctx context.Context, msg network.Message, from, to str
 // insertMessage stores a delivery in one statement (one implicit
 // transaction, one commit): it finds the conversation of the account pair
 // ($1 < $2), creating it if needed, and inserts the message under its unique
-// reference. It returns the conversation and the new message's id and time;
+// reference, delivered ($3: the network stores it in the recipient's inbox).
+// It returns the conversation and the new message's id and time;
 // the id is NULL when the reference exists already (nothing is inserted, and
 // no conversation is created for it), and the conversation too when another
 // call created it after this statement began (it conflicts on the pair's
@@ -442,8 +450,8 @@ const insertMessage = `WITH existing AS (
 	ins AS (
 	  INSERT INTO network.messages
 	         (conversation_id, from_account_id, to_account_id, type, content,
-	          file_name, file_size, file_type, duration, reference, created_at)
-	  SELECT id, $4, $5, $6, $7, $8, $9, $10, $11, $12, $3 FROM conv
+	          file_name, file_size, file_type, duration, reference, created_at, delivered_at)
+	  SELECT id, $4, $5, $6, $7, $8, $9, $10, $11, $12, $3, $3 FROM conv
 	  ON CONFLICT (reference) DO NOTHING
 	  RETURNING id, created_at)
 	SELECT (SELECT id FROM conv LIMIT 1), ins.id, ins.created_at
@@ -513,10 +521,10 @@ const insertMessages = `WITH input AS (
 	conv AS (SELECT id, low, high FROM existing WHERE id IS NOT NULL UNION ALL SELECT id, low, high FROM created)
 	INSERT INTO network.messages
 	       (id, conversation_id, from_account_id, to_account_id, type, content,
-	        file_name, file_size, file_type, duration, reference, created_at)
+	        file_name, file_size, file_type, duration, reference, created_at, delivered_at)
 	SELECT m.id, c.id, m.from_id, m.to_id, m.type, m.content,
 	       NULLIF(m.file_name, ''), NULLIF(m.file_size, 0), NULLIF(m.file_type, ''),
-	       NULLIF(m.duration, 0)::integer, m.reference, $12
+	       NULLIF(m.duration, 0)::integer, m.reference, $12, $12
 	  FROM input m JOIN conv c ON c.low = m.low AND c.high = m.high
 	 ORDER BY m.reference
 	ON CONFLICT (reference) DO NOTHING
@@ -551,7 +559,7 @@ func delivered(ctx context.Context, q querier, ref, from, to string) (network.De
 		return network.Delivery{}, true, permanent(network.CodeReferenceReused,
 			"the reference was already used for a message between other accounts")
 	}
-	d.DeliveredAt = d.DeliveredAt.UTC()
+	d.DeliveredAt, d.Delivered = d.DeliveredAt.UTC(), true
 	return d, true, nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/bizmsg/platform/platform/dbtest"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/network/builtin"
+	"github.com/bizmsg/platform/platform/network/networktest"
 	"github.com/bizmsg/platform/platform/phone"
 )
 
@@ -254,7 +255,9 @@ func TestDeliverIsIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Deliver: %v", err)
 	}
-	if first.MessageID == 0 || first.ConversationID == 0 || first.RecipientID != rb.ID || !first.DeliveredAt.Equal(start) {
+	// Stored in the recipient's inbox is delivered: no receipt follows.
+	if first.MessageID == 0 || first.ConversationID == 0 || first.RecipientID != rb.ID || !first.DeliveredAt.Equal(start) ||
+		!first.Delivered {
 		t.Fatalf("delivery = %+v", first)
 	}
 
@@ -506,8 +509,12 @@ func TestInbox(t *testing.T) {
 	for i := range want {
 		d := deliveries[want[i].Reference]
 		want[i].MessageID, want[i].ConversationID, want[i].CreatedAt = d.MessageID, d.ConversationID, d.DeliveredAt
+		want[i].ToPhone, want[i].DeliveredAt = me, d.DeliveredAt
 		if got[i] != want[i] {
 			t.Errorf("inbox[%d] = %+v\n want %+v", i, got[i], want[i])
+		}
+		if got[i].Receipt() != network.ReceiptDelivered {
+			t.Errorf("inbox[%d] receipt = %s, want delivered", i, got[i].Receipt())
 		}
 	}
 
@@ -575,4 +582,60 @@ func TestLookupsShareReads(t *testing.T) {
 	if len(runs) != 2 || runs[0] != 1 || runs[1] != len(asks) {
 		t.Fatalf("runs = %v, want [1 %d]: the queued lookups did not share a read", runs, len(asks))
 	}
+}
+
+// harness drives the built-in network for the conformance test: Collect
+// drains the outbox into a recorder.
+type harness struct {
+	net *builtin.Network
+	rec networktest.Recorder
+}
+
+func (h *harness) Network() network.Network { return h.net }
+
+func (h *harness) AddAccount(t *testing.T, p string) {
+	t.Helper()
+	spec := builtin.AccountSpec{Phone: p, Verified: true, PhoneVerified: true, ReceivingEnabled: true}
+	if _, err := h.net.AddAccount(context.Background(), spec); err != nil {
+		t.Fatalf("AddAccount %s: %v", p, err)
+	}
+}
+
+func (h *harness) Read(t *testing.T, recipient, sender string) {
+	t.Helper()
+	if _, err := h.net.Read(context.Background(), recipient, sender); err != nil {
+		t.Fatalf("Read(%s, %q): %v", recipient, sender, err)
+	}
+}
+
+func (h *harness) Write(t *testing.T, from, to, text string) {
+	t.Helper()
+	if _, err := h.net.Send(context.Background(), from, to, text); err != nil {
+		t.Fatalf("Send(%s, %s): %v", from, to, err)
+	}
+}
+
+func (h *harness) Collect(t *testing.T) ([]network.Receipt, []network.Inbound) {
+	t.Helper()
+	// The checks write far fewer events than this; a Drain that never
+	// empties the outbox (events not marked) fails instead of looping.
+	for range 100 {
+		n, err := h.net.Drain(context.Background(), &h.rec, 0)
+		if err != nil {
+			t.Fatalf("Drain: %v", err)
+		}
+		if n == 0 {
+			return h.rec.Got()
+		}
+	}
+	t.Fatal("the outbox is not empty after 100 Drains")
+	return nil, nil
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	networktest.Run(t, func(t *testing.T) networktest.Harness {
+		d, _ := dbtest.Migrated(t)
+		return &harness{net: builtin.New(d, builtin.Config{})}
+	})
 }

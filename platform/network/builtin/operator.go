@@ -143,8 +143,9 @@ type InboxMessage struct {
 	MessageID      int64
 	ConversationID int64
 	// FromPhone is the sender's phone; ServicePhone for the platform's own
-	// messages (OTPs).
+	// messages (OTPs). ToPhone is the recipient's.
 	FromPhone string
+	ToPhone   string
 	// Type is text, image, voice or document.
 	Type    string
 	Content string
@@ -153,10 +154,43 @@ type InboxMessage struct {
 	FileSize int64
 	FileType string
 	Duration int
-	// Reference is the sender's idempotency reference.
+	// Reference is the sender's idempotency reference (Deliver's), or the
+	// network's own ("net:<message id>") for a message written with Send.
 	Reference string
 	// CreatedAt is the delivery time, in UTC.
 	CreatedAt time.Time
+	// DeliveredAt is when the message reached the recipient's inbox, in
+	// UTC: CreatedAt, as the network stores a message in the inbox at once.
+	DeliveredAt time.Time
+	// ReadAt is when the recipient read it (Read), in UTC; nil while
+	// unread.
+	ReadAt *time.Time
+}
+
+// Receipt is the message's receipt state: network.ReceiptRead once the
+// recipient read it, else network.ReceiptDelivered.
+func (m InboxMessage) Receipt() string {
+	if m.ReadAt != nil {
+		return network.ReceiptRead
+	}
+	return network.ReceiptDelivered
+}
+
+// inboxColumns are what an InboxMessage reads of a message m, its sender f
+// and its recipient t (scanInbox).
+const inboxColumns = `m.id, m.conversation_id, f.phone, t.phone, m.type, m.content,
+       coalesce(m.file_name, ''), coalesce(m.file_size, 0), coalesce(m.file_type, ''),
+       coalesce(m.duration, 0), m.reference, m.created_at, coalesce(m.delivered_at, m.created_at),
+       m.read_at`
+
+// scanInbox scans the inboxColumns of a row.
+func scanInbox(row pgx.CollectableRow) (InboxMessage, error) {
+	var m InboxMessage
+	err := row.Scan(&m.MessageID, &m.ConversationID, &m.FromPhone, &m.ToPhone, &m.Type, &m.Content,
+		&m.FileName, &m.FileSize, &m.FileType, &m.Duration, &m.Reference, &m.CreatedAt, &m.DeliveredAt,
+		&m.ReadAt)
+	m.CreatedAt, m.DeliveredAt, m.ReadAt = m.CreatedAt.UTC(), m.DeliveredAt.UTC(), utc(m.ReadAt)
+	return m, err
 }
 
 // Inbox returns every message the account of phone received, in delivery
@@ -179,23 +213,17 @@ func (n *Network) InboxLast(ctx context.Context, rawPhone string, count int) ([]
 	if count > 0 {
 		limit = &count
 	}
-	rows, err := n.pool.Query(ctx, `SELECT m.id, m.conversation_id, f.phone, m.type, m.content,
-	       coalesce(m.file_name, ''), coalesce(m.file_size, 0), coalesce(m.file_type, ''),
-	       coalesce(m.duration, 0), m.reference, m.created_at
-	  FROM network.messages m JOIN network.accounts f ON f.id = m.from_account_id
+	rows, err := n.pool.Query(ctx, `SELECT `+inboxColumns+`
+	  FROM network.messages m
+	  JOIN network.accounts f ON f.id = m.from_account_id
+	  JOIN network.accounts t ON t.id = m.to_account_id
 	 WHERE m.to_account_id = $1
 	 ORDER BY m.id DESC
 	 LIMIT $2`, id, limit)
 	if err != nil {
 		return nil, fmt.Errorf("inbox %s: %w", p, err)
 	}
-	msgs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (InboxMessage, error) {
-		var m InboxMessage
-		err := row.Scan(&m.MessageID, &m.ConversationID, &m.FromPhone, &m.Type, &m.Content,
-			&m.FileName, &m.FileSize, &m.FileType, &m.Duration, &m.Reference, &m.CreatedAt)
-		m.CreatedAt = m.CreatedAt.UTC()
-		return m, err
-	})
+	msgs, err := pgx.CollectRows(rows, scanInbox)
 	if err != nil {
 		return nil, fmt.Errorf("inbox %s: %w", p, err)
 	}

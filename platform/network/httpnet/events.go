@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/network"
+	"github.com/bizmsg/platform/platform/phone"
 )
 
 // The event types the network posts to the platform's callback endpoint
@@ -22,7 +24,18 @@ const (
 	// EventMessageFailed: a message the network accepted could not reach the
 	// recipient; data MessageFailed.
 	EventMessageFailed = "message.failed"
+	// EventMessageRead: the recipient read a delivered message; data
+	// MessageRead.
+	EventMessageRead = "message.read"
+	// EventMessageReceived: an account wrote a message to another account
+	// (for the platform, to one of an organization's sender numbers); data
+	// MessageReceived.
+	EventMessageReceived = "message.received"
 )
+
+// eventTypes lists the event types, for the refusal of an unknown one.
+const eventTypes = EventAccountVerified + ", " + EventMessageDelivered + ", " + EventMessageFailed + ", " +
+	EventMessageRead + ", " + EventMessageReceived
 
 // CodeUnknownEventType (422) answers an event of a type the platform does not
 // know.
@@ -72,20 +85,111 @@ type MessageFailed struct {
 	FailedAt *time.Time `json:"failed_at"`
 }
 
+// MessageRead is the data of message.read.
+type MessageRead struct {
+	// Reference is the one the platform passed to Deliver.
+	Reference string `json:"reference"`
+	// ReadAt is when the recipient read it. Default: the event's
+	// occurred_at, else the time it is received.
+	ReadAt *time.Time `json:"read_at,omitempty"`
+}
+
+// MessageReceived is the data of message.received: a message an account
+// wrote to another.
+type MessageReceived struct {
+	// ID is the network's id of the message (at most 255 bytes), unique on
+	// the network: a redelivered event carries the same.
+	ID string `json:"id"`
+	// FromPhone is the writer's phone, ToPhone the recipient's; Decode
+	// normalises both to E.164.
+	FromPhone string `json:"from_phone"`
+	ToPhone   string `json:"to_phone"`
+	// ConversationID is the network's conversation of the two accounts, the
+	// conversation_id its deliveries between them answer.
+	ConversationID int64 `json:"conversation_id"`
+	// Type is text, image, voice or document; Content the text or the media
+	// URL.
+	Type    string `json:"type"`
+	Content string `json:"content"`
+	// FileName, FileSize (bytes), FileType (MIME) and Duration (seconds,
+	// voice): media only.
+	FileName string `json:"file_name,omitempty"`
+	FileSize int64  `json:"file_size,omitempty"`
+	FileType string `json:"file_type,omitempty"`
+	Duration int    `json:"duration,omitempty"`
+	// SentAt is when the account wrote it. Default: the event's
+	// occurred_at, else the time it is received.
+	SentAt *time.Time `json:"sent_at,omitempty"`
+}
+
+// messageTypes are the types a message.received may have.
+var messageTypes = map[string]bool{"text": true, "image": true, "voice": true, "document": true}
+
+// validate checks m, normalising its phones, and records what is wrong in v.
+func (m *MessageReceived) validate(v *apperr.Validation) {
+	switch {
+	case m.ID == "":
+		v.Add("data.id", "is required")
+	case len(m.ID) > maxEventIDLen:
+		v.Add("data.id", fmt.Sprintf("must be at most %d characters", maxEventIDLen))
+	}
+	for _, f := range []struct {
+		name  string
+		phone *string
+	}{{"data.from_phone", &m.FromPhone}, {"data.to_phone", &m.ToPhone}} {
+		if *f.phone == "" {
+			v.Add(f.name, "is required")
+			continue
+		}
+		p, err := phone.Normalize(*f.phone)
+		if err != nil {
+			v.Add(f.name, "must be a valid phone number")
+			continue
+		}
+		*f.phone = p
+	}
+	switch {
+	case m.ConversationID == 0:
+		v.Add("data.conversation_id", "is required")
+	case m.ConversationID < 0:
+		v.Add("data.conversation_id", "must be positive")
+	}
+	switch {
+	case m.Type == "":
+		v.Add("data.type", "is required")
+	case !messageTypes[m.Type]:
+		v.Add("data.type", "must be one of text, image, voice, document")
+	}
+	if m.Content == "" {
+		v.Add("data.content", "is required")
+	}
+	if m.FileSize < 0 {
+		v.Add("data.file_size", "must be 0 or more")
+	}
+	if m.Duration < 0 {
+		v.Add("data.duration", "must be 0 or more")
+	}
+}
+
 // Decoded is a validated event with its data decoded: exactly one of
-// AccountVerified, MessageDelivered and MessageFailed is set, by Type.
+// AccountVerified, MessageDelivered, MessageFailed, MessageRead and
+// MessageReceived is set, by Type.
 type Decoded struct {
 	Event
 	AccountVerified  *AccountVerified
 	MessageDelivered *MessageDelivered
 	MessageFailed    *MessageFailed
+	MessageRead      *MessageRead
+	MessageReceived  *MessageReceived
 }
 
 // Decode validates ev and decodes its data. Failures are *apperr.Error:
 // 422 unknown_event_type for a type it does not know; 422 validation_failed
 // naming the fields for a missing id, type or required data field, data that
-// is not an object, or a data field of the wrong JSON type; 400 malformed_json
-// for data that does not decode otherwise (a time that is not RFC 3339).
+// is not an object, a data field of the wrong JSON type, or (message.received)
+// a phone that is not valid, an unknown message type or a negative size; 400
+// malformed_json for data that does not decode otherwise (a time that is not
+// RFC 3339). The phones of a message.received are normalised to E.164.
 func Decode(ev Event) (Decoded, error) {
 	d := Decoded{Event: ev}
 	var v apperr.Validation
@@ -106,13 +210,18 @@ func Decode(ev Event) (Decoded, error) {
 	case EventMessageFailed:
 		d.MessageFailed = new(MessageFailed)
 		dst = d.MessageFailed
+	case EventMessageRead:
+		d.MessageRead = new(MessageRead)
+		dst = d.MessageRead
+	case EventMessageReceived:
+		d.MessageReceived = new(MessageReceived)
+		dst = d.MessageReceived
 	case "":
 		v.Add("type", "is required")
 		return Decoded{}, v.Err()
 	default:
 		return Decoded{}, apperr.New(apperr.KindInvalid, CodeUnknownEventType,
-			fmt.Sprintf("Event type %q is not one of %s, %s, %s.", ev.Type,
-				EventAccountVerified, EventMessageDelivered, EventMessageFailed))
+			fmt.Sprintf("Event type %q is not one of %s.", ev.Type, eventTypes))
 	}
 	data := bytes.TrimSpace(ev.Data)
 	if len(data) == 0 || data[0] != '{' {
@@ -138,11 +247,51 @@ func Decode(ev Event) (Decoded, error) {
 		v.Add("data.reference", "is required")
 	case d.MessageFailed != nil && d.MessageFailed.Reference == "":
 		v.Add("data.reference", "is required")
+	case d.MessageRead != nil && d.MessageRead.Reference == "":
+		v.Add("data.reference", "is required")
+	case d.MessageReceived != nil:
+		d.MessageReceived.validate(&v)
 	}
 	if err := v.Err(); err != nil {
 		return Decoded{}, err
 	}
 	return d, nil
+}
+
+// Receipt returns the receipt a message.delivered, message.failed or
+// message.read reports, its time defaulted as At does with received (the
+// time the event was received); false for another type. A failed receipt's
+// error fields are the event's, empty when it has none.
+func (d Decoded) Receipt(received time.Time) (network.Receipt, bool) {
+	switch {
+	case d.MessageDelivered != nil:
+		return network.Receipt{Reference: d.MessageDelivered.Reference, Status: network.ReceiptDelivered,
+			At: d.At(d.MessageDelivered.DeliveredAt, received)}, true
+	case d.MessageFailed != nil:
+		return network.Receipt{Reference: d.MessageFailed.Reference, Status: network.ReceiptFailed,
+			At: d.At(d.MessageFailed.FailedAt, received), ErrorCode: d.MessageFailed.ErrorCode,
+			ErrorMessage: d.MessageFailed.ErrorMessage}, true
+	case d.MessageRead != nil:
+		return network.Receipt{Reference: d.MessageRead.Reference, Status: network.ReceiptRead,
+			At: d.At(d.MessageRead.ReadAt, received)}, true
+	default:
+		return network.Receipt{}, false
+	}
+}
+
+// Inbound returns the message a message.received reports, its time
+// defaulted as At does with received (the time the event was received);
+// false for another type.
+func (d Decoded) Inbound(received time.Time) (network.Inbound, bool) {
+	m := d.MessageReceived
+	if m == nil {
+		return network.Inbound{}, false
+	}
+	return network.Inbound{
+		ID: m.ID, FromPhone: m.FromPhone, ToPhone: m.ToPhone, ConversationID: m.ConversationID,
+		Type: m.Type, Content: m.Content, FileName: m.FileName, FileType: m.FileType,
+		FileSize: m.FileSize, Duration: m.Duration, At: d.At(m.SentAt, received),
+	}, true
 }
 
 // At returns t when set, else the event's occurred_at when set, else

@@ -20,6 +20,7 @@ import (
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/network/builtin"
 	"github.com/bizmsg/platform/platform/network/httpnet"
+	"github.com/bizmsg/platform/platform/network/networktest"
 )
 
 const secret = "test-network-secret-0123456789abcdef"
@@ -574,8 +575,9 @@ func TestClientHeaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, err := c.Deliver(context.Background(), text("h", ph(1), ph(2)))
+	// Accepted, not yet confirmed delivered: that comes as an event.
 	if err != nil || d.MessageID != 7 || d.ConversationID != 8 || d.RecipientID != 9 ||
-		!d.DeliveredAt.Equal(time.Date(2026, 11, 22, 14, 3, 5, 0, time.UTC)) {
+		!d.DeliveredAt.Equal(time.Date(2026, 11, 22, 14, 3, 5, 0, time.UTC)) || d.Delivered {
 		t.Fatalf("delivery = %+v, %v", d, err)
 	}
 	if got.Get("User-Agent") != "ua-test" || got.Get("Content-Type") != "application/json" ||
@@ -598,4 +600,12 @@ func TestResponseBodyBounded(t *testing.T) {
 	if _, err := c.Lookup(context.Background(), ph(1), ""); err == nil || !strings.Contains(err.Error(), "exceeds") {
 		t.Fatalf("err = %v, want the body limit", err)
 	}
+}
+
+// The HTTP adapter passes the network conformance test against a fake
+// external network that reports receipts and inbound messages as signed
+// events (fakenet_test.go).
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	networktest.Run(t, newFakeHarness)
 }

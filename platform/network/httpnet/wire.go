@@ -4,8 +4,9 @@
 // network can be exposed to other processes, and the Client has a real peer in
 // tests). Every request, in both directions, is signed with a shared secret
 // (Sign, Verify). The network reports what happens later (an account
-// verified, a message delivered or failed) as signed events posted to the
-// platform (Event). The wire protocol is docs/network-http.md.
+// verified; a message delivered, failed or read; a message an account wrote)
+// as signed events posted to the platform (Event, Decode), which Decoded
+// turns into the network.Receipt and network.Inbound every network reports. The wire protocol is docs/network-http.md.
 package httpnet
 
 import (
