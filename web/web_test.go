@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/senders"
 	"github.com/bizmsg/platform/platform/usage"
 )
@@ -181,5 +182,39 @@ func TestPagesRender(t *testing.T) {
 	}
 	if len(pages) != len(pageNames) {
 		t.Fatal("a page is missing")
+	}
+}
+
+// A message's badge follows its status, and a message's From and Contact
+// are its two sides whichever way it went.
+func TestMessageViews(t *testing.T) {
+	t.Parallel()
+	for status, want := range map[string]string{
+		messages.StatusQueued: "warn", messages.StatusSent: "info", messages.StatusDelivered: "ok",
+		messages.StatusRead: "ok", messages.StatusFailed: "bad", messages.StatusReceived: "info",
+	} {
+		if got := statusClass(status); got != want {
+			t.Errorf("statusClass(%s) = %s, want %s", status, got, want)
+		}
+	}
+	writer := "+14155550010"
+	for _, tc := range []struct {
+		name          string
+		m             messageView
+		from, contact string
+		inbound       bool
+	}{
+		{"outbound", messageView{Message: messages.Message{Direction: messages.DirectionOutbound, ToPhone: writer},
+			SenderPhone: "+14155550001"}, "+14155550001", writer, false},
+		{"inbound", messageView{Message: messages.Message{Direction: messages.DirectionInbound, ToPhone: "+14155550001",
+			FromPhone: &writer}, SenderPhone: "+14155550001"}, writer, writer, true},
+		{"inbound without a writer", messageView{Message: messages.Message{Direction: messages.DirectionInbound}}, "", "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if tc.m.From() != tc.from || tc.m.Contact() != tc.contact || tc.m.Inbound() != tc.inbound {
+				t.Fatalf("from %q contact %q inbound %v", tc.m.From(), tc.m.Contact(), tc.m.Inbound())
+			}
+		})
 	}
 }
