@@ -102,7 +102,7 @@ func TestAdminMessageShowAndJobsRetry(t *testing.T) {
 	if _, err := e.App.Messages.DeliverMessage(ctx, args, queue.DeliveryAttempt{JobID: job.ID, Attempt: 1, MaxAttempts: 25}); err != nil {
 		t.Fatalf("delivery after the retry: %v", err)
 	}
-	if got := e.getMessage(org, m.ID); got.Status != "sent" {
+	if got := e.getMessage(org, m.ID); got.Status != "delivered" {
 		t.Fatalf("after the retried delivery: %s", got.Status)
 	}
 	// Nothing is left to retry.

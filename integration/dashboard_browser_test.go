@@ -232,10 +232,10 @@ func TestDashboardBrowserFlow(t *testing.T) {
 	if bars := b.Eval(`document.querySelectorAll("#usage-chart .bar").length`); bars != "30" {
 		t.Fatalf("the chart has %s bars, want 30", bars)
 	}
-	// The built-in network reports no delivery receipts: accepted messages
-	// end "sent" (or "failed").
-	if drawn := b.Eval(`document.querySelectorAll("#usage-chart rect.s-sent").length`); drawn != strconv.Itoa(len(perDay)) {
-		t.Fatalf("the chart has %s sent segments, want %d", drawn, len(perDay))
+	// The built-in network delivers as it takes a message: accepted
+	// messages end "delivered" (or "failed").
+	if drawn := b.Eval(`document.querySelectorAll("#usage-chart rect.s-delivered").length`); drawn != strconv.Itoa(len(perDay)) {
+		t.Fatalf("the chart has %s delivered segments, want %d", drawn, len(perDay))
 	}
 	if drawn := b.Eval(`document.querySelectorAll("#usage-chart rect.s-failed").length`); drawn != "5" {
 		t.Fatalf("the chart has %s failed segments, want 5 (no failure on day 3)", drawn)

@@ -114,7 +114,7 @@ func TestDailyLimitUnderConcurrency(t *testing.T) {
 	if ok != 10 || limited != 40 {
 		t.Fatalf("%d accepted and %d refused, want 10 and 40", ok, limited)
 	}
-	e.waitCounts(org, 20*time.Second, "10 messages sent", func(c map[string]int) bool { return c["sent"] == 10 })
+	e.waitCounts(org, 20*time.Second, "10 messages delivered", func(c map[string]int) bool { return c["delivered"] == 10 })
 	if got := e.networkMessages(org); got != 10 {
 		t.Fatalf("the network holds %d messages, want exactly 10", got)
 	}
@@ -144,12 +144,12 @@ func TestThrottlePerSender(t *testing.T) {
 		quietIDs = append(quietIDs, accepted(t, e.send(org, text(quiet, phoneN(10), fmt.Sprintf("quiet %d", i)))).ID)
 	}
 	for _, id := range quietIDs {
-		e.waitStatus(org, id, "sent", 10*time.Second)
+		e.waitStatus(org, id, "delivered", 10*time.Second)
 	}
 	if d := time.Since(quietStart); d > 2*time.Second {
 		t.Fatalf("the quiet sender's messages took %s: held up by the busy sender", d)
 	}
-	e.waitCounts(org, 30*time.Second, "all sent", func(c map[string]int) bool { return c["sent"] == 33 })
+	e.waitCounts(org, 30*time.Second, "all delivered", func(c map[string]int) bool { return c["delivered"] == 33 })
 	took := time.Since(began)
 	if took < 5*time.Second {
 		t.Fatalf("30 messages at 5/s burst 5 delivered in %s, want at least 5s", took)
@@ -189,12 +189,12 @@ func TestLoweredLimitHonouredByDelivery(t *testing.T) {
 		ids = append(ids, accepted(t, e.send(org, text(sid, phoneN(10), fmt.Sprintf("m%d", i)))).ID)
 	}
 	// The first token goes to one of them at once; the next is two seconds away.
-	e.waitCounts(org, 5*time.Second, "the first message sent", func(c map[string]int) bool { return c["sent"] == 1 })
+	e.waitCounts(org, 5*time.Second, "the first message delivered", func(c map[string]int) bool { return c["delivered"] == 1 })
 	two := 2
 	e.setLimit(org, sid, &two)
 	c := e.waitCounts(org, 20*time.Second, "every message sent or failed", func(c map[string]int) bool { return c["queued"] == 0 })
-	if c["sent"] != 2 || c["failed"] != 3 {
-		t.Fatalf("counts %v, want 2 sent and 3 failed", c)
+	if c["delivered"] != 2 || c["failed"] != 3 {
+		t.Fatalf("counts %v, want 2 delivered and 3 failed", c)
 	}
 	if got := e.networkMessages(org); got != 2 {
 		t.Fatalf("network holds %d messages, want 2", got)
@@ -202,7 +202,7 @@ func TestLoweredLimitHonouredByDelivery(t *testing.T) {
 	for _, id := range ids {
 		m := e.getMessage(org, id)
 		switch m.Status {
-		case "sent":
+		case "delivered":
 			if m.MessageID == nil || m.SentAt == nil {
 				t.Fatalf("sent message %+v", m)
 			}
@@ -272,7 +272,7 @@ func TestDeliveryAfterNetworkRecovers(t *testing.T) {
 	}
 	flaky.failing.Store(false)
 
-	sent := e.waitStatus(org, m.ID, "sent", 10*time.Second)
+	sent := e.waitStatus(org, m.ID, "delivered", 10*time.Second)
 	if sent.MessageID == nil || sent.ConversationID == nil || sent.SentAt == nil || sent.ErrorCode != nil {
 		t.Fatalf("delivered message %+v", sent)
 	}
@@ -347,7 +347,7 @@ func TestDeliveryAfterWorkerCrash(t *testing.T) {
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if c := e.statusCounts(org); c["sent"] >= 5 && running() > 0 {
+		if c := e.statusCounts(org); c["delivered"] >= 5 && running() > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -362,10 +362,10 @@ func TestDeliveryAfterWorkerCrash(t *testing.T) {
 	killed = true
 	before := e.statusCounts(org)
 	stuck := running()
-	if stuck == 0 || before["sent"] == n {
+	if stuck == 0 || before["delivered"] == n {
 		t.Fatalf("after the kill: %v, %d jobs left running; want jobs left running mid-delivery", before, stuck)
 	}
-	t.Logf("killed the worker with %d messages sent and %d jobs left running", before["sent"], stuck)
+	t.Logf("killed the worker with %d messages delivered and %d jobs left running", before["delivered"], stuck)
 
 	// A new worker, rescuing jobs that ran longer than 3 s.
 	cfg, err := config.Load(func(k string) string {
@@ -397,7 +397,7 @@ func TestDeliveryAfterWorkerCrash(t *testing.T) {
 		w.Close()
 	})
 
-	e.waitCounts(org, 90*time.Second, "every message sent", func(c map[string]int) bool { return c["sent"] == n })
+	e.waitCounts(org, 90*time.Second, "every message delivered", func(c map[string]int) bool { return c["delivered"] == n })
 	if got := e.networkMessages(org); got != n {
 		t.Fatalf("the network holds %d messages for %d accepted: not exactly once", got, n)
 	}

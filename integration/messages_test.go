@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/network/builtin"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
@@ -196,6 +197,11 @@ type message struct {
 	ErrorCode       *string `json:"error_code"`
 	ErrorMessage    *string `json:"error_message"`
 	CreatedAt       string  `json:"created_at"`
+	Direction       string  `json:"direction"`
+	FromPhone       *string `json:"from_phone"`
+	DeliveredAt     *string `json:"delivered_at"`
+	ReadAt          *string `json:"read_at"`
+	ReceivedAt      *string `json:"received_at"`
 	Delivery        *struct {
 		State         string  `json:"state"`
 		Attempts      int     `json:"attempts"`
@@ -584,7 +590,7 @@ func TestSendIdempotency(t *testing.T) {
 
 	// The repeat still answers after the message was delivered, and after the
 	// sender was suspended: it is the first answer, not a new send.
-	e.waitStatus(org, m.ID, "sent", 10*time.Second)
+	e.waitStatus(org, m.ID, "delivered", 10*time.Second)
 	if _, err := e.App.Senders.Suspend(context.Background(), senders.AdminTarget{Phone: phoneN(1), OrgID: org.ID}); err != nil {
 		t.Fatal(err)
 	}
@@ -646,7 +652,7 @@ func TestSendIdempotency(t *testing.T) {
 	if err := json.Unmarshal([]byte(bodies[0]), &cm); err != nil {
 		t.Fatal(err)
 	}
-	e.waitStatus(org, cm.Data.ID, "sent", 10*time.Second)
+	e.waitStatus(org, cm.Data.ID, "delivered", 10*time.Second)
 	if got := e.networkMessages(org); got != 3 {
 		t.Fatalf("network holds %d messages of the organization, want 3 (hello, hello after 24 h, once)", got)
 	}
@@ -790,6 +796,65 @@ func TestMessageHistory(t *testing.T) {
 	for _, b := range bad {
 		r := e.Do(Request{Method: http.MethodGet, Path: messagesPath + b.query, Header: org.Key()})
 		wantFields(t, r, b.field)
+	}
+
+	// Direction and conversation: the built-in network delivers ids[0] in
+	// the conversation of s1 and its recipient, who answers in it.
+	e.deliverNow(org, ids[0])
+	r := e.Do(Request{Method: http.MethodGet, Path: fmt.Sprintf("%s/%d", messagesPath, ids[0]), Header: org.Key()})
+	var out struct {
+		Data message `json:"data"`
+	}
+	r.JSON(t, &out)
+	if out.Data.Status != "delivered" || out.Data.Direction != "outbound" || out.Data.FromPhone != nil ||
+		out.Data.ConversationID == nil || out.Data.DeliveredAt == nil || *out.Data.DeliveredAt != *out.Data.SentAt {
+		t.Fatalf("delivered message %s", r.Body)
+	}
+	conv := *out.Data.ConversationID
+	got, err := e.App.Messages.Receive(context.Background(), messages.Inbound{ID: "net-in-1", FromPhone: phoneN(10),
+		ToPhone: phoneN(1), ConversationID: conv, Type: "text", Content: "thanks"})
+	if err != nil || got != messages.ReceiptApplied {
+		t.Fatalf("receive: %s %v", got, err)
+	}
+	inbound, _ := list("?direction=inbound")
+	if len(inbound) != 1 {
+		t.Fatalf("inbound messages %v", inbound)
+	}
+	r = e.Do(Request{Method: http.MethodGet, Path: fmt.Sprintf("%s/%d", messagesPath, inbound[0]), Header: org.Key()})
+	out.Data = message{}
+	r.JSON(t, &out)
+	if m := out.Data; m.Direction != "inbound" || m.Status != "received" || m.FromPhone == nil || *m.FromPhone != phoneN(10) ||
+		m.ToPhone != phoneN(1) || m.SenderNumberID != s1 || m.ReceivedAt == nil || m.Delivery != nil {
+		t.Fatalf("inbound message %s", r.Body)
+	}
+	for _, f := range []struct {
+		query string
+		want  []int64
+	}{
+		{fmt.Sprintf("?conversation_id=%d", conv), []int64{inbound[0], ids[0]}},
+		{"?direction=outbound&limit=2", []int64{ids[6], ids[5]}},
+		{"?direction=inbound&status=received", inbound},
+		{"?status=delivered", []int64{ids[0]}},
+		{fmt.Sprintf("?conversation_id=%d&direction=outbound", conv), []int64{ids[0]}},
+	} {
+		if got, _ := list(f.query); !slices.Equal(got, f.want) {
+			t.Errorf("list %s = %v, want %v", f.query, got, f.want)
+		}
+	}
+	// The dashboard's reads take the same filters.
+	e.relogin(org) // the fake clock outlived the access token
+	r = e.Do(Request{Method: http.MethodGet, Path: fmt.Sprintf("/api/v1/central/messages?conversation_id=%d&direction=inbound", conv),
+		Header: org.Bearer()})
+	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"thanks"`) || strings.Contains(string(r.Body), `"m0"`) {
+		t.Fatalf("dashboard conversation = %d %s", r.Status, r.Body)
+	}
+	for _, b := range []struct{ query, field string }{
+		{"?direction=sideways", "direction"},
+		{"?conversation_id=0", "conversation_id"},
+		{"?conversation_id=abc", "conversation_id"},
+		{"?status=seen", "status"},
+	} {
+		wantFields(t, e.Do(Request{Method: http.MethodGet, Path: messagesPath + b.query, Header: org.Key()}), b.field)
 	}
 }
 

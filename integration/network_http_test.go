@@ -189,8 +189,10 @@ func TestNetworkHTTP(t *testing.T) {
 		t.Fatalf("a refused event moved the message to %s", got.Status)
 	}
 
-	// The signed receipt delivers the message; a redelivery and a
-	// contradicting receipt change nothing; a reference not ours is ignored.
+	// The signed receipt delivers the message; a redelivery changes
+	// nothing; a failure after the delivery fails it (docs/api.md, §Message
+	// lifecycle), and a delivered receipt after that changes nothing; a
+	// reference not ours is ignored.
 	e.apply(delivered, "applied")
 	r := e.Do(Request{Method: http.MethodGet, Path: fmt.Sprintf("%s/%d", messagesPath, m.ID), Header: org.Key()})
 	data := r.Map(t)["data"].(map[string]any)
@@ -198,10 +200,11 @@ func TestNetworkHTTP(t *testing.T) {
 		t.Fatalf("after the receipt: %s", r.Body)
 	}
 	e.apply(delivered, "unchanged")
-	e.apply(event("evt_failed_1", httpnet.EventMessageFailed, map[string]any{"reference": ref, "error_code": "x"}), "unchanged")
+	e.apply(event("evt_failed_1", httpnet.EventMessageFailed, map[string]any{"reference": ref, "error_code": "x"}), "applied")
+	e.apply(event("evt_delivered_2", httpnet.EventMessageDelivered, map[string]any{"reference": ref}), "unchanged")
 	e.apply(event("evt_unknown", httpnet.EventMessageDelivered, map[string]any{"reference": org.Tenant.Schema + ":999999"}), "ignored")
 	e.apply(event("evt_otp", httpnet.EventMessageDelivered, map[string]any{"reference": "otp:" + org.Tenant.Schema + ":1:1"}), "ignored")
-	if got := e.getMessage(org, m.ID); got.Status != "delivered" || got.ErrorCode != nil {
+	if got := e.getMessage(org, m.ID); got.Status != "failed" || got.ErrorCode == nil || *got.ErrorCode != "x" {
 		t.Fatalf("after the repeats: %+v", got)
 	}
 

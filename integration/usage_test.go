@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/queue"
 )
 
@@ -45,8 +47,10 @@ type counts struct {
 	Queued    int `json:"queued"`
 	Sent      int `json:"sent"`
 	Delivered int `json:"delivered"`
+	Read      int `json:"read"`
 	Failed    int `json:"failed"`
 	Total     int `json:"total"`
+	Received  int `json:"received"`
 }
 
 func (e *msgEnv) usage(path string, header map[string]string) usageReport {
@@ -92,7 +96,10 @@ func TestUsageReport(t *testing.T) {
 	e.recipient(phoneN(10))
 	e.recipient(phoneN(11))
 
-	// Day 1: three messages of s1, two delivered, one refused by the network.
+	// Day 1: three messages of s1, two delivered (the built-in network
+	// delivers as it takes them) and one of them read, one refused by the
+	// network. The read receipt moves the message from delivered to read,
+	// and a late delivered receipt moves nothing.
 	m1 := accepted(t, e.send(org, text(s1, phoneN(10), "a")))
 	m2 := accepted(t, e.send(org, text(s1, phoneN(10), "b")))
 	m3 := accepted(t, e.send(org, text(s1, phoneN(11), "c")))
@@ -102,6 +109,12 @@ func TestUsageReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.deliverNow(org, m3.ID)
+	ref := org.Tenant.Schema + ":" + strconv.FormatInt(m1.ID, 10)
+	for _, r := range []messages.Receipt{{Reference: ref, Status: messages.StatusRead}, {Reference: ref, Status: messages.StatusDelivered}} {
+		if _, err := e.App.Messages.ApplyReceipt(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	// Day 3: two messages of s2, still queued, and one of s1, delivered (so
 	// that s1's day has a delivery counter beside its acceptance counter,
@@ -110,13 +123,18 @@ func TestUsageReport(t *testing.T) {
 	accepted(t, e.send(org, text(s2, phoneN(10), "d")))
 	accepted(t, e.send(org, text(s2, phoneN(10), "e")))
 	e.deliverNow(org, accepted(t, e.send(org, text(s1, phoneN(10), "f"))).ID)
+	// And an answer to s1, which counts as received and in no total.
+	if got, err := e.App.Messages.Receive(context.Background(), messages.Inbound{ID: "usage-in-1", FromPhone: phoneN(10),
+		ToPhone: phoneN(1), Type: "text", Content: "thanks"}); err != nil || got != messages.ReceiptApplied {
+		t.Fatalf("receive: %s %v", got, err)
+	}
 	e.relogin(org) // the fake clock outlived the access token
 
 	rep := e.usage(usagePath, org.Key())
 	if rep.Period.From != "2026-10-24" || rep.Period.To != "2026-11-22" || len(rep.Daily) != 30 {
 		t.Fatalf("default period %+v with %d days", rep.Period, len(rep.Daily))
 	}
-	want := counts{Queued: 2, Sent: 3, Failed: 1, Total: 6}
+	want := counts{Queued: 2, Delivered: 2, Read: 1, Failed: 1, Total: 6, Received: 1}
 	if rep.Totals != want {
 		t.Fatalf("totals %+v, want %+v", rep.Totals, want)
 	}
@@ -124,9 +142,9 @@ func TestUsageReport(t *testing.T) {
 	for _, d := range rep.Daily {
 		byDate[d.Date] = d.counts
 	}
-	if byDate["2026-11-20"] != (counts{Sent: 2, Failed: 1, Total: 3}) ||
+	if byDate["2026-11-20"] != (counts{Delivered: 1, Read: 1, Failed: 1, Total: 3}) ||
 		byDate["2026-11-21"] != (counts{}) ||
-		byDate["2026-11-22"] != (counts{Queued: 2, Sent: 1, Total: 3}) {
+		byDate["2026-11-22"] != (counts{Queued: 2, Delivered: 1, Total: 3, Received: 1}) {
 		t.Fatalf("daily %+v", rep.Daily)
 	}
 	if rep.Daily[0].Date != "2026-10-24" || rep.Daily[29].Date != "2026-11-22" {
@@ -161,7 +179,7 @@ func TestUsageReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep = e.usage(usagePath+"?from=2026-11-20&to=2026-11-21", org.Key())
-	if len(rep.Daily) != 2 || rep.Totals != (counts{Sent: 2, Failed: 1, Total: 3}) || rep.Limits.SenderRate != 2.5 || rep.Limits.SenderBurst != 3 {
+	if len(rep.Daily) != 2 || rep.Totals != (counts{Delivered: 1, Read: 1, Failed: 1, Total: 3}) || rep.Limits.SenderRate != 2.5 || rep.Limits.SenderBurst != 3 {
 		t.Fatalf("chosen period: %+v", rep)
 	}
 	if rep = e.usage(usagePath+"?from=2026-11-22", org.Key()); len(rep.Daily) != 1 || rep.Totals.Total != 3 {
@@ -172,7 +190,7 @@ func TestUsageReport(t *testing.T) {
 	central := e.usage("/api/v1/central/usage?from=2026-11-20&to=2026-11-21", org.Bearer())
 	a, _ := json.Marshal(central)
 	b, _ := json.Marshal(rep)
-	if central.Totals != (counts{Sent: 2, Failed: 1, Total: 3}) {
+	if central.Totals != (counts{Delivered: 1, Read: 1, Failed: 1, Total: 3}) {
 		t.Fatalf("dashboard usage %s vs %s", a, b)
 	}
 }

@@ -25,6 +25,7 @@ var chartSeries = []struct {
 	Class, Label string
 	count        func(usage.Counts) int64
 }{
+	{"s-read", "read", func(c usage.Counts) int64 { return c.Read }},
 	{"s-delivered", "delivered", func(c usage.Counts) int64 { return c.Delivered }},
 	{"s-sent", "sent", func(c usage.Counts) int64 { return c.Sent }},
 	{"s-queued", "queued", func(c usage.Counts) int64 { return c.Queued }},
@@ -83,11 +84,13 @@ func newChart(days []usage.Day) chart {
 	var total usage.Counts
 	for _, d := range days {
 		peak = max(peak, d.Total)
+		total.Read += d.Read
 		total.Delivered += d.Delivered
 		total.Sent += d.Sent
 		total.Queued += d.Queued
 		total.Failed += d.Failed
 		total.Total += d.Total
+		total.Received += d.Received
 	}
 	top := niceCeil(peak)
 	plotH := ch.Bottom - ch.Top
@@ -126,8 +129,9 @@ func newChart(days []usage.Day) chart {
 			ch.XLabels = append(ch.XLabels, chartTick{Pos: r1(b.X + b.W/2), Label: label})
 		}
 	}
-	ch.Summary = fmt.Sprintf("%d messages from %s to %s: %d delivered, %d sent, %d queued, %d failed; the busiest day had %d.",
-		total.Total, days[0].Date, days[len(days)-1].Date, total.Delivered, total.Sent, total.Queued, total.Failed, peak)
+	ch.Summary = fmt.Sprintf("%d messages from %s to %s: %d read, %d delivered, %d sent, %d queued, %d failed; %d received; the busiest day had %d.",
+		total.Total, days[0].Date, days[len(days)-1].Date, total.Read, total.Delivered, total.Sent, total.Queued, total.Failed,
+		total.Received, peak)
 	return ch
 }
 

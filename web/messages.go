@@ -17,22 +17,49 @@ import (
 
 // filterFields are the history's filters: the Tenant API's query parameters
 // of GET /messages, with the same names.
-var filterFields = []string{"sender_number_id", "to_phone", "status", "type", "since", "until", "client_reference", "limit"}
+var filterFields = []string{"direction", "sender_number_id", "to_phone", "status", "type", "since", "until",
+	"client_reference", "conversation_id", "limit"}
 
 // messageView is a message as the history shows it.
 type messageView struct {
 	messages.Message
+	// SenderPhone is the phone of the organization's number
+	// (SenderNumberID), "" when unknown.
 	SenderPhone string
 	// Excerpt is the content, shortened.
 	Excerpt string
 }
 
+// Inbound reports whether the message was written to the organization.
+func (m messageView) Inbound() bool { return m.Direction == messages.DirectionInbound }
+
+// From is who wrote the message: the organization's number (outbound) or
+// the contact (inbound).
+func (m messageView) From() string {
+	if m.Inbound() {
+		if m.FromPhone != nil {
+			return *m.FromPhone
+		}
+		return ""
+	}
+	return m.SenderPhone
+}
+
+// Contact is the phone on the other side of the organization's number.
+func (m messageView) Contact() string {
+	if m.Inbound() {
+		return m.From()
+	}
+	return m.ToPhone
+}
+
 // messagesData is the history page's data.
 type messagesData struct {
-	Messages []messageView
-	Senders  []senders.Sender
-	Statuses []string
-	Types    []string
+	Messages   []messageView
+	Senders    []senders.Sender
+	Statuses   []string
+	Types      []string
+	Directions []string
 	// NextURL fetches the next page with the same filters; "" on the last
 	// page. FirstURL goes back to the first page when not on it.
 	NextURL, FirstURL string
@@ -67,10 +94,11 @@ func (d *Dashboard) messagesPage(c *gin.Context) {
 		phones[sn.ID] = sn.Phone
 	}
 	data := messagesData{
-		Senders:  list,
-		Statuses: []string{messages.StatusQueued, messages.StatusSent, messages.StatusDelivered, messages.StatusFailed},
-		Types:    []string{messages.TypeText, messages.TypeImage, messages.TypeVoice, messages.TypeDocument},
-		Filtered: len(q) > 0,
+		Senders:    list,
+		Statuses:   messages.Statuses(),
+		Types:      []string{messages.TypeText, messages.TypeImage, messages.TypeVoice, messages.TypeDocument},
+		Directions: []string{messages.DirectionOutbound, messages.DirectionInbound},
+		Filtered:   len(q) > 0,
 	}
 	apiQuery := messages.ListQueryFrom(q)
 	apiQuery.Since, apiQuery.Until = rfc3339(apiQuery.Since), rfc3339(apiQuery.Until)
@@ -153,4 +181,73 @@ func (d *Dashboard) messagePage(c *gin.Context) {
 		view.SenderPhone = sn.Phone
 	}
 	d.render(c, "message", pageData{Title: "Message " + strconv.FormatInt(m.ID, 10), Nav: "messages", Data: view})
+}
+
+// conversationData is the conversation page's data.
+type conversationData struct {
+	ID int64
+	// Messages are the page's messages, oldest first (a thread).
+	Messages []messageView
+	// Contact and SenderPhone are the two sides: the contact's phone and
+	// the organization's number.
+	Contact, SenderPhone string
+	// OlderURL fetches the messages before this page's; "" at the start
+	// of the conversation. LatestURL goes back to the newest page when not
+	// on it.
+	OlderURL, LatestURL string
+}
+
+// conversationPageSize is how many messages the conversation page shows at
+// once (the history's largest page).
+const conversationPageSize = messages.MaxPageLimit
+
+// conversationPage is one conversation (the network's conversation of an
+// organization's number and a contact) as a thread: its messages both
+// ways, oldest first, the contact's on the left and the organization's on
+// the right, each with its time and status and a link to the message. It
+// reads the history with its conversation_id filter (messages.Service.List),
+// the newest page first; a conversation with no message of the
+// organization is 404.
+func (d *Dashboard) conversationPage(c *gin.Context) {
+	s := session(c)
+	ctx := c.Request.Context()
+	id, ok := httpx.PathID(c)
+	if !ok {
+		d.internal(c, apperr.NotFound("conversation"))
+		return
+	}
+	cursor := c.Query("cursor")
+	page, err := d.cfg.Messages.List(ctx, s.Principal.Tenant, messages.ListQuery{
+		ConversationID: strconv.FormatInt(id, 10), Limit: strconv.Itoa(conversationPageSize), Cursor: cursor})
+	if err != nil {
+		if e, isApp := apperr.As(err); isApp && e.Kind == apperr.KindInvalid {
+			err = apperr.NotFound("conversation")
+		}
+		d.internal(c, err)
+		return
+	}
+	if len(page.Messages) == 0 {
+		d.internal(c, apperr.NotFound("conversation"))
+		return
+	}
+	data := conversationData{ID: id, Contact: messageView{Message: page.Messages[0]}.Contact()}
+	if sn, err := d.cfg.Senders.Get(ctx, s.Principal.Tenant, page.Messages[0].SenderNumberID); err == nil {
+		data.SenderPhone = sn.Phone
+	}
+	for i := len(page.Messages) - 1; i >= 0; i-- {
+		data.Messages = append(data.Messages, messageView{Message: page.Messages[i], SenderPhone: data.SenderPhone,
+			Excerpt: page.Messages[i].Content})
+	}
+	base := "/conversations/" + strconv.FormatInt(id, 10)
+	if page.NextCursor != "" {
+		data.OlderURL = base + "?" + url.Values{"cursor": {page.NextCursor}}.Encode()
+	}
+	if cursor != "" {
+		data.LatestURL = base
+	}
+	title := "Conversation"
+	if data.Contact != "" {
+		title = "Conversation with " + data.Contact
+	}
+	d.render(c, "conversation", pageData{Title: title, Nav: "messages", Data: data})
 }

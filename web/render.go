@@ -16,13 +16,14 @@ import (
 
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/httpx"
+	"github.com/bizmsg/platform/platform/messages"
 )
 
 // pageNames are the templates under templates/, each rendered inside
 // layout.html.
 var pageNames = []string{
 	"error", "login", "signup", "overview", "senders", "keys", "key_secret", "key_revoke",
-	"messages", "message", "members", "member_remove", "start",
+	"messages", "message", "conversation", "members", "member_remove", "start",
 }
 
 // pageData is what every page template receives.
@@ -74,6 +75,22 @@ var funcs = template.FuncMap{
 		return ""
 	},
 	"eq2": func(a, b any) bool { return fmt.Sprint(a) == fmt.Sprint(b) },
+	// statusClass is a message status's badge class.
+	"statusClass": statusClass,
+}
+
+// statusClass is the badge class of a message status: done well (delivered,
+// read), failed, on its way (sent) or in (received), or waiting (queued).
+func statusClass(status string) string {
+	switch status {
+	case messages.StatusDelivered, messages.StatusRead:
+		return "ok"
+	case messages.StatusFailed:
+		return "bad"
+	case messages.StatusSent, messages.StatusReceived:
+		return "info"
+	}
+	return "warn"
 }
 
 // parsePages parses every page with the layout.

@@ -169,6 +169,7 @@ func New(cfg Config) (*Dashboard, error) {
 //	GET  /keys/:id/revoke, POST    confirm, revoke
 //	GET  /messages                 history with the API's filters and paging
 //	GET  /messages/:id             one message, with its delivery (attempts, why not yet sent)
+//	GET  /conversations/:id        one conversation's messages as a thread, both ways
 //	GET  /members, POST /members   members; add one with a role
 //	GET  /members/:id/remove, POST confirm, remove
 //	GET  /start                    the organization's first send, as curl
@@ -199,6 +200,7 @@ func (d *Dashboard) Mount(r gin.IRouter) {
 	s.POST("/keys/:id/revoke", d.revokeKey)
 	s.GET("/messages", d.messagesPage)
 	s.GET("/messages/:id", d.messagePage)
+	s.GET("/conversations/:id", d.conversationPage)
 	s.GET("/members", d.membersPage)
 	s.POST("/members", d.addMember)
 	s.GET("/members/:id/remove", d.removeMemberPage)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/senders"
 	"github.com/bizmsg/platform/platform/usage"
 )
@@ -29,7 +30,7 @@ func TestNewChart(t *testing.T) {
 	for i := range days {
 		days[i].Date = day0.AddDate(0, 0, i).Format(time.DateOnly)
 	}
-	days[29].Counts = usage.Counts{Delivered: 3, Sent: 2, Queued: 1, Failed: 2, Total: 8}
+	days[29].Counts = usage.Counts{Read: 1, Delivered: 2, Sent: 2, Queued: 1, Failed: 2, Total: 8, Received: 4}
 	days[10].Counts = usage.Counts{Failed: 1, Total: 1}
 	ch := newChart(days)
 
@@ -46,7 +47,7 @@ func TestNewChart(t *testing.T) {
 		classes = append(classes, s.Class)
 		height += s.H
 	}
-	if want := "s-delivered s-sent s-queued s-failed"; strings.Join(classes, " ") != want {
+	if want := "s-read s-delivered s-sent s-queued s-failed"; strings.Join(classes, " ") != want {
 		t.Fatalf("segments %v, want %s (bottom first)", classes, want)
 	}
 	// The peak day fills the plot (within rounding); segments stack upwards.
@@ -61,13 +62,13 @@ func TestNewChart(t *testing.T) {
 	if len(ch.Bars[0].Segments) != 0 || len(ch.Bars[10].Segments) != 1 || ch.Bars[10].Segments[0].Class != "s-failed" {
 		t.Fatalf("empty and failure-only days: %+v %+v", ch.Bars[0], ch.Bars[10])
 	}
-	if !strings.Contains(last.Title, "2026-11-30: 8 messages (3 delivered, 2 sent, 1 queued, 2 failed)") {
+	if !strings.Contains(last.Title, "2026-11-30: 8 messages (1 read, 2 delivered, 2 sent, 1 queued, 2 failed)") {
 		t.Fatalf("tooltip %q", last.Title)
 	}
 	if ch.XLabels[5].Label != "Nov 30" {
 		t.Fatalf("last x label %q, want the last day", ch.XLabels[5].Label)
 	}
-	if want := "9 messages from 2026-11-01 to 2026-11-30: 3 delivered, 2 sent, 1 queued, 3 failed; the busiest day had 8."; ch.Summary != want {
+	if want := "9 messages from 2026-11-01 to 2026-11-30: 1 read, 2 delivered, 2 sent, 1 queued, 3 failed; 4 received; the busiest day had 8."; ch.Summary != want {
 		t.Fatalf("summary %q, want %q", ch.Summary, want)
 	}
 	if empty := newChart(nil); empty.Summary != "No data." || len(empty.Bars) != 0 {
@@ -181,5 +182,39 @@ func TestPagesRender(t *testing.T) {
 	}
 	if len(pages) != len(pageNames) {
 		t.Fatal("a page is missing")
+	}
+}
+
+// A message's badge follows its status, and a message's From and Contact
+// are its two sides whichever way it went.
+func TestMessageViews(t *testing.T) {
+	t.Parallel()
+	for status, want := range map[string]string{
+		messages.StatusQueued: "warn", messages.StatusSent: "info", messages.StatusDelivered: "ok",
+		messages.StatusRead: "ok", messages.StatusFailed: "bad", messages.StatusReceived: "info",
+	} {
+		if got := statusClass(status); got != want {
+			t.Errorf("statusClass(%s) = %s, want %s", status, got, want)
+		}
+	}
+	writer := "+14155550010"
+	for _, tc := range []struct {
+		name          string
+		m             messageView
+		from, contact string
+		inbound       bool
+	}{
+		{"outbound", messageView{Message: messages.Message{Direction: messages.DirectionOutbound, ToPhone: writer},
+			SenderPhone: "+14155550001"}, "+14155550001", writer, false},
+		{"inbound", messageView{Message: messages.Message{Direction: messages.DirectionInbound, ToPhone: "+14155550001",
+			FromPhone: &writer}, SenderPhone: "+14155550001"}, writer, writer, true},
+		{"inbound without a writer", messageView{Message: messages.Message{Direction: messages.DirectionInbound}}, "", "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if tc.m.From() != tc.from || tc.m.Contact() != tc.contact || tc.m.Inbound() != tc.inbound {
+				t.Fatalf("from %q contact %q inbound %v", tc.m.From(), tc.m.Contact(), tc.m.Inbound())
+			}
+		})
 	}
 }

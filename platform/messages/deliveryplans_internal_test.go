@@ -39,8 +39,10 @@ func TestDeliveryPlansStartFromIDs(t *testing.T) {
 	}{
 		{"claim one", claimOneSQL(f.tn), fmt.Sprintf("%d, 5001, now()", f.tn.OrgID)},
 		{"claim many", claimManySQL(f.tn), fmt.Sprintf("%d, %s, now()", f.tn.OrgID, ids)},
-		{"mark one sent", markOneSentSQL(f.tn), "1, 1, 1, now(), now(), 5001"},
-		{"mark sent", markSentSQL(f.tn), fmt.Sprintf("%s, %s, %s, %s, array_fill(now(), '{8}'), now()", ids, ones, ones, ones)},
+		{"mark one sent", markOneSentSQL(f.tn, false), "1, 1, 1, now(), false, now(), 5001"},
+		{"mark one sent with rows", markOneSentSQL(f.tn, true), "1, 1, 1, now(), true, now(), 5001"},
+		{"mark sent", markSentSQL(f.tn, false), fmt.Sprintf("%s, %s, %s, %s, array_fill(now(), '{8}'), array_fill(false, '{8}'), now()", ids, ones, ones, ones)},
+		{"mark sent with rows", markSentSQL(f.tn, true), fmt.Sprintf("%s, %s, %s, %s, array_fill(now(), '{8}'), array_fill(true, '{8}'), now()", ids, ones, ones, ones)},
 	}
 	for _, st := range statements {
 		for _, mode := range []string{"force_generic_plan", "force_custom_plan"} {

@@ -36,12 +36,17 @@ type ListQuery struct {
 	Since           string // RFC 3339, inclusive
 	Until           string // RFC 3339, exclusive
 	ClientReference string
+	Direction       string // outbound or inbound
+	ConversationID  string
 }
 
 // ListQueryFrom reads a history request's query parameters (limit, cursor,
-// sender_number_id, to_phone, status, type, since, until, client_reference).
+// sender_number_id, to_phone, status, type, since, until, client_reference,
+// direction, conversation_id).
 func ListQueryFrom(v url.Values) ListQuery {
 	return ListQuery{
+		Direction:       v.Get("direction"),
+		ConversationID:  v.Get("conversation_id"),
 		Limit:           v.Get("limit"),
 		Cursor:          v.Get("cursor"),
 		SenderNumberID:  v.Get("sender_number_id"),
@@ -64,6 +69,14 @@ type filter struct {
 	typ             string
 	since, until    *time.Time
 	clientReference string
+	direction       string
+	conversationID  int64
+}
+
+// Statuses returns every message status, outbound ones in the order of the
+// lifecycle and then received.
+func Statuses() []string {
+	return []string{StatusQueued, StatusSent, StatusDelivered, StatusRead, StatusFailed, StatusReceived}
 }
 
 // parse validates every parameter and reports every problem at once (422).
@@ -93,11 +106,26 @@ func (q ListQuery) parse() (filter, error) {
 	}
 	if q.Status != "" {
 		switch q.Status {
-		case StatusQueued, StatusSent, StatusDelivered, StatusFailed:
+		case StatusQueued, StatusSent, StatusDelivered, StatusRead, StatusFailed, StatusReceived:
 			f.status = q.Status
 		default:
-			v.Add("status", "must be one of queued, sent, delivered, failed")
+			v.Add("status", "must be one of "+strings.Join(Statuses(), ", "))
 		}
+	}
+	if q.Direction != "" {
+		switch q.Direction {
+		case DirectionOutbound, DirectionInbound:
+			f.direction = q.Direction
+		default:
+			v.Add("direction", "must be one of outbound, inbound")
+		}
+	}
+	if q.ConversationID != "" {
+		id, err := strconv.ParseInt(q.ConversationID, 10, 64)
+		if err != nil || id <= 0 {
+			v.Add("conversation_id", "must be a positive integer")
+		}
+		f.conversationID = id
 	}
 	if q.Type != "" {
 		switch q.Type {
@@ -179,16 +207,22 @@ func (p Page) MarshalJSON() ([]byte, error) {
 
 // List returns the organization's messages matching q, newest first, one
 // page at a time. Each filter is served by an index of messages (sender,
-// to_phone, status and client_reference, each with the id, and created_at
-// with the id), so a page costs the same with millions of rows: without a
-// time filter the list is ordered by id (newest first), with since or until
-// by (created_at, id), so the created_at index reads just the window instead
-// of the newest rows down to it.
+// to_phone, status, client_reference and conversation, each with the id;
+// inbound messages by id; created_at with the id), so a page costs the same
+// with millions of rows: without a time filter the list is ordered by id
+// (newest first), with since or until by (created_at, id), so the
+// created_at index reads just the window instead of the newest rows down to
+// it. direction=outbound has no index of its own: the primary key serves
+// it while outbound messages are most of the rows.
 func (s *Service) List(ctx context.Context, t db.Tenant, q ListQuery) (Page, error) {
 	f, err := q.parse()
 	if err != nil {
 		return Page{}, err
 	}
+	// bun writes the values into the text, so Postgres plans each page
+	// for its values (a custom plan): a prepared, generic plan could not
+	// tell a rare status or sender from a common one, and would pick one
+	// index for all.
 	var rows []row
 	sel := selectRows(s.db, t, &rows).Limit(int64(f.limit + 1))
 	if f.byTime() {
@@ -223,6 +257,12 @@ func (s *Service) List(ctx context.Context, t db.Tenant, q ListQuery) (Page, err
 	if f.clientReference != "" {
 		sel = sel.Where("m.client_reference = ?", f.clientReference)
 	}
+	if f.direction != "" {
+		sel = sel.Where("m.direction = ?", f.direction)
+	}
+	if f.conversationID > 0 {
+		sel = sel.Where("m.conversation_id = ?", f.conversationID)
+	}
 	if err := sel.Scan(ctx); err != nil {
 		return Page{}, fmt.Errorf("list messages: %w", err)
 	}
@@ -239,19 +279,43 @@ func (s *Service) List(ctx context.Context, t db.Tenant, q ListQuery) (Page, err
 	return p, nil
 }
 
+// readRows runs query, whose result is messageColumns, on a pool
+// connection (db.Prepared) and returns its rows.
+func (s *Service) readRows(ctx context.Context, query string, args []any, capacity int) ([]row, error) {
+	rows := make([]row, 0, capacity)
+	err := s.prep.Query(ctx, nil, query, args, func(r db.Rows) error {
+		for r.Next() {
+			rows = append(rows, row{})
+			if err := r.Scan(rows[len(rows)-1].scanDest()...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return rows, err
+}
+
 // Get returns message id of the organization with the state of its
 // delivery job (Message.Delivery, while River keeps it); 404 when there is
 // none (also for another organization's id: it is not in this tenant's
-// schema, and the job is looked up by this organization's id).
+// schema, and the job is looked up by this organization's id). An inbound
+// message has no delivery job.
 func (s *Service) Get(ctx context.Context, t db.Tenant, id int64) (Message, error) {
 	if id <= 0 {
 		return Message{}, apperr.NotFound("message")
 	}
-	r, err := loadRow(ctx, s.db, t, id, false)
+	rows, err := s.readRows(ctx, `SELECT `+messageColumns+` FROM `+t.Table("messages")+` m WHERE m.id = $1::bigint`,
+		[]any{id}, 1)
 	if err != nil {
-		return Message{}, err
+		return Message{}, fmt.Errorf("load message %d: %w", id, err)
 	}
-	m := r.message()
+	if len(rows) == 0 {
+		return Message{}, apperr.NotFound("message")
+	}
+	m := rows[0].message()
+	if m.Direction == DirectionInbound {
+		return m, nil
+	}
 	job, err := queue.DeliveryJobOf(ctx, s.jobs, t.OrgID, id)
 	if err != nil {
 		return Message{}, err

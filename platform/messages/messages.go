@@ -48,6 +48,15 @@
 // that are past their throttle at the same time do this together
 // (deliverBatch): one claim statement, one network batch, one sent record.
 //
+// # Lifecycle
+//
+// After the sent record, receipts (ApplyReceipt) move an outbound message
+// forward only: delivered, read, or failed, never back (a late delivered
+// receipt of a read message only fills its delivered_at). Receive stores
+// the inbound messages network accounts write to an organization's active
+// sender numbers. Every status change can record a webhook event in its
+// own transaction (Config.Events, EventRecorder).
+//
 // # Statements
 //
 // The statements every message runs (acceptance, alone or batched;
@@ -56,8 +65,11 @@
 // db.Prepared, which keeps them prepared on each pool connection up to a
 // bound, so that Postgres parses, analyses and plans them once per
 // connection instead of at every run. Their texts name the tenant's schema,
-// so each tenant has texts of its own. The rare paths (claimLocked,
-// failures, reads) are written with bun.
+// so each tenant has texts of its own. The rarer paths (claimLocked,
+// failures, receipts, inbound messages, the history) go through it too,
+// with pgx transactions where they change a message, so that an event can be
+// recorded with the change; the delivery's first read of a sender
+// (loadDelivery) is still written with bun.
 package messages
 
 import (
@@ -78,12 +90,25 @@ import (
 	"github.com/bizmsg/platform/platform/throttle"
 )
 
-// Message statuses (docs/api.md, §Delivery): queued → sent → delivered | failed.
+// Message statuses (docs/api.md, §Message lifecycle). An outbound message
+// moves queued → sent → delivered → read, only forward, or to failed from
+// queued, sent or delivered; an inbound message is received.
 const (
 	StatusQueued    = "queued"
 	StatusSent      = "sent"
 	StatusDelivered = "delivered"
+	StatusRead      = "read"
 	StatusFailed    = "failed"
+	StatusReceived  = "received"
+)
+
+// Message directions.
+const (
+	// DirectionOutbound is a message sent through the API.
+	DirectionOutbound = "outbound"
+	// DirectionInbound is a message a network account wrote to one of the
+	// organization's sender numbers.
+	DirectionInbound = "inbound"
 )
 
 // Message types.
@@ -113,11 +138,19 @@ const (
 	CodeNetworkError = "network_error"
 )
 
-// Message is one message of an organization.
+// Message is one message of an organization, outbound or inbound.
 type Message struct {
-	ID             int64
+	ID int64
+	// Direction is DirectionOutbound or DirectionInbound.
+	Direction string
+	// SenderNumberID is the organization's number: the one an outbound
+	// message is sent from, or the one an inbound message was written to.
 	SenderNumberID int64
-	ToPhone        string
+	// ToPhone is the phone the message was written to: the recipient's
+	// (outbound), or the sender number's (inbound).
+	ToPhone string
+	// FromPhone is who wrote an inbound message; nil for outbound ones.
+	FromPhone *string
 	// RecipientUserID is the recipient's network account, known at acceptance.
 	RecipientUserID *int64
 	// ConversationID and NetworkMessageID are the network's, set on delivery.
@@ -136,7 +169,10 @@ type Message struct {
 	CreatedAt        time.Time
 	SentAt           *time.Time
 	DeliveredAt      *time.Time
+	ReadAt           *time.Time
 	FailedAt         *time.Time
+	// ReceivedAt is when the network took an inbound message.
+	ReceivedAt *time.Time
 	// Delivery is the state of the message's delivery job, filled by Get
 	// while River keeps the job (nil otherwise, and in lists).
 	Delivery *queue.DeliveryReport
@@ -144,7 +180,8 @@ type Message struct {
 
 // messageJSON is the resource of docs/api.md, §Sending (id, sender_number_id,
 // recipient_user_id, conversation_id, message_id, message_type, content,
-// status, sent_at) plus the request's other fields and the outcome.
+// status, sent_at) plus the request's other fields, the outcome and the
+// lifecycle of §Message lifecycle (direction, from_phone and the times).
 type messageJSON struct {
 	ID              int64         `json:"id"`
 	SenderNumberID  int64         `json:"sender_number_id"`
@@ -166,6 +203,10 @@ type messageJSON struct {
 	CreatedAt       string        `json:"created_at"`
 	DeliveredAt     *string       `json:"delivered_at"`
 	FailedAt        *string       `json:"failed_at"`
+	Direction       string        `json:"direction"`
+	FromPhone       *string       `json:"from_phone"`
+	ReadAt          *string       `json:"read_at"`
+	ReceivedAt      *string       `json:"received_at"`
 	Delivery        *deliveryJSON `json:"delivery,omitempty"`
 }
 
@@ -216,6 +257,10 @@ func (m Message) MarshalJSON() ([]byte, error) {
 		CreatedAt:       formatTime(m.CreatedAt),
 		DeliveredAt:     timePtr(m.DeliveredAt),
 		FailedAt:        timePtr(m.FailedAt),
+		Direction:       m.Direction,
+		FromPhone:       m.FromPhone,
+		ReadAt:          timePtr(m.ReadAt),
+		ReceivedAt:      timePtr(m.ReceivedAt),
 		Delivery:        deliveryOf(m.Delivery),
 	})
 }
@@ -276,6 +321,19 @@ type Config struct {
 	MaxInlineWait time.Duration
 	// IdempotencyTTL is how long an Idempotency-Key is remembered. Default 24 h.
 	IdempotencyTTL time.Duration
+	// Events records a webhook event of every status change of a message
+	// (message.sent, .delivered, .read, .failed, .received) in the
+	// transaction of the change (see EventRecorder). Nil records none, and
+	// the paths that change a message then run as they would without
+	// events: no transaction of their own, no resource built.
+	Events EventRecorder
+	// DeliveryConfirms says that a network's delivery (network.Delivery)
+	// means the recipient has the message at its DeliveredAt, as the
+	// built-in network's does (it stores the message in the recipient's
+	// conversation): the worker then records the message delivered with
+	// its sent record. A network whose receipts report the delivery later
+	// (the HTTP network) leaves it false.
+	DeliveryConfirms bool
 	// Clock is the time source for acceptance (the UTC day of the daily limit)
 	// and delivery times. Default clock.Real{}.
 	Clock clock.Clock
@@ -293,6 +351,7 @@ type Service struct {
 	jobs     queue.Client
 	known    *senderCache
 	throttle throttle.Limiter
+	events   EventRecorder
 	// acceptances batches the sends of each tenant (acceptBatch), and
 	// deliveries its deliveries (deliverBatch).
 	acceptances *batch.Batcher[db.Tenant, acceptance, accepted]
@@ -348,6 +407,7 @@ func New(cfg Config) (*Service, error) {
 		jobs:     cfg.Jobs,
 		known:    newSenderCache(cfg.SenderCache),
 		throttle: cfg.Throttle,
+		events:   cfg.Events,
 		clock:    cfg.Clock,
 		log:      cfg.Logger,
 		cfg:      cfg,

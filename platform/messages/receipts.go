@@ -3,15 +3,15 @@ package messages
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
-	"github.com/uptrace/bun"
+	"github.com/jackc/pgx/v5"
 
-	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
 )
 
@@ -26,14 +26,14 @@ const (
 )
 
 // Receipt is the network's word on a message it accepted: delivered to the
-// recipient, or failed.
+// recipient, read by the recipient, or failed.
 type Receipt struct {
 	// Reference is the one DeliverMessage passed to the network
 	// ("<schema>:<message id>", see Reference).
 	Reference string
-	// Status is StatusDelivered or StatusFailed.
+	// Status is StatusDelivered, StatusRead or StatusFailed.
 	Status string
-	// At is when it was delivered or failed.
+	// At is when it was delivered, read or failed. Default: now.
 	At time.Time
 	// ErrorCode and ErrorMessage say why it failed (StatusFailed only).
 	// Defaults CodeDeliveryFailed and a generic sentence.
@@ -41,44 +41,58 @@ type Receipt struct {
 	ErrorMessage string
 }
 
-// ReceiptOutcome is what ApplyReceipt did.
+// ReceiptOutcome is what ApplyReceipt (or Receive) did.
 type ReceiptOutcome string
 
-// The outcomes of ApplyReceipt.
+// The outcomes of ApplyReceipt and Receive.
 const (
-	// ReceiptApplied: the message moved to the receipt's status.
+	// ReceiptApplied: the receipt changed the message (moved it to the
+	// receipt's status, or filled the delivered_at of a read message), or
+	// the inbound message was stored.
 	ReceiptApplied ReceiptOutcome = "applied"
-	// ReceiptUnchanged: the message is already in that status, or in a final
-	// one the receipt may not change (a repeated or contradicting receipt).
+	// ReceiptUnchanged: the message is already in that status or past it,
+	// or in a final one the receipt may not change (a repeated, late or
+	// contradicting receipt); or the inbound message was stored before.
 	ReceiptUnchanged ReceiptOutcome = "unchanged"
-	// ReceiptIgnored: the reference names no message of any organization
-	// (an OTP's, a deleted organization's, or not one of ours).
+	// ReceiptIgnored: the reference names no outbound message of any
+	// organization (an OTP's, a deleted organization's, or not one of
+	// ours); or the inbound message was written to a phone that is no
+	// organization's active sender number.
 	ReceiptIgnored ReceiptOutcome = "ignored"
 )
 
-// ApplyReceipt records a delivery receipt. The reference is mapped back to
-// its tenant only through the central organizations row: the organization id
+// ApplyReceipt records a receipt. The reference is mapped back to its
+// tenant only through the central organizations row: the organization id
 // is parsed from it, the organization's stored schema is read, and the
 // reference's schema must be exactly that one (db.NewTenant); anything else
 // is ignored, so a receipt can never reach into another tenant.
 //
-// In one transaction that locks the message:
+// In one transaction that locks the message, the message moves only
+// forward along queued → sent → delivered → read (docs/api.md, §Message
+// lifecycle):
 //
-//   - delivered: a sent message becomes delivered (delivered_at = At). So
-//     does a queued one: the receipt overtook the delivery worker's own record
-//     of the delivery (markSent then fills the network's ids and keeps the
-//     status), and a message the worker gave up on with network_error (the
-//     network did deliver it after all).
-//   - failed: a queued or sent message becomes failed with the receipt's
-//     code and text.
+//   - delivered: a queued or sent message becomes delivered (delivered_at
+//     = At). A queued one means the receipt overtook the delivery worker's
+//     own record of the delivery (markSent then fills the network's ids and
+//     keeps the status). A read message stays read and gets delivered_at if
+//     it had none (the receipts came in the wrong order);
+//   - read: a queued, sent or delivered message becomes read (read_at =
+//     At); delivered_at stays as it is (null until a delivered receipt
+//     says when);
+//   - failed: a queued, sent or delivered message becomes failed with the
+//     receipt's code and text (failed_at = At); a read message cannot fail.
 //
-// The day's status counters move with the message. Any other combination
-// (a repeat, delivered after failed, failed after delivered) changes nothing:
-// ReceiptUnchanged. Receipts are idempotent by these transitions, so a
-// redelivered event needs no event-id bookkeeping.
+// A message the worker gave up on with network_error was delivered after
+// all when a delivered or read receipt comes: it moves as a sent one would,
+// its error cleared. The day's status counters move with the message, and
+// the move's event (message.delivered, .read or .failed) is recorded in the
+// same transaction (Config.Events). Any other combination (a repeat, a
+// receipt behind the message's status, anything after failed) changes
+// nothing: ReceiptUnchanged. Receipts are idempotent by these transitions,
+// so a redelivered event needs no event-id bookkeeping.
 func (s *Service) ApplyReceipt(ctx context.Context, r Receipt) (ReceiptOutcome, error) {
-	if r.Status != StatusDelivered && r.Status != StatusFailed {
-		return "", fmt.Errorf("messages: receipt status %q is not delivered or failed", r.Status)
+	if r.Status != StatusDelivered && r.Status != StatusRead && r.Status != StatusFailed {
+		return "", fmt.Errorf("messages: receipt status %q is not delivered, read or failed", r.Status)
 	}
 	t, id, ok, err := s.referenceTenant(ctx, r.Reference)
 	if err != nil || !ok {
@@ -92,73 +106,124 @@ func (s *Service) ApplyReceipt(ctx context.Context, r Receipt) (ReceiptOutcome, 
 		r.ErrorMessage = clip(r.ErrorMessage, maxReceiptMessageLen,
 			"The messaging network could not deliver the message.")
 	}
-	outcome := ReceiptUnchanged
-	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		m, err := loadRow(ctx, tx, t, id, true)
-		if e, ok := apperr.As(err); ok && e.Kind == apperr.KindNotFound {
+	var outcome ReceiptOutcome
+	err = s.prep.Tx(ctx, func(tx pgx.Tx) error {
+		outcome = ReceiptUnchanged
+		m, found, err := s.lockRow(ctx, tx, t, id)
+		if err != nil {
+			return err
+		}
+		if !found || m.Direction != DirectionOutbound {
 			outcome = ReceiptIgnored
 			return nil
 		}
-		if err != nil {
-			return err
-		}
-		if !receiptApplies(m, r.Status) {
+		next, changed := afterReceipt(m, r)
+		if !changed {
 			return nil
 		}
-		now := s.clock.Now()
-		if r.Status == StatusDelivered {
-			_, err = tx.NewRaw(`UPDATE ?.messages SET status = 'delivered', delivered_at = ?,
-				error_code = NULL, error_message = NULL, failed_at = NULL, updated_at = ? WHERE id = ?`,
-				t.Ident(), r.At, now, id).Exec(ctx)
-		} else {
-			_, err = tx.NewRaw(`UPDATE ?.messages SET status = 'failed', error_code = ?, error_message = ?,
-				failed_at = ?, updated_at = ? WHERE id = ?`,
-				t.Ident(), r.ErrorCode, r.ErrorMessage, r.At, now, id).Exec(ctx)
-		}
+		q := `UPDATE ` + t.Table("messages") + ` m
+			SET status = $2::text, delivered_at = $3::timestamptz, read_at = $4::timestamptz,
+			    failed_at = $5::timestamptz, error_code = $6::text, error_message = $7::text,
+			    updated_at = $8::timestamptz
+			WHERE m.id = $1::bigint
+			RETURNING ` + messageColumns
+		var after row
+		err = s.prep.Query(ctx, tx, q, []any{id, next.Status, next.DeliveredAt, next.ReadAt, next.FailedAt,
+			next.ErrorCode, next.ErrorMessage, s.clock.Now()}, func(rows db.Rows) error {
+			if !rows.Next() {
+				return errors.New("the locked message is gone")
+			}
+			return rows.Scan(after.scanDest()...)
+		})
 		if err != nil {
 			return fmt.Errorf("record receipt of message %d: %w", id, err)
 		}
-		if err := moveCounters(ctx, tx, t, m, r.Status); err != nil {
+		if err := s.moveCounters(ctx, tx, t, m, after.Status); err != nil {
 			return err
 		}
 		outcome = ReceiptApplied
+		if s.events != nil {
+			return s.emit(ctx, tx, t, appendEvents(nil, m.Status, &after))
+		}
 		return nil
 	})
 	if err != nil {
 		return "", err
 	}
-	s.log.InfoContext(ctx, "delivery receipt", "schema", t.Schema, "message_id", id,
+	s.log.InfoContext(ctx, "receipt", "schema", t.Schema, "message_id", id,
 		"status", r.Status, "outcome", outcome)
 	return outcome, nil
 }
 
-// receiptApplies reports whether a receipt of status moves message m.
-func receiptApplies(m *row, status string) bool {
-	switch status {
-	case StatusDelivered:
-		return m.Status == StatusQueued || m.Status == StatusSent ||
-			(m.Status == StatusFailed && m.ErrorCode != nil && *m.ErrorCode == CodeNetworkError)
-	case StatusFailed:
-		return m.Status == StatusQueued || m.Status == StatusSent
+// afterReceipt is message m as receipt r leaves it (the fields a receipt
+// may change), and whether r changes it at all.
+func afterReceipt(m *row, r Receipt) (row, bool) {
+	next := *m
+	// A message the worker failed with network_error reached the network
+	// after all when it is delivered or read.
+	lost := m.Status == StatusFailed && m.ErrorCode != nil && *m.ErrorCode == CodeNetworkError
+	switch {
+	case r.Status == StatusDelivered && (m.Status == StatusQueued || m.Status == StatusSent || lost):
+		next.Status, next.DeliveredAt = StatusDelivered, &r.At
+	case r.Status == StatusDelivered && m.Status == StatusRead && m.DeliveredAt == nil:
+		next.DeliveredAt = &r.At
+	case r.Status == StatusRead && (m.Status == StatusQueued || m.Status == StatusSent || m.Status == StatusDelivered || lost):
+		next.Status, next.ReadAt = StatusRead, &r.At
+	case r.Status == StatusFailed && (m.Status == StatusQueued || m.Status == StatusSent || m.Status == StatusDelivered):
+		next.Status, next.FailedAt = StatusFailed, &r.At
+		next.ErrorCode, next.ErrorMessage = &r.ErrorCode, &r.ErrorMessage
+		return next, true
 	default:
-		return false
+		return next, false
 	}
+	if lost {
+		next.FailedAt, next.ErrorCode, next.ErrorMessage = nil, nil, nil
+	}
+	return next, true
+}
+
+// lockRow reads message id of tenant t in tx and locks it FOR UPDATE;
+// found is false when there is none.
+func (s *Service) lockRow(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64) (*row, bool, error) {
+	m := new(row)
+	found := false
+	err := s.prep.Query(ctx, tx, `SELECT `+messageColumns+` FROM `+t.Table("messages")+` m
+		WHERE m.id = $1::bigint FOR UPDATE`, []any{id}, func(r db.Rows) error {
+		if !r.Next() {
+			return nil
+		}
+		found = true
+		return r.Scan(m.scanDest()...)
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("lock message %d of %s: %w", id, t.Schema, err)
+	}
+	return m, found, nil
 }
 
 // moveCounters moves message m from its status's counter of its acceptance
-// day to the counter of status (queued messages have no counter of their own).
-func moveCounters(ctx context.Context, tx bun.Tx, t db.Tenant, m *row, status string) error {
-	delta := map[string]int{StatusSent: 0, StatusDelivered: 0, StatusFailed: 0}
-	if m.Status != StatusQueued {
-		delta[m.Status]--
+// day to the counter of status (queued messages have no counter of their
+// own; a status that did not change moves nothing).
+func (s *Service) moveCounters(ctx context.Context, tx pgx.Tx, t db.Tenant, m *row, status string) error {
+	if m.Status == status {
+		return nil
 	}
-	delta[status]++
-	_, err := tx.NewRaw(`INSERT INTO ?0.daily_usage AS u (sender_number_id, day, side, sent, delivered, failed)
-		VALUES (?1, ?2::date, 'deliver', greatest(?3, 0), greatest(?4, 0), greatest(?5, 0))
+	var delta [4]int32 // sent, delivered, read, failed
+	index := map[string]int{StatusSent: 0, StatusDelivered: 1, StatusRead: 2, StatusFailed: 3}
+	if i, ok := index[m.Status]; ok {
+		delta[i]--
+	}
+	if i, ok := index[status]; ok {
+		delta[i]++
+	}
+	err := s.prep.Exec(ctx, tx, `INSERT INTO `+t.Table("daily_usage")+` AS u
+		       (sender_number_id, day, side, sent, delivered, read, failed)
+		VALUES ($1::bigint, $2::text::date, 'deliver', greatest($3::int, 0), greatest($4::int, 0),
+		        greatest($5::int, 0), greatest($6::int, 0))
 		ON CONFLICT (sender_number_id, day, side) DO UPDATE
-		   SET sent = u.sent + ?3, delivered = u.delivered + ?4, failed = u.failed + ?5`,
-		t.Ident(), m.SenderNumberID, dayOf(m.CreatedAt),
-		delta[StatusSent], delta[StatusDelivered], delta[StatusFailed]).Exec(ctx)
+		   SET sent = u.sent + $3::int, delivered = u.delivered + $4::int, read = u.read + $5::int,
+		       failed = u.failed + $6::int`,
+		m.SenderNumberID, dayOf(m.CreatedAt), delta[0], delta[1], delta[2], delta[3])
 	if err != nil {
 		return fmt.Errorf("move usage counters of message %d: %w", m.ID, err)
 	}
@@ -181,8 +246,14 @@ func (s *Service) referenceTenant(ctx context.Context, ref string) (db.Tenant, i
 		return db.Tenant{}, 0, false, nil //nolint:nilerr // a reference that does not parse is not ours
 	}
 	var stored sql.NullString
-	err := s.db.NewRaw(`SELECT schema_name FROM central.organizations WHERE id = ?`, orgID).Scan(ctx, &stored)
-	if isNoRows(err) || (err == nil && !stored.Valid) {
+	err := s.prep.Query(ctx, nil, `SELECT schema_name FROM central.organizations WHERE id = $1`, []any{orgID},
+		func(r db.Rows) error {
+			if r.Next() {
+				return r.Scan(&stored)
+			}
+			return nil
+		})
+	if err == nil && !stored.Valid {
 		return db.Tenant{}, 0, false, nil
 	}
 	if err != nil {

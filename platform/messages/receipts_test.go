@@ -18,14 +18,15 @@ import (
 )
 
 // usage is one sender's daily_usage counters of the fixture's day.
-type usage struct{ used, sent, delivered, failed int }
+type usage struct{ used, sent, delivered, failed, read, received int }
 
 func (f *fixture) usage(tn db.Tenant, sid int64) usage {
 	f.t.Helper()
 	var u usage
-	if err := f.db.Pool.QueryRow(context.Background(), fmt.Sprintf(`SELECT sum(used), sum(sent), sum(delivered), sum(failed)
+	if err := f.db.Pool.QueryRow(context.Background(), fmt.Sprintf(`SELECT coalesce(sum(used), 0), coalesce(sum(sent), 0),
+		       coalesce(sum(delivered), 0), coalesce(sum(failed), 0), coalesce(sum(read), 0), coalesce(sum(received), 0)
 		FROM %s WHERE sender_number_id = $1 AND day = $2::date`, tn.Table("daily_usage")),
-		sid, start.Format(time.DateOnly)).Scan(&u.used, &u.sent, &u.delivered, &u.failed); err != nil {
+		sid, start.Format(time.DateOnly)).Scan(&u.used, &u.sent, &u.delivered, &u.failed, &u.read, &u.received); err != nil {
 		f.t.Fatalf("daily usage of sender %d: %v", sid, err)
 	}
 	return u
@@ -64,6 +65,11 @@ var (
 		f.t.Helper()
 		f.receipt(messages.Receipt{Reference: messages.Reference(tn, id), Status: messages.StatusDelivered, At: prepAt})
 	}
+	// toRead applies a read receipt at prepAt.
+	toRead step = func(f *fixture, tn db.Tenant, _, id int64) {
+		f.t.Helper()
+		f.receipt(messages.Receipt{Reference: messages.Reference(tn, id), Status: messages.StatusRead, At: prepAt})
+	}
 	// toFailed applies a failed receipt (default code) at prepAt.
 	toFailed step = func(f *fixture, tn db.Tenant, _, id int64) {
 		f.t.Helper()
@@ -94,9 +100,12 @@ var (
 )
 
 // ApplyReceipt's transitions, with the day's counters moving with the
-// message. The cases share one database (each with a sender of its own, so
-// that counters do not mix) and run one after the other: toNetworkError
-// switches the shared network off for a moment.
+// message: forward only along queued → sent → delivered → read, failed from
+// queued, sent or delivered; a late delivered receipt of a read message
+// only fills its delivered_at; repeats change nothing. The cases share one
+// database (each with a sender of its own, so that counters do not mix)
+// and run one after the other: toNetworkError switches the shared network
+// off for a moment.
 func TestApplyReceipt(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 1000, 1000)
@@ -112,46 +121,69 @@ func TestApplyReceipt(t *testing.T) {
 		code    string // the receipt's error code and text
 		text    string
 		want    messages.ReceiptOutcome
-		// The message afterwards: status, when it got there, error code
-		// and text ("" = null), counters.
-		wantStatus string
-		wantAt     time.Time
-		wantCode   string
-		wantText   string
-		wantUsage  usage
+		// The message afterwards: status, its times (zero = null), error
+		// code and text ("" = null, "*" = any), counters.
+		wantStatus                          string
+		wantDelivered, wantRead, wantFailed time.Time
+		wantCode, wantText                  string
+		wantUsage                           usage
 	}{
 		{name: "queued to delivered", status: messages.StatusDelivered, want: messages.ReceiptApplied,
-			wantStatus: messages.StatusDelivered, wantAt: at, wantUsage: usage{1, 0, 1, 0}},
+			wantStatus: messages.StatusDelivered, wantDelivered: at, wantUsage: usage{used: 1, delivered: 1}},
 		{name: "sent to delivered", prepare: []step{toSent}, status: messages.StatusDelivered, want: messages.ReceiptApplied,
-			wantStatus: messages.StatusDelivered, wantAt: at, wantUsage: usage{1, 0, 1, 0}},
+			wantStatus: messages.StatusDelivered, wantDelivered: at, wantUsage: usage{used: 1, delivered: 1}},
 		{name: "sent to delivered without a time: now", prepare: []step{toSent}, status: messages.StatusDelivered, zeroAt: true,
-			want: messages.ReceiptApplied, wantStatus: messages.StatusDelivered, wantAt: start, wantUsage: usage{1, 0, 1, 0}},
+			want: messages.ReceiptApplied, wantStatus: messages.StatusDelivered, wantDelivered: start, wantUsage: usage{used: 1, delivered: 1}},
+		{name: "delivered to read", prepare: []step{toSent, toDelivered}, status: messages.StatusRead, want: messages.ReceiptApplied,
+			wantStatus: messages.StatusRead, wantDelivered: prepAt, wantRead: at, wantUsage: usage{used: 1, read: 1}},
+		{name: "sent to read: delivered_at stays null", prepare: []step{toSent}, status: messages.StatusRead, want: messages.ReceiptApplied,
+			wantStatus: messages.StatusRead, wantRead: at, wantUsage: usage{used: 1, read: 1}},
+		{name: "queued to read", status: messages.StatusRead, want: messages.ReceiptApplied,
+			wantStatus: messages.StatusRead, wantRead: at, wantUsage: usage{used: 1, read: 1}},
+		{name: "delivered after read (reordered): stays read, delivered_at filled", prepare: []step{toSent, toRead},
+			status: messages.StatusDelivered, want: messages.ReceiptApplied,
+			wantStatus: messages.StatusRead, wantDelivered: at, wantRead: prepAt, wantUsage: usage{used: 1, read: 1}},
+		{name: "delivered after delivered and read: unchanged", prepare: []step{toSent, toDelivered, toRead},
+			status: messages.StatusDelivered, want: messages.ReceiptUnchanged,
+			wantStatus: messages.StatusRead, wantDelivered: prepAt, wantRead: prepAt, wantUsage: usage{used: 1, read: 1}},
+		{name: "read again: unchanged", prepare: []step{toSent, toRead}, status: messages.StatusRead, want: messages.ReceiptUnchanged,
+			wantStatus: messages.StatusRead, wantRead: prepAt, wantUsage: usage{used: 1, read: 1}},
 		{name: "sent to failed with the default code", prepare: []step{toSent}, status: messages.StatusFailed, want: messages.ReceiptApplied,
-			wantStatus: messages.StatusFailed, wantAt: at, wantCode: messages.CodeDeliveryFailed, wantText: generic, wantUsage: usage{1, 0, 0, 1}},
+			wantStatus: messages.StatusFailed, wantFailed: at, wantCode: messages.CodeDeliveryFailed, wantText: generic,
+			wantUsage: usage{used: 1, failed: 1}},
 		{name: "queued to failed with the network's code", status: messages.StatusFailed, code: " recipient_deleted ", text: "Gone.",
-			want: messages.ReceiptApplied, wantStatus: messages.StatusFailed, wantAt: at, wantCode: "recipient_deleted", wantText: "Gone.",
-			wantUsage: usage{1, 0, 0, 1}},
+			want: messages.ReceiptApplied, wantStatus: messages.StatusFailed, wantFailed: at, wantCode: "recipient_deleted", wantText: "Gone.",
+			wantUsage: usage{used: 1, failed: 1}},
 		{name: "failed with an overlong code and text: clipped", prepare: []step{toSent}, status: messages.StatusFailed,
-			code: strings.Repeat("c", 80), text: long, want: messages.ReceiptApplied, wantStatus: messages.StatusFailed, wantAt: at,
-			wantCode: strings.Repeat("c", 64), wantText: long[:1024], wantUsage: usage{1, 0, 0, 1}},
+			code: strings.Repeat("c", 80), text: long, want: messages.ReceiptApplied, wantStatus: messages.StatusFailed, wantFailed: at,
+			wantCode: strings.Repeat("c", 64), wantText: long[:1024], wantUsage: usage{used: 1, failed: 1}},
 		{name: "delivered again: unchanged", prepare: []step{toSent, toDelivered}, status: messages.StatusDelivered,
-			want: messages.ReceiptUnchanged, wantStatus: messages.StatusDelivered, wantAt: prepAt, wantUsage: usage{1, 0, 1, 0}},
+			want: messages.ReceiptUnchanged, wantStatus: messages.StatusDelivered, wantDelivered: prepAt, wantUsage: usage{used: 1, delivered: 1}},
 		{name: "failed again: unchanged", prepare: []step{toSent, toFailed}, status: messages.StatusFailed, code: "other",
-			want: messages.ReceiptUnchanged, wantStatus: messages.StatusFailed, wantAt: prepAt,
-			wantCode: messages.CodeDeliveryFailed, wantText: generic, wantUsage: usage{1, 0, 0, 1}},
-		{name: "failed after delivered: unchanged", prepare: []step{toSent, toDelivered}, status: messages.StatusFailed,
-			want: messages.ReceiptUnchanged, wantStatus: messages.StatusDelivered, wantAt: prepAt, wantUsage: usage{1, 0, 1, 0}},
+			want: messages.ReceiptUnchanged, wantStatus: messages.StatusFailed, wantFailed: prepAt,
+			wantCode: messages.CodeDeliveryFailed, wantText: generic, wantUsage: usage{used: 1, failed: 1}},
+		{name: "failed after delivered: failed, delivered_at kept", prepare: []step{toSent, toDelivered}, status: messages.StatusFailed,
+			want: messages.ReceiptApplied, wantStatus: messages.StatusFailed, wantDelivered: prepAt, wantFailed: at,
+			wantCode: messages.CodeDeliveryFailed, wantText: generic, wantUsage: usage{used: 1, failed: 1}},
+		{name: "failed after read: unchanged", prepare: []step{toSent, toDelivered, toRead}, status: messages.StatusFailed,
+			want: messages.ReceiptUnchanged, wantStatus: messages.StatusRead, wantDelivered: prepAt, wantRead: prepAt,
+			wantUsage: usage{used: 1, read: 1}},
 		{name: "delivered after failed: unchanged", prepare: []step{toSent, toFailed}, status: messages.StatusDelivered,
-			want: messages.ReceiptUnchanged, wantStatus: messages.StatusFailed, wantAt: prepAt,
-			wantCode: messages.CodeDeliveryFailed, wantText: generic, wantUsage: usage{1, 0, 0, 1}},
+			want: messages.ReceiptUnchanged, wantStatus: messages.StatusFailed, wantFailed: prepAt,
+			wantCode: messages.CodeDeliveryFailed, wantText: generic, wantUsage: usage{used: 1, failed: 1}},
+		{name: "read after failed: unchanged", prepare: []step{toSent, toFailed}, status: messages.StatusRead,
+			want: messages.ReceiptUnchanged, wantStatus: messages.StatusFailed, wantFailed: prepAt,
+			wantCode: messages.CodeDeliveryFailed, wantText: generic, wantUsage: usage{used: 1, failed: 1}},
 		{name: "delivered after failed undelivered (sender not active): unchanged", prepare: []step{toSenderNotActive},
-			status: messages.StatusDelivered, want: messages.ReceiptUnchanged, wantStatus: messages.StatusFailed, wantAt: start,
-			wantCode: messages.CodeSenderNotActive, wantText: "*", wantUsage: usage{1, 0, 0, 1}},
+			status: messages.StatusDelivered, want: messages.ReceiptUnchanged, wantStatus: messages.StatusFailed, wantFailed: start,
+			wantCode: messages.CodeSenderNotActive, wantText: "*", wantUsage: usage{used: 1, failed: 1}},
 		{name: "delivered after network_error: delivered after all", prepare: []step{toNetworkError}, status: messages.StatusDelivered,
-			want: messages.ReceiptApplied, wantStatus: messages.StatusDelivered, wantAt: at, wantUsage: usage{1, 0, 1, 0}},
+			want: messages.ReceiptApplied, wantStatus: messages.StatusDelivered, wantDelivered: at, wantUsage: usage{used: 1, delivered: 1}},
+		{name: "read after network_error: read after all", prepare: []step{toNetworkError}, status: messages.StatusRead,
+			want: messages.ReceiptApplied, wantStatus: messages.StatusRead, wantRead: at, wantUsage: usage{used: 1, read: 1}},
 		{name: "failed after network_error: unchanged", prepare: []step{toNetworkError}, status: messages.StatusFailed,
-			want: messages.ReceiptUnchanged, wantStatus: messages.StatusFailed, wantAt: start,
-			wantCode: messages.CodeNetworkError, wantText: "*", wantUsage: usage{1, 0, 0, 1}},
+			want: messages.ReceiptUnchanged, wantStatus: messages.StatusFailed, wantFailed: start,
+			wantCode: messages.CodeNetworkError, wantText: "*", wantUsage: usage{used: 1, failed: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := *f
@@ -173,12 +205,14 @@ func TestApplyReceipt(t *testing.T) {
 			if m.Status != tc.wantStatus {
 				t.Fatalf("status %s, want %s", m.Status, tc.wantStatus)
 			}
-			when, other := m.DeliveredAt, m.FailedAt
-			if m.Status == messages.StatusFailed {
-				when, other = m.FailedAt, m.DeliveredAt
-			}
-			if when == nil || !when.Equal(tc.wantAt) || other != nil {
-				t.Errorf("delivered_at %v, failed_at %v; want %s at %s", m.DeliveredAt, m.FailedAt, m.Status, tc.wantAt)
+			for _, ts := range []struct {
+				name string
+				got  *time.Time
+				want time.Time
+			}{{"delivered_at", m.DeliveredAt, tc.wantDelivered}, {"read_at", m.ReadAt, tc.wantRead}, {"failed_at", m.FailedAt, tc.wantFailed}} {
+				if ts.want.IsZero() && ts.got != nil || !ts.want.IsZero() && (ts.got == nil || !ts.got.Equal(ts.want)) {
+					t.Errorf("%s %v, want %v (zero: null)", ts.name, ts.got, ts.want)
+				}
 			}
 			if got := str(m.ErrorCode); got != tc.wantCode {
 				t.Errorf("error_code %q, want %q", got, tc.wantCode)
@@ -247,7 +281,7 @@ func TestApplyReceiptIgnored(t *testing.T) {
 		{"trailing garbage", messages.Reference(tn, id) + ":1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, status := range []string{messages.StatusDelivered, messages.StatusFailed} {
+			for _, status := range []string{messages.StatusDelivered, messages.StatusRead, messages.StatusFailed} {
 				got, err := f.svc.ApplyReceipt(ctx, messages.Receipt{Reference: tc.ref, Status: status, At: at})
 				if err != nil || got != messages.ReceiptIgnored {
 					t.Errorf("%s %q: %s %v, want ignored", status, tc.ref, got, err)
@@ -261,7 +295,7 @@ func TestApplyReceiptIgnored(t *testing.T) {
 	if m := f.get(tn, id); m.Status != messages.StatusSent || m.DeliveredAt != nil || m.FailedAt != nil {
 		t.Fatalf("the message moved: %+v", m)
 	}
-	if got := f.usage(tn, sid); got != (usage{1, 1, 0, 0}) {
+	if got := f.usage(tn, sid); got != (usage{used: 1, sent: 1}) {
 		t.Fatalf("usage %+v", got)
 	}
 }
@@ -321,8 +355,9 @@ func TestReceiptOvertakesDeliveryRecord(t *testing.T) {
 		status string
 		want   usage
 	}{
-		{messages.StatusDelivered, usage{1, 0, 1, 0}},
-		{messages.StatusFailed, usage{1, 0, 0, 1}},
+		{messages.StatusDelivered, usage{used: 1, delivered: 1}},
+		{messages.StatusRead, usage{used: 1, read: 1}},
+		{messages.StatusFailed, usage{used: 1, failed: 1}},
 	} {
 		t.Run(tc.status, func(t *testing.T) {
 			f := *f

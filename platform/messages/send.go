@@ -89,6 +89,7 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (Send
 	}
 
 	r := &row{
+		Direction:       DirectionOutbound,
 		ToPhone:         d.ToPhone,
 		RecipientUserID: reach.RecipientID,
 		Type:            d.Type,

@@ -1,16 +1,11 @@
 package messages
 
 import (
-	"context"
-	"database/sql"
-	"errors"
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
 
-	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
 )
 
@@ -40,6 +35,10 @@ type row struct {
 	FailedAt        *time.Time `bun:"failed_at"`
 	DispatchedAt    *time.Time `bun:"dispatched_at"`
 	UpdatedAt       time.Time  `bun:"updated_at"`
+	Direction       string     `bun:"direction"`
+	FromPhone       *string    `bun:"from_phone"`
+	ReadAt          *time.Time `bun:"read_at"`
+	ReceivedAt      *time.Time `bun:"received_at"`
 }
 
 // messageFields are a message row's columns in one order, each with its
@@ -72,17 +71,25 @@ var messageFields = []struct {
 	{"failed_at", func(r *row) any { return &r.FailedAt }},
 	{"dispatched_at", func(r *row) any { return &r.DispatchedAt }},
 	{"updated_at", func(r *row) any { return &r.UpdatedAt }},
+	{"direction", func(r *row) any { return &r.Direction }},
+	{"from_phone", func(r *row) any { return &r.FromPhone }},
+	{"read_at", func(r *row) any { return &r.ReadAt }},
+	{"received_at", func(r *row) any { return &r.ReceivedAt }},
 }
 
 // messageColumns lists messageFields' columns of the messages table aliased
 // m (m.id, m.sender_number_id, ...).
-var messageColumns = func() string {
+var messageColumns = columnsOf("m")
+
+// columnsOf lists messageFields' columns of the messages table (or of a
+// statement's result with its columns) aliased alias.
+func columnsOf(alias string) string {
 	cols := make([]string, len(messageFields))
 	for i, f := range messageFields {
-		cols[i] = "m." + f.col
+		cols[i] = alias + "." + f.col
 	}
 	return strings.Join(cols, ", ")
-}()
+}
 
 // scanDest returns the destinations of r's columns in messageColumns order.
 func (r *row) scanDest() []any {
@@ -116,6 +123,10 @@ func (r *row) message() Message {
 		SentAt:           r.SentAt,
 		DeliveredAt:      r.DeliveredAt,
 		FailedAt:         r.FailedAt,
+		Direction:        r.Direction,
+		FromPhone:        r.FromPhone,
+		ReadAt:           r.ReadAt,
+		ReceivedAt:       r.ReceivedAt,
 	}
 }
 
@@ -123,25 +134,6 @@ func (r *row) message() Message {
 func selectRows(idb bun.IDB, t db.Tenant, dst any) *bun.SelectQuery {
 	return idb.NewSelect().Model(dst).ModelTableExpr("?.messages AS m", t.Ident())
 }
-
-// loadRow reads message id, optionally locking it FOR UPDATE. A missing row
-// is apperr.NotFound.
-func loadRow(ctx context.Context, idb bun.IDB, t db.Tenant, id int64, forUpdate bool) (*row, error) {
-	r := new(row)
-	q := selectRows(idb, t, r).Where("m.id = ?", id)
-	if forUpdate {
-		q = q.For("UPDATE OF m")
-	}
-	if err := q.Scan(ctx); err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, apperr.NotFound("message")
-		}
-		return nil, fmt.Errorf("load message %d: %w", id, err)
-	}
-	return r, nil
-}
-
-func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
 
 // dayOf is the UTC calendar day of t as the database's date type reads it.
 func dayOf(t time.Time) string { return t.UTC().Format(time.DateOnly) }

@@ -4,11 +4,13 @@
 // organization's limits.
 //
 // Counts come from the per-sender, per-day counters of daily_usage, kept by
-// the send path (used, at acceptance, in the day's 'accept' row) and the
-// delivery worker (sent, delivered, failed, when a message reaches that
-// status, in the day's 'deliver' row), so a report reads two rows per sender
-// and day, never the messages themselves. A message is
-// counted on the UTC day it was accepted, in the status it has now.
+// the send path (used, at acceptance, in the day's 'accept' row), the
+// delivery worker and receipts (sent, delivered, read, failed, when a
+// message reaches that status, in the day's 'deliver' row) and inbound
+// messages (received, in the day's 'receive' row), so a report reads at most
+// three rows per sender and day, never the messages themselves. A message is
+// counted on the UTC day it was accepted (an inbound one, the day it was
+// stored), in the status it has now.
 package usage
 
 import (
@@ -41,21 +43,28 @@ type Defaults struct {
 	APIRateBurst int
 }
 
-// Counts are messages by status. Total = Queued + Sent + Delivered + Failed.
+// Counts are messages by status. Total counts the outbound messages
+// accepted (what the daily limit counts): Total = Queued + Sent + Delivered
+// + Read + Failed. Received counts inbound messages, which no limit counts,
+// apart from Total.
 type Counts struct {
 	Queued    int64 `json:"queued"`
 	Sent      int64 `json:"sent"`
 	Delivered int64 `json:"delivered"`
+	Read      int64 `json:"read"`
 	Failed    int64 `json:"failed"`
 	Total     int64 `json:"total"`
+	Received  int64 `json:"received"`
 }
 
 func (c *Counts) add(o Counts) {
 	c.Queued += o.Queued
 	c.Sent += o.Sent
 	c.Delivered += o.Delivered
+	c.Read += o.Read
 	c.Failed += o.Failed
 	c.Total += o.Total
+	c.Received += o.Received
 }
 
 // Day is one UTC day's counts.
@@ -206,10 +215,12 @@ func (s *Service) Report(ctx context.Context, t db.Tenant, q Query) (Report, err
 		Used      int64     `bun:"used"`
 		Sent      int64     `bun:"sent"`
 		Delivered int64     `bun:"delivered"`
+		Read      int64     `bun:"read"`
 		Failed    int64     `bun:"failed"`
+		Received  int64     `bun:"received"`
 	}
 	if err := s.db.NewRaw(`SELECT day, sum(used) AS used, sum(sent) AS sent, sum(delivered) AS delivered,
-		       sum(failed) AS failed
+		       sum(read) AS read, sum(failed) AS failed, sum(received) AS received
 		  FROM ?.daily_usage WHERE day BETWEEN ?::date AND ?::date
 		 GROUP BY day ORDER BY day`, t.Ident(), r.Period.From, r.Period.To).Scan(ctx, &days); err != nil {
 		return Report{}, fmt.Errorf("daily usage: %w", err)
@@ -217,11 +228,13 @@ func (s *Service) Report(ctx context.Context, t db.Tenant, q Query) (Report, err
 	byDay := make(map[string]Counts, len(days))
 	for _, d := range days {
 		byDay[d.Day.UTC().Format(time.DateOnly)] = Counts{
-			Queued:    max(d.Used-d.Sent-d.Delivered-d.Failed, 0),
+			Queued:    max(d.Used-d.Sent-d.Delivered-d.Read-d.Failed, 0),
 			Sent:      d.Sent,
 			Delivered: d.Delivered,
+			Read:      d.Read,
 			Failed:    d.Failed,
 			Total:     d.Used,
+			Received:  d.Received,
 		}
 	}
 	r.Daily = make([]Day, 0, int(to.Sub(from).Hours()/24)+1)

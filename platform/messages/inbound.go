@@ -1,0 +1,214 @@
+package messages
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/phone"
+)
+
+// MaxInboundIDLength bounds the network's id of an inbound message.
+const MaxInboundIDLength = 255
+
+// Inbound is a message a network account wrote to a phone, as the network
+// reports it.
+type Inbound struct {
+	// ID is the network's id of the message: a repeated report of one ID
+	// stores it once. Required, at most MaxInboundIDLength bytes.
+	ID string
+	// FromPhone is the writer's phone; ToPhone the phone written to, which
+	// decides the organization (its active sender number with that phone).
+	FromPhone, ToPhone string
+	// ConversationID is the network's conversation of the two phones: the
+	// one the organization's outbound messages to the writer have.
+	ConversationID int64
+	// Type is text, image, voice or document; the others are as in a send.
+	Type, Content, FileName, FileType string
+	FileSize                          int64
+	Duration                          int
+	// At is when the network took the message. Default: now.
+	At time.Time
+}
+
+// Receive stores an inbound message in the organization whose active
+// sender number has in.ToPhone (docs/api.md, §Message lifecycle):
+// direction inbound, status received, received_at = in.At, the number as
+// its sender_number_id and to_phone, the writer as from_phone, and the
+// network's conversation_id, so that it sits in the conversation of the
+// organization's outbound messages to the writer. It counts in the day's
+// received counter of the number, and against no limit.
+//
+// The organization is found in the central directory of sender numbers
+// (central.active_sender_phones: the one organization whose number holds
+// the phone, and central.sender_number_directory: that number is active),
+// never by visiting tenant schemas; the insert then checks the number in
+// the tenant's own table, in the transaction that stores the message and
+// records its message.received event (Config.Events).
+//
+// Outcomes: ReceiptApplied (stored), ReceiptUnchanged (in.ID was stored
+// before: a repeated report stores nothing) and ReceiptIgnored, without
+// error, when the phone is no organization's active number. A report that
+// is not a message (no id, a malformed phone or an unknown type) is a 422
+// validation error.
+func (s *Service) Receive(ctx context.Context, in Inbound) (ReceiptOutcome, error) {
+	in, err := s.checkInbound(in)
+	if err != nil {
+		return "", err
+	}
+	to, err := phone.Normalize(in.ToPhone)
+	if err != nil {
+		return ReceiptIgnored, nil //nolint:nilerr // a phone that is not one is no organization's number
+	}
+	t, senderID, ok, err := s.activeNumber(ctx, to)
+	if err != nil || !ok {
+		return ReceiptIgnored, err
+	}
+	sc := t.Quoted()
+	outcome := ReceiptIgnored
+	err = s.prep.Tx(ctx, func(tx pgx.Tx) error {
+		outcome = ReceiptIgnored
+		n, evs, err := s.changedRows(ctx, tx, `WITH s AS (
+			  SELECT id, phone FROM `+sc+`.sender_numbers
+			   WHERE id = $1::bigint AND phone = $2::text AND status = 'active'),
+			m AS (
+			  INSERT INTO `+sc+`.messages (direction, sender_number_id, to_phone, from_phone, conversation_id,
+			         type, content, file_name, file_size, file_type, duration, status, received_at,
+			         network_inbound_id, created_at, updated_at)
+			  SELECT 'inbound', s.id, s.phone, $3::text, $4::bigint, $5::text, $6::text, $7::text, $8::bigint,
+			         $9::text, $10::bigint, 'received', $11::timestamptz, $12::text, $13::timestamptz,
+			         $13::timestamptz
+			    FROM s
+			  ON CONFLICT (network_inbound_id) WHERE network_inbound_id IS NOT NULL DO NOTHING
+			  RETURNING ''::text AS old_status, *),
+			u AS (
+			  INSERT INTO `+sc+`.daily_usage AS u (sender_number_id, day, side, received)
+			  SELECT sender_number_id, (created_at AT TIME ZONE 'UTC')::date, 'receive', 1 FROM m
+			  ON CONFLICT (sender_number_id, day, side) DO UPDATE SET received = u.received + 1)
+			SELECT `+changedColumns+` FROM m`,
+			[]any{senderID, to, in.FromPhone, nullInt64(in.ConversationID), in.Type, in.Content,
+				nullString(in.FileName), nullInt64(in.FileSize), nullString(in.FileType), nullInt64(int64(in.Duration)),
+				in.At, in.ID, s.clock.Now()}, 1)
+		if err != nil {
+			return fmt.Errorf("store inbound message %q: %w", in.ID, err)
+		}
+		switch {
+		case n > 0:
+			outcome = ReceiptApplied
+		default:
+			// Nothing stored: a repeat of a stored message, or a number
+			// no longer active in the tenant's own table.
+			var seen bool
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+sc+`.messages WHERE network_inbound_id = $1)`,
+				in.ID).Scan(&seen); err != nil {
+				return fmt.Errorf("find inbound message %q: %w", in.ID, err)
+			}
+			if seen {
+				outcome = ReceiptUnchanged
+			}
+		}
+		return s.emit(ctx, tx, t, evs)
+	})
+	if err != nil {
+		return "", err
+	}
+	s.log.InfoContext(ctx, "inbound message", "schema", t.Schema, "network_inbound_id", in.ID, "outcome", outcome)
+	return outcome, nil
+}
+
+// checkInbound validates an inbound report (422 with every problem) and
+// fills its defaults.
+func (s *Service) checkInbound(in Inbound) (Inbound, error) {
+	var v apperr.Validation
+	switch {
+	case strings.TrimSpace(in.ID) == "":
+		v.Add("id", "is required")
+	case len(in.ID) > MaxInboundIDLength:
+		v.Add("id", fmt.Sprintf("must be at most %d bytes", MaxInboundIDLength))
+	case !utf8.ValidString(in.ID) || hasControl(in.ID):
+		v.Add("id", "must be UTF-8 without control characters")
+	}
+	from, err := phone.Normalize(in.FromPhone)
+	if err != nil {
+		v.Add("from_phone", err.Error())
+	}
+	in.FromPhone = from
+	if strings.TrimSpace(in.ToPhone) == "" {
+		v.Add("to_phone", "is required")
+	}
+	switch in.Type {
+	case TypeText, TypeImage, TypeVoice, TypeDocument:
+	default:
+		v.Add("type", "must be one of text, image, voice, document")
+	}
+	if strings.ContainsRune(in.Content, 0) || strings.ContainsRune(in.FileName, 0) || strings.ContainsRune(in.FileType, 0) {
+		v.Add("content", "must not contain NUL characters")
+	}
+	if in.FileSize < 0 || in.Duration < 0 {
+		v.Add("file_size", "must not be negative")
+	}
+	if err := v.Err(); err != nil {
+		return Inbound{}, err
+	}
+	if in.At.IsZero() {
+		in.At = s.clock.Now()
+	}
+	return in, nil
+}
+
+// activeNumber finds the organization whose active sender number has phone
+// p, in the central directory: the tenant and the number's id, ok false
+// when no organization's number is active with it.
+func (s *Service) activeNumber(ctx context.Context, p string) (db.Tenant, int64, bool, error) {
+	var (
+		orgID, senderID int64
+		schema          sql.NullString
+		found           bool
+	)
+	err := s.prep.Query(ctx, nil, `SELECT a.organization_id, o.schema_name, a.sender_id
+		  FROM central.active_sender_phones a
+		  JOIN central.sender_number_directory d
+		    ON d.organization_id = a.organization_id AND d.sender_id = a.sender_id AND d.status = 'active'
+		  JOIN central.organizations o ON o.id = a.organization_id
+		 WHERE a.phone = $1`, []any{p}, func(r db.Rows) error {
+		if !r.Next() {
+			return nil
+		}
+		found = true
+		return r.Scan(&orgID, &schema, &senderID)
+	})
+	if err != nil {
+		return db.Tenant{}, 0, false, fmt.Errorf("find the active sender number %s: %w", p, err)
+	}
+	if !found || !schema.Valid {
+		return db.Tenant{}, 0, false, nil
+	}
+	t, err := db.NewTenant(orgID, schema.String)
+	if err != nil {
+		return db.Tenant{}, 0, false, nil //nolint:nilerr // a corrupted schema name routes nothing
+	}
+	return t, senderID, true, nil
+}
+
+// nullString is s, or nil (SQL null) when it is empty.
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// nullInt64 is n, or nil (SQL null) when it is zero.
+func nullInt64(n int64) any {
+	if n == 0 {
+		return nil
+	}
+	return n
+}
