@@ -40,15 +40,14 @@ func (a *App) messaging() error {
 		Network:  a.Network,
 		// The built-in network stores a message in the recipient's
 		// conversation: its delivery is the recipient's receipt.
-		DeliveryConfirms: a.cfg.Network == "builtin",
-		Throttle:         throttle.NewLocal(throttle.Config{}),
-		SenderRate:       a.cfg.SenderRate,
-		SenderBurst:      a.cfg.SenderBurst,
-		IdempotencyTTL:   idempotencyTTL,
-		AcceptBatch:      a.batches("accept"),
-		DeliveryBatch:    a.batches("deliver"),
-		Clock:            a.clock,
-		Logger:           a.log,
+		Throttle:       throttle.NewLocal(throttle.Config{}),
+		SenderRate:     a.cfg.SenderRate,
+		SenderBurst:    a.cfg.SenderBurst,
+		IdempotencyTTL: idempotencyTTL,
+		AcceptBatch:    a.batches("accept"),
+		DeliveryBatch:  a.batches("deliver"),
+		Clock:          a.clock,
+		Logger:         a.log,
 	}); err != nil {
 		return err
 	}

@@ -208,7 +208,7 @@ func (s *Service) deliverBatch(ctx context.Context, t db.Tenant, items []pending
 			errs[i] = fmt.Errorf("deliver: %w", network.Transient(r.Err))
 		default:
 			sent = append(sent, sentMessage{id: id, d: r.Delivery, item: i,
-				delivered: s.cfg.DeliveryConfirms && !r.Delivery.DeliveredAt.IsZero()})
+				delivered: r.Delivery.Delivered})
 		}
 	}
 	if err := s.markSent(ctx, t, sent); err != nil {

@@ -11,21 +11,6 @@ import (
 	"github.com/bizmsg/platform/platform/webhooks"
 )
 
-// EventRecorder records webhook events (*webhooks.Service is one): Emit
-// writes events in tx, the transaction that makes the change they report,
-// so an event exists if and only if its change committed. The service
-// calls it once per transaction with every event of that transaction, in
-// the order the changes happened; an error rolls the change back.
-//
-// Each event's Key is "message:<id>" and its Data the Message as the API
-// shows it (its MarshalJSON): for message.sent, message.delivered,
-// message.read, message.failed and message.received. Emit decides what to
-// do with them (an organization with no endpoint for a type drops it); the
-// service builds them cheaply and only when a recorder is set.
-type EventRecorder interface {
-	Emit(ctx context.Context, tx pgx.Tx, t db.Tenant, events ...webhooks.Event) error
-}
-
 // eventKey is the ordering key of message id's events.
 func eventKey(id int64) string { return "message:" + itoa(id) }
 

@@ -70,14 +70,13 @@ func (r *recorder) Emit(ctx context.Context, tx pgx.Tx, t db.Tenant, events ...w
 }
 
 // newRecorded is a fixture whose service records events with a recorder;
-// confirms sets Config.DeliveryConfirms (the built-in network's deliveries
-// are then deliveries to the recipient).
+// confirms makes its network's deliveries confirmed deliveries to the
+// recipient, as the built-in network's are.
 func newRecorded(t *testing.T, confirms bool, edit func(*messages.Config)) (*fixture, *recorder) {
 	t.Helper()
 	rec := &recorder{}
 	f := newFixtureWith(t, 1000, 1000, func(c *messages.Config) {
 		c.Events = rec
-		c.DeliveryConfirms = confirms
 		if edit != nil {
 			edit(c)
 		}
@@ -87,6 +86,7 @@ func newRecorded(t *testing.T, confirms bool, edit func(*messages.Config)) (*fix
 		type text NOT NULL, key text NOT NULL, status text NOT NULL, delivered_at text, at timestamptz NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}
+	f.net.confirms.Store(confirms)
 	return f, rec
 }
 

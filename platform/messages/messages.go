@@ -55,7 +55,7 @@
 // receipt of a read message only fills its delivered_at). Receive stores
 // the inbound messages network accounts write to an organization's active
 // sender numbers. Every status change can record a webhook event in its
-// own transaction (Config.Events, EventRecorder).
+// own transaction (Config.Events).
 //
 // # Statements
 //
@@ -88,6 +88,7 @@ import (
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
 	"github.com/bizmsg/platform/platform/throttle"
+	"github.com/bizmsg/platform/platform/webhooks"
 )
 
 // Message statuses (docs/api.md, §Message lifecycle). An outbound message
@@ -323,17 +324,14 @@ type Config struct {
 	IdempotencyTTL time.Duration
 	// Events records a webhook event of every status change of a message
 	// (message.sent, .delivered, .read, .failed, .received) in the
-	// transaction of the change (see EventRecorder). Nil records none, and
-	// the paths that change a message then run as they would without
-	// events: no transaction of their own, no resource built.
-	Events EventRecorder
-	// DeliveryConfirms says that a network's delivery (network.Delivery)
-	// means the recipient has the message at its DeliveredAt, as the
-	// built-in network's does (it stores the message in the recipient's
-	// conversation): the worker then records the message delivered with
-	// its sent record. A network whose receipts report the delivery later
-	// (the HTTP network) leaves it false.
-	DeliveryConfirms bool
+	// transaction of the change, so an event exists if and only if its
+	// change committed: once per transaction with every event of that
+	// transaction, in the order the changes happened; an error rolls the
+	// change back. Each event's Key is "message:<id>" and its Data the
+	// Message as the API shows it. Nil records none, and the paths that
+	// change a message then run as they would without events: no
+	// transaction of their own, no resource built.
+	Events webhooks.Emitter
 	// Clock is the time source for acceptance (the UTC day of the daily limit)
 	// and delivery times. Default clock.Real{}.
 	Clock clock.Clock
@@ -351,7 +349,7 @@ type Service struct {
 	jobs     queue.Client
 	known    *senderCache
 	throttle throttle.Limiter
-	events   EventRecorder
+	events   webhooks.Emitter
 	// acceptances batches the sends of each tenant (acceptBatch), and
 	// deliveries its deliveries (deliverBatch).
 	acceptances *batch.Batcher[db.Tenant, acceptance, accepted]

@@ -31,9 +31,12 @@ import (
 var start = time.Date(2026, 11, 22, 14, 3, 5, 0, time.UTC)
 
 // countingNetwork wraps the built-in network, counting deliveries and failing
-// them while failing is set.
+// them while failing is set. Its deliveries are not confirmed deliveries to
+// the recipient (as the HTTP network's, whose receipts come later) unless
+// confirms is set (as the built-in network's own).
 type countingNetwork struct {
 	*builtin.Network
+	confirms   atomic.Bool
 	deliveries atomic.Int32
 	failing    atomic.Bool
 	batches    atomic.Int32 // DeliverBatch calls
@@ -47,7 +50,9 @@ func (n *countingNetwork) Deliver(ctx context.Context, m network.Message) (netwo
 	if n.failing.Load() {
 		return network.Delivery{}, errors.New("network: timeout")
 	}
-	return n.Network.Deliver(ctx, m)
+	d, err := n.Network.Deliver(ctx, m)
+	d.Delivered = d.Delivered && n.confirms.Load()
+	return d, err
 }
 
 // DeliverBatch counts and fails like Deliver, else delivers through the
@@ -68,7 +73,11 @@ func (n *countingNetwork) DeliverBatch(ctx context.Context, ms []network.Message
 		}
 		return out
 	}
-	return n.Network.DeliverBatch(ctx, ms)
+	out := n.Network.DeliverBatch(ctx, ms)
+	for i := range out {
+		out[i].Delivery.Delivered = out[i].Delivery.Delivered && n.confirms.Load()
+	}
+	return out
 }
 
 // wallClock is the throttle's settable time source.
