@@ -1,0 +1,38 @@
+package app
+
+import (
+	"github.com/riverqueue/river"
+
+	"github.com/bizmsg/platform/jobs"
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/webhooks"
+	"github.com/bizmsg/platform/tenant"
+)
+
+// webhookService builds the webhook service (docs/api.md, §Webhooks), which
+// the services that emit events take, so it is built before them. Its
+// jobs go through a.River, which must exist. WEBHOOK_ALLOW_PRIVATE turns
+// on cfg.AllowPrivate (the service logs a warning then).
+func (a *App) webhookService(cfg webhooks.Config) {
+	if a.cfg.WebhookAllowPrivate {
+		cfg.AllowPrivate = true
+	}
+	if cfg.Prepared == nil {
+		prepared := a.cfg.DBPreparedStatements
+		if prepared == 0 {
+			prepared = -1 // DB_PREPARED_STATEMENTS=0: prepare nothing
+		}
+		cfg.Prepared = db.NewPrepared(a.DB, db.PreparedConfig{MaxPerConn: prepared})
+	}
+	a.Webhooks = webhooks.New(a.DB, a.River, a.clock, a.log, cfg)
+}
+
+// webhookRoutes mounts the Tenant API's webhook endpoints.
+func (a *App) webhookRoutes() {
+	tenant.MountWebhooks(a.TenantRoutes, a.Webhooks)
+}
+
+// webhookWorkers registers the webhook delivery worker.
+func (a *App) webhookWorkers(workers *river.Workers) {
+	river.AddWorker(workers, &jobs.WebhookWorker{Attempter: a.Webhooks})
+}
