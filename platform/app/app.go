@@ -194,7 +194,8 @@ func (a *App) addWorkers(cfg queue.Config) {
 			"login_throttle": jobs.PurgerFunc(func(ctx context.Context, now time.Time) (int64, error) {
 				return central.PurgeLoginThrottle(ctx, a.DB.Bun, now)
 			}),
-			"idempotency_keys": jobs.PurgerFunc(a.purgeIdempotencyKeys),
+			"idempotency_keys":   jobs.PurgerFunc(a.purgeIdempotencyKeys),
+			"webhook_deliveries": jobs.PurgerFunc(a.purgeWebhookDeliveries),
 			"web_sessions": jobs.PurgerFunc(func(ctx context.Context, now time.Time) (int64, error) {
 				return web.PurgeSessions(ctx, a.DB.Pool, now, web.DefaultIdleTimeout)
 			}),

@@ -1,6 +1,10 @@
 package app
 
 import (
+	"context"
+	"fmt"
+	"time"
+
 	"github.com/riverqueue/river"
 
 	"github.com/bizmsg/platform/jobs"
@@ -35,4 +39,33 @@ func (a *App) webhookRoutes() {
 // webhookWorkers registers the webhook delivery worker.
 func (a *App) webhookWorkers(workers *river.Workers) {
 	river.AddWorker(workers, &jobs.WebhookWorker{Attempter: a.Webhooks})
+}
+
+// purgeWebhookDeliveries deletes every tenant's finished webhook deliveries
+// and events past their retention (webhooks.Service.Purge). A failing
+// tenant does not stop the others.
+func (a *App) purgeWebhookDeliveries(ctx context.Context, now time.Time) (int64, error) {
+	tenants, err := a.Migrator.Tenants(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var (
+		total, failed int64
+		firstErr      error
+	)
+	for _, t := range tenants {
+		n, err := a.Webhooks.Purge(ctx, t, now)
+		if err != nil {
+			failed++
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		total += n
+	}
+	if firstErr != nil {
+		return total, fmt.Errorf("%d of %d tenant(s) failed, first: %w", failed, len(tenants), firstErr)
+	}
+	return total, nil
 }

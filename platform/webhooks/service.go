@@ -46,6 +46,9 @@ type Config struct {
 	// MaxEndpoints is the most endpoints an organization may have.
 	// Default 20.
 	MaxEndpoints int
+	// Retention is how long finished deliveries (and their events) are
+	// kept in the log (Purge). Default 30 days.
+	Retention time.Duration
 	// AllowPrivate lets endpoints live on loopback, private, link-local
 	// and other reserved addresses (WEBHOOK_ALLOW_PRIVATE): development and
 	// tests only. New logs a warning when it is set.
@@ -84,6 +87,9 @@ func (c *Config) setDefaults(d *db.DB) {
 	}
 	if c.MaxEndpoints <= 0 {
 		c.MaxEndpoints = 20
+	}
+	if c.Retention <= 0 {
+		c.Retention = 30 * 24 * time.Hour
 	}
 	if c.Prepared == nil {
 		c.Prepared = db.NewPrepared(d, db.PreparedConfig{})
