@@ -86,8 +86,10 @@ func (w *WebhookWorker) NextRetry(job *river.Job[queue.WebhookDeliveryArgs]) tim
 // answer, no answer, a refused address): River records it in the job's
 // errors and retries the job.
 type AttemptFailedError struct {
+	// DeliveryID is the delivery whose attempt failed.
 	DeliveryID int64
-	Reason     string
+	// Reason is the attempt's last_error ("the endpoint answered 500").
+	Reason string
 }
 
 func (e *AttemptFailedError) Error() string {

@@ -42,12 +42,16 @@ const reasonDisabledByRequest = "Disabled through the API."
 
 // Endpoint is an organization's webhook endpoint.
 type Endpoint struct {
-	ID          int64
-	URL         string
+	ID int64
+	// URL receives the requests.
+	URL string
+	// Description is the organization's note ("" when none).
 	Description string
 	// Events are the event types the endpoint receives, in the order of
 	// EventTypes.
-	Events  []string
+	Events []string
+	// Enabled is false once the endpoint was disabled (by request, or
+	// after Config.DisableAfter of failures); it then gets no deliveries.
 	Enabled bool
 	// DisabledReason says why the endpoint is disabled; "" while enabled.
 	DisabledReason string

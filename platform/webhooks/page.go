@@ -61,7 +61,9 @@ func parsePageInto(v *apperr.Validation, limit, cursor string) page {
 // Page is one page of a list: the items, newest first, and the cursor of
 // the next page ("" on the last).
 type Page[T any] struct {
-	Items      []T
+	// Items are the page's items, newest first.
+	Items []T
+	// NextCursor fetches the next page; "" on the last.
 	NextCursor string
 }
 
