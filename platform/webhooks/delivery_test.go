@@ -99,13 +99,13 @@ func TestDeliveryRetries(t *testing.T) {
 		{"500", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) },
 			"the endpoint answered 500"},
 		{"timeout", func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() },
-			"no answer within 300ms"},
+			"no answer within 1s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t)
-			svc := f.service(webhooks.Config{AllowPrivate: true, Timeout: 300 * time.Millisecond, RetryBase: 50 * time.Millisecond})
+			svc := f.service(webhooks.Config{AllowPrivate: true, Timeout: time.Second, RetryBase: 50 * time.Millisecond})
 			f.work(svc, 10)
 			tn := f.org()
 			srv := newServer(t, func(n int, w http.ResponseWriter, r *http.Request, _ []byte) {
@@ -436,12 +436,12 @@ func TestOrderPerKey(t *testing.T) {
 
 // One organization's slow endpoint (its server holds every request) takes
 // at most MaxInFlight of the 8 workers, and another organization's endpoint
-// is delivered to meanwhile, well before the slow requests time out (10 s).
-// Without the limit the slow endpoint takes all 8 workers until then.
+// is delivered to meanwhile, well before the slow requests time out (30 s
+// here). Without the limit the slow endpoint takes all 8 workers until then.
 func TestSlowEndpointDoesNotDelayOthers(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	svc := f.service(webhooks.Config{AllowPrivate: true})
+	svc := f.service(webhooks.Config{AllowPrivate: true, Timeout: 30 * time.Second})
 	f.work(svc, 8)
 	slowOrg, fastOrg := f.org(), f.org()
 	release := make(chan struct{})
@@ -468,9 +468,9 @@ func TestSlowEndpointDoesNotDelayOthers(t *testing.T) {
 		events = append(events, webhooks.Event{Type: webhooks.EventMessageSent, Key: "message:" + strconv.Itoa(i)})
 	}
 	f.emit(svc, slowOrg, events...)
-	waitFor(t, "the slow endpoint to hold 4 requests", func() bool { return inFlight.Load() == 4 })
+	waitFor(t, "the slow endpoint to hold 4 requests", func() bool { return inFlight.Load() >= 4 })
 	f.emit(svc, fastOrg, webhooks.Event{Type: webhooks.EventMessageSent, Key: "message:1"})
-	waitWithin(t, 5*time.Second, "the other organization's delivery", func() bool {
+	waitWithin(t, 10*time.Second, "the other organization's delivery", func() bool {
 		d := f.deliveries(svc, fastOrg, fastEndpoint.ID)
 		return len(d) == 1 && d[0].State == webhooks.StateSucceeded
 	})
