@@ -18,6 +18,11 @@ import (
 	"github.com/bizmsg/platform/platform/webhooks"
 )
 
+// roundTripFunc adapts a function to http.RoundTripper.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
 // verify checks a received request with the Standard Webhooks reference
 // library and secret; checkTime also holds its timestamp to the library's
 // five-minute tolerance of the real clock.
@@ -38,7 +43,15 @@ func verify(secret string, r received, checkTime bool) error {
 func TestDeliverySigned(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	svc := f.service(webhooks.Config{AllowPrivate: true})
+	var sentHeaders sync.Map // the header names as the client was given them
+	svc := f.service(webhooks.Config{AllowPrivate: true, WrapTransport: func(next http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			for name := range r.Header {
+				sentHeaders.Store(name, true)
+			}
+			return next.RoundTrip(r)
+		})
+	}})
 	f.work(svc, 10)
 	tn := f.org()
 	rc := newReceiver(t, nil)
@@ -78,6 +91,11 @@ func TestDeliverySigned(t *testing.T) {
 	if p.Type != webhooks.EventMessageDelivered || p.Data["note"] != "<&>" || p.Data["id"] != float64(42) ||
 		p.Timestamp.Sub(f.clock.Now()).Abs() > time.Second {
 		t.Fatalf("payload %s", r.body)
+	}
+	for _, name := range []string{"webhook-id", "webhook-timestamp", "webhook-signature"} {
+		if _, ok := sentHeaders.Load(name); !ok {
+			t.Fatalf("header %s not sent as the specification spells it", name)
+		}
 	}
 	d := f.deliveries(svc, tn, e.ID)[0]
 	if d.EventID != r.header.Get("webhook-id") || d.Attempts != 1 || d.LastStatusCode == nil || *d.LastStatusCode != 200 ||
