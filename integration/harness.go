@@ -25,6 +25,7 @@ import (
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/network/builtin"
 	"github.com/bizmsg/platform/platform/queue"
+	"github.com/bizmsg/platform/platform/webhooks"
 )
 
 // Env is one test's running service.
@@ -50,6 +51,9 @@ type Options struct {
 	Setup func(a *app.App)
 	// Jobs tunes the River worker client (e.g. a short RescueStuckJobsAfter).
 	Jobs queue.Config
+	// Webhooks tunes the webhook service (a short timeout and backoff);
+	// WEBHOOK_ALLOW_PRIVATE in Env lets it reach the tests' local receivers.
+	Webhooks webhooks.Config
 	// Network, when set, wraps the built-in network of the test's database
 	// (on the fake clock); the service uses what it returns. Tests use it to
 	// make the network fail where a failure is needed.
@@ -88,7 +92,7 @@ func Start(t testing.TB, opts Options) *Env {
 		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	appOpts := app.Options{Config: cfg, Logger: log, Clock: clk, Workers: opts.Workers, Jobs: opts.Jobs}
+	appOpts := app.Options{Config: cfg, Logger: log, Clock: clk, Workers: opts.Workers, Jobs: opts.Jobs, Webhooks: opts.Webhooks}
 	if opts.Network != nil {
 		appOpts.Network = opts.Network(builtin.New(dbtest.Open(t, dbURL), builtin.Config{Clock: clk}))
 	}

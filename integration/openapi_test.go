@@ -36,7 +36,8 @@ func TestOpenAPIDocumentValid(t *testing.T) {
 	if !doc.IsOpenAPI31OrLater() {
 		t.Errorf("openapi = %q, want 3.1", doc.OpenAPI)
 	}
-	for _, name := range []string{"Error", "Message", "Sender", "ApiKey", "ApiKeyWithSecret", "LookupResult", "UsageReport", "TenantMe", "CentralMe", "User", "Session"} {
+	for _, name := range []string{"Error", "Message", "Sender", "ApiKey", "ApiKeyWithSecret", "LookupResult", "UsageReport", "TenantMe", "CentralMe", "User", "Session",
+		"WebhookEndpoint", "WebhookEndpointWithSecret", "WebhookDelivery", "WebhookPayload"} {
 		if doc.Components.Schemas[name] == nil {
 			t.Errorf("components.schemas.%s is missing", name)
 		}

@@ -1,7 +1,8 @@
 // Package jobs holds the platform's River workers: message delivery, OTP
-// delivery, housekeeping and sender-account sweeps. A worker parses its job
-// (argument types in package queue) and calls a service to do the work; it
-// holds no business rule of its own beyond retry and snooze policy.
+// delivery, webhook delivery, housekeeping and sender-account sweeps. A
+// worker parses its job (argument types in package queue) and calls a
+// service to do the work; it holds no business rule of its own beyond
+// retry and snooze policy.
 //
 // jobs sits beside the front doors, above the services: it imports the
 // services it runs, and no service imports it (the architecture test in
@@ -11,6 +12,7 @@ package jobs
 import (
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/senders"
+	"github.com/bizmsg/platform/platform/webhooks"
 )
 
 // The services are the workers' deliverers.
@@ -18,4 +20,5 @@ var (
 	_ MessageDeliverer = (*messages.Service)(nil)
 	_ OTPDeliverer     = (*senders.Service)(nil)
 	_ AccountSweeper   = (*senders.Service)(nil)
+	_ WebhookAttempter = (*webhooks.Service)(nil)
 )

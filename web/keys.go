@@ -54,6 +54,8 @@ func scopeText(s string) string {
 		return "Check whether a number can receive messages"
 	case apikey.ScopeUsageRead:
 		return "Read usage statistics and account limits"
+	case apikey.ScopeWebhooksManage:
+		return "Manage webhook endpoints and their deliveries"
 	}
 	return s
 }

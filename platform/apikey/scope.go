@@ -16,12 +16,15 @@ const (
 	ScopeContactsLookup = "contacts.lookup"
 	// ScopeUsageRead allows reading usage figures and limits.
 	ScopeUsageRead = "usage.read"
+	// ScopeWebhooksManage allows managing webhook endpoints and reading and
+	// redelivering their deliveries.
+	ScopeWebhooksManage = "webhooks.manage"
 	// ScopeAll covers every scope, including ones added later.
 	ScopeAll = "*"
 )
 
 // knownScopes lists every valid scope, sorted. It is never modified.
-var knownScopes = []string{ScopeAll, ScopeContactsLookup, ScopeMessagesRead, ScopeMessagesSend, ScopeUsageRead}
+var knownScopes = []string{ScopeAll, ScopeContactsLookup, ScopeMessagesRead, ScopeMessagesSend, ScopeUsageRead, ScopeWebhooksManage}
 
 var (
 	// ErrNoScopes is returned by [Normalize] for an empty scope list.

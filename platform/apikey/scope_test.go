@@ -18,6 +18,7 @@ func TestValidScope(t *testing.T) {
 		{ScopeMessagesRead, true},
 		{ScopeContactsLookup, true},
 		{ScopeUsageRead, true},
+		{ScopeWebhooksManage, true},
 		{ScopeAll, true},
 		{"", false},
 		{"messages", false},

@@ -37,6 +37,7 @@ import (
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
 	"github.com/bizmsg/platform/platform/usage"
+	"github.com/bizmsg/platform/platform/webhooks"
 	"github.com/bizmsg/platform/tenant"
 	"github.com/bizmsg/platform/web"
 )
@@ -56,6 +57,9 @@ type Options struct {
 	// Network is the messaging network. Default: the one NETWORK names (the
 	// built-in network in this database).
 	Network network.Network
+	// Webhooks tunes the webhook service (tests shorten its timeout and
+	// backoff); WEBHOOK_ALLOW_PRIVATE sets AllowPrivate.
+	Webhooks webhooks.Config
 }
 
 // App is the assembled service.
@@ -94,6 +98,9 @@ type App struct {
 	Messages *messages.Service
 	Lookup   *lookup.Service
 	Usage    *usage.Service
+	// Webhooks (endpoints, Emit, delivery) is the webhook service the
+	// Tenant API, the services that emit events and the worker share.
+	Webhooks *webhooks.Service
 
 	tenantAPI  *tenant.API
 	centralAPI *central.API
@@ -135,6 +142,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		a.Close()
 		return nil, err
 	}
+	a.webhookService(opts.Webhooks)
 	if err := a.identity(); err != nil {
 		a.Close()
 		return nil, err
@@ -182,9 +190,10 @@ func (a *App) addWorkers(cfg queue.Config) {
 	workers := a.workers
 	river.AddWorker(workers, &jobs.HousekeepingWorker{
 		Purgers: map[string]jobs.Purger{
-			"refresh_tokens":   jobs.PurgerFunc(a.Accounts.PurgeRefreshTokens),
-			"login_throttle":   jobs.PurgerFunc(a.Accounts.PurgeLoginThrottle),
-			"idempotency_keys": jobs.PurgerFunc(a.purgeIdempotencyKeys),
+			"refresh_tokens":     jobs.PurgerFunc(a.Accounts.PurgeRefreshTokens),
+			"login_throttle":     jobs.PurgerFunc(a.Accounts.PurgeLoginThrottle),
+			"idempotency_keys":   jobs.PurgerFunc(a.purgeIdempotencyKeys),
+			"webhook_deliveries": jobs.PurgerFunc(a.purgeWebhookDeliveries),
 			"web_sessions": jobs.PurgerFunc(func(ctx context.Context, now time.Time) (int64, error) {
 				return web.PurgeSessions(ctx, a.DB.Pool, now, web.DefaultIdleTimeout)
 			}),
@@ -195,6 +204,7 @@ func (a *App) addWorkers(cfg queue.Config) {
 	river.AddWorker(workers, &jobs.KeyExpiryWorker{Keys: a.Keys, Now: a.clock.Now, Logger: a.log})
 	a.senderWorkers(workers)
 	a.messagingWorkers(workers, cfg)
+	a.webhookWorkers(workers)
 }
 
 // apiDoc serves the binary's own OpenAPI document. It is built once per
@@ -220,6 +230,7 @@ func (a *App) routes() *gin.Engine {
 	tenant.MountSenders(a.TenantRoutes, a.Senders)
 	central.MountSenders(a.CentralRoutes, a.Senders)
 	a.messagingRoutes()
+	a.webhookRoutes()
 	a.networkEventRoutes(r)
 	a.dashboardRoutes(r)
 	return r

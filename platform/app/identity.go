@@ -26,7 +26,7 @@ func (a *App) identity() error {
 		}
 	}
 	if a.Keys, err = keys.New(a.DB.Pool, keys.Config{Hasher: hasher, Sealer: sealer, Clock: a.clock, Logger: a.log,
-		Batch: a.batches("auth")}); err != nil {
+		Batch: a.batches("auth"), Events: a.Webhooks}); err != nil {
 		return err
 	}
 	issuer, err := token.NewIssuer(token.Config{

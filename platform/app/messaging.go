@@ -33,19 +33,18 @@ func (a *App) messaging() error {
 		prepared = -1 // DB_PREPARED_STATEMENTS=0: prepare nothing
 	}
 	if a.Messages, err = messages.New(messages.Config{
-		DB:       a.DB.Bun,
-		Prepared: db.NewPrepared(a.DB, db.PreparedConfig{MaxPerConn: prepared}),
-		Jobs:     a.River,
-		Senders:  a.Senders,
-		Network:  a.Network,
-		// The built-in network stores a message in the recipient's
-		// conversation: its delivery is the recipient's receipt.
+		DB:             a.DB.Bun,
+		Prepared:       db.NewPrepared(a.DB, db.PreparedConfig{MaxPerConn: prepared}),
+		Jobs:           a.River,
+		Senders:        a.Senders,
+		Network:        a.Network,
 		Throttle:       throttle.NewLocal(throttle.Config{}),
 		SenderRate:     a.cfg.SenderRate,
 		SenderBurst:    a.cfg.SenderBurst,
 		IdempotencyTTL: idempotencyTTL,
 		AcceptBatch:    a.batches("accept"),
 		DeliveryBatch:  a.batches("deliver"),
+		Events:         a.Webhooks,
 		Clock:          a.clock,
 		Logger:         a.log,
 	}); err != nil {

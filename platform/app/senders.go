@@ -26,6 +26,7 @@ func (a *App) senderNumbers() error {
 		Secret:  a.cfg.APIKeyPepper,
 		Clock:   a.clock,
 		Logger:  a.log,
+		Events:  a.Webhooks,
 	})
 	if err != nil {
 		return err

@@ -95,6 +95,12 @@ type Config struct {
 	// console is served only when both are set.
 	OpsUser     string
 	OpsPassword string
+	// WebhookAllowPrivate (WEBHOOK_ALLOW_PRIVATE, true or false) lets
+	// webhook endpoints live on loopback, private, link-local and other
+	// reserved addresses (webhooks.Config.AllowPrivate): development and
+	// tests only; the service logs a warning at start when it is set.
+	// Default false.
+	WebhookAllowPrivate bool
 
 	// Generated lists the secrets that were unset and generated for this
 	// process; callers log a warning naming them.
@@ -195,6 +201,15 @@ func Load(getenv func(string) string) (Config, error) {
 			fail("NETWORK_TIMEOUT", fmt.Errorf("must be a positive duration like 5s, got %q", v))
 		}
 		c.NetworkTimeout = d
+	}
+	if v := strings.TrimSpace(getenv("WEBHOOK_ALLOW_PRIVATE")); v != "" {
+		switch strings.ToLower(v) {
+		case "true":
+			c.WebhookAllowPrivate = true
+		case "false":
+		default:
+			fail("WEBHOOK_ALLOW_PRIVATE", fmt.Errorf("must be true or false, got %q", v))
+		}
 	}
 	switch c.Network {
 	case "builtin":

@@ -16,7 +16,7 @@ func TestLoadDefaults(t *testing.T) {
 	}
 	if c.DatabaseURL != DefaultDatabaseURL || c.HTTPAddr != ":8080" || c.Network != "builtin" ||
 		c.DefaultDailyLimit != 1000 || c.SenderRate != 20 || c.SenderBurst != 40 || c.NetworkTimeout != 5*time.Second ||
-		c.DBAcquireTimeout != 5*time.Second {
+		c.DBAcquireTimeout != 5*time.Second || c.WebhookAllowPrivate {
 		t.Fatalf("defaults = %+v", c)
 	}
 	if len(c.JWTSecret) != 32 || len(c.APIKeyPepper) != 32 || c.APIKeyEncryptionKey != nil {
@@ -50,6 +50,7 @@ func TestLoadErrors(t *testing.T) {
 		{"ops password without user", map[string]string{"OPS_PASSWORD": "a-long-password"}, "OPS_USER/OPS_PASSWORD"},
 		{"short ops password", map[string]string{"OPS_USER": "ops", "OPS_PASSWORD": "short"}, "OPS_PASSWORD"},
 		{"pool past int32", map[string]string{"DB_MAX_CONNS": "2147483648"}, "DB_MAX_CONNS"},
+		{"webhook private not a boolean", map[string]string{"WEBHOOK_ALLOW_PRIVATE": "yes"}, "WEBHOOK_ALLOW_PRIVATE"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -75,11 +76,38 @@ func TestLoadValues(t *testing.T) {
 		"BATCH_SIZE":             "1",
 		"DB_PREPARED_STATEMENTS": "0",
 		"DB_ACQUIRE_TIMEOUT":     "250ms",
+		"WEBHOOK_ALLOW_PRIVATE":  "true",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Generated) != 0 || len(c.APIKeyEncryptionKey) != 32 || string(c.JWTPreviousSecret) != strings.Repeat("o", 32) || c.SenderRate != 5 || c.SenderBurst != 5 || c.HTTPAddr != "127.0.0.1:9000" || c.BatchSize != 1 || c.DBPreparedStatements != 0 || c.DBAcquireTimeout != 250*time.Millisecond {
+	if len(c.Generated) != 0 || len(c.APIKeyEncryptionKey) != 32 || string(c.JWTPreviousSecret) != strings.Repeat("o", 32) || c.SenderRate != 5 || c.SenderBurst != 5 || c.HTTPAddr != "127.0.0.1:9000" || c.BatchSize != 1 || c.DBPreparedStatements != 0 || c.DBAcquireTimeout != 250*time.Millisecond || !c.WebhookAllowPrivate {
 		t.Fatalf("config = %+v", c)
+	}
+}
+
+func TestLoadWebhookAllowPrivate(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		value string
+		want  bool
+	}{
+		{"", false},
+		{"false", false},
+		{"FALSE", false},
+		{"true", true},
+		{" True ", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.value, func(t *testing.T) {
+			t.Parallel()
+			c, err := Load(env(map[string]string{"WEBHOOK_ALLOW_PRIVATE": tt.value}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.WebhookAllowPrivate != tt.want {
+				t.Fatalf("WEBHOOK_ALLOW_PRIVATE=%q: %v, want %v", tt.value, c.WebhookAllowPrivate, tt.want)
+			}
+		})
 	}
 }

@@ -37,6 +37,13 @@ type Config struct {
 	// for its sender's throttle (at most about a second) holds a slot but no
 	// database connection.
 	DeliveryMaxWorkers int
+	// WebhookMaxWorkers is the number of concurrent jobs in the webhook
+	// queue (QueueWebhooks). Default 100. An attempt holds its slot while
+	// it waits for the organization's server (at most the webhook timeout)
+	// but no database connection; the webhook service lets at most a few
+	// attempts per endpoint run at once, so one slow endpoint holds only
+	// that many slots.
+	WebhookMaxWorkers int
 	// DeliveryRetryBase and DeliveryRetryMax bound the backoff of failed
 	// deliveries (DeliverWorker.RetryBase/RetryMax). Defaults 1 s and 10 min.
 	DeliveryRetryBase time.Duration
@@ -65,6 +72,9 @@ func (c *Config) setDefaults() {
 	if c.DeliveryMaxWorkers <= 0 {
 		c.DeliveryMaxWorkers = 100
 	}
+	if c.WebhookMaxWorkers <= 0 {
+		c.WebhookMaxWorkers = 100
+	}
 	if c.FetchCooldown <= 0 {
 		c.FetchCooldown = 25 * time.Millisecond
 	}
@@ -92,6 +102,7 @@ func NewClient(pool *pgxpool.Pool, workers *river.Workers, periodic []*river.Per
 		rc.Queues = map[string]river.QueueConfig{
 			river.QueueDefault: {MaxWorkers: cfg.MaxWorkers},
 			QueueDelivery:      {MaxWorkers: cfg.DeliveryMaxWorkers},
+			QueueWebhooks:      {MaxWorkers: cfg.WebhookMaxWorkers},
 		}
 		rc.Workers = workers
 		rc.PeriodicJobs = periodic

@@ -20,7 +20,7 @@ const (
 	EventMessageFailed       = "message.failed"
 	EventMessageReceived     = "message.received"
 	EventSenderStatusChanged = "sender_number.status_changed"
-	EventAPIKeyExpiring      = "api_key.expiring"
+	EventAPIKeyExpiring      = "api_key.expiring" //nolint:gosec // G101: an event type, not a credential
 )
 
 // EventTypes returns every event type, in the order of the reference.

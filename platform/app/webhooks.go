@@ -1,0 +1,71 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/bizmsg/platform/jobs"
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/webhooks"
+	"github.com/bizmsg/platform/tenant"
+)
+
+// webhookService builds the webhook service (docs/api.md, §Webhooks), which
+// the services that emit events take, so it is built before them. Its
+// jobs go through a.River, which must exist. WEBHOOK_ALLOW_PRIVATE turns
+// on cfg.AllowPrivate (the service logs a warning then).
+func (a *App) webhookService(cfg webhooks.Config) {
+	if a.cfg.WebhookAllowPrivate {
+		cfg.AllowPrivate = true
+	}
+	if cfg.Prepared == nil {
+		prepared := a.cfg.DBPreparedStatements
+		if prepared == 0 {
+			prepared = -1 // DB_PREPARED_STATEMENTS=0: prepare nothing
+		}
+		cfg.Prepared = db.NewPrepared(a.DB, db.PreparedConfig{MaxPerConn: prepared})
+	}
+	a.Webhooks = webhooks.New(a.DB, a.River, a.clock, a.log, cfg)
+}
+
+// webhookRoutes mounts the Tenant API's webhook endpoints.
+func (a *App) webhookRoutes() {
+	tenant.MountWebhooks(a.TenantRoutes, a.Webhooks)
+}
+
+// webhookWorkers registers the webhook delivery worker.
+func (a *App) webhookWorkers(workers *river.Workers) {
+	river.AddWorker(workers, &jobs.WebhookWorker{Attempter: a.Webhooks})
+}
+
+// purgeWebhookDeliveries deletes every tenant's finished webhook deliveries
+// and events past their retention (webhooks.Service.Purge). A failing
+// tenant does not stop the others.
+func (a *App) purgeWebhookDeliveries(ctx context.Context, now time.Time) (int64, error) {
+	tenants, err := a.Migrator.Tenants(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var (
+		total, failed int64
+		firstErr      error
+	)
+	for _, t := range tenants {
+		n, err := a.Webhooks.Purge(ctx, t, now)
+		if err != nil {
+			failed++
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		total += n
+	}
+	if firstErr != nil {
+		return total, fmt.Errorf("%d of %d tenant(s) failed, first: %w", failed, len(tenants), firstErr)
+	}
+	return total, nil
+}

@@ -1,0 +1,57 @@
+package queue
+
+import (
+	"time"
+
+	"github.com/riverqueue/river"
+)
+
+// QueueWebhooks is the River queue of webhook deliveries. It has its own
+// worker pool (Config.WebhookMaxWorkers): a webhook attempt may wait up to
+// its timeout for an organization's server, and must never hold up message
+// deliveries, OTPs or housekeeping.
+const QueueWebhooks = "webhooks"
+
+// DefaultWebhookMaxAttempts bounds a webhook delivery job's failed runs.
+// The webhook service decides when a delivery has failed (24 hours after it
+// was created); with its backoff (5 s doubling to at most 1 h) that takes
+// about 33 failed attempts, so River's bound is a backstop far past it: a
+// job that reaches it anyway marks its delivery failed.
+const DefaultWebhookMaxAttempts = 100
+
+// WebhookRetryBase and WebhookRetryMax are the backoff of a failed webhook
+// attempt: WebhookRetryBase·2^(attempt-1), at most WebhookRetryMax, ±10%.
+const (
+	WebhookRetryBase = 5 * time.Second
+	WebhookRetryMax  = time.Hour
+)
+
+// WebhookDeliveryArgs is the job that delivers one webhook delivery (an
+// event to one endpoint). It is inserted in the transaction that writes the
+// delivery: the transaction of the change the event reports, or a
+// redelivery's.
+type WebhookDeliveryArgs struct {
+	// OrgID and Schema name the tenant.
+	OrgID  int64  `json:"org_id"`
+	Schema string `json:"schema"`
+	// DeliveryID is the delivery's id in the tenant schema.
+	DeliveryID int64 `json:"delivery_id"`
+	// EndpointID is the delivery's endpoint, so that the worker checks the
+	// endpoint's limit of requests in flight before it reads anything.
+	EndpointID int64 `json:"endpoint_id"`
+}
+
+// Kind names the job in River.
+func (WebhookDeliveryArgs) Kind() string { return "webhook_delivery" }
+
+// InsertOpts puts webhook deliveries on their own queue.
+func (WebhookDeliveryArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueWebhooks, MaxAttempts: DefaultWebhookMaxAttempts}
+}
+
+// WebhookDeliveryJob returns the insert parameters of args's job, for
+// InsertManyFastTx.
+func WebhookDeliveryJob(args WebhookDeliveryArgs) river.InsertManyParams {
+	opts := args.InsertOpts()
+	return river.InsertManyParams{Args: args, InsertOpts: &opts}
+}

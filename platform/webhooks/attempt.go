@@ -1,0 +1,417 @@
+package webhooks
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/queue"
+)
+
+// Waits of a delivery that makes no attempt now (its job snoozes).
+const (
+	// capWait is about how long a delivery waits when its endpoint has
+	// Config.MaxInFlight attempts running in this process (±50%).
+	capWait = time.Second
+	// orderSlack is added to the next attempt of the earlier delivery a
+	// delivery waits for, with up to as much again of jitter.
+	orderSlack = 250 * time.Millisecond
+	// staleAfter: a delivery still pending this long after its retry
+	// window ended has lost its job (an operator cancelled it) and no
+	// longer holds back the later events of its key.
+	staleAfter = 6 * time.Hour
+)
+
+// maxErrorLength bounds a recorded last_error.
+const maxErrorLength = 200
+
+// maxBodyRead is how much of an answer's body is read (and discarded), so
+// the connection can be reused.
+const maxBodyRead = 64 << 10
+
+// errEndpointDisabled is the last_error of a delivery failed because its
+// endpoint was disabled before its attempt.
+const errEndpointDisabled = "endpoint disabled"
+
+// Result is what an Attempt asks of the job that ran it.
+type Result struct {
+	// Snooze, when positive, means nothing was attempted: an earlier
+	// delivery of the same key to the endpoint is pending, or the
+	// endpoint has Config.MaxInFlight attempts in flight in this process.
+	// The job runs again after it, without counting an attempt.
+	Snooze time.Duration
+	// RetryIn, when Failure is set, is when the next attempt is due.
+	RetryIn time.Duration
+	// Failure says why the attempt failed, when the delivery will be
+	// attempted again ("" when it succeeded, failed for good, or there was
+	// nothing to do).
+	Failure string
+}
+
+// Attempt makes one attempt of delivery deliveryID to endpoint endpointID
+// (the River worker calls it; final is set on the job's last run). It does
+// nothing for a delivery that is no longer pending (or no longer exists),
+// and fails one whose endpoint is disabled (last_error "endpoint
+// disabled"). It waits (Result.Snooze) while an earlier delivery of the same
+// key to the endpoint is pending, so the events of a key arrive in order,
+// and while the endpoint has Config.MaxInFlight attempts in flight in this
+// process. Otherwise it signs the event's body with the endpoint's secrets,
+// POSTs it through the guarded client and records the attempt: a 2xx
+// answer within Config.Timeout succeeds the delivery and ends the
+// endpoint's failure streak; anything else is retried with backoff
+// (Result.RetryIn), until the first failure Config.RetryFor after the
+// delivery's creation (or on the final run), which fails it. An endpoint
+// whose attempts have all failed for Config.DisableAfter is disabled.
+//
+// An error is a failure of the platform (the database), not of the
+// endpoint: the job is retried as River does.
+func (s *Service) Attempt(ctx context.Context, t db.Tenant, endpointID, deliveryID int64, final bool) (Result, error) {
+	release, ok := s.inflight.acquire(t.Schema, endpointID)
+	if !ok {
+		return Result{Snooze: jitter(capWait, 0.5)}, nil
+	}
+	defer release()
+	now := s.clock.Now()
+	d, found, err := s.loadAttempt(ctx, t, deliveryID, now)
+	switch {
+	case err != nil:
+		return Result{}, err
+	case !found || d.state != StatePending:
+		return Result{}, nil
+	case !d.enabled:
+		return Result{}, s.failDisabled(ctx, t, deliveryID, now)
+	case d.blockedBy != 0:
+		wait := min(max(d.blockedUntil.Sub(now), 0), s.cfg.RetryMax)
+		return Result{Snooze: wait + orderSlack + time.Duration(rand.Int64N(int64(orderSlack)))}, nil //nolint:gosec // G404: scheduling jitter
+	}
+	res := s.post(ctx, d, now)
+	if ctx.Err() != nil {
+		// Cancelled by the worker (a shutdown or the job's timeout): not
+		// the endpoint's failure.
+		return Result{}, fmt.Errorf("webhook delivery %d: %w", deliveryID, ctx.Err())
+	}
+	if res.failure == "" {
+		return Result{}, s.recordSuccess(ctx, t, deliveryID, res, s.clock.Now())
+	}
+	return s.recordFailure(ctx, t, d, res, s.clock.Now(), final)
+}
+
+// jitter returns d ± frac·d, at random.
+func jitter(d time.Duration, frac float64) time.Duration {
+	return d + time.Duration((rand.Float64()*2-1)*frac*float64(d)) //nolint:gosec // G404: scheduling jitter, not a secret
+}
+
+// attemptRow is what an attempt reads in one statement.
+type attemptRow struct {
+	id           int64
+	endpointID   int64
+	state        string
+	attempts     int
+	createdAt    time.Time
+	publicID     string
+	body         []byte
+	url          string
+	enabled      bool
+	secrets      []string
+	blockedBy    int64
+	blockedUntil time.Time
+}
+
+// loadAttempt reads delivery id with its event and endpoint, and the
+// earliest pending delivery of its key to its endpoint before it (if any,
+// and not stale).
+func (s *Service) loadAttempt(ctx context.Context, t db.Tenant, id int64, now time.Time) (attemptRow, bool, error) {
+	d := attemptRow{id: id}
+	var (
+		secret, previous string
+		previousUntil    *time.Time
+		blockedBy        *int64
+		blockedUntil     *time.Time
+		body             string
+	)
+	found, err := s.queryRow(ctx, nil, sqlFor(t, `SELECT d.endpoint_id, d.state, d.attempts, d.created_at, ev.public_id, ev.body,
+		       e.url, e.enabled, e.secret, coalesce(e.previous_secret, ''), e.previous_secret_until,
+		       b.id, b.next_attempt_at
+		  FROM {deliveries} d
+		  JOIN {events} ev ON ev.id = d.event_id
+		  JOIN {endpoints} e ON e.id = d.endpoint_id
+		  LEFT JOIN LATERAL (
+		       SELECT p.id, p.next_attempt_at FROM {deliveries} p
+		        WHERE p.endpoint_id = d.endpoint_id AND p.key = d.key AND p.state = 'pending'
+		          AND p.id < d.id AND p.created_at > $2::timestamptz
+		        ORDER BY p.id LIMIT 1) b ON true
+		 WHERE d.id = $1`), []any{id, now.Add(-s.cfg.RetryFor - staleAfter)},
+		&d.endpointID, &d.state, &d.attempts, &d.createdAt, &d.publicID, &body,
+		&d.url, &d.enabled, &secret, &previous, &previousUntil, &blockedBy, &blockedUntil)
+	if err != nil || !found {
+		if err != nil {
+			err = fmt.Errorf("read webhook delivery %d: %w", id, err)
+		}
+		return attemptRow{}, false, err
+	}
+	d.body = []byte(body)
+	d.secrets = []string{secret}
+	if previous != "" && previousUntil != nil && now.Before(*previousUntil) {
+		d.secrets = append(d.secrets, previous)
+	}
+	if blockedBy != nil {
+		d.blockedBy = *blockedBy
+		if blockedUntil != nil {
+			d.blockedUntil = *blockedUntil
+		}
+	}
+	return d, true, nil
+}
+
+// failDisabled fails a pending delivery whose endpoint is disabled,
+// without an attempt.
+func (s *Service) failDisabled(ctx context.Context, t db.Tenant, id int64, now time.Time) error {
+	if err := s.exec(ctx, nil, sqlFor(t, `UPDATE {deliveries}
+		SET state = 'failed', last_error = $2::text, next_attempt_at = NULL, updated_at = $3::timestamptz
+		WHERE id = $1 AND state = 'pending'`), id, errEndpointDisabled, now); err != nil {
+		return fmt.Errorf("fail webhook delivery %d: %w", id, err)
+	}
+	return nil
+}
+
+// attemptResult is one request's outcome.
+type attemptResult struct {
+	status  int // 0 when no answer came
+	latency time.Duration
+	// failure is "" for a 2xx answer, else why the attempt failed, short
+	// and without secrets or the URL.
+	failure string
+}
+
+// post makes the request of one attempt.
+func (s *Service) post(ctx context.Context, d attemptRow, now time.Time) attemptResult {
+	ts := now.Unix()
+	sig, err := signature(d.secrets, d.publicID, ts, d.body)
+	if err != nil {
+		return attemptResult{failure: "the endpoint's signing secret is unreadable"}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.url, bytes.NewReader(d.body))
+	if err != nil {
+		return attemptResult{failure: "the endpoint's URL is unusable"}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", UserAgent)
+	// Written as the specification spells them (Set would canonicalise).
+	req.Header[HeaderID] = []string{d.publicID}
+	req.Header[HeaderTimestamp] = []string{strconv.FormatInt(ts, 10)}
+	req.Header[HeaderSignature] = []string{sig}
+	start := time.Now()
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return attemptResult{latency: time.Since(start), failure: s.describe(err)}
+	}
+	_, readErr := io.Copy(io.Discard, io.LimitReader(resp.Body, maxBodyRead))
+	_ = resp.Body.Close()
+	res := attemptResult{status: resp.StatusCode, latency: time.Since(start)}
+	switch {
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		res.failure = fmt.Sprintf("redirects are not followed (the endpoint answered %d)", resp.StatusCode)
+	case resp.StatusCode < 200 || resp.StatusCode >= 300:
+		res.failure = fmt.Sprintf("the endpoint answered %d", resp.StatusCode)
+	case readErr != nil && isTimeout(readErr):
+		res.failure = "no complete answer within " + s.cfg.Timeout.String()
+	}
+	return res
+}
+
+// describe words a request's failure for last_error: short, and without the
+// URL (which may carry a token) or anything of the platform's.
+func (s *Service) describe(err error) string {
+	var (
+		blocked *blockedAddrError
+		dnsErr  *net.DNSError
+		certErr *tls.CertificateVerificationError
+		unknown x509.UnknownAuthorityError
+		host    x509.HostnameError
+		recErr  tls.RecordHeaderError
+	)
+	switch {
+	case errors.As(err, &blocked):
+		return blocked.Error()
+	case isTimeout(err):
+		return "no answer within " + s.cfg.Timeout.String()
+	case errors.As(err, &dnsErr):
+		if dnsErr.IsNotFound {
+			return "the endpoint's host name does not exist"
+		}
+		return "the endpoint's host name could not be resolved"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "the connection was closed before an answer"
+	case errors.As(err, &certErr), errors.As(err, &unknown), errors.As(err, &host):
+		return "the endpoint's TLS certificate is not valid for its host"
+	case errors.As(err, &recErr):
+		return "the endpoint does not speak TLS (try http://)"
+	}
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		err = urlErr.Err
+	}
+	msg := "request failed: " + err.Error()
+	if len(msg) > maxErrorLength {
+		msg = msg[:maxErrorLength]
+	}
+	return msg
+}
+
+// isTimeout reports a request that ran out of time.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
+		(errors.As(err, &ne) && ne.Timeout())
+}
+
+// recordSuccess marks the delivery succeeded and ends its endpoint's
+// failure streak, in one statement.
+func (s *Service) recordSuccess(ctx context.Context, t db.Tenant, id int64, res attemptResult, now time.Time) error {
+	if err := s.exec(ctx, nil, sqlFor(t, `WITH d AS (
+			UPDATE {deliveries}
+			   SET state = 'succeeded', attempts = attempts + 1, last_status_code = $2::integer, last_error = NULL,
+			       latency_ms = $3::integer, next_attempt_at = NULL, updated_at = $4::timestamptz
+			 WHERE id = $1 AND state = 'pending'
+			RETURNING endpoint_id)
+		UPDATE {endpoints} SET failing_since = NULL
+		 WHERE id = (SELECT endpoint_id FROM d) AND failing_since IS NOT NULL`),
+		id, res.status, latencyMS(res.latency), now); err != nil {
+		return fmt.Errorf("record webhook delivery %d: %w", id, err)
+	}
+	return nil
+}
+
+// recordFailure records a failed attempt: the endpoint's failure streak
+// (disabling it after Config.DisableAfter), and the delivery's next attempt,
+// or its failure when its retry window is over, the run was the job's last
+// or the endpoint is disabled.
+func (s *Service) recordFailure(ctx context.Context, t db.Tenant, d attemptRow, res attemptResult, now time.Time, final bool) (Result, error) {
+	var out Result
+	err := s.sql.Tx(ctx, func(tx pgx.Tx) error {
+		out = Result{}
+		var (
+			failingSince time.Time
+			enabled      bool
+		)
+		found, err := s.queryRow(ctx, tx, sqlFor(t, `UPDATE {endpoints} SET failing_since = coalesce(failing_since, $2::timestamptz)
+			WHERE id = $1 RETURNING failing_since, enabled`), []any{d.endpointID, now}, &failingSince, &enabled)
+		if err != nil {
+			return fmt.Errorf("record webhook endpoint %d failure: %w", d.endpointID, err)
+		}
+		if !found {
+			return nil // deleted meanwhile, with its deliveries
+		}
+		if enabled && !failingSince.After(now.Add(-s.cfg.DisableAfter)) {
+			reason := fmt.Sprintf("Disabled after every delivery attempt failed for %s; the last one: %s.",
+				humanDuration(s.cfg.DisableAfter), res.failure)
+			if err := s.exec(ctx, tx, sqlFor(t, `UPDATE {endpoints}
+				SET enabled = false, disabled_reason = $2::text, updated_at = $3::timestamptz WHERE id = $1`),
+				d.endpointID, reason, now); err != nil {
+				return fmt.Errorf("disable webhook endpoint %d: %w", d.endpointID, err)
+			}
+			enabled = false
+			s.log.Warn("webhook endpoint disabled", "schema", t.Schema, "endpoint_id", d.endpointID,
+				"failing_since", failingSince, "last_error", res.failure)
+		}
+		deadline := d.createdAt.Add(s.cfg.RetryFor)
+		next := now.Add(queue.Backoff(d.attempts+1, s.cfg.RetryBase, s.cfg.RetryMax))
+		if next.After(deadline) {
+			next = deadline
+		}
+		var nextAt *time.Time
+		state := StateFailed
+		if enabled && !final && now.Before(deadline) {
+			state, nextAt = StatePending, &next
+			out = Result{RetryIn: next.Sub(now), Failure: res.failure}
+		}
+		var status *int
+		if res.status != 0 {
+			status = &res.status
+		}
+		if err := s.exec(ctx, tx, sqlFor(t, `UPDATE {deliveries}
+			SET state = $2::text, attempts = attempts + 1, last_status_code = $3::integer, last_error = $4::text,
+			    latency_ms = $5::integer, next_attempt_at = $6::timestamptz, updated_at = $7::timestamptz
+			WHERE id = $1 AND state = 'pending'`),
+			d.id, state, status, res.failure, latencyMS(res.latency), nextAt, now); err != nil {
+			return fmt.Errorf("record webhook delivery %d: %w", d.id, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	return out, nil
+}
+
+func latencyMS(d time.Duration) int { return int(d.Milliseconds()) }
+
+// humanDuration renders whole hours or minutes ("24 hours"), else Go's form.
+func humanDuration(d time.Duration) string {
+	plural := func(n int64, unit string) string {
+		if n == 1 {
+			return "1 " + unit
+		}
+		return fmt.Sprintf("%d %ss", n, unit)
+	}
+	switch {
+	case d >= time.Hour && d%time.Hour == 0:
+		return plural(int64(d/time.Hour), "hour")
+	case d >= time.Minute && d%time.Minute == 0:
+		return plural(int64(d/time.Minute), "minute")
+	}
+	return d.String()
+}
+
+// inflight counts the attempts running per endpoint in this process.
+type inflight struct {
+	max int
+	mu  sync.Mutex
+	n   map[inflightKey]int
+}
+
+type inflightKey struct {
+	schema   string
+	endpoint int64
+}
+
+func newInflight(maxPerEndpoint int) *inflight {
+	return &inflight{max: maxPerEndpoint, n: map[inflightKey]int{}}
+}
+
+// acquire takes one of the endpoint's places, if one is free, and returns
+// the function that gives it back.
+func (f *inflight) acquire(schema string, endpoint int64) (func(), bool) {
+	k := inflightKey{schema, endpoint}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n[k] >= f.max {
+		return nil, false
+	}
+	f.n[k]++
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.n[k]--; f.n[k] <= 0 {
+			delete(f.n, k)
+		}
+	}, true
+}

@@ -1,0 +1,273 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/queue"
+)
+
+// Delivery states.
+const (
+	// StatePending: attempts go on (or the first is due).
+	StatePending = "pending"
+	// StateSucceeded: an attempt got a 2xx answer.
+	StateSucceeded = "succeeded"
+	// StateFailed: no more attempts (retried for Config.RetryFor, or the
+	// endpoint was disabled).
+	StateFailed = "failed"
+)
+
+// Delivery is one event's delivery to one endpoint, as its log shows it.
+type Delivery struct {
+	ID int64
+	// EventID is the event's public id, the webhook-id header.
+	EventID   string
+	EventType string
+	State     string
+	// Attempts counts the requests made.
+	Attempts int
+	// LastStatusCode is the last answer's HTTP status, nil when no answer
+	// came (or no attempt was made).
+	LastStatusCode *int
+	// LastError says why the last attempt failed ("" when it did not).
+	LastError string
+	// LatencyMS is how long the last attempt took, in milliseconds.
+	LatencyMS *int
+	// NextAttemptAt is when the next attempt is due, nil unless pending.
+	NextAttemptAt *time.Time
+	CreatedAt     time.Time
+}
+
+// deliveryJSON is the resource of docs/api.md, §Webhooks: Delivery log.
+type deliveryJSON struct {
+	ID             int64   `json:"id"`
+	EventID        string  `json:"event_id"`
+	EventType      string  `json:"event_type"`
+	State          string  `json:"state"`
+	Attempts       int     `json:"attempts"`
+	LastStatusCode *int    `json:"last_status_code"`
+	LastError      *string `json:"last_error"`
+	LatencyMS      *int    `json:"latency_ms"`
+	NextAttemptAt  *string `json:"next_attempt_at"`
+	CreatedAt      string  `json:"created_at"`
+}
+
+// MarshalJSON renders the API resource, unset values null.
+func (d Delivery) MarshalJSON() ([]byte, error) {
+	out := deliveryJSON{
+		ID:             d.ID,
+		EventID:        d.EventID,
+		EventType:      d.EventType,
+		State:          d.State,
+		Attempts:       d.Attempts,
+		LastStatusCode: d.LastStatusCode,
+		LatencyMS:      d.LatencyMS,
+		CreatedAt:      formatTime(d.CreatedAt),
+	}
+	if d.LastError != "" {
+		e := d.LastError
+		out.LastError = &e
+	}
+	if d.NextAttemptAt != nil {
+		n := formatTime(*d.NextAttemptAt)
+		out.NextAttemptAt = &n
+	}
+	return json.Marshal(out)
+}
+
+// deliveryColumns is the select list of scanDelivery, in the aliases d
+// (the delivery) and ev (its event).
+const deliveryColumns = `d.id, ev.public_id, ev.type, d.state, d.attempts, d.last_status_code,
+	coalesce(d.last_error, ''), d.latency_ms, d.next_attempt_at, d.created_at`
+
+func scanDelivery(r db.Rows, d *Delivery) error {
+	return r.Scan(&d.ID, &d.EventID, &d.EventType, &d.State, &d.Attempts, &d.LastStatusCode,
+		&d.LastError, &d.LatencyMS, &d.NextAttemptAt, &d.CreatedAt)
+}
+
+// DeliveryQuery is a delivery log request as it arrives: raw query
+// parameters, "" when not given.
+type DeliveryQuery struct {
+	State     string
+	EventType string
+	Limit     string
+	Cursor    string
+}
+
+// DeliveryQueryFrom reads a delivery log request's query parameters
+// (state, event_type, limit, cursor).
+func DeliveryQueryFrom(v url.Values) DeliveryQuery {
+	return DeliveryQuery{State: v.Get("state"), EventType: v.Get("event_type"), Limit: v.Get("limit"), Cursor: v.Get("cursor")}
+}
+
+// Deliveries returns one page of the endpoint's delivery log, newest first,
+// filtered by state and event type (every problem with the parameters is
+// one 422).
+func (s *Service) Deliveries(ctx context.Context, t db.Tenant, endpointID int64, q DeliveryQuery) (Page[Delivery], error) {
+	var v apperr.Validation
+	p := parsePageInto(&v, q.Limit, q.Cursor)
+	if q.State != "" && q.State != StatePending && q.State != StateSucceeded && q.State != StateFailed {
+		v.Add("state", "must be one of pending, succeeded, failed")
+	}
+	if q.EventType != "" && !slices.Contains(EventTypes(), q.EventType) {
+		v.Add("event_type", "must be one of "+strings.Join(EventTypes(), ", "))
+	}
+	if err := v.Err(); err != nil {
+		return Page[Delivery]{}, err
+	}
+	if _, err := s.Get(ctx, t, endpointID); err != nil {
+		return Page[Delivery]{}, err
+	}
+	var list []Delivery
+	err := s.sql.Query(ctx, nil, sqlFor(t, `SELECT `+deliveryColumns+`
+		  FROM {deliveries} d JOIN {events} ev ON ev.id = d.event_id
+		 WHERE d.endpoint_id = $1
+		   AND ($2::text = '' OR d.state = $2::text)
+		   AND ($3::text = '' OR ev.type = $3::text)
+		   AND ($4::bigint = 0 OR d.id < $4::bigint)
+		 ORDER BY d.id DESC LIMIT $5`), []any{endpointID, q.State, q.EventType, p.after, p.limit + 1},
+		func(r db.Rows) error {
+			for r.Next() {
+				var d Delivery
+				if err := scanDelivery(r, &d); err != nil {
+					return err
+				}
+				list = append(list, d)
+			}
+			return nil
+		})
+	if err != nil {
+		return Page[Delivery]{}, fmt.Errorf("list webhook deliveries: %w", err)
+	}
+	return cut(p, list, func(d Delivery) int64 { return d.ID }), nil
+}
+
+// Redeliver sends delivery deliveryID's event to the endpoint again: a new
+// pending delivery (same event, so the same webhook-id and body), with its
+// job, returned. The endpoint must be enabled (422
+// webhook_endpoint_disabled).
+func (s *Service) Redeliver(ctx context.Context, t db.Tenant, endpointID, deliveryID int64) (Delivery, error) {
+	if deliveryID <= 0 {
+		return Delivery{}, apperr.NotFound("webhook delivery")
+	}
+	var out Delivery
+	err := s.sql.Tx(ctx, func(tx pgx.Tx) error {
+		if err := s.checkEnabled(ctx, tx, t, endpointID); err != nil {
+			return err
+		}
+		now := s.clock.Now()
+		found := false
+		err := s.sql.Query(ctx, tx, sqlFor(t, `WITH d AS (
+				INSERT INTO {deliveries} (endpoint_id, event_id, key, next_attempt_at, created_at, updated_at)
+				SELECT o.endpoint_id, o.event_id, o.key, $3::timestamptz, $3::timestamptz, $3::timestamptz
+				  FROM {deliveries} o WHERE o.id = $2 AND o.endpoint_id = $1
+				RETURNING *)
+			SELECT `+deliveryColumns+` FROM d JOIN {events} ev ON ev.id = d.event_id`),
+			[]any{endpointID, deliveryID, now}, func(r db.Rows) error {
+				if !r.Next() {
+					return nil
+				}
+				found = true
+				return scanDelivery(r, &out)
+			})
+		switch {
+		case err != nil:
+			return fmt.Errorf("redeliver webhook delivery %d: %w", deliveryID, err)
+		case !found:
+			return apperr.NotFound("webhook delivery")
+		}
+		return s.queueJobs(ctx, tx, t, endpointID, []int64{out.ID})
+	})
+	if err != nil {
+		return Delivery{}, err
+	}
+	return out, nil
+}
+
+// RedeliverFailed redelivers, like Redeliver, every event whose latest
+// delivery to the endpoint failed and was created at or after since (an
+// event already redelivered, and not failed again, is not sent once more),
+// in the order of the failed deliveries, and returns how many.
+func (s *Service) RedeliverFailed(ctx context.Context, t db.Tenant, endpointID int64, since time.Time) (int, error) {
+	n := 0
+	err := s.sql.Tx(ctx, func(tx pgx.Tx) error {
+		if err := s.checkEnabled(ctx, tx, t, endpointID); err != nil {
+			return err
+		}
+		var ids []int64
+		err := s.sql.Query(ctx, tx, sqlFor(t, `INSERT INTO {deliveries} (endpoint_id, event_id, key, next_attempt_at, created_at, updated_at)
+			SELECT o.endpoint_id, o.event_id, o.key, $3::timestamptz, $3::timestamptz, $3::timestamptz
+			  FROM {deliveries} o
+			 WHERE o.endpoint_id = $1 AND o.state = 'failed' AND o.created_at >= $2::timestamptz
+			   AND NOT EXISTS (SELECT 1 FROM {deliveries} n
+			                    WHERE n.event_id = o.event_id AND n.endpoint_id = o.endpoint_id AND n.id > o.id)
+			 ORDER BY o.id
+			RETURNING id`), []any{endpointID, since, s.clock.Now()}, func(r db.Rows) error {
+			for r.Next() {
+				var id int64
+				if err := r.Scan(&id); err != nil {
+					return err
+				}
+				ids = append(ids, id)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("redeliver failed webhook deliveries: %w", err)
+		}
+		n = len(ids)
+		return s.queueJobs(ctx, tx, t, endpointID, ids)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// checkEnabled locks the endpoint against deletion for the transaction and
+// refuses a disabled one.
+func (s *Service) checkEnabled(ctx context.Context, tx pgx.Tx, t db.Tenant, endpointID int64) error {
+	if endpointID <= 0 {
+		return errEndpointNotFound()
+	}
+	var enabled bool
+	found, err := s.queryRow(ctx, tx, sqlFor(t, `SELECT enabled FROM {endpoints} WHERE id = $1 FOR KEY SHARE`), []any{endpointID}, &enabled)
+	switch {
+	case err != nil:
+		return fmt.Errorf("read webhook endpoint %d: %w", endpointID, err)
+	case !found:
+		return errEndpointNotFound()
+	case !enabled:
+		return apperr.Invalid(CodeEndpointDisabled,
+			"The webhook endpoint is disabled. Enable it (PATCH enabled=true) before redelivering.")
+	}
+	return nil
+}
+
+// queueJobs inserts the jobs of the endpoint's deliveries ids in tx.
+func (s *Service) queueJobs(ctx context.Context, tx pgx.Tx, t db.Tenant, endpointID int64, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	jobs := make([]river.InsertManyParams, len(ids))
+	for i, id := range ids {
+		jobs[i] = queue.WebhookDeliveryJob(queue.WebhookDeliveryArgs{
+			OrgID: t.OrgID, Schema: t.Schema, DeliveryID: id, EndpointID: endpointID,
+		})
+	}
+	if _, err := s.jobs.InsertManyFastTx(ctx, tx, jobs); err != nil {
+		return fmt.Errorf("queue webhook deliveries: %w", err)
+	}
+	return nil
+}

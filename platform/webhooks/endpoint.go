@@ -1,0 +1,410 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/db"
+)
+
+// Limits of an endpoint's fields.
+const (
+	// MaxURLLength is the longest endpoint URL, in bytes.
+	MaxURLLength = 2048
+	// MaxDescriptionLength is the longest description, in characters.
+	MaxDescriptionLength = 500
+)
+
+// Error codes of the webhook rules (docs/api.md, §Webhooks), beyond
+// validation_failed and not_found.
+const (
+	// CodeEndpointDisabled (422): a redelivery to a disabled endpoint.
+	CodeEndpointDisabled = "webhook_endpoint_disabled"
+	// CodeEndpointLimit (422): the organization has Config.MaxEndpoints
+	// endpoints already.
+	CodeEndpointLimit = "webhook_endpoint_limit"
+)
+
+// reasonDisabledByRequest is the disabled_reason of an endpoint disabled
+// with PATCH enabled=false.
+const reasonDisabledByRequest = "Disabled through the API."
+
+// Endpoint is an organization's webhook endpoint.
+type Endpoint struct {
+	ID int64
+	// URL receives the requests.
+	URL string
+	// Description is the organization's note ("" when none).
+	Description string
+	// Events are the event types the endpoint receives, in the order of
+	// EventTypes.
+	Events []string
+	// Enabled is false once the endpoint was disabled (by request, or
+	// after Config.DisableAfter of failures); it then gets no deliveries.
+	Enabled bool
+	// DisabledReason says why the endpoint is disabled; "" while enabled.
+	DisabledReason string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	// Secret is the signing secret, set only in the answers of Create and
+	// RotateSecret (it is never shown again).
+	Secret string
+}
+
+// endpointJSON is the resource of docs/api.md, §Webhooks.
+type endpointJSON struct {
+	ID             int64    `json:"id"`
+	URL            string   `json:"url"`
+	Description    string   `json:"description"`
+	Events         []string `json:"events"`
+	Enabled        bool     `json:"enabled"`
+	DisabledReason *string  `json:"disabled_reason"`
+	CreatedAt      string   `json:"created_at"`
+	UpdatedAt      string   `json:"updated_at"`
+	Secret         string   `json:"secret,omitempty"`
+}
+
+// MarshalJSON renders the API resource: timestamps RFC 3339 in UTC to the
+// second, disabled_reason null while enabled, secret only when set.
+func (e Endpoint) MarshalJSON() ([]byte, error) {
+	out := endpointJSON{
+		ID:          e.ID,
+		URL:         e.URL,
+		Description: e.Description,
+		Events:      e.Events,
+		Enabled:     e.Enabled,
+		CreatedAt:   formatTime(e.CreatedAt),
+		UpdatedAt:   formatTime(e.UpdatedAt),
+		Secret:      e.Secret,
+	}
+	if out.Events == nil {
+		out.Events = []string{}
+	}
+	if e.DisabledReason != "" {
+		r := e.DisabledReason
+		out.DisabledReason = &r
+	}
+	return json.Marshal(out)
+}
+
+func formatTime(t time.Time) string { return t.UTC().Truncate(time.Second).Format(time.RFC3339) }
+
+// EndpointInput is the body of POST /webhooks. Absent (or null) events
+// subscribe to every event type.
+type EndpointInput struct {
+	URL         *string   `json:"url"`
+	Events      *[]string `json:"events"`
+	Description *string   `json:"description"`
+}
+
+// EndpointPatch is the body of PATCH /webhooks/{id}. Absent (or null)
+// fields are left unchanged.
+type EndpointPatch struct {
+	URL         *string   `json:"url"`
+	Events      *[]string `json:"events"`
+	Enabled     *bool     `json:"enabled"`
+	Description *string   `json:"description"`
+}
+
+// endpointColumns is the select list of scanEndpoint, in the alias e.
+const endpointColumns = `e.id, e.url, e.description, e.events, e.enabled, coalesce(e.disabled_reason, ''), e.created_at, e.updated_at`
+
+func scanEndpoint(r db.Rows, e *Endpoint) error {
+	return r.Scan(&e.ID, &e.URL, &e.Description, &e.Events, &e.Enabled, &e.DisabledReason, &e.CreatedAt, &e.UpdatedAt)
+}
+
+// Create validates in and adds an endpoint to the organization, with a new
+// secret (shown in the answer only).
+func (s *Service) Create(ctx context.Context, t db.Tenant, in EndpointInput) (Endpoint, error) {
+	var v apperr.Validation
+	rawURL := ""
+	if in.URL != nil {
+		rawURL = *in.URL
+	}
+	u := s.validateURL(&v, rawURL)
+	events := EventTypes()
+	if in.Events != nil {
+		events = validateEvents(&v, *in.Events)
+	}
+	desc := ""
+	if in.Description != nil {
+		desc = validateDescription(&v, *in.Description)
+	}
+	if err := v.Err(); err != nil {
+		return Endpoint{}, err
+	}
+	now := s.clock.Now()
+	e := Endpoint{URL: u, Description: desc, Events: events, Enabled: true, Secret: newSecret(), CreatedAt: now, UpdatedAt: now}
+	err := s.sql.Tx(ctx, func(tx pgx.Tx) error {
+		// The count and the insert are one statement: concurrent creations
+		// may pass the limit by the few that race, never by more.
+		found, err := s.queryRow(ctx, tx, sqlFor(t, `INSERT INTO {endpoints}
+			(url, description, events, secret, created_at, updated_at)
+			SELECT $1::text, $2::text, $3::text[], $4::text, $5::timestamptz, $5::timestamptz
+			 WHERE (SELECT count(*) FROM {endpoints}) < $6::bigint
+			RETURNING id`), []any{e.URL, e.Description, e.Events, e.Secret, now, s.cfg.MaxEndpoints}, &e.ID)
+		switch {
+		case err != nil:
+			return fmt.Errorf("insert webhook endpoint: %w", err)
+		case !found:
+			return apperr.Invalid(CodeEndpointLimit,
+				fmt.Sprintf("The organization already has %d webhook endpoints, the most it may have. Delete one first.", s.cfg.MaxEndpoints))
+		}
+		return nil
+	})
+	if err != nil {
+		return Endpoint{}, err
+	}
+	return e, nil
+}
+
+// List returns one page of the organization's endpoints, newest first,
+// never with their secrets.
+func (s *Service) List(ctx context.Context, t db.Tenant, limit, cursor string) (Page[Endpoint], error) {
+	p, err := parsePage(limit, cursor)
+	if err != nil {
+		return Page[Endpoint]{}, err
+	}
+	var list []Endpoint
+	err = s.sql.Query(ctx, nil, sqlFor(t, `SELECT `+endpointColumns+` FROM {endpoints} e
+		WHERE ($1::bigint = 0 OR e.id < $1) ORDER BY e.id DESC LIMIT $2`),
+		[]any{p.after, p.limit + 1}, func(r db.Rows) error {
+			for r.Next() {
+				var e Endpoint
+				if err := scanEndpoint(r, &e); err != nil {
+					return err
+				}
+				list = append(list, e)
+			}
+			return nil
+		})
+	if err != nil {
+		return Page[Endpoint]{}, fmt.Errorf("list webhook endpoints: %w", err)
+	}
+	return cut(p, list, func(e Endpoint) int64 { return e.ID }), nil
+}
+
+// Get returns the organization's endpoint id (404 when it has none).
+func (s *Service) Get(ctx context.Context, t db.Tenant, id int64) (Endpoint, error) {
+	return s.load(ctx, nil, t, id, false)
+}
+
+// load reads endpoint id, locking it FOR UPDATE in tx when lock is set.
+func (s *Service) load(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64, lock bool) (Endpoint, error) {
+	if id <= 0 {
+		return Endpoint{}, errEndpointNotFound()
+	}
+	q := `SELECT ` + endpointColumns + ` FROM {endpoints} e WHERE e.id = $1`
+	if lock {
+		q += ` FOR UPDATE`
+	}
+	var e Endpoint
+	found := false
+	err := s.sql.Query(ctx, tx, sqlFor(t, q), []any{id}, func(r db.Rows) error {
+		if !r.Next() {
+			return nil
+		}
+		found = true
+		return scanEndpoint(r, &e)
+	})
+	switch {
+	case err != nil:
+		return Endpoint{}, fmt.Errorf("read webhook endpoint %d: %w", id, err)
+	case !found:
+		return Endpoint{}, errEndpointNotFound()
+	}
+	return e, nil
+}
+
+// Update applies the fields of in that are set. enabled true re-enables a
+// disabled endpoint (clearing disabled_reason and the failure streak that
+// disabled it); enabled false disables it (its pending deliveries fail when
+// their jobs run).
+func (s *Service) Update(ctx context.Context, t db.Tenant, id int64, in EndpointPatch) (Endpoint, error) {
+	var v apperr.Validation
+	var u, desc string
+	var events []string
+	if in.URL != nil {
+		u = s.validateURL(&v, *in.URL)
+	}
+	if in.Events != nil {
+		events = validateEvents(&v, *in.Events)
+	}
+	if in.Description != nil {
+		desc = validateDescription(&v, *in.Description)
+	}
+	if err := v.Err(); err != nil {
+		return Endpoint{}, err
+	}
+	var out Endpoint
+	err := s.sql.Tx(ctx, func(tx pgx.Tx) error {
+		e, err := s.load(ctx, tx, t, id, true)
+		if err != nil {
+			return err
+		}
+		changed := false
+		clearFailing := false
+		if in.URL != nil && u != e.URL {
+			e.URL, changed = u, true
+		}
+		if in.Events != nil && !slices.Equal(events, e.Events) {
+			e.Events, changed = events, true
+		}
+		if in.Description != nil && desc != e.Description {
+			e.Description, changed = desc, true
+		}
+		if in.Enabled != nil && *in.Enabled != e.Enabled {
+			e.Enabled, changed = *in.Enabled, true
+			if e.Enabled {
+				e.DisabledReason, clearFailing = "", true
+			} else {
+				e.DisabledReason = reasonDisabledByRequest
+			}
+		}
+		if changed {
+			e.UpdatedAt = s.clock.Now()
+			if err := s.exec(ctx, tx, sqlFor(t, `UPDATE {endpoints}
+				SET url = $2::text, events = $3::text[], description = $4::text, enabled = $5::boolean,
+				    disabled_reason = nullif($6::text, ''),
+				    failing_since = CASE WHEN $7::boolean THEN NULL ELSE failing_since END, updated_at = $8::timestamptz
+				WHERE id = $1`),
+				e.ID, e.URL, e.Events, e.Description, e.Enabled, e.DisabledReason, clearFailing, e.UpdatedAt); err != nil {
+				return fmt.Errorf("update webhook endpoint %d: %w", e.ID, err)
+			}
+		}
+		out = e
+		return nil
+	})
+	return out, err
+}
+
+// Delete removes the endpoint and its delivery log; its pending deliveries'
+// jobs find nothing to do.
+func (s *Service) Delete(ctx context.Context, t db.Tenant, id int64) error {
+	if id <= 0 {
+		return errEndpointNotFound()
+	}
+	var gone int64
+	found, err := s.queryRow(ctx, nil, sqlFor(t, `DELETE FROM {endpoints} WHERE id = $1 RETURNING id`), []any{id}, &gone)
+	switch {
+	case err != nil:
+		return fmt.Errorf("delete webhook endpoint %d: %w", id, err)
+	case !found:
+		return errEndpointNotFound()
+	}
+	return nil
+}
+
+// RotateSecret gives the endpoint a new secret (in the answer only). The
+// one it replaces still signs, beside the new one, for
+// Config.SecretOverlap; a secret replaced before that is dropped.
+func (s *Service) RotateSecret(ctx context.Context, t db.Tenant, id int64) (Endpoint, error) {
+	var out Endpoint
+	err := s.sql.Tx(ctx, func(tx pgx.Tx) error {
+		e, err := s.load(ctx, tx, t, id, true)
+		if err != nil {
+			return err
+		}
+		now := s.clock.Now()
+		e.Secret, e.UpdatedAt = newSecret(), now
+		if err := s.exec(ctx, tx, sqlFor(t, `UPDATE {endpoints}
+			SET previous_secret = secret, previous_secret_until = $3::timestamptz, secret = $2::text,
+			    updated_at = $4::timestamptz
+			WHERE id = $1`), e.ID, e.Secret, now.Add(s.cfg.SecretOverlap), now); err != nil {
+			return fmt.Errorf("rotate secret of webhook endpoint %d: %w", e.ID, err)
+		}
+		out = e
+		return nil
+	})
+	return out, err
+}
+
+func errEndpointNotFound() error { return apperr.NotFound("webhook endpoint") }
+
+// validateURL checks an endpoint URL (absolute http or https, a host, no
+// credentials, not localhost or a refused literal address unless
+// AllowPrivate) and returns it trimmed.
+func (s *Service) validateURL(v *apperr.Validation, raw string) string {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		v.Add("url", "is required")
+		return ""
+	}
+	if len(raw) > MaxURLLength {
+		v.Add("url", "must be at most "+strconv.Itoa(MaxURLLength)+" characters")
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil || !u.IsAbs() || u.Opaque != "" {
+		v.Add("url", "must be an absolute http or https URL")
+		return ""
+	}
+	if scheme := strings.ToLower(u.Scheme); scheme != "http" && scheme != "https" {
+		v.Add("url", "must be an http or https URL")
+		return ""
+	}
+	if u.Hostname() == "" {
+		v.Add("url", "must name a host")
+		return ""
+	}
+	if u.User != nil {
+		v.Add("url", "must not contain credentials")
+		return ""
+	}
+	if !s.cfg.AllowPrivate {
+		if r := blockedHost(u.Hostname()); r != "" {
+			v.Add("url", "must not point to localhost or a loopback, private, link-local, metadata or other reserved address (this one is "+r+")")
+			return ""
+		}
+	}
+	return raw
+}
+
+// validateEvents checks a subscription list (at least one known type) and
+// returns it deduplicated, in the order of EventTypes.
+func validateEvents(v *apperr.Validation, in []string) []string {
+	if len(in) == 0 {
+		v.Add("events", "must name at least one event type, or be left out for every type")
+		return nil
+	}
+	known := EventTypes()
+	for _, typ := range in {
+		if !slices.Contains(known, typ) {
+			v.Add("events", fmt.Sprintf("unknown event type %q; the types are %s", typ, strings.Join(known, ", ")))
+			return nil
+		}
+	}
+	out := make([]string, 0, len(in))
+	for _, typ := range known {
+		if slices.Contains(in, typ) {
+			out = append(out, typ)
+		}
+	}
+	return out
+}
+
+// validateDescription trims a description and checks its length and
+// characters.
+func validateDescription(v *apperr.Validation, raw string) string {
+	d := strings.TrimSpace(raw)
+	if utf8.RuneCountInString(d) > MaxDescriptionLength {
+		v.Add("description", fmt.Sprintf("must be at most %d characters", MaxDescriptionLength))
+		return ""
+	}
+	if strings.ContainsFunc(d, unicode.IsControl) {
+		v.Add("description", "must not contain control characters")
+		return ""
+	}
+	return d
+}

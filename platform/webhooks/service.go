@@ -1,0 +1,170 @@
+package webhooks
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bizmsg/platform/platform/clock"
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/queue"
+)
+
+// UserAgent is the User-Agent of every webhook request.
+const UserAgent = "bizmsg-webhooks/1.0"
+
+// Config tunes a Service. The zero value takes every default
+// (docs/api.md, §Webhooks).
+type Config struct {
+	// Timeout bounds one attempt: connecting, sending the request and
+	// reading the answer. Only a 2xx answer within it is a success.
+	// Default 10 s.
+	Timeout time.Duration
+	// MaxInFlight is the most attempts to one endpoint that run at once in
+	// this process; an attempt that finds them all busy waits (its job
+	// snoozes about a second) without holding a worker. Default 4.
+	MaxInFlight int
+	// RetryFor is how long after its creation a delivery is retried; the
+	// first attempt that fails after it fails the delivery. Default 24 h.
+	RetryFor time.Duration
+	// DisableAfter disables an endpoint whose attempts have all failed for
+	// this long (since the first failure after its last success).
+	// Default 24 h.
+	DisableAfter time.Duration
+	// SecretOverlap is how long the previous secret still signs after a
+	// rotation. Default 24 h.
+	SecretOverlap time.Duration
+	// RetryBase and RetryMax are the backoff of failed attempts:
+	// RetryBase·2^(attempt-1), at most RetryMax, ±10%. Defaults
+	// queue.WebhookRetryBase (5 s) and queue.WebhookRetryMax (1 h).
+	RetryBase time.Duration
+	RetryMax  time.Duration
+	// MaxEndpoints is the most endpoints an organization may have.
+	// Default 20.
+	MaxEndpoints int
+	// Retention is how long finished deliveries (and their events) are
+	// kept in the log (Purge). Default 30 days.
+	Retention time.Duration
+	// AllowPrivate lets endpoints live on loopback, private, link-local
+	// and other reserved addresses (WEBHOOK_ALLOW_PRIVATE): development and
+	// tests only. New logs a warning when it is set.
+	AllowPrivate bool
+	// WrapTransport, when set, wraps the guarded HTTP transport (tests
+	// observe or delay requests with it). The address guard stays below
+	// it, in the dialer.
+	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// Prepared runs the service's statements. Default: db.NewPrepared on
+	// the DB with its default bound (the prepared statements of a
+	// connection are shared by every db.Prepared of the process).
+	Prepared *db.Prepared
+}
+
+func (c *Config) setDefaults(d *db.DB) {
+	if c.Timeout <= 0 {
+		c.Timeout = 10 * time.Second
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = 4
+	}
+	if c.RetryFor <= 0 {
+		c.RetryFor = 24 * time.Hour
+	}
+	if c.DisableAfter <= 0 {
+		c.DisableAfter = 24 * time.Hour
+	}
+	if c.SecretOverlap <= 0 {
+		c.SecretOverlap = 24 * time.Hour
+	}
+	if c.RetryBase <= 0 {
+		c.RetryBase = queue.WebhookRetryBase
+	}
+	if c.RetryMax <= 0 {
+		c.RetryMax = queue.WebhookRetryMax
+	}
+	if c.MaxEndpoints <= 0 {
+		c.MaxEndpoints = 20
+	}
+	if c.Retention <= 0 {
+		c.Retention = 30 * 24 * time.Hour
+	}
+	if c.Prepared == nil {
+		c.Prepared = db.NewPrepared(d, db.PreparedConfig{})
+	}
+}
+
+// Service manages an organization's webhook endpoints, records events
+// (Emit) and delivers them (Attempt, run by the River worker). It is safe
+// for concurrent use.
+type Service struct {
+	sql      *db.Prepared
+	jobs     queue.Inserter
+	clock    clock.Clock
+	log      *slog.Logger
+	cfg      Config
+	client   *http.Client
+	inflight *inflight
+}
+
+// New returns the webhook service on d (its statements are pgx statements
+// with $n arguments, run through cfg.Prepared), inserting delivery jobs
+// with jobs (the process's River client) in the transactions that write
+// the deliveries. d and jobs are required; clk defaults to clock.Real{}
+// and log to slog.Default().
+func New(d *db.DB, jobs queue.Inserter, clk clock.Clock, log *slog.Logger, cfg Config) *Service {
+	cfg.setDefaults(d)
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	if cfg.AllowPrivate {
+		log.Warn("webhooks may be sent to loopback, private and link-local addresses (WEBHOOK_ALLOW_PRIVATE): use this in development and tests only")
+	}
+	return &Service{
+		sql:      cfg.Prepared,
+		jobs:     jobs,
+		clock:    clk,
+		log:      log,
+		cfg:      cfg,
+		client:   newClient(cfg),
+		inflight: newInflight(cfg.MaxInFlight),
+	}
+}
+
+// AttemptTimeout is the longest one attempt's request takes (Config.Timeout);
+// the worker bounds a job's run a little above it.
+func (s *Service) AttemptTimeout() time.Duration { return s.cfg.Timeout }
+
+// sqlFor returns query with its table placeholders ({endpoints}, {events},
+// {deliveries}) replaced by t's schema-qualified tables.
+func sqlFor(t db.Tenant, query string) string {
+	return strings.NewReplacer(
+		"{endpoints}", t.Table("webhook_endpoints"),
+		"{events}", t.Table("webhook_events"),
+		"{deliveries}", t.Table("webhook_deliveries"),
+	).Replace(query)
+}
+
+// queryRow runs query (in tx, or on the pool when tx is nil) and scans its
+// first row into dest; it reports whether there was one.
+func (s *Service) queryRow(ctx context.Context, tx pgx.Tx, query string, args []any, dest ...any) (bool, error) {
+	found := false
+	err := s.sql.Query(ctx, tx, query, args, func(r db.Rows) error {
+		if !r.Next() {
+			return nil
+		}
+		found = true
+		return r.Scan(dest...)
+	})
+	return found, err
+}
+
+// exec runs a statement and discards its rows.
+func (s *Service) exec(ctx context.Context, tx pgx.Tx, query string, args ...any) error {
+	return s.sql.Exec(ctx, tx, query, args...)
+}

@@ -1,0 +1,231 @@
+package tenant
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/bizmsg/platform/platform/apikey"
+	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/httpx"
+	"github.com/bizmsg/platform/platform/webhooks"
+)
+
+// webhookHandlers serves the Tenant API's webhook routes.
+type webhookHandlers struct {
+	svc *webhooks.Service
+}
+
+// MountWebhooks registers the webhook routes on g, the authenticated group
+// Mount returns, each behind the webhooks.manage scope:
+//
+//	POST   /webhooks                                            201 {"data": endpoint with secret}
+//	GET    /webhooks                                            200 {"data": [...], "next_cursor": ...}
+//	GET    /webhooks/{id}                                       200 {"data": endpoint}
+//	PATCH  /webhooks/{id}                                       200 {"data": endpoint}
+//	DELETE /webhooks/{id}                                       204
+//	POST   /webhooks/{id}/rotate-secret                         200 {"data": endpoint with secret}
+//	GET    /webhooks/{id}/deliveries                            200 {"data": [...], "next_cursor": ...}
+//	POST   /webhooks/{id}/deliveries/{delivery_id}/redeliver    202 {"data": delivery}
+//	POST   /webhooks/{id}/deliveries/redeliver {"since": ...}   202 {"data": {"redelivered": n}}
+func MountWebhooks(g gin.IRoutes, svc *webhooks.Service) {
+	h := &webhookHandlers{svc: svc}
+	scope := RequireScope(apikey.ScopeWebhooksManage)
+	g.POST("/webhooks", scope, h.create)
+	g.GET("/webhooks", scope, h.list)
+	g.GET("/webhooks/:id", scope, h.get)
+	g.PATCH("/webhooks/:id", scope, h.update)
+	g.DELETE("/webhooks/:id", scope, h.delete)
+	g.POST("/webhooks/:id/rotate-secret", scope, h.rotate)
+	g.GET("/webhooks/:id/deliveries", scope, h.deliveries)
+	g.POST("/webhooks/:id/deliveries/redeliver", scope, h.redeliverFailed)
+	g.POST("/webhooks/:id/deliveries/:delivery_id/redeliver", scope, h.redeliver)
+}
+
+// endpointID reads the {id} path parameter; false has answered 404.
+func endpointID(c *gin.Context) (int64, bool) {
+	id, ok := httpx.PathID(c)
+	if !ok {
+		httpx.Fail(c, apperr.NotFound("webhook endpoint"))
+	}
+	return id, ok
+}
+
+// withSecret answers a resource carrying a secret, kept out of caches.
+func withSecret(c *gin.Context, status int, e webhooks.Endpoint) {
+	c.Header("Cache-Control", "no-store")
+	httpx.JSON(c, status, gin.H{"data": e})
+}
+
+// create is POST /webhooks: 201 with the endpoint and its secret (the only
+// time it is shown, with rotation's).
+func (h *webhookHandlers) create(c *gin.Context) {
+	p := MustPrincipal(c)
+	var in webhooks.EndpointInput
+	if err := httpx.BindJSON(c, &in); err != nil {
+		httpx.Fail(c, err)
+		return
+	}
+	e, err := h.svc.Create(c.Request.Context(), p.Tenant, in)
+	if err != nil {
+		httpx.Fail(c, err)
+		return
+	}
+	withSecret(c, http.StatusCreated, e)
+}
+
+// list is GET /webhooks: the organization's endpoints, newest first.
+func (h *webhookHandlers) list(c *gin.Context) {
+	p := MustPrincipal(c)
+	page, err := h.svc.List(c.Request.Context(), p.Tenant, c.Query("limit"), c.Query("cursor"))
+	if err != nil {
+		httpx.Fail(c, err)
+		return
+	}
+	httpx.JSON(c, http.StatusOK, page)
+}
+
+// get is GET /webhooks/{id}.
+func (h *webhookHandlers) get(c *gin.Context) {
+	p := MustPrincipal(c)
+	id, ok := endpointID(c)
+	if !ok {
+		return
+	}
+	e, err := h.svc.Get(c.Request.Context(), p.Tenant, id)
+	if err != nil {
+		httpx.Fail(c, err)
+		return
+	}
+	httpx.JSON(c, http.StatusOK, gin.H{"data": e})
+}
+
+// update is PATCH /webhooks/{id}.
+func (h *webhookHandlers) update(c *gin.Context) {
+	p := MustPrincipal(c)
+	id, ok := endpointID(c)
+	if !ok {
+		return
+	}
+	var in webhooks.EndpointPatch
+	if err := httpx.BindJSON(c, &in); err != nil {
+		httpx.Fail(c, err)
+		return
+	}
+	e, err := h.svc.Update(c.Request.Context(), p.Tenant, id, in)
+	if err != nil {
+		httpx.Fail(c, err)
+		return
+	}
+	httpx.JSON(c, http.StatusOK, gin.H{"data": e})
+}
+
+// delete is DELETE /webhooks/{id}: 204.
+func (h *webhookHandlers) delete(c *gin.Context) {
+	p := MustPrincipal(c)
+	id, ok := endpointID(c)
+	if !ok {
+		return
+	}
+	if err := h.svc.Delete(c.Request.Context(), p.Tenant, id); err != nil {
+		httpx.Fail(c, err)
+		return
+	}
+	c.Status(http.StatusNoContent)
+}
+
+// rotate is POST /webhooks/{id}/rotate-secret: 200 with the new secret.
+func (h *webhookHandlers) rotate(c *gin.Context) {
+	p := MustPrincipal(c)
+	id, ok := endpointID(c)
+	if !ok {
+		return
+	}
+	e, err := h.svc.RotateSecret(c.Request.Context(), p.Tenant, id)
+	if err != nil {
+		httpx.Fail(c, err)
+		return
+	}
+	withSecret(c, http.StatusOK, e)
+}
+
+// deliveries is GET /webhooks/{id}/deliveries: the delivery log.
+func (h *webhookHandlers) deliveries(c *gin.Context) {
+	p := MustPrincipal(c)
+	id, ok := endpointID(c)
+	if !ok {
+		return
+	}
+	page, err := h.svc.Deliveries(c.Request.Context(), p.Tenant, id, webhooks.DeliveryQueryFrom(c.Request.URL.Query()))
+	if err != nil {
+		httpx.Fail(c, err)
+		return
+	}
+	httpx.JSON(c, http.StatusOK, page)
+}
+
+// redeliver is POST /webhooks/{id}/deliveries/{delivery_id}/redeliver:
+// 202 with the new pending delivery.
+func (h *webhookHandlers) redeliver(c *gin.Context) {
+	p := MustPrincipal(c)
+	id, ok := endpointID(c)
+	if !ok {
+		return
+	}
+	deliveryID, ok := httpx.ParseID(c.Param("delivery_id"))
+	if !ok {
+		httpx.Fail(c, apperr.NotFound("webhook delivery"))
+		return
+	}
+	d, err := h.svc.Redeliver(c.Request.Context(), p.Tenant, id, deliveryID)
+	if err != nil {
+		httpx.Fail(c, err)
+		return
+	}
+	httpx.JSON(c, http.StatusAccepted, gin.H{"data": d})
+}
+
+// redeliverRequest is the body of POST /webhooks/{id}/deliveries/redeliver.
+type redeliverRequest struct {
+	Since *string `json:"since"`
+}
+
+// redeliverFailed is POST /webhooks/{id}/deliveries/redeliver
+// {"since": RFC 3339}: 202 with how many failed deliveries were queued
+// again.
+func (h *webhookHandlers) redeliverFailed(c *gin.Context) {
+	p := MustPrincipal(c)
+	id, ok := endpointID(c)
+	if !ok {
+		return
+	}
+	var req redeliverRequest
+	if err := httpx.BindJSON(c, &req); err != nil {
+		httpx.Fail(c, err)
+		return
+	}
+	var v apperr.Validation
+	var since time.Time
+	switch {
+	case req.Since == nil || strings.TrimSpace(*req.Since) == "":
+		v.Add("since", "is required")
+	default:
+		t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(*req.Since))
+		if err != nil {
+			v.Add("since", "must be an RFC 3339 date-time such as 2026-11-22T14:03:05Z")
+		}
+		since = t
+	}
+	if err := v.Err(); err != nil {
+		httpx.Fail(c, err)
+		return
+	}
+	n, err := h.svc.RedeliverFailed(c.Request.Context(), p.Tenant, id, since)
+	if err != nil {
+		httpx.Fail(c, err)
+		return
+	}
+	httpx.JSON(c, http.StatusAccepted, gin.H{"data": gin.H{"redelivered": n}})
+}
