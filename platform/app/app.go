@@ -264,6 +264,11 @@ func (a *App) ready(c *gin.Context) {
 // Handler is the HTTP handler of the whole service.
 func (a *App) Handler() http.Handler { return a.Engine }
 
+// builtinDrainInterval is how often a worker process applies the built-in
+// network's reports (reads, messages written to sender numbers): a read
+// becomes the message's read status, and its webhook, within about this.
+const builtinDrainInterval = 250 * time.Millisecond
+
 // Run serves HTTP on ln (when ln is not nil) and works jobs (when the App was
 // built with workers) until ctx is cancelled, then shuts down gracefully:
 // in-flight requests finish, workers stop taking jobs and finish running ones.
@@ -277,6 +282,12 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 		}
 		a.log.Info("workers started")
 	}
+	var drained sync.WaitGroup
+	drainCtx, stopDrain := context.WithCancel(ctx)
+	defer stopDrain()
+	if a.workers != nil && a.cfg.Network == "builtin" {
+		drained.Go(func() { a.drainBuiltinNetwork(drainCtx, builtinDrainInterval) })
+	}
 	var serveErr error
 	if ln != nil {
 		a.log.Info("http listening", "addr", ln.Addr().String())
@@ -284,6 +295,8 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 	} else {
 		<-ctx.Done()
 	}
+	stopDrain()
+	drained.Wait()
 	if a.workers != nil {
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.ShutdownTimeout)
 		defer cancel()

@@ -2,8 +2,10 @@ package app
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -12,6 +14,8 @@ import (
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/httpx"
 	"github.com/bizmsg/platform/platform/messages"
+	"github.com/bizmsg/platform/platform/network"
+	"github.com/bizmsg/platform/platform/network/builtin"
 	"github.com/bizmsg/platform/platform/network/httpnet"
 )
 
@@ -61,8 +65,8 @@ func (a *App) networkEvent(c *gin.Context) {
 	}
 	ctx := c.Request.Context()
 	var outcome messages.ReceiptOutcome
-	switch {
-	case d.AccountVerified != nil:
+	now := a.clock.Now()
+	if d.AccountVerified != nil {
 		var n int
 		if n, err = a.Senders.ActivateOwner(ctx, d.AccountVerified.Phone); err == nil {
 			outcome = messages.ReceiptUnchanged
@@ -70,20 +74,10 @@ func (a *App) networkEvent(c *gin.Context) {
 				outcome = messages.ReceiptApplied
 			}
 		}
-	case d.MessageDelivered != nil:
-		outcome, err = a.Messages.ApplyReceipt(ctx, messages.Receipt{
-			Reference: d.MessageDelivered.Reference,
-			Status:    messages.StatusDelivered,
-			At:        d.At(d.MessageDelivered.DeliveredAt, a.clock.Now()),
-		})
-	case d.MessageFailed != nil:
-		outcome, err = a.Messages.ApplyReceipt(ctx, messages.Receipt{
-			Reference:    d.MessageFailed.Reference,
-			Status:       messages.StatusFailed,
-			At:           d.At(d.MessageFailed.FailedAt, a.clock.Now()),
-			ErrorCode:    d.MessageFailed.ErrorCode,
-			ErrorMessage: d.MessageFailed.ErrorMessage,
-		})
+	} else if r, ok := d.Receipt(now); ok {
+		outcome, err = a.Messages.ApplyReceipt(ctx, r)
+	} else if m, ok := d.Inbound(now); ok {
+		outcome, err = a.Messages.Receive(ctx, m)
 	}
 	if err != nil {
 		httpx.Fail(c, err)
@@ -91,4 +85,66 @@ func (a *App) networkEvent(c *gin.Context) {
 	}
 	a.log.InfoContext(ctx, "network event", "event_id", d.ID, "type", d.Type, "status", outcome)
 	httpx.JSON(c, http.StatusOK, gin.H{"id": d.ID, "type": d.Type, "status": outcome})
+}
+
+// networkSink applies what the network reports (network.Sink) to the
+// messages service: receipts move messages on, inbound messages land in
+// their organization. A report the service refuses as malformed (422) is
+// logged and dropped, not offered again: it will not get better.
+type networkSink struct {
+	msgs *messages.Service
+	log  *slog.Logger
+}
+
+// Receipt applies r.
+func (s networkSink) Receipt(ctx context.Context, r network.Receipt) error {
+	_, err := s.msgs.ApplyReceipt(ctx, r)
+	return s.settle(ctx, err, "receipt", r.Reference)
+}
+
+// Inbound stores m.
+func (s networkSink) Inbound(ctx context.Context, m network.Inbound) error {
+	_, err := s.msgs.Receive(ctx, m)
+	return s.settle(ctx, err, "inbound message", m.ID)
+}
+
+// settle drops a malformed report's error, logging it.
+func (s networkSink) settle(ctx context.Context, err error, what, id string) error {
+	if e, ok := apperr.As(err); ok && e.Kind == apperr.KindInvalid {
+		s.log.WarnContext(ctx, "network report dropped", "what", what, "id", id, "error", err)
+		return nil
+	}
+	return err
+}
+
+// drainBuiltinNetwork applies the built-in network's reports (reads and
+// messages written to sender numbers, kept in its outbox) every interval
+// until ctx is done. Only a process that runs workers drains, and only with
+// NETWORK=builtin; several such processes share the outbox safely (each
+// report is taken by one). A failed pass is logged and retried at the next
+// tick: the report stays in the outbox.
+func (a *App) drainBuiltinNetwork(ctx context.Context, interval time.Duration) {
+	n := builtin.New(a.DB, builtin.Config{Clock: a.clock})
+	sink := networkSink{msgs: a.Messages, log: a.log}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		for {
+			done, err := n.Drain(ctx, sink, 0)
+			if err != nil {
+				if ctx.Err() == nil {
+					a.log.WarnContext(ctx, "network reports not applied", "error", err)
+				}
+				break
+			}
+			if done < builtin.DefaultDrainLimit {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }

@@ -5,38 +5,26 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/phone"
 )
 
 // MaxInboundIDLength bounds the network's id of an inbound message.
 const MaxInboundIDLength = 255
 
-// Inbound is a message a network account wrote to a phone, as the network
-// reports it.
-type Inbound struct {
-	// ID is the network's id of the message: a repeated report of one ID
-	// stores it once. Required, at most MaxInboundIDLength bytes.
-	ID string
-	// FromPhone is the writer's phone; ToPhone the phone written to, which
-	// decides the organization (its active sender number with that phone).
-	FromPhone, ToPhone string
-	// ConversationID is the network's conversation of the two phones: the
-	// one the organization's outbound messages to the writer have.
-	ConversationID int64
-	// Type is text, image, voice or document; the others are as in a send.
-	Type, Content, FileName, FileType string
-	FileSize                          int64
-	Duration                          int
-	// At is when the network took the message. Default: now.
-	At time.Time
-}
+// Inbound is a message an account wrote to one of an organization's
+// sender numbers, as the network reports it (network.Inbound): ID is the
+// network's id of the message (a repeated report stores it once; at most
+// MaxInboundIDLength bytes), ToPhone decides the organization (its active
+// sender number with that phone), ConversationID is the conversation its
+// outbound messages to the writer have, At defaults to now.
+type Inbound = network.Inbound
 
 // Receive stores an inbound message in the organization whose active
 // sender number has in.ToPhone (docs/api.md, §Message lifecycle):

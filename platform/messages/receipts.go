@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/network"
 )
 
 // CodeDeliveryFailed is a message's error_code when the network reports it
@@ -25,21 +25,13 @@ const (
 	maxReceiptMessageLen = 1024
 )
 
-// Receipt is the network's word on a message it accepted: delivered to the
-// recipient, read by the recipient, or failed.
-type Receipt struct {
-	// Reference is the one DeliverMessage passed to the network
-	// ("<schema>:<message id>", see Reference).
-	Reference string
-	// Status is StatusDelivered, StatusRead or StatusFailed.
-	Status string
-	// At is when it was delivered, read or failed. Default: now.
-	At time.Time
-	// ErrorCode and ErrorMessage say why it failed (StatusFailed only).
-	// Defaults CodeDeliveryFailed and a generic sentence.
-	ErrorCode    string
-	ErrorMessage string
-}
+// Receipt is the network's word on a message it accepted (network.Receipt):
+// Reference is the one DeliverMessage passed to the network
+// ("<schema>:<message id>", see Reference); Status is StatusDelivered,
+// StatusRead or StatusFailed; At defaults to now; ErrorCode and
+// ErrorMessage say why it failed (defaults CodeDeliveryFailed and a generic
+// sentence).
+type Receipt = network.Receipt
 
 // ReceiptOutcome is what ApplyReceipt (or Receive) did.
 type ReceiptOutcome string
