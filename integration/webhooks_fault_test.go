@@ -1,0 +1,198 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/bizmsg/platform/platform/app"
+	"github.com/bizmsg/platform/platform/config"
+	"github.com/bizmsg/platform/platform/queue"
+	"github.com/bizmsg/platform/platform/webhooks"
+)
+
+// A worker process killed with SIGKILL while webhook deliveries are in
+// flight: after a new worker starts, every event reaches the receiver at
+// least once, and every request of one event carries the same webhook-id
+// and the same body (docs/api.md, §Webhooks: delivery).
+func TestWebhookDeliveryAfterWorkerKill(t *testing.T) {
+	t.Parallel()
+	bin := platformBinary(t)
+	e := startMsg(t, Options{Env: map[string]string{"WEBHOOK_ALLOW_PRIVATE": "true"}}) // API only
+	org := e.Register(t)
+	sid := e.activeSender(org, phoneN(1))
+	e.recipient(phoneN(2))
+
+	// The receiver holds each request a while, so that some are in flight
+	// when the worker dies, and keeps every body by webhook-id.
+	var (
+		mu     sync.Mutex
+		bodies = map[string][][]byte{}
+		total  int
+	)
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		id := r.Header.Get("webhook-id")
+		bodies[id] = append(bodies[id], body)
+		total++
+		mu.Unlock()
+		select {
+		case <-time.After(400 * time.Millisecond):
+		case <-r.Context().Done():
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(rcv.Close)
+	createWebhook(t, e.Env, org.Key(), map[string]any{"url": rcv.URL, "events": []string{"message.sent", "message.delivered"}})
+
+	const n = 15
+	for i := range n {
+		accepted(t, e.send(org, text(sid, phoneN(2), fmt.Sprintf("kill %d", i))))
+	}
+	env := append(os.Environ(),
+		"DATABASE_URL="+e.DatabaseURL, "DB_MAX_CONNS=4", "LOG_LEVEL=error",
+		"WEBHOOK_ALLOW_PRIVATE=true",
+		"JWT_SECRET="+strings.Repeat("j", 32), "API_KEY_PEPPER="+strings.Repeat("p", 32),
+	)
+	cmd := exec.CommandContext(t.Context(), bin, "worker")
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	t.Cleanup(func() {
+		if !killed {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	running := func() int {
+		var c int
+		if err := e.App.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM river.river_job
+			WHERE kind = 'webhook_delivery' AND state = 'running'`).Scan(&c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	received := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return total
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for received() < 3 || running() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker did not get going: %d requests received, %d webhook jobs running", received(), running())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	killed = true
+	stuck := running()
+	t.Logf("killed the worker with %d requests received and %d webhook jobs left running", received(), stuck)
+	if stuck == 0 {
+		t.Fatal("no webhook delivery was in flight at the kill")
+	}
+
+	// A new worker, rescuing jobs that ran longer than 3 s.
+	cfg, err := config.Load(func(k string) string {
+		return map[string]string{
+			"DATABASE_URL": e.DatabaseURL, "DB_MAX_CONNS": "4", "WEBHOOK_ALLOW_PRIVATE": "true",
+			"JWT_SECRET": strings.Repeat("j", 32), "API_KEY_PEPPER": strings.Repeat("p", 32),
+		}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := app.New(ctx, app.Options{
+		Config: cfg, Clock: e.Clock, Workers: true,
+		Logger:   slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Jobs:     queue.Config{JobTimeout: 2 * time.Second, RescueStuckJobsAfter: 3 * time.Second},
+		Webhooks: webhooks.Config{Timeout: 2 * time.Second},
+	})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx, nil) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("worker run: %v", err)
+		}
+		w.Close()
+	})
+
+	// Every event's every delivery succeeds.
+	events := func() (ids []string, pending int) {
+		rows, err := e.App.DB.Pool.Query(context.Background(), `SELECT ev.public_id, count(*) FILTER (WHERE d.state <> 'succeeded')
+			FROM `+org.Tenant.Table("webhook_events")+` ev JOIN `+org.Tenant.Table("webhook_deliveries")+` d ON d.event_id = ev.id
+			GROUP BY ev.public_id`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			var p int
+			if err := rows.Scan(&id, &p); err != nil {
+				t.Fatal(err)
+			}
+			ids, pending = append(ids, id), pending+p
+		}
+		return ids, pending
+	}
+	deadline = time.Now().Add(90 * time.Second)
+	var ids []string
+	for {
+		var pending int
+		ids, pending = events()
+		if len(ids) == 2*n && pending == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d events of %d, %d deliveries not succeeded", len(ids), 2*n, pending)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	repeated := 0
+	for _, id := range ids {
+		got := bodies[id]
+		if len(got) == 0 {
+			t.Errorf("event %s never reached the receiver", id)
+			continue
+		}
+		for _, b := range got[1:] {
+			if !bytes.Equal(b, got[0]) {
+				t.Errorf("event %s: a retry carried another body:\n%s\n%s", id, got[0], b)
+			}
+		}
+		if len(got) > 1 {
+			repeated++
+		}
+	}
+	if len(bodies) != len(ids) {
+		t.Errorf("the receiver saw %d webhook-ids for %d events", len(bodies), len(ids))
+	}
+	t.Logf("%d events delivered at least once after the kill; %d of them more than once, each with its webhook-id and body", len(ids), repeated)
+}
