@@ -53,6 +53,7 @@ var floors = map[string]string{
 	"platform/clock":               floorInfra,
 	"platform/config":              floorInfra,
 	"platform/db":                  floorInfra,
+	"platform/devsecrets":          floorInfra,
 	"platform/httpx":               floorInfra,
 	"platform/metrics":             floorInfra,
 	"platform/migrate":             floorInfra,
@@ -131,7 +132,7 @@ func violations(pkgs []pkgImports) []string {
 // within the module, with go list.
 func modulePackages(t *testing.T) []pkgImports {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-json=ImportPath,Imports", module+"/...")
+	cmd := exec.CommandContext(t.Context(), "go", "list", "-json=ImportPath,Imports", module+"/...")
 	cmd.Dir = ".."
 	out, err := cmd.Output()
 	if err != nil {

@@ -27,6 +27,7 @@ import (
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/config"
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/devsecrets"
 	"github.com/bizmsg/platform/platform/httpx"
 	"github.com/bizmsg/platform/platform/keys"
 	"github.com/bizmsg/platform/platform/lookup"
@@ -131,6 +132,10 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	} else if n > 0 {
 		a.log.Info("database migrated", "migrations_applied", n)
 	}
+	if err := a.keepDevSecrets(ctx); err != nil {
+		a.Close()
+		return nil, err
+	}
 	if a.River, err = a.riverClient(opts); err != nil {
 		a.Close()
 		return nil, err
@@ -156,6 +161,28 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		a.addWorkers(opts.Jobs)
 	}
 	return a, nil
+}
+
+// keepDevSecrets replaces every secret the configuration generated (unset
+// outside production) by the development value kept in the database
+// (package devsecrets), so that a restart and every process on the same
+// database use the same value, and warns about each.
+func (a *App) keepDevSecrets(ctx context.Context) error {
+	for _, name := range a.cfg.Generated {
+		field := a.cfg.SecretField(name)
+		if field == nil {
+			return fmt.Errorf("generated secret %s has no configuration field", name)
+		}
+		value, created, err := devsecrets.Keep(ctx, a.DB.Pool, name, *field)
+		if err != nil {
+			return err
+		}
+		*field = value
+		a.log.Warn("secret not configured; using the development value kept in the database "+
+			"(set it, the same on every node, for production: PLATFORM_ENV=production refuses to start without it)",
+			"variable", name, "kept_in", "central.dev_secrets", "created", created)
+	}
+	return nil
 }
 
 // riverClient builds the process's River client: with opts.Workers, with a

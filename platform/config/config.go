@@ -35,6 +35,10 @@ type Config struct {
 	// costs Postgres about 100 KB on that connection. Default 64; 0 prepares
 	// none.
 	DBPreparedStatements int
+	// Env (PLATFORM_ENV) is "development" (default) or "production". In
+	// production every secret of RequiredSecrets() must be set: none is
+	// generated.
+	Env string
 	// HTTPAddr (HTTP_ADDR) is the listen address. Default ":8080".
 	HTTPAddr string
 	// JWTSecret (JWT_SECRET, ≥ 32 bytes) signs Central API access tokens.
@@ -97,7 +101,9 @@ type Config struct {
 	OpsPassword string
 
 	// Generated lists the secrets that were unset and generated for this
-	// process; callers log a warning naming them.
+	// process (never in production). The service replaces each by the
+	// development value kept in its database (SecretField) and logs a
+	// warning naming it.
 	Generated []string
 }
 
@@ -105,6 +111,7 @@ type Config struct {
 func Load(getenv func(string) string) (Config, error) {
 	c := Config{
 		DatabaseURL:          str(getenv, "DATABASE_URL", DefaultDatabaseURL),
+		Env:                  strings.ToLower(str(getenv, "PLATFORM_ENV", EnvDevelopment)),
 		HTTPAddr:             str(getenv, "HTTP_ADDR", ":8080"),
 		Network:              str(getenv, "NETWORK", "builtin"),
 		NetworkURL:           getenv("NETWORK_URL"),
@@ -211,8 +218,15 @@ func Load(getenv func(string) string) (Config, error) {
 		fail("LOG_LEVEL", fmt.Errorf("must be debug, info, warn or error, got %q", c.LogLevel))
 	}
 
+	switch c.Env {
+	case EnvDevelopment, EnvProduction:
+	default:
+		fail("PLATFORM_ENV", fmt.Errorf("must be %s or %s, got %q", EnvDevelopment, EnvProduction, c.Env))
+	}
+	production := c.Env == EnvProduction
+
 	var err error
-	if c.JWTSecret, err = secret(getenv, "JWT_SECRET", &c.Generated); err != nil {
+	if c.JWTSecret, err = secret(getenv, "JWT_SECRET", production, &c.Generated); err != nil {
 		fail("JWT_SECRET", err)
 	}
 	if v := getenv("JWT_PREVIOUS_SECRET"); v != "" {
@@ -221,7 +235,7 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 		c.JWTPreviousSecret = []byte(v)
 	}
-	if c.APIKeyPepper, err = secret(getenv, "API_KEY_PEPPER", &c.Generated); err != nil {
+	if c.APIKeyPepper, err = secret(getenv, "API_KEY_PEPPER", production, &c.Generated); err != nil {
 		fail("API_KEY_PEPPER", err)
 	}
 	if v := getenv("API_KEY_ENCRYPTION_KEY"); v != "" {
@@ -269,9 +283,13 @@ func positiveInt32(v string) (int32, error) {
 }
 
 // secret reads a ≥ 32-byte secret, or generates one (recording its name in
-// generated) when unset.
-func secret(getenv func(string) string, name string, generated *[]string) ([]byte, error) {
+// generated) when unset; in production an unset secret is an error.
+func secret(getenv func(string) string, name string, production bool, generated *[]string) ([]byte, error) {
 	v := getenv(name)
+	if v == "" && production {
+		return nil, fmt.Errorf("is required when PLATFORM_ENV=%s (at least 32 random bytes, the same on every node; "+
+			"e.g. openssl rand -hex 32)", EnvProduction)
+	}
 	if v == "" {
 		b := make([]byte, 32)
 		if _, err := rand.Read(b); err != nil {
