@@ -147,7 +147,7 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	if err := db.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
+	if err := app.WaitForDatabase(ctx, cfg, log); err != nil {
 		return err
 	}
 	d, err := db.Open(ctx, db.Config{URL: cfg.DatabaseURL, MaxConns: int32(*concurrency) + 2})

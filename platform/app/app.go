@@ -102,7 +102,8 @@ type App struct {
 	apiDoc *apidoc.Docs
 }
 
-// New connects to the database (creating it if missing), migrates the central,
+// New connects to the database (waiting for its server up to
+// DB_CONNECT_TIMEOUT, creating the database if missing), migrates the central,
 // network and river schemas, and builds the HTTP engine and, with
 // opts.Workers, the River worker client. Close releases what it opened.
 func New(ctx context.Context, opts Options) (*App, error) {
@@ -114,7 +115,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	}
 	cfg := opts.Config
 	a := &App{cfg: cfg, log: opts.Logger, clock: opts.Clock, Metrics: metrics.New(), Network: opts.Network}
-	if err := db.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
+	if err := WaitForDatabase(ctx, cfg, a.log); err != nil {
 		return nil, err
 	}
 	d, err := db.Open(ctx, db.Config{URL: cfg.DatabaseURL, MaxConns: cfg.DBMaxConns, AcquireTimeout: cfg.DBAcquireTimeout})
@@ -161,6 +162,19 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		a.addWorkers(opts.Jobs)
 	}
 	return a, nil
+}
+
+// WaitForDatabase waits up to DB_CONNECT_TIMEOUT for the database server
+// to answer (creating the database if it is missing), logging each failed
+// attempt, so a process started before its database neither exits at once
+// nor waits without a word. New calls it; so does platform migrate, which
+// opens the database without an App.
+func WaitForDatabase(ctx context.Context, cfg config.Config, log *slog.Logger) error {
+	err := db.WaitForDatabase(ctx, cfg.DatabaseURL, db.WaitConfig{Timeout: cfg.DBConnectTimeout, Logger: log})
+	if errors.Is(err, db.ErrNotReachable) {
+		return fmt.Errorf("%w (DB_CONNECT_TIMEOUT=%s: raise it to wait longer)", err, cfg.DBConnectTimeout)
+	}
+	return err
 }
 
 // keepDevSecrets replaces every secret the configuration generated (unset

@@ -30,6 +30,11 @@ type Config struct {
 	// connection; past it a request answers 503 (db.Config.AcquireTimeout).
 	// Default 5s.
 	DBAcquireTimeout time.Duration
+	// DBConnectTimeout (DB_CONNECT_TIMEOUT) bounds the wait for the database
+	// at start-up: an unreachable server is tried again with backoff until
+	// it answers or this much time has passed (db.WaitForDatabase). Default
+	// 60s.
+	DBConnectTimeout time.Duration
 	// DBPreparedStatements (DB_PREPARED_STATEMENTS) is the most tenant
 	// statements kept prepared on one pool connection (db.Prepared); each
 	// costs Postgres about 100 KB on that connection. Default 64; 0 prepares
@@ -128,6 +133,7 @@ func Load(getenv func(string) string) (Config, error) {
 		DBMaxConns:           10,
 		DBPreparedStatements: 64,
 		DBAcquireTimeout:     5 * time.Second,
+		DBConnectTimeout:     60 * time.Second,
 		BatchSize:            64,
 		ShutdownTimeout:      30 * time.Second,
 		SenderSweepInterval:  30 * time.Second,
@@ -188,6 +194,13 @@ func Load(getenv func(string) string) (Config, error) {
 			fail("DB_ACQUIRE_TIMEOUT", fmt.Errorf("must be a positive duration like 5s, got %q", v))
 		}
 		c.DBAcquireTimeout = d
+	}
+	if v := getenv("DB_CONNECT_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			fail("DB_CONNECT_TIMEOUT", fmt.Errorf("must be a positive duration like 60s, got %q", v))
+		}
+		c.DBConnectTimeout = d
 	}
 	if v := getenv("SENDER_SWEEP_INTERVAL"); v != "" {
 		d, err := time.ParseDuration(v)

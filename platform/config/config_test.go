@@ -16,7 +16,7 @@ func TestLoadDefaults(t *testing.T) {
 	}
 	if c.DatabaseURL != DefaultDatabaseURL || c.HTTPAddr != ":8080" || c.Network != "builtin" ||
 		c.DefaultDailyLimit != 1000 || c.SenderRate != 20 || c.SenderBurst != 40 || c.NetworkTimeout != 5*time.Second ||
-		c.DBAcquireTimeout != 5*time.Second || c.Env != EnvDevelopment {
+		c.DBAcquireTimeout != 5*time.Second || c.DBConnectTimeout != 60*time.Second || c.Env != EnvDevelopment {
 		t.Fatalf("defaults = %+v", c)
 	}
 	if len(c.JWTSecret) != 32 || len(c.APIKeyPepper) != 32 || c.APIKeyEncryptionKey != nil {
@@ -50,6 +50,8 @@ func TestLoadErrors(t *testing.T) {
 		{"ops password without user", map[string]string{"OPS_PASSWORD": "a-long-password"}, "OPS_USER/OPS_PASSWORD"},
 		{"short ops password", map[string]string{"OPS_USER": "ops", "OPS_PASSWORD": "short"}, "OPS_PASSWORD"},
 		{"pool past int32", map[string]string{"DB_MAX_CONNS": "2147483648"}, "DB_MAX_CONNS"},
+		{"bad connect timeout", map[string]string{"DB_CONNECT_TIMEOUT": "forever"}, "DB_CONNECT_TIMEOUT"},
+		{"zero connect timeout", map[string]string{"DB_CONNECT_TIMEOUT": "0s"}, "DB_CONNECT_TIMEOUT"},
 		{"unknown environment", map[string]string{"PLATFORM_ENV": "staging"}, "PLATFORM_ENV"},
 	}
 	for _, tt := range tests {
