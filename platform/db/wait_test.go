@@ -29,8 +29,8 @@ type logRecorder struct {
 func newLogRecorder() *logRecorder { return &logRecorder{warned: make(chan struct{})} }
 
 func (l *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
-func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler      { return l }
-func (l *logRecorder) WithGroup(string) slog.Handler           { return l }
+func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *logRecorder) WithGroup(string) slog.Handler            { return l }
 
 func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
 	var b strings.Builder
