@@ -27,6 +27,7 @@ const (
 	floorInfra    = "infra"    // infrastructure, no business rule
 	floorTest     = "test"     // test harnesses
 	floorEmbedded = "embedded" // embedded files only (docs, migrations)
+	floorClient   = "client"   // client: the generated API client, for callers outside the service
 )
 
 // floors maps each package (path relative to the module) to its floor.
@@ -73,6 +74,7 @@ var floors = map[string]string{
 	"integration":                  floorTest,
 	"docs":                         floorEmbedded,
 	"migrations":                   floorEmbedded,
+	"client":                       floorClient,
 }
 
 // allowed says which floors a floor's packages may import (besides their
@@ -86,8 +88,9 @@ var allowed = map[string][]string{
 	floorJobs:     {floorService, floorInfra},
 	floorService:  {floorService, floorInfra, floorEmbedded},
 	floorInfra:    {floorInfra, floorEmbedded},
-	floorTest:     {floorApp, floorDoor, floorJobs, floorService, floorInfra, floorEmbedded, floorTest, floorMain},
+	floorTest:     {floorApp, floorDoor, floorJobs, floorService, floorInfra, floorEmbedded, floorTest, floorMain, floorClient},
 	floorEmbedded: {},
+	floorClient:   {},
 }
 
 // sameFloor lists the floors whose packages may import each other.
