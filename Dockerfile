@@ -7,7 +7,9 @@ COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/platform ./cmd/platform
 
 FROM gcr.io/distroless/static-debian12:nonroot
-COPY --from=build /out/platform /platform
+# On the image's PATH, so operator commands read as in the docs:
+# docker compose exec platform platform network inbox --phone ...
+COPY --from=build /out/platform /usr/local/bin/platform
 EXPOSE 8080
-ENTRYPOINT ["/platform"]
+ENTRYPOINT ["/usr/local/bin/platform"]
 CMD ["serve"]

@@ -28,6 +28,7 @@ const (
 	floorInfra    = "infra"    // infrastructure, no business rule
 	floorTest     = "test"     // test harnesses
 	floorEmbedded = "embedded" // embedded files only (docs, migrations)
+	floorClient   = "client"   // client: the generated API client, for callers outside the service
 )
 
 // floors maps each package (path relative to the module) to its floor.
@@ -55,6 +56,7 @@ var floors = map[string]string{
 	"platform/clock":               floorInfra,
 	"platform/config":              floorInfra,
 	"platform/db":                  floorInfra,
+	"platform/devsecrets":          floorInfra,
 	"platform/httpx":               floorInfra,
 	"platform/metrics":             floorInfra,
 	"platform/migrate":             floorInfra,
@@ -74,6 +76,7 @@ var floors = map[string]string{
 	"integration":                  floorTest,
 	"docs":                         floorEmbedded,
 	"migrations":                   floorEmbedded,
+	"client":                       floorClient,
 }
 
 // allowed says which floors a floor's packages may import (besides their
@@ -88,8 +91,9 @@ var allowed = map[string][]string{
 	floorJobs:     {floorService, floorInfra},
 	floorService:  {floorService, floorInfra, floorEmbedded},
 	floorInfra:    {floorInfra, floorEmbedded},
-	floorTest:     {floorApp, floorDoor, floorGlue, floorJobs, floorService, floorInfra, floorEmbedded, floorTest, floorMain},
+	floorTest:     {floorApp, floorDoor, floorGlue, floorJobs, floorService, floorInfra, floorEmbedded, floorTest, floorMain, floorClient},
 	floorEmbedded: {},
+	floorClient:   {},
 }
 
 // sameFloor lists the floors whose packages may import each other.
@@ -134,7 +138,7 @@ func violations(pkgs []pkgImports) []string {
 // within the module, with go list.
 func modulePackages(t *testing.T) []pkgImports {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-json=ImportPath,Imports", module+"/...")
+	cmd := exec.CommandContext(t.Context(), "go", "list", "-json=ImportPath,Imports", module+"/...")
 	cmd.Dir = ".."
 	out, err := cmd.Output()
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,6 +37,8 @@ type Env struct {
 	Clock  *clock.Fake
 	// DatabaseURL is the test's own database.
 	DatabaseURL string
+	// stop shuts the service down once (Stop, or the test's end).
+	stop func()
 }
 
 // Options tune Start.
@@ -54,6 +57,10 @@ type Options struct {
 	// Webhooks tunes the webhook service (a short timeout and backoff);
 	// WEBHOOK_ALLOW_PRIVATE in Env lets it reach the tests' local receivers.
 	Webhooks webhooks.Config
+	// DatabaseURL, when set, is a database an earlier Start of the same
+	// test created (Env.DatabaseURL): the service starts on it as a process
+	// restarted on the same database would. Default: a fresh database.
+	DatabaseURL string
 	// Network, when set, wraps the built-in network of the test's database
 	// (on the fake clock); the service uses what it returns. Tests use it to
 	// make the network fail where a failure is needed.
@@ -64,7 +71,10 @@ type Options struct {
 // ends.
 func Start(t testing.TB, opts Options) *Env {
 	t.Helper()
-	dbURL := dbtest.NewDatabase(t)
+	dbURL := opts.DatabaseURL
+	if dbURL == "" {
+		dbURL = dbtest.NewDatabase(t)
+	}
 	vars := map[string]string{
 		"DATABASE_URL":   dbURL,
 		"DB_MAX_CONNS":   "6",
@@ -107,7 +117,7 @@ func Start(t testing.TB, opts Options) *Env {
 	srv := httptest.NewServer(a.Handler())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx, nil) }()
-	t.Cleanup(func() {
+	stop := sync.OnceFunc(func() {
 		srv.Close()
 		cancel()
 		if err := <-done; err != nil {
@@ -115,8 +125,15 @@ func Start(t testing.TB, opts Options) *Env {
 		}
 		a.Close()
 	})
-	return &Env{T: t, App: a, Server: srv, Clock: clk, DatabaseURL: dbURL}
+	t.Cleanup(stop)
+	return &Env{T: t, App: a, Server: srv, Clock: clk, DatabaseURL: dbURL, stop: stop}
 }
+
+// Stop shuts the service down before the test ends, as a process that
+// stops would: the server closes, the workers stop and the pool closes. The
+// database stays until the test ends, for a Start with
+// Options.DatabaseURL.
+func (e *Env) Stop() { e.stop() }
 
 type testWriter struct{ t testing.TB }
 

@@ -13,10 +13,17 @@ import (
 const (
 	chartWidth  = 720
 	chartHeight = 240
-	chartLeft   = 44 // room for the y-axis labels
+	chartLeft   = 44 // room for the y-axis labels, at least
 	chartRight  = 8
-	chartTop    = 12
+	chartTop    = 18 // room for the top y label's upper half at the phone size
 	chartBottom = 28 // room for the x-axis labels
+	// axisCharWidth is the widest a digit of an axis label gets: the
+	// phone layout (app.css, max-width 40rem) sets the labels at 22 user
+	// units, and a digit is about 0.55 em wide.
+	axisCharWidth = 13
+	// axisGap is the space between a y label and the plot (the
+	// template's dx) plus a margin from the SVG's left edge.
+	axisGap = 10
 )
 
 // chartSeries are the stacked statuses, bottom first, with their CSS
@@ -61,10 +68,12 @@ type chartSegment struct {
 	Class string
 }
 
-// chartTick is an axis label at a position.
+// chartTick is an axis label at a position, and for an x label its
+// text-anchor (middle, or end for the last one).
 type chartTick struct {
-	Pos   float64
-	Label string
+	Pos    float64
+	Label  string
+	Anchor string
 }
 
 // chartLegend is a legend entry.
@@ -94,6 +103,9 @@ func newChart(days []usage.Day) chart {
 	}
 	top := niceCeil(peak)
 	plotH := ch.Bottom - ch.Top
+	// The plot starts where the longest y label (the top one) ends, so no
+	// label is cut at the SVG's left edge, even at the phone font size.
+	ch.Left = max(chartLeft, float64(axisGap+axisCharWidth*len(fmt.Sprint(top))))
 	for i := 0; i <= 4; i++ {
 		v := top * int64(i) / 4
 		ch.YTicks = append(ch.YTicks, chartTick{Pos: r1(ch.Bottom - plotH*float64(v)/float64(top)), Label: fmt.Sprint(v)})
@@ -126,7 +138,14 @@ func newChart(days []usage.Day) chart {
 			if t, err := time.Parse(time.DateOnly, d.Date); err == nil {
 				label = t.Format("Jan 2")
 			}
-			ch.XLabels = append(ch.XLabels, chartTick{Pos: r1(b.X + b.W/2), Label: label})
+			tick := chartTick{Pos: r1(b.X + b.W/2), Label: label, Anchor: "middle"}
+			if i == len(days)-1 {
+				// Centred under the last bar, the label would run past
+				// the SVG's right edge (and be cut) when the phone layout
+				// enlarges it; it ends at the bar's right edge instead.
+				tick.Pos, tick.Anchor = r1(b.X+b.W), "end"
+			}
+			ch.XLabels = append(ch.XLabels, tick)
 		}
 	}
 	ch.Summary = fmt.Sprintf("%d messages from %s to %s: %d read, %d delivered, %d sent, %d queued, %d failed; %d received; the busiest day had %d.",

@@ -17,6 +17,25 @@ type membersData struct {
 	// Roles are the roles the user may give.
 	Roles []string
 	More  bool
+	// viewer is the signed-in user's role, and owners the organization's
+	// number of owners, for Removable.
+	viewer string
+	owners int
+}
+
+// Removable reports whether the signed-in user may remove u, so that the
+// page offers "Remove" only where accounts.Service.RemoveMember would
+// succeed: owners and admins remove members and admins; only owners remove
+// owners, and never the last one (422 last_owner).
+func (m membersData) Removable(u accounts.User) bool {
+	switch {
+	case m.viewer != accounts.RoleOwner && m.viewer != accounts.RoleAdmin:
+		return false
+	case u.Role != accounts.RoleOwner:
+		return true
+	default:
+		return m.viewer == accounts.RoleOwner && m.owners > 1
+	}
 }
 
 // maxMembersShown bounds the members page (the newest first).
@@ -30,7 +49,13 @@ func (d *Dashboard) membersPage(c *gin.Context) {
 
 func (d *Dashboard) renderMembers(c *gin.Context, status int, data pageData) {
 	s := session(c)
-	list, next, err := d.cfg.Accounts.Members(c.Request.Context(), s.Principal.OrgID, page.Query{Limit: maxMembersShown})
+	ctx := c.Request.Context()
+	list, next, err := d.cfg.Accounts.Members(ctx, s.Principal.OrgID, page.Query{Limit: maxMembersShown})
+	if err != nil {
+		d.internal(c, err)
+		return
+	}
+	owners, err := d.cfg.Accounts.Owners(ctx, s.Principal.OrgID)
 	if err != nil {
 		d.internal(c, err)
 		return
@@ -42,7 +67,8 @@ func (d *Dashboard) renderMembers(c *gin.Context, status int, data pageData) {
 	if data.Form == nil {
 		data.Form = map[string]string{"role": accounts.RoleMember}
 	}
-	data.Title, data.Nav, data.Data = "Members", "members", membersData{Members: list, Roles: roles, More: next != ""}
+	data.Title, data.Nav, data.Data = "Members", "members", membersData{Members: list, Roles: roles, More: next != "",
+		viewer: s.Principal.Role, owners: owners}
 	d.renderStatus(c, status, "members", data)
 }
 

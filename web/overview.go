@@ -15,6 +15,12 @@ import (
 type quotaView struct {
 	usage.SenderUsage
 	Label, Tone string
+	// CanSend is false for a number that cannot send yet (waiting for its
+	// code or its owner's verification) or any more (suspended,
+	// rejected): its daily limit is no allowance, so the page shows none.
+	CanSend bool
+	// Pending is true for a number that can send once verified.
+	Pending bool
 }
 
 // overviewData is the overview page's data.
@@ -54,8 +60,10 @@ func (d *Dashboard) overview(c *gin.Context) {
 		data.Today = report.Daily[n-1]
 	}
 	for _, q := range report.PerSender {
-		v := quotaView{SenderUsage: q}
-		v.Label, v.Tone = badge(senders.Status(q.Status))
+		st := senders.Status(q.Status)
+		v := quotaView{SenderUsage: q, CanSend: st == senders.StatusActive,
+			Pending: st == senders.StatusPendingVerification || st == senders.StatusPendingAccountVerification}
+		v.Label, v.Tone = badge(st)
 		data.HasActive = data.HasActive || q.Status == string(senders.StatusActive)
 		data.Quotas = append(data.Quotas, v)
 	}

@@ -68,6 +68,20 @@ func TestNewChart(t *testing.T) {
 	if ch.XLabels[5].Label != "Nov 30" {
 		t.Fatalf("last x label %q, want the last day", ch.XLabels[5].Label)
 	}
+	// The last date ends at its bar's right edge (centred, it would run
+	// past the SVG's edge on a phone); the others are centred.
+	if l := ch.XLabels[5]; l.Anchor != "end" || l.Pos != r1(last.X+last.W) || ch.XLabels[0].Anchor != "middle" {
+		t.Fatalf("x labels %+v", ch.XLabels)
+	}
+	// The plot starts after the longest y label at the phone size.
+	if ch.Left != chartLeft {
+		t.Fatalf("left %.1f with one-digit labels, want %d", ch.Left, chartLeft)
+	}
+	busy := append([]usage.Day(nil), days...)
+	busy[29].Counts = usage.Counts{Sent: 15000, Total: 15000}
+	if wide := newChart(busy); wide.YTicks[4].Label != "20000" || wide.Left < float64(axisGap+axisCharWidth*5) {
+		t.Fatalf("five-digit labels %+v, left %.1f", wide.YTicks, wide.Left)
+	}
 	if want := "9 messages from 2026-11-01 to 2026-11-30: 1 read, 2 delivered, 2 sent, 1 queued, 3 failed; 4 received; the busiest day had 8."; ch.Summary != want {
 		t.Fatalf("summary %q, want %q", ch.Summary, want)
 	}

@@ -94,12 +94,9 @@ func setup(stderr io.Writer) (config.Config, *slog.Logger, error) {
 	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
 		return config.Config{}, nil, fmt.Errorf("LOG_LEVEL: %w", err)
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
-	for _, name := range cfg.Generated {
-		log.Warn("secret not configured; generated a random one for this process only "+
-			"(tokens and API keys will not survive a restart or work across nodes)", "variable", name)
-	}
-	return cfg, log, nil
+	// Secrets left unset are kept in the database by app.New, which warns
+	// about each; migrate uses none.
+	return cfg, slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})), nil
 }
 
 func runService(ctx context.Context, args []string, stderr io.Writer, api, workers bool) error {
@@ -150,7 +147,7 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	if err := db.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
+	if err := app.WaitForDatabase(ctx, cfg, log); err != nil {
 		return err
 	}
 	d, err := db.Open(ctx, db.Config{URL: cfg.DatabaseURL, MaxConns: int32(*concurrency) + 2})

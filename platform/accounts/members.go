@@ -65,6 +65,18 @@ func (s *Service) Members(ctx context.Context, orgID int64, pg page.Query) ([]Us
 	return out, next, nil
 }
 
+// Owners returns how many owners the organization has. RemoveMember
+// refuses to remove the last one (422 last_owner); the dashboard uses the
+// count to offer "Remove" only where it can succeed.
+func (s *Service) Owners(ctx context.Context, orgID int64) (int, error) {
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM central.memberships WHERE organization_id = $1 AND role = 'owner'`,
+		orgID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count owners: %w", err)
+	}
+	return n, nil
+}
+
 // AddMember creates a user account in the caller's organization with the
 // given role and initial password. Owners and admins may add members and
 // admins; only owners may add owners. An email that already has an account

@@ -27,6 +27,7 @@ import (
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/config"
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/devsecrets"
 	"github.com/bizmsg/platform/platform/httpx"
 	"github.com/bizmsg/platform/platform/keys"
 	"github.com/bizmsg/platform/platform/lookup"
@@ -108,7 +109,8 @@ type App struct {
 	apiDoc *apidoc.Docs
 }
 
-// New connects to the database (creating it if missing), migrates the central,
+// New connects to the database (waiting for its server up to
+// DB_CONNECT_TIMEOUT, creating the database if missing), migrates the central,
 // network and river schemas, and builds the HTTP engine and, with
 // opts.Workers, the River worker client. Close releases what it opened.
 func New(ctx context.Context, opts Options) (*App, error) {
@@ -120,7 +122,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	}
 	cfg := opts.Config
 	a := &App{cfg: cfg, log: opts.Logger, clock: opts.Clock, Metrics: metrics.New(), Network: opts.Network}
-	if err := db.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
+	if err := WaitForDatabase(ctx, cfg, a.log); err != nil {
 		return nil, err
 	}
 	d, err := db.Open(ctx, db.Config{URL: cfg.DatabaseURL, MaxConns: cfg.DBMaxConns, AcquireTimeout: cfg.DBAcquireTimeout})
@@ -137,6 +139,10 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		return nil, fmt.Errorf("migrate: %w", err)
 	} else if n > 0 {
 		a.log.Info("database migrated", "migrations_applied", n)
+	}
+	if err := a.keepDevSecrets(ctx); err != nil {
+		a.Close()
+		return nil, err
 	}
 	if a.River, err = a.riverClient(opts); err != nil {
 		a.Close()
@@ -164,6 +170,41 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		a.addWorkers(opts.Jobs)
 	}
 	return a, nil
+}
+
+// WaitForDatabase waits up to DB_CONNECT_TIMEOUT for the database server
+// to answer (creating the database if it is missing), logging each failed
+// attempt, so a process started before its database neither exits at once
+// nor waits without a word. New calls it; so does platform migrate, which
+// opens the database without an App.
+func WaitForDatabase(ctx context.Context, cfg config.Config, log *slog.Logger) error {
+	err := db.WaitForDatabase(ctx, cfg.DatabaseURL, db.WaitConfig{Timeout: cfg.DBConnectTimeout, Logger: log})
+	if errors.Is(err, db.ErrNotReachable) {
+		return fmt.Errorf("%w (DB_CONNECT_TIMEOUT=%s: raise it to wait longer)", err, cfg.DBConnectTimeout)
+	}
+	return err
+}
+
+// keepDevSecrets replaces every secret the configuration generated (unset
+// outside production) by the development value kept in the database
+// (package devsecrets), so that a restart and every process on the same
+// database use the same value, and warns about each.
+func (a *App) keepDevSecrets(ctx context.Context) error {
+	for _, name := range a.cfg.Generated {
+		field := a.cfg.SecretField(name)
+		if field == nil {
+			return fmt.Errorf("generated secret %s has no configuration field", name)
+		}
+		value, created, err := devsecrets.Keep(ctx, a.DB.Pool, name, *field)
+		if err != nil {
+			return err
+		}
+		*field = value
+		a.log.Warn("secret not configured; using the development value kept in the database "+
+			"(set it, the same on every node, for production: PLATFORM_ENV=production refuses to start without it)",
+			"variable", name, "kept_in", "central.dev_secrets", "created", created)
+	}
+	return nil
 }
 
 // riverClient builds the process's River client: with opts.Workers, with a

@@ -30,11 +30,20 @@ type Config struct {
 	// connection; past it a request answers 503 (db.Config.AcquireTimeout).
 	// Default 5s.
 	DBAcquireTimeout time.Duration
+	// DBConnectTimeout (DB_CONNECT_TIMEOUT) bounds the wait for the database
+	// at start-up: an unreachable server is tried again with backoff until
+	// it answers or this much time has passed (db.WaitForDatabase). Default
+	// 60s.
+	DBConnectTimeout time.Duration
 	// DBPreparedStatements (DB_PREPARED_STATEMENTS) is the most tenant
 	// statements kept prepared on one pool connection (db.Prepared); each
 	// costs Postgres about 100 KB on that connection. Default 64; 0 prepares
 	// none.
 	DBPreparedStatements int
+	// Env (PLATFORM_ENV) is "development" (default) or "production". In
+	// production every secret of RequiredSecrets() must be set: none is
+	// generated.
+	Env string
 	// HTTPAddr (HTTP_ADDR) is the listen address. Default ":8080".
 	HTTPAddr string
 	// JWTSecret (JWT_SECRET, ≥ 32 bytes) signs Central API access tokens.
@@ -103,7 +112,9 @@ type Config struct {
 	WebhookAllowPrivate bool
 
 	// Generated lists the secrets that were unset and generated for this
-	// process; callers log a warning naming them.
+	// process (never in production). The service replaces each by the
+	// development value kept in its database (SecretField) and logs a
+	// warning naming it.
 	Generated []string
 }
 
@@ -111,6 +122,7 @@ type Config struct {
 func Load(getenv func(string) string) (Config, error) {
 	c := Config{
 		DatabaseURL:          str(getenv, "DATABASE_URL", DefaultDatabaseURL),
+		Env:                  strings.ToLower(str(getenv, "PLATFORM_ENV", EnvDevelopment)),
 		HTTPAddr:             str(getenv, "HTTP_ADDR", ":8080"),
 		Network:              str(getenv, "NETWORK", "builtin"),
 		NetworkURL:           getenv("NETWORK_URL"),
@@ -127,6 +139,7 @@ func Load(getenv func(string) string) (Config, error) {
 		DBMaxConns:           10,
 		DBPreparedStatements: 64,
 		DBAcquireTimeout:     5 * time.Second,
+		DBConnectTimeout:     60 * time.Second,
 		BatchSize:            64,
 		ShutdownTimeout:      30 * time.Second,
 		SenderSweepInterval:  30 * time.Second,
@@ -188,6 +201,13 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 		c.DBAcquireTimeout = d
 	}
+	if v := getenv("DB_CONNECT_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			fail("DB_CONNECT_TIMEOUT", fmt.Errorf("must be a positive duration like 60s, got %q", v))
+		}
+		c.DBConnectTimeout = d
+	}
 	if v := getenv("SENDER_SWEEP_INTERVAL"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
@@ -226,8 +246,15 @@ func Load(getenv func(string) string) (Config, error) {
 		fail("LOG_LEVEL", fmt.Errorf("must be debug, info, warn or error, got %q", c.LogLevel))
 	}
 
+	switch c.Env {
+	case EnvDevelopment, EnvProduction:
+	default:
+		fail("PLATFORM_ENV", fmt.Errorf("must be %s or %s, got %q", EnvDevelopment, EnvProduction, c.Env))
+	}
+	production := c.Env == EnvProduction
+
 	var err error
-	if c.JWTSecret, err = secret(getenv, "JWT_SECRET", &c.Generated); err != nil {
+	if c.JWTSecret, err = secret(getenv, "JWT_SECRET", production, &c.Generated); err != nil {
 		fail("JWT_SECRET", err)
 	}
 	if v := getenv("JWT_PREVIOUS_SECRET"); v != "" {
@@ -236,7 +263,7 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 		c.JWTPreviousSecret = []byte(v)
 	}
-	if c.APIKeyPepper, err = secret(getenv, "API_KEY_PEPPER", &c.Generated); err != nil {
+	if c.APIKeyPepper, err = secret(getenv, "API_KEY_PEPPER", production, &c.Generated); err != nil {
 		fail("API_KEY_PEPPER", err)
 	}
 	if v := getenv("API_KEY_ENCRYPTION_KEY"); v != "" {
@@ -284,9 +311,13 @@ func positiveInt32(v string) (int32, error) {
 }
 
 // secret reads a ≥ 32-byte secret, or generates one (recording its name in
-// generated) when unset.
-func secret(getenv func(string) string, name string, generated *[]string) ([]byte, error) {
+// generated) when unset; in production an unset secret is an error.
+func secret(getenv func(string) string, name string, production bool, generated *[]string) ([]byte, error) {
 	v := getenv(name)
+	if v == "" && production {
+		return nil, fmt.Errorf("is required when PLATFORM_ENV=%s (at least 32 random bytes, the same on every node; "+
+			"e.g. openssl rand -hex 32)", EnvProduction)
+	}
 	if v == "" {
 		b := make([]byte, 32)
 		if _, err := rand.Read(b); err != nil {
