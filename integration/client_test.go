@@ -96,14 +96,14 @@ func TestClientSendLookupAndHistory(t *testing.T) {
 		if err := client.Check(rsp.StatusCode(), rsp.Body); err != nil {
 			t.Fatalf("send to %s: %v", to, err)
 		}
-		if m := rsp.JSON202.Data; m.Status != client.Queued || m.ToPhone != to || m.SenderNumberId != senderID {
+		if m := rsp.JSON202.Data; m.Status != client.MessageStatusQueued || m.ToPhone != to || m.SenderNumberId != senderID {
 			t.Fatalf("accepted message %+v", m)
 		}
 		ids = append(ids, rsp.JSON202.Data.Id)
 	}
 
-	// Each message reads back, and ends sent (the built-in network has no
-	// receipts), with the network's ids.
+	// Each message reads back, and ends delivered (the built-in network
+	// stores it in the recipient's conversation), with the network's ids.
 	for _, id := range ids {
 		var m client.Message
 		deadline := time.Now().Add(20 * time.Second)
@@ -115,17 +115,17 @@ func TestClientSendLookupAndHistory(t *testing.T) {
 			if err := client.Check(rsp.StatusCode(), rsp.Body); err != nil {
 				t.Fatalf("get message %d: %v", id, err)
 			}
-			if m = rsp.JSON200.Data; m.Status != client.Queued || time.Now().After(deadline) {
+			if m = rsp.JSON200.Data; m.Status != client.MessageStatusQueued || time.Now().After(deadline) {
 				break
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		if m.Id != id || m.Status != client.Sent || m.SentAt == nil || m.MessageId == nil {
-			t.Fatalf("message %d = %s (sent_at %v, message_id %v), want sent", id, m.Status, m.SentAt, m.MessageId)
+		if m.Id != id || m.Status != client.MessageStatusDelivered || m.SentAt == nil || m.DeliveredAt == nil || m.MessageId == nil {
+			t.Fatalf("message %d = %s (sent_at %v, delivered_at %v, message_id %v), want delivered", id, m.Status, m.SentAt, m.DeliveredAt, m.MessageId)
 		}
 	}
 
-	to, sent, ref := phoneN(202), client.Sent, "order-0"
+	to, delivered, ref := phoneN(202), client.MessageStatusDelivered, "order-0"
 	one := 1
 	filters := []struct {
 		name   string
@@ -134,7 +134,7 @@ func TestClientSendLookupAndHistory(t *testing.T) {
 	}{
 		{"all, newest first", client.TenantListMessagesParams{}, []int64{ids[2], ids[1], ids[0]}},
 		{"to_phone", client.TenantListMessagesParams{ToPhone: &to}, []int64{ids[2], ids[1]}},
-		{"status", client.TenantListMessagesParams{Status: &sent, SenderNumberId: &senderID}, []int64{ids[2], ids[1], ids[0]}},
+		{"status", client.TenantListMessagesParams{Status: &delivered, SenderNumberId: &senderID}, []int64{ids[2], ids[1], ids[0]}},
 		{"client_reference", client.TenantListMessagesParams{ClientReference: &ref}, []int64{ids[0]}},
 	}
 	for _, f := range filters {

@@ -154,7 +154,8 @@ func TestQuickstart(t *testing.T) {
 	}
 	out := stdout.String()
 	t.Logf("docs/quickstart.md printed:\n%s", out)
-	for _, want := range []string{`"can_receive": true`, "active", `"status": "sent"`, "Hello from the quickstart!"} {
+	for _, want := range []string{`"can_receive": true`, "active", `"status": "delivered"`, "Hello from the quickstart!",
+		`"status": "read"`, `"direction": "inbound"`, "Thanks, see you then"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the quickstart's output lacks %q:\n%s", want, out)
 		}
@@ -169,9 +170,8 @@ func TestQuickstart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The history, read with the typed client: the message left the queue
-	// for the network. "read" is for a later step in which the recipient
-	// reads it.
+	// The history, read with the typed client: the recipient read the
+	// message.
 	c := e.Client(t, client.WithAPIKey(key[1]))
 	rsp, err := c.TenantGetMessageWithResponse(t.Context(), messageID)
 	if err != nil {
@@ -181,7 +181,7 @@ func TestQuickstart(t *testing.T) {
 		t.Fatalf("GET /api/v1/messages/%d: %v", messageID, err)
 	}
 	m := rsp.JSON200.Data
-	if !slices.Contains([]string{"sent", "delivered", "read"}, string(m.Status)) || m.Content != "Hello from the quickstart!" || m.SentAt == nil {
-		t.Fatalf("the quickstart's message is %s (sent_at %v, content %q), want sent or later", m.Status, m.SentAt, m.Content)
+	if m.Status != "read" || m.Content != "Hello from the quickstart!" || m.SentAt == nil || m.ReadAt == nil {
+		t.Fatalf("the quickstart's message is %s (sent_at %v, read_at %v, content %q), want read", m.Status, m.SentAt, m.ReadAt, m.Content)
 	}
 }
