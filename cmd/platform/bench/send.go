@@ -72,6 +72,7 @@ type sendConfig struct {
 	SweepWarmupSends   float64       `json:"sweep_warmup_sends_per_pair"`
 	SweepRounds        int           `json:"sweep_rounds"`
 	PairRounds         int           `json:"pair_rounds"`
+	WebhookRounds      int           `json:"webhook_rounds"`
 	OpenRate           float64       `json:"open_rate"`
 	Backlog            int           `json:"backlog"`
 	DBMaxConns         int           `json:"db_max_conns"`
@@ -214,10 +215,15 @@ type sendReport struct {
 	// PairedRatio is the median of their ratios. The single runs (Send,
 	// CeilingPostgres) are minutes apart, and ceiling (a)'s comes first,
 	// on tables that only the fixtures have written.
-	Paired       []pairedRound `json:"paired"`
-	PairedRatio  float64       `json:"paired_ratio"`
-	Sweep        []sweepEntry  `json:"sweep"`
-	PeakRSSBytes int64         `json:"service_peak_rss_bytes"`
+	Paired      []pairedRound `json:"paired"`
+	PairedRatio float64       `json:"paired_ratio"`
+	// Webhooks is the closed loop without and with a webhook endpoint per
+	// tenant in -webhook-rounds rounds, with the webhooks' delivery;
+	// WebhookRatio is the median of the rounds' with/without ratios.
+	Webhooks     []webhookRound `json:"webhooks"`
+	WebhookRatio float64        `json:"webhook_ratio"`
+	Sweep        []sweepEntry   `json:"sweep"`
+	PeakRSSBytes int64          `json:"service_peak_rss_bytes"`
 	// DrainAccept is the acceptance of the drain's backlog by platform api
 	// alone (no delivery running in the process or the database), the same
 	// work as ceiling (a) does.
@@ -259,6 +265,8 @@ func benchSend(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.DurationVar(&cfg.SweepWarmup, "sweep-warmup", 3*time.Minute, "longest unmeasured warm-up before each sweep run after the first (see -sweep-warmup-sends); 0 to skip the warm-up")
 	fs.IntVar(&cfg.SweepRounds, "sweep-rounds", 3, "rounds of each sweep entry after the first: a round runs the first tenant count and then the entry's, each for -sweep-duration, back to back; "+
 		"the entry's ratio is the median of the rounds' (the machine drifts by more than the ratio's tolerance between runs minutes apart)")
+	fs.IntVar(&cfg.WebhookRounds, "webhook-rounds", 3, "rounds of the service's closed loop over the first -tenants count without and with one webhook endpoint per tenant (a local receiver), for -sweep-duration each, back to back, "+
+		"then the webhooks' delivery to the receiver; 0 to skip")
 	fs.IntVar(&cfg.PairRounds, "pair-rounds", 3, "rounds of the service's closed loop against ceiling (a), both over the first -tenants count for -sweep-duration each, back to back while the service runs "+
 		"(the order alternates); the median of the rounds' ratios is the acceptance target's figure, beside the single runs' (0 skips them)")
 	fs.Float64Var(&cfg.SweepWarmupSends, "sweep-warmup-sends", 1, "warm-up sends per (tenant, pool connection) pair before each sweep run after the first, its messages delivered before the run: "+
@@ -292,8 +300,8 @@ func benchSend(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return errors.New("-sweep-warmup and -sweep-warmup-sends must not be negative")
 	case cfg.SweepRounds < 1:
 		return errors.New("-sweep-rounds must be at least 1")
-	case cfg.PairRounds < 0:
-		return errors.New("-pair-rounds must not be negative")
+	case cfg.PairRounds < 0 || cfg.WebhookRounds < 0:
+		return errors.New("-pair-rounds and -webhook-rounds must not be negative")
 	}
 	b := &sendBench{cfg: cfg, stderr: stderr, cpuProfile: *cpuProfile}
 	rep, runErr := b.run(ctx, *keep)
@@ -342,6 +350,8 @@ func (b *sendBench) serviceEnv() []string {
 		"DEFAULT_DAILY_LIMIT=100000000",
 		"SENDER_RATE=1000000", "SENDER_BURST=1000000",
 		"API_RATE_LIMIT=1000000", "API_RATE_BURST=1000000",
+		// The webhook phase's receiver listens on loopback.
+		"WEBHOOK_ALLOW_PRIVATE=true",
 	}
 }
 
@@ -441,6 +451,12 @@ func (b *sendBench) run(ctx context.Context, keep bool) (*sendReport, error) {
 		if !e.ExactlyOnce {
 			return rep, fmt.Errorf("exactly-once check failed: accepted %d, rows %d, sent %d, network rows %d",
 				e.Accepted, e.Rows, e.Sent, e.NetworkRows)
+		}
+	}
+	for i, w := range rep.Webhooks {
+		if !w.Complete {
+			return rep, fmt.Errorf("webhook round %d: the receiver took %d webhooks of %d (two per accepted message) within -delivery-timeout",
+				i+1, w.Webhooks, 2*w.With.OK)
 		}
 	}
 	return rep, nil
@@ -693,6 +709,9 @@ func (b *sendBench) service(ctx context.Context, rep *sendReport, pool *pgxpool.
 	}
 
 	if rep.Paired, rep.PairedRatio, err = b.paired(ctx, g, svc.addr, pool); err != nil {
+		return err
+	}
+	if rep.Webhooks, rep.WebhookRatio, err = b.webhooks(ctx, g, svc.addr); err != nil {
 		return err
 	}
 
@@ -984,6 +1003,11 @@ func targets(r *sendReport) []target {
 		p.Met = p.Value >= 50
 		out = slices.Insert(out, 1, p)
 	}
+	if len(r.Webhooks) > 0 {
+		w := target{Name: "sends/s with a webhook endpoint vs without (median), %", Value: roundMS(r.WebhookRatio * 100), Goal: ">= 95"}
+		w.Met = w.Value >= 95
+		out = append(out, w)
+	}
 	for _, e := range r.Sweep {
 		if e.Tenants == 1000 && r.Sweep[0].Tenants == 1 {
 			t := target{Name: "sends/s with 1,000 tenants vs 1 tenant, %", Value: roundMS(e.Ratio * 100), Goal: ">= 90"}
@@ -1070,6 +1094,14 @@ func printSendReport(w io.Writer, r *sendReport) {
 				}
 				line(fmt.Sprintf("  round %d", i+1), fmt.Sprintf("%8.1f %%  (%.0f /s against %.0f /s; %s; exactly once %v)",
 					100*rd.Ratio, rd.Send.Rate, rd.Ceiling.Rate, order, rd.Delivery.ExactlyOnce))
+			}
+		}
+		if len(r.Webhooks) > 0 {
+			line("accepted sends/s with a webhook endpoint vs without", fmt.Sprintf("%8.1f %%  (median of %d rounds back to back, %d tenant(s))",
+				100*r.WebhookRatio, len(r.Webhooks), r.Config.Tenants[0]))
+			for i, rd := range r.Webhooks {
+				line(fmt.Sprintf("  round %d", i+1), fmt.Sprintf("%8.1f %%  (%.0f /s with, %.0f /s without; webhooks %d at %.0f /s, all arrived %v)",
+					100*rd.Ratio, rd.With.Rate, rd.Without.Rate, rd.Webhooks, rd.Rate, rd.Complete))
 			}
 		}
 		line("service peak RSS (VmHWM)", fmt.Sprintf("%.1f MB", float64(r.PeakRSSBytes)/(1<<20)))

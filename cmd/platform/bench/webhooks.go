@@ -1,0 +1,208 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// webhookRound is one round of the webhook phase: the service's closed loop
+// over the first -tenants count without a webhook endpoint and with one per
+// tenant (subscribed to every event), back to back, and the delivery of the
+// with-endpoint run's webhooks to a local receiver.
+type webhookRound struct {
+	Without loadResult `json:"without_endpoint"`
+	With    loadResult `json:"with_endpoint"`
+	// WithFirst tells the round's order.
+	WithFirst bool `json:"with_first"`
+	// Ratio is With's rate over Without's.
+	Ratio float64 `json:"ratio"`
+	// Webhooks is how many webhook requests the receiver took for the
+	// with-endpoint run's messages (two per message: message.sent and
+	// message.delivered), and Rate how many a second, from the first
+	// request to the last.
+	Webhooks int64   `json:"webhooks"`
+	Rate     float64 `json:"webhooks_per_s"`
+	// Complete: every expected webhook arrived.
+	Complete bool `json:"complete"`
+}
+
+// hookReceiver is the organizations' webhook server: it answers every
+// request 204 at once and counts them, with the times of the first and the
+// last.
+type hookReceiver struct {
+	srv         *http.Server
+	url         string
+	n           atomic.Int64
+	mu          sync.Mutex
+	first, last time.Time
+}
+
+func startHookReceiver() (*hookReceiver, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("webhook receiver: %w", err)
+	}
+	r := &hookReceiver{url: "http://" + ln.Addr().String() + "/hooks"}
+	r.srv = &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		now := time.Now()
+		r.mu.Lock()
+		if r.first.IsZero() {
+			r.first = now
+		}
+		r.last = now
+		r.mu.Unlock()
+		r.n.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	})}
+	go func() { _ = r.srv.Serve(ln) }()
+	return r, nil
+}
+
+// reset forgets what the receiver took.
+func (r *hookReceiver) reset() {
+	r.mu.Lock()
+	r.first, r.last = time.Time{}, time.Time{}
+	r.mu.Unlock()
+	r.n.Store(0)
+}
+
+// rate returns the requests taken and their rate from the first to the last.
+func (r *hookReceiver) rate() (int64, float64) {
+	n := r.n.Load()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if d := r.last.Sub(r.first).Seconds(); n > 1 && d > 0 {
+		return n, float64(n-1) / d
+	}
+	return n, 0
+}
+
+// webhooks runs -webhook-rounds rounds of webhookRound over the first
+// -tenants count and returns them and the median ratio.
+func (b *sendBench) webhooks(ctx context.Context, g *loadGen, addr string) ([]webhookRound, float64, error) {
+	first := b.tenants[:b.cfg.Tenants[0]]
+	rcv, err := startHookReceiver()
+	if err != nil {
+		return nil, 0, err
+	}
+	defer func() { _ = rcv.srv.Close() }()
+	var rounds []webhookRound
+	for r := range b.cfg.WebhookRounds {
+		rd := webhookRound{WithFirst: r%2 == 0}
+		round := fmt.Sprintf("webhook round %d/%d, ", r+1, b.cfg.WebhookRounds)
+		without := func() error {
+			var err error
+			rd.Without, _, err = b.sweepRun(ctx, g, addr, first, round+"no endpoint: ", fmt.Sprintf("bench-nohook-r%d", r))
+			return err
+		}
+		with := func() error {
+			ids, err := b.addEndpoints(ctx, addr, first, rcv.url)
+			if err != nil {
+				return err
+			}
+			rcv.reset()
+			rd.With, _, err = b.sweepRun(ctx, g, addr, first, round+"one endpoint: ", fmt.Sprintf("bench-hook-r%d", r))
+			if err != nil {
+				return err
+			}
+			want := 2 * rd.With.OK
+			b.prog.phase(fmt.Sprintf("%swebhooks of %d messages", round, rd.With.OK))
+			deadline := time.Now().Add(b.cfg.DeliveryTimeout)
+			for rcv.n.Load() < want && time.Now().Before(deadline) {
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
+			rd.Webhooks, rd.Rate = rcv.rate()
+			rd.Complete = rd.Webhooks >= want
+			return b.deleteEndpoints(ctx, addr, first, ids)
+		}
+		steps := []func() error{with, without}
+		if !rd.WithFirst {
+			steps[0], steps[1] = without, with
+		}
+		for _, step := range steps {
+			if err := step(); err != nil {
+				return rounds, 0, err
+			}
+		}
+		if rd.Without.Rate > 0 {
+			rd.Ratio = rd.With.Rate / rd.Without.Rate
+		}
+		rounds = append(rounds, rd)
+	}
+	if len(rounds) == 0 {
+		return nil, 0, nil
+	}
+	return rounds, medianBy(rounds, func(r webhookRound) float64 { return r.Ratio }).Ratio, nil
+}
+
+// addEndpoints gives each tenant one webhook endpoint at url through the
+// Tenant API and returns their ids.
+func (b *sendBench) addEndpoints(ctx context.Context, addr string, ts []benchTenant, url string) ([]int64, error) {
+	ids := make([]int64, len(ts))
+	for i, t := range ts {
+		body, err := json.Marshal(map[string]any{"url": url, "description": "bench"})
+		if err != nil {
+			return nil, err
+		}
+		var out struct {
+			Data struct {
+				ID int64 `json:"id"`
+			} `json:"data"`
+		}
+		if err := b.tenantCall(ctx, http.MethodPost, "http://"+addr+"/api/v1/webhooks", t.APIKey, body, http.StatusCreated, &out); err != nil {
+			return nil, fmt.Errorf("add webhook endpoint: %w", err)
+		}
+		ids[i] = out.Data.ID
+	}
+	return ids, nil
+}
+
+// deleteEndpoints deletes the endpoints addEndpoints made.
+func (b *sendBench) deleteEndpoints(ctx context.Context, addr string, ts []benchTenant, ids []int64) error {
+	for i, t := range ts {
+		u := "http://" + addr + "/api/v1/webhooks/" + strconv.FormatInt(ids[i], 10)
+		if err := b.tenantCall(ctx, http.MethodDelete, u, t.APIKey, nil, http.StatusNoContent, nil); err != nil {
+			return fmt.Errorf("delete webhook endpoint: %w", err)
+		}
+	}
+	return nil
+}
+
+// tenantCall makes one Tenant API request with key and decodes the answer
+// into out (when not nil), which must have status want.
+func (b *sendBench) tenantCall(ctx context.Context, method, url, key string, body []byte, want int, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("X-Api-Key", key)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	rsp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = rsp.Body.Close() }()
+	if rsp.StatusCode != want {
+		var e bytes.Buffer
+		_, _ = e.ReadFrom(rsp.Body)
+		return fmt.Errorf("%s %s = %d %s", method, url, rsp.StatusCode, e.String())
+	}
+	if out != nil {
+		return json.NewDecoder(rsp.Body).Decode(out)
+	}
+	return nil
+}
