@@ -24,6 +24,7 @@ import (
 var pageNames = []string{
 	"error", "login", "signup", "overview", "senders", "keys", "key_secret", "key_revoke",
 	"messages", "message", "conversation", "members", "member_remove", "start",
+	"webhooks", "webhook", "webhook_secret", "webhook_delete",
 }
 
 // pageData is what every page template receives.

@@ -3,13 +3,14 @@
 // people up and in, and lets them add and confirm sender numbers (the OTP is
 // entered here, docs/api.md §Sender numbers), manage API keys ("Show key"
 // with encrypted storage), read the message history and usage, manage
-// members and copy a first curl command.
+// members and webhook endpoints (with their delivery logs) and copy a first
+// curl command.
 //
 // The pages are html/template files and one stylesheet and one small script
 // embedded in the binary: no build step. Handlers are thin: they read a form,
-// call the same services the Central API calls (accounts.Service,
-// keys.Service, senders.Service, messages.Service, usage.Service) and render
-// the result, so no business rule lives here.
+// call the same services the APIs call (accounts.Service, keys.Service,
+// senders.Service, messages.Service, usage.Service, webhooks.Service) and
+// render the result, so no business rule lives here.
 //
 // # Sessions
 //
@@ -46,6 +47,7 @@ import (
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/senders"
 	"github.com/bizmsg/platform/platform/usage"
+	"github.com/bizmsg/platform/platform/webhooks"
 )
 
 //go:embed templates/*.html
@@ -79,6 +81,9 @@ type Config struct {
 	Senders  *senders.Service
 	Messages *messages.Service
 	Usage    *usage.Service
+	// Webhooks manages the organization's webhook endpoints and their
+	// delivery logs (the Tenant API's /webhooks service). Required.
+	Webhooks *webhooks.Service
 	// Secret keys the CSRF tokens: at least 32 bytes, the same on every node
 	// (the platform passes API_KEY_PEPPER; a key is derived from it).
 	// Required.
@@ -115,6 +120,8 @@ func New(cfg Config) (*Dashboard, error) {
 		return nil, errors.New("web: Config.Pool is required")
 	case cfg.Accounts == nil || cfg.Keys == nil || cfg.Senders == nil || cfg.Messages == nil || cfg.Usage == nil:
 		return nil, errors.New("web: the central, keys, senders, messages and usage services are required")
+	case cfg.Webhooks == nil:
+		return nil, errors.New("web: Config.Webhooks is required")
 	case len(cfg.Secret) < 32:
 		return nil, errors.New("web: Config.Secret must be at least 32 bytes")
 	}
@@ -173,6 +180,13 @@ func New(cfg Config) (*Dashboard, error) {
 //	GET  /members, POST /members   members; add one with a role
 //	GET  /members/:id/remove, POST confirm, remove
 //	GET  /start                    the organization's first send, as curl
+//	GET  /webhooks, POST /webhooks endpoints; add one (its secret shown once; owners and admins)
+//	GET  /webhooks/:id             one endpoint and its delivery log (?state=&event_type=&cursor=)
+//	POST /webhooks/:id/rotate      new secret, shown once (owners and admins, as every POST below)
+//	POST /webhooks/:id/enable, /disable
+//	GET  /webhooks/:id/delete, POST confirm, delete
+//	POST /webhooks/:id/deliveries/:delivery_id/redeliver
+//	POST /webhooks/:id/deliveries/redeliver  every failed delivery since a time
 //	GET  /static/*file             stylesheet and script
 func (d *Dashboard) Mount(r gin.IRouter) {
 	g := r.Group("/", d.headers, d.checkOrigin)
@@ -206,4 +220,14 @@ func (d *Dashboard) Mount(r gin.IRouter) {
 	s.GET("/members/:id/remove", d.removeMemberPage)
 	s.POST("/members/:id/remove", d.removeMember)
 	s.GET("/start", d.startPage)
+	s.GET("/webhooks", d.webhooksPage)
+	s.POST("/webhooks", d.createWebhook)
+	s.GET("/webhooks/:id", d.webhookPage)
+	s.POST("/webhooks/:id/rotate", d.rotateWebhookSecret)
+	s.POST("/webhooks/:id/enable", d.enableWebhook)
+	s.POST("/webhooks/:id/disable", d.disableWebhook)
+	s.GET("/webhooks/:id/delete", d.deleteWebhookPage)
+	s.POST("/webhooks/:id/delete", d.deleteWebhook)
+	s.POST("/webhooks/:id/deliveries/redeliver", d.redeliverFailedWebhooks)
+	s.POST("/webhooks/:id/deliveries/:delivery_id/redeliver", d.redeliverWebhook)
 }

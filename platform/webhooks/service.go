@@ -140,6 +140,10 @@ func New(d *db.DB, jobs queue.Inserter, clk clock.Clock, log *slog.Logger, cfg C
 // the worker bounds a job's run a little above it.
 func (s *Service) AttemptTimeout() time.Duration { return s.cfg.Timeout }
 
+// SecretOverlap is how long a secret replaced by RotateSecret still signs
+// beside the new one (Config.SecretOverlap).
+func (s *Service) SecretOverlap() time.Duration { return s.cfg.SecretOverlap }
+
 // sqlFor returns query with its table placeholders ({endpoints}, {events},
 // {deliveries}) replaced by t's schema-qualified tables.
 func sqlFor(t db.Tenant, query string) string {
