@@ -1,3 +1,9 @@
+// Package central is the Central API (/api/v1/central, Authorization:
+// Bearer): registration, login and tokens, the signed-in user's context and
+// the organization's members (over platform/accounts), and the
+// dashboard-facing management of API keys, sender numbers, messages, usage
+// and the audit log (over the shared handlers of platform/resource). It is
+// HTTP only: the one bearer middleware, role checks and thin handlers.
 package central
 
 import (

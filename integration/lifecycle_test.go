@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bizmsg/platform/client"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
@@ -110,12 +111,21 @@ func TestLifecycleWebhooksEndToEnd(t *testing.T) {
 	sid := e.activeSender(org, sender)
 	e.recipient(recipient)
 
+	// The endpoint is added with the typed client.
 	rcv := newReceiver(t)
-	ep := createWebhook(t, e.Env, org.Key(), map[string]any{
-		"url":    rcv.srv.URL + "/hooks",
-		"events": []string{"message.sent", "message.delivered", "message.read", "message.failed", "message.received"},
+	c := e.Client(t, client.WithAPIKey(org.APIKey))
+	events := []client.WebhookEventType{client.MessageSent, client.MessageDelivered, client.MessageRead,
+		client.MessageFailed, client.MessageReceived}
+	created, err := c.TenantCreateWebhookWithResponse(t.Context(), client.CreateWebhookRequest{
+		Url: rcv.srv.URL + "/hooks", Events: &events,
 	})
-	wh, err := standardwebhooks.NewWebhook(ep.Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Check(created.StatusCode(), created.Body); err != nil {
+		t.Fatalf("create webhook: %v", err)
+	}
+	wh, err := standardwebhooks.NewWebhook(created.JSON201.Data.Secret)
 	if err != nil {
 		t.Fatal(err)
 	}
