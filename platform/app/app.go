@@ -212,6 +212,9 @@ func (a *App) routes() *gin.Engine {
 		Logger:   a.log,
 		Metrics:  a.Metrics,
 		Classify: classify,
+		// TRUSTED_PROXIES: the client address of login throttling and the
+		// logs comes from X-Forwarded-For only behind these.
+		TrustedProxies: a.cfg.TrustedProxies,
 	})
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
 	r.GET("/readyz", a.ready)
