@@ -40,6 +40,7 @@ var floors = map[string]string{
 	"web":                          floorDoor,
 	"jobs":                         floorJobs,
 	"platform/accounts":            floorService,
+	"platform/audit":               floorService,
 	"platform/keys":                floorService,
 	"platform/senders":             floorService,
 	"platform/messages":            floorService,
@@ -131,7 +132,7 @@ func violations(pkgs []pkgImports) []string {
 // within the module, with go list.
 func modulePackages(t *testing.T) []pkgImports {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-json=ImportPath,Imports", module+"/...")
+	cmd := exec.CommandContext(t.Context(), "go", "list", "-json=ImportPath,Imports", module+"/...")
 	cmd.Dir = ".."
 	out, err := cmd.Output()
 	if err != nil {

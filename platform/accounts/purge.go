@@ -1,6 +1,3 @@
-// Package central is the Central API: registration, login with JWT bearer
-// tokens, organizations and their members, and the dashboard-facing management
-// of API keys and sender numbers. It owns the `central` schema.
 package accounts
 
 import (
