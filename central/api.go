@@ -1,3 +1,7 @@
+// Package central is the Central API's HTTP layer (/api/v1/central, Bearer
+// tokens): registration, login, members, and the dashboard-facing management
+// of API keys, sender numbers, the message history, usage and the audit log,
+// as thin handlers over the business services.
 package central
 
 import (

@@ -24,6 +24,7 @@ import (
 	"github.com/bizmsg/platform/platform/accounts"
 	"github.com/bizmsg/platform/platform/apidoc"
 	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/audit"
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/config"
 	"github.com/bizmsg/platform/platform/db"
@@ -79,6 +80,8 @@ type App struct {
 	Keys *keys.Service
 	// Accounts is the accounts service (registration, login, members).
 	Accounts *accounts.Service
+	// Audit reads the audit log (the services write it).
+	Audit *audit.Service
 	// TenantRoutes (/api/v1, X-Api-Key) and CentralRoutes (/api/v1/central,
 	// Bearer) are the authenticated route groups; routes() mounts other
 	// packages' handlers on them, with tenant.RequireScope and
@@ -224,6 +227,7 @@ func (a *App) routes() *gin.Engine {
 	a.CentralRoutes = a.centralAPI.Mount(r)
 	tenant.MountSenders(a.TenantRoutes, a.Senders)
 	central.MountSenders(a.CentralRoutes, a.Senders)
+	central.MountAudit(a.CentralRoutes, a.Audit)
 	a.messagingRoutes()
 	a.networkEventRoutes(r)
 	a.dashboardRoutes(r)
