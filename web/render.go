@@ -22,7 +22,7 @@ import (
 // layout.html.
 var pageNames = []string{
 	"error", "login", "signup", "overview", "senders", "keys", "key_secret", "key_revoke",
-	"messages", "message", "members", "member_remove", "start",
+	"messages", "message", "members", "member_remove", "start", "audit",
 }
 
 // pageData is what every page template receives.

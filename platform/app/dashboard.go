@@ -17,6 +17,7 @@ func (a *App) dashboardRoutes(r *gin.Engine) {
 		Senders:  a.Senders,
 		Messages: a.Messages,
 		Usage:    a.Usage,
+		Audit:    a.Audit,
 		Secret:   a.cfg.APIKeyPepper,
 		Clock:    a.clock,
 		Logger:   a.log,
