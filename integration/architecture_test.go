@@ -70,6 +70,7 @@ var floors = map[string]string{
 	"platform/throttle":            floorInfra,
 	"platform/token":               floorInfra,
 	"platform/dbtest":              floorTest,
+	"platform/fuzzcheck":           floorTest,
 	"integration":                  floorTest,
 	"docs":                         floorEmbedded,
 	"migrations":                   floorEmbedded,
