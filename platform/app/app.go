@@ -76,6 +76,10 @@ type App struct {
 	// workers is River's worker bundle when the process runs workers, filled
 	// once the services the workers call exist.
 	workers *river.Workers
+	// jobs is the worker client's configuration, defaults applied.
+	jobs queue.Config
+	// rescuer frees the deliveries of a dead worker process (with workers).
+	rescuer *queue.Rescuer
 	// Keys is the API-key service both APIs share.
 	Keys *keys.Service
 	// Accounts is the accounts service (registration, login, members).
@@ -156,7 +160,11 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	}
 	a.Engine = a.routes()
 	if a.workers != nil {
-		a.addWorkers(opts.Jobs)
+		a.addWorkers(a.jobs)
+		if a.rescuer, err = a.jobs.Rescuer(a.DB.Pool); err != nil {
+			a.Close()
+			return nil, err
+		}
 	}
 	return a, nil
 }
@@ -168,6 +176,13 @@ func (a *App) riverClient(opts Options) (*river.Client[pgx.Tx], error) {
 	if cfg.Logger == nil {
 		cfg.Logger = a.log
 	}
+	if cfg.DeliveryTimeout <= 0 {
+		// A delivery's real duration: one network call, then the throttle
+		// and the batch (docs/design.md, §Orphaned deliveries).
+		cfg.DeliveryTimeout = a.cfg.NetworkTimeout + queue.DeliveryTimeoutMargin
+	}
+	cfg = cfg.WithDefaults()
+	a.jobs = cfg
 	var periodic []*river.PeriodicJob
 	if opts.Workers {
 		a.workers = river.NewWorkers()
@@ -266,6 +281,7 @@ func (a *App) Handler() http.Handler { return a.Engine }
 // built with workers) until ctx is cancelled, then shuts down gracefully:
 // in-flight requests finish, workers stop taking jobs and finish running ones.
 func (a *App) Run(ctx context.Context, ln net.Listener) error {
+	rescued := make(chan struct{})
 	if a.workers != nil {
 		// River hard-stops (cancelling running jobs) when its Start context is
 		// cancelled; shutdown must be graceful, so it gets a context that is not
@@ -273,8 +289,15 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 		if err := a.River.Start(context.WithoutCancel(ctx)); err != nil {
 			return fmt.Errorf("start workers: %w", err)
 		}
+		go func() {
+			defer close(rescued)
+			a.rescuer.Run(ctx)
+		}()
 		a.log.Info("workers started")
+	} else {
+		close(rescued)
 	}
+	defer func() { <-rescued }()
 	var serveErr error
 	if ln != nil {
 		a.log.Info("http listening", "addr", ln.Addr().String())
