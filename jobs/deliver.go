@@ -34,7 +34,16 @@ type DeliverWorker struct {
 	// short network blip.
 	RetryBase time.Duration
 	RetryMax  time.Duration
+	// RunTimeout bounds one run (queue.Config.DeliveryTimeout); River
+	// cancels the run's context at it. Zero: the client's JobTimeout.
+	RunTimeout time.Duration
 }
+
+// Timeout is the job's run bound, RunTimeout: a delivery's real duration,
+// far below the client's JobTimeout, so that a run is never cut short
+// while it is working, and a dead worker's job is known orphaned soon
+// after (queue.Rescuer).
+func (w *DeliverWorker) Timeout(*river.Job[queue.DeliverArgs]) time.Duration { return w.RunTimeout }
 
 // Work delivers the message, or snoozes for exactly the throttle's delay.
 func (w *DeliverWorker) Work(ctx context.Context, job *river.Job[queue.DeliverArgs]) error {

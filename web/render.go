@@ -23,7 +23,7 @@ import (
 // layout.html.
 var pageNames = []string{
 	"error", "login", "signup", "overview", "senders", "keys", "key_secret", "key_revoke",
-	"messages", "message", "conversation", "members", "member_remove", "start",
+	"messages", "message", "conversation", "members", "member_remove", "start", "audit",
 	"webhooks", "webhook", "webhook_secret", "webhook_delete",
 }
 

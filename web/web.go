@@ -3,8 +3,8 @@
 // people up and in, and lets them add and confirm sender numbers (the OTP is
 // entered here, docs/api.md §Sender numbers), manage API keys ("Show key"
 // with encrypted storage), read the message history and usage, manage
-// members and webhook endpoints (with their delivery logs) and copy a first
-// curl command.
+// members and webhook endpoints (with their delivery logs), read the audit
+// log (owners and admins) and copy a first curl command.
 //
 // The pages are html/template files and one stylesheet and one small script
 // embedded in the binary: no build step. Handlers are thin: they read a form,
@@ -42,6 +42,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bizmsg/platform/platform/accounts"
+	"github.com/bizmsg/platform/platform/audit"
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/keys"
 	"github.com/bizmsg/platform/platform/messages"
@@ -84,6 +85,9 @@ type Config struct {
 	// Webhooks manages the organization's webhook endpoints and their
 	// delivery logs (the Tenant API's /webhooks service). Required.
 	Webhooks *webhooks.Service
+	// Audit reads the audit log (the /audit page, owners and admins).
+	// Required.
+	Audit *audit.Service
 	// Secret keys the CSRF tokens: at least 32 bytes, the same on every node
 	// (the platform passes API_KEY_PEPPER; a key is derived from it).
 	// Required.
@@ -118,8 +122,8 @@ func New(cfg Config) (*Dashboard, error) {
 	switch {
 	case cfg.Pool == nil:
 		return nil, errors.New("web: Config.Pool is required")
-	case cfg.Accounts == nil || cfg.Keys == nil || cfg.Senders == nil || cfg.Messages == nil || cfg.Usage == nil:
-		return nil, errors.New("web: the central, keys, senders, messages and usage services are required")
+	case cfg.Accounts == nil || cfg.Keys == nil || cfg.Senders == nil || cfg.Messages == nil || cfg.Usage == nil || cfg.Audit == nil:
+		return nil, errors.New("web: the central, keys, senders, messages, usage and audit services are required")
 	case cfg.Webhooks == nil:
 		return nil, errors.New("web: Config.Webhooks is required")
 	case len(cfg.Secret) < 32:
@@ -179,6 +183,7 @@ func New(cfg Config) (*Dashboard, error) {
 //	GET  /conversations/:id        one conversation's messages as a thread, both ways
 //	GET  /members, POST /members   members; add one with a role
 //	GET  /members/:id/remove, POST confirm, remove
+//	GET  /audit                    the audit log with the API's filters and paging (owners and admins)
 //	GET  /start                    the organization's first send, as curl
 //	GET  /webhooks, POST /webhooks endpoints; add one (its secret shown once; owners and admins)
 //	GET  /webhooks/:id             one endpoint and its delivery log (?state=&event_type=&cursor=)
@@ -219,6 +224,7 @@ func (d *Dashboard) Mount(r gin.IRouter) {
 	s.POST("/members", d.addMember)
 	s.GET("/members/:id/remove", d.removeMemberPage)
 	s.POST("/members/:id/remove", d.removeMember)
+	s.GET("/audit", d.auditPage)
 	s.GET("/start", d.startPage)
 	s.GET("/webhooks", d.webhooksPage)
 	s.POST("/webhooks", d.createWebhook)

@@ -7,6 +7,7 @@ import (
 	"net/mail"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -56,7 +57,8 @@ type Me struct {
 	Subscription Subscription `json:"subscription"`
 }
 
-// checkName validates a required display name.
+// checkName validates a required display name: trimmed, 1..200 characters,
+// no control characters (a name is shown in lists and logs on one line).
 func checkName(v *apperr.Validation, field, s string) string {
 	s = strings.TrimSpace(s)
 	switch {
@@ -64,6 +66,8 @@ func checkName(v *apperr.Validation, field, s string) string {
 		v.Add(field, "is required")
 	case utf8.RuneCountInString(s) > maxNameLength:
 		v.Add(field, fmt.Sprintf("must be at most %d characters", maxNameLength))
+	case strings.IndexFunc(s, unicode.IsControl) >= 0:
+		v.Add(field, "must not contain control characters")
 	}
 	return s
 }
@@ -98,17 +102,29 @@ func errEmailTaken() error {
 	return apperr.Conflict("email_taken", "An account with this email already exists.")
 }
 
-// Register creates an organization (subscription trialing, the configured
-// default daily limit), its owner, the owner's membership and the
-// organization's tenant schema in one transaction, so a failure (a taken
-// email: 409 email_taken) leaves nothing behind, and starts a session.
-func (s *Service) Register(ctx context.Context, r Registration) (*Registered, error) {
+// Validate checks every field of a registration at once (422 naming each
+// bad one) and returns it normalised: names trimmed, the email trimmed and
+// lower-cased. The password is kept as given: any characters but NUL
+// (which the JSON decoding refuses) may be in it.
+func (r Registration) Validate() (Registration, error) {
 	var v apperr.Validation
 	r.OrganizationName = checkName(&v, "organization_name", r.OrganizationName)
 	r.Name = checkName(&v, "name", r.Name)
 	r.Email = checkEmail(&v, r.Email)
 	checkPassword(&v, "password", r.Password)
 	if err := v.Err(); err != nil {
+		return Registration{}, err
+	}
+	return r, nil
+}
+
+// Register creates an organization (subscription trialing, the configured
+// default daily limit), its owner, the owner's membership and the
+// organization's tenant schema in one transaction, so a failure (a taken
+// email: 409 email_taken) leaves nothing behind, and starts a session.
+func (s *Service) Register(ctx context.Context, r Registration) (*Registered, error) {
+	r, err := r.Validate()
+	if err != nil {
 		return nil, err
 	}
 	hash, err := password.Hash(r.Password)
@@ -211,23 +227,40 @@ type Credentials struct {
 	Password string `json:"password"`
 }
 
+// Validate checks that both fields are given and that the email holds no
+// control character (no account can have one), a 422 naming each bad
+// field, and returns the credentials with the email trimmed and
+// lower-cased. Anything else about the email is left to the password
+// check, so a malformed address and a wrong one get the same 401.
+func (c Credentials) Validate() (Credentials, error) {
+	var v apperr.Validation
+	c.Email = strings.ToLower(strings.TrimSpace(c.Email))
+	switch {
+	case c.Email == "":
+		v.Add("email", "is required")
+	case strings.IndexFunc(c.Email, unicode.IsControl) >= 0:
+		v.Add("email", "must not contain control characters")
+	}
+	if c.Password == "" {
+		v.Add("password", "is required")
+	}
+	if err := v.Err(); err != nil {
+		return Credentials{}, err
+	}
+	return c, nil
+}
+
 // Login checks credentials and starts a session (a new refresh token
 // family). An unknown email and a wrong password get the same 401 and take
 // the same time (DummyVerify). Attempts are throttled per account and per
 // client address (addr); over a limit the answer is 429 with Retry-After,
 // before any password work.
 func (s *Service) Login(ctx context.Context, c Credentials, addr string) (*Session, error) {
-	var v apperr.Validation
-	email := strings.ToLower(strings.TrimSpace(c.Email))
-	if email == "" {
-		v.Add("email", "is required")
-	}
-	if c.Password == "" {
-		v.Add("password", "is required")
-	}
-	if err := v.Err(); err != nil {
+	c, err := c.Validate()
+	if err != nil {
 		return nil, err
 	}
+	email := c.Email
 	now := s.cfg.Clock.Now()
 	account, address := throttleKeys(email, addr)
 	if err := s.reserveLogin(ctx, account, address, now); err != nil {
@@ -237,7 +270,7 @@ func (s *Service) Login(ctx context.Context, c Credentials, addr string) (*Sessi
 		userID, orgID int64
 		hash, role    string
 	)
-	err := s.pool.QueryRow(ctx, `
+	err = s.pool.QueryRow(ctx, `
 		SELECT u.id, u.password_hash, m.organization_id, m.role
 		FROM central.users u JOIN central.memberships m ON m.user_id = u.id
 		WHERE lower(u.email) = $1

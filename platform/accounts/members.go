@@ -2,15 +2,14 @@ package accounts
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/audit"
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/page"
@@ -119,7 +118,7 @@ func (s *Service) AddMember(ctx context.Context, p Principal, m NewMember) (*Use
 			VALUES ($1, $2, $3, $4)`, p.OrgID, u.ID, u.Role, now); err != nil {
 			return fmt.Errorf("insert membership: %w", err)
 		}
-		return auditMember(ctx, tx, p, "member.add", u, now)
+		return auditMember(ctx, tx, p, audit.ActionMemberAdd, u, now)
 	})
 	if _, ok := apperr.As(err); ok {
 		return nil, err
@@ -184,9 +183,9 @@ func (s *Service) RemoveMember(ctx context.Context, p Principal, userID int64) e
 				return apperr.Invalid("last_owner", "The last owner of an organization cannot be removed.")
 			}
 		}
-		// Audited first: a member removing themselves is still the actor
-		// (the reference becomes NULL when their account goes below).
-		if err := auditMember(ctx, tx, p, "member.remove", u, now); err != nil {
+		// Audited first, while the remover's account (whose name the entry
+		// keeps) surely exists: a member may remove themselves.
+		if err := auditMember(ctx, tx, p, audit.ActionMemberRemove, u, now); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM central.memberships WHERE organization_id = $1 AND user_id = $2`, p.OrgID, userID); err != nil {
@@ -211,17 +210,15 @@ func (s *Service) RemoveMember(ctx context.Context, p Principal, userID int64) e
 	return nil
 }
 
-// auditMember records a membership change in central.audit_log.
+// auditMember writes a membership change to the audit log (platform/audit),
+// in the change's transaction; the target is the member's account.
 func auditMember(ctx context.Context, tx pgx.Tx, p Principal, action string, u User, now time.Time) error {
-	details, err := json.Marshal(map[string]any{"email": u.Email, "role": u.Role})
-	if err != nil {
-		return fmt.Errorf("audit details: %w", err)
-	}
-	if _, err := tx.Exec(ctx, `
-		INSERT INTO central.audit_log (organization_id, actor_user_id, action, target, details, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6)`,
-		p.OrgID, p.UserID, action, "user:"+strconv.FormatInt(u.ID, 10), details, now); err != nil {
-		return fmt.Errorf("audit %s: %w", action, err)
-	}
-	return nil
+	return audit.Record(ctx, tx, audit.Entry{
+		OrgID:   p.OrgID,
+		Actor:   audit.User(p.UserID),
+		Action:  action,
+		Target:  audit.Target{Type: audit.TargetUser, ID: u.ID},
+		Details: map[string]any{"email": u.Email, "name": u.Name, "role": u.Role},
+		At:      now,
+	})
 }

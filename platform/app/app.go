@@ -24,6 +24,7 @@ import (
 	"github.com/bizmsg/platform/platform/accounts"
 	"github.com/bizmsg/platform/platform/apidoc"
 	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/audit"
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/config"
 	"github.com/bizmsg/platform/platform/db"
@@ -80,10 +81,16 @@ type App struct {
 	// workers is River's worker bundle when the process runs workers, filled
 	// once the services the workers call exist.
 	workers *river.Workers
+	// jobs is the worker client's configuration, defaults applied.
+	jobs queue.Config
+	// rescuer frees the deliveries of a dead worker process (with workers).
+	rescuer *queue.Rescuer
 	// Keys is the API-key service both APIs share.
 	Keys *keys.Service
 	// Accounts is the accounts service (registration, login, members).
 	Accounts *accounts.Service
+	// Audit reads the audit log (the services write it).
+	Audit *audit.Service
 	// TenantRoutes (/api/v1, X-Api-Key) and CentralRoutes (/api/v1/central,
 	// Bearer) are the authenticated route groups; routes() mounts other
 	// packages' handlers on them, with tenant.RequireScope and
@@ -167,7 +174,11 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	}
 	a.Engine = a.routes()
 	if a.workers != nil {
-		a.addWorkers(opts.Jobs)
+		a.addWorkers(a.jobs)
+		if a.rescuer, err = a.jobs.Rescuer(a.DB.Pool); err != nil {
+			a.Close()
+			return nil, err
+		}
 	}
 	return a, nil
 }
@@ -214,6 +225,13 @@ func (a *App) riverClient(opts Options) (*river.Client[pgx.Tx], error) {
 	if cfg.Logger == nil {
 		cfg.Logger = a.log
 	}
+	if cfg.DeliveryTimeout <= 0 {
+		// A delivery's real duration: one network call, then the throttle
+		// and the batch (docs/design.md, §Orphaned deliveries).
+		cfg.DeliveryTimeout = a.cfg.NetworkTimeout + queue.DeliveryTimeoutMargin
+	}
+	cfg = cfg.WithDefaults()
+	a.jobs = cfg
 	var periodic []*river.PeriodicJob
 	if opts.Workers {
 		a.workers = river.NewWorkers()
@@ -261,6 +279,9 @@ func (a *App) routes() *gin.Engine {
 		Logger:   a.log,
 		Metrics:  a.Metrics,
 		Classify: classify,
+		// TRUSTED_PROXIES: the client address of login throttling and the
+		// logs comes from X-Forwarded-For only behind these.
+		TrustedProxies: a.cfg.TrustedProxies,
 	})
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
 	r.GET("/readyz", a.ready)
@@ -270,6 +291,7 @@ func (a *App) routes() *gin.Engine {
 	a.CentralRoutes = a.centralAPI.Mount(r)
 	tenant.MountSenders(a.TenantRoutes, a.Senders)
 	central.MountSenders(a.CentralRoutes, a.Senders)
+	central.MountAudit(a.CentralRoutes, a.Audit)
 	a.messagingRoutes()
 	a.webhookRoutes()
 	a.networkEventRoutes(r)
@@ -314,6 +336,7 @@ const builtinDrainInterval = 250 * time.Millisecond
 // built with workers) until ctx is cancelled, then shuts down gracefully:
 // in-flight requests finish, workers stop taking jobs and finish running ones.
 func (a *App) Run(ctx context.Context, ln net.Listener) error {
+	rescued := make(chan struct{})
 	if a.workers != nil {
 		// River hard-stops (cancelling running jobs) when its Start context is
 		// cancelled; shutdown must be graceful, so it gets a context that is not
@@ -321,7 +344,13 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 		if err := a.River.Start(context.WithoutCancel(ctx)); err != nil {
 			return fmt.Errorf("start workers: %w", err)
 		}
+		go func() {
+			defer close(rescued)
+			a.rescuer.Run(ctx)
+		}()
 		a.log.Info("workers started")
+	} else {
+		close(rescued)
 	}
 	var drained sync.WaitGroup
 	drainCtx, stopDrain := context.WithCancel(ctx)
@@ -329,6 +358,7 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 	if a.workers != nil && a.cfg.Network == "builtin" {
 		drained.Go(func() { a.drainBuiltinNetwork(drainCtx, builtinDrainInterval) })
 	}
+	defer func() { <-rescued }()
 	var serveErr error
 	if ln != nil {
 		a.log.Info("http listening", "addr", ln.Addr().String())

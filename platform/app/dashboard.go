@@ -18,6 +18,7 @@ func (a *App) dashboardRoutes(r *gin.Engine) {
 		Messages: a.Messages,
 		Usage:    a.Usage,
 		Webhooks: a.Webhooks,
+		Audit:    a.Audit,
 		Secret:   a.cfg.APIKeyPepper,
 		Clock:    a.clock,
 		Logger:   a.log,

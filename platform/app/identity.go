@@ -6,14 +6,15 @@ import (
 	"github.com/bizmsg/platform/central"
 	"github.com/bizmsg/platform/platform/accounts"
 	"github.com/bizmsg/platform/platform/apikey"
+	"github.com/bizmsg/platform/platform/audit"
 	"github.com/bizmsg/platform/platform/keys"
 	"github.com/bizmsg/platform/platform/ratelimit"
 	"github.com/bizmsg/platform/platform/token"
 	"github.com/bizmsg/platform/tenant"
 )
 
-// identity builds the API-key service, the Central API's service and the two
-// APIs' HTTP layers from the configuration.
+// identity builds the API-key service, the Central API's service, the audit
+// log's reader and the two APIs' HTTP layers from the configuration.
 func (a *App) identity() error {
 	hasher, err := apikey.NewHasher(a.cfg.APIKeyPepper)
 	if err != nil {
@@ -56,6 +57,9 @@ func (a *App) identity() error {
 		return err
 	}
 	if a.centralAPI, err = central.NewAPI(a.Accounts, a.Keys); err != nil {
+		return err
+	}
+	if a.Audit, err = audit.New(a.DB.Pool); err != nil {
 		return err
 	}
 	return nil

@@ -88,9 +88,10 @@ func (a *App) messagingRoutes() {
 // messagingWorkers registers the message delivery worker.
 func (a *App) messagingWorkers(workers *river.Workers, cfg queue.Config) {
 	river.AddWorker(workers, &jobs.DeliverWorker{
-		Deliverer: a.Messages,
-		RetryBase: cfg.DeliveryRetryBase,
-		RetryMax:  cfg.DeliveryRetryMax,
+		Deliverer:  a.Messages,
+		RetryBase:  cfg.DeliveryRetryBase,
+		RetryMax:   cfg.DeliveryRetryMax,
+		RunTimeout: cfg.DeliveryTimeout,
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -46,6 +47,11 @@ type Config struct {
 	Env string
 	// HTTPAddr (HTTP_ADDR) is the listen address. Default ":8080".
 	HTTPAddr string
+	// TrustedProxies (TRUSTED_PROXIES, comma-separated CIDR ranges) are the
+	// reverse proxies whose X-Forwarded-For names the client (the address
+	// login throttling and the logs use). Default none: the client is the
+	// connection's peer and forwarding headers are ignored.
+	TrustedProxies []netip.Prefix
 	// JWTSecret (JWT_SECRET, ≥ 32 bytes) signs Central API access tokens.
 	JWTSecret []byte
 	// JWTPreviousSecret (JWT_PREVIOUS_SECRET, optional, ≥ 32 bytes) still
@@ -230,6 +236,13 @@ func Load(getenv func(string) string) (Config, error) {
 		default:
 			fail("WEBHOOK_ALLOW_PRIVATE", fmt.Errorf("must be true or false, got %q", v))
 		}
+	}
+	if v := getenv("TRUSTED_PROXIES"); v != "" {
+		p, err := ParseTrustedProxies(v)
+		if err != nil {
+			fail("TRUSTED_PROXIES", err)
+		}
+		c.TrustedProxies = p
 	}
 	switch c.Network {
 	case "builtin":

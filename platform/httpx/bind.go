@@ -65,7 +65,8 @@ func BindJSON(c *gin.Context, dst any) error {
 }
 
 // nulField returns the JSON path (dotted, as decodeError names fields) of
-// the first decoded string in v that holds a NUL character, or "".
+// the first decoded string in v that holds a NUL character, a map's member
+// names included, or "".
 func nulField(v reflect.Value, path string) string {
 	join := func(name string) string {
 		if path == "" {
@@ -121,6 +122,11 @@ func nulField(v reflect.Value, path string) string {
 			return ""
 		}
 		for _, k := range v.MapKeys() {
+			if strings.IndexByte(k.String(), 0) >= 0 {
+				// A member's name with a NUL: named with the NUL
+				// written as JSON writes it, so the name is readable.
+				return join(strings.ReplaceAll(k.String(), "\x00", `\u0000`))
+			}
 			if p := nulField(v.MapIndex(k), join(k.String())); p != "" {
 				return p
 			}

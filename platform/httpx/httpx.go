@@ -13,6 +13,7 @@ package httpx
 import (
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"os"
 	"time"
 
@@ -39,6 +40,10 @@ type Config struct {
 	// "database unavailable" error into apperr.Unavailable. It returns nil
 	// for errors it does not recognise, which then render as 500. Optional.
 	Classify func(error) *apperr.Error
+	// TrustedProxies are the reverse proxies (TRUSTED_PROXIES) whose
+	// X-Forwarded-For gin's ClientIP reads. Default none: ClientIP is the
+	// connection's peer and forwarding headers are ignored.
+	TrustedProxies []netip.Prefix
 }
 
 // withDefaults returns c with unset fields defaulted.
@@ -66,9 +71,10 @@ func (c Config) withDefaults() Config {
 // Unknown paths render 404 "not_found", known paths with the wrong method
 // 405 "method_not_allowed" with an Allow header. It puts gin in release mode.
 //
-// ClientIP is the connection's remote address: forwarding headers are
-// ignored unless the caller sets ForwardedByClientIP and trusted proxies on
-// the returned engine.
+// ClientIP (login throttling, access logs) is the connection's remote
+// address, unless that address is in cfg.TrustedProxies: then it is the
+// rightmost address of X-Forwarded-For that is not itself a trusted proxy.
+// No other header (X-Real-IP, a platform's) is ever read.
 func NewEngine(cfg Config) *gin.Engine {
 	cfg = cfg.withDefaults()
 	gin.SetMode(gin.ReleaseMode)
@@ -76,7 +82,7 @@ func NewEngine(cfg Config) *gin.Engine {
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
 	e.ContextWithFallback = true
-	e.ForwardedByClientIP = false
+	trustProxies(e, cfg.TrustedProxies, cfg.Logger)
 
 	r := &renderer{log: cfg.Logger, classify: cfg.Classify}
 	e.Use(requestIDMiddleware, accessLog(cfg.Logger))
@@ -87,6 +93,30 @@ func NewEngine(cfg Config) *gin.Engine {
 	e.NoRoute(r.notFound)
 	e.NoMethod(r.methodNotAllowed)
 	return e
+}
+
+// trustProxies makes e read X-Forwarded-For from the proxies in trusted
+// only, and from nobody when trusted is empty (gin's own default trusts
+// every peer).
+func trustProxies(e *gin.Engine, trusted []netip.Prefix, log *slog.Logger) {
+	e.RemoteIPHeaders = []string{"X-Forwarded-For"}
+	e.TrustedPlatform = ""
+	cidrs := make([]string, len(trusted))
+	for i, p := range trusted {
+		cidrs[i] = p.String()
+	}
+	e.ForwardedByClientIP = len(cidrs) > 0
+	if len(cidrs) == 0 {
+		cidrs = nil
+	}
+	if err := e.SetTrustedProxies(cidrs); err != nil {
+		// The prefixes were parsed already (config.ParseTrustedProxies), so
+		// gin cannot refuse them; if it ever did, trusting nobody is the
+		// safe side.
+		log.Error("httpx: trusted proxies refused; forwarding headers are ignored", "error", err)
+		e.ForwardedByClientIP = false
+		_ = e.SetTrustedProxies(nil)
+	}
 }
 
 // JSON writes v as a JSON response with the given status.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/apikey"
 	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/audit"
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
 )
@@ -213,7 +214,7 @@ func (s *Service) insert(ctx context.Context, orgID int64, actor Actor, spec Spe
 		).Scan(&key.ID); err != nil {
 			return err
 		}
-		return audit(ctx, tx, orgID, actor, "api_key.create", key, now, nil)
+		return record(ctx, tx, orgID, actor, audit.ActionAPIKeyCreate, key, now)
 	})
 	if err != nil {
 		return nil, err
@@ -221,27 +222,34 @@ func (s *Service) insert(ctx context.Context, orgID int64, actor Actor, spec Spe
 	return &Created{Key: key, Plain: k.Plain}, nil
 }
 
-// audit records an action on a key in central.audit_log.
-func audit(ctx context.Context, tx pgx.Tx, orgID int64, actor Actor, action string, k Key, now time.Time, extra map[string]any) error {
+// record writes an action on a key to the audit log (platform/audit), in
+// the change's transaction. The actor is the user; a Tenant API key acting
+// for no member is the actor itself, and a change with neither is the
+// system's.
+func record(ctx context.Context, tx pgx.Tx, orgID int64, actor Actor, action string, k Key, now time.Time) error {
 	details := map[string]any{"prefix": k.Prefix, "name": k.Name, "scopes": k.Scopes}
 	if actor.KeyID != 0 {
 		details["via_api_key_id"] = actor.KeyID
 	}
-	for name, v := range extra {
-		details[name] = v
+	return audit.Record(ctx, tx, audit.Entry{
+		OrgID:   orgID,
+		Actor:   actor.auditActor(),
+		Action:  action,
+		Target:  audit.Target{Type: audit.TargetAPIKey, ID: k.ID},
+		Details: details,
+		At:      now,
+	})
+}
+
+// auditActor is the audit log's actor of a.
+func (a Actor) auditActor() audit.Actor {
+	switch {
+	case a.UserID > 0:
+		return audit.User(a.UserID)
+	case a.KeyID > 0:
+		return audit.APIKey(a.KeyID)
 	}
-	raw, err := json.Marshal(details)
-	if err != nil {
-		return fmt.Errorf("audit details: %w", err)
-	}
-	_, err = tx.Exec(ctx, `
-		INSERT INTO central.audit_log (organization_id, actor_user_id, action, target, details, created_at)
-		VALUES ($1, nullif($2, 0), $3, $4, $5, $6)`,
-		orgID, actor.UserID, action, "api_key:"+strconv.FormatInt(k.ID, 10), raw, now)
-	if err != nil {
-		return fmt.Errorf("audit %s: %w", action, err)
-	}
-	return nil
+	return audit.System()
 }
 
 // errNotFound is the 404 for a key id that does not exist in the caller's

@@ -9,6 +9,7 @@ import (
 	"github.com/bizmsg/platform/platform/accounts"
 	"github.com/bizmsg/platform/platform/apikey"
 	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/audit"
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/page"
 )
@@ -92,7 +93,7 @@ func (s *Service) Revoke(ctx context.Context, orgID int64, actor Actor, id int64
 		if _, err := tx.Exec(ctx, `UPDATE central.api_keys SET revoked_at = $2 WHERE id = $1`, id, now); err != nil {
 			return fmt.Errorf("revoke api key: %w", err)
 		}
-		return audit(ctx, tx, orgID, actor, "api_key.revoke", k, now, nil)
+		return record(ctx, tx, orgID, actor, audit.ActionAPIKeyRevoke, k, now)
 	})
 	if _, ok := apperr.As(err); ok {
 		return err
@@ -141,7 +142,7 @@ func (s *Service) Reveal(ctx context.Context, orgID, userID, id int64) (*Created
 		if p, err := apikey.Parse(plain); err != nil || p != k.Prefix {
 			return fmt.Errorf("sealed key %d does not match its prefix", k.ID)
 		}
-		if err := audit(ctx, tx, orgID, Actor{UserID: userID}, "api_key.reveal", k, now, nil); err != nil {
+		if err := record(ctx, tx, orgID, Actor{UserID: userID}, audit.ActionAPIKeyReveal, k, now); err != nil {
 			return err
 		}
 		out = &Created{Key: k, Plain: plain}

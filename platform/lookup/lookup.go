@@ -125,39 +125,60 @@ func New(net network.Network, s Senders) (*Service, error) {
 	return &Service{net: net, senders: s}, nil
 }
 
-// Lookup validates q and checks the phone. Errors: 422 with every field
-// error at once (phone missing or malformed, sender_number_id not a positive
-// integer, sender_phone malformed, or naming another number than
-// sender_number_id); 404 when the named sender is not one of the
-// organization's numbers; 503 when the network does not answer.
-func (s *Service) Lookup(ctx context.Context, t db.Tenant, q Query) (Result, error) {
-	var v apperr.Validation
-	recipient := ""
+// Parsed is a validated lookup request.
+type Parsed struct {
+	// Recipient is the phone to look up, in E.164.
+	Recipient string
+	// Sender is the sender number named, if any (zero otherwise).
+	Sender senders.SenderRef
+}
+
+// Parse validates q: a 422 with every field error at once (phone missing
+// or malformed, sender_number_id not a positive integer, sender_phone
+// malformed). Whether the sender is one of the organization's numbers is
+// Lookup's to find out.
+func (q Query) Parse() (Parsed, error) {
+	var (
+		v   apperr.Validation
+		out Parsed
+	)
 	if strings.TrimSpace(q.Phone) == "" {
 		v.Add("phone", "is required")
 	} else if p, err := phone.Normalize(q.Phone); err != nil {
 		v.Add("phone", err.Error())
 	} else {
-		recipient = p
+		out.Recipient = p
 	}
-	var ref senders.SenderRef
 	if q.SenderNumberID != "" {
 		id, err := strconv.ParseInt(q.SenderNumberID, 10, 64)
 		if err != nil || id <= 0 {
 			v.Add("sender_number_id", "must be a positive integer")
 		}
-		ref.ID = id
+		out.Sender.ID = id
 	}
 	if q.SenderPhone != "" {
 		if p, err := phone.Normalize(q.SenderPhone); err != nil {
 			v.Add("sender_phone", err.Error())
 		} else {
-			ref.Phone = p
+			out.Sender.Phone = p
 		}
 	}
 	if err := v.Err(); err != nil {
+		return Parsed{}, err
+	}
+	return out, nil
+}
+
+// Lookup validates q (Parse) and checks the phone. Errors: 422 with every
+// field error at once, or for an id and phone of different numbers; 404
+// when the named sender is not one of the organization's numbers; 503 when
+// the network does not answer.
+func (s *Service) Lookup(ctx context.Context, t db.Tenant, q Query) (Result, error) {
+	in, err := q.Parse()
+	if err != nil {
 		return Result{}, err
 	}
+	recipient, ref := in.Recipient, in.Sender
 	senderPhone := ""
 	if ref.ID > 0 || ref.Phone != "" {
 		sn, err := s.senders.Resolve(ctx, t, ref)

@@ -374,5 +374,10 @@ func decodeCursor(s string) (position, bool) {
 		return position{}, false
 	}
 	p.id = id
+	// Only a cursor encodeCursor made: the decoder alone skips line breaks
+	// and takes other spellings of the same position.
+	if encodeCursor(p) != s {
+		return position{}, false
+	}
 	return p, true
 }

@@ -39,19 +39,22 @@ const IdempotencyKeyHeader = "Idempotency-Key"
 // SendRequest is the body of POST /messages. Decoding never fails on a
 // field of the wrong JSON type: the problem is kept and reported by Send
 // with every other field error, so a client sees all its mistakes at once.
+//
+// The json tags name the fields for httpx.BindJSON's NUL check (a NUL in
+// content is refused naming "content"); UnmarshalJSON does the decoding.
 type SendRequest struct {
-	ToPhone         *string
-	Type            *string
-	SenderNumberID  *int64
-	SenderPhone     *string
-	Content         *string
-	Duration        *int64
-	FileName        *string
-	FileSize        *int64
-	FileType        *string
-	ClientReference *string
+	ToPhone         *string `json:"to_phone"`
+	Type            *string `json:"type"`
+	SenderNumberID  *int64  `json:"sender_number_id"`
+	SenderPhone     *string `json:"sender_phone"`
+	Content         *string `json:"content"`
+	Duration        *int64  `json:"duration"`
+	FileName        *string `json:"file_name"`
+	FileSize        *int64  `json:"file_size"`
+	FileType        *string `json:"file_type"`
+	ClientReference *string `json:"client_reference"`
 	// IdempotencyKey comes from the Idempotency-Key header, not the body.
-	IdempotencyKey string
+	IdempotencyKey string `json:"-"`
 
 	// typeErrors holds the fields of the wrong JSON type, with their message.
 	typeErrors map[string]string

@@ -69,6 +69,9 @@ func encodeCursor(id int64) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + strconv.FormatInt(id, 10)))
 }
 
+// decodeCursor reads a cursor encodeCursor made, and nothing else: the
+// decoder alone would skip line breaks and accept other spellings of the
+// same bytes, so the id is written back and must give s again.
 func decodeCursor(s string) (int64, bool) {
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
@@ -79,7 +82,7 @@ func decodeCursor(s string) (int64, bool) {
 		return 0, false
 	}
 	id, err := strconv.ParseInt(rest, 10, 64)
-	if err != nil || id <= 0 {
+	if err != nil || id <= 0 || encodeCursor(id) != s {
 		return 0, false
 	}
 	return id, true

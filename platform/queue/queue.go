@@ -54,12 +54,55 @@ type Config struct {
 	// FetchPollInterval is the fallback poll when no notification arrives.
 	// Default 250ms.
 	FetchPollInterval time.Duration
-	// JobTimeout bounds one job's run. Default 1 minute.
+	// JobTimeout bounds one job's run, for the kinds without a timeout of
+	// their own (housekeeping, the account sweep; OTPs have 30 s,
+	// deliveries DeliveryTimeout). Default 1 minute.
 	JobTimeout time.Duration
 	// RescueStuckJobsAfter is how long a running job may go without finishing
-	// before River considers its worker dead and makes it available again.
-	// Default 2 minutes (must exceed JobTimeout).
+	// before River's rescuer (on the elected leader, every 30 s) considers
+	// its worker dead and makes it available again. Default JobTimeout +
+	// 15 s: past the longest timeout, when a live worker has always ended
+	// the job. Deliveries are rescued sooner, by the Rescuer.
 	RescueStuckJobsAfter time.Duration
+	// DeliveryTimeout bounds one run of a delivery job
+	// (jobs.DeliverWorker.RunTimeout): one network call, the throttle's
+	// inline wait and a margin for the batch's statements. Default 8 s, the
+	// figure for a 5 s network call (the platform passes NETWORK_TIMEOUT +
+	// DeliveryTimeoutMargin). A slower run is cancelled and retried with
+	// backoff; its delivery is never made twice (docs/design.md,
+	// §Orphaned deliveries).
+	DeliveryTimeout time.Duration
+	// DeliveryRescueAfter is how long a delivery job may run before the
+	// Rescuer takes it for orphaned (its worker process died) and makes it
+	// available again. Default DeliveryTimeout + DeliveryRescueMargin.
+	DeliveryRescueAfter time.Duration
+	// RescueInterval is how often each worker process's Rescuer looks for
+	// orphaned deliveries. Default 1 s.
+	RescueInterval time.Duration
+}
+
+// Figures of a delivery's real duration (docs/design.md, §Orphaned
+// deliveries).
+const (
+	// DeliveryThrottleWait is the longest throttle delay a delivery waits
+	// out in its run (messages.Config.MaxInlineWait); a longer one snoozes
+	// the job, which then does not run.
+	DeliveryThrottleWait = time.Second
+	// DeliveryTimeoutMargin is what a delivery's run needs besides its
+	// network call: the throttle's inline wait and 2 s for the batch's
+	// statements and for waiting behind the tenant's batch in flight.
+	DeliveryTimeoutMargin = DeliveryThrottleWait + 2*time.Second
+	// DeliveryRescueMargin is how long past DeliveryTimeout a delivery job
+	// of a live worker may still read as running: River cancels the run at
+	// the timeout and records its end within milliseconds; 2 s leave room
+	// for a busy process.
+	DeliveryRescueMargin = 2 * time.Second
+)
+
+// WithDefaults returns c with every unset field at its default.
+func (c Config) WithDefaults() Config {
+	c.setDefaults()
+	return c
 }
 
 func (c *Config) setDefaults() {
@@ -85,8 +128,28 @@ func (c *Config) setDefaults() {
 		c.JobTimeout = time.Minute
 	}
 	if c.RescueStuckJobsAfter <= 0 {
-		c.RescueStuckJobsAfter = 2 * time.Minute
+		c.RescueStuckJobsAfter = c.JobTimeout + 15*time.Second
 	}
+	if c.DeliveryTimeout <= 0 {
+		c.DeliveryTimeout = 5*time.Second + DeliveryTimeoutMargin
+	}
+	if c.DeliveryRescueAfter <= 0 {
+		c.DeliveryRescueAfter = c.DeliveryTimeout + DeliveryRescueMargin
+	}
+	if c.RescueInterval <= 0 {
+		c.RescueInterval = time.Second
+	}
+}
+
+// Rescuer returns the Rescuer of the kinds whose timeouts c sets: the
+// deliveries, orphaned after DeliveryRescueAfter.
+func (c Config) Rescuer(pool *pgxpool.Pool) (*Rescuer, error) {
+	c.setDefaults()
+	return NewRescuer(pool, RescuerConfig{
+		Kinds:    map[string]time.Duration{DeliverArgs{}.Kind(): c.DeliveryRescueAfter},
+		Interval: c.RescueInterval,
+		Logger:   c.Logger,
+	})
 }
 
 // NewClient returns the process's River client. With workers it can also

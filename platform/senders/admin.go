@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/audit"
 	"github.com/bizmsg/platform/platform/db"
 )
 
@@ -54,7 +54,7 @@ func (r AdminResult) MarshalJSON() ([]byte, error) {
 // cannot send; an active one keeps its claim on the phone, so lifting the
 // suspension can always restore it.
 func (s *Service) Suspend(ctx context.Context, target AdminTarget) (AdminResult, error) {
-	return s.adminChange(ctx, target, "sender.suspend", func(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error {
+	return s.adminChange(ctx, target, audit.ActionSenderSuspend, func(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error {
 		switch r.Status {
 		case StatusRejected:
 			return errRejectedFinal()
@@ -74,7 +74,7 @@ func (s *Service) Suspend(ctx context.Context, target AdminTarget) (AdminResult,
 // pending_account_verification and the sweep activates it once the phone is
 // free.
 func (s *Service) Unsuspend(ctx context.Context, target AdminTarget) (AdminResult, error) {
-	return s.adminChange(ctx, target, "sender.unsuspend", func(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error {
+	return s.adminChange(ctx, target, audit.ActionSenderUnsuspend, func(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error {
 		switch r.Status {
 		case StatusRejected:
 			return errRejectedFinal()
@@ -110,7 +110,7 @@ func (s *Service) Unsuspend(ctx context.Context, target AdminTarget) (AdminResul
 // Reject rejects the number for good: it can never send or change state
 // again, and its claim on the phone (if active) is released.
 func (s *Service) Reject(ctx context.Context, target AdminTarget) (AdminResult, error) {
-	return s.adminChange(ctx, target, "sender.reject", func(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error {
+	return s.adminChange(ctx, target, audit.ActionSenderReject, func(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error {
 		if r.Status == StatusRejected {
 			return errRejectedFinal()
 		}
@@ -133,7 +133,7 @@ func (s *Service) SetLimit(ctx context.Context, target AdminTarget, limit *int) 
 			return AdminResult{}, err
 		}
 	}
-	return s.adminChange(ctx, target, "sender.set_limit", func(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error {
+	return s.adminChange(ctx, target, audit.ActionSenderSetLimit, func(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error {
 		r.DailyLimitOverride = limit
 		return saveRow(ctx, tx, t, r, s.clock.Now(), "daily_limit_override")
 	})
@@ -149,7 +149,8 @@ func (s *Service) saveStatus(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row
 }
 
 // adminChange finds the target, applies change under the row lock, and
-// records the operator action in the audit log, in one transaction.
+// records the operator action in the audit log (actor operator), in one
+// transaction.
 func (s *Service) adminChange(ctx context.Context, target AdminTarget, action string,
 	change func(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error) (AdminResult, error) {
 	loc, err := s.locate(ctx, target)
@@ -170,17 +171,18 @@ func (s *Service) adminChange(ctx context.Context, target AdminTarget, action st
 		if err := change(ctx, tx, t, r); err != nil {
 			return err
 		}
-		details, err := json.Marshal(map[string]any{
-			"phone": r.Phone, "previous_status": prev, "status": r.Status,
-			"daily_limit_override": r.DailyLimitOverride,
-		})
-		if err != nil {
-			return fmt.Errorf("audit details: %w", err)
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO central.audit_log (organization_id, action, target, details, created_at)
-			VALUES ($1, $2, $3, $4, $5)`, t.OrgID, action, "sender_number:"+strconv.FormatInt(r.ID, 10),
-			details, s.clock.Now()); err != nil {
-			return fmt.Errorf("audit: %w", err)
+		if err := audit.Record(ctx, tx, audit.Entry{
+			OrgID:  t.OrgID,
+			Actor:  audit.Operator(),
+			Action: action,
+			Target: audit.Target{Type: audit.TargetSenderNumber, ID: r.ID},
+			Details: map[string]any{
+				"phone": r.Phone, "previous_status": prev, "status": r.Status,
+				"daily_limit_override": r.DailyLimitOverride,
+			},
+			At: s.clock.Now(),
+		}); err != nil {
+			return err
 		}
 		res = AdminResult{OrganizationID: t.OrgID, PreviousStatus: prev, Sender: r.sender()}
 		return nil

@@ -39,7 +39,7 @@ func (s *Service) ActivateOwner(ctx context.Context, rawPhone string) (int, erro
 		if loc.Status != StatusPendingAccountVerification {
 			continue
 		}
-		done, err := s.activateAt(ctx, loc)
+		done, err := s.activateAt(ctx, loc, viaEvent)
 		if err != nil {
 			errs = append(errs, err)
 			continue

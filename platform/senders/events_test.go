@@ -3,6 +3,7 @@ package senders_test
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
@@ -139,5 +140,59 @@ func TestActivateOwnerLeavesOthers(t *testing.T) {
 		if n != 0 || len(e.Fields["data.phone"]) == 0 {
 			t.Fatalf("%q: %d, fields %v; want data.phone", bad, n, e.Fields)
 		}
+	}
+}
+
+// The network's activations are in the audit log, actor network, saying
+// whether the account.verified event or the sweep brought them, in the
+// organization of the number; the operator's changes have actor operator.
+func TestActivationAudited(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	tn := f.org("Acme")
+	f.account(ph(40), false)
+	f.account(ph(41), false)
+	byEvent, bySweep := f.pendingOwner(tn, ph(40)), f.pendingOwner(tn, ph(41))
+	if n, err := f.svc.ActivateOwner(ctx, ph(40)); err != nil || n != 1 {
+		t.Fatalf("event: %d %v", n, err)
+	}
+	if _, err := f.net.VerifyAccount(ctx, ph(41)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.svc.ActivateVerifiedOwners(ctx); err != nil || n != 1 {
+		t.Fatalf("sweep: %d %v", n, err)
+	}
+	if _, err := f.svc.Suspend(ctx, senders.AdminTarget{Phone: ph(41)}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		sender senders.Sender
+		action string
+		actor  string
+		via    string
+		status senders.Status
+	}{
+		{byEvent, "sender.activate", "network", "account.verified event", senders.StatusActive},
+		{bySweep, "sender.activate", "network", "sweep", senders.StatusActive},
+		{bySweep, "sender.suspend", "operator", "", senders.StatusSuspended},
+	}
+	for _, tt := range tests {
+		t.Run(tt.action+" "+tt.sender.Phone, func(t *testing.T) {
+			t.Parallel()
+			var (
+				actor, via, status, phone string
+				userID                    *int64
+			)
+			err := f.db.Pool.QueryRow(ctx, `SELECT actor_type, actor_user_id, coalesce(details->>'via', ''), details->>'status', details->>'phone'
+				FROM central.audit_log WHERE organization_id = $1 AND action = $2 AND target = $3`,
+				tn.OrgID, tt.action, "sender_number:"+strconv.FormatInt(tt.sender.ID, 10)).Scan(&actor, &userID, &via, &status, &phone)
+			if err != nil {
+				t.Fatalf("audit entry: %v", err)
+			}
+			if actor != tt.actor || userID != nil || via != tt.via || status != string(tt.status) || phone != tt.sender.Phone {
+				t.Fatalf("entry: actor %s (user %v), via %q, status %s, phone %s", actor, userID, via, status, phone)
+			}
+		})
 	}
 }

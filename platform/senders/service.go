@@ -49,13 +49,8 @@ type RegisterInput struct {
 // Register validates in, creates the number in pending_verification, issues
 // its OTP and queues the OTP's delivery, all in one transaction.
 func (s *Service) Register(ctx context.Context, t db.Tenant, in RegisterInput) (Sender, error) {
-	var v apperr.Validation
-	e164 := validatePhone(&v, "phone", in.Phone)
-	name := ""
-	if in.DisplayName != nil {
-		name = validateDisplayName(&v, *in.DisplayName)
-	}
-	if err := v.Err(); err != nil {
+	e164, name, err := in.check()
+	if err != nil {
 		return Sender{}, err
 	}
 	now := s.clock.Now()
@@ -67,7 +62,7 @@ func (s *Service) Register(ctx context.Context, t db.Tenant, in RegisterInput) (
 		CreatedAt:          now,
 		UpdatedAt:          now,
 	}
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		if err := insertRow(ctx, tx, t, r); err != nil {
 			if db.IsUniqueViolation(err, "") {
 				return apperr.Wrap(err, apperr.KindConflict, CodeSenderExists,
@@ -84,6 +79,20 @@ func (s *Service) Register(ctx context.Context, t db.Tenant, in RegisterInput) (
 		return Sender{}, err
 	}
 	return r.sender(), nil
+}
+
+// check validates a registration (422 naming each bad field) and returns
+// the phone in E.164 and the trimmed display name.
+func (in RegisterInput) check() (e164, name string, err error) {
+	var v apperr.Validation
+	e164 = validatePhone(&v, "phone", in.Phone)
+	if in.DisplayName != nil {
+		name = validateDisplayName(&v, *in.DisplayName)
+	}
+	if err := v.Err(); err != nil {
+		return "", "", err
+	}
+	return e164, name, nil
 }
 
 // issueOTP gives r a new code (a new generation, fresh attempts, not yet
@@ -159,22 +168,15 @@ func (s *Service) Update(ctx context.Context, t db.Tenant, id int64, in UpdateIn
 		return Sender{}, apperr.Forbidden("insufficient_role",
 			"Only owners and admins of the organization can change daily_limit_override.")
 	}
-	var v apperr.Validation
-	var name string
-	if in.DisplayName != nil {
-		name = validateDisplayName(&v, *in.DisplayName)
-	}
-	if in.SetDailyLimit && in.DailyLimit != nil {
-		validateDailyLimit(&v, "daily_limit_override", *in.DailyLimit)
-	}
-	if err := v.Err(); err != nil {
+	name, err := in.check()
+	if err != nil {
 		return Sender{}, err
 	}
 	if id <= 0 {
 		return Sender{}, apperr.NotFound("sender number")
 	}
 	var out Sender
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		r, err := loadRow(ctx, tx, t, id, "", lockUpdate)
 		if err != nil {
 			return err
@@ -199,17 +201,43 @@ func (s *Service) Update(ctx context.Context, t db.Tenant, id int64, in UpdateIn
 	return out, err
 }
 
+// check validates an update (422 naming each bad field) and returns the
+// trimmed display name.
+func (in UpdateInput) check() (string, error) {
+	var (
+		v    apperr.Validation
+		name string
+	)
+	if in.DisplayName != nil {
+		name = validateDisplayName(&v, *in.DisplayName)
+	}
+	if in.SetDailyLimit && in.DailyLimit != nil {
+		validateDailyLimit(&v, "daily_limit_override", *in.DailyLimit)
+	}
+	return name, v.Err()
+}
+
+// checkOTP validates a code's form (422 naming otp) and returns it
+// trimmed.
+func checkOTP(code string) (string, error) {
+	code = strings.TrimSpace(code)
+	if code == "" {
+		return "", fieldError("otp", "is required")
+	}
+	if !validOTPFormat(code) {
+		return "", fieldError("otp", fmt.Sprintf("must be the %d-digit code", OTPDigits))
+	}
+	return code, nil
+}
+
 // Verify checks code against the number's current OTP. Accepted, the number
 // becomes active when its owner's network account is verified and
 // pending_account_verification otherwise (no new code needed). A wrong code
 // counts an attempt; see the Code* constants for the refusals.
 func (s *Service) Verify(ctx context.Context, t db.Tenant, id int64, code string) (Sender, error) {
-	code = strings.TrimSpace(code)
-	if code == "" {
-		return Sender{}, fieldError("otp", "is required")
-	}
-	if !validOTPFormat(code) {
-		return Sender{}, fieldError("otp", fmt.Sprintf("must be the %d-digit code", OTPDigits))
+	code, err := checkOTP(code)
+	if err != nil {
+		return Sender{}, err
 	}
 	// Read first (no lock) to ask the network about the owner outside the
 	// transaction; everything is checked again under the row lock.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/bizmsg/platform/platform/audit"
 	"github.com/bizmsg/platform/platform/db"
 )
 
@@ -46,7 +47,7 @@ func (s *Service) ActivateVerifiedOwners(ctx context.Context) (int, error) {
 			if !ok {
 				continue
 			}
-			done, err := s.activateAt(ctx, loc)
+			done, err := s.activateAt(ctx, loc, viaSweep)
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -61,13 +62,20 @@ func (s *Service) ActivateVerifiedOwners(ctx context.Context) (int, error) {
 	}
 }
 
+// How the network's verification of an owner reached the platform, in the
+// details of a sender.activate audit entry.
+const (
+	viaEvent = "account.verified event"
+	viaSweep = "sweep"
+)
+
 // activateAt is activatePending for the number of a directory location.
-func (s *Service) activateAt(ctx context.Context, loc location) (bool, error) {
+func (s *Service) activateAt(ctx context.Context, loc location, via string) (bool, error) {
 	t, err := loc.tenant()
 	if err != nil {
 		return false, err
 	}
-	done, err := s.activatePending(ctx, t, loc.SenderID)
+	done, err := s.activatePending(ctx, t, loc.SenderID, via)
 	if err != nil {
 		return false, fmt.Errorf("activate sender %d of organization %d: %w", loc.SenderID, loc.OrgID, err)
 	}
@@ -75,8 +83,10 @@ func (s *Service) activateAt(ctx context.Context, loc location) (bool, error) {
 }
 
 // activatePending makes a pending_account_verification number active, unless
-// its state changed meanwhile or its phone is active elsewhere.
-func (s *Service) activatePending(ctx context.Context, t db.Tenant, id int64) (bool, error) {
+// its state changed meanwhile or its phone is active elsewhere, and records
+// the activation in the audit log (actor network; via says whether the
+// network's event or the sweep brought the news), in one transaction.
+func (s *Service) activatePending(ctx context.Context, t db.Tenant, id int64, via string) (bool, error) {
 	var done bool
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		r, err := loadRow(ctx, tx, t, id, "", lockUpdate)
@@ -102,6 +112,18 @@ func (s *Service) activatePending(ctx context.Context, t db.Tenant, id int64) (b
 			return err
 		}
 		if err := s.statusChanged(ctx, tx, t, r); err != nil {
+			return err
+		}
+		if err := audit.Record(ctx, tx, audit.Entry{
+			OrgID:  t.OrgID,
+			Actor:  audit.Network(),
+			Action: audit.ActionSenderActivate,
+			Target: audit.Target{Type: audit.TargetSenderNumber, ID: r.ID},
+			Details: map[string]any{
+				"phone": r.Phone, "previous_status": StatusPendingAccountVerification, "status": r.Status, "via": via,
+			},
+			At: now,
+		}); err != nil {
 			return err
 		}
 		done = true

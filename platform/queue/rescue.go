@@ -1,0 +1,150 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/bizmsg/platform/platform/migrate"
+)
+
+// Rescuer gives the jobs of a dead worker process back to the living ones
+// within seconds. River's own rescuer does this too, but only on the
+// elected leader and every 30 seconds at best, past RescueStuckJobsAfter:
+// a delivery whose worker was killed would wait up to a minute and a half
+// for nothing. A job of a kind the Rescuer watches that has been running
+// longer than its kind's rescue time (a bound past the kind's own timeout,
+// after which a live worker has always finished it: River cancels its
+// context at the timeout) is orphaned: the Rescuer makes it available at
+// once, with an attempt error saying why, or discards it when it has no
+// attempt left, exactly as River's rescuer would. Running it twice is safe:
+// the deliveries are exactly once by their network reference, and the
+// statement changes a job once however many processes run it.
+//
+// It also makes the watched kinds' scheduled and retryable jobs that are
+// due available, as River's scheduler does on the leader every 5 s: when
+// the dead process was the leader, no other process may lead for up to
+// 15 s (River's leadership term), and a delivery snoozed for its sender's
+// throttle would wait that long.
+type Rescuer struct {
+	pool     *pgxpool.Pool
+	kinds    map[string]time.Duration
+	interval time.Duration
+	log      *slog.Logger
+}
+
+// RescuerConfig configures a Rescuer.
+type RescuerConfig struct {
+	// Kinds maps each job kind to watch to its rescue time: how long a job
+	// of the kind may run before it is orphaned. Each must be longer than
+	// the kind's timeout. Required.
+	Kinds map[string]time.Duration
+	// Interval is how often to look. Default 1 s.
+	Interval time.Duration
+	// Logger receives rescues (info) and failures (warn). Default
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// NewRescuer returns a Rescuer of the jobs in pool's River schema.
+func NewRescuer(pool *pgxpool.Pool, cfg RescuerConfig) (*Rescuer, error) {
+	if pool == nil {
+		return nil, errors.New("queue: NewRescuer needs a pool")
+	}
+	if len(cfg.Kinds) == 0 {
+		return nil, errors.New("queue: NewRescuer needs job kinds to watch")
+	}
+	for kind, after := range cfg.Kinds {
+		if after <= 0 {
+			return nil, fmt.Errorf("queue: rescue time of %s must be positive, got %s", kind, after)
+		}
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Rescuer{pool: pool, kinds: cfg.Kinds, interval: cfg.Interval, log: cfg.Logger}, nil
+}
+
+// rescueSQL frees the orphaned jobs of one kind ($1) running for longer
+// than $2 (microseconds), recording $3 as their attempt's error and
+// counting the rescue in the job's metadata like River's rescuer; it
+// returns their ids.
+var rescueSQL = `UPDATE ` + migrate.RiverSchema + `.river_job SET
+	    state = CASE WHEN attempt >= max_attempts THEN 'discarded' ELSE 'available' END::` + migrate.RiverSchema + `.river_job_state,
+	    finalized_at = CASE WHEN attempt >= max_attempts THEN now() END,
+	    scheduled_at = CASE WHEN attempt >= max_attempts THEN scheduled_at ELSE now() END,
+	    errors = array_append(errors, jsonb_build_object(
+	        'at', to_jsonb(now()), 'attempt', greatest(attempt, 0), 'error', $3::text, 'trace', '')),
+	    metadata = metadata || jsonb_build_object('river:rescue_count', coalesce(
+	        CASE WHEN jsonb_typeof(metadata -> 'river:rescue_count') = 'number'
+	             THEN (metadata ->> 'river:rescue_count')::int END, 0) + 1)
+	WHERE state = 'running' AND kind = $1 AND attempted_at < now() - make_interval(secs => $2::bigint / 1e6)
+	RETURNING id`
+
+// dueSQL makes the scheduled and retryable jobs of one kind ($1) that are
+// due available, as River's scheduler does for jobs without a unique key.
+var dueSQL = `UPDATE ` + migrate.RiverSchema + `.river_job SET state = 'available'
+	WHERE state IN ('scheduled', 'retryable') AND kind = $1 AND scheduled_at <= now()
+	  AND unique_key IS NULL`
+
+// RescueOnce frees every orphaned job of the watched kinds now, makes
+// their due jobs available, and returns how many orphans it freed.
+func (r *Rescuer) RescueOnce(ctx context.Context) (int, error) {
+	total := 0
+	var errs []error
+	for kind, after := range r.kinds {
+		if _, err := r.pool.Exec(ctx, dueSQL, kind); err != nil {
+			errs = append(errs, fmt.Errorf("schedule due %s jobs: %w", kind, err))
+		}
+		msg := ReasonInterrupted + reasonSep + fmt.Sprintf(
+			"its worker stopped answering: rescued after running for more than %s", after)
+		rows, err := r.pool.Query(ctx, rescueSQL, kind, after.Microseconds(), msg)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("rescue %s jobs: %w", kind, err))
+			continue
+		}
+		var ids []int64
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return total, fmt.Errorf("rescue %s jobs: %w", kind, err)
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			errs = append(errs, fmt.Errorf("rescue %s jobs: %w", kind, err))
+			continue
+		}
+		if len(ids) > 0 {
+			r.log.InfoContext(ctx, "orphaned jobs rescued", "kind", kind, "jobs", len(ids), "ids", ids)
+		}
+		total += len(ids)
+	}
+	return total, errors.Join(errs...)
+}
+
+// Run rescues every interval until ctx ends. A failed round is logged and
+// the next one tries again.
+func (r *Rescuer) Run(ctx context.Context) {
+	tick := time.NewTicker(r.interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if _, err := r.RescueOnce(ctx); err != nil && ctx.Err() == nil {
+			r.log.WarnContext(ctx, "rescuing orphaned jobs failed", "error", err)
+		}
+	}
+}
