@@ -39,6 +39,96 @@ func (e ApiKeyStatus) Valid() bool {
 	}
 }
 
+// Defines values for AuditEntryAction.
+const (
+	AuditEntryActionApiKeyCreate    AuditEntryAction = "api_key.create"
+	AuditEntryActionApiKeyReveal    AuditEntryAction = "api_key.reveal"
+	AuditEntryActionApiKeyRevoke    AuditEntryAction = "api_key.revoke"
+	AuditEntryActionMemberAdd       AuditEntryAction = "member.add"
+	AuditEntryActionMemberRemove    AuditEntryAction = "member.remove"
+	AuditEntryActionSenderActivate  AuditEntryAction = "sender.activate"
+	AuditEntryActionSenderReject    AuditEntryAction = "sender.reject"
+	AuditEntryActionSenderSetLimit  AuditEntryAction = "sender.set_limit"
+	AuditEntryActionSenderSuspend   AuditEntryAction = "sender.suspend"
+	AuditEntryActionSenderUnsuspend AuditEntryAction = "sender.unsuspend"
+)
+
+// Valid indicates whether the value is a known member of the AuditEntryAction enum.
+func (e AuditEntryAction) Valid() bool {
+	switch e {
+	case AuditEntryActionApiKeyCreate:
+		return true
+	case AuditEntryActionApiKeyReveal:
+		return true
+	case AuditEntryActionApiKeyRevoke:
+		return true
+	case AuditEntryActionMemberAdd:
+		return true
+	case AuditEntryActionMemberRemove:
+		return true
+	case AuditEntryActionSenderActivate:
+		return true
+	case AuditEntryActionSenderReject:
+		return true
+	case AuditEntryActionSenderSetLimit:
+		return true
+	case AuditEntryActionSenderSuspend:
+		return true
+	case AuditEntryActionSenderUnsuspend:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AuditEntryActorType.
+const (
+	AuditEntryActorTypeApiKey   AuditEntryActorType = "api_key"
+	AuditEntryActorTypeNetwork  AuditEntryActorType = "network"
+	AuditEntryActorTypeOperator AuditEntryActorType = "operator"
+	AuditEntryActorTypeSystem   AuditEntryActorType = "system"
+	AuditEntryActorTypeUser     AuditEntryActorType = "user"
+)
+
+// Valid indicates whether the value is a known member of the AuditEntryActorType enum.
+func (e AuditEntryActorType) Valid() bool {
+	switch e {
+	case AuditEntryActorTypeApiKey:
+		return true
+	case AuditEntryActorTypeNetwork:
+		return true
+	case AuditEntryActorTypeOperator:
+		return true
+	case AuditEntryActorTypeSystem:
+		return true
+	case AuditEntryActorTypeUser:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AuditEntryTargetType.
+const (
+	AuditEntryTargetTypeApiKey       AuditEntryTargetType = "api_key"
+	AuditEntryTargetTypeSenderNumber AuditEntryTargetType = "sender_number"
+	AuditEntryTargetTypeUser         AuditEntryTargetType = "user"
+)
+
+// Valid indicates whether the value is a known member of the AuditEntryTargetType enum.
+func (e AuditEntryTargetType) Valid() bool {
+	switch e {
+	case AuditEntryTargetTypeApiKey:
+		return true
+	case AuditEntryTargetTypeSenderNumber:
+		return true
+	case AuditEntryTargetTypeUser:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for MessageDeliveryState.
 const (
 	Attempting MessageDeliveryState = "attempting"
@@ -170,19 +260,19 @@ func (e ReasonCode) Valid() bool {
 
 // Defines values for Role.
 const (
-	Admin  Role = "admin"
-	Member Role = "member"
-	Owner  Role = "owner"
+	RoleAdmin  Role = "admin"
+	RoleMember Role = "member"
+	RoleOwner  Role = "owner"
 )
 
 // Valid indicates whether the value is a known member of the Role enum.
 func (e Role) Valid() bool {
 	switch e {
-	case Admin:
+	case RoleAdmin:
 		return true
-	case Member:
+	case RoleMember:
 		return true
-	case Owner:
+	case RoleOwner:
 		return true
 	default:
 		return false
@@ -342,6 +432,57 @@ func (e WebhookEventType) Valid() bool {
 	}
 }
 
+// Defines values for CentralListAuditLogParamsAction.
+const (
+	CentralListAuditLogParamsActionApiKey          CentralListAuditLogParamsAction = "api_key"
+	CentralListAuditLogParamsActionApiKeyCreate    CentralListAuditLogParamsAction = "api_key.create"
+	CentralListAuditLogParamsActionApiKeyReveal    CentralListAuditLogParamsAction = "api_key.reveal"
+	CentralListAuditLogParamsActionApiKeyRevoke    CentralListAuditLogParamsAction = "api_key.revoke"
+	CentralListAuditLogParamsActionMember          CentralListAuditLogParamsAction = "member"
+	CentralListAuditLogParamsActionMemberAdd       CentralListAuditLogParamsAction = "member.add"
+	CentralListAuditLogParamsActionMemberRemove    CentralListAuditLogParamsAction = "member.remove"
+	CentralListAuditLogParamsActionSender          CentralListAuditLogParamsAction = "sender"
+	CentralListAuditLogParamsActionSenderActivate  CentralListAuditLogParamsAction = "sender.activate"
+	CentralListAuditLogParamsActionSenderReject    CentralListAuditLogParamsAction = "sender.reject"
+	CentralListAuditLogParamsActionSenderSetLimit  CentralListAuditLogParamsAction = "sender.set_limit"
+	CentralListAuditLogParamsActionSenderSuspend   CentralListAuditLogParamsAction = "sender.suspend"
+	CentralListAuditLogParamsActionSenderUnsuspend CentralListAuditLogParamsAction = "sender.unsuspend"
+)
+
+// Valid indicates whether the value is a known member of the CentralListAuditLogParamsAction enum.
+func (e CentralListAuditLogParamsAction) Valid() bool {
+	switch e {
+	case CentralListAuditLogParamsActionApiKey:
+		return true
+	case CentralListAuditLogParamsActionApiKeyCreate:
+		return true
+	case CentralListAuditLogParamsActionApiKeyReveal:
+		return true
+	case CentralListAuditLogParamsActionApiKeyRevoke:
+		return true
+	case CentralListAuditLogParamsActionMember:
+		return true
+	case CentralListAuditLogParamsActionMemberAdd:
+		return true
+	case CentralListAuditLogParamsActionMemberRemove:
+		return true
+	case CentralListAuditLogParamsActionSender:
+		return true
+	case CentralListAuditLogParamsActionSenderActivate:
+		return true
+	case CentralListAuditLogParamsActionSenderReject:
+		return true
+	case CentralListAuditLogParamsActionSenderSetLimit:
+		return true
+	case CentralListAuditLogParamsActionSenderSuspend:
+		return true
+	case CentralListAuditLogParamsActionSenderUnsuspend:
+		return true
+	default:
+		return false
+	}
+}
+
 // ApiKey An API key as lists show it, never with `plain_text_key`.
 type ApiKey struct {
 	// CreatedAt RFC 3339 in UTC.
@@ -417,6 +558,47 @@ type ApiKeyWithSecret struct {
 	Prefix string       `json:"prefix"`
 	Scopes []Scope      `json:"scopes"`
 	Status ApiKeyStatus `json:"status"`
+}
+
+// AuditEntry One change to the organization's keys, members or sender numbers (docs/api.md, §Audit log).
+type AuditEntry struct {
+	Action AuditEntryAction `json:"action"`
+	Actor  struct {
+		// Id The user's id (`user`) or the key's (`api_key`); null for the other types.
+		Id *int64 `json:"id"`
+
+		// Name The user's name when they acted; null when unknown and for the other types.
+		Name *string             `json:"name"`
+		Type AuditEntryActorType `json:"type"`
+	} `json:"actor"`
+
+	// CreatedAt RFC 3339 in UTC.
+	CreatedAt Timestamp `json:"created_at"`
+
+	// Details What the action changed; its members depend on the action (docs/api.md, §Audit log).
+	Details map[string]interface{} `json:"details"`
+	Id      Id                     `json:"id"`
+	Target  struct {
+		Id   Id                   `json:"id"`
+		Type AuditEntryTargetType `json:"type"`
+	} `json:"target"`
+}
+
+// AuditEntryAction defines model for AuditEntry.Action.
+type AuditEntryAction string
+
+// AuditEntryActorType defines model for AuditEntry.Actor.Type.
+type AuditEntryActorType string
+
+// AuditEntryTargetType defines model for AuditEntry.Target.Type.
+type AuditEntryTargetType string
+
+// AuditEntryList defines model for AuditEntryList.
+type AuditEntryList struct {
+	Data []AuditEntry `json:"data"`
+
+	// NextCursor The cursor of the next page; null on the last page.
+	NextCursor *NextCursor `json:"next_cursor"`
 }
 
 // CentralMe defines model for CentralMe.
@@ -1190,6 +1372,34 @@ type CentralListApiKeysParams struct {
 	// Cursor The `next_cursor` of the previous page; anything else is 422 naming `cursor`.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
+
+// CentralListAuditLogParams defines parameters for CentralListAuditLog.
+type CentralListAuditLogParams struct {
+	// Limit Page size, 1..100 (default 25); anything else is 422 naming `limit`.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page; anything else is 422 naming `cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Actor A user id (`12` or `user:12`), an API key acting for nobody (`api_key:3`), or
+	// `operator`, `network`, `system` (every change by that kind of actor).
+	Actor *string `form:"actor,omitempty" json:"actor,omitempty"`
+
+	// Action An action, or a family (`api_key`, `member`, `sender`) for all of its actions.
+	Action *CentralListAuditLogParamsAction `form:"action,omitempty" json:"action,omitempty"`
+
+	// Target What was changed, `<type>:<id>`.
+	Target *string `form:"target,omitempty" json:"target,omitempty"`
+
+	// Since RFC 3339 time, inclusive.
+	Since *time.Time `form:"since,omitempty" json:"since,omitempty"`
+
+	// Until RFC 3339 time, exclusive; must be after `since`.
+	Until *time.Time `form:"until,omitempty" json:"until,omitempty"`
+}
+
+// CentralListAuditLogParamsAction defines parameters for CentralListAuditLog.
+type CentralListAuditLogParamsAction string
 
 // CentralLogoutJSONBody defines parameters for CentralLogout.
 type CentralLogoutJSONBody struct {
@@ -1981,6 +2191,17 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/central/api-keys/{id}/reveal (the `CentralRevealApiKey` operationId).
 	CentralRevealApiKey(ctx context.Context, id IdParameter, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// CentralListAuditLog Read the organization's audit log
+	//
+	// Owners and admins (a member gets 403 `insufficient_role`). Who did what to the
+	// organization's API keys, members and sender numbers, newest first: its members (also
+	// through API keys acting for them), API keys whose member has left, the operator
+	// commands, and the messaging network (sender numbers it activated). Filters combine
+	// with AND; every bad parameter is a 422 naming it.
+	//
+	// Corresponds with GET /api/v1/central/audit-log (the `CentralListAuditLog` operationId).
+	CentralListAuditLog(ctx context.Context, params *CentralListAuditLogParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CentralLoginWithBody Log in
 	//
 	// Unknown email and wrong password answer the same 401 `invalid_credentials`. Over 5
@@ -2612,6 +2833,27 @@ func (c *Client) CentralRevokeApiKey(ctx context.Context, id IdParameter, reqEdi
 // Corresponds with POST /api/v1/central/api-keys/{id}/reveal (the `CentralRevealApiKey` operationId).
 func (c *Client) CentralRevealApiKey(ctx context.Context, id IdParameter, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCentralRevealApiKeyRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CentralListAuditLog Read the organization's audit log
+//
+// Owners and admins (a member gets 403 `insufficient_role`). Who did what to the
+// organization's API keys, members and sender numbers, newest first: its members (also
+// through API keys acting for them), API keys whose member has left, the operator
+// commands, and the messaging network (sender numbers it activated). Filters combine
+// with AND; every bad parameter is a 422 naming it.
+//
+// Corresponds with GET /api/v1/central/audit-log (the `CentralListAuditLog` operationId).
+func (c *Client) CentralListAuditLog(ctx context.Context, params *CentralListAuditLogParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCentralListAuditLogRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3869,6 +4111,132 @@ func NewCentralRevealApiKeyRequest(server string, id IdParameter) (*http.Request
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCentralListAuditLogRequest constructs an http.Request for the CentralListAuditLog method
+func NewCentralListAuditLogRequest(server string, params *CentralListAuditLogParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/central/audit-log")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Actor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "actor", *params.Actor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Action != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "action", *params.Action, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Target != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "target", *params.Target, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Since != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", *params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Until != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "until", *params.Until, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -5777,6 +6145,19 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/central/api-keys/{id}/reveal (the `CentralRevealApiKey` operationId).
 	CentralRevealApiKeyWithResponse(ctx context.Context, id IdParameter, reqEditors ...RequestEditorFn) (*CentralRevealApiKeyResponse, error)
 
+	// CentralListAuditLogWithResponse Read the organization's audit log
+	//
+	// Owners and admins (a member gets 403 `insufficient_role`). Who did what to the
+	// organization's API keys, members and sender numbers, newest first: its members (also
+	// through API keys acting for them), API keys whose member has left, the operator
+	// commands, and the messaging network (sender numbers it activated). Filters combine
+	// with AND; every bad parameter is a 422 naming it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/central/audit-log (the `CentralListAuditLog` operationId).
+	CentralListAuditLogWithResponse(ctx context.Context, params *CentralListAuditLogParams, reqEditors ...RequestEditorFn) (*CentralListAuditLogResponse, error)
+
 	// CentralLoginWithBodyWithResponse Log in
 	//
 	// Unknown email and wrong password answer the same 401 `invalid_credentials`. Over 5
@@ -7251,6 +7632,123 @@ func (r CentralRevealApiKeyResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CentralRevealApiKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CentralListAuditLogResponse200Headers the declared response headers of an HTTP 200 response for CentralListAuditLog
+type CentralListAuditLogResponse200Headers struct {
+	XRequestId string
+}
+
+// CentralListAuditLogResponse401Headers the declared response headers of an HTTP 401 response for CentralListAuditLog
+type CentralListAuditLogResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      string
+}
+
+// CentralListAuditLogResponse403Headers the declared response headers of an HTTP 403 response for CentralListAuditLog
+type CentralListAuditLogResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitPolicy    *string
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// CentralListAuditLogResponse422Headers the declared response headers of an HTTP 422 response for CentralListAuditLog
+type CentralListAuditLogResponse422Headers struct {
+	RateLimitLimit     *int
+	RateLimitPolicy    *string
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// CentralListAuditLogResponse503Headers the declared response headers of an HTTP 503 response for CentralListAuditLog
+type CentralListAuditLogResponse503Headers struct {
+	RateLimitLimit     *int
+	RateLimitPolicy    *string
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type CentralListAuditLogResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AuditEntryList
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *UnprocessableEntity
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CentralListAuditLogResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CentralListAuditLogResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CentralListAuditLogResponse403Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *CentralListAuditLogResponse422Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CentralListAuditLogResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CentralListAuditLogResponse) GetJSON200() *AuditEntryList {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CentralListAuditLogResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CentralListAuditLogResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CentralListAuditLogResponse) GetJSON422() *UnprocessableEntity {
+	return r.JSON422
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CentralListAuditLogResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CentralListAuditLogResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CentralListAuditLogResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CentralListAuditLogResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CentralListAuditLogResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -12411,6 +12909,25 @@ func (c *ClientWithResponses) CentralRevealApiKeyWithResponse(ctx context.Contex
 	return ParseCentralRevealApiKeyResponse(rsp)
 }
 
+// CentralListAuditLogWithResponse Read the organization's audit log
+//
+// Owners and admins (a member gets 403 `insufficient_role`). Who did what to the
+// organization's API keys, members and sender numbers, newest first: its members (also
+// through API keys acting for them), API keys whose member has left, the operator
+// commands, and the messaging network (sender numbers it activated). Filters combine
+// with AND; every bad parameter is a 422 naming it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/central/audit-log (the `CentralListAuditLog` operationId).
+func (c *ClientWithResponses) CentralListAuditLogWithResponse(ctx context.Context, params *CentralListAuditLogParams, reqEditors ...RequestEditorFn) (*CentralListAuditLogResponse, error) {
+	rsp, err := c.CentralListAuditLog(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCentralListAuditLogResponse(rsp)
+}
+
 // CentralLoginWithBodyWithResponse Log in
 //
 // Unknown email and wrong password answer the same 401 `invalid_credentials`. Over 5
@@ -15028,6 +15545,204 @@ func ParseCentralRevealApiKeyResponse(rsp *http.Response) (*CentralRevealApiKeyR
 		response.Headers422 = &headers
 	case rsp.StatusCode == 503:
 		var headers CentralRevealApiKeyResponse503Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCentralListAuditLogResponse parses an HTTP response from a CentralListAuditLogWithResponse call
+func ParseCentralListAuditLogResponse(rsp *http.Response) (*CentralListAuditLogResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CentralListAuditLogResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AuditEntryList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CentralListAuditLogResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers CentralListAuditLogResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CentralListAuditLogResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 422:
+		var headers CentralListAuditLogResponse422Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 503:
+		var headers CentralListAuditLogResponse503Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
