@@ -33,7 +33,7 @@ func (a *App) messaging() error {
 		prepared = -1 // DB_PREPARED_STATEMENTS=0: prepare nothing
 	}
 	if a.Messages, err = messages.New(messages.Config{
-		DB:             a.DB.Bun,
+		DB:             a.DB,
 		Prepared:       db.NewPrepared(a.DB, db.PreparedConfig{MaxPerConn: prepared}),
 		Jobs:           a.River,
 		Senders:        a.Senders,
@@ -53,7 +53,7 @@ func (a *App) messaging() error {
 	if a.Lookup, err = lookup.New(a.Network, a.Senders); err != nil {
 		return err
 	}
-	a.Usage, err = usage.New(a.DB.Bun, a.clock, usage.Defaults{
+	a.Usage, err = usage.New(a.DB.Pool, a.clock, usage.Defaults{
 		SenderRate:   a.cfg.SenderRate,
 		SenderBurst:  a.cfg.SenderBurst,
 		APIRateLimit: a.cfg.APIRateLimit,
@@ -107,7 +107,7 @@ func (a *App) purgeIdempotencyKeys(ctx context.Context, now time.Time) (int64, e
 		firstErr      error
 	)
 	for _, t := range tenants {
-		n, err := messages.PurgeIdempotencyKeys(ctx, a.DB.Bun, t, now.Add(-idempotencyTTL))
+		n, err := messages.PurgeIdempotencyKeys(ctx, a.DB, t, now.Add(-idempotencyTTL))
 		if err != nil {
 			failed++
 			if firstErr == nil {

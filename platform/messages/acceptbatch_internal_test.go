@@ -90,7 +90,7 @@ func newAcceptFixture(t *testing.T) *acceptFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := New(Config{DB: one.Bun, Prepared: prep, Jobs: rc, Senders: unusedSenders{}, Network: unusedNetwork{}, Logger: quiet})
+	svc, err := New(Config{DB: one, Prepared: prep, Jobs: rc, Senders: unusedSenders{}, Network: unusedNetwork{}, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -548,8 +548,7 @@ var deliveryColumns = messageColumns + `, s.phone AS sn_phone, s.status AS sn_st
 		       o.default_daily_limit, o.sender_rate, o.sender_burst`
 
 // deliveryFrom is the FROM clause of deliveryColumns: sc is the tenant
-// schema (its quoted name, or bun's ?0), org the organization's id (a
-// placeholder).
+// schema (its quoted name), org the organization's id (a placeholder).
 func deliveryFrom(sc, org string) string {
 	return sc + `.messages m
 		  JOIN ` + sc + `.sender_numbers s ON s.id = m.sender_number_id
@@ -558,12 +557,12 @@ func deliveryFrom(sc, org string) string {
 
 // deliveryJoin is what delivery reads of a message's sender and organization.
 type deliveryJoin struct {
-	SenderPhone       string         `bun:"sn_phone"`
-	SenderStatus      senders.Status `bun:"sn_status"`
-	Override          *int           `bun:"sn_daily_limit_override"`
-	DefaultDailyLimit int            `bun:"default_daily_limit"`
-	SenderRate        *float64       `bun:"sender_rate"`
-	SenderBurst       *int           `bun:"sender_burst"`
+	SenderPhone       string
+	SenderStatus      senders.Status
+	Override          *int
+	DefaultDailyLimit int
+	SenderRate        *float64
+	SenderBurst       *int
 }
 
 // deliveryDest returns the destinations of deliveryColumns, in order.
@@ -582,21 +581,17 @@ func (j deliveryJoin) split() (senderState, orgSettings) {
 // limits, in one query, without locking it. A missing message is an apperr
 // not-found.
 func (s *Service) loadDelivery(ctx context.Context, t db.Tenant, id int64) (*row, senderState, orgSettings, error) {
-	var out []struct {
-		row
-		deliveryJoin
+	var c claimRow
+	err := s.pool.QueryRow(ctx, `SELECT `+deliveryColumns+` FROM `+deliveryFrom(t.Quoted(), "$1")+` WHERE m.id = $2`,
+		t.OrgID, id).Scan(c.deliveryDest()...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, senderState{}, orgSettings{}, apperr.NotFound("message")
 	}
-	err := s.db.NewRaw(`SELECT `+deliveryColumns+` FROM `+deliveryFrom("?0", "?1")+` WHERE m.id = ?2`,
-		t.Ident(), t.OrgID, id).Scan(ctx, &out)
 	if err != nil {
 		return nil, senderState{}, orgSettings{}, fmt.Errorf("load message %d of %s for delivery: %w", id, t.Schema, err)
 	}
-	if len(out) == 0 {
-		return nil, senderState{}, orgSettings{}, apperr.NotFound("message")
-	}
-	o := out[0]
-	sn, org := o.split()
-	return &o.row, sn, org, nil
+	sn, org := c.split()
+	return &c.row, sn, org, nil
 }
 
 // limitOf is the organization's sender throttle, else the configured default.

@@ -197,7 +197,7 @@ func TestRefusalWordedOutsideTheTransaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := messages.New(messages.Config{DB: one.Bun, Prepared: db.NewPrepared(one, db.PreparedConfig{}), Jobs: rc,
+	svc, err := messages.New(messages.Config{DB: one, Prepared: db.NewPrepared(one, db.PreparedConfig{}), Jobs: rc,
 		Senders: snd, Network: f.net, Clock: f.clock, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/phone"
 	"github.com/bizmsg/platform/platform/queue"
+	"github.com/jackc/pgx/v5"
 )
 
 // Page bounds of the history (docs/api.md, §Conventions: lists).
@@ -219,51 +220,72 @@ func (s *Service) List(ctx context.Context, t db.Tenant, q ListQuery) (Page, err
 	if err != nil {
 		return Page{}, err
 	}
-	// bun writes the values into the text, so Postgres plans each page
-	// for its values (a custom plan): a prepared, generic plan could not
-	// tell a rare status or sender from a common one, and would pick one
-	// index for all.
-	var rows []row
-	sel := selectRows(s.db, t, &rows).Limit(int64(f.limit + 1))
+	// The page runs on the simple protocol, its values written into the
+	// text, so Postgres plans each page for its values (a custom plan): a
+	// prepared, generic plan could not tell a rare status or sender from a
+	// common one, and would pick one index for all.
+	var (
+		where []string
+		args  []any
+	)
+	cond := func(expr string, vals ...any) {
+		for _, v := range vals {
+			args = append(args, v)
+			expr = strings.Replace(expr, "?", "$"+strconv.Itoa(len(args)), 1)
+		}
+		where = append(where, expr)
+	}
+	order := "m.id DESC"
 	if f.byTime() {
-		sel = sel.OrderExpr("m.created_at DESC, m.id DESC")
+		order = "m.created_at DESC, m.id DESC"
 		if f.after != nil {
-			sel = sel.Where("(m.created_at, m.id) < (?, ?)", f.after.at, f.after.id)
+			cond("(m.created_at, m.id) < (?, ?)", f.after.at, f.after.id)
 		}
-	} else {
-		sel = sel.OrderExpr("m.id DESC")
-		if f.after != nil {
-			sel = sel.Where("m.id < ?", f.after.id)
-		}
+	} else if f.after != nil {
+		cond("m.id < ?", f.after.id)
 	}
 	if f.senderID > 0 {
-		sel = sel.Where("m.sender_number_id = ?", f.senderID)
+		cond("m.sender_number_id = ?", f.senderID)
 	}
 	if f.toPhone != "" {
-		sel = sel.Where("m.to_phone = ?", f.toPhone)
+		cond("m.to_phone = ?", f.toPhone)
 	}
 	if f.status != "" {
-		sel = sel.Where("m.status = ?", f.status)
+		cond("m.status = ?", f.status)
 	}
 	if f.typ != "" {
-		sel = sel.Where("m.type = ?", f.typ)
+		cond("m.type = ?", f.typ)
 	}
 	if f.since != nil {
-		sel = sel.Where("m.created_at >= ?", *f.since)
+		cond("m.created_at >= ?", *f.since)
 	}
 	if f.until != nil {
-		sel = sel.Where("m.created_at < ?", *f.until)
+		cond("m.created_at < ?", *f.until)
 	}
 	if f.clientReference != "" {
-		sel = sel.Where("m.client_reference = ?", f.clientReference)
+		cond("m.client_reference = ?", f.clientReference)
 	}
 	if f.direction != "" {
-		sel = sel.Where("m.direction = ?", f.direction)
+		cond("m.direction = ?", f.direction)
 	}
 	if f.conversationID > 0 {
-		sel = sel.Where("m.conversation_id = ?", f.conversationID)
+		cond("m.conversation_id = ?", f.conversationID)
 	}
-	if err := sel.Scan(ctx); err != nil {
+	query := `SELECT ` + messageColumns + ` FROM ` + t.Table("messages") + ` AS m`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	query += ` ORDER BY ` + order + ` LIMIT ` + strconv.Itoa(f.limit+1)
+	res, err := s.pool.Query(ctx, query, append([]any{pgx.QueryExecModeSimpleProtocol}, args...)...)
+	if err != nil {
+		return Page{}, fmt.Errorf("list messages: %w", err)
+	}
+	rows, err := pgx.CollectRows(res, func(r pgx.CollectableRow) (row, error) {
+		var m row
+		err := r.Scan(m.scanDest()...)
+		return m, err
+	})
+	if err != nil {
 		return Page{}, fmt.Errorf("list messages: %w", err)
 	}
 	var p Page

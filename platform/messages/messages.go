@@ -68,8 +68,9 @@
 // so each tenant has texts of its own. The rarer paths (claimLocked,
 // failures, receipts, inbound messages, the history) go through it too,
 // with pgx transactions where they change a message, so that an event can be
-// recorded with the change; the delivery's first read of a sender
-// (loadDelivery) is still written with bun.
+// recorded with the change. The history (List) and the delivery's first
+// read of a message (loadDelivery) run on the pool directly, the history on
+// the simple protocol so that each page is planned for its filters.
 package messages
 
 import (
@@ -79,8 +80,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/uptrace/bun"
-
 	"github.com/bizmsg/platform/platform/batch"
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
@@ -89,6 +88,7 @@ import (
 	"github.com/bizmsg/platform/platform/senders"
 	"github.com/bizmsg/platform/platform/throttle"
 	"github.com/bizmsg/platform/platform/webhooks"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Message statuses (docs/api.md, §Message lifecycle). An outbound message
@@ -285,7 +285,7 @@ type Senders interface {
 // Config configures a Service.
 type Config struct {
 	// DB is the database. Required.
-	DB *bun.DB
+	DB *db.DB
 	// Prepared runs the statements of acceptance and delivery's claim and
 	// sent record (prepared per connection, up to its bound). Required: on the same
 	// database as DB.
@@ -342,7 +342,7 @@ type Config struct {
 // Service implements sending, delivery and history. It is safe for
 // concurrent use.
 type Service struct {
-	db       *bun.DB
+	pool     *pgxpool.Pool
 	prep     *db.Prepared
 	senders  Senders
 	net      network.Network
@@ -398,7 +398,7 @@ func New(cfg Config) (*Service, error) {
 		cfg.Logger = slog.Default()
 	}
 	s := &Service{
-		db:       cfg.DB,
+		pool:     cfg.DB.Pool,
 		prep:     cfg.Prepared,
 		senders:  cfg.Senders,
 		net:      cfg.Network,

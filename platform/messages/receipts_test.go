@@ -346,7 +346,7 @@ func TestReceiptOvertakesDeliveryRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	worker, err := messages.New(messages.Config{DB: f.db.Bun, Prepared: db.NewPrepared(f.db, db.PreparedConfig{}), Jobs: ins, Senders: snd, Network: net, Clock: f.clock, Logger: quiet,
+	worker, err := messages.New(messages.Config{DB: f.db, Prepared: db.NewPrepared(f.db, db.PreparedConfig{}), Jobs: ins, Senders: snd, Network: net, Clock: f.clock, Logger: quiet,
 		Throttle: throttle.NewLocal(throttle.Config{Now: f.wall.Now}), SenderRate: 1000, SenderBurst: 1000})
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
-	"github.com/uptrace/bun"
 
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
@@ -445,10 +444,10 @@ func (s *Service) storeAnswer(ctx context.Context, tx pgx.Tx, t db.Tenant, key s
 
 // PurgeIdempotencyKeys deletes the keys of tenant t created before before,
 // and reports how many went.
-func PurgeIdempotencyKeys(ctx context.Context, idb bun.IDB, t db.Tenant, before time.Time) (int64, error) {
-	res, err := idb.NewRaw(`DELETE FROM ?.idempotency_keys WHERE created_at < ?`, t.Ident(), before).Exec(ctx)
+func PurgeIdempotencyKeys(ctx context.Context, d *db.DB, t db.Tenant, before time.Time) (int64, error) {
+	tag, err := d.Pool.Exec(ctx, `DELETE FROM `+t.Table("idempotency_keys")+` WHERE created_at < $1`, before)
 	if err != nil {
 		return 0, fmt.Errorf("purge idempotency keys of %s: %w", t.Schema, err)
 	}
-	return res.RowsAffected()
+	return tag.RowsAffected(), nil
 }

@@ -135,7 +135,7 @@ func newFixtureWith(t *testing.T, rate float64, burst int, edit func(*messages.C
 		}
 	}
 	cfg := messages.Config{
-		DB: d.Bun, Prepared: db.NewPrepared(d, db.PreparedConfig{Observe: countBatches}), Jobs: ins, Senders: snd, Network: net, Clock: clk, Logger: quiet,
+		DB: d, Prepared: db.NewPrepared(d, db.PreparedConfig{Observe: countBatches}), Jobs: ins, Senders: snd, Network: net, Clock: clk, Logger: quiet,
 		Throttle:   throttle.NewLocal(throttle.Config{Now: wall.Now}),
 		SenderRate: rate, SenderBurst: burst,
 		// Never wait in the test: any delay snoozes.
@@ -739,7 +739,7 @@ func TestIdempotencyKeyLifetime(t *testing.T) {
 	if err != nil || again.Replayed || again.MessageID == first.MessageID {
 		t.Fatalf("stale key: %+v %v", again, err)
 	}
-	n, err := messages.PurgeIdempotencyKeys(context.Background(), f.db.Bun, tn, f.clock.Now().Add(-24*time.Hour))
+	n, err := messages.PurgeIdempotencyKeys(context.Background(), f.db, tn, f.clock.Now().Add(-24*time.Hour))
 	if err != nil || n != 1 {
 		t.Fatalf("purged %d (%v), want 1 (k2; k1 was renewed)", n, err)
 	}

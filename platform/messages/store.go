@@ -3,42 +3,36 @@ package messages
 import (
 	"strings"
 	"time"
-
-	"github.com/uptrace/bun"
-
-	"github.com/bizmsg/platform/platform/db"
 )
 
 // row is a tenant's messages row.
 type row struct {
-	bun.BaseModel `bun:"table:messages,alias:m"`
-
-	ID              int64      `bun:"id,pk,autoincrement"`
-	SenderNumberID  int64      `bun:"sender_number_id"`
-	ToPhone         string     `bun:"to_phone"`
-	RecipientUserID *int64     `bun:"recipient_user_id"`
-	ConversationID  *int64     `bun:"conversation_id"`
-	MessageID       *int64     `bun:"message_id"`
-	Type            string     `bun:"type"`
-	Content         string     `bun:"content"`
-	FileName        *string    `bun:"file_name"`
-	FileSize        *int64     `bun:"file_size"`
-	FileType        *string    `bun:"file_type"`
-	Duration        *int       `bun:"duration"`
-	Status          string     `bun:"status"`
-	ErrorCode       *string    `bun:"error_code"`
-	ErrorMessage    *string    `bun:"error_message"`
-	ClientReference *string    `bun:"client_reference"`
-	CreatedAt       time.Time  `bun:"created_at"`
-	SentAt          *time.Time `bun:"sent_at"`
-	DeliveredAt     *time.Time `bun:"delivered_at"`
-	FailedAt        *time.Time `bun:"failed_at"`
-	DispatchedAt    *time.Time `bun:"dispatched_at"`
-	UpdatedAt       time.Time  `bun:"updated_at"`
-	Direction       string     `bun:"direction"`
-	FromPhone       *string    `bun:"from_phone"`
-	ReadAt          *time.Time `bun:"read_at"`
-	ReceivedAt      *time.Time `bun:"received_at"`
+	ID              int64
+	SenderNumberID  int64
+	ToPhone         string
+	RecipientUserID *int64
+	ConversationID  *int64
+	MessageID       *int64
+	Type            string
+	Content         string
+	FileName        *string
+	FileSize        *int64
+	FileType        *string
+	Duration        *int
+	Status          string
+	ErrorCode       *string
+	ErrorMessage    *string
+	ClientReference *string
+	CreatedAt       time.Time
+	SentAt          *time.Time
+	DeliveredAt     *time.Time
+	FailedAt        *time.Time
+	DispatchedAt    *time.Time
+	UpdatedAt       time.Time
+	Direction       string
+	FromPhone       *string
+	ReadAt          *time.Time
+	ReceivedAt      *time.Time
 }
 
 // messageFields are a message row's columns in one order, each with its
@@ -130,11 +124,6 @@ func (r *row) message() Message {
 	}
 }
 
-// selectRows starts a query on the tenant's messages (alias m).
-func selectRows(idb bun.IDB, t db.Tenant, dst any) *bun.SelectQuery {
-	return idb.NewSelect().Model(dst).ModelTableExpr("?.messages AS m", t.Ident())
-}
-
 // dayOf is the UTC calendar day of t as the database's date type reads it.
 func dayOf(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 
@@ -146,7 +135,7 @@ func nextMidnight(t time.Time) time.Time {
 
 // orgSettings are the organization's limits as the message paths need them.
 type orgSettings struct {
-	DefaultDailyLimit int      `bun:"default_daily_limit"`
-	SenderRate        *float64 `bun:"sender_rate"`
-	SenderBurst       *int     `bun:"sender_burst"`
+	DefaultDailyLimit int
+	SenderRate        *float64
+	SenderBurst       *int
 }
