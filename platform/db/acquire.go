@@ -17,7 +17,7 @@ var ErrAcquireTimeout = errors.New("no database connection free")
 // acquireBound is the pool's tracer, and the one place that bounds waiting
 // for a pool connection: pgxpool calls it at the start and end of every
 // Acquire, which every use of the pool goes through (its Query, Exec, Begin
-// and SendBatch, bun's connector, Prepared, River), and runs the acquisition
+// and SendBatch, Prepared, River), and runs the acquisition
 // under the context TraceAcquireStart returns. That context ends after
 // timeout unless the caller's own deadline comes first, so under pool
 // exhaustion a request fails fast (503) instead of waiting for a
@@ -27,8 +27,8 @@ var ErrAcquireTimeout = errors.New("no database connection free")
 // timeout of its own.
 //
 // The acquisition ends with the context's error, context.DeadlineExceeded,
-// which the HTTP layer answers with 503; Prepared and bun's connector, which
-// acquire themselves, name it ErrAcquireTimeout (acquireError).
+// which the HTTP layer answers with 503; Prepared, which acquires itself,
+// names it ErrAcquireTimeout (acquireError).
 //
 // A pool's ConnConfig.Tracer must be a pgx.QueryTracer, so acquireBound is
 // one that does nothing.

@@ -1,5 +1,5 @@
-// Package db owns the connection to Postgres: one pgx pool shared by bun (through
-// pgx's database/sql adapter) and River, database creation for first start, the
+// Package db owns the connection to Postgres: one pgx pool shared by every
+// statement of the platform and by River, database creation for first start, the
 // classification of "database unavailable" errors, and the single mapping from
 // an organization to its tenant schema.
 package db
@@ -17,8 +17,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect/pgdialect"
 )
 
 // Config configures the connection pool.
@@ -33,9 +31,9 @@ type Config struct {
 	ConnectTimeout time.Duration
 	// AcquireTimeout bounds every wait for a pooled connection when the
 	// caller's context has no earlier deadline (acquireBound): the pool's
-	// own methods, bun, Prepared and River alike. Past it the wait fails
-	// with context.DeadlineExceeded (ErrAcquireTimeout from bun and
-	// Prepared), which the HTTP layer answers with 503. Default 5s.
+	// own methods, Prepared and River alike. Past it the wait fails with
+	// context.DeadlineExceeded (ErrAcquireTimeout from Prepared), which the
+	// HTTP layer answers with 503. Default 5s.
 	AcquireTimeout time.Duration
 }
 
@@ -51,14 +49,12 @@ func (c *Config) setDefaults() {
 	}
 }
 
-// DB is the process's database handle: a pgx pool, and bun on the same pool.
+// DB is the process's database handle: one pgx pool, which every statement
+// of the platform and River use (docs/design.md, §One pool, one way to
+// write SQL).
 type DB struct {
-	// Pool is the pgx pool; River's workers and hot paths use it directly.
+	// Pool is the pgx pool.
 	Pool *pgxpool.Pool
-	// SQL is database/sql over Pool (bun and River's database/sql driver use it).
-	SQL *sql.DB
-	// Bun is the query builder over SQL.
-	Bun *bun.DB
 }
 
 // Open connects to the database named by cfg.URL. It does not create the
@@ -83,13 +79,11 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect to %s: %w", Redact(cfg.URL), err)
 	}
-	sqlDB := openSQL(pool)
-	return &DB{Pool: pool, SQL: sqlDB, Bun: bun.NewDB(sqlDB, pgdialect.New())}, nil
+	return &DB{Pool: pool}, nil
 }
 
-// Close closes bun, database/sql and the pool.
+// Close closes the pool.
 func (d *DB) Close() {
-	_ = d.Bun.Close()
 	d.Pool.Close()
 }
 

@@ -8,7 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/uptrace/bun"
 
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
@@ -305,13 +304,6 @@ func TestAcquireTimeout(t *testing.T) {
 		within time.Duration
 	}{
 		{"prepared", prepared, named, 0},
-		{"bun", func(ctx context.Context) error {
-			_, err := d.Bun.NewRaw(`SELECT 1`).Exec(ctx)
-			return err
-		}, named, 0},
-		{"bun transaction", func(ctx context.Context) error {
-			return d.Bun.RunInTx(ctx, nil, func(context.Context, bun.Tx) error { return nil })
-		}, named, 0},
 		{"pool exec", func(ctx context.Context) error {
 			_, err := d.Pool.Exec(ctx, `SELECT 1`)
 			return err

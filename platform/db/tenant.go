@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/uptrace/bun"
 )
 
 // Tenant is an organization's identity as the data layer sees it: its id and the
@@ -34,9 +32,6 @@ func NewTenant(orgID int64, schema string) (Tenant, error) {
 	return Tenant{OrgID: orgID, Schema: schema}, nil
 }
 
-// Ident returns the schema as a bun identifier, for `?.table` query fragments.
-func (t Tenant) Ident() bun.Ident { return bun.Ident(t.Schema) }
-
 // Table returns the quoted, schema-qualified name of one of the tenant's tables,
 // e.g. `"tenant_42"."messages"`, for hand-written SQL on the hot paths.
 func (t Tenant) Table(name string) string {
@@ -44,7 +39,7 @@ func (t Tenant) Table(name string) string {
 }
 
 // Quoted returns the schema's quoted name, e.g. `"tenant_42"`, for
-// statements with $n arguments (db.Prepared), which bun does not format.
+// statements that name the schema apart from a table.
 func (t Tenant) Quoted() string { return quoteIdent(t.Schema) }
 
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }

@@ -313,7 +313,7 @@ func (s *Service) claimRows(ctx context.Context, t db.Tenant, ids []int64) ([]cl
 // lockMessagesSQL locks messages ids (an array of ids) of tenant schema sc
 // in id order and reads them with their senders and organization org's
 // limits: the first step of claimManySQL and of claimLocked. Its arguments
-// are SQL: the schema's quoted name or bun's ?0, and placeholders.
+// are SQL: the schema's quoted name, and placeholders.
 func lockMessagesSQL(sc, org, ids string) string {
 	return `SELECT ` + deliveryColumns + ` FROM ` + deliveryFrom(sc, org) + `
 	WHERE m.id = ANY(` + ids + `) ORDER BY m.id FOR UPDATE OF m`
