@@ -12,6 +12,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/httpx"
+	"github.com/bizmsg/platform/platform/page"
 	"github.com/bizmsg/platform/platform/webhooks"
 )
 
@@ -23,7 +24,7 @@ import (
 // as managing API keys is.
 
 // webhookPageSize is how many deliveries the endpoint page shows at once.
-const webhookPageSize = webhooks.DefaultPageLimit
+const webhookPageSize = page.DefaultLimit
 
 // eventOption is an event-type checkbox of the add form.
 type eventOption struct {
@@ -101,7 +102,7 @@ func (d *Dashboard) webhooksPage(c *gin.Context) {
 // ticked in the add form.
 func (d *Dashboard) renderWebhooks(c *gin.Context, status int, data pageData, checked []string) {
 	s := session(c)
-	list, err := d.cfg.Webhooks.List(c.Request.Context(), s.Principal.Tenant, strconv.Itoa(webhooks.MaxPageLimit), "")
+	list, err := d.cfg.Webhooks.List(c.Request.Context(), s.Principal.Tenant, strconv.Itoa(page.MaxLimit), "")
 	if err != nil {
 		d.internal(c, err)
 		return

@@ -33,8 +33,18 @@ type Query struct {
 // DefaultLimit; a limit outside 1..MaxLimit or not an integer, or a
 // cursor this API did not hand out, is a 422 naming the parameter.
 func Parse(limit, cursor string) (Query, error) {
-	p := Query{Limit: DefaultLimit}
 	var v apperr.Validation
+	p := ParseInto(&v, limit, cursor)
+	if err := v.Err(); err != nil {
+		return Query{}, err
+	}
+	return p, nil
+}
+
+// ParseInto is Parse recording its problems in v, for lists with filters
+// of their own (one 422 names every bad parameter).
+func ParseInto(v *apperr.Validation, limit, cursor string) Query {
+	p := Query{Limit: DefaultLimit}
 	if limit != "" {
 		n, err := strconv.Atoi(limit)
 		if err != nil || n < 1 || n > MaxLimit {
@@ -49,10 +59,7 @@ func Parse(limit, cursor string) (Query, error) {
 		}
 		p.After = after
 	}
-	if err := v.Err(); err != nil {
-		return Query{}, err
-	}
-	return p, nil
+	return p
 }
 
 // Cut trims rows (fetched with Limit+1) to the page and returns the next

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/page"
 	"github.com/bizmsg/platform/platform/queue"
 )
 
@@ -116,7 +117,7 @@ func DeliveryQueryFrom(v url.Values) DeliveryQuery {
 // one 422).
 func (s *Service) Deliveries(ctx context.Context, t db.Tenant, endpointID int64, q DeliveryQuery) (Page[Delivery], error) {
 	var v apperr.Validation
-	p := parsePageInto(&v, q.Limit, q.Cursor)
+	p := page.ParseInto(&v, q.Limit, q.Cursor)
 	if q.State != "" && q.State != StatePending && q.State != StateSucceeded && q.State != StateFailed {
 		v.Add("state", "must be one of pending, succeeded, failed")
 	}
@@ -136,7 +137,7 @@ func (s *Service) Deliveries(ctx context.Context, t db.Tenant, endpointID int64,
 		   AND ($2::text = '' OR d.state = $2::text)
 		   AND ($3::text = '' OR ev.type = $3::text)
 		   AND ($4::bigint = 0 OR d.id < $4::bigint)
-		 ORDER BY d.id DESC LIMIT $5`), []any{endpointID, q.State, q.EventType, p.after, p.limit + 1},
+		 ORDER BY d.id DESC LIMIT $5`), []any{endpointID, q.State, q.EventType, p.After, p.Limit + 1},
 		func(r db.Rows) error {
 			for r.Next() {
 				var d Delivery

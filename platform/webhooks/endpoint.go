@@ -16,6 +16,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/page"
 )
 
 // Limits of an endpoint's fields.
@@ -172,14 +173,14 @@ func (s *Service) Create(ctx context.Context, t db.Tenant, in EndpointInput) (En
 // List returns one page of the organization's endpoints, newest first,
 // never with their secrets.
 func (s *Service) List(ctx context.Context, t db.Tenant, limit, cursor string) (Page[Endpoint], error) {
-	p, err := parsePage(limit, cursor)
+	p, err := page.Parse(limit, cursor)
 	if err != nil {
 		return Page[Endpoint]{}, err
 	}
 	var list []Endpoint
 	err = s.sql.Query(ctx, nil, sqlFor(t, `SELECT `+endpointColumns+` FROM {endpoints} e
 		WHERE ($1::bigint = 0 OR e.id < $1) ORDER BY e.id DESC LIMIT $2`),
-		[]any{p.after, p.limit + 1}, func(r db.Rows) error {
+		[]any{p.After, p.Limit + 1}, func(r db.Rows) error {
 			for r.Next() {
 				var e Endpoint
 				if err := scanEndpoint(r, &e); err != nil {
