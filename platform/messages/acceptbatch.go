@@ -3,7 +3,6 @@ package messages
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -158,72 +157,4 @@ func (s *Service) acceptManyTx(ctx context.Context, tx pgx.Tx, t db.Tenant, item
 		}
 	}
 	return ok, nil
-}
-
-// acceptBatchSQL is acceptSQL of tenant t for several messages at once, with
-// $n arguments for db.Prepared, the i-th element of each array $2..$13 being
-// the i-th message: sender id $2 (0 when named by phone), sender phone $3
-// ("" when named by id; when both are given they must name one number),
-// recipient $4, recipient's user id $5, type $6, content $7, file name $8,
-// size $9, file type $10, duration $11, client reference $12 and
-// acceptance time $13 (its UTC day is the day whose limit it counts
-// against). Durations are bigint, so that a value past the integer column
-// is the database's data error (which makes the batch fall back), not the
-// driver's when it encodes a prepared statement's argument. $1 is the
-// organization; the messages' id sequence is named in
-// the text (a constant, so that the name is resolved once per statement, not
-// once per row).
-//
-//   - i: the messages, each with its ordinal and a message id drawn from
-//     the table's sequence in that order;
-//   - s, ok: each message's sender, and those that may send (as acceptSQL);
-//   - want: per sender and day, its messages in the batch;
-//   - u: the daily-limit reservation, per sender and day all its messages
-//     or none: the counter goes up by their number only while it stays
-//     within the limit. Counters ('accept' rows) are locked in sender and
-//     day order, so concurrent batches cannot deadlock;
-//   - m: the messages of the counters u reserved for (their delivery jobs
-//     are inserted by River in the same transaction, acceptMany).
-//
-// It returns, per message, its ordinal and, when accepted, its id and
-// sender.
-func acceptBatchSQL(t db.Tenant) string {
-	sc := t.Quoted()
-	seq := "'" + strings.ReplaceAll(t.Table("messages_id_seq"), "'", "''") + "'::regclass"
-	return `WITH i AS (
-		  SELECT nextval(` + seq + `) AS id, (x.created_at AT TIME ZONE 'UTC')::date AS day, x.*
-		    FROM unnest($2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[],
-		                $8::text[], $9::bigint[], $10::text[], $11::bigint[], $12::text[],
-		                $13::timestamptz[]) WITH ORDINALITY
-		         AS x(sender_id, sender_phone, to_phone, recipient_user_id, type, content,
-		              file_name, file_size, file_type, duration, client_reference, created_at, ord)
-		   ORDER BY x.ord),
-		s AS (
-		  SELECT i.id AS mid, i.day, i.sender_phone, s.id, s.phone, s.status,
-		         coalesce(s.daily_limit_override, o.default_daily_limit) AS lim
-		    FROM i
-		    JOIN ` + sc + `.sender_numbers s ON s.id = CASE WHEN i.sender_id > 0 THEN i.sender_id
-		         ELSE (SELECT x.id FROM ` + sc + `.sender_numbers x WHERE x.phone = i.sender_phone) END
-		    JOIN central.organizations o ON o.id = $1::bigint),
-		ok AS (
-		  SELECT mid, day, id, lim FROM s
-		   WHERE status = 'active' AND (sender_phone = '' OR phone = sender_phone) AND lim >= 1),
-		want AS (
-		  SELECT id, day, min(lim) AS lim, count(*) AS n FROM ok GROUP BY id, day),
-		u AS (
-		  INSERT INTO ` + sc + `.daily_usage AS u (sender_number_id, day, side, used)
-		  SELECT id, day, 'accept', n FROM want WHERE n <= lim ORDER BY id, day
-		  ON CONFLICT (sender_number_id, day, side) DO UPDATE SET used = u.used + EXCLUDED.used
-		   WHERE u.used + EXCLUDED.used <=
-		         (SELECT w.lim FROM want w WHERE w.id = u.sender_number_id AND w.day = u.day)
-		  RETURNING u.sender_number_id, u.day),
-		m AS (
-		  INSERT INTO ` + sc + `.messages (id, sender_number_id, to_phone, recipient_user_id, type, content,
-		         file_name, file_size, file_type, duration, status, client_reference, created_at, updated_at)
-		  SELECT i.id, ok.id, i.to_phone, i.recipient_user_id, i.type, i.content, i.file_name, i.file_size,
-		         i.file_type, i.duration, 'queued', i.client_reference, i.created_at, i.created_at
-		    FROM i JOIN ok ON ok.mid = i.id JOIN u ON u.sender_number_id = ok.id AND u.day = ok.day
-		   ORDER BY i.id
-		  RETURNING id AS message_id, sender_number_id AS sender_id)
-		SELECT i.ord, m.message_id, m.sender_id FROM i LEFT JOIN m ON m.message_id = i.id`
 }

@@ -310,67 +310,6 @@ func (s *Service) claimRows(ctx context.Context, t db.Tenant, ids []int64) ([]cl
 	return rows, err
 }
 
-// lockMessagesSQL locks messages ids (an array of ids) of tenant schema sc
-// in id order and reads them with their senders and organization org's
-// limits: the first step of claimManySQL and of claimLocked. Its arguments
-// are SQL: the schema's quoted name, and placeholders.
-func lockMessagesSQL(sc, org, ids string) string {
-	return `SELECT ` + deliveryColumns + ` FROM ` + deliveryFrom(sc, org) + `
-	WHERE m.id = ANY(` + ids + `) ORDER BY m.id FOR UPDATE OF m`
-}
-
-// claimManySQL is claimMany's statement for tenant t, with $n arguments
-// for db.Prepared: $1 the organization, $2 the message ids, $3 the time.
-func claimManySQL(t db.Tenant) string {
-	sc := t.Quoted()
-	return `WITH m AS (` + lockMessagesSQL(sc, "$1::bigint", "$2::bigint[]") + `),
-	want AS (
-	  SELECT sender_number_id, (created_at AT TIME ZONE 'UTC')::date AS day, count(*) AS n,
-	         min(coalesce(sn_daily_limit_override, default_daily_limit)) AS lim
-	    FROM m WHERE status = 'queued' AND dispatched_at IS NULL AND sn_status = 'active'
-	   GROUP BY 1, 2),
-	u AS (
-	  INSERT INTO ` + sc + `.daily_usage AS d (sender_number_id, day, side, dispatched)
-	  SELECT sender_number_id, day, 'deliver', n FROM want WHERE n <= lim ORDER BY sender_number_id, day
-	  ON CONFLICT (sender_number_id, day, side) DO UPDATE SET dispatched = d.dispatched + EXCLUDED.dispatched
-	   WHERE d.dispatched + EXCLUDED.dispatched <=
-	         (SELECT w.lim FROM want w WHERE w.sender_number_id = d.sender_number_id AND w.day = d.day)
-	  RETURNING d.sender_number_id, d.day),
-	x AS (
-	  UPDATE ` + sc + `.messages x SET dispatched_at = $3::timestamptz, updated_at = $3::timestamptz
-	    FROM m JOIN u ON u.sender_number_id = m.sender_number_id
-	                 AND u.day = (m.created_at AT TIME ZONE 'UTC')::date
-	   WHERE x.id = m.id AND m.status = 'queued' AND m.dispatched_at IS NULL AND m.sn_status = 'active'
-	  RETURNING x.id)
-	SELECT m.*, x.id IS NOT NULL AS claimed FROM m LEFT JOIN x ON x.id = m.id`
-}
-
-// claimOneSQL is claimManySQL for one message of tenant t, with $n
-// arguments for db.Prepared: $1 the organization, $2 the message id, $3 the
-// time. The same result, from a statement that costs Postgres half as much
-// to plan as the batch statement (0.41 against 0.79 ms, pg_stat_statements
-// over a 100-tenant bench run; a batch of one is what a worker runs when its
-// jobs belong to many tenants), and nothing once prepared. One counter row,
-// so no order to keep.
-func claimOneSQL(t db.Tenant) string {
-	sc := t.Quoted()
-	return `WITH m AS (
-	  SELECT ` + deliveryColumns + ` FROM ` + deliveryFrom(sc, "$1::bigint") + `
-	   WHERE m.id = $2::bigint FOR UPDATE OF m),
-	u AS (
-	  INSERT INTO ` + sc + `.daily_usage AS d (sender_number_id, day, side, dispatched)
-	  SELECT sender_number_id, (created_at AT TIME ZONE 'UTC')::date, 'deliver', 1 FROM m
-	   WHERE m.status = 'queued' AND m.dispatched_at IS NULL AND m.sn_status = 'active'
-	     AND coalesce(m.sn_daily_limit_override, m.default_daily_limit) >= 1
-	  ON CONFLICT (sender_number_id, day, side) DO UPDATE SET dispatched = d.dispatched + 1
-	   WHERE d.dispatched < (SELECT coalesce(sn_daily_limit_override, default_daily_limit) FROM m)
-	  RETURNING d.dispatched),
-	x AS (
-	  UPDATE ` + sc + `.messages x SET dispatched_at = $3::timestamptz, updated_at = $3::timestamptz
-	    FROM u, m WHERE x.id = m.id RETURNING x.id)
-	SELECT m.*, EXISTS (SELECT 1 FROM x) AS claimed FROM m`
-}
-
 // usageKey names a sender's daily_usage row.
 type usageKey struct {
 	sender int64
@@ -728,50 +667,6 @@ const recordableSQL = `CASE WHEN x.status = 'queued' THEN true
 	              WHEN x.status IN ('delivered', 'read', 'failed') THEN x.message_id IS NULL
 	              ELSE false END`
 
-// sentSetSQL is the SET list of a sent record of message x, whose status
-// before the record is o.status, from the delivery v (message_id,
-// conversation_id, recipient_id, sent_at, delivered) at time now (a
-// placeholder): queued becomes sent, or delivered when v.delivered, and a
-// status a receipt set stays; delivered_at is the delivery's time when the
-// network confirms it, unless a receipt set it first.
-func sentSetSQL(now string) string {
-	return `status = CASE WHEN o.status <> 'queued' THEN o.status
-	                       WHEN v.delivered THEN 'delivered' ELSE 'sent' END,
-	         message_id = v.message_id, conversation_id = v.conversation_id,
-	         recipient_user_id = v.recipient_id, sent_at = v.sent_at,
-	         delivered_at = CASE WHEN v.delivered AND o.status <> 'failed' THEN coalesce(x.delivered_at, v.sent_at)
-	                             ELSE x.delivered_at END,
-	         updated_at = ` + now
-}
-
-// sentCountersSQL ends a sent record whose CTE m returned the changed
-// messages with their old_status: the delivery-side counters of each
-// sender's day go up by its messages that were queued, in sent or in
-// delivered, locked in sender and day order (l). With rows, the statement
-// returns the changed messages (changedColumns); else its last step is the
-// counters' update.
-func sentCountersSQL(sc string, rows bool) string {
-	update := `UPDATE ` + sc + `.daily_usage u SET sent = u.sent + l.ns, delivered = u.delivered + l.nd FROM l
-	 WHERE u.sender_number_id = l.sender_number_id AND u.day = l.day AND u.side = 'deliver'`
-	counters := `c AS (
-	  SELECT sender_number_id, (created_at AT TIME ZONE 'UTC')::date AS day,
-	         count(*) FILTER (WHERE status = 'sent') AS ns, count(*) FILTER (WHERE status = 'delivered') AS nd
-	    FROM m WHERE old_status = 'queued' GROUP BY 1, 2),
-	l AS (
-	  SELECT d.sender_number_id, d.day, c.ns, c.nd
-	    FROM ` + sc + `.daily_usage d JOIN c USING (sender_number_id, day)
-	   WHERE d.side = 'deliver'
-	   ORDER BY d.sender_number_id, d.day FOR UPDATE OF d)`
-	if !rows {
-		return counters + `
-	` + update
-	}
-	return counters + `,
-	u AS (
-	  ` + update + `)
-	SELECT ` + changedColumns + ` FROM m`
-}
-
 // markedColumns is what a sent record's CTE m returns: the old status, and
 // the whole message when the statement returns rows, else what the
 // counters need.
@@ -780,47 +675,6 @@ func markedColumns(rows bool) string {
 		return `o.status AS old_status, x.*`
 	}
 	return `o.status AS old_status, x.sender_number_id, x.created_at, x.status`
-}
-
-// markSentSQL is markSent's statement for tenant t, with $n arguments for
-// db.Prepared: $1 the message ids, $2 to $6 each one's network message,
-// conversation and recipient ids, sent time and whether the network
-// confirms its delivery, $7 the time. With rows it returns the changed
-// messages (changedColumns).
-func markSentSQL(t db.Tenant, rows bool) string {
-	sc := t.Quoted()
-	return `WITH o AS (
-	  SELECT x.id, x.status FROM ` + sc + `.messages x
-	   WHERE x.id = ANY($1::bigint[]) AND ` + recordableSQL + `
-	   ORDER BY x.id FOR UPDATE OF x),
-	m AS (
-	  UPDATE ` + sc + `.messages x
-	     SET ` + sentSetSQL("$7::timestamptz") + `
-	    FROM o JOIN unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::timestamptz[], $6::boolean[])
-	         v(id, message_id, conversation_id, recipient_id, sent_at, delivered) ON v.id = o.id
-	   WHERE x.id = o.id
-	  RETURNING ` + markedColumns(rows) + `),
-	` + sentCountersSQL(sc, rows)
-}
-
-// markOneSentSQL is markSentSQL for one message: the same effect, from a
-// statement that costs Postgres half as much to plan (0.21 against 0.41 ms),
-// and nothing once prepared (db.Prepared). $1 to $5 are the network
-// message, conversation and recipient ids, the sent time and whether the
-// network confirms the delivery, $6 the time, $7 the message id.
-func markOneSentSQL(t db.Tenant, rows bool) string {
-	sc := t.Quoted()
-	return `WITH o AS (
-	  SELECT x.id, x.status FROM ` + sc + `.messages x
-	   WHERE x.id = $7::bigint AND ` + recordableSQL + ` FOR UPDATE OF x),
-	m AS (
-	  UPDATE ` + sc + `.messages x
-	     SET ` + sentSetSQL("$6::timestamptz") + `
-	    FROM o, (SELECT $1::bigint AS message_id, $2::bigint AS conversation_id, $3::bigint AS recipient_id,
-	                    $4::timestamptz AS sent_at, $5::boolean AS delivered) v
-	   WHERE x.id = o.id
-	  RETURNING ` + markedColumns(rows) + `),
-	` + sentCountersSQL(sc, rows)
 }
 
 // fail marks a queued message failed with code and text, and counts it in

@@ -266,61 +266,6 @@ func render(r *row) (SendResult, error) {
 	return SendResult{Status: http.StatusAccepted, Body: body, MessageID: r.ID}, nil
 }
 
-// acceptSQL is the acceptance statement of tenant t for a sender named by
-// id (byID) or by phone, with $n arguments for db.Prepared: $1 the
-// organization, $2 the request's sender phone ("" if none), $3 to $12 the
-// message (recipient, recipient's user id, type, content, file name, size,
-// file type, duration, client reference, acceptance time, whose UTC day is
-// the day whose limit it counts against), and, by id, $13 the sender's
-// id. The duration is bigint, as in acceptBatchSQL.
-// Its steps, each feeding the next, so that a refused step stores nothing
-// after it:
-//
-//   - s: the sender (by id, else by phone) with its daily limit (its
-//     override, else the organization's default);
-//   - ok: the sender if it is active and the request's phone, if any, is its;
-//   - u: the daily-limit reservation: the sender's acceptance counter for
-//     the day (its 'accept' row) goes up only while it is under the limit
-//     (INSERT ... ON CONFLICT DO UPDATE ... WHERE used < limit), so
-//     concurrent sends never pass it. Its row lock is held from here to the
-//     commit: for the two inserts below, in the same statement, and the
-//     commit. Delivery counts in the day's 'deliver' row, so a delivery
-//     never holds this lock;
-//   - m: the message, queued.
-//
-// Its delivery job is inserted by River in the same transaction (accept).
-//
-// The result row tells a refusal apart: no sender, a sender that may not
-// send, or (sender fine, no message) the daily limit.
-func acceptSQL(t db.Tenant, byID bool) string {
-	find := "s.phone = $2::text"
-	if byID {
-		find = "s.id = $13::bigint"
-	}
-	sc := t.Quoted()
-	return `WITH s AS (
-		  SELECT s.id, s.phone, s.status, coalesce(s.daily_limit_override, o.default_daily_limit) AS lim
-		    FROM ` + sc + `.sender_numbers s JOIN central.organizations o ON o.id = $1::bigint
-		   WHERE ` + find + `),
-		ok AS (
-		  SELECT id, lim FROM s WHERE status = 'active' AND ($2::text = '' OR phone = $2::text) AND lim >= 1),
-		u AS (
-		  INSERT INTO ` + sc + `.daily_usage AS u (sender_number_id, day, side, used)
-		  SELECT id, ($12::timestamptz AT TIME ZONE 'UTC')::date, 'accept', 1 FROM ok
-		  ON CONFLICT (sender_number_id, day, side) DO UPDATE SET used = u.used + 1
-		   WHERE u.used < (SELECT lim FROM ok)
-		  RETURNING u.sender_number_id),
-		m AS (
-		  INSERT INTO ` + sc + `.messages (sender_number_id, to_phone, recipient_user_id, type, content,
-		         file_name, file_size, file_type, duration, status, client_reference, created_at, updated_at)
-		  SELECT sender_number_id, $3::text, $4::bigint, $5::text, $6::text, $7::text, $8::bigint, $9::text,
-		         $10::bigint, 'queued', $11::text, $12::timestamptz, $12::timestamptz
-		    FROM u
-		  RETURNING id AS message_id)
-		SELECT s.id AS sender_id, s.phone, s.status, s.lim, m.message_id
-		  FROM (SELECT 1) one LEFT JOIN s ON true LEFT JOIN m ON true`
-}
-
 // refusal is the error of an acceptance that stored nothing: the sender's
 // (read by the statement) or the daily limit's.
 func (s *Service) refusal(ctx context.Context, t db.Tenant, ref senders.SenderRef, id *int64, phone *string, st *senders.Status, limit *int, now time.Time) error {
