@@ -114,8 +114,8 @@ func (q Query) Parse() (Filter, error) {
 		}
 		f.Target = t
 	}
-	f.Since = parseTime(&v, "since", q.Since)
-	f.Until = parseTime(&v, "until", q.Until)
+	f.Since = page.ParseTime(&v, "since", q.Since)
+	f.Until = page.ParseTime(&v, "until", q.Until)
 	if f.Since != nil && f.Until != nil && !f.Since.Before(*f.Until) {
 		v.Add("until", "must be after since")
 	}
@@ -143,19 +143,6 @@ func parseActor(s string) (Actor, bool) {
 		return Actor{}, false
 	}
 	return Actor{Type: typ, ID: id}, true
-}
-
-func parseTime(v *apperr.Validation, field, raw string) *time.Time {
-	if raw == "" {
-		return nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(raw))
-	if err != nil {
-		v.Add(field, "must be an RFC 3339 date-time such as 2026-11-22T14:03:05Z")
-		return nil
-	}
-	t = t.UTC()
-	return &t
 }
 
 // Page is one page of the log.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/page"
 	"github.com/bizmsg/platform/platform/phone"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/jackc/pgx/v5"
@@ -136,8 +137,8 @@ func (q ListQuery) parse() (filter, error) {
 			v.Add("type", "must be one of text, image, voice, document")
 		}
 	}
-	f.since = parseTime(&v, "since", q.Since)
-	f.until = parseTime(&v, "until", q.Until)
+	f.since = page.ParseTime(&v, "since", q.Since)
+	f.until = page.ParseTime(&v, "until", q.Until)
 	if f.since != nil && f.until != nil && !f.since.Before(*f.until) {
 		v.Add("until", "must be after since")
 	}
@@ -170,19 +171,6 @@ func (q ListQuery) parse() (filter, error) {
 // byTime reports whether the list is ordered by creation time (a time
 // filter is given, so the created_at index serves it) rather than by id.
 func (f filter) byTime() bool { return f.since != nil || f.until != nil }
-
-func parseTime(v *apperr.Validation, field, raw string) *time.Time {
-	if raw == "" {
-		return nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(raw))
-	if err != nil {
-		v.Add(field, "must be an RFC 3339 date-time such as 2026-11-22T14:03:05Z")
-		return nil
-	}
-	t = t.UTC()
-	return &t
-}
 
 // Page is one page of the history.
 type Page struct {

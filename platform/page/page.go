@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/bizmsg/platform/platform/apperr"
 )
@@ -102,4 +103,20 @@ func NextCursor(s string) *string {
 		return nil
 	}
 	return &s
+}
+
+// ParseTime reads a list's time filter (since, until): empty is none; else
+// an RFC 3339 date-time (surrounding spaces allowed), returned in UTC, or a
+// problem recorded in v under field.
+func ParseTime(v *apperr.Validation, field, raw string) *time.Time {
+	if raw == "" {
+		return nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(raw))
+	if err != nil {
+		v.Add(field, "must be an RFC 3339 date-time such as 2026-11-22T14:03:05Z")
+		return nil
+	}
+	t = t.UTC()
+	return &t
 }
