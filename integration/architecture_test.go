@@ -67,6 +67,7 @@ var floors = map[string]string{
 	"platform/network/networktest": floorTest,
 	"platform/ops":                 floorInfra,
 	"platform/page":                floorInfra,
+	"platform/pace":                floorInfra,
 	"platform/password":            floorInfra,
 	"platform/phone":               floorInfra,
 	"platform/queue":               floorInfra,

@@ -36,6 +36,7 @@ import (
 	"github.com/bizmsg/platform/platform/metrics"
 	"github.com/bizmsg/platform/platform/migrate"
 	"github.com/bizmsg/platform/platform/network"
+	"github.com/bizmsg/platform/platform/pace"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
 	"github.com/bizmsg/platform/platform/usage"
@@ -85,6 +86,9 @@ type App struct {
 	jobs queue.Config
 	// rescuer frees the deliveries of a dead worker process (with workers).
 	rescuer *queue.Rescuer
+	// pace holds the rates every process shares: the delivery throttle of
+	// each sender number and the request rate of each API key.
+	pace *pace.Store
 	// Keys is the API-key service both APIs share.
 	Keys *keys.Service
 	// Accounts is the accounts service (registration, login, members).
@@ -137,6 +141,10 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		return nil, err
 	}
 	a.DB = d
+	if a.pace, err = pace.New(d.Pool, pace.Config{}); err != nil {
+		a.Close()
+		return nil, err
+	}
 	if a.Migrator, err = migrate.New(d.Pool, migrate.Config{Logger: a.log}); err != nil {
 		a.Close()
 		return nil, err

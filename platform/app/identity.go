@@ -49,9 +49,10 @@ func (a *App) identity() error {
 	if a.tenantAPI, err = tenant.New(tenant.Config{
 		Keys:   a.Keys,
 		Logger: a.log,
-		// Request rates are wall-clock pace, not business time: the limiter
-		// keeps time.Now even when the app runs on a test clock.
-		Limiter:   ratelimit.NewLocal(ratelimit.LocalConfig{}),
+		// One bucket per key for all API processes. Request rates are
+		// wall-clock pace, not business time: the store keeps the
+		// database's time even when the app runs on a test clock.
+		Limiter:   ratelimit.NewShared(a.pace),
 		RateLimit: ratelimit.Limit{Rate: a.cfg.APIRateLimit, Burst: a.cfg.APIRateBurst},
 	}); err != nil {
 		return err

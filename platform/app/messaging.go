@@ -24,8 +24,8 @@ import (
 const idempotencyTTL = 24 * time.Hour
 
 // messaging builds the message, lookup and usage services. The delivery
-// throttle is the in-process token bucket (throttle.Local): its rate holds
-// per worker process.
+// throttle is shared (throttle.Shared): a sender's rate holds in total
+// across every worker process.
 func (a *App) messaging() error {
 	var err error
 	prepared := a.cfg.DBPreparedStatements
@@ -38,7 +38,7 @@ func (a *App) messaging() error {
 		Jobs:           a.River,
 		Senders:        a.Senders,
 		Network:        a.Network,
-		Throttle:       throttle.NewLocal(throttle.Config{}),
+		Throttle:       throttle.NewShared(a.pace),
 		SenderRate:     a.cfg.SenderRate,
 		SenderBurst:    a.cfg.SenderBurst,
 		IdempotencyTTL: idempotencyTTL,

@@ -7,13 +7,15 @@
 //	RateLimit-Reset: 3            seconds until the bucket is full again
 //	RateLimit-Policy: 100;w=2     burst 100 refilled over a 2 s window
 //
-// Limiter is the interface the HTTP middleware uses. Local keeps the buckets
-// in this process; a limiter shared by several API processes (the buckets in
-// Postgres) implements the same interface.
+// Limiter is the interface the HTTP middleware uses. Shared keeps the buckets
+// in Postgres (platform/pace), so a key's limit holds in total across any
+// number of API processes; the service runs on it. Local keeps them in this
+// process, for a Tenant API built without a shared store.
 package ratelimit
 
 import (
 	"context"
+	"fmt"
 	"hash/maphash"
 	"math"
 	"net/http"
@@ -22,6 +24,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/bizmsg/platform/platform/pace"
 )
 
 // Limit is a token bucket's shape: Rate tokens a second, at most Burst saved.
@@ -184,4 +188,30 @@ func (l *Local) Len() int {
 		s.mu.Unlock()
 	}
 	return n
+}
+
+// Shared is a Limiter over pace.Store: each key's bucket is a row in
+// Postgres, so a key's rate holds in total across every API process on the
+// database (docs/design.md, §Rates across processes). A bucket key is
+// prefixed "key:" in the store.
+type Shared struct {
+	store *pace.Store
+}
+
+var _ Limiter = (*Shared)(nil)
+
+// NewShared returns a Limiter over store.
+func NewShared(store *pace.Store) *Shared { return &Shared{store: store} }
+
+// Allow implements Limiter with one statement (pace.Store.Allow). An invalid
+// l allows everything, as Local does.
+func (s *Shared) Allow(ctx context.Context, key string, lim Limit) (Decision, error) {
+	if !lim.Valid() {
+		return Decision{Allowed: true, Limit: lim}, nil
+	}
+	p, err := s.store.Allow(ctx, "key:"+key, pace.Limit{Rate: lim.Rate, Burst: lim.Burst})
+	if err != nil {
+		return Decision{}, fmt.Errorf("ratelimit: %w", err)
+	}
+	return Decision{Allowed: p.Allowed, Limit: lim, Remaining: p.Remaining, Reset: p.Ahead, RetryAfter: p.RetryAfter}, nil
 }

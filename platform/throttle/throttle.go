@@ -10,10 +10,12 @@
 // Snoozing whenever the bucket is empty would instead cost a database round
 // trip per empty look (docs/design.md, §Throttle: reserve, do not poll).
 //
-// Limiter is the seam: Local keeps the buckets in the process's memory, so the
-// rate holds per worker process (N worker processes may together deliver up
-// to N times the rate for one sender). A Postgres-backed Limiter, exact across
-// processes, can replace it without touching the delivery code.
+// Limiter is the seam. Shared keeps the buckets in Postgres (platform/pace),
+// so a sender's rate holds in total across any number of worker processes;
+// the service runs on it. Local keeps them in one process's memory (N worker
+// processes would together deliver up to N times the rate for one sender): it
+// is the default of a messages.Service built without one, and the measure of
+// what sharing costs in the benchmark.
 package throttle
 
 import (
@@ -25,6 +27,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/bizmsg/platform/platform/pace"
 )
 
 // Limit is one bucket's refill rate (tokens per second) and size.
@@ -171,4 +175,32 @@ func (l *Local) Len() (buckets, tickets int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.buckets), len(l.tickets)
+}
+
+// Shared is a Limiter over pace.Store: the buckets are rows in Postgres, so
+// a sender's rate holds in total across every worker process on the
+// database (docs/design.md, §Rates across processes). A bucket key is
+// prefixed "sender:" in the store.
+type Shared struct {
+	store *pace.Store
+}
+
+var _ Limiter = (*Shared)(nil)
+
+// NewShared returns a Limiter over store.
+func NewShared(store *pace.Store) *Shared { return &Shared{store: store} }
+
+// Reserve implements Limiter with one statement (pace.Store.Take).
+func (s *Shared) Reserve(ctx context.Context, key, ticket string, lim Limit) (time.Duration, error) {
+	if err := lim.Validate(); err != nil {
+		return 0, err
+	}
+	if key == "" {
+		return 0, errors.New("throttle: empty bucket key")
+	}
+	d, err := s.store.Take(ctx, "sender:"+key, ticket, pace.Limit{Rate: lim.Rate, Burst: lim.Burst})
+	if err != nil {
+		return 0, fmt.Errorf("throttle: %w", err)
+	}
+	return d, nil
 }

@@ -1,0 +1,219 @@
+package pace_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bizmsg/platform/platform/dbtest"
+	"github.com/bizmsg/platform/platform/pace"
+)
+
+// newStores returns n Stores over one migrated database, each on a pool of
+// its own, as n processes would have.
+func newStores(t *testing.T, n int) []*pace.Store {
+	t.Helper()
+	_, url := dbtest.Migrated(t)
+	stores := make([]*pace.Store, n)
+	for i := range stores {
+		s, err := pace.New(dbtest.Open(t, url).Pool, pace.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores[i] = s
+	}
+	return stores
+}
+
+// near reports whether d is within tol of want.
+func near(d, want, tol time.Duration) bool { return d >= want-tol && d <= want+tol }
+
+func TestTakeSpacesSlots(t *testing.T) {
+	t.Parallel()
+	s := newStores(t, 1)[0]
+	ctx := context.Background()
+	lim := pace.Limit{Rate: 1, Burst: 3}
+	var got []time.Duration
+	for range 6 {
+		d, err := s.Take(ctx, "sender:a", "", lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, d)
+	}
+	// Three at once (the burst), then one a second.
+	want := []time.Duration{0, 0, 0, time.Second, 2 * time.Second, 3 * time.Second}
+	for i := range want {
+		if !near(got[i], want[i], 250*time.Millisecond) {
+			t.Fatalf("slot %d due in %v, want about %v (all: %v)", i, got[i], want[i], got)
+		}
+	}
+	// Another key has a bucket of its own.
+	if d, err := s.Take(ctx, "sender:b", "", lim); err != nil || d != 0 {
+		t.Fatalf("another key: %v, %v; want due now", d, err)
+	}
+}
+
+func TestTakeKeepsATicketsSlot(t *testing.T) {
+	t.Parallel()
+	s := newStores(t, 1)[0]
+	ctx := context.Background()
+	lim := pace.Limit{Rate: 0.5, Burst: 1} // a slot every 2 s
+	take := func(ticket string) time.Duration {
+		t.Helper()
+		d, err := s.Take(ctx, "sender:t", ticket, lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	if d := take("job:1"); d != 0 {
+		t.Fatalf("first slot due in %v, want now", d)
+	}
+	d2 := take("job:2")
+	if !near(d2, 2*time.Second, 300*time.Millisecond) {
+		t.Fatalf("second slot due in %v, want about 2s", d2)
+	}
+	// The job comes back early: the same slot, not a new one.
+	again := take("job:2")
+	if again > d2 || !near(again, d2, 300*time.Millisecond) {
+		t.Fatalf("the ticket's slot came back due in %v, want at most %v", again, d2)
+	}
+	// Nothing was taken by coming back: the next job's slot is 2 s after
+	// job 2's, not 4 s.
+	if d3 := take("job:3"); !near(d3, 4*time.Second, 300*time.Millisecond) {
+		t.Fatalf("third slot due in %v, want about 4s", d3)
+	}
+	if _, tickets, err := s.Len(ctx); err != nil || tickets != 2 {
+		t.Fatalf("tickets kept: %d, %v; want 2 (jobs 2 and 3)", tickets, err)
+	}
+}
+
+func TestAllowRefusesPastTheBurst(t *testing.T) {
+	t.Parallel()
+	s := newStores(t, 1)[0]
+	ctx := context.Background()
+	lim := pace.Limit{Rate: 2, Burst: 3}
+	for i := range 3 {
+		d, err := s.Allow(ctx, "key:1", lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !d.Allowed || d.Remaining != 2-i {
+			t.Fatalf("request %d: %+v; want allowed with %d remaining", i, d, 2-i)
+		}
+	}
+	d, err := s.Allow(ctx, "key:1", lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Allowed || d.Remaining != 0 || !near(d.RetryAfter, 500*time.Millisecond, 200*time.Millisecond) ||
+		!near(d.Ahead, 1500*time.Millisecond, 200*time.Millisecond) {
+		t.Fatalf("request past the burst: %+v; want refused, retry after about 500ms, full in about 1.5s", d)
+	}
+	time.Sleep(d.RetryAfter)
+	if d, err := s.Allow(ctx, "key:1", lim); err != nil || !d.Allowed {
+		t.Fatalf("after Retry-After: %+v, %v; want allowed", d, err)
+	}
+}
+
+// Several processes (pools) taking from one key at once get exactly the
+// burst at once and then distinct slots one interval apart: no slot is
+// handed out twice, none is skipped.
+func TestTakeIsExactAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	stores := newStores(t, 3)
+	ctx := context.Background()
+	lim := pace.Limit{Rate: 10, Burst: 5} // 100 ms apart
+	const n = 60
+	delays := make([]time.Duration, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			d, err := stores[i%len(stores)].Take(ctx, "sender:x", fmt.Sprintf("job:%d", i), lim)
+			if err != nil {
+				t.Error(err)
+			}
+			delays[i] = d
+		})
+	}
+	wg.Wait()
+	slices.Sort(delays)
+	// Slot k (from 0) is due (k-4)·100 ms after the first, less the time
+	// the takes themselves took (all within a second here).
+	for k, d := range delays {
+		want := time.Duration(max(k-4, 0)) * 100 * time.Millisecond
+		if d > want || d < want-time.Second {
+			t.Fatalf("slot %d due in %v, want at most %v (all: %v)", k, d, want, delays)
+		}
+		if k > 5 && delays[k]-delays[k-1] > 150*time.Millisecond {
+			t.Fatalf("slots %d and %d are %v apart, want about 100ms", k-1, k, delays[k]-delays[k-1])
+		}
+	}
+}
+
+func TestAllowIsExactAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	stores := newStores(t, 3)
+	ctx := context.Background()
+	// A burst of 40 and a slot per 1,000 s after it: exactly 40 of 150
+	// concurrent requests are allowed, whichever process serves them.
+	lim := pace.Limit{Rate: 0.001, Burst: 40}
+	var mu sync.Mutex
+	allowed := 0
+	var wg sync.WaitGroup
+	for i := range 150 {
+		wg.Go(func() {
+			d, err := stores[i%len(stores)].Allow(ctx, "key:7", lim)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if d.Allowed {
+				mu.Lock()
+				allowed++
+				mu.Unlock()
+			} else if d.RetryAfter <= 0 {
+				t.Errorf("a refusal without Retry-After: %+v", d)
+			}
+		})
+	}
+	wg.Wait()
+	if allowed != 40 {
+		t.Fatalf("%d requests allowed, want exactly the burst of 40", allowed)
+	}
+}
+
+func TestSweepForgetsFullBuckets(t *testing.T) {
+	t.Parallel()
+	s := newStores(t, 1)[0]
+	ctx := context.Background()
+	if _, err := s.Take(ctx, "sender:fast", "", pace.Limit{Rate: 100, Burst: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Take(ctx, "sender:slow", "", pace.Limit{Rate: 0.01, Burst: 1}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // the fast bucket (10 ms) is full again
+	if err := s.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if buckets, _, err := s.Len(ctx); err != nil || buckets != 1 {
+		t.Fatalf("%d buckets after the sweep, %v; want only the slow one", buckets, err)
+	}
+}
+
+func TestLimitValidate(t *testing.T) {
+	t.Parallel()
+	for _, l := range []pace.Limit{{0, 1}, {-1, 1}, {1, 0}} {
+		if l.Validate() == nil {
+			t.Errorf("%+v validated", l)
+		}
+	}
+	if (pace.Limit{Rate: 1, Burst: 1}).Validate() != nil {
+		t.Error("a valid limit refused")
+	}
+}
