@@ -208,7 +208,7 @@ func TestSweepForgetsFullBuckets(t *testing.T) {
 
 func TestLimitValidate(t *testing.T) {
 	t.Parallel()
-	for _, l := range []pace.Limit{{0, 1}, {-1, 1}, {1, 0}} {
+	for _, l := range []pace.Limit{{Rate: 0, Burst: 1}, {Rate: -1, Burst: 1}, {Rate: 1, Burst: 0}} {
 		if l.Validate() == nil {
 			t.Errorf("%+v validated", l)
 		}

@@ -22,7 +22,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 	"time"
 
@@ -31,22 +30,9 @@ import (
 	"github.com/bizmsg/platform/platform/pace"
 )
 
-// Limit is one bucket's refill rate (tokens per second) and size.
-type Limit struct {
-	Rate  float64
-	Burst int
-}
-
-// Validate reports whether l describes a usable bucket.
-func (l Limit) Validate() error {
-	if !(l.Rate > 0) || math.IsInf(l.Rate, 0) {
-		return fmt.Errorf("throttle: rate must be a positive number, got %v", l.Rate)
-	}
-	if l.Burst < 1 {
-		return fmt.Errorf("throttle: burst must be at least 1, got %d", l.Burst)
-	}
-	return nil
-}
+// Limit is one bucket's refill rate (tokens per second) and size, as
+// pace.Limit (Validate reports whether it is usable).
+type Limit = pace.Limit
 
 // Limiter hands out tokens of named buckets.
 type Limiter interface {
@@ -192,13 +178,7 @@ func NewShared(store *pace.Store) *Shared { return &Shared{store: store} }
 
 // Reserve implements Limiter with one statement (pace.Store.Take).
 func (s *Shared) Reserve(ctx context.Context, key, ticket string, lim Limit) (time.Duration, error) {
-	if err := lim.Validate(); err != nil {
-		return 0, err
-	}
-	if key == "" {
-		return 0, errors.New("throttle: empty bucket key")
-	}
-	d, err := s.store.Take(ctx, "sender:"+key, ticket, pace.Limit{Rate: lim.Rate, Burst: lim.Burst})
+	d, err := s.store.Take(ctx, "sender:"+key, ticket, lim)
 	if err != nil {
 		return 0, fmt.Errorf("throttle: %w", err)
 	}

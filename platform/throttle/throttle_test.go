@@ -152,12 +152,12 @@ func TestSweepDropsIdleState(t *testing.T) {
 func TestInvalidLimit(t *testing.T) {
 	t.Parallel()
 	l, _ := newLocal()
-	for _, lim := range []throttle.Limit{{0, 1}, {-1, 1}, {1, 0}} {
+	for _, lim := range []throttle.Limit{{Rate: 0, Burst: 1}, {Rate: -1, Burst: 1}, {Rate: 1, Burst: 0}} {
 		if _, err := l.Reserve(context.Background(), "s", "", lim); err == nil {
 			t.Errorf("limit %+v accepted", lim)
 		}
 	}
-	if _, err := l.Reserve(context.Background(), "", "", throttle.Limit{1, 1}); err == nil {
+	if _, err := l.Reserve(context.Background(), "", "", throttle.Limit{Rate: 1, Burst: 1}); err == nil {
 		t.Error("empty key accepted")
 	}
 }
