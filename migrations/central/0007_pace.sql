@@ -13,9 +13,13 @@
 -- full again, which lets one burst through and loses nothing else.
 -- fillfactor leaves room on each page for the updated row (a HOT update:
 -- the primary key is not touched, so no index write per token).
+-- prev is the tat before the last statement that moved it: what that
+-- statement returns to learn where the slots it took start (RETURNING sees
+-- only the new row).
 CREATE UNLOGGED TABLE pace (
-    key text        PRIMARY KEY,
-    tat timestamptz NOT NULL
+    key  text        PRIMARY KEY,
+    tat  timestamptz NOT NULL,
+    prev timestamptz
 ) WITH (fillfactor = 50);
 
 -- A reservation a delivery job made for a token due in the future, kept

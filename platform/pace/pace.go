@@ -19,6 +19,9 @@
 //   - Allow (the API's request rate) takes the slot only when it is due now,
 //     else refuses and says when it will be.
 //
+// A process decides the events that arrive while its earlier ones are being
+// decided together, in one statement (platform/batch).
+//
 // The table is UNLOGGED: no WAL and no commit flush per event, and after a
 // crash of the database server every bucket starts full (docs/design.md,
 // §Rates across processes).
@@ -32,8 +35,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/bizmsg/platform/platform/batch"
 )
 
 // Limit is a rate: Rate events a second, at most Burst at once.
@@ -87,10 +91,15 @@ func (c *Config) setDefaults() {
 }
 
 // Store is the shared rate state, in central.pace and central.pace_tickets.
-// It is safe for concurrent use.
+// It is safe for concurrent use. The events of a process that arrive while
+// its earlier ones are being decided are decided together, in one statement
+// (platform/batch), as API keys are read: a busy process pays one round
+// trip per batch, not per event, and an event alone runs at once.
 type Store struct {
-	pool *pgxpool.Pool
-	cfg  Config
+	pool  *pgxpool.Pool
+	cfg   Config
+	takes *batch.Batcher[struct{}, takeItem, time.Duration]
+	allow *batch.Batcher[struct{}, allowItem, Decision]
 
 	mu        sync.Mutex
 	lastSweep time.Time
@@ -102,38 +111,17 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 		return nil, errors.New("pace: a pool is required")
 	}
 	cfg.setDefaults()
-	return &Store{pool: pool, cfg: cfg, lastSweep: cfg.Now()}, nil
+	s := &Store{pool: pool, cfg: cfg, lastSweep: cfg.Now()}
+	s.takes = batch.New(s.takeMany, batch.Config{MaxInFlight: batch.ReadMaxInFlight})
+	s.allow = batch.New(s.allowMany, batch.Config{MaxInFlight: batch.ReadMaxInFlight})
+	return s, nil
 }
 
-// takeSQL takes the next slot of key ($1) for ticket ($2, may be empty) at
-// interval $3 and tolerance $4 (seconds), and returns the seconds until the
-// slot is due (zero: now). Its steps:
-//   - prior: a slot this ticket reserved before; it is used instead of a new
-//     one (and forgotten once due: used is the delete);
-//   - b: without one, the key's tat moves to max(tat, now) + T (a missing
-//     row is a full bucket), under the row's lock, so concurrent takes of one
-//     key each get their own slot;
-//   - due: the slot is due at the new tat − τ;
-//   - keep: a slot due in the future is kept under the ticket.
-const takeSQL = `WITH prior AS (
-	  SELECT due FROM central.pace_tickets WHERE ticket = $2::text),
-	used AS (
-	  DELETE FROM central.pace_tickets WHERE ticket = $2::text AND due <= statement_timestamp()),
-	b AS (
-	  INSERT INTO central.pace AS p (key, tat)
-	  SELECT $1::text, statement_timestamp() + $3::float8 * interval '1 second'
-	   WHERE NOT EXISTS (SELECT FROM prior)
-	  ON CONFLICT (key) DO UPDATE
-	     SET tat = greatest(p.tat, statement_timestamp()) + $3::float8 * interval '1 second'
-	  RETURNING tat),
-	due AS (
-	  SELECT coalesce((SELECT due FROM prior), (SELECT tat - $4::float8 * interval '1 second' FROM b)) AS at),
-	keep AS (
-	  INSERT INTO central.pace_tickets (ticket, due)
-	  SELECT $2::text, at FROM due
-	   WHERE $2::text <> '' AND NOT EXISTS (SELECT FROM prior) AND at > statement_timestamp()
-	  ON CONFLICT (ticket) DO UPDATE SET due = excluded.due)
-	SELECT greatest(extract(epoch FROM (SELECT at FROM due) - statement_timestamp()), 0)::float8`
+// takeItem is one Take waiting for its batch.
+type takeItem struct {
+	key, ticket string
+	l           Limit
+}
 
 // Take takes the next slot of key under l on behalf of ticket and returns
 // how long until it is due; zero means now. Taking again with a ticket whose
@@ -147,11 +135,109 @@ func (s *Store) Take(ctx context.Context, key, ticket string, l Limit) (time.Dur
 		return 0, errors.New("pace: empty key")
 	}
 	s.maybeSweep(ctx)
-	var secs float64
-	if err := s.pool.QueryRow(ctx, takeSQL, key, ticket, l.interval(), l.tolerance()).Scan(&secs); err != nil {
-		return 0, fmt.Errorf("pace: take %q: %w", key, err)
+	return s.takes.Do(ctx, struct{}{}, takeItem{key: key, ticket: ticket, l: l})
+}
+
+// takeSQL takes slots for the items ($1 keys, $2 tickets, $3 the interval T
+// and $4 the tolerance τ of each, in seconds; one limit per key) and returns
+// each item's ordinal with the seconds until its slot is due (zero: now).
+// Its steps:
+//   - prior: a slot an item's ticket reserved before; the item gets it
+//     instead of a new one (and it is forgotten once due: used);
+//   - fresh: the other items, numbered per key in arrival order (idx);
+//   - up: each key's tat moves to max(tat, now) + n·T for its n fresh items
+//     (a missing row is a full bucket), under the row's lock, rows in key
+//     order (so concurrent batches cannot deadlock), prev keeping where the
+//     slots start;
+//   - due: the item numbered idx is due at max(prev, now) + idx·T − τ;
+//   - keep: a slot due in the future is kept under its item's ticket.
+const takeSQL = `WITH items AS (
+	  SELECT * FROM unnest($1::text[], $2::text[], $3::float8[], $4::float8[]) WITH ORDINALITY AS i(key, ticket, t, tau, ord)),
+	prior AS (
+	  SELECT ticket, due FROM central.pace_tickets WHERE ticket = ANY($2::text[]) AND ticket <> ''),
+	used AS (
+	  DELETE FROM central.pace_tickets
+	   WHERE ticket IN (SELECT ticket FROM prior) AND due <= statement_timestamp()),
+	fresh AS (
+	  SELECT i.*, row_number() OVER (PARTITION BY i.key ORDER BY i.ord) AS idx FROM items i
+	   WHERE NOT EXISTS (SELECT FROM prior p WHERE p.ticket = i.ticket)),
+	v AS (
+	  SELECT key, count(*) * min(t) AS span FROM fresh GROUP BY key),
+	up AS (
+	  INSERT INTO central.pace AS p (key, tat)
+	  SELECT key, statement_timestamp() + span * interval '1 second' FROM v ORDER BY key
+	  ON CONFLICT (key) DO UPDATE
+	     SET prev = p.tat,
+	         tat = greatest(p.tat, statement_timestamp())
+	               + (SELECT v.span FROM v WHERE v.key = excluded.key) * interval '1 second'
+	  RETURNING key, prev),
+	due AS (
+	  SELECT f.ord, f.ticket,
+	         greatest(up.prev, statement_timestamp()) + (f.idx * f.t - f.tau) * interval '1 second' AS at
+	    FROM fresh f JOIN up ON up.key = f.key),
+	keep AS (
+	  INSERT INTO central.pace_tickets (ticket, due)
+	  SELECT ticket, at FROM due WHERE ticket <> '' AND at > statement_timestamp()
+	  ON CONFLICT (ticket) DO UPDATE SET due = excluded.due)
+	SELECT ord, greatest(extract(epoch FROM at - statement_timestamp()), 0)::float8 FROM due
+	UNION ALL
+	SELECT i.ord, greatest(extract(epoch FROM p.due - statement_timestamp()), 0)::float8
+	  FROM items i JOIN prior p ON p.ticket = i.ticket`
+
+// takeMany runs takeSQL for a batch of Takes. Items with the same non-empty
+// ticket (a rescued job beside its original) share the first one's slot; the
+// items of one key all use the first one's limit.
+func (s *Store) takeMany(ctx context.Context, _ struct{}, items []takeItem) ([]time.Duration, error) {
+	first := make(map[string]int, len(items)) // ticket → the item that runs it
+	limits := make(map[string]Limit, len(items))
+	same := make([]int, len(items)) // the index of the item whose result each shares
+	var keys, tickets []string
+	var ts, taus []float64
+	var sent []int // the items sent, by their ordinal - 1
+	for i, it := range items {
+		same[i] = i
+		if it.ticket != "" {
+			if j, ok := first[it.ticket]; ok {
+				same[i] = j
+				continue
+			}
+			first[it.ticket] = i
+		}
+		l, ok := limits[it.key]
+		if !ok {
+			l = it.l
+			limits[it.key] = l
+		}
+		keys, tickets = append(keys, it.key), append(tickets, it.ticket)
+		ts, taus = append(ts, l.interval()), append(taus, l.tolerance())
+		sent = append(sent, i)
 	}
-	return seconds(secs), nil
+	out := make([]time.Duration, len(items))
+	rows, err := s.pool.Query(ctx, takeSQL, keys, tickets, ts, taus)
+	if err != nil {
+		return nil, fmt.Errorf("pace: take: %w", err)
+	}
+	got := 0
+	for rows.Next() {
+		var ord int
+		var secs float64
+		if err := rows.Scan(&ord, &secs); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("pace: take: %w", err)
+		}
+		out[sent[ord-1]] = seconds(secs)
+		got++
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pace: take: %w", err)
+	}
+	if got != len(sent) {
+		return nil, fmt.Errorf("pace: take: %d slots for %d events", got, len(sent))
+	}
+	for i := range out {
+		out[i] = out[same[i]]
+	}
+	return out, nil
 }
 
 // Decision is what Allow decided.
@@ -167,28 +253,11 @@ type Decision struct {
 	Remaining int
 }
 
-// allowSQL takes the slot of key ($1) at interval $2 and tolerance $3
-// (seconds) if it is due now. The upsert decides under the row's lock: a new
-// row is a full bucket, so its first event is allowed; an existing tat moves
-// to max(tat, now) + T only while that stays within τ of now, and the row
-// comes back (allowed). Otherwise nothing changes, nothing comes back from
-// the upsert, and cur reads the tat that refused it: FOR UPDATE reads the
-// row's newest version (the one the upsert's lock holds, which concurrent
-// events may have moved since this statement's snapshot), not the
-// snapshot's.
-const allowSQL = `WITH up AS (
-	  INSERT INTO central.pace AS p (key, tat)
-	  VALUES ($1::text, statement_timestamp() + $2::float8 * interval '1 second')
-	  ON CONFLICT (key) DO UPDATE
-	     SET tat = greatest(p.tat, statement_timestamp()) + $2::float8 * interval '1 second'
-	   WHERE greatest(p.tat, statement_timestamp()) + $2::float8 * interval '1 second'
-	         <= statement_timestamp() + $3::float8 * interval '1 second'
-	  RETURNING tat),
-	cur AS (
-	  SELECT tat FROM central.pace WHERE key = $1::text AND NOT EXISTS (SELECT FROM up) FOR UPDATE)
-	SELECT true, extract(epoch FROM tat - statement_timestamp())::float8 FROM up
-	UNION ALL
-	SELECT false, extract(epoch FROM tat - statement_timestamp())::float8 FROM cur`
+// allowItem is one Allow waiting for its batch.
+type allowItem struct {
+	key string
+	l   Limit
+}
 
 // Allow takes a slot of key under l if one is due now, else refuses and says
 // when one will be. The decision is exact across processes: it is made under
@@ -198,27 +267,88 @@ func (s *Store) Allow(ctx context.Context, key string, l Limit) (Decision, error
 		return Decision{}, err
 	}
 	s.maybeSweep(ctx)
-	var allowed bool
-	var ahead float64
-	err := s.pool.QueryRow(ctx, allowSQL, key, l.interval(), l.tolerance()).Scan(&allowed, &ahead)
-	tau, t := l.tolerance(), l.interval()
-	if errors.Is(err, pgx.ErrNoRows) {
-		// Refused by a row that a concurrent event inserted after this
-		// statement's snapshot, which cur cannot see (rare: only a new
-		// bucket's first events race so). The refusal stands; when the next
-		// slot is due is not known, and one interval is the estimate.
-		return Decision{Ahead: seconds(t), RetryAfter: seconds(t)}, nil
+	return s.allow.Do(ctx, struct{}{}, allowItem{key: key, l: l})
+}
+
+// allowSQL decides, for each key ($1, with its interval $2 and tolerance $3
+// in seconds and its number of events $4), how many of its events take a
+// slot now: as many as fit before max(tat, now) + k·T passes now + τ, at
+// most all of them (a missing row is a full bucket). The upsert decides
+// under each row's lock, rows in key order (so concurrent batches cannot
+// deadlock), and returns where the key's slots started (prev, the tat it
+// found; none for a new row: now) and where they end (the new tat), in
+// seconds from now; k is their difference over T.
+const allowSQL = `WITH v AS (
+	  SELECT * FROM unnest($1::text[], $2::float8[], $3::float8[], $4::int[]) AS v(key, t, tau, n)),
+	up AS (
+	  INSERT INTO central.pace AS p (key, tat)
+	  SELECT key, statement_timestamp() + least(n, floor(tau / t + 1e-9)) * t * interval '1 second'
+	    FROM v ORDER BY key
+	  ON CONFLICT (key) DO UPDATE
+	     SET prev = p.tat,
+	         tat = greatest(p.tat, statement_timestamp()) + (
+	               SELECT least(v.n, greatest(floor((v.tau - extract(epoch FROM
+	                      greatest(p.tat, statement_timestamp()) - statement_timestamp())) / v.t + 1e-9), 0)) * v.t
+	                 FROM v WHERE v.key = excluded.key) * interval '1 second'
+	  RETURNING key, prev, tat)
+	SELECT key, greatest(extract(epoch FROM prev - statement_timestamp()), 0)::float8,
+	       extract(epoch FROM tat - statement_timestamp())::float8
+	  FROM up`
+
+// allowMany runs allowSQL for a batch of Allows: per key, the first k of its
+// events in arrival order are allowed, each one slot further, and the rest
+// refused until the slot after the last. The events of one key all use the
+// first one's limit.
+func (s *Store) allowMany(ctx context.Context, _ struct{}, items []allowItem) ([]Decision, error) {
+	byKey := make(map[string][]int, len(items))
+	var keys []string
+	var ts, taus []float64
+	for i, it := range items {
+		if _, ok := byKey[it.key]; !ok {
+			keys = append(keys, it.key)
+			ts, taus = append(ts, it.l.interval()), append(taus, it.l.tolerance())
+		}
+		byKey[it.key] = append(byKey[it.key], i)
 	}
+	ns := make([]int32, len(keys))
+	for j, k := range keys {
+		ns[j] = int32(len(byKey[k])) //nolint:gosec // G115: at most a batch of items
+	}
+	out := make([]Decision, len(items))
+	rows, err := s.pool.Query(ctx, allowSQL, keys, ts, taus, ns)
 	if err != nil {
-		return Decision{}, fmt.Errorf("pace: allow %q: %w", key, err)
+		return nil, fmt.Errorf("pace: allow: %w", err)
 	}
-	d := Decision{Allowed: allowed, Ahead: seconds(ahead)}
-	if allowed {
-		d.Remaining = max(int(math.Floor((tau-ahead)/t+1e-9)), 0)
-	} else {
-		d.RetryAfter = seconds(ahead + t - tau)
+	got := 0
+	for rows.Next() {
+		var key string
+		var from, to float64
+		if err := rows.Scan(&key, &from, &to); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("pace: allow: %w", err)
+		}
+		idx := byKey[key]
+		l := items[idx[0]].l
+		t, tau := l.interval(), l.tolerance()
+		allowed := int(math.Round((to - from) / t))
+		for n, i := range idx {
+			if n < allowed {
+				ahead := from + float64(n+1)*t
+				out[i] = Decision{Allowed: true, Ahead: seconds(ahead),
+					Remaining: max(int(math.Floor((tau-ahead)/t+1e-9)), 0)}
+			} else {
+				out[i] = Decision{Ahead: seconds(to), RetryAfter: seconds(to + t - tau)}
+			}
+		}
+		got++
 	}
-	return d, nil
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pace: allow: %w", err)
+	}
+	if got != len(keys) {
+		return nil, fmt.Errorf("pace: allow: %d decisions for %d keys", got, len(keys))
+	}
+	return out, nil
 }
 
 // seconds converts a number of seconds into a Duration, zero when negative.
