@@ -24,13 +24,25 @@ import (
 	"github.com/bizmsg/platform/platform/queue"
 )
 
-// Waits of a delivery that makes no attempt now (its job snoozes).
+// Waits of a delivery that cannot be attempted at once. A short wait is
+// waited out in the worker, which holds a worker slot but no database
+// connection, and costs nothing in the database; a longer one, or one
+// that outlasts its bound, becomes a snooze of the job (a River update and
+// a later fetch). Snoozing at once cost a second of delay and two writes
+// per wait, and almost every message.delivered of the built-in network
+// waited so for its message.sent, in flight at the same time
+// (docs/design.md, §Webhooks).
 const (
-	// capWait is about how long a delivery waits when its endpoint has
-	// Config.MaxInFlight attempts running in this process (±50%).
+	// capWait is how long a delivery waits in the worker for one of its
+	// endpoint's Config.MaxInFlight places in this process; past it, its
+	// job snoozes about as long (±50%).
 	capWait = time.Second
+	// turnWait is how long a delivery waits in the worker for the earlier
+	// delivery of its key that is being attempted now (it is due) to be
+	// recorded, before it snoozes.
+	turnWait = 2 * time.Second
 	// orderSlack is added to the next attempt of the earlier delivery a
-	// delivery waits for, with up to as much again of jitter.
+	// delivery snoozes for, with up to as much again of jitter.
 	orderSlack = 250 * time.Millisecond
 	// staleAfter: a delivery still pending this long after its retry
 	// window ended has lost its job (an operator cancelled it) and no
@@ -82,25 +94,24 @@ type Result struct {
 // An error is a failure of the platform (the database), not of the
 // endpoint: the job is retried as River does.
 func (s *Service) Attempt(ctx context.Context, t db.Tenant, endpointID, deliveryID int64, final bool) (Result, error) {
-	release, ok := s.inflight.acquire(t.Schema, endpointID)
+	d, snooze, err := s.ready(ctx, t, deliveryID)
+	if err != nil || snooze > 0 || d == nil {
+		return Result{Snooze: snooze}, err
+	}
+	release, waited, ok := s.inflight.acquire(ctx, t.Schema, endpointID, capWait)
 	if !ok {
 		return Result{Snooze: jitter(capWait, 0.5)}, nil
 	}
 	defer release()
-	now := s.clock.Now()
-	d, found, err := s.loadAttempt(ctx, t, deliveryID, now)
-	switch {
-	case err != nil:
-		return Result{}, err
-	case !found || d.state != StatePending:
-		return Result{}, nil
-	case !d.enabled:
-		return Result{}, s.failDisabled(ctx, t, deliveryID, now)
-	case d.blockedBy != 0:
-		wait := min(max(d.blockedUntil.Sub(now), 0), s.cfg.RetryMax)
-		return Result{Snooze: wait + orderSlack + time.Duration(rand.Int64N(int64(orderSlack)))}, nil //nolint:gosec // G404: scheduling jitter
+	if waited {
+		// The delivery may have changed while it waited for its place (a
+		// rotated secret, a disabled endpoint): read it again.
+		if d, snooze, err = s.ready(ctx, t, deliveryID); err != nil || snooze > 0 || d == nil {
+			return Result{Snooze: snooze}, err
+		}
 	}
-	res := s.post(ctx, d, now)
+	defer s.turns.done(turnKey{t.Schema, d.endpointID, d.key})
+	res := s.post(ctx, *d, s.clock.Now())
 	if ctx.Err() != nil {
 		// Cancelled by the worker (a shutdown or the job's timeout): not
 		// the endpoint's failure.
@@ -109,7 +120,67 @@ func (s *Service) Attempt(ctx context.Context, t db.Tenant, endpointID, delivery
 	if res.failure == "" {
 		return Result{}, s.recordSuccess(ctx, t, deliveryID, res, s.clock.Now())
 	}
-	return s.recordFailure(ctx, t, d, res, s.clock.Now(), final)
+	return s.recordFailure(ctx, t, *d, res, s.clock.Now(), final)
+}
+
+// ready reads delivery id for an attempt and returns it when it is its
+// turn: nil when there is nothing to attempt (it is no longer pending or
+// no longer exists, or its endpoint is disabled, which fails it), and a
+// snooze when an earlier delivery of its key to the endpoint is pending.
+// An earlier delivery that is due (being attempted now, here or in another
+// process) is waited for in the worker, up to turnWait: this process's
+// attempt of it says when it is recorded (turns).
+func (s *Service) ready(ctx context.Context, t db.Tenant, id int64) (*attemptRow, time.Duration, error) {
+	now := s.clock.Now()
+	d, found, err := s.loadAttempt(ctx, t, id, now)
+	if err != nil || !found || d.state != StatePending {
+		return nil, 0, err
+	}
+	if !d.enabled {
+		return nil, 0, s.failDisabled(ctx, t, id, now)
+	}
+	if d.blockedBy != 0 && !d.blockedUntil.After(now) {
+		if d, err = s.awaitTurn(ctx, t, d); err != nil {
+			return nil, 0, err
+		}
+		if d.state != StatePending {
+			return nil, 0, nil
+		}
+		now = s.clock.Now()
+	}
+	if d.blockedBy != 0 {
+		wait := min(max(d.blockedUntil.Sub(now), 0), s.cfg.RetryMax)
+		return nil, wait + orderSlack + time.Duration(rand.Int64N(int64(orderSlack))), nil //nolint:gosec // G404: scheduling jitter
+	}
+	return &d, 0, nil
+}
+
+// awaitTurn waits, up to turnWait, for this process to record an attempt
+// of d's key at d's endpoint, and reads d again. It reads d once more after
+// it starts listening, so an attempt recorded just before is not missed.
+func (s *Service) awaitTurn(ctx context.Context, t db.Tenant, d attemptRow) (attemptRow, error) {
+	recorded, leave := s.turns.wait(turnKey{t.Schema, d.endpointID, d.key})
+	defer leave()
+	load := func() (attemptRow, error) {
+		next, found, err := s.loadAttempt(ctx, t, d.id, s.clock.Now())
+		if err == nil && !found {
+			next.state = StateFailed // gone: nothing to attempt
+		}
+		return next, err
+	}
+	next, err := load()
+	if err != nil || next.state != StatePending || next.blockedBy == 0 {
+		return next, err
+	}
+	timer := time.NewTimer(turnWait)
+	defer timer.Stop()
+	select {
+	case <-recorded:
+	case <-timer.C:
+	case <-ctx.Done():
+		return attemptRow{}, ctx.Err()
+	}
+	return load()
 }
 
 // jitter returns d ± frac·d, at random.
@@ -121,6 +192,7 @@ func jitter(d time.Duration, frac float64) time.Duration {
 type attemptRow struct {
 	id           int64
 	endpointID   int64
+	key          string
 	state        string
 	attempts     int
 	createdAt    time.Time
@@ -145,7 +217,7 @@ func (s *Service) loadAttempt(ctx context.Context, t db.Tenant, id int64, now ti
 		blockedUntil     *time.Time
 		body             string
 	)
-	found, err := s.queryRow(ctx, nil, sqlFor(t, `SELECT d.endpoint_id, d.state, d.attempts, d.created_at, ev.public_id, ev.body,
+	found, err := s.queryRow(ctx, nil, sqlFor(t, `SELECT d.endpoint_id, d.key, d.state, d.attempts, d.created_at, ev.public_id, ev.body,
 		       e.url, e.enabled, e.secret, coalesce(e.previous_secret, ''), e.previous_secret_until,
 		       b.id, b.next_attempt_at
 		  FROM {deliveries} d
@@ -157,7 +229,7 @@ func (s *Service) loadAttempt(ctx context.Context, t db.Tenant, id int64, now ti
 		          AND p.id < d.id AND p.created_at > $2::timestamptz
 		        ORDER BY p.id LIMIT 1) b ON true
 		 WHERE d.id = $1`), []any{id, now.Add(-s.cfg.RetryFor - staleAfter)},
-		&d.endpointID, &d.state, &d.attempts, &d.createdAt, &d.publicID, &body,
+		&d.endpointID, &d.key, &d.state, &d.attempts, &d.createdAt, &d.publicID, &body,
 		&d.url, &d.enabled, &secret, &previous, &previousUntil, &blockedBy, &blockedUntil)
 	if err != nil || !found {
 		if err != nil {
@@ -381,11 +453,14 @@ func humanDuration(d time.Duration) string {
 	return d.String()
 }
 
-// inflight counts the attempts running per endpoint in this process.
+// inflight holds the places of each endpoint in this process: at most max
+// attempts at once, and at most maxWaiting more deliveries waiting in their
+// workers for a place, so that a slow endpoint holds at most max +
+// maxWaiting of a process's webhook workers.
 type inflight struct {
-	max int
-	mu  sync.Mutex
-	n   map[inflightKey]int
+	max, maxWaiting int
+	mu              sync.Mutex
+	endpoints       map[inflightKey]*places
 }
 
 type inflightKey struct {
@@ -393,25 +468,112 @@ type inflightKey struct {
 	endpoint int64
 }
 
-func newInflight(maxPerEndpoint int) *inflight {
-	return &inflight{max: maxPerEndpoint, n: map[inflightKey]int{}}
+// places is one endpoint's: a slot in sem per attempt, and users, the
+// attempts and the waiting deliveries (the entry is dropped at zero).
+type places struct {
+	sem   chan struct{}
+	users int
 }
 
-// acquire takes one of the endpoint's places, if one is free, and returns
-// the function that gives it back.
-func (f *inflight) acquire(schema string, endpoint int64) (func(), bool) {
+func newInflight(maxPerEndpoint int) *inflight {
+	return &inflight{max: maxPerEndpoint, maxWaiting: maxPerEndpoint, endpoints: map[inflightKey]*places{}}
+}
+
+// acquire takes one of the endpoint's places, waiting up to wait for one
+// when all are taken, and returns the function that gives it back and
+// whether it waited. It gives up at once when maxWaiting deliveries wait
+// already, and when ctx ends.
+func (f *inflight) acquire(ctx context.Context, schema string, endpoint int64, wait time.Duration) (release func(), waited, ok bool) {
 	k := inflightKey{schema, endpoint}
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.n[k] >= f.max {
-		return nil, false
+	p := f.endpoints[k]
+	if p == nil {
+		p = &places{sem: make(chan struct{}, f.max)}
+		f.endpoints[k] = p
 	}
-	f.n[k]++
-	return func() {
+	if p.users >= f.max+f.maxWaiting {
+		f.mu.Unlock()
+		return nil, false, false
+	}
+	p.users++
+	f.mu.Unlock()
+	leave := func() {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		if f.n[k]--; f.n[k] <= 0 {
-			delete(f.n, k)
+		if p.users--; p.users == 0 && f.endpoints[k] == p {
+			delete(f.endpoints, k)
 		}
-	}, true
+	}
+	release = func() {
+		<-p.sem
+		leave()
+	}
+	select {
+	case p.sem <- struct{}{}:
+		return release, false, true
+	default:
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case p.sem <- struct{}{}:
+		return release, true, true
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	leave()
+	return nil, true, false
+}
+
+// turnKey names the deliveries of one key to one endpoint.
+type turnKey struct {
+	schema   string
+	endpoint int64
+	key      string
+}
+
+// turns tells the deliveries waiting in this process for an earlier one of
+// their key (awaitTurn) that an attempt of that key was recorded.
+type turns struct {
+	mu sync.Mutex
+	// waits holds, per key with deliveries waiting, the channel closed at
+	// the next recorded attempt, and how many wait on it.
+	waits map[turnKey]*turnWaits
+}
+
+type turnWaits struct {
+	ch      chan struct{}
+	waiting int
+}
+
+func newTurns() *turns { return &turns{waits: map[turnKey]*turnWaits{}} }
+
+// wait returns a channel closed when an attempt of k is next recorded, and
+// the function to call when no longer waiting.
+func (r *turns) wait(k turnKey) (<-chan struct{}, func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := r.waits[k]
+	if w == nil {
+		w = &turnWaits{ch: make(chan struct{})}
+		r.waits[k] = w
+	}
+	w.waiting++
+	return w.ch, func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if w.waiting--; w.waiting == 0 && r.waits[k] == w {
+			delete(r.waits, k)
+		}
+	}
+}
+
+// done tells the deliveries waiting on k that an attempt of k was recorded.
+func (r *turns) done(k turnKey) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if w := r.waits[k]; w != nil {
+		close(w.ch)
+		delete(r.waits, k)
+	}
 }

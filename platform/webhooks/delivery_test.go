@@ -508,3 +508,71 @@ func TestSlowEndpointDoesNotDelayOthers(t *testing.T) {
 		t.Fatalf("the slow endpoint had %d requests in flight at once", n)
 	}
 }
+
+// The usual case of order: a message's two events emitted together (the
+// built-in network's message.sent and message.delivered) are fetched by two
+// workers at once. The second waits in its worker for the first's attempt
+// and follows it at once; its job is not snoozed. The same for a burst of
+// deliveries to one endpoint beyond its MaxInFlight places: they wait in
+// their workers for a place.
+func TestWaitsInTheWorker(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	svc := f.service(webhooks.Config{AllowPrivate: true})
+	f.work(svc, 20)
+	tn := f.org()
+	rc := newReceiver(t, func(int, *http.Request, []byte) int {
+		time.Sleep(100 * time.Millisecond) // each request in flight a while
+		return http.StatusOK
+	})
+	e := f.create(svc, tn, rc.URL)
+	var events []webhooks.Event
+	for i := range 5 {
+		key := "message:" + strconv.Itoa(i)
+		events = append(events,
+			webhooks.Event{Type: webhooks.EventMessageSent, Key: key, Data: key + " sent"},
+			webhooks.Event{Type: webhooks.EventMessageDelivered, Key: key, Data: key + " delivered"})
+	}
+	start := time.Now()
+	f.emit(svc, tn, events...)
+	waitFor(t, "every delivery to succeed", func() bool {
+		d := f.deliveries(svc, tn, e.ID)
+		if len(d) != len(events) {
+			return false
+		}
+		for _, x := range d {
+			if x.State != webhooks.StateSucceeded {
+				return false
+			}
+		}
+		return true
+	})
+	took := time.Since(start)
+	seen := map[string]bool{}
+	for _, r := range rc.requests() {
+		var p struct {
+			Data string `json:"data"`
+		}
+		if err := json.Unmarshal(r.body, &p); err != nil {
+			t.Fatal(err)
+		}
+		if key, ok := strings.CutSuffix(p.Data, " delivered"); ok && !seen[key+" sent"] {
+			t.Fatalf("%s arrived before its message.sent", p.Data)
+		}
+		seen[p.Data] = true
+	}
+	var snoozed int
+	if err := f.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM river.river_job
+		WHERE kind = 'webhook_delivery' AND (metadata ? 'snoozes')`).Scan(&snoozed); err != nil {
+		t.Fatal(err)
+	}
+	if snoozed != 0 {
+		t.Fatalf("%d webhook jobs snoozed; they should have waited in their workers", snoozed)
+	}
+	// Ten requests of 100 ms, four at a time, each message's two in turn:
+	// about 300 ms; snoozing would take seconds.
+	if took > 3*time.Second {
+		t.Fatalf("ten deliveries took %s", took)
+	}
+	t.Logf("ten deliveries, four places, in %s", took.Round(time.Millisecond))
+}

@@ -107,6 +107,7 @@ type Service struct {
 	cfg      Config
 	client   *http.Client
 	inflight *inflight
+	turns    *turns
 }
 
 // New returns the webhook service on d (its statements are pgx statements
@@ -133,6 +134,7 @@ func New(d *db.DB, jobs queue.Inserter, clk clock.Clock, log *slog.Logger, cfg C
 		cfg:      cfg,
 		client:   newClient(cfg),
 		inflight: newInflight(cfg.MaxInFlight),
+		turns:    newTurns(),
 	}
 }
 
