@@ -155,6 +155,9 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	} else if n > 0 {
 		a.log.Info("database migrated", "migrations_applied", n)
 	}
+	if advice := a.checkFiles(ctx); advice != "" {
+		a.log.Warn("database setting too low for this many organizations", "advice", advice)
+	}
 	if err := a.keepDevSecrets(ctx); err != nil {
 		a.Close()
 		return nil, err
@@ -328,8 +331,26 @@ func (a *App) ready(c *gin.Context) {
 	case !current:
 		httpx.Fail(c, apperr.New(apperr.KindUnavailable, "migrations_pending", "Database migrations are not current."))
 	default:
-		c.JSON(http.StatusOK, gin.H{"status": "ready"})
+		body := gin.H{"status": "ready"}
+		if advice := a.checkFiles(ctx); advice != "" {
+			body["warnings"] = []string{advice}
+		}
+		c.JSON(http.StatusOK, body)
 	}
+}
+
+// checkFiles reads the database's file budget (db.FileBudget) into the
+// metrics and returns what to set when it is short ("" when it is not, or
+// cannot be read: the budget is advice, never a reason not to serve).
+func (a *App) checkFiles(ctx context.Context) string {
+	b, err := db.ReadFileBudget(ctx, a.DB.Pool)
+	if err != nil {
+		a.log.WarnContext(ctx, "could not read the database's file budget", "error", err)
+		return ""
+	}
+	a.Metrics.MaxFiles.Set(float64(b.MaxFilesPerProcess))
+	a.Metrics.TenantFiles.Set(float64(b.Needed()))
+	return b.Advice()
 }
 
 // Handler is the HTTP handler of the whole service.

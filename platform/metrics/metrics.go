@@ -32,6 +32,11 @@ type Metrics struct {
 	// "deliver", "auth", "lookup", "network"): 1 means no batching
 	// happened.
 	BatchSize *prometheus.HistogramVec
+	// MaxFiles is the database server's max_files_per_process, and
+	// TenantFiles the tables and indexes of all tenant schemas: a backend
+	// serving every tenant needs MaxFiles above TenantFiles (db.FileBudget).
+	// Both are read at start-up and by each readiness check.
+	MaxFiles, TenantFiles prometheus.Gauge
 
 	registry *prometheus.Registry
 	handler  http.Handler
@@ -56,6 +61,14 @@ func New() *Metrics {
 			Help:    "Items per shared statement run, by kind: accept and deliver (per tenant), auth (API keys), lookup and network (built-in network's lookups and deliveries).",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
 		}, []string{"kind"}),
+		MaxFiles: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "postgres_max_files_per_process",
+			Help: "The database server's max_files_per_process: the files one backend keeps open.",
+		}),
+		TenantFiles: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tenant_relation_files",
+			Help: "Tables and indexes of all tenant schemas: what a backend serving every tenant keeps open.",
+		}),
 		registry: reg,
 	}
 	reg.MustRegister(
@@ -64,6 +77,8 @@ func New() *Metrics {
 		m.HTTPRequests,
 		m.HTTPDuration,
 		m.BatchSize,
+		m.MaxFiles,
+		m.TenantFiles,
 	)
 	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	return m

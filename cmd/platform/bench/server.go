@@ -42,14 +42,14 @@ func readServerSettings(ctx context.Context, d *db.DB, t db.Tenant) (serverSetti
 }
 
 // warning explains, when there is something to say, why n tenants will cost
-// more per request than one on this server.
+// more per request than one on this server: the service's own start-up
+// advice (db.FileBudget) for n tenants.
 func (s serverSettings) warning(n int) string {
-	if need := n * s.TenantRelFiles; need > s.MaxFiles {
-		return fmt.Sprintf("warning: %d tenants have about %d relation files but max_files_per_process is %d: "+
-			"every backend reopens files on every statement (raise it, within the server's open-files limit)",
-			n, need, s.MaxFiles)
+	advice := db.FileBudget{MaxFilesPerProcess: s.MaxFiles, Tenants: n, RelationsPerTenant: s.TenantRelFiles}.Advice()
+	if advice == "" {
+		return ""
 	}
-	return ""
+	return "warning: " + advice
 }
 
 // checkpoints is how many checkpoints the server has started (timed and
