@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -216,17 +217,24 @@ func TestLoweredLimitHonouredByDelivery(t *testing.T) {
 }
 
 // flakyNetwork fails deliveries with a transient error while failing is set,
-// and lookups while lookupsFailing is.
+// and lookups while lookupsFailing is (as a network that does not answer)
+// or lookupsDatabaseDown is (as the built-in network whose database
+// refuses connections).
 type flakyNetwork struct {
 	network.Network
-	failing        atomic.Bool
-	lookupsFailing atomic.Bool
-	attempts       atomic.Int32
+	failing             atomic.Bool
+	lookupsFailing      atomic.Bool
+	lookupsDatabaseDown atomic.Bool
+	attempts            atomic.Int32
 }
 
 func (f *flakyNetwork) Lookup(ctx context.Context, p, sender string) (network.Account, error) {
 	if f.lookupsFailing.Load() {
 		return network.Account{}, errors.New("network: connection refused")
+	}
+	if f.lookupsDatabaseDown.Load() {
+		return network.Account{}, network.Platform(fmt.Errorf("lookup %s: %w", p,
+			&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}))
 	}
 	return f.Network.Lookup(ctx, p, sender)
 }
@@ -473,5 +481,27 @@ func TestNetworkUnavailableAtAcceptance(t *testing.T) {
 	}
 	flaky.lookupsFailing.Store(false)
 	// The refused request left no idempotency record: the same key sends now.
+	accepted(t, e.send(org, text(sid, phoneN(2), "x"), map[string]string{"Idempotency-Key": "k"}))
+}
+
+// The built-in network's accounts are in the platform's database: a lookup
+// that fails because the database refuses connections is the database's
+// failure, so the send and the lookup answer 503 service_unavailable (not
+// network_unavailable), and nothing is stored.
+func TestDatabaseDownAtLookup(t *testing.T) {
+	t.Parallel()
+	flaky := &flakyNetwork{}
+	e := startMsg(t, Options{Network: func(base network.Network) network.Network { flaky.Network = base; return flaky }})
+	org := e.Register(t)
+	sid := e.activeSender(org, phoneN(1))
+	e.recipient(phoneN(2))
+	flaky.lookupsDatabaseDown.Store(true)
+	wantError(t, e.send(org, text(sid, phoneN(2), "x"), map[string]string{"Idempotency-Key": "k"}),
+		http.StatusServiceUnavailable, "service_unavailable")
+	wantError(t, e.lookup(org, map[string][]string{"phone": {phoneN(2)}}), http.StatusServiceUnavailable, "service_unavailable")
+	if c := e.statusCounts(org); len(c) != 0 {
+		t.Fatalf("messages stored: %v", c)
+	}
+	flaky.lookupsDatabaseDown.Store(false)
 	accepted(t, e.send(org, text(sid, phoneN(2), "x"), map[string]string{"Idempotency-Key": "k"}))
 }

@@ -113,6 +113,14 @@ func (e *Env) CentralKey(t testing.TB, org *Org, scopes ...string) (string, int6
 // Send performs req like Do, but returns failures instead of failing the
 // test, so it may be called from any goroutine.
 func (e *Env) Send(req Request) (*Response, error) {
+	return SendTo(e.T, e.Server.Client(), e.Server.URL, req)
+}
+
+// SendTo performs req with client against the service at base (such as
+// "http://127.0.0.1:8080", a `platform api` process), like Send: it returns
+// failures instead of failing the test, and reports a response that breaks
+// docs/openapi.yaml with t.Errorf, so it may be called from any goroutine.
+func SendTo(t testing.TB, client *http.Client, base string, req Request) (*Response, error) {
 	var body io.Reader
 	switch b := req.Body.(type) {
 	case nil:
@@ -127,7 +135,7 @@ func (e *Env) Send(req Request) (*Response, error) {
 		}
 		body = bytes.NewReader(buf)
 	}
-	hr, err := http.NewRequestWithContext(e.T.Context(), req.Method, e.Server.URL+req.Path, body)
+	hr, err := http.NewRequestWithContext(t.Context(), req.Method, base+req.Path, body)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +146,7 @@ func (e *Env) Send(req Request) (*Response, error) {
 	for k, v := range req.Header {
 		hr.Header.Set(k, v)
 	}
-	resp, err := e.Server.Client().Do(hr)
+	resp, err := client.Do(hr)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", req.Method, req.Path, err)
 	}
@@ -151,7 +159,7 @@ func (e *Env) Send(req Request) (*Response, error) {
 	// Errorf, not an error: callers count outcomes, and t.Errorf is safe
 	// from any goroutine.
 	if err := checkConformance(hr, out); err != nil {
-		e.T.Errorf("%v", err)
+		t.Errorf("%v", err)
 	}
 	return out, nil
 }

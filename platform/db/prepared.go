@@ -91,7 +91,9 @@ var errStalePlan = errors.New("prepared statement's plan is stale")
 // Query runs query with args and hands its rows to scan, on a pool
 // connection when tx is nil, else in tx (a transaction begun by Tx). Either
 // way the statement is prepared on its connection when the connection's set
-// admits it (see Prepared).
+// admits it (see Prepared). It returns scan's error, or the statement's;
+// when both failed (a scan that found no row because the statement's
+// connection was lost), the statement's error wraps scan's.
 func (p *Prepared) Query(ctx context.Context, tx pgx.Tx, query string, args []any, scan func(Rows) error) error {
 	err := p.query(ctx, tx, query, args, scan)
 	if p.cfg.Observe != nil {
@@ -203,6 +205,14 @@ func run(ctx context.Context, conn *pgx.Conn, name, query string, args []any, sc
 	}
 	defer rows.Close()
 	if err := scan(rows); err != nil {
+		// A statement that fails (its connection lost, the server gone)
+		// ends its rows early, and a scan that wanted a row fails for
+		// that: the statement's error is the cause, kept first so that
+		// it is what the caller classifies (a 503, not a 500).
+		rows.Close()
+		if stmtErr := rows.Err(); stmtErr != nil && !errors.Is(err, stmtErr) {
+			return fmt.Errorf("%w (then the scan: %w)", stmtErr, err)
+		}
 		return err
 	}
 	rows.Close()

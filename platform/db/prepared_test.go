@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bizmsg/platform/platform/clock"
@@ -340,6 +341,65 @@ func TestAcquireTimeout(t *testing.T) {
 			}
 			if err == nil || !tc.want(err) {
 				t.Fatalf("err = %v, not the expected kind", err)
+			}
+		})
+	}
+}
+
+// A statement whose connection is lost under it (here it terminates its
+// own backend, as a server shutting down does, and dies in the pg_sleep
+// before its row is sent) ends its rows early. A scan that then finds no
+// row and says so does not hide the cause: the error is the statement's
+// (57P01, a database unavailable: 503), with the scan's kept, whether the
+// statement ran prepared or not, in a transaction or not.
+func TestPreparedStatementErrorWinsOverScan(t *testing.T) {
+	t.Parallel()
+	const kill = `SELECT pg_sleep(0.2)::text IS NULL
+		FROM (SELECT pg_terminate_backend(pg_backend_pid()) OFFSET 0) k WHERE $1::bool`
+	errNoRow := errors.New("no result row")
+	scan := func(r db.Rows) error {
+		if !r.Next() {
+			return errNoRow
+		}
+		var ok bool
+		return r.Scan(&ok)
+	}
+	tests := []struct {
+		name     string
+		prepared bool // run twice harmlessly first, so that it is prepared
+		inTx     bool
+	}{
+		{"unprepared", false, false},
+		{"prepared", true, false},
+		{"unprepared in a transaction", false, true},
+		{"prepared in a transaction", true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			d := onePool(t)
+			p := db.NewPrepared(d, db.PreparedConfig{})
+			ctx := context.Background()
+			run := func(die bool) error {
+				if !tt.inTx {
+					return p.Query(ctx, nil, kill, []any{die}, scan)
+				}
+				return p.Tx(ctx, func(tx pgx.Tx) error { return p.Query(ctx, tx, kill, []any{die}, scan) })
+			}
+			if tt.prepared {
+				for range 2 {
+					if err := run(false); !errors.Is(err, errNoRow) {
+						t.Fatalf("harmless run = %v, want the scan's own error", err)
+					}
+				}
+			}
+			err := run(true)
+			var pe *pgconn.PgError
+			if !errors.As(err, &pe) || pe.Code != "57P01" || !db.IsUnavailable(err) {
+				t.Fatalf("run on a connection lost = %v, want the statement's 57P01 (unavailable)", err)
+			}
+			if !errors.Is(err, errNoRow) {
+				t.Fatalf("run on a connection lost = %v, want the scan's error kept beside it", err)
 			}
 		})
 	}

@@ -72,11 +72,17 @@ func Explain(code string) string {
 // receive from senderPhone (E.164, or "" when no sender is known)? The reason
 // is the first that applies of: not_registered, self, phone_unverified,
 // receiving_disabled, blocked_sender; else ok. A network failure is returned
-// as an error (503 network_unavailable).
+// as an error (503 network_unavailable); a failure of the platform's own
+// (network.IsPlatform: the built-in network's database) is returned as it
+// is, answered as any other (503 service_unavailable when the database is
+// unavailable).
 func Check(ctx context.Context, net network.Network, recipient, senderPhone string) (Result, error) {
 	a, err := net.Lookup(ctx, recipient, senderPhone)
 	if errors.Is(err, network.ErrNotFound) {
 		return Result{ReasonCode: ReasonNotRegistered}, nil
+	}
+	if network.IsPlatform(err) {
+		return Result{}, fmt.Errorf("network lookup: %w", err)
 	}
 	if err != nil {
 		return Result{}, apperr.Wrap(fmt.Errorf("network lookup: %w", err), apperr.KindUnavailable,

@@ -2,10 +2,13 @@ package lookup_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/bizmsg/platform/platform/apperr"
@@ -13,6 +16,7 @@ import (
 	"github.com/bizmsg/platform/platform/dbtest"
 	"github.com/bizmsg/platform/platform/lookup"
 	"github.com/bizmsg/platform/platform/migrate"
+	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/network/builtin"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
@@ -124,5 +128,52 @@ func TestCheckAndLookup(t *testing.T) {
 		if e, ok := apperr.As(err); !ok || e.Kind != tt.kind {
 			t.Errorf("Lookup(%+v) = %v, want kind %s", tt.q, err, tt.kind)
 		}
+	}
+}
+
+// failingNetwork fails every lookup with err.
+type failingNetwork struct {
+	network.Network
+	err error
+}
+
+func (f failingNetwork) Lookup(context.Context, string, string) (network.Account, error) {
+	return network.Account{}, f.err
+}
+
+// A network that fails is 503 network_unavailable; a failure of the
+// platform's own met on the way (the built-in network's database) is
+// returned as it is, for the HTTP layer to answer as any other (503
+// service_unavailable when the database is unavailable).
+func TestCheckFailures(t *testing.T) {
+	t.Parallel()
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	tests := []struct {
+		name     string
+		err      error
+		wantCode string // "" : not an apperr.Error
+	}{
+		{"the network", fmt.Errorf("network: %w", refused), lookup.CodeNetworkUnavailable},
+		{"the platform's database", network.Platform(fmt.Errorf("lookup: %w", refused)), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := lookup.Check(context.Background(), failingNetwork{err: tt.err}, ph(1), "")
+			if !errors.Is(err, refused) {
+				t.Fatalf("Check = %v, want the cause kept", err)
+			}
+			e, ok := apperr.As(err)
+			switch {
+			case tt.wantCode == "" && ok:
+				t.Fatalf("Check = %v (%s), want the platform's failure unwrapped", err, e.Code)
+			case tt.wantCode == "":
+				if !db.IsUnavailable(err) {
+					t.Fatalf("Check = %v: not a database unavailable (503 service_unavailable)", err)
+				}
+			case !ok || e.Kind != apperr.KindUnavailable || e.Code != tt.wantCode:
+				t.Fatalf("Check = %v, want 503 %s", err, tt.wantCode)
+			}
+		})
 	}
 }

@@ -213,6 +213,27 @@ func IsTransient(err error) bool {
 	return errors.As(err, &t)
 }
 
+// PlatformError is a failure of the platform's own that a call to the
+// network met: the built-in network keeps its accounts in the platform's
+// database, so its failing to answer is that database failing, not a
+// network. Callers answer it as any failure of the platform (503
+// service_unavailable when the database is unavailable, docs/api.md,
+// §Status codes), never as the network's (network_unavailable).
+type PlatformError struct{ Err error }
+
+func (e *PlatformError) Error() string { return e.Err.Error() }
+func (e *PlatformError) Unwrap() error { return e.Err }
+
+// Platform marks err, a failure of the platform met while asking the
+// network, as the platform's (IsPlatform).
+func Platform(err error) error { return &PlatformError{Err: err} }
+
+// IsPlatform reports whether err is marked by Platform.
+func IsPlatform(err error) bool {
+	var p *PlatformError
+	return errors.As(err, &p)
+}
+
 // Network is the messaging network as the platform uses it.
 type Network interface {
 	// Lookup returns the account holding phone, or an error wrapping

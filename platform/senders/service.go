@@ -363,12 +363,15 @@ func (s *Service) ResendOTP(ctx context.Context, t db.Tenant, id int64) (Sender,
 }
 
 // ownerVerified asks the network whether the account holding phone is
-// verified; no account counts as unverified.
+// verified; no account counts as unverified. A failure of the platform's
+// own (network.IsPlatform) is returned as it is, not as the network's.
 func (s *Service) ownerVerified(ctx context.Context, phone string) (bool, error) {
 	ok, err := s.net.Verified(ctx, phone)
 	switch {
 	case errors.Is(err, network.ErrNotFound):
 		return false, nil
+	case network.IsPlatform(err):
+		return false, fmt.Errorf("network: owner verified: %w", err)
 	case err != nil:
 		return false, apperr.Wrap(err, apperr.KindUnavailable, CodeNetworkUnavailable,
 			"The messaging network is temporarily unavailable. Try again later.")

@@ -260,11 +260,12 @@ func (n *Network) Lookup(ctx context.Context, rawPhone, senderPhone string) (net
 		}
 	}
 	r, err := n.lookups.Do(ctx, struct{}{}, lookupKey{phone: p, sender: sender})
-	if err == nil && !r.found {
-		err = network.ErrNotFound
-	}
-	if err != nil {
-		return network.Account{}, fmt.Errorf("lookup %s: %w", p, err)
+	switch {
+	case err != nil:
+		// The read failed: the platform's database, not a network.
+		return network.Account{}, network.Platform(fmt.Errorf("lookup %s: %w", p, err))
+	case !r.found:
+		return network.Account{}, fmt.Errorf("lookup %s: %w", p, network.ErrNotFound)
 	}
 	return r.a, nil
 }
@@ -278,11 +279,12 @@ func (n *Network) Verified(ctx context.Context, rawPhone string) (bool, error) {
 	}
 	var v bool
 	err = n.pool.QueryRow(ctx, `SELECT verified FROM network.accounts WHERE phone = $1`, p).Scan(&v)
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = network.ErrNotFound
-	}
-	if err != nil {
-		return false, fmt.Errorf("verified %s: %w", p, err)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return false, fmt.Errorf("verified %s: %w", p, network.ErrNotFound)
+	case err != nil:
+		// The platform's database, not a network.
+		return false, network.Platform(fmt.Errorf("verified %s: %w", p, err))
 	}
 	return v, nil
 }

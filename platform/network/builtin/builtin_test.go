@@ -133,6 +133,28 @@ func TestLookup(t *testing.T) {
 	}
 }
 
+// A read that fails is the platform's database failing, not a network:
+// Lookup and Verified mark it network.Platform; an unknown phone is not.
+func TestLookupFailureIsThePlatforms(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	f.account(ph(1))
+	if _, err := f.net.Lookup(ctx, ph(2), ""); !errors.Is(err, network.ErrNotFound) || network.IsPlatform(err) {
+		t.Fatalf("Lookup of an unknown phone = %v, want ErrNotFound, not the platform's", err)
+	}
+	if _, err := f.net.Verified(ctx, ph(2)); !errors.Is(err, network.ErrNotFound) || network.IsPlatform(err) {
+		t.Fatalf("Verified of an unknown phone = %v, want ErrNotFound, not the platform's", err)
+	}
+	f.db.Close() // the database gone
+	if _, err := f.net.Lookup(ctx, ph(1), ""); !network.IsPlatform(err) || errors.Is(err, network.ErrNotFound) {
+		t.Fatalf("Lookup without its database = %v, want the platform's failure", err)
+	}
+	if _, err := f.net.Verified(ctx, ph(1)); !network.IsPlatform(err) || errors.Is(err, network.ErrNotFound) {
+		t.Fatalf("Verified without its database = %v, want the platform's failure", err)
+	}
+}
+
 func TestAccountsAndVerification(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
