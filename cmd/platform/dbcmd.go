@@ -78,6 +78,24 @@ func phoneFlag(name, value string) (string, error) {
 	return p, nil
 }
 
+// parsePhones parses args like parseFlags, then returns the values of the
+// phone flags names (which fs defines), each required and in E.164
+// (phoneFlag), in the order named.
+func parsePhones(fs *flag.FlagSet, args []string, names ...string) ([]string, error) {
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	phones := make([]string, len(names))
+	for i, name := range names {
+		p, err := phoneFlag(name, fs.Lookup(name).Value.String())
+		if err != nil {
+			return nil, err
+		}
+		phones[i] = p
+	}
+	return phones, nil
+}
+
 // writeJSON writes v as one line of JSON.
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
