@@ -60,10 +60,7 @@ type messagesData struct {
 	Statuses   []string
 	Types      []string
 	Directions []string
-	// NextURL fetches the next page with the same filters; "" on the last
-	// page. FirstURL goes back to the first page when not on it.
-	NextURL, FirstURL string
-	Filtered          bool
+	pager
 }
 
 // maxExcerpt is how much of a message's content the history shows.
@@ -74,16 +71,7 @@ const maxExcerpt = 80
 func (d *Dashboard) messagesPage(c *gin.Context) {
 	s := session(c)
 	ctx := c.Request.Context()
-	form := map[string]string{}
-	q := url.Values{}
-	for _, f := range filterFields {
-		v := strings.TrimSpace(c.Query(f))
-		if v == "" {
-			continue
-		}
-		form[f] = v
-		q.Set(f, v)
-	}
+	form, q := readFilters(c, filterFields)
 	list, err := d.cfg.Senders.List(ctx, s.Principal.Tenant)
 	if err != nil {
 		d.internal(c, err)
@@ -98,7 +86,6 @@ func (d *Dashboard) messagesPage(c *gin.Context) {
 		Statuses:   messages.Statuses(),
 		Types:      []string{messages.TypeText, messages.TypeImage, messages.TypeVoice, messages.TypeDocument},
 		Directions: []string{messages.DirectionOutbound, messages.DirectionInbound},
-		Filtered:   len(q) > 0,
 	}
 	apiQuery := messages.ListQueryFrom(q)
 	apiQuery.Since, apiQuery.Until = rfc3339(apiQuery.Since), rfc3339(apiQuery.Until)
@@ -117,17 +104,7 @@ func (d *Dashboard) messagesPage(c *gin.Context) {
 	for _, m := range result.Messages {
 		data.Messages = append(data.Messages, messageView{Message: m, SenderPhone: phones[m.SenderNumberID], Excerpt: excerpt(m.Content)})
 	}
-	if result.NextCursor != "" {
-		next := cloneValues(q)
-		next.Set("cursor", result.NextCursor)
-		data.NextURL = "/messages?" + next.Encode()
-	}
-	if apiQuery.Cursor != "" {
-		data.FirstURL = "/messages"
-		if len(q) > 0 {
-			data.FirstURL += "?" + q.Encode()
-		}
-	}
+	data.pager = newPager("/messages", q, apiQuery.Cursor, result.NextCursor, "")
 	page.Data = data
 	d.renderStatus(c, status, "messages", page)
 }
@@ -151,14 +128,6 @@ func excerpt(s string) string {
 	}
 	r := []rune(s)
 	return string(r[:maxExcerpt-1]) + "…"
-}
-
-func cloneValues(v url.Values) url.Values {
-	out := make(url.Values, len(v))
-	for k, vs := range v {
-		out[k] = append([]string(nil), vs...)
-	}
-	return out
 }
 
 // messagePage is one message with its delivery: the state of its delivery

@@ -202,11 +202,9 @@ type webhookData struct {
 	Deliveries []deliveryView
 	// States and Events are the log's filter options.
 	States, Events []string
-	// Filtered: the log is filtered by state or event type.
-	Filtered bool
-	// NextURL fetches older deliveries with the same filters; "" on the
-	// last page. FirstURL goes back to the newest when not on them.
-	NextURL, FirstURL string
+	// pager pages the log, filtered by state or event type: older
+	// deliveries next, the newest first.
+	pager
 	// Overlap is how long a replaced secret still signs.
 	Overlap string
 }
@@ -253,7 +251,6 @@ func (d *Dashboard) renderWebhook(c *gin.Context, status int, data pageData, id 
 		Endpoint: viewEndpoint(e),
 		States:   []string{webhooks.StatePending, webhooks.StateSucceeded, webhooks.StateFailed},
 		Events:   webhooks.EventTypes(),
-		Filtered: len(filters) > 0,
 		Overlap:  hoursText(d.cfg.Webhooks.SecretOverlap()),
 	}
 	cursor := q.Get("cursor")
@@ -272,19 +269,7 @@ func (d *Dashboard) renderWebhook(c *gin.Context, status int, data pageData, id 
 	for _, dl := range log.Items {
 		out.Deliveries = append(out.Deliveries, deliveryView{Delivery: dl, Tone: deliveryTone(dl.State)})
 	}
-	base := "/webhooks/" + strconv.FormatInt(id, 10)
-	if log.NextCursor != "" {
-		next := cloneValues(filters)
-		next.Set("cursor", log.NextCursor)
-		out.NextURL = base + "?" + next.Encode() + "#deliveries"
-	}
-	if cursor != "" {
-		out.FirstURL = base
-		if len(filters) > 0 {
-			out.FirstURL += "?" + filters.Encode()
-		}
-		out.FirstURL += "#deliveries"
-	}
+	out.pager = newPager("/webhooks/"+strconv.FormatInt(id, 10), filters, cursor, log.NextCursor, "#deliveries")
 	data.Title, data.Nav, data.Data = "Webhook endpoint", "webhooks", out
 	d.renderStatus(c, status, "webhook", data)
 }
