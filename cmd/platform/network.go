@@ -34,33 +34,20 @@ its flags.
 
 // runNetwork runs `platform network <command>`.
 func runNetwork(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, networkUsage)
-		return flag.ErrHelp
+	block := func(block bool) command {
+		return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+			return networkBlock(ctx, args, stdout, stderr, block)
+		}
 	}
-	cmd, rest := args[0], args[1:]
-	switch cmd {
-	case "add-account":
-		return networkAddAccount(ctx, rest, stdout, stderr)
-	case "verify-account":
-		return networkVerifyAccount(ctx, rest, stdout, stderr)
-	case "block":
-		return networkBlock(ctx, rest, stdout, stderr, true)
-	case "unblock":
-		return networkBlock(ctx, rest, stdout, stderr, false)
-	case "inbox":
-		return networkInbox(ctx, rest, stdout, stderr)
-	case "read":
-		return networkRead(ctx, rest, stdout, stderr)
-	case "send":
-		return networkSend(ctx, rest, stdout, stderr)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, networkUsage)
-		return nil
-	default:
-		fmt.Fprint(stderr, networkUsage)
-		return fmt.Errorf("unknown network command %q", cmd)
-	}
+	return dispatch(ctx, args, stdout, stderr, networkUsage, "network command", map[string]command{
+		"add-account":    networkAddAccount,
+		"verify-account": networkVerifyAccount,
+		"block":          block(true),
+		"unblock":        block(false),
+		"inbox":          networkInbox,
+		"read":           networkRead,
+		"send":           networkSend,
+	})
 }
 
 // networkFlags returns the flag set of a network command, whose -h prints
