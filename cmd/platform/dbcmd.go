@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"time"
 
 	"github.com/bizmsg/platform/platform/config"
 	"github.com/bizmsg/platform/platform/db"
@@ -101,16 +100,4 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
-}
-
-// timestamp formats t as the API does: RFC 3339 in UTC, whole seconds.
-func timestamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
-
-// optTimestamp is timestamp for an optional time (nil stays nil, JSON null).
-func optTimestamp(t *time.Time) *string {
-	if t == nil {
-		return nil
-	}
-	s := timestamp(*t)
-	return &s
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/network/builtin"
 )
@@ -256,7 +257,7 @@ func printMessages(w io.Writer, msgs []builtin.InboxMessage, asJSON bool, none s
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CREATED_AT\tFROM\tTYPE\tRECEIPT\tCONTENT")
 	for _, m := range msgs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", timestamp(m.CreatedAt), m.FromPhone, m.Type, m.Receipt(), describe(m))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", clock.Format(m.CreatedAt), m.FromPhone, m.Type, m.Receipt(), describe(m))
 	}
 	return tw.Flush()
 }
@@ -303,8 +304,8 @@ func messageToJSON(m builtin.InboxMessage) messageJSON {
 		MessageID: m.MessageID, ConversationID: m.ConversationID, FromPhone: m.FromPhone, ToPhone: m.ToPhone,
 		Type: m.Type, Content: m.Content, FileName: m.FileName, FileSize: m.FileSize,
 		FileType: m.FileType, Duration: m.Duration, Reference: m.Reference,
-		CreatedAt: timestamp(m.CreatedAt), Receipt: m.Receipt(),
-		DeliveredAt: timestamp(m.DeliveredAt), ReadAt: optTimestamp(m.ReadAt),
+		CreatedAt: clock.Format(m.CreatedAt), Receipt: m.Receipt(),
+		DeliveredAt: clock.Format(m.DeliveredAt), ReadAt: clock.FormatPtr(m.ReadAt),
 	}
 }
 
@@ -312,8 +313,8 @@ func printAccount(w io.Writer, a network.Account, asJSON bool) error {
 	if asJSON {
 		return writeJSON(w, accountJSON{
 			ID: a.ID, Phone: a.Phone,
-			Verified: a.Verified, VerifiedAt: optTimestamp(a.VerifiedAt),
-			PhoneVerified: a.PhoneVerified, PhoneVerifiedAt: optTimestamp(a.PhoneVerifiedAt),
+			Verified: a.Verified, VerifiedAt: clock.FormatPtr(a.VerifiedAt),
+			PhoneVerified: a.PhoneVerified, PhoneVerifiedAt: clock.FormatPtr(a.PhoneVerifiedAt),
 			ReceivingEnabled: a.ReceivingEnabled,
 		})
 	}

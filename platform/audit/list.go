@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/page"
 )
 
@@ -211,7 +212,7 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 		Action:    e.Action,
 		Target:    targetJSON(e.Target),
 		Details:   details,
-		CreatedAt: e.At.UTC().Truncate(time.Second).Format(time.RFC3339),
+		CreatedAt: clock.Format(e.At),
 	})
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/page"
 	"github.com/bizmsg/platform/platform/queue"
@@ -74,14 +75,14 @@ func (d Delivery) MarshalJSON() ([]byte, error) {
 		Attempts:       d.Attempts,
 		LastStatusCode: d.LastStatusCode,
 		LatencyMS:      d.LatencyMS,
-		CreatedAt:      formatTime(d.CreatedAt),
+		CreatedAt:      clock.Format(d.CreatedAt),
 	}
 	if d.LastError != "" {
 		e := d.LastError
 		out.LastError = &e
 	}
 	if d.NextAttemptAt != nil {
-		n := formatTime(*d.NextAttemptAt)
+		n := clock.Format(*d.NextAttemptAt)
 		out.NextAttemptAt = &n
 	}
 	return json.Marshal(out)

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/page"
 )
@@ -85,8 +86,8 @@ func (e Endpoint) MarshalJSON() ([]byte, error) {
 		Description: e.Description,
 		Events:      e.Events,
 		Enabled:     e.Enabled,
-		CreatedAt:   formatTime(e.CreatedAt),
-		UpdatedAt:   formatTime(e.UpdatedAt),
+		CreatedAt:   clock.Format(e.CreatedAt),
+		UpdatedAt:   clock.Format(e.UpdatedAt),
 		Secret:      e.Secret,
 	}
 	if out.Events == nil {
@@ -98,8 +99,6 @@ func (e Endpoint) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(out)
 }
-
-func formatTime(t time.Time) string { return t.UTC().Truncate(time.Second).Format(time.RFC3339) }
 
 // EndpointInput is the body of POST /webhooks. Absent (or null) events
 // subscribe to every event type.
