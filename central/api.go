@@ -140,10 +140,7 @@ func (a *API) listMembers(c *gin.Context) {
 		httpx.Fail(c, err)
 		return
 	}
-	if users == nil {
-		users = []accounts.User{}
-	}
-	httpx.JSON(c, http.StatusOK, resource.List[accounts.User]{Data: users, NextCursor: page.NextCursor(next)})
+	httpx.JSON(c, http.StatusOK, page.Of[accounts.User]{Items: users, NextCursor: next})
 }
 
 // addMember is POST /users: 201 {"data": member}.

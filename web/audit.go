@@ -67,7 +67,7 @@ func (d *Dashboard) auditPage(c *gin.Context) {
 		}
 		status, pd.Error, pd.Fields = st, msg, fields
 	}
-	for _, e := range result.Entries {
+	for _, e := range result.Items {
 		data.Entries = append(data.Entries, viewEntry(e))
 	}
 	data.pager = newPager("/audit", q, apiQuery.Cursor, result.NextCursor, "")

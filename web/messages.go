@@ -101,7 +101,7 @@ func (d *Dashboard) messagesPage(c *gin.Context) {
 		}
 		status, page.Error, page.Fields = st, msg, fields
 	}
-	for _, m := range result.Messages {
+	for _, m := range result.Items {
 		data.Messages = append(data.Messages, messageView{Message: m, SenderPhone: phones[m.SenderNumberID], Excerpt: excerpt(m.Content)})
 	}
 	data.pager = newPager("/messages", q, apiQuery.Cursor, result.NextCursor, "")
@@ -195,17 +195,17 @@ func (d *Dashboard) conversationPage(c *gin.Context) {
 		d.internal(c, err)
 		return
 	}
-	if len(page.Messages) == 0 {
+	if len(page.Items) == 0 {
 		d.internal(c, apperr.NotFound("conversation"))
 		return
 	}
-	data := conversationData{ID: id, Contact: messageView{Message: page.Messages[0]}.Contact()}
-	if sn, err := d.cfg.Senders.Get(ctx, s.Principal.Tenant, page.Messages[0].SenderNumberID); err == nil {
+	data := conversationData{ID: id, Contact: messageView{Message: page.Items[0]}.Contact()}
+	if sn, err := d.cfg.Senders.Get(ctx, s.Principal.Tenant, page.Items[0].SenderNumberID); err == nil {
 		data.SenderPhone = sn.Phone
 	}
-	for i := len(page.Messages) - 1; i >= 0; i-- {
-		data.Messages = append(data.Messages, messageView{Message: page.Messages[i], SenderPhone: data.SenderPhone,
-			Excerpt: page.Messages[i].Content})
+	for i := len(page.Items) - 1; i >= 0; i-- {
+		data.Messages = append(data.Messages, messageView{Message: page.Items[i], SenderPhone: data.SenderPhone,
+			Excerpt: page.Items[i].Content})
 	}
 	base := "/conversations/" + strconv.FormatInt(id, 10)
 	if page.NextCursor != "" {

@@ -146,25 +146,6 @@ func parseActor(s string) (Actor, bool) {
 	return Actor{Type: typ, ID: id}, true
 }
 
-// Page is one page of the log.
-type Page struct {
-	Entries []Entry
-	// NextCursor fetches the next page; "" on the last page.
-	NextCursor string
-}
-
-// MarshalJSON renders the list body: {"data": [...], "next_cursor": "..." | null}.
-func (p Page) MarshalJSON() ([]byte, error) {
-	out := struct {
-		Data       []Entry `json:"data"`
-		NextCursor *string `json:"next_cursor"`
-	}{Data: p.Entries, NextCursor: page.NextCursor(p.NextCursor)}
-	if out.Data == nil {
-		out.Data = []Entry{}
-	}
-	return json.Marshal(out)
-}
-
 // entryJSON is the resource of docs/api.md, §Audit log.
 type entryJSON struct {
 	ID        int64           `json:"id"`
@@ -218,16 +199,16 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 
 // List returns the organization's entries matching q, newest first, one
 // page at a time. A bad parameter is a 422 naming it.
-func (s *Service) List(ctx context.Context, orgID int64, q Query) (Page, error) {
+func (s *Service) List(ctx context.Context, orgID int64, q Query) (page.Of[Entry], error) {
 	f, err := q.Parse()
 	if err != nil {
-		return Page{}, err
+		return page.Of[Entry]{}, err
 	}
 	return s.ListFilter(ctx, orgID, f)
 }
 
 // ListFilter is List for a Filter already parsed.
-func (s *Service) ListFilter(ctx context.Context, orgID int64, f Filter) (Page, error) {
+func (s *Service) ListFilter(ctx context.Context, orgID int64, f Filter) (page.Of[Entry], error) {
 	var userID, keyID int64
 	switch f.Actor.Type {
 	case ActorUser:
@@ -257,7 +238,7 @@ func (s *Service) ListFilter(ctx context.Context, orgID int64, f Filter) (Page, 
 		LIMIT $11`,
 		orgID, f.Page.After, f.Actor.Type, userID, keyID, f.Action, f.Family, target, f.Since, f.Until, f.Page.Limit+1)
 	if err != nil {
-		return Page{}, fmt.Errorf("list audit log: %w", err)
+		return page.Of[Entry]{}, fmt.Errorf("list audit log: %w", err)
 	}
 	defer rows.Close()
 	var out []Entry
@@ -268,20 +249,20 @@ func (s *Service) ListFilter(ctx context.Context, orgID int64, f Filter) (Page, 
 			details []byte
 		)
 		if err := rows.Scan(&e.ID, &e.Actor.Type, &e.Actor.ID, &e.Actor.Name, &e.Action, &target, &details, &e.At); err != nil {
-			return Page{}, fmt.Errorf("scan audit entry: %w", err)
+			return page.Of[Entry]{}, fmt.Errorf("scan audit entry: %w", err)
 		}
 		e.OrgID = orgID
 		if t, ok := ParseTarget(target); ok {
 			e.Target = t
 		}
 		if err := json.Unmarshal(details, &e.Details); err != nil {
-			return Page{}, fmt.Errorf("audit entry %d: details: %w", e.ID, err)
+			return page.Of[Entry]{}, fmt.Errorf("audit entry %d: details: %w", e.ID, err)
 		}
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
-		return Page{}, fmt.Errorf("list audit log: %w", err)
+		return page.Of[Entry]{}, fmt.Errorf("list audit log: %w", err)
 	}
 	entries, next := page.Cut(f.Page, out, func(e Entry) int64 { return e.ID })
-	return Page{Entries: entries, NextCursor: next}, nil
+	return page.Of[Entry]{Items: entries, NextCursor: next}, nil
 }

@@ -55,9 +55,9 @@ func (h Keys) List(c *gin.Context) {
 		return
 	}
 	now := h.Svc.Now()
-	out := List[keys.Resource]{Data: make([]keys.Resource, 0, len(list)), NextCursor: page.NextCursor(next)}
+	out := page.Of[keys.Resource]{Items: make([]keys.Resource, 0, len(list)), NextCursor: next}
 	for _, k := range list {
-		out.Data = append(out.Data, k.Resource(now))
+		out.Items = append(out.Items, k.Resource(now))
 	}
 	httpx.JSON(c, http.StatusOK, out)
 }

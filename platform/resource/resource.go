@@ -35,10 +35,3 @@ type Caller struct {
 // CallerFunc returns the caller of a request that passed the API's
 // authentication middleware.
 type CallerFunc func(*gin.Context) Caller
-
-// List is the body of a list answer: one page of data, and the cursor of
-// the next page (null on the last).
-type List[T any] struct {
-	Data       []T     `json:"data"`
-	NextCursor *string `json:"next_cursor"`
-}

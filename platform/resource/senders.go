@@ -6,6 +6,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/bizmsg/platform/platform/httpx"
+	"github.com/bizmsg/platform/platform/page"
 	"github.com/bizmsg/platform/platform/senders"
 )
 
@@ -24,10 +25,7 @@ func (h Senders) List(c *gin.Context) {
 		httpx.Fail(c, err)
 		return
 	}
-	if list == nil {
-		list = []senders.Sender{}
-	}
-	httpx.JSON(c, http.StatusOK, List[senders.Sender]{Data: list})
+	httpx.JSON(c, http.StatusOK, page.Of[senders.Sender]{Items: list})
 }
 
 // Register is POST /sender-numbers: 201 with the number in

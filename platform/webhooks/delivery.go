@@ -116,7 +116,7 @@ func DeliveryQueryFrom(v url.Values) DeliveryQuery {
 // Deliveries returns one page of the endpoint's delivery log, newest first,
 // filtered by state and event type (every problem with the parameters is
 // one 422).
-func (s *Service) Deliveries(ctx context.Context, t db.Tenant, endpointID int64, q DeliveryQuery) (Page[Delivery], error) {
+func (s *Service) Deliveries(ctx context.Context, t db.Tenant, endpointID int64, q DeliveryQuery) (page.Of[Delivery], error) {
 	var v apperr.Validation
 	p := page.ParseInto(&v, q.Limit, q.Cursor)
 	if q.State != "" && q.State != StatePending && q.State != StateSucceeded && q.State != StateFailed {
@@ -126,10 +126,10 @@ func (s *Service) Deliveries(ctx context.Context, t db.Tenant, endpointID int64,
 		v.Add("event_type", "must be one of "+strings.Join(EventTypes(), ", "))
 	}
 	if err := v.Err(); err != nil {
-		return Page[Delivery]{}, err
+		return page.Of[Delivery]{}, err
 	}
 	if _, err := s.Get(ctx, t, endpointID); err != nil {
-		return Page[Delivery]{}, err
+		return page.Of[Delivery]{}, err
 	}
 	var list []Delivery
 	err := s.sql.Query(ctx, nil, sqlFor(t, `SELECT `+deliveryColumns+`
@@ -150,7 +150,7 @@ func (s *Service) Deliveries(ctx context.Context, t db.Tenant, endpointID int64,
 			return nil
 		})
 	if err != nil {
-		return Page[Delivery]{}, fmt.Errorf("list webhook deliveries: %w", err)
+		return page.Of[Delivery]{}, fmt.Errorf("list webhook deliveries: %w", err)
 	}
 	return cut(p, list, func(d Delivery) int64 { return d.ID }), nil
 }

@@ -171,10 +171,10 @@ func (s *Service) Create(ctx context.Context, t db.Tenant, in EndpointInput) (En
 
 // List returns one page of the organization's endpoints, newest first,
 // never with their secrets.
-func (s *Service) List(ctx context.Context, t db.Tenant, limit, cursor string) (Page[Endpoint], error) {
+func (s *Service) List(ctx context.Context, t db.Tenant, limit, cursor string) (page.Of[Endpoint], error) {
 	p, err := page.Parse(limit, cursor)
 	if err != nil {
-		return Page[Endpoint]{}, err
+		return page.Of[Endpoint]{}, err
 	}
 	var list []Endpoint
 	err = s.sql.Query(ctx, nil, sqlFor(t, `SELECT `+endpointColumns+` FROM {endpoints} e
@@ -190,7 +190,7 @@ func (s *Service) List(ctx context.Context, t db.Tenant, limit, cursor string) (
 			return nil
 		})
 	if err != nil {
-		return Page[Endpoint]{}, fmt.Errorf("list webhook endpoints: %w", err)
+		return page.Of[Endpoint]{}, fmt.Errorf("list webhook endpoints: %w", err)
 	}
 	return cut(p, list, func(e Endpoint) int64 { return e.ID }), nil
 }
