@@ -10,7 +10,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/bizmsg/platform/platform/apperr"
-	"github.com/bizmsg/platform/platform/httpx"
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/senders"
 )
@@ -135,9 +134,8 @@ func excerpt(s string) string {
 // attempt (messages.Service.Get, as GET /api/v1/messages/{id} shows it).
 func (d *Dashboard) messagePage(c *gin.Context) {
 	s := session(c)
-	id, ok := httpx.PathID(c)
+	id, ok := d.pathID(c, "message")
 	if !ok {
-		d.internal(c, apperr.NotFound("message"))
 		return
 	}
 	m, err := d.cfg.Messages.Get(c.Request.Context(), s.Principal.Tenant, id)
@@ -180,9 +178,8 @@ const conversationPageSize = messages.MaxPageLimit
 func (d *Dashboard) conversationPage(c *gin.Context) {
 	s := session(c)
 	ctx := c.Request.Context()
-	id, ok := httpx.PathID(c)
+	id, ok := d.pathID(c, "conversation")
 	if !ok {
-		d.internal(c, apperr.NotFound("conversation"))
 		return
 	}
 	cursor := c.Query("cursor")

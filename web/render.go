@@ -229,6 +229,38 @@ func (d *Dashboard) internal(c *gin.Context, err error) {
 	d.renderStatus(c, status, "error", pageData{Title: title, Message: msg})
 }
 
+// pathID reads the :id path parameter of a page on one thing (named in the
+// 404); when it is not an id it renders the error page and returns false.
+func (d *Dashboard) pathID(c *gin.Context, thing string) (int64, bool) {
+	id, ok := httpx.PathID(c)
+	if !ok {
+		d.internal(c, apperr.NotFound(thing))
+	}
+	return id, ok
+}
+
+// adminAction reads the id of an owner/admin action on one thing (what it
+// does, for the refusal). When the id is malformed or the member is not an
+// owner or admin it renders the error page and returns ok false.
+func (d *Dashboard) adminAction(c *gin.Context, thing, what string) (*Session, int64, bool) {
+	s := session(c)
+	id, ok := d.pathID(c, thing)
+	if !ok {
+		return nil, 0, false
+	}
+	if !s.IsAdmin() {
+		d.internal(c, errNotAdmin(what))
+		return nil, 0, false
+	}
+	return s, id, true
+}
+
+// errNotAdmin is the refusal of an action for owners and admins only (the
+// Central API's RequireRole(owner, admin) on the same actions).
+func errNotAdmin(what string) error {
+	return apperr.Forbidden("insufficient_role", "Only owners and admins can "+what+".")
+}
+
 // formError splits a service error into what a form shows (its status, a
 // message and field errors). ok is false for failures that are not the
 // user's (internal or unavailable): those get the error page.
