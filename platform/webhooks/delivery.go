@@ -131,28 +131,18 @@ func (s *Service) Deliveries(ctx context.Context, t db.Tenant, endpointID int64,
 	if _, err := s.Get(ctx, t, endpointID); err != nil {
 		return page.Of[Delivery]{}, err
 	}
-	var list []Delivery
-	err := s.sql.Query(ctx, nil, sqlFor(t, `SELECT `+deliveryColumns+`
+	list, err := listPage(ctx, s.sql, sqlFor(t, `SELECT `+deliveryColumns+`
 		  FROM {deliveries} d JOIN {events} ev ON ev.id = d.event_id
 		 WHERE d.endpoint_id = $1
 		   AND ($2::text = '' OR d.state = $2::text)
 		   AND ($3::text = '' OR ev.type = $3::text)
 		   AND ($4::bigint = 0 OR d.id < $4::bigint)
 		 ORDER BY d.id DESC LIMIT $5`), []any{endpointID, q.State, q.EventType, p.After, p.Limit + 1},
-		func(r db.Rows) error {
-			for r.Next() {
-				var d Delivery
-				if err := scanDelivery(r, &d); err != nil {
-					return err
-				}
-				list = append(list, d)
-			}
-			return nil
-		})
+		p, scanDelivery, func(d Delivery) int64 { return d.ID })
 	if err != nil {
 		return page.Of[Delivery]{}, fmt.Errorf("list webhook deliveries: %w", err)
 	}
-	return cut(p, list, func(d Delivery) int64 { return d.ID }), nil
+	return list, nil
 }
 
 // Redeliver sends delivery deliveryID's event to the endpoint again: a new

@@ -176,23 +176,13 @@ func (s *Service) List(ctx context.Context, t db.Tenant, limit, cursor string) (
 	if err != nil {
 		return page.Of[Endpoint]{}, err
 	}
-	var list []Endpoint
-	err = s.sql.Query(ctx, nil, sqlFor(t, `SELECT `+endpointColumns+` FROM {endpoints} e
+	list, err := listPage(ctx, s.sql, sqlFor(t, `SELECT `+endpointColumns+` FROM {endpoints} e
 		WHERE ($1::bigint = 0 OR e.id < $1) ORDER BY e.id DESC LIMIT $2`),
-		[]any{p.After, p.Limit + 1}, func(r db.Rows) error {
-			for r.Next() {
-				var e Endpoint
-				if err := scanEndpoint(r, &e); err != nil {
-					return err
-				}
-				list = append(list, e)
-			}
-			return nil
-		})
+		[]any{p.After, p.Limit + 1}, p, scanEndpoint, func(e Endpoint) int64 { return e.ID })
 	if err != nil {
 		return page.Of[Endpoint]{}, fmt.Errorf("list webhook endpoints: %w", err)
 	}
-	return cut(p, list, func(e Endpoint) int64 { return e.ID }), nil
+	return list, nil
 }
 
 // Get returns the organization's endpoint id (404 when it has none).
