@@ -42,6 +42,17 @@ func StoredTenant(orgID int64, schema *string) (Tenant, error) {
 	return NewTenant(orgID, *schema)
 }
 
+// Null is v as a statement argument: nil (SQL NULL) when v is its type's
+// zero value ("", 0), for optional columns the caller holds as plain
+// values.
+func Null[T comparable](v T) any {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return v
+}
+
 // Table returns the quoted, schema-qualified name of one of the tenant's tables,
 // e.g. `"tenant_42"."messages"`, for hand-written SQL on the hot paths.
 func (t Tenant) Table(name string) string {
