@@ -135,11 +135,7 @@ func parseActor(s string) (Actor, bool) {
 	if id, ok := parseID(s); ok {
 		return User(id), true
 	}
-	typ, rest, ok := strings.Cut(s, ":")
-	if !ok || (typ != ActorUser && typ != ActorAPIKey) {
-		return Actor{}, false
-	}
-	id, ok := parseID(rest)
+	typ, id, ok := parseRef(s, ActorUser, ActorAPIKey)
 	if !ok {
 		return Actor{}, false
 	}
@@ -209,13 +205,7 @@ func (s *Service) List(ctx context.Context, orgID int64, q Query) (page.Of[Entry
 
 // ListFilter is List for a Filter already parsed.
 func (s *Service) ListFilter(ctx context.Context, orgID int64, f Filter) (page.Of[Entry], error) {
-	var userID, keyID int64
-	switch f.Actor.Type {
-	case ActorUser:
-		userID = f.Actor.ID
-	case ActorAPIKey:
-		keyID = f.Actor.ID
-	}
+	userID, keyID := f.Actor.columns()
 	target := ""
 	if f.Target.Type != "" {
 		target = f.Target.String()
