@@ -66,33 +66,21 @@ func (a *API) Mount(r gin.IRouter) *gin.RouterGroup {
 // register is POST /register: 201 {user, organization, access_token, ...}.
 func (a *API) register(c *gin.Context) {
 	var req accounts.Registration
-	if err := httpx.BindJSON(c, &req); err != nil {
-		httpx.Fail(c, err)
+	if !httpx.Bind(c, &req) {
 		return
 	}
 	out, err := a.svc.Register(c.Request.Context(), req)
-	if err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	noStore(c)
-	httpx.JSON(c, http.StatusCreated, out)
+	httpx.ReplySecret(c, http.StatusCreated, out, err)
 }
 
 // login is POST /login: 200 {access_token, token_type, expires_in, refresh_token}.
 func (a *API) login(c *gin.Context) {
 	var req accounts.Credentials
-	if err := httpx.BindJSON(c, &req); err != nil {
-		httpx.Fail(c, err)
+	if !httpx.Bind(c, &req) {
 		return
 	}
 	sess, err := a.svc.Login(c.Request.Context(), req, c.ClientIP())
-	if err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	noStore(c)
-	httpx.JSON(c, http.StatusOK, sess)
+	httpx.ReplySecret(c, http.StatusOK, sess, err)
 }
 
 // refreshRequest is the body of POST /token/refresh and POST /logout.
@@ -103,8 +91,7 @@ type refreshRequest struct {
 // refresh is POST /token/refresh: rotates the refresh token.
 func (a *API) refresh(c *gin.Context) {
 	var req refreshRequest
-	if err := httpx.BindJSON(c, &req); err != nil {
-		httpx.Fail(c, err)
+	if !httpx.Bind(c, &req) {
 		return
 	}
 	if req.RefreshToken == "" {
@@ -114,12 +101,7 @@ func (a *API) refresh(c *gin.Context) {
 		return
 	}
 	sess, err := a.svc.Refresh(c.Request.Context(), req.RefreshToken)
-	if err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	noStore(c)
-	httpx.JSON(c, http.StatusOK, sess)
+	httpx.ReplySecret(c, http.StatusOK, sess, err)
 }
 
 // logout is POST /logout: 204. The body {"refresh_token": ...} is optional;
@@ -128,8 +110,7 @@ func (a *API) logout(c *gin.Context) {
 	p := MustPrincipal(c)
 	var req refreshRequest
 	if c.Request.ContentLength != 0 || c.GetHeader("Content-Type") != "" {
-		if err := httpx.BindJSON(c, &req); err != nil {
-			httpx.Fail(c, err)
+		if !httpx.Bind(c, &req) {
 			return
 		}
 	}
@@ -143,17 +124,7 @@ func (a *API) logout(c *gin.Context) {
 // me is GET /me: {"data": {user, organization, role, subscription}}.
 func (a *API) me(c *gin.Context) {
 	me, err := a.svc.Me(c.Request.Context(), *MustPrincipal(c))
-	if err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	httpx.JSON(c, http.StatusOK, gin.H{"data": me})
-}
-
-// memberList is the body of GET /users.
-type memberList struct {
-	Data       []accounts.User `json:"data"`
-	NextCursor *string         `json:"next_cursor"`
+	httpx.Data(c, http.StatusOK, me, err)
 }
 
 // listMembers is GET /users: the organization's members, newest first.
@@ -169,32 +140,23 @@ func (a *API) listMembers(c *gin.Context) {
 		httpx.Fail(c, err)
 		return
 	}
-	if users == nil {
-		users = []accounts.User{}
-	}
-	httpx.JSON(c, http.StatusOK, memberList{Data: users, NextCursor: page.NextCursor(next)})
+	httpx.JSON(c, http.StatusOK, page.Of[accounts.User]{Items: users, NextCursor: next})
 }
 
 // addMember is POST /users: 201 {"data": member}.
 func (a *API) addMember(c *gin.Context) {
 	var req accounts.NewMember
-	if err := httpx.BindJSON(c, &req); err != nil {
-		httpx.Fail(c, err)
+	if !httpx.Bind(c, &req) {
 		return
 	}
 	u, err := a.svc.AddMember(c.Request.Context(), *MustPrincipal(c), req)
-	if err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	httpx.JSON(c, http.StatusCreated, gin.H{"data": u})
+	httpx.Data(c, http.StatusCreated, u, err)
 }
 
 // removeMember is DELETE /users/{id}: 204.
 func (a *API) removeMember(c *gin.Context) {
-	id, ok := httpx.PathID(c)
+	id, ok := httpx.PathIDOr404(c, "member")
 	if !ok {
-		httpx.Fail(c, apperr.NotFound("member"))
 		return
 	}
 	if err := a.svc.RemoveMember(c.Request.Context(), *MustPrincipal(c), id); err != nil {
@@ -203,7 +165,3 @@ func (a *API) removeMember(c *gin.Context) {
 	}
 	c.Status(http.StatusNoContent)
 }
-
-// noStore keeps responses that carry secrets (tokens, plain keys) out of
-// caches.
-func noStore(c *gin.Context) { c.Header("Cache-Control", "no-store") }

@@ -9,6 +9,8 @@ import (
 	"github.com/bizmsg/platform/platform/accounts"
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/httpx"
+	"github.com/bizmsg/platform/platform/keys"
+	"github.com/bizmsg/platform/platform/resource"
 )
 
 // MaxAuthorizationBytes caps the Authorization header; our access tokens are
@@ -26,6 +28,12 @@ func PrincipalFrom(c *gin.Context) (*accounts.Principal, bool) { return principa
 // none (a handler mounted outside the authenticated group: a programming
 // error, answered 500 by the recovery middleware).
 func MustPrincipal(c *gin.Context) *accounts.Principal { return principal.Must(c) }
+
+// caller is the signed-in user as the shared resource handlers see it.
+func caller(c *gin.Context) resource.Caller {
+	p := MustPrincipal(c)
+	return resource.Caller{OrgID: p.OrgID, Tenant: p.Tenant, Actor: keys.Actor{UserID: p.UserID}, Admin: p.IsAdmin()}
+}
 
 // bearer is the Central API's authentication middleware: Authorization:
 // Bearer <access token>, capped at MaxAuthorizationBytes. API keys are not

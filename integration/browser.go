@@ -118,6 +118,19 @@ func (b *Browser) step(what string, actions ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
+// read runs action and returns what it read, failing the test (naming
+// what, and the page) when it fails or outlasts browserStep.
+func (b *Browser) read(what string, action chromedp.Action[string]) string {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, browserStep)
+	defer cancel()
+	s, err := chromedp.Run(ctx, action)
+	if err != nil {
+		b.t.Fatalf("browser: %s: %v (page %s)", what, err, b.location())
+	}
+	return s
+}
+
 // location is the current URL, for failure messages.
 func (b *Browser) location() string {
 	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
@@ -198,25 +211,13 @@ func (b *Browser) WaitVisible(sel string) {
 // Text returns the text of the first element matching sel.
 func (b *Browser) Text(sel string) string {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, browserStep)
-	defer cancel()
-	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-	if err != nil {
-		b.t.Fatalf("browser: text of %s: %v (page %s)", sel, err, b.location())
-	}
-	return strings.TrimSpace(s)
+	return strings.TrimSpace(b.read("text of "+sel, chromedp.Text(chromedp.CSS(sel))))
 }
 
 // Value returns the value of the input sel.
 func (b *Browser) Value(sel string) string {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, browserStep)
-	defer cancel()
-	s, err := chromedp.Run(ctx, chromedp.Value(chromedp.CSS(sel)))
-	if err != nil {
-		b.t.Fatalf("browser: value of %s: %v (page %s)", sel, err, b.location())
-	}
-	return s
+	return b.read("value of "+sel, chromedp.Value(chromedp.CSS(sel)))
 }
 
 // Has reports whether an element matches sel on the current page.

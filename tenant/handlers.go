@@ -8,19 +8,7 @@ import (
 	"github.com/bizmsg/platform/platform/accounts"
 	"github.com/bizmsg/platform/platform/httpx"
 	"github.com/bizmsg/platform/platform/keys"
-	"github.com/bizmsg/platform/platform/resource"
 )
-
-// caller is the calling key as the shared resource handlers see it: bound
-// by its scopes, never an admin of limits.
-func caller(c *gin.Context) resource.Caller {
-	p := MustPrincipal(c)
-	return resource.Caller{
-		OrgID:  p.OrgID,
-		Tenant: p.Tenant,
-		Actor:  keys.Actor{UserID: p.UserID, KeyID: p.KeyID, Scopes: p.Scopes},
-	}
-}
 
 // meBody is GET /me's data.
 type meBody struct {

@@ -24,10 +24,6 @@ func MountLookup(g gin.IRoutes, svc *lookup.Service) {
 			SenderNumberID: c.Query("sender_number_id"),
 			SenderPhone:    phone.FromQuery(c.Query("sender_phone")),
 		})
-		if err != nil {
-			httpx.Fail(c, err)
-			return
-		}
-		httpx.JSON(c, http.StatusOK, res)
+		httpx.Reply(c, http.StatusOK, res, err)
 	})
 }

@@ -38,8 +38,7 @@ func MountMessages(g gin.IRoutes, svc *messages.Service) {
 func (h *messageHandlers) send(c *gin.Context) {
 	p := MustPrincipal(c)
 	var req messages.SendRequest
-	if err := httpx.BindJSON(c, &req); err != nil {
-		httpx.Fail(c, err)
+	if !httpx.Bind(c, &req) {
 		return
 	}
 	req.IdempotencyKey = c.GetHeader(messages.IdempotencyKeyHeader)

@@ -76,6 +76,17 @@ func PrincipalFrom(c *gin.Context) (*Principal, bool) { return principal.From(c)
 // error, answered 500 by the recovery middleware).
 func MustPrincipal(c *gin.Context) *Principal { return principal.Must(c) }
 
+// caller is the calling key as the shared resource handlers see it: bound
+// by its scopes, never an admin of limits.
+func caller(c *gin.Context) resource.Caller {
+	p := MustPrincipal(c)
+	return resource.Caller{
+		OrgID:  p.OrgID,
+		Tenant: p.Tenant,
+		Actor:  keys.Actor{UserID: p.UserID, KeyID: p.KeyID, Scopes: p.Scopes},
+	}
+}
+
 // Config configures the Tenant API.
 type Config struct {
 	// Keys is the API-key service. Required.

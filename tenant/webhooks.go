@@ -45,91 +45,62 @@ func MountWebhooks(g gin.IRoutes, svc *webhooks.Service) {
 }
 
 // endpointID reads the {id} path parameter; false has answered 404.
-func endpointID(c *gin.Context) (int64, bool) {
-	id, ok := httpx.PathID(c)
-	if !ok {
-		httpx.Fail(c, apperr.NotFound("webhook endpoint"))
-	}
-	return id, ok
-}
+func endpointID(c *gin.Context) (int64, bool) { return httpx.PathIDOr404(c, "webhook endpoint") }
 
-// withSecret answers a resource carrying a secret, kept out of caches.
-func withSecret(c *gin.Context, status int, e webhooks.Endpoint) {
-	c.Header("Cache-Control", "no-store")
-	httpx.JSON(c, status, gin.H{"data": e})
+// withSecret answers an endpoint carrying its secret, kept out of caches,
+// or err.
+func withSecret(c *gin.Context, status int, e webhooks.Endpoint, err error) {
+	httpx.ReplySecret(c, status, gin.H{"data": e}, err)
 }
 
 // create is POST /webhooks: 201 with the endpoint and its secret (the only
 // time it is shown, with rotation's).
 func (h *webhookHandlers) create(c *gin.Context) {
-	p := MustPrincipal(c)
 	var in webhooks.EndpointInput
-	if err := httpx.BindJSON(c, &in); err != nil {
-		httpx.Fail(c, err)
+	if !httpx.Bind(c, &in) {
 		return
 	}
-	e, err := h.svc.Create(c.Request.Context(), p.Tenant, in)
-	if err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	withSecret(c, http.StatusCreated, e)
+	e, err := h.svc.Create(c.Request.Context(), MustPrincipal(c).Tenant, in)
+	withSecret(c, http.StatusCreated, e, err)
 }
 
 // list is GET /webhooks: the organization's endpoints, newest first.
 func (h *webhookHandlers) list(c *gin.Context) {
-	p := MustPrincipal(c)
-	page, err := h.svc.List(c.Request.Context(), p.Tenant, c.Query("limit"), c.Query("cursor"))
-	if err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	httpx.JSON(c, http.StatusOK, page)
+	page, err := h.svc.List(c.Request.Context(), MustPrincipal(c).Tenant, c.Query("limit"), c.Query("cursor"))
+	httpx.Reply(c, http.StatusOK, page, err)
 }
 
 // get is GET /webhooks/{id}.
 func (h *webhookHandlers) get(c *gin.Context) {
-	p := MustPrincipal(c)
 	id, ok := endpointID(c)
 	if !ok {
 		return
 	}
-	e, err := h.svc.Get(c.Request.Context(), p.Tenant, id)
-	if err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	httpx.JSON(c, http.StatusOK, gin.H{"data": e})
+	e, err := h.svc.Get(c.Request.Context(), MustPrincipal(c).Tenant, id)
+	httpx.Data(c, http.StatusOK, e, err)
 }
 
 // update is PATCH /webhooks/{id}.
 func (h *webhookHandlers) update(c *gin.Context) {
-	p := MustPrincipal(c)
 	id, ok := endpointID(c)
 	if !ok {
 		return
 	}
 	var in webhooks.EndpointPatch
-	if err := httpx.BindJSON(c, &in); err != nil {
-		httpx.Fail(c, err)
+	if !httpx.Bind(c, &in) {
 		return
 	}
-	e, err := h.svc.Update(c.Request.Context(), p.Tenant, id, in)
-	if err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	httpx.JSON(c, http.StatusOK, gin.H{"data": e})
+	e, err := h.svc.Update(c.Request.Context(), MustPrincipal(c).Tenant, id, in)
+	httpx.Data(c, http.StatusOK, e, err)
 }
 
 // delete is DELETE /webhooks/{id}: 204.
 func (h *webhookHandlers) delete(c *gin.Context) {
-	p := MustPrincipal(c)
 	id, ok := endpointID(c)
 	if !ok {
 		return
 	}
-	if err := h.svc.Delete(c.Request.Context(), p.Tenant, id); err != nil {
+	if err := h.svc.Delete(c.Request.Context(), MustPrincipal(c).Tenant, id); err != nil {
 		httpx.Fail(c, err)
 		return
 	}
@@ -138,38 +109,27 @@ func (h *webhookHandlers) delete(c *gin.Context) {
 
 // rotate is POST /webhooks/{id}/rotate-secret: 200 with the new secret.
 func (h *webhookHandlers) rotate(c *gin.Context) {
-	p := MustPrincipal(c)
 	id, ok := endpointID(c)
 	if !ok {
 		return
 	}
-	e, err := h.svc.RotateSecret(c.Request.Context(), p.Tenant, id)
-	if err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	withSecret(c, http.StatusOK, e)
+	e, err := h.svc.RotateSecret(c.Request.Context(), MustPrincipal(c).Tenant, id)
+	withSecret(c, http.StatusOK, e, err)
 }
 
 // deliveries is GET /webhooks/{id}/deliveries: the delivery log.
 func (h *webhookHandlers) deliveries(c *gin.Context) {
-	p := MustPrincipal(c)
 	id, ok := endpointID(c)
 	if !ok {
 		return
 	}
-	page, err := h.svc.Deliveries(c.Request.Context(), p.Tenant, id, webhooks.DeliveryQueryFrom(c.Request.URL.Query()))
-	if err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	httpx.JSON(c, http.StatusOK, page)
+	page, err := h.svc.Deliveries(c.Request.Context(), MustPrincipal(c).Tenant, id, webhooks.DeliveryQueryFrom(c.Request.URL.Query()))
+	httpx.Reply(c, http.StatusOK, page, err)
 }
 
 // redeliver is POST /webhooks/{id}/deliveries/{delivery_id}/redeliver:
 // 202 with the new pending delivery.
 func (h *webhookHandlers) redeliver(c *gin.Context) {
-	p := MustPrincipal(c)
 	id, ok := endpointID(c)
 	if !ok {
 		return
@@ -179,12 +139,8 @@ func (h *webhookHandlers) redeliver(c *gin.Context) {
 		httpx.Fail(c, apperr.NotFound("webhook delivery"))
 		return
 	}
-	d, err := h.svc.Redeliver(c.Request.Context(), p.Tenant, id, deliveryID)
-	if err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	httpx.JSON(c, http.StatusAccepted, gin.H{"data": d})
+	d, err := h.svc.Redeliver(c.Request.Context(), MustPrincipal(c).Tenant, id, deliveryID)
+	httpx.Data(c, http.StatusAccepted, d, err)
 }
 
 // redeliverRequest is the body of POST /webhooks/{id}/deliveries/redeliver.
@@ -196,14 +152,12 @@ type redeliverRequest struct {
 // {"since": RFC 3339}: 202 with how many failed deliveries were queued
 // again.
 func (h *webhookHandlers) redeliverFailed(c *gin.Context) {
-	p := MustPrincipal(c)
 	id, ok := endpointID(c)
 	if !ok {
 		return
 	}
 	var req redeliverRequest
-	if err := httpx.BindJSON(c, &req); err != nil {
-		httpx.Fail(c, err)
+	if !httpx.Bind(c, &req) {
 		return
 	}
 	var v apperr.Validation
@@ -222,10 +176,6 @@ func (h *webhookHandlers) redeliverFailed(c *gin.Context) {
 		httpx.Fail(c, err)
 		return
 	}
-	n, err := h.svc.RedeliverFailed(c.Request.Context(), p.Tenant, id, since)
-	if err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	httpx.JSON(c, http.StatusAccepted, gin.H{"data": gin.H{"redelivered": n}})
+	n, err := h.svc.RedeliverFailed(c.Request.Context(), MustPrincipal(c).Tenant, id, since)
+	httpx.Data(c, http.StatusAccepted, gin.H{"redelivered": n}, err)
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,10 +39,7 @@ type auditData struct {
 	Entries []auditView
 	Actors  []auditOption
 	Actions []auditOption
-	// NextURL fetches the next page with the same filters; "" on the last
-	// page. FirstURL goes back to the first page when not on it.
-	NextURL, FirstURL string
-	Filtered          bool
+	pager
 }
 
 // auditPage is the organization's audit log, for owners and admins: the
@@ -55,20 +51,11 @@ func (d *Dashboard) auditPage(c *gin.Context) {
 		d.internal(c, apperr.Forbidden("insufficient_role", "Only owners and admins can read the audit log."))
 		return
 	}
-	form := map[string]string{}
-	q := url.Values{}
-	for _, f := range auditFilterFields {
-		v := strings.TrimSpace(c.Query(f))
-		if v == "" {
-			continue
-		}
-		form[f] = v
-		q.Set(f, v)
-	}
+	form, q := readFilters(c, auditFilterFields)
 	apiQuery := audit.QueryFrom(q)
 	apiQuery.Since, apiQuery.Until = rfc3339(apiQuery.Since), rfc3339(apiQuery.Until)
 	apiQuery.Cursor = c.Query("cursor")
-	data := auditData{Actors: auditActors(), Actions: auditActions(), Filtered: len(q) > 0}
+	data := auditData{Actors: auditActors(), Actions: auditActions()}
 	pd := pageData{Title: "Audit log", Nav: "audit", Form: form}
 	status := http.StatusOK
 	result, err := d.cfg.Audit.List(c.Request.Context(), s.Principal.OrgID, apiQuery)
@@ -80,20 +67,10 @@ func (d *Dashboard) auditPage(c *gin.Context) {
 		}
 		status, pd.Error, pd.Fields = st, msg, fields
 	}
-	for _, e := range result.Entries {
+	for _, e := range result.Items {
 		data.Entries = append(data.Entries, viewEntry(e))
 	}
-	if result.NextCursor != "" {
-		next := cloneValues(q)
-		next.Set("cursor", result.NextCursor)
-		data.NextURL = "/audit?" + next.Encode()
-	}
-	if apiQuery.Cursor != "" {
-		data.FirstURL = "/audit"
-		if len(q) > 0 {
-			data.FirstURL += "?" + q.Encode()
-		}
-	}
+	data.pager = newPager("/audit", q, apiQuery.Cursor, result.NextCursor, "")
 	pd.Data = data
 	d.renderStatus(c, status, "audit", pd)
 }

@@ -93,13 +93,7 @@ func newChart(days []usage.Day) chart {
 	var total usage.Counts
 	for _, d := range days {
 		peak = max(peak, d.Total)
-		total.Read += d.Read
-		total.Delivered += d.Delivered
-		total.Sent += d.Sent
-		total.Queued += d.Queued
-		total.Failed += d.Failed
-		total.Total += d.Total
-		total.Received += d.Received
+		total.Add(d.Counts)
 	}
 	top := niceCeil(peak)
 	plotH := ch.Bottom - ch.Top

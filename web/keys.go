@@ -9,8 +9,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/bizmsg/platform/platform/apikey"
-	"github.com/bizmsg/platform/platform/apperr"
-	"github.com/bizmsg/platform/platform/httpx"
 	"github.com/bizmsg/platform/platform/keys"
 	"github.com/bizmsg/platform/platform/page"
 )
@@ -101,34 +99,11 @@ func (d *Dashboard) renderKeys(c *gin.Context, status int, data pageData, checke
 	d.renderStatus(c, status, "keys", data)
 }
 
-// errNotAdmin is the refusal of an action for owners and admins only (the
-// Central API's RequireRole(owner, admin) on the same actions).
 // hasKey reports whether the organization has created an API key (the
 // onboarding steps of the overview and first-send pages).
 func (d *Dashboard) hasKey(ctx context.Context, orgID int64) (bool, error) {
 	ks, _, err := d.cfg.Keys.List(ctx, orgID, page.Query{Limit: 1})
 	return len(ks) > 0, err
-}
-
-// adminKeyAction reads the key id of an owner/admin action on one key (what
-// it does, for the refusal). When the id is malformed or the member is not an
-// owner or admin it renders the error page and returns ok false.
-func (d *Dashboard) adminKeyAction(c *gin.Context, what string) (*Session, int64, bool) {
-	s := session(c)
-	id, ok := httpx.PathID(c)
-	if !ok {
-		d.internal(c, apperr.NotFound("API key"))
-		return nil, 0, false
-	}
-	if !s.IsAdmin() {
-		d.internal(c, errNotAdmin(what))
-		return nil, 0, false
-	}
-	return s, id, true
-}
-
-func errNotAdmin(what string) error {
-	return apperr.Forbidden("insufficient_role", "Only owners and admins can "+what+".")
 }
 
 // keySecretData is the data of the page that shows a key's value.
@@ -182,7 +157,7 @@ func (d *Dashboard) createKey(c *gin.Context) {
 // revealKey shows a key again from its encrypted copy ("Show key"); the
 // keys service records the reveal in the audit log.
 func (d *Dashboard) revealKey(c *gin.Context) {
-	s, id, ok := d.adminKeyAction(c, "show API keys")
+	s, id, ok := d.adminAction(c, "API key", "show API keys")
 	if !ok {
 		return
 	}
@@ -198,9 +173,8 @@ func (d *Dashboard) revealKey(c *gin.Context) {
 // revokeKeyPage asks for confirmation before revoking.
 func (d *Dashboard) revokeKeyPage(c *gin.Context) {
 	s := session(c)
-	id, ok := httpx.PathID(c)
+	id, ok := d.pathID(c, "API key")
 	if !ok {
-		d.internal(c, apperr.NotFound("API key"))
 		return
 	}
 	k, err := d.cfg.Keys.Get(c.Request.Context(), s.Principal.OrgID, id)
@@ -213,7 +187,7 @@ func (d *Dashboard) revokeKeyPage(c *gin.Context) {
 
 // revokeKey revokes a key; it stops working at once on every node.
 func (d *Dashboard) revokeKey(c *gin.Context) {
-	s, id, ok := d.adminKeyAction(c, "revoke API keys")
+	s, id, ok := d.adminAction(c, "API key", "revoke API keys")
 	if !ok {
 		return
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/bizmsg/platform/platform/accounts"
 	"github.com/bizmsg/platform/platform/apperr"
-	"github.com/bizmsg/platform/platform/httpx"
 	"github.com/bizmsg/platform/platform/page"
 )
 
@@ -98,9 +97,8 @@ func (d *Dashboard) addMember(c *gin.Context) {
 // member finds member :id for the confirmation page.
 func (d *Dashboard) member(c *gin.Context) (*accounts.User, bool) {
 	s := session(c)
-	id, ok := httpx.PathID(c)
+	id, ok := d.pathID(c, "member")
 	if !ok {
-		d.internal(c, apperr.NotFound("member"))
 		return nil, false
 	}
 	u, err := d.cfg.Keys.Member(c.Request.Context(), s.Principal.OrgID, id)
@@ -127,9 +125,8 @@ func (d *Dashboard) removeMemberPage(c *gin.Context) {
 // Removing oneself ends one's own session too.
 func (d *Dashboard) removeMember(c *gin.Context) {
 	s := session(c)
-	id, ok := httpx.PathID(c)
+	id, ok := d.pathID(c, "member")
 	if !ok {
-		d.internal(c, apperr.NotFound("member"))
 		return
 	}
 	if err := d.cfg.Accounts.RemoveMember(c.Request.Context(), s.Principal, id); err != nil {

@@ -10,7 +10,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/bizmsg/platform/platform/apperr"
-	"github.com/bizmsg/platform/platform/httpx"
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/senders"
 )
@@ -60,10 +59,7 @@ type messagesData struct {
 	Statuses   []string
 	Types      []string
 	Directions []string
-	// NextURL fetches the next page with the same filters; "" on the last
-	// page. FirstURL goes back to the first page when not on it.
-	NextURL, FirstURL string
-	Filtered          bool
+	pager
 }
 
 // maxExcerpt is how much of a message's content the history shows.
@@ -74,16 +70,7 @@ const maxExcerpt = 80
 func (d *Dashboard) messagesPage(c *gin.Context) {
 	s := session(c)
 	ctx := c.Request.Context()
-	form := map[string]string{}
-	q := url.Values{}
-	for _, f := range filterFields {
-		v := strings.TrimSpace(c.Query(f))
-		if v == "" {
-			continue
-		}
-		form[f] = v
-		q.Set(f, v)
-	}
+	form, q := readFilters(c, filterFields)
 	list, err := d.cfg.Senders.List(ctx, s.Principal.Tenant)
 	if err != nil {
 		d.internal(c, err)
@@ -98,7 +85,6 @@ func (d *Dashboard) messagesPage(c *gin.Context) {
 		Statuses:   messages.Statuses(),
 		Types:      []string{messages.TypeText, messages.TypeImage, messages.TypeVoice, messages.TypeDocument},
 		Directions: []string{messages.DirectionOutbound, messages.DirectionInbound},
-		Filtered:   len(q) > 0,
 	}
 	apiQuery := messages.ListQueryFrom(q)
 	apiQuery.Since, apiQuery.Until = rfc3339(apiQuery.Since), rfc3339(apiQuery.Until)
@@ -114,20 +100,10 @@ func (d *Dashboard) messagesPage(c *gin.Context) {
 		}
 		status, page.Error, page.Fields = st, msg, fields
 	}
-	for _, m := range result.Messages {
+	for _, m := range result.Items {
 		data.Messages = append(data.Messages, messageView{Message: m, SenderPhone: phones[m.SenderNumberID], Excerpt: excerpt(m.Content)})
 	}
-	if result.NextCursor != "" {
-		next := cloneValues(q)
-		next.Set("cursor", result.NextCursor)
-		data.NextURL = "/messages?" + next.Encode()
-	}
-	if apiQuery.Cursor != "" {
-		data.FirstURL = "/messages"
-		if len(q) > 0 {
-			data.FirstURL += "?" + q.Encode()
-		}
-	}
+	data.pager = newPager("/messages", q, apiQuery.Cursor, result.NextCursor, "")
 	page.Data = data
 	d.renderStatus(c, status, "messages", page)
 }
@@ -153,22 +129,13 @@ func excerpt(s string) string {
 	return string(r[:maxExcerpt-1]) + "…"
 }
 
-func cloneValues(v url.Values) url.Values {
-	out := make(url.Values, len(v))
-	for k, vs := range v {
-		out[k] = append([]string(nil), vs...)
-	}
-	return out
-}
-
 // messagePage is one message with its delivery: the state of its delivery
 // job, the attempts made, the last failure in plain words and the next
 // attempt (messages.Service.Get, as GET /api/v1/messages/{id} shows it).
 func (d *Dashboard) messagePage(c *gin.Context) {
 	s := session(c)
-	id, ok := httpx.PathID(c)
+	id, ok := d.pathID(c, "message")
 	if !ok {
-		d.internal(c, apperr.NotFound("message"))
 		return
 	}
 	m, err := d.cfg.Messages.Get(c.Request.Context(), s.Principal.Tenant, id)
@@ -211,9 +178,8 @@ const conversationPageSize = messages.MaxPageLimit
 func (d *Dashboard) conversationPage(c *gin.Context) {
 	s := session(c)
 	ctx := c.Request.Context()
-	id, ok := httpx.PathID(c)
+	id, ok := d.pathID(c, "conversation")
 	if !ok {
-		d.internal(c, apperr.NotFound("conversation"))
 		return
 	}
 	cursor := c.Query("cursor")
@@ -226,17 +192,17 @@ func (d *Dashboard) conversationPage(c *gin.Context) {
 		d.internal(c, err)
 		return
 	}
-	if len(page.Messages) == 0 {
+	if len(page.Items) == 0 {
 		d.internal(c, apperr.NotFound("conversation"))
 		return
 	}
-	data := conversationData{ID: id, Contact: messageView{Message: page.Messages[0]}.Contact()}
-	if sn, err := d.cfg.Senders.Get(ctx, s.Principal.Tenant, page.Messages[0].SenderNumberID); err == nil {
+	data := conversationData{ID: id, Contact: messageView{Message: page.Items[0]}.Contact()}
+	if sn, err := d.cfg.Senders.Get(ctx, s.Principal.Tenant, page.Items[0].SenderNumberID); err == nil {
 		data.SenderPhone = sn.Phone
 	}
-	for i := len(page.Messages) - 1; i >= 0; i-- {
-		data.Messages = append(data.Messages, messageView{Message: page.Messages[i], SenderPhone: data.SenderPhone,
-			Excerpt: page.Messages[i].Content})
+	for i := len(page.Items) - 1; i >= 0; i-- {
+		data.Messages = append(data.Messages, messageView{Message: page.Items[i], SenderPhone: data.SenderPhone,
+			Excerpt: page.Items[i].Content})
 	}
 	base := "/conversations/" + strconv.FormatInt(id, 10)
 	if page.NextCursor != "" {

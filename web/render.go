@@ -20,7 +20,7 @@ import (
 )
 
 // pageNames are the templates under templates/, each rendered inside
-// layout.html.
+// layout.html with the partials of partials.html.
 var pageNames = []string{
 	"error", "login", "signup", "overview", "senders", "keys", "key_secret", "key_revoke",
 	"messages", "message", "conversation", "members", "member_remove", "start", "audit",
@@ -78,6 +78,25 @@ var funcs = template.FuncMap{
 	"eq2": func(a, b any) bool { return fmt.Sprint(a) == fmt.Sprint(b) },
 	// statusClass is a message status's badge class.
 	"statusClass": statusClass,
+	// args is the argument of a partial (templates/partials.html): names
+	// and values in turn, {{template "pager" (args "List" .Data ...)}}.
+	"args": args,
+}
+
+// args makes a map of names and values given in turn.
+func args(kv ...any) (map[string]any, error) {
+	if len(kv)%2 != 0 {
+		return nil, fmt.Errorf("args: %d arguments, not names and values in pairs", len(kv))
+	}
+	m := make(map[string]any, len(kv)/2)
+	for i := 0; i < len(kv); i += 2 {
+		name, ok := kv[i].(string)
+		if !ok {
+			return nil, fmt.Errorf("args: name %v is not a string", kv[i])
+		}
+		m[name] = kv[i+1]
+	}
+	return m, nil
 }
 
 // statusClass is the badge class of a message status: done well (delivered,
@@ -98,7 +117,7 @@ func statusClass(status string) string {
 func parsePages() (map[string]*template.Template, error) {
 	out := make(map[string]*template.Template, len(pageNames))
 	for _, name := range pageNames {
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/"+name+".html")
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/partials.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("web: parse template %s: %w", name, err)
 		}
@@ -208,6 +227,38 @@ func (d *Dashboard) internal(c *gin.Context, err error) {
 		title = "Not found"
 	}
 	d.renderStatus(c, status, "error", pageData{Title: title, Message: msg})
+}
+
+// pathID reads the :id path parameter of a page on one thing (named in the
+// 404); when it is not an id it renders the error page and returns false.
+func (d *Dashboard) pathID(c *gin.Context, thing string) (int64, bool) {
+	id, ok := httpx.PathID(c)
+	if !ok {
+		d.internal(c, apperr.NotFound(thing))
+	}
+	return id, ok
+}
+
+// adminAction reads the id of an owner/admin action on one thing (what it
+// does, for the refusal). When the id is malformed or the member is not an
+// owner or admin it renders the error page and returns ok false.
+func (d *Dashboard) adminAction(c *gin.Context, thing, what string) (*Session, int64, bool) {
+	s := session(c)
+	id, ok := d.pathID(c, thing)
+	if !ok {
+		return nil, 0, false
+	}
+	if !s.IsAdmin() {
+		d.internal(c, errNotAdmin(what))
+		return nil, 0, false
+	}
+	return s, id, true
+}
+
+// errNotAdmin is the refusal of an action for owners and admins only (the
+// Central API's RequireRole(owner, admin) on the same actions).
+func errNotAdmin(what string) error {
+	return apperr.Forbidden("insufficient_role", "Only owners and admins can "+what+".")
 }
 
 // formError splits a service error into what a form shows (its status, a

@@ -10,7 +10,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/bizmsg/platform/platform/apperr"
-	"github.com/bizmsg/platform/platform/httpx"
 	"github.com/bizmsg/platform/platform/senders"
 )
 
@@ -131,9 +130,8 @@ func (d *Dashboard) addSender(c *gin.Context) {
 // senderAction runs a per-number form: a failure the user can act on is
 // shown next to the number, anything else gets the error page.
 func (d *Dashboard) senderAction(c *gin.Context, act func(id int64) (string, error)) {
-	id, ok := httpx.PathID(c)
+	id, ok := d.pathID(c, "sender number")
 	if !ok {
-		d.internal(c, apperr.NotFound("sender number"))
 		return
 	}
 	okCode, err := act(id)

@@ -137,10 +137,7 @@ func loadSession(ctx context.Context, pool *pgxpool.Pool, token string, now time
 	if err != nil {
 		return nil, fmt.Errorf("load session: %w", err)
 	}
-	if schema == nil {
-		return nil, fmt.Errorf("load session: organization %d has no tenant schema", p.OrgID)
-	}
-	if p.Tenant, err = db.NewTenant(p.OrgID, *schema); err != nil {
+	if p.Tenant, err = db.StoredTenant(p.OrgID, schema); err != nil {
 		return nil, fmt.Errorf("load session: %w", err)
 	}
 	return &s, nil

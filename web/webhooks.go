@@ -202,11 +202,9 @@ type webhookData struct {
 	Deliveries []deliveryView
 	// States and Events are the log's filter options.
 	States, Events []string
-	// Filtered: the log is filtered by state or event type.
-	Filtered bool
-	// NextURL fetches older deliveries with the same filters; "" on the
-	// last page. FirstURL goes back to the newest when not on them.
-	NextURL, FirstURL string
+	// pager pages the log, filtered by state or event type: older
+	// deliveries next, the newest first.
+	pager
 	// Overlap is how long a replaced secret still signs.
 	Overlap string
 }
@@ -214,9 +212,8 @@ type webhookData struct {
 // webhookPage is one endpoint: its settings, its actions and its delivery
 // log, filtered as the API's (state, event type) and paged with its cursor.
 func (d *Dashboard) webhookPage(c *gin.Context) {
-	id, ok := httpx.PathID(c)
+	id, ok := d.pathID(c, "webhook endpoint")
 	if !ok {
-		d.internal(c, apperr.NotFound("webhook endpoint"))
 		return
 	}
 	d.renderWebhook(c, http.StatusOK, pageData{Notice: webhookNotice(c.Query("ok"))}, id, c.Request.URL.Query())
@@ -253,7 +250,6 @@ func (d *Dashboard) renderWebhook(c *gin.Context, status int, data pageData, id 
 		Endpoint: viewEndpoint(e),
 		States:   []string{webhooks.StatePending, webhooks.StateSucceeded, webhooks.StateFailed},
 		Events:   webhooks.EventTypes(),
-		Filtered: len(filters) > 0,
 		Overlap:  hoursText(d.cfg.Webhooks.SecretOverlap()),
 	}
 	cursor := q.Get("cursor")
@@ -272,19 +268,7 @@ func (d *Dashboard) renderWebhook(c *gin.Context, status int, data pageData, id 
 	for _, dl := range log.Items {
 		out.Deliveries = append(out.Deliveries, deliveryView{Delivery: dl, Tone: deliveryTone(dl.State)})
 	}
-	base := "/webhooks/" + strconv.FormatInt(id, 10)
-	if log.NextCursor != "" {
-		next := cloneValues(filters)
-		next.Set("cursor", log.NextCursor)
-		out.NextURL = base + "?" + next.Encode() + "#deliveries"
-	}
-	if cursor != "" {
-		out.FirstURL = base
-		if len(filters) > 0 {
-			out.FirstURL += "?" + filters.Encode()
-		}
-		out.FirstURL += "#deliveries"
-	}
+	out.pager = newPager("/webhooks/"+strconv.FormatInt(id, 10), filters, cursor, log.NextCursor, "#deliveries")
 	data.Title, data.Nav, data.Data = "Webhook endpoint", "webhooks", out
 	d.renderStatus(c, status, "webhook", data)
 }
@@ -301,27 +285,10 @@ func hoursText(d time.Duration) string {
 	return roundUp(d)
 }
 
-// adminWebhookAction reads the endpoint id of an owner/admin action (what
-// it does, for the refusal). When the id is malformed or the member is not
-// an owner or admin it renders the error page and returns ok false.
-func (d *Dashboard) adminWebhookAction(c *gin.Context, what string) (*Session, int64, bool) {
-	s := session(c)
-	id, ok := httpx.PathID(c)
-	if !ok {
-		d.internal(c, apperr.NotFound("webhook endpoint"))
-		return nil, 0, false
-	}
-	if !s.IsAdmin() {
-		d.internal(c, errNotAdmin(what))
-		return nil, 0, false
-	}
-	return s, id, true
-}
-
 // rotateWebhookSecret gives the endpoint a new secret and shows it this
 // once; the previous one still signs for the overlap.
 func (d *Dashboard) rotateWebhookSecret(c *gin.Context) {
-	s, id, ok := d.adminWebhookAction(c, "rotate webhook secrets")
+	s, id, ok := d.adminAction(c, "webhook endpoint", "rotate webhook secrets")
 	if !ok {
 		return
 	}
@@ -346,7 +313,7 @@ func (d *Dashboard) setWebhookEnabled(c *gin.Context, enabled bool) {
 	if enabled {
 		what, code = "enable webhook endpoints", "webhook_enabled"
 	}
-	s, id, ok := d.adminWebhookAction(c, what)
+	s, id, ok := d.adminAction(c, "webhook endpoint", what)
 	if !ok {
 		return
 	}
@@ -359,7 +326,7 @@ func (d *Dashboard) setWebhookEnabled(c *gin.Context, enabled bool) {
 
 // deleteWebhookPage asks for confirmation before deleting an endpoint.
 func (d *Dashboard) deleteWebhookPage(c *gin.Context) {
-	s, id, ok := d.adminWebhookAction(c, "delete webhook endpoints")
+	s, id, ok := d.adminAction(c, "webhook endpoint", "delete webhook endpoints")
 	if !ok {
 		return
 	}
@@ -373,7 +340,7 @@ func (d *Dashboard) deleteWebhookPage(c *gin.Context) {
 
 // deleteWebhook deletes an endpoint and its delivery log.
 func (d *Dashboard) deleteWebhook(c *gin.Context) {
-	s, id, ok := d.adminWebhookAction(c, "delete webhook endpoints")
+	s, id, ok := d.adminAction(c, "webhook endpoint", "delete webhook endpoints")
 	if !ok {
 		return
 	}
@@ -387,7 +354,7 @@ func (d *Dashboard) deleteWebhook(c *gin.Context) {
 // redeliverWebhook sends one delivery's event to the endpoint again, as a
 // new delivery.
 func (d *Dashboard) redeliverWebhook(c *gin.Context) {
-	s, id, ok := d.adminWebhookAction(c, "redeliver webhooks")
+	s, id, ok := d.adminAction(c, "webhook endpoint", "redeliver webhooks")
 	if !ok {
 		return
 	}
@@ -406,7 +373,7 @@ func (d *Dashboard) redeliverWebhook(c *gin.Context) {
 // redeliverFailedWebhooks redelivers every event whose latest delivery to
 // the endpoint failed since the time given (a datetime-local value, UTC).
 func (d *Dashboard) redeliverFailedWebhooks(c *gin.Context) {
-	s, id, ok := d.adminWebhookAction(c, "redeliver webhooks")
+	s, id, ok := d.adminAction(c, "webhook endpoint", "redeliver webhooks")
 	if !ok {
 		return
 	}

@@ -53,24 +53,11 @@ Messages and jobs:
 
 // runAdmin runs `platform admin <area> <command>`.
 func runAdmin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, adminUsage)
-		return flag.ErrHelp
-	}
-	switch args[0] {
-	case "sender":
-		return runAdminSender(ctx, args[1:], stdout, stderr)
-	case "message":
-		return runAdminMessage(ctx, args[1:], stdout, stderr)
-	case "jobs":
-		return runAdminJobs(ctx, args[1:], stdout, stderr)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, adminUsage)
-		return nil
-	default:
-		fmt.Fprint(stderr, adminUsage)
-		return fmt.Errorf("unknown admin area %q", args[0])
-	}
+	return dispatch(ctx, args, stdout, stderr, adminUsage, "admin area", map[string]command{
+		"sender":  runAdminSender,
+		"message": runAdminMessage,
+		"jobs":    runAdminJobs,
+	})
 }
 
 // adminSenderCommands are the sender commands, with what -h says of each.

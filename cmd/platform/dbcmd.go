@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"time"
 
 	"github.com/bizmsg/platform/platform/config"
 	"github.com/bizmsg/platform/platform/db"
@@ -78,21 +77,27 @@ func phoneFlag(name, value string) (string, error) {
 	return p, nil
 }
 
+// parsePhones parses args like parseFlags, then returns the values of the
+// phone flags names (which fs defines), each required and in E.164
+// (phoneFlag), in the order named.
+func parsePhones(fs *flag.FlagSet, args []string, names ...string) ([]string, error) {
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	phones := make([]string, len(names))
+	for i, name := range names {
+		p, err := phoneFlag(name, fs.Lookup(name).Value.String())
+		if err != nil {
+			return nil, err
+		}
+		phones[i] = p
+	}
+	return phones, nil
+}
+
 // writeJSON writes v as one line of JSON.
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
-}
-
-// timestamp formats t as the API does: RFC 3339 in UTC, whole seconds.
-func timestamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
-
-// optTimestamp is timestamp for an optional time (nil stays nil, JSON null).
-func optTimestamp(t *time.Time) *string {
-	if t == nil {
-		return nil
-	}
-	s := timestamp(*t)
-	return &s
 }

@@ -53,35 +53,46 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	service := func(api, worker bool) command {
+		return func(ctx context.Context, args []string, _, stderr io.Writer) error {
+			return runService(ctx, args, stderr, api, worker)
+		}
+	}
+	return dispatch(ctx, args, stdout, stderr, usage, "command", map[string]command{
+		"serve":       service(true, true),
+		"api":         service(true, false),
+		"worker":      service(false, true),
+		"migrate":     runMigrate,
+		"bench":       bench.Main,
+		"network":     runNetwork,
+		"admin":       runAdmin,
+		"healthcheck": runHealthcheck,
+	})
+}
+
+// command runs a command with the words after its name.
+type command func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+
+// dispatch runs the command of commands that args[0] names, with the words
+// after it. Without a word it prints usage on stderr and returns
+// flag.ErrHelp; help, -h and --help print usage on stdout; any other word
+// prints usage on stderr and is an error: unknown what "word".
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer, usage, what string, commands map[string]command) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return flag.ErrHelp
 	}
-	cmd, rest := args[0], args[1:]
-	switch cmd {
-	case "serve":
-		return runService(ctx, rest, stderr, true, true)
-	case "api":
-		return runService(ctx, rest, stderr, true, false)
-	case "worker":
-		return runService(ctx, rest, stderr, false, true)
-	case "migrate":
-		return runMigrate(ctx, rest, stdout, stderr)
-	case "bench":
-		return bench.Main(ctx, rest, stdout, stderr)
-	case "network":
-		return runNetwork(ctx, rest, stdout, stderr)
-	case "admin":
-		return runAdmin(ctx, rest, stdout, stderr)
-	case "healthcheck":
-		return runHealthcheck(ctx, rest, stdout, stderr)
+	name, rest := args[0], args[1:]
+	if run, ok := commands[name]; ok {
+		return run(ctx, rest, stdout, stderr)
+	}
+	switch name {
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
-	default:
-		fmt.Fprint(stderr, usage)
-		return fmt.Errorf("unknown command %q", cmd)
 	}
+	fmt.Fprint(stderr, usage)
+	return fmt.Errorf("unknown %s %q", what, name)
 }
 
 // setup loads the configuration and builds the JSON logger.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/network/builtin"
 )
@@ -34,33 +35,20 @@ its flags.
 
 // runNetwork runs `platform network <command>`.
 func runNetwork(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, networkUsage)
-		return flag.ErrHelp
+	block := func(block bool) command {
+		return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+			return networkBlock(ctx, args, stdout, stderr, block)
+		}
 	}
-	cmd, rest := args[0], args[1:]
-	switch cmd {
-	case "add-account":
-		return networkAddAccount(ctx, rest, stdout, stderr)
-	case "verify-account":
-		return networkVerifyAccount(ctx, rest, stdout, stderr)
-	case "block":
-		return networkBlock(ctx, rest, stdout, stderr, true)
-	case "unblock":
-		return networkBlock(ctx, rest, stdout, stderr, false)
-	case "inbox":
-		return networkInbox(ctx, rest, stdout, stderr)
-	case "read":
-		return networkRead(ctx, rest, stdout, stderr)
-	case "send":
-		return networkSend(ctx, rest, stdout, stderr)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, networkUsage)
-		return nil
-	default:
-		fmt.Fprint(stderr, networkUsage)
-		return fmt.Errorf("unknown network command %q", cmd)
-	}
+	return dispatch(ctx, args, stdout, stderr, networkUsage, "network command", map[string]command{
+		"add-account":    networkAddAccount,
+		"verify-account": networkVerifyAccount,
+		"block":          block(true),
+		"unblock":        block(false),
+		"inbox":          networkInbox,
+		"read":           networkRead,
+		"send":           networkSend,
+	})
 }
 
 // networkFlags returns the flag set of a network command, whose -h prints
@@ -89,21 +77,18 @@ func networkAddAccount(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs := networkFlags("add-account", "--phone P [--unverified] [--phone-unverified] [--receiving-disabled] [--json]",
 		"Create the account of a phone, or update it, to the state the flags give. By default the\n"+
 			"account is verified, its phone verified, and it receives messages.", stderr)
-	raw := fs.String("phone", "", "the account's phone, international format (+14155552671); required")
+	fs.String("phone", "", "the account's phone, international format (+14155552671); required")
 	unverified := fs.Bool("unverified", false, "the account owner is not verified")
 	phoneUnverified := fs.Bool("phone-unverified", false, "the account's phone is not verified")
 	receivingDisabled := fs.Bool("receiving-disabled", false, "the account does not receive messages")
 	asJSON := fs.Bool("json", false, "print the account as JSON")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	p, err := phoneFlag("phone", *raw)
+	phones, err := parsePhones(fs, args, "phone")
 	if err != nil {
 		return err
 	}
 	return withNetwork(ctx, stderr, func(n *builtin.Network) error {
 		a, err := n.AddAccount(ctx, builtin.AccountSpec{
-			Phone:            p,
+			Phone:            phones[0],
 			Verified:         !*unverified,
 			PhoneVerified:    !*phoneUnverified,
 			ReceivingEnabled: !*receivingDisabled,
@@ -119,17 +104,14 @@ func networkVerifyAccount(ctx context.Context, args []string, stdout, stderr io.
 	fs := networkFlags("verify-account", "--phone P [--json]",
 		"Mark the owner of an account verified, as the network does when the owner completes\n"+
 			"account verification. Sender numbers waiting for it become active.", stderr)
-	raw := fs.String("phone", "", "the account's phone, international format; required")
+	fs.String("phone", "", "the account's phone, international format; required")
 	asJSON := fs.Bool("json", false, "print the account as JSON")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	p, err := phoneFlag("phone", *raw)
+	phones, err := parsePhones(fs, args, "phone")
 	if err != nil {
 		return err
 	}
 	return withNetwork(ctx, stderr, func(n *builtin.Network) error {
-		a, err := n.VerifyAccount(ctx, p)
+		a, err := n.VerifyAccount(ctx, phones[0])
 		if err != nil {
 			return err
 		}
@@ -144,20 +126,14 @@ func networkBlock(ctx context.Context, args []string, stdout, stderr io.Writer, 
 		name, about = "unblock", "Lift a block made with 'platform network block'."
 	}
 	fs := networkFlags(name, "--phone RECIPIENT --sender SENDER_PHONE [--json]", about, stderr)
-	rawRecipient := fs.String("phone", "", "the blocking account's phone, international format; required")
-	rawSender := fs.String("sender", "", "the blocked sender's phone, international format; required")
+	fs.String("phone", "", "the blocking account's phone, international format; required")
+	fs.String("sender", "", "the blocked sender's phone, international format; required")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	recipient, err := phoneFlag("phone", *rawRecipient)
+	phones, err := parsePhones(fs, args, "phone", "sender")
 	if err != nil {
 		return err
 	}
-	sender, err := phoneFlag("sender", *rawSender)
-	if err != nil {
-		return err
-	}
+	recipient, sender := phones[0], phones[1]
 	return withNetwork(ctx, stderr, func(n *builtin.Network) error {
 		op := n.Block
 		if !block {
@@ -183,13 +159,10 @@ func networkInbox(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		"Print the messages the account received, newest last, each with its receipt state:\n"+
 			"delivered, or read (see 'platform network read'). OTP messages come from\n"+
 			"\""+builtin.ServicePhone+"\", the platform's own account.", stderr)
-	raw := fs.String("phone", "", "the account's phone, international format; required")
+	fs.String("phone", "", "the account's phone, international format; required")
 	last := fs.Int("last", 0, "print only the last N messages (0: all)")
 	asJSON := fs.Bool("json", false, "print one JSON object a line")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	p, err := phoneFlag("phone", *raw)
+	phones, err := parsePhones(fs, args, "phone")
 	if err != nil {
 		return err
 	}
@@ -197,18 +170,11 @@ func networkInbox(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return errors.New("--last must be 0 or more")
 	}
 	return withNetwork(ctx, stderr, func(n *builtin.Network) error {
-		msgs, err := n.InboxLast(ctx, p, *last)
+		msgs, err := n.InboxLast(ctx, phones[0], *last)
 		if err != nil {
 			return err
 		}
-		if *asJSON {
-			return printMessagesJSON(stdout, msgs)
-		}
-		if len(msgs) == 0 {
-			_, err := fmt.Fprintf(stdout, "no messages for %s\n", p)
-			return err
-		}
-		return printMessages(stdout, msgs)
+		return printMessages(stdout, msgs, *asJSON, "no messages for "+phones[0])
 	})
 }
 
@@ -218,39 +184,26 @@ func networkRead(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			"those from --sender, when given), as its holder opening the conversation would. Each\n"+
 			"becomes read; messages read before are left alone. Prints the messages read, oldest\n"+
 			"first. The platform learns of it when its worker drains the network's events.", stderr)
-	rawRecipient := fs.String("phone", "", "the reading account's phone, international format; required")
+	fs.String("phone", "", "the reading account's phone, international format; required")
 	rawSender := fs.String("sender", "", "read only the messages from this phone, international format")
 	asJSON := fs.Bool("json", false, "print one JSON object a line")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	recipient, err := phoneFlag("phone", *rawRecipient)
+	phones, err := parsePhones(fs, args, "phone")
 	if err != nil {
 		return err
 	}
-	var sender string
+	recipient, sender, none := phones[0], "", "no unread messages for "+phones[0]
 	if *rawSender != "" {
 		if sender, err = phoneFlag("sender", *rawSender); err != nil {
 			return err
 		}
+		none += " from " + sender
 	}
 	return withNetwork(ctx, stderr, func(n *builtin.Network) error {
 		msgs, err := n.Read(ctx, recipient, sender)
 		if err != nil {
 			return err
 		}
-		if *asJSON {
-			return printMessagesJSON(stdout, msgs)
-		}
-		if len(msgs) == 0 {
-			from := ""
-			if sender != "" {
-				from = " from " + sender
-			}
-			_, err := fmt.Fprintf(stdout, "no unread messages for %s%s\n", recipient, from)
-			return err
-		}
-		return printMessages(stdout, msgs)
+		return printMessages(stdout, msgs, *asJSON, none)
 	})
 }
 
@@ -260,21 +213,15 @@ func networkSend(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			"would in a messaging app. It goes into the pair's conversation and is delivered at\n"+
 			"once; to an organization's sender number it is an inbound message for the platform,\n"+
 			"which learns of it when its worker drains the network's events.", stderr)
-	rawFrom := fs.String("from", "", "the writing account's phone, international format; required")
-	rawTo := fs.String("to", "", "the recipient account's phone, international format; required")
+	fs.String("from", "", "the writing account's phone, international format; required")
+	fs.String("to", "", "the recipient account's phone, international format; required")
 	text := fs.String("text", "", "the message; required")
 	asJSON := fs.Bool("json", false, "print the message as JSON")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	from, err := phoneFlag("from", *rawFrom)
+	phones, err := parsePhones(fs, args, "from", "to")
 	if err != nil {
 		return err
 	}
-	to, err := phoneFlag("to", *rawTo)
-	if err != nil {
-		return err
-	}
+	from, to := phones[0], phones[1]
 	if *text == "" {
 		return errors.New("--text is required")
 	}
@@ -292,24 +239,27 @@ func networkSend(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	})
 }
 
-// printMessages prints msgs as a table, one message a row.
-func printMessages(w io.Writer, msgs []builtin.InboxMessage) error {
+// printMessages prints msgs as JSON, one object a line, when asJSON; else
+// as a table, one message a row, or the line none when there are none.
+func printMessages(w io.Writer, msgs []builtin.InboxMessage, asJSON bool, none string) error {
+	if asJSON {
+		for _, m := range msgs {
+			if err := writeJSON(w, messageToJSON(m)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(msgs) == 0 {
+		_, err := fmt.Fprintln(w, none)
+		return err
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CREATED_AT\tFROM\tTYPE\tRECEIPT\tCONTENT")
 	for _, m := range msgs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", timestamp(m.CreatedAt), m.FromPhone, m.Type, m.Receipt(), describe(m))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", clock.Format(m.CreatedAt), m.FromPhone, m.Type, m.Receipt(), describe(m))
 	}
 	return tw.Flush()
-}
-
-// printMessagesJSON prints msgs as JSON, one object a line.
-func printMessagesJSON(w io.Writer, msgs []builtin.InboxMessage) error {
-	for _, m := range msgs {
-		if err := writeJSON(w, messageToJSON(m)); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // accountJSON is an account as --json prints it.
@@ -354,8 +304,8 @@ func messageToJSON(m builtin.InboxMessage) messageJSON {
 		MessageID: m.MessageID, ConversationID: m.ConversationID, FromPhone: m.FromPhone, ToPhone: m.ToPhone,
 		Type: m.Type, Content: m.Content, FileName: m.FileName, FileSize: m.FileSize,
 		FileType: m.FileType, Duration: m.Duration, Reference: m.Reference,
-		CreatedAt: timestamp(m.CreatedAt), Receipt: m.Receipt(),
-		DeliveredAt: timestamp(m.DeliveredAt), ReadAt: optTimestamp(m.ReadAt),
+		CreatedAt: clock.Format(m.CreatedAt), Receipt: m.Receipt(),
+		DeliveredAt: clock.Format(m.DeliveredAt), ReadAt: clock.FormatPtr(m.ReadAt),
 	}
 }
 
@@ -363,8 +313,8 @@ func printAccount(w io.Writer, a network.Account, asJSON bool) error {
 	if asJSON {
 		return writeJSON(w, accountJSON{
 			ID: a.ID, Phone: a.Phone,
-			Verified: a.Verified, VerifiedAt: optTimestamp(a.VerifiedAt),
-			PhoneVerified: a.PhoneVerified, PhoneVerifiedAt: optTimestamp(a.PhoneVerifiedAt),
+			Verified: a.Verified, VerifiedAt: clock.FormatPtr(a.VerifiedAt),
+			PhoneVerified: a.PhoneVerified, PhoneVerifiedAt: clock.FormatPtr(a.PhoneVerifiedAt),
 			ReceivingEnabled: a.ReceivingEnabled,
 		})
 	}

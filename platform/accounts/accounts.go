@@ -158,19 +158,8 @@ func (s *Service) Register(ctx context.Context, r Registration) (*Registered, er
 		if _, err := s.cfg.Migrator.TenantTx(ctx, tx, org.Tenant); err != nil {
 			return fmt.Errorf("provision tenant schema: %w", err)
 		}
-		err := tx.QueryRow(ctx, `
-			INSERT INTO central.users (email, name, password_hash, created_at)
-			VALUES ($1, $2, $3, $4) RETURNING id`, r.Email, r.Name, hash, now).Scan(&out.User.ID)
-		if db.IsUniqueViolation(err, "users_email_key") {
-			return errEmailTaken()
-		}
-		if err != nil {
-			return fmt.Errorf("insert user: %w", err)
-		}
-		if _, err := tx.Exec(ctx, `
-			INSERT INTO central.memberships (organization_id, user_id, role, created_at)
-			VALUES ($1, $2, $3, $4)`, org.ID, out.User.ID, RoleOwner, now); err != nil {
-			return fmt.Errorf("insert membership: %w", err)
+		if err := insertMember(ctx, tx, org.ID, &out.User, hash); err != nil {
+			return err
 		}
 		return s.insertRefresh(ctx, tx, out.User.ID, org.ID, "", refreshHash, now)
 	})
@@ -186,6 +175,27 @@ func (s *Service) Register(ctx context.Context, r Registration) (*Registered, er
 	}
 	out.Session = *sess
 	return &out, nil
+}
+
+// insertMember inserts user u of organization orgID, with its password
+// hash, and its membership (u.Role, u.CreatedAt), and sets u.ID. An email
+// that already has an account is 409 email_taken.
+func insertMember(ctx context.Context, tx pgx.Tx, orgID int64, u *User, hash string) error {
+	err := tx.QueryRow(ctx, `
+		INSERT INTO central.users (email, name, password_hash, created_at)
+		VALUES ($1, $2, $3, $4) RETURNING id`, u.Email, u.Name, hash, u.CreatedAt).Scan(&u.ID)
+	if db.IsUniqueViolation(err, "users_email_key") {
+		return errEmailTaken()
+	}
+	if err != nil {
+		return fmt.Errorf("insert user: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `
+		INSERT INTO central.memberships (organization_id, user_id, role, created_at)
+		VALUES ($1, $2, $3, $4)`, orgID, u.ID, u.Role, u.CreatedAt); err != nil {
+		return fmt.Errorf("insert membership: %w", err)
+	}
+	return nil
 }
 
 // insertRefresh stores a refresh token's hash, in family (a new family when

@@ -71,10 +71,7 @@ func (s *Service) Authenticate(ctx context.Context, accessToken string) (*Princi
 	if err != nil {
 		return nil, fmt.Errorf("authenticate: %w", err)
 	}
-	if schema == nil {
-		return nil, fmt.Errorf("authenticate: organization %d has no tenant schema", p.OrgID)
-	}
-	if p.Tenant, err = db.NewTenant(p.OrgID, *schema); err != nil {
+	if p.Tenant, err = db.StoredTenant(p.OrgID, schema); err != nil {
 		return nil, fmt.Errorf("authenticate: %w", err)
 	}
 	return &p, nil

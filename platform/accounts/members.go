@@ -11,7 +11,6 @@ import (
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/audit"
 	"github.com/bizmsg/platform/platform/clock"
-	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/page"
 	"github.com/bizmsg/platform/platform/password"
 )
@@ -104,19 +103,8 @@ func (s *Service) AddMember(ctx context.Context, p Principal, m NewMember) (*Use
 	now := clock.Stamp(s.cfg.Clock.Now())
 	u := User{Name: m.Name, Email: m.Email, Role: m.Role, CreatedAt: now}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `
-			INSERT INTO central.users (email, name, password_hash, created_at)
-			VALUES ($1, $2, $3, $4) RETURNING id`, u.Email, u.Name, hash, now).Scan(&u.ID)
-		if db.IsUniqueViolation(err, "users_email_key") {
-			return errEmailTaken()
-		}
-		if err != nil {
-			return fmt.Errorf("insert user: %w", err)
-		}
-		if _, err := tx.Exec(ctx, `
-			INSERT INTO central.memberships (organization_id, user_id, role, created_at)
-			VALUES ($1, $2, $3, $4)`, p.OrgID, u.ID, u.Role, now); err != nil {
-			return fmt.Errorf("insert membership: %w", err)
+		if err := insertMember(ctx, tx, p.OrgID, &u, hash); err != nil {
+			return err
 		}
 		return auditMember(ctx, tx, p, audit.ActionMemberAdd, u, now)
 	})

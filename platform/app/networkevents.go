@@ -54,8 +54,7 @@ func (a *App) networkEvent(c *gin.Context) {
 	}
 	c.Request.Body = io.NopCloser(bytes.NewReader(body))
 	var ev httpnet.Event
-	if err := httpx.BindJSON(c, &ev); err != nil {
-		httpx.Fail(c, err)
+	if !httpx.Bind(c, &ev) {
 		return
 	}
 	d, err := httpnet.Decode(ev)

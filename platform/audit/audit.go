@@ -108,6 +108,18 @@ func Network() Actor { return Actor{Type: ActorNetwork} }
 // System is the actor of the platform acting on its own.
 func System() Actor { return Actor{Type: ActorSystem} }
 
+// columns are the actor's actor_user_id and actor_api_key_id columns: its
+// ID in the one of its type, 0 (NULL) in the other.
+func (a Actor) columns() (userID, keyID int64) {
+	switch a.Type {
+	case ActorUser:
+		return a.ID, 0
+	case ActorAPIKey:
+		return 0, a.ID
+	}
+	return 0, 0
+}
+
 // Target is what a change was made to.
 type Target struct {
 	// Type is one of the Target* constants.
@@ -120,15 +132,11 @@ func (t Target) String() string { return t.Type + ":" + strconv.FormatInt(t.ID, 
 
 // ParseTarget reads the stored form; ok is false for anything else.
 func ParseTarget(s string) (Target, bool) {
-	typ, id, ok := strings.Cut(s, ":")
-	if !ok || !known(TargetTypes, typ) {
-		return Target{}, false
-	}
-	n, ok := parseID(id)
+	typ, id, ok := parseRef(s, TargetTypes...)
 	if !ok {
 		return Target{}, false
 	}
-	return Target{Type: typ, ID: n}, true
+	return Target{Type: typ, ID: id}, true
 }
 
 // Entry is one change.
@@ -165,13 +173,7 @@ func Record(ctx context.Context, q Execer, e Entry) error {
 	if err != nil {
 		return fmt.Errorf("audit %s: details: %w", e.Action, err)
 	}
-	var userID, keyID int64
-	switch e.Actor.Type {
-	case ActorUser:
-		userID = e.Actor.ID
-	case ActorAPIKey:
-		keyID = e.Actor.ID
-	}
+	userID, keyID := e.Actor.columns()
 	if _, err := q.Exec(ctx, `
 		INSERT INTO central.audit_log
 		    (organization_id, actor_type, actor_user_id, actor_api_key_id, actor_name, action, target, details, created_at)
@@ -207,6 +209,18 @@ func known(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// parseRef reads "<type>:<id>", the stored form of a target and the filter
+// form of an actor, whose type is one of types; ok is false for anything
+// else.
+func parseRef(s string, types ...string) (string, int64, bool) {
+	typ, raw, ok := strings.Cut(s, ":")
+	if !ok || !known(types, typ) {
+		return "", 0, false
+	}
+	id, ok := parseID(raw)
+	return typ, id, ok
 }
 
 // parseID reads a positive id in plain decimal digits (no sign, space or

@@ -13,6 +13,7 @@ import (
 	"github.com/bizmsg/platform/platform/audit"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/dbtest"
+	"github.com/bizmsg/platform/platform/page"
 )
 
 func TestQueryParse(t *testing.T) {
@@ -128,7 +129,7 @@ func (f *fixture) record(t *testing.T, e audit.Entry) {
 	}
 }
 
-func (f *fixture) list(t *testing.T, orgID int64, query string) audit.Page {
+func (f *fixture) list(t *testing.T, orgID int64, query string) page.Of[audit.Entry] {
 	t.Helper()
 	v, err := url.ParseQuery(query)
 	if err != nil {
@@ -141,9 +142,9 @@ func (f *fixture) list(t *testing.T, orgID int64, query string) audit.Page {
 	return p
 }
 
-func ids(p audit.Page) []int64 {
-	out := make([]int64, len(p.Entries))
-	for i, e := range p.Entries {
+func ids(p page.Of[audit.Entry]) []int64 {
+	out := make([]int64, len(p.Items))
+	for i, e := range p.Items {
 		out[i] = e.ID
 	}
 	return out
@@ -173,10 +174,10 @@ func TestRecordAndList(t *testing.T) {
 		t.Fatal(err)
 	}
 	all := f.list(t, f.org, "")
-	if len(all.Entries) != 4 || all.NextCursor != "" {
+	if len(all.Items) != 4 || all.NextCursor != "" {
 		t.Fatalf("list = %+v", all)
 	}
-	newest, oldest := all.Entries[0], all.Entries[3]
+	newest, oldest := all.Items[0], all.Items[3]
 	if newest.Action != audit.ActionSenderSuspend || oldest.Actor != (audit.Actor{Type: audit.ActorUser, ID: f.user, Name: "Ada"}) ||
 		oldest.Details["name"] != "k" || !oldest.At.Equal(at) || oldest.Target != key {
 		t.Fatalf("entries %+v ... %+v", newest, oldest)
@@ -199,12 +200,12 @@ func TestRecordAndList(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got := f.list(t, f.org, tt.query)
-		if len(got.Entries) != len(tt.want) {
-			t.Errorf("%s: %d entries, want %d", tt.query, len(got.Entries), len(tt.want))
+		if len(got.Items) != len(tt.want) {
+			t.Errorf("%s: %d entries, want %d", tt.query, len(got.Items), len(tt.want))
 			continue
 		}
 		for i, w := range tt.want {
-			if g := got.Entries[i]; g.Action != w.Action || g.Actor.Type != w.Actor.Type || !g.At.Equal(w.At) {
+			if g := got.Items[i]; g.Action != w.Action || g.Actor.Type != w.Actor.Type || !g.At.Equal(w.At) {
 				t.Errorf("%s: entry %d = %+v, want %+v", tt.query, i, g, w)
 			}
 		}
@@ -216,7 +217,7 @@ func TestRecordAndList(t *testing.T) {
 		t.Fatalf("pages %v + %v (next %q), want %v", ids(first), ids(second), second.NextCursor, ids(all))
 	}
 	// The other organization sees its one entry only.
-	if got := f.list(t, f.other, ""); len(got.Entries) != 1 || got.Entries[0].OrgID != f.other {
+	if got := f.list(t, f.other, ""); len(got.Items) != 1 || got.Items[0].OrgID != f.other {
 		t.Fatalf("other organization's list %+v", got)
 	}
 }
@@ -279,8 +280,8 @@ func TestRecordRefuses(t *testing.T) {
 		})
 	}
 	t.Cleanup(func() {
-		if got := f.list(t, f.org, ""); len(got.Entries) != 0 {
-			t.Errorf("refused entries were written: %+v", got.Entries)
+		if got := f.list(t, f.org, ""); len(got.Items) != 0 {
+			t.Errorf("refused entries were written: %+v", got.Items)
 		}
 	})
 }

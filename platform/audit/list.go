@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/page"
 )
 
@@ -134,34 +135,11 @@ func parseActor(s string) (Actor, bool) {
 	if id, ok := parseID(s); ok {
 		return User(id), true
 	}
-	typ, rest, ok := strings.Cut(s, ":")
-	if !ok || (typ != ActorUser && typ != ActorAPIKey) {
-		return Actor{}, false
-	}
-	id, ok := parseID(rest)
+	typ, id, ok := parseRef(s, ActorUser, ActorAPIKey)
 	if !ok {
 		return Actor{}, false
 	}
 	return Actor{Type: typ, ID: id}, true
-}
-
-// Page is one page of the log.
-type Page struct {
-	Entries []Entry
-	// NextCursor fetches the next page; "" on the last page.
-	NextCursor string
-}
-
-// MarshalJSON renders the list body: {"data": [...], "next_cursor": "..." | null}.
-func (p Page) MarshalJSON() ([]byte, error) {
-	out := struct {
-		Data       []Entry `json:"data"`
-		NextCursor *string `json:"next_cursor"`
-	}{Data: p.Entries, NextCursor: page.NextCursor(p.NextCursor)}
-	if out.Data == nil {
-		out.Data = []Entry{}
-	}
-	return json.Marshal(out)
 }
 
 // entryJSON is the resource of docs/api.md, §Audit log.
@@ -211,29 +189,23 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 		Action:    e.Action,
 		Target:    targetJSON(e.Target),
 		Details:   details,
-		CreatedAt: e.At.UTC().Truncate(time.Second).Format(time.RFC3339),
+		CreatedAt: clock.Format(e.At),
 	})
 }
 
 // List returns the organization's entries matching q, newest first, one
 // page at a time. A bad parameter is a 422 naming it.
-func (s *Service) List(ctx context.Context, orgID int64, q Query) (Page, error) {
+func (s *Service) List(ctx context.Context, orgID int64, q Query) (page.Of[Entry], error) {
 	f, err := q.Parse()
 	if err != nil {
-		return Page{}, err
+		return page.Of[Entry]{}, err
 	}
 	return s.ListFilter(ctx, orgID, f)
 }
 
 // ListFilter is List for a Filter already parsed.
-func (s *Service) ListFilter(ctx context.Context, orgID int64, f Filter) (Page, error) {
-	var userID, keyID int64
-	switch f.Actor.Type {
-	case ActorUser:
-		userID = f.Actor.ID
-	case ActorAPIKey:
-		keyID = f.Actor.ID
-	}
+func (s *Service) ListFilter(ctx context.Context, orgID int64, f Filter) (page.Of[Entry], error) {
+	userID, keyID := f.Actor.columns()
 	target := ""
 	if f.Target.Type != "" {
 		target = f.Target.String()
@@ -256,7 +228,7 @@ func (s *Service) ListFilter(ctx context.Context, orgID int64, f Filter) (Page, 
 		LIMIT $11`,
 		orgID, f.Page.After, f.Actor.Type, userID, keyID, f.Action, f.Family, target, f.Since, f.Until, f.Page.Limit+1)
 	if err != nil {
-		return Page{}, fmt.Errorf("list audit log: %w", err)
+		return page.Of[Entry]{}, fmt.Errorf("list audit log: %w", err)
 	}
 	defer rows.Close()
 	var out []Entry
@@ -267,20 +239,20 @@ func (s *Service) ListFilter(ctx context.Context, orgID int64, f Filter) (Page, 
 			details []byte
 		)
 		if err := rows.Scan(&e.ID, &e.Actor.Type, &e.Actor.ID, &e.Actor.Name, &e.Action, &target, &details, &e.At); err != nil {
-			return Page{}, fmt.Errorf("scan audit entry: %w", err)
+			return page.Of[Entry]{}, fmt.Errorf("scan audit entry: %w", err)
 		}
 		e.OrgID = orgID
 		if t, ok := ParseTarget(target); ok {
 			e.Target = t
 		}
 		if err := json.Unmarshal(details, &e.Details); err != nil {
-			return Page{}, fmt.Errorf("audit entry %d: details: %w", e.ID, err)
+			return page.Of[Entry]{}, fmt.Errorf("audit entry %d: details: %w", e.ID, err)
 		}
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
-		return Page{}, fmt.Errorf("list audit log: %w", err)
+		return page.Of[Entry]{}, fmt.Errorf("list audit log: %w", err)
 	}
 	entries, next := page.Cut(f.Page, out, func(e Entry) int64 { return e.ID })
-	return Page{Entries: entries, NextCursor: next}, nil
+	return page.Of[Entry]{Items: entries, NextCursor: next}, nil
 }

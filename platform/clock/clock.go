@@ -54,3 +54,25 @@ func (f *Fake) Advance(d time.Duration) time.Time {
 // Stamp returns t in UTC truncated to whole seconds, the form every
 // timestamp is stored in resources and rendered in ("2026-11-22T14:03:05Z").
 func Stamp(t time.Time) time.Time { return t.UTC().Truncate(time.Second) }
+
+// StampPtr is Stamp for an optional time: nil stays nil.
+func StampPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	v := Stamp(*t)
+	return &v
+}
+
+// Format renders t as resources do: Stamp in RFC 3339,
+// "2026-11-22T14:03:05Z".
+func Format(t time.Time) string { return Stamp(t).Format(time.RFC3339) }
+
+// FormatPtr is Format for an optional time: nil stays nil (JSON null).
+func FormatPtr(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := Format(*t)
+	return &s
+}

@@ -193,40 +193,20 @@ func Load(getenv func(string) string) (Config, error) {
 			*fv.dst = f
 		}
 	}
-	if v := getenv("SHUTDOWN_TIMEOUT"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			fail("SHUTDOWN_TIMEOUT", fmt.Errorf("must be a positive duration like 30s, got %q", v))
+	for _, dv := range []struct {
+		name    string
+		dst     *time.Duration
+		example string
+	}{{"SHUTDOWN_TIMEOUT", &c.ShutdownTimeout, "30s"}, {"DB_ACQUIRE_TIMEOUT", &c.DBAcquireTimeout, "5s"},
+		{"DB_CONNECT_TIMEOUT", &c.DBConnectTimeout, "60s"}, {"SENDER_SWEEP_INTERVAL", &c.SenderSweepInterval, "30s"},
+		{"NETWORK_TIMEOUT", &c.NetworkTimeout, "5s"}} {
+		if v := getenv(dv.name); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				fail(dv.name, fmt.Errorf("must be a positive duration like %s, got %q", dv.example, v))
+			}
+			*dv.dst = d
 		}
-		c.ShutdownTimeout = d
-	}
-	if v := getenv("DB_ACQUIRE_TIMEOUT"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			fail("DB_ACQUIRE_TIMEOUT", fmt.Errorf("must be a positive duration like 5s, got %q", v))
-		}
-		c.DBAcquireTimeout = d
-	}
-	if v := getenv("DB_CONNECT_TIMEOUT"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			fail("DB_CONNECT_TIMEOUT", fmt.Errorf("must be a positive duration like 60s, got %q", v))
-		}
-		c.DBConnectTimeout = d
-	}
-	if v := getenv("SENDER_SWEEP_INTERVAL"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			fail("SENDER_SWEEP_INTERVAL", fmt.Errorf("must be a positive duration like 30s, got %q", v))
-		}
-		c.SenderSweepInterval = d
-	}
-	if v := getenv("NETWORK_TIMEOUT"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			fail("NETWORK_TIMEOUT", fmt.Errorf("must be a positive duration like 5s, got %q", v))
-		}
-		c.NetworkTimeout = d
 	}
 	if v := strings.TrimSpace(getenv("WEBHOOK_ALLOW_PRIVATE")); v != "" {
 		switch strings.ToLower(v) {

@@ -32,6 +32,27 @@ func NewTenant(orgID int64, schema string) (Tenant, error) {
 	return Tenant{OrgID: orgID, Schema: schema}, nil
 }
 
+// StoredTenant is NewTenant for an organization row's schema_name, which
+// is NULL until the organization's schema is provisioned: then the
+// organization has no tenant, an error.
+func StoredTenant(orgID int64, schema *string) (Tenant, error) {
+	if schema == nil {
+		return Tenant{}, fmt.Errorf("organization %d has no tenant schema", orgID)
+	}
+	return NewTenant(orgID, *schema)
+}
+
+// Null is v as a statement argument: nil (SQL NULL) when v is its type's
+// zero value ("", 0), for optional columns the caller holds as plain
+// values.
+func Null[T comparable](v T) any {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return v
+}
+
 // Table returns the quoted, schema-qualified name of one of the tenant's tables,
 // e.g. `"tenant_42"."messages"`, for hand-written SQL on the hot paths.
 func (t Tenant) Table(name string) string {

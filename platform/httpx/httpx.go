@@ -124,6 +124,46 @@ func JSON(c *gin.Context, status int, v any) {
 	c.JSON(status, v)
 }
 
+// Reply answers err (Fail), or status with v when err is nil.
+func Reply(c *gin.Context, status int, v any, err error) {
+	if err != nil {
+		Fail(c, err)
+		return
+	}
+	JSON(c, status, v)
+}
+
+// Data is Reply with v in the one envelope of a resource, {"data": v}.
+func Data(c *gin.Context, status int, v any, err error) {
+	if err != nil {
+		Fail(c, err)
+		return
+	}
+	JSON(c, status, gin.H{"data": v})
+}
+
+// Bind decodes the request body into dst (BindJSON), or answers the error
+// and returns false.
+func Bind(c *gin.Context, dst any) bool {
+	if err := BindJSON(c, dst); err != nil {
+		Fail(c, err)
+		return false
+	}
+	return true
+}
+
+// NoStore keeps a response that carries a secret (a token, a plain key, a
+// signing secret) out of caches.
+func NoStore(c *gin.Context) { c.Header("Cache-Control", "no-store") }
+
+// ReplySecret is Reply for a v that carries a secret: kept out of caches.
+func ReplySecret(c *gin.Context, status int, v any, err error) {
+	if err == nil {
+		NoStore(c)
+	}
+	Reply(c, status, v, err)
+}
+
 // accessLog logs one line per request with its method, route, path (never
 // the query string), status, duration, size, request id and client IP.
 // Headers and bodies are never logged.

@@ -4,6 +4,8 @@ import (
 	"strconv"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/bizmsg/platform/platform/apperr"
 )
 
 // PathID reads the :id path parameter of a resource: a positive integer in
@@ -12,6 +14,16 @@ import (
 // caller answers 404 (docs/api.md, §Status codes).
 func PathID(c *gin.Context) (int64, bool) {
 	return ParseID(c.Param("id"))
+}
+
+// PathIDOr404 is PathID answering 404, naming what (a malformed id names
+// nothing that exists), when the parameter is not an id.
+func PathIDOr404(c *gin.Context, what string) (int64, bool) {
+	id, ok := PathID(c)
+	if !ok {
+		Fail(c, apperr.NotFound(what))
+	}
+	return id, ok
 }
 
 // ParseID reads s as PathID does.

@@ -86,10 +86,7 @@ func (s *Service) Authenticate(ctx context.Context, plain string) (*Auth, error)
 	}
 	a.Org.ID = a.Key.OrgID
 	a.Org.CreatedAt = clock.Stamp(a.Org.CreatedAt)
-	if found.schema == nil {
-		return nil, fmt.Errorf("authenticate api key: organization %d has no tenant schema", a.Org.ID)
-	}
-	if a.Org.Tenant, err = db.NewTenant(a.Org.ID, *found.schema); err != nil {
+	if a.Org.Tenant, err = db.StoredTenant(a.Org.ID, found.schema); err != nil {
 		return nil, fmt.Errorf("authenticate api key: %w", err)
 	}
 	s.touch(ctx, &a.Key)

@@ -184,15 +184,7 @@ func (k Key) Resource(now time.Time) Resource {
 		Scopes:     scopes,
 		Status:     k.Status(now),
 		ExpiresAt:  clock.Stamp(k.ExpiresAt),
-		LastUsedAt: timestampPtr(k.LastUsedAt),
+		LastUsedAt: clock.StampPtr(k.LastUsedAt),
 		CreatedAt:  clock.Stamp(k.CreatedAt),
 	}
-}
-
-func timestampPtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	v := clock.Stamp(*t)
-	return &v
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/phone"
@@ -92,7 +93,7 @@ func Check(ctx context.Context, net network.Network, recipient, senderPhone stri
 		Exists:          true,
 		RecipientID:     &a.ID,
 		IsVerified:      a.Verified,
-		PhoneVerifiedAt: timestamp(a.PhoneVerifiedAt),
+		PhoneVerifiedAt: clock.StampPtr(a.PhoneVerifiedAt),
 		ReasonCode:      a.ReasonCode(),
 	}
 	if senderPhone != "" && a.Phone == senderPhone {
@@ -197,12 +198,4 @@ func (s *Service) Lookup(ctx context.Context, t db.Tenant, q Query) (Result, err
 		senderPhone = sn.Phone
 	}
 	return Check(ctx, s.net, recipient, senderPhone)
-}
-
-func timestamp(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	v := t.UTC().Truncate(time.Second)
-	return &v
 }

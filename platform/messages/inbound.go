@@ -81,8 +81,8 @@ func (s *Service) Receive(ctx context.Context, in Inbound) (ReceiptOutcome, erro
 			  SELECT sender_number_id, (created_at AT TIME ZONE 'UTC')::date, 'receive', 1 FROM m
 			  ON CONFLICT (sender_number_id, day, side) DO UPDATE SET received = u.received + 1)
 			SELECT `+changedColumns+` FROM m`,
-			[]any{senderID, to, in.FromPhone, nullInt64(in.ConversationID), in.Type, in.Content,
-				nullString(in.FileName), nullInt64(in.FileSize), nullString(in.FileType), nullInt64(int64(in.Duration)),
+			[]any{senderID, to, in.FromPhone, db.Null(in.ConversationID), in.Type, in.Content,
+				db.Null(in.FileName), db.Null(in.FileSize), db.Null(in.FileType), db.Null(int64(in.Duration)),
 				in.At, in.ID, s.clock.Now()}, 1)
 		if err != nil {
 			return fmt.Errorf("store inbound message %q: %w", in.ID, err)
@@ -183,20 +183,4 @@ func (s *Service) activeNumber(ctx context.Context, p string) (db.Tenant, int64,
 		return db.Tenant{}, 0, false, nil //nolint:nilerr // a corrupted schema name routes nothing
 	}
 	return t, senderID, true, nil
-}
-
-// nullString is s, or nil (SQL null) when it is empty.
-func nullString(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
-// nullInt64 is n, or nil (SQL null) when it is zero.
-func nullInt64(n int64) any {
-	if n == 0 {
-		return nil
-	}
-	return n
 }

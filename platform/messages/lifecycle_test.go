@@ -411,7 +411,7 @@ func TestReceive(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return p.Messages
+		return p.Items
 	}
 	inboundA := list(a, messages.ListQuery{Direction: messages.DirectionInbound})
 	if len(inboundA) != 2 {

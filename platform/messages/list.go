@@ -3,7 +3,6 @@ package messages
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -172,28 +171,6 @@ func (q ListQuery) parse() (filter, error) {
 // filter is given, so the created_at index serves it) rather than by id.
 func (f filter) byTime() bool { return f.since != nil || f.until != nil }
 
-// Page is one page of the history.
-type Page struct {
-	Messages []Message
-	// NextCursor fetches the next page; "" on the last page.
-	NextCursor string
-}
-
-// MarshalJSON renders the list body: {"data": [...], "next_cursor": "..." | null}.
-func (p Page) MarshalJSON() ([]byte, error) {
-	out := struct {
-		Data       []Message `json:"data"`
-		NextCursor *string   `json:"next_cursor"`
-	}{Data: p.Messages}
-	if out.Data == nil {
-		out.Data = []Message{}
-	}
-	if p.NextCursor != "" {
-		out.NextCursor = &p.NextCursor
-	}
-	return json.Marshal(out)
-}
-
 // List returns the organization's messages matching q, newest first, one
 // page at a time. Each filter is served by an index of messages (sender,
 // to_phone, status, client_reference and conversation, each with the id;
@@ -203,10 +180,10 @@ func (p Page) MarshalJSON() ([]byte, error) {
 // created_at index reads just the window instead of the newest rows down to
 // it. direction=outbound has no index of its own: the primary key serves
 // it while outbound messages are most of the rows.
-func (s *Service) List(ctx context.Context, t db.Tenant, q ListQuery) (Page, error) {
+func (s *Service) List(ctx context.Context, t db.Tenant, q ListQuery) (page.Of[Message], error) {
 	f, err := q.parse()
 	if err != nil {
-		return Page{}, err
+		return page.Of[Message]{}, err
 	}
 	// The page runs on the simple protocol, its values written into the
 	// text, so Postgres plans each page for its values (a custom plan): a
@@ -266,7 +243,7 @@ func (s *Service) List(ctx context.Context, t db.Tenant, q ListQuery) (Page, err
 	query += ` ORDER BY ` + order + ` LIMIT ` + strconv.Itoa(f.limit+1)
 	res, err := s.pool.Query(ctx, query, append([]any{pgx.QueryExecModeSimpleProtocol}, args...)...)
 	if err != nil {
-		return Page{}, fmt.Errorf("list messages: %w", err)
+		return page.Of[Message]{}, fmt.Errorf("list messages: %w", err)
 	}
 	rows, err := pgx.CollectRows(res, func(r pgx.CollectableRow) (row, error) {
 		var m row
@@ -274,17 +251,17 @@ func (s *Service) List(ctx context.Context, t db.Tenant, q ListQuery) (Page, err
 		return m, err
 	})
 	if err != nil {
-		return Page{}, fmt.Errorf("list messages: %w", err)
+		return page.Of[Message]{}, fmt.Errorf("list messages: %w", err)
 	}
-	var p Page
+	var p page.Of[Message]
 	if len(rows) > f.limit {
 		rows = rows[:f.limit]
 		last := rows[len(rows)-1]
 		p.NextCursor = encodeCursor(position{id: last.ID, at: last.CreatedAt, timed: f.byTime()})
 	}
-	p.Messages = make([]Message, 0, len(rows))
+	p.Items = make([]Message, 0, len(rows))
 	for i := range rows {
-		p.Messages = append(p.Messages, rows[i].message())
+		p.Items = append(p.Items, rows[i].message())
 	}
 	return p, nil
 }

@@ -227,7 +227,7 @@ func deliveryOf(r *queue.DeliveryReport) *deliveryJSON {
 		return nil
 	}
 	d := &deliveryJSON{State: r.State, Attempts: r.Attempts,
-		LastAttemptAt: timePtr(r.LastAttemptAt), NextAttemptAt: timePtr(r.NextAttemptAt)}
+		LastAttemptAt: clock.FormatPtr(r.LastAttemptAt), NextAttemptAt: clock.FormatPtr(r.NextAttemptAt)}
 	if r.LastError != "" {
 		d.LastError = &r.LastError
 	}
@@ -246,7 +246,7 @@ func (m Message) MarshalJSON() ([]byte, error) {
 		MessageType:     m.Type,
 		Content:         m.Content,
 		Status:          m.Status,
-		SentAt:          timePtr(m.SentAt),
+		SentAt:          clock.FormatPtr(m.SentAt),
 		ToPhone:         m.ToPhone,
 		FileName:        m.FileName,
 		FileSize:        m.FileSize,
@@ -255,25 +255,15 @@ func (m Message) MarshalJSON() ([]byte, error) {
 		ClientReference: m.ClientReference,
 		ErrorCode:       m.ErrorCode,
 		ErrorMessage:    m.ErrorMessage,
-		CreatedAt:       formatTime(m.CreatedAt),
-		DeliveredAt:     timePtr(m.DeliveredAt),
-		FailedAt:        timePtr(m.FailedAt),
+		CreatedAt:       clock.Format(m.CreatedAt),
+		DeliveredAt:     clock.FormatPtr(m.DeliveredAt),
+		FailedAt:        clock.FormatPtr(m.FailedAt),
 		Direction:       m.Direction,
 		FromPhone:       m.FromPhone,
-		ReadAt:          timePtr(m.ReadAt),
-		ReceivedAt:      timePtr(m.ReceivedAt),
+		ReadAt:          clock.FormatPtr(m.ReadAt),
+		ReceivedAt:      clock.FormatPtr(m.ReceivedAt),
 		Delivery:        deliveryOf(m.Delivery),
 	})
-}
-
-func formatTime(t time.Time) string { return t.UTC().Truncate(time.Second).Format(time.RFC3339) }
-
-func timePtr(t *time.Time) *string {
-	if t == nil {
-		return nil
-	}
-	s := formatTime(*t)
-	return &s
 }
 
 // Senders is what the service needs of the sender-number service;

@@ -197,25 +197,33 @@ func (m *Migrator) applySet(ctx context.Context, schema string, set Set) (int, e
 	// a transaction that waited for an advisory lock may still hold stale catalog
 	// caches (advisory locks do not process invalidations), so CREATE SCHEMA IF
 	// NOT EXISTS could miss a schema the other process just committed.
+	var applied int
+	err := m.withLock(ctx, schema, func(conn *pgxpool.Conn) error {
+		return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			var err error
+			applied, err = applySetTx(ctx, tx, schema, set, false)
+			return err
+		})
+	})
+	return applied, err
+}
+
+// withLock runs f on a connection that holds schema's advisory lock for
+// its session, so that concurrent starts migrate schema one at a time.
+func (m *Migrator) withLock(ctx context.Context, schema string, f func(*pgxpool.Conn) error) error {
 	conn, err := m.pool.Acquire(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("acquire: %w", err)
+		return fmt.Errorf("acquire: %w", err)
 	}
 	defer conn.Release()
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock(hashtextextended($1, 0))", lockKey(schema)); err != nil {
-		return 0, fmt.Errorf("lock: %w", err)
+		return fmt.Errorf("lock: %w", err)
 	}
 	defer func() {
 		// Unlock on a fresh context: the caller's may be cancelled by now.
 		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(hashtextextended($1, 0))", lockKey(schema))
 	}()
-	var applied int
-	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		var err error
-		applied, err = applySetTx(ctx, tx, schema, set, false)
-		return err
-	})
-	return applied, err
+	return f(conn)
 }
 
 // applySetTx applies the pending migrations of set to schema inside tx. With
@@ -285,26 +293,19 @@ func (m *Migrator) migrateRiver(ctx context.Context) (int, error) {
 	if current, err := m.riverCurrent(ctx); err == nil && current {
 		return 0, nil
 	}
-	conn, err := m.pool.Acquire(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("acquire: %w", err)
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock(hashtextextended($1, 0))", lockKey(RiverSchema)); err != nil {
-		return 0, fmt.Errorf("lock: %w", err)
-	}
-	defer func() {
-		// Unlock on a fresh context: the caller's may be cancelled by now.
-		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(hashtextextended($1, 0))", lockKey(RiverSchema))
-	}()
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{RiverSchema}.Sanitize()); err != nil {
-		return 0, fmt.Errorf("create schema: %w", err)
-	}
-	res, err := m.river.Migrate(ctx, rivermigrate.DirectionUp, nil)
-	if err != nil {
-		return 0, err
-	}
-	return len(res.Versions), nil
+	var applied int
+	err := m.withLock(ctx, RiverSchema, func(conn *pgxpool.Conn) error {
+		if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{RiverSchema}.Sanitize()); err != nil {
+			return fmt.Errorf("create schema: %w", err)
+		}
+		res, err := m.river.Migrate(ctx, rivermigrate.DirectionUp, nil)
+		if err != nil {
+			return err
+		}
+		applied = len(res.Versions)
+		return nil
+	})
+	return applied, err
 }
 
 func (m *Migrator) riverCurrent(ctx context.Context) (bool, error) {

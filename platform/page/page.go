@@ -5,6 +5,7 @@ package page
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
@@ -94,6 +95,26 @@ func decodeCursor(s string) (int64, bool) {
 		return 0, false
 	}
 	return id, true
+}
+
+// Of is one page of a list: its items, newest first, and the cursor of
+// the next page.
+type Of[T any] struct {
+	Items []T
+	// NextCursor fetches the next page; "" on the last.
+	NextCursor string
+}
+
+// MarshalJSON renders the list body: {"data": [...], "next_cursor": "..." | null}.
+func (p Of[T]) MarshalJSON() ([]byte, error) {
+	out := struct {
+		Data       []T     `json:"data"`
+		NextCursor *string `json:"next_cursor"`
+	}{Data: p.Items, NextCursor: NextCursor(p.NextCursor)}
+	if out.Data == nil {
+		out.Data = []T{}
+	}
+	return json.Marshal(out)
 }
 
 // NextCursor renders a next-page cursor for a list response: nil (JSON

@@ -23,7 +23,7 @@ type Keys struct {
 // plain_text_key (shown this once, kept out of caches).
 func (h Keys) Create(c *gin.Context) {
 	var req keys.CreateRequest
-	if !bind(c, &req) {
+	if !httpx.Bind(c, &req) {
 		return
 	}
 	spec, err := req.Spec()
@@ -37,7 +37,7 @@ func (h Keys) Create(c *gin.Context) {
 		httpx.Fail(c, err)
 		return
 	}
-	noStore(c)
+	httpx.NoStore(c)
 	httpx.JSON(c, http.StatusCreated, created.Resource(h.Svc.Now()))
 }
 
@@ -55,16 +55,16 @@ func (h Keys) List(c *gin.Context) {
 		return
 	}
 	now := h.Svc.Now()
-	out := List[keys.Resource]{Data: make([]keys.Resource, 0, len(list)), NextCursor: page.NextCursor(next)}
+	out := page.Of[keys.Resource]{Items: make([]keys.Resource, 0, len(list)), NextCursor: next}
 	for _, k := range list {
-		out.Data = append(out.Data, k.Resource(now))
+		out.Items = append(out.Items, k.Resource(now))
 	}
 	httpx.JSON(c, http.StatusOK, out)
 }
 
 // Revoke is DELETE /api-keys/{id}: 204, effective at once.
 func (h Keys) Revoke(c *gin.Context) {
-	id, ok := pathID(c, "API key")
+	id, ok := httpx.PathIDOr404(c, "API key")
 	if !ok {
 		return
 	}
@@ -80,7 +80,7 @@ func (h Keys) Revoke(c *gin.Context) {
 // plain_text_key, recorded in the audit log. Needs encrypted storage, and a
 // signed-in user (a key cannot reveal keys).
 func (h Keys) Reveal(c *gin.Context) {
-	id, ok := pathID(c, "API key")
+	id, ok := httpx.PathIDOr404(c, "API key")
 	if !ok {
 		return
 	}
@@ -94,6 +94,6 @@ func (h Keys) Reveal(c *gin.Context) {
 		httpx.Fail(c, err)
 		return
 	}
-	noStore(c)
+	httpx.NoStore(c)
 	httpx.JSON(c, http.StatusOK, out.Resource(h.Svc.Now()))
 }

@@ -22,21 +22,17 @@ type Messages struct {
 // filters of docs/api.md §Message history.
 func (h Messages) List(c *gin.Context) {
 	out, err := h.Svc.List(c.Request.Context(), h.Caller(c).Tenant, messages.ListQueryFrom(c.Request.URL.Query()))
-	if err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	httpx.JSON(c, http.StatusOK, out)
+	httpx.Reply(c, http.StatusOK, out, err)
 }
 
 // Get is GET /messages/{id}.
 func (h Messages) Get(c *gin.Context) {
-	id, ok := pathID(c, "message")
+	id, ok := httpx.PathIDOr404(c, "message")
 	if !ok {
 		return
 	}
 	m, err := h.Svc.Get(c.Request.Context(), h.Caller(c).Tenant, id)
-	render(c, http.StatusOK, m, err)
+	httpx.Data(c, http.StatusOK, m, err)
 }
 
 // Usage serves GET /usage[?from=YYYY-MM-DD&to=YYYY-MM-DD].
@@ -48,5 +44,5 @@ type Usage struct {
 // Report is GET /usage: the organization's usage per day and in total.
 func (h Usage) Report(c *gin.Context) {
 	r, err := h.Svc.Report(c.Request.Context(), h.Caller(c).Tenant, usage.Query{From: c.Query("from"), To: c.Query("to")})
-	render(c, http.StatusOK, r, err)
+	httpx.Data(c, http.StatusOK, r, err)
 }

@@ -7,15 +7,14 @@
 //
 // Handlers are thin: parse the request, call the service with the caller's
 // organization, render the result in the one envelope ({"data": ...}, or
-// the error body of package httpx).
+// the error body of package httpx, whose Bind, PathIDOr404 and Data they
+// use as the other handlers do).
 package resource
 
 import (
 	"github.com/gin-gonic/gin"
 
-	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
-	"github.com/bizmsg/platform/platform/httpx"
 	"github.com/bizmsg/platform/platform/keys"
 )
 
@@ -36,47 +35,3 @@ type Caller struct {
 // CallerFunc returns the caller of a request that passed the API's
 // authentication middleware.
 type CallerFunc func(*gin.Context) Caller
-
-// Data writes status with the body {"data": v}.
-func Data(c *gin.Context, status int, v any) {
-	httpx.JSON(c, status, gin.H{"data": v})
-}
-
-// List is the body of a list answer: one page of data, and the cursor of
-// the next page (null on the last).
-type List[T any] struct {
-	Data       []T     `json:"data"`
-	NextCursor *string `json:"next_cursor"`
-}
-
-// pathID reads the :id path parameter, or answers 404 naming what (a
-// malformed id names nothing, docs/api.md §Status codes) and returns false.
-func pathID(c *gin.Context, what string) (int64, bool) {
-	id, ok := httpx.PathID(c)
-	if !ok {
-		httpx.Fail(c, apperr.NotFound(what))
-	}
-	return id, ok
-}
-
-// bind decodes the JSON body into v, or answers the binding error and
-// returns false.
-func bind(c *gin.Context, v any) bool {
-	if err := httpx.BindJSON(c, v); err != nil {
-		httpx.Fail(c, err)
-		return false
-	}
-	return true
-}
-
-// render answers err, or status with {"data": v} when err is nil.
-func render(c *gin.Context, status int, v any, err error) {
-	if err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	Data(c, status, v)
-}
-
-// noStore keeps responses that carry secrets (plain keys) out of caches.
-func noStore(c *gin.Context) { c.Header("Cache-Control", "no-store") }

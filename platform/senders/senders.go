@@ -128,20 +128,10 @@ func (s Sender) MarshalJSON() ([]byte, error) {
 		Status:             s.Status,
 		VerificationStatus: s.VerificationStatus,
 		DailyLimitOverride: s.DailyLimitOverride,
-		VerifiedAt:         timePtr(s.VerifiedAt),
-		OTPSentAt:          timePtr(s.OTPSentAt),
-		CreatedAt:          formatTime(s.CreatedAt),
+		VerifiedAt:         clock.FormatPtr(s.VerifiedAt),
+		OTPSentAt:          clock.FormatPtr(s.OTPSentAt),
+		CreatedAt:          clock.Format(s.CreatedAt),
 	})
-}
-
-func formatTime(t time.Time) string { return t.UTC().Truncate(time.Second).Format(time.RFC3339) }
-
-func timePtr(t *time.Time) *string {
-	if t == nil {
-		return nil
-	}
-	s := formatTime(*t)
-	return &s
 }
 
 // Config configures a Service.

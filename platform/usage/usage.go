@@ -57,7 +57,8 @@ type Counts struct {
 	Received  int64 `json:"received"`
 }
 
-func (c *Counts) add(o Counts) {
+// Add adds o's counts to c's.
+func (c *Counts) Add(o Counts) {
 	c.Queued += o.Queued
 	c.Sent += o.Sent
 	c.Delivered += o.Delivered
@@ -249,7 +250,7 @@ func (s *Service) Report(ctx context.Context, t db.Tenant, q Query) (Report, err
 		key := d.Format(time.DateOnly)
 		c := byDay[key]
 		r.Daily = append(r.Daily, Day{Date: key, Counts: c})
-		r.Totals.add(c)
+		r.Totals.Add(c)
 	}
 
 	type senderRow struct {

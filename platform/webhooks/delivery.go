@@ -13,6 +13,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/page"
 	"github.com/bizmsg/platform/platform/queue"
@@ -74,14 +75,14 @@ func (d Delivery) MarshalJSON() ([]byte, error) {
 		Attempts:       d.Attempts,
 		LastStatusCode: d.LastStatusCode,
 		LatencyMS:      d.LatencyMS,
-		CreatedAt:      formatTime(d.CreatedAt),
+		CreatedAt:      clock.Format(d.CreatedAt),
 	}
 	if d.LastError != "" {
 		e := d.LastError
 		out.LastError = &e
 	}
 	if d.NextAttemptAt != nil {
-		n := formatTime(*d.NextAttemptAt)
+		n := clock.Format(*d.NextAttemptAt)
 		out.NextAttemptAt = &n
 	}
 	return json.Marshal(out)
@@ -115,7 +116,7 @@ func DeliveryQueryFrom(v url.Values) DeliveryQuery {
 // Deliveries returns one page of the endpoint's delivery log, newest first,
 // filtered by state and event type (every problem with the parameters is
 // one 422).
-func (s *Service) Deliveries(ctx context.Context, t db.Tenant, endpointID int64, q DeliveryQuery) (Page[Delivery], error) {
+func (s *Service) Deliveries(ctx context.Context, t db.Tenant, endpointID int64, q DeliveryQuery) (page.Of[Delivery], error) {
 	var v apperr.Validation
 	p := page.ParseInto(&v, q.Limit, q.Cursor)
 	if q.State != "" && q.State != StatePending && q.State != StateSucceeded && q.State != StateFailed {
@@ -125,33 +126,23 @@ func (s *Service) Deliveries(ctx context.Context, t db.Tenant, endpointID int64,
 		v.Add("event_type", "must be one of "+strings.Join(EventTypes(), ", "))
 	}
 	if err := v.Err(); err != nil {
-		return Page[Delivery]{}, err
+		return page.Of[Delivery]{}, err
 	}
 	if _, err := s.Get(ctx, t, endpointID); err != nil {
-		return Page[Delivery]{}, err
+		return page.Of[Delivery]{}, err
 	}
-	var list []Delivery
-	err := s.sql.Query(ctx, nil, sqlFor(t, `SELECT `+deliveryColumns+`
+	list, err := listPage(ctx, s.sql, sqlFor(t, `SELECT `+deliveryColumns+`
 		  FROM {deliveries} d JOIN {events} ev ON ev.id = d.event_id
 		 WHERE d.endpoint_id = $1
 		   AND ($2::text = '' OR d.state = $2::text)
 		   AND ($3::text = '' OR ev.type = $3::text)
 		   AND ($4::bigint = 0 OR d.id < $4::bigint)
 		 ORDER BY d.id DESC LIMIT $5`), []any{endpointID, q.State, q.EventType, p.After, p.Limit + 1},
-		func(r db.Rows) error {
-			for r.Next() {
-				var d Delivery
-				if err := scanDelivery(r, &d); err != nil {
-					return err
-				}
-				list = append(list, d)
-			}
-			return nil
-		})
+		p, scanDelivery, func(d Delivery) int64 { return d.ID })
 	if err != nil {
-		return Page[Delivery]{}, fmt.Errorf("list webhook deliveries: %w", err)
+		return page.Of[Delivery]{}, fmt.Errorf("list webhook deliveries: %w", err)
 	}
-	return cut(p, list, func(d Delivery) int64 { return d.ID }), nil
+	return list, nil
 }
 
 // Redeliver sends delivery deliveryID's event to the endpoint again: a new

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/page"
 )
@@ -85,8 +86,8 @@ func (e Endpoint) MarshalJSON() ([]byte, error) {
 		Description: e.Description,
 		Events:      e.Events,
 		Enabled:     e.Enabled,
-		CreatedAt:   formatTime(e.CreatedAt),
-		UpdatedAt:   formatTime(e.UpdatedAt),
+		CreatedAt:   clock.Format(e.CreatedAt),
+		UpdatedAt:   clock.Format(e.UpdatedAt),
 		Secret:      e.Secret,
 	}
 	if out.Events == nil {
@@ -98,8 +99,6 @@ func (e Endpoint) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(out)
 }
-
-func formatTime(t time.Time) string { return t.UTC().Truncate(time.Second).Format(time.RFC3339) }
 
 // EndpointInput is the body of POST /webhooks. Absent (or null) events
 // subscribe to every event type.
@@ -172,28 +171,18 @@ func (s *Service) Create(ctx context.Context, t db.Tenant, in EndpointInput) (En
 
 // List returns one page of the organization's endpoints, newest first,
 // never with their secrets.
-func (s *Service) List(ctx context.Context, t db.Tenant, limit, cursor string) (Page[Endpoint], error) {
+func (s *Service) List(ctx context.Context, t db.Tenant, limit, cursor string) (page.Of[Endpoint], error) {
 	p, err := page.Parse(limit, cursor)
 	if err != nil {
-		return Page[Endpoint]{}, err
+		return page.Of[Endpoint]{}, err
 	}
-	var list []Endpoint
-	err = s.sql.Query(ctx, nil, sqlFor(t, `SELECT `+endpointColumns+` FROM {endpoints} e
+	list, err := listPage(ctx, s.sql, sqlFor(t, `SELECT `+endpointColumns+` FROM {endpoints} e
 		WHERE ($1::bigint = 0 OR e.id < $1) ORDER BY e.id DESC LIMIT $2`),
-		[]any{p.After, p.Limit + 1}, func(r db.Rows) error {
-			for r.Next() {
-				var e Endpoint
-				if err := scanEndpoint(r, &e); err != nil {
-					return err
-				}
-				list = append(list, e)
-			}
-			return nil
-		})
+		[]any{p.After, p.Limit + 1}, p, scanEndpoint, func(e Endpoint) int64 { return e.ID })
 	if err != nil {
-		return Page[Endpoint]{}, fmt.Errorf("list webhook endpoints: %w", err)
+		return page.Of[Endpoint]{}, fmt.Errorf("list webhook endpoints: %w", err)
 	}
-	return cut(p, list, func(e Endpoint) int64 { return e.ID }), nil
+	return list, nil
 }
 
 // Get returns the organization's endpoint id (404 when it has none).

@@ -1,38 +1,31 @@
 package webhooks
 
 import (
-	"encoding/json"
+	"context"
 
+	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/page"
 )
 
-// Page is one page of a list: the items, newest first, and the cursor of
-// the next page ("" on the last).
-type Page[T any] struct {
-	// Items are the page's items, newest first.
-	Items []T
-	// NextCursor fetches the next page; "" on the last.
-	NextCursor string
-}
-
-// MarshalJSON renders the list body: {"data": [...], "next_cursor": "..." | null}.
-func (p Page[T]) MarshalJSON() ([]byte, error) {
-	out := struct {
-		Data       []T     `json:"data"`
-		NextCursor *string `json:"next_cursor"`
-	}{Data: p.Items}
-	if out.Data == nil {
-		out.Data = []T{}
+// listPage runs query, which selects one list's rows newest first with
+// the limit p.Limit+1, scans each row with scan and returns the page of p
+// with the next page's cursor.
+func listPage[T any](ctx context.Context, sql *db.Prepared, query string, args []any, p page.Query,
+	scan func(db.Rows, *T) error, id func(T) int64) (page.Of[T], error) {
+	var list []T
+	err := sql.Query(ctx, nil, query, args, func(r db.Rows) error {
+		for r.Next() {
+			var v T
+			if err := scan(r, &v); err != nil {
+				return err
+			}
+			list = append(list, v)
+		}
+		return nil
+	})
+	if err != nil {
+		return page.Of[T]{}, err
 	}
-	if p.NextCursor != "" {
-		out.NextCursor = &p.NextCursor
-	}
-	return json.Marshal(out)
-}
-
-// cut trims rows (fetched with limit+1) to the page and sets the next
-// page's cursor.
-func cut[T any](p page.Query, rows []T, id func(T) int64) Page[T] {
-	items, next := page.Cut(p, rows, id)
-	return Page[T]{Items: items, NextCursor: next}
+	items, next := page.Cut(p, list, id)
+	return page.Of[T]{Items: items, NextCursor: next}, nil
 }

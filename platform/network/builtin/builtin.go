@@ -405,7 +405,7 @@ func (n *Network) deliver(ctx context.Context, msg network.Message, from, to str
 		var conv, id *int64
 		var at *time.Time
 		err := n.pool.QueryRow(ctx, insertMessage, low, high, now, senderID, recipient.ID, msg.Type, msg.Content,
-			nullString(msg.FileName), nullInt(msg.FileSize), nullString(msg.FileType), nullInt(int64(msg.Duration)),
+			db.Null(msg.FileName), db.Null(msg.FileSize), db.Null(msg.FileType), db.Null(int64(msg.Duration)),
 			msg.Reference).Scan(&conv, &id, &at)
 		switch {
 		case err != nil:
@@ -577,20 +577,6 @@ func normalize(what, raw string) (string, error) {
 
 func permanent(code, message string) *network.PermanentError {
 	return &network.PermanentError{Code: code, Message: message}
-}
-
-func nullString(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
-func nullInt(v int64) any {
-	if v == 0 {
-		return nil
-	}
-	return v
 }
 
 func utc(t *time.Time) *time.Time {
