@@ -22,9 +22,9 @@ func TestBatchOfOneKey(t *testing.T) {
 
 	t.Run("allow", func(t *testing.T) {
 		t.Parallel()
-		items := make([]allowItem, 5)
-		for i := range items {
-			items[i] = allowItem{key: "key:batch", l: lim}
+		items := make([]allowItem, 0, 6)
+		for range 5 {
+			items = append(items, allowItem{key: "key:batch", l: lim})
 		}
 		items = append(items, allowItem{key: "key:other", l: lim})
 		got, err := s.allowMany(ctx, struct{}{}, items)

@@ -312,7 +312,7 @@ func (s *Store) allowMany(ctx context.Context, _ struct{}, items []allowItem) ([
 	}
 	ns := make([]int32, len(keys))
 	for j, k := range keys {
-		ns[j] = int32(len(byKey[k])) //nolint:gosec // G115: at most a batch of items
+		ns[j] = int32(len(byKey[k]))
 	}
 	out := make([]Decision, len(items))
 	rows, err := s.pool.Query(ctx, allowSQL, keys, ts, taus, ns)
