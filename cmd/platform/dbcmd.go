@@ -6,10 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"os"
 
-	"github.com/bizmsg/platform/platform/config"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/migrate"
 	"github.com/bizmsg/platform/platform/phone"
@@ -23,15 +20,10 @@ import (
 // server, it does not warn about generated secrets, which operator commands do
 // not use. The caller closes the returned DB.
 func openDB(ctx context.Context, stderr io.Writer) (*db.DB, error) {
-	cfg, err := config.Load(os.Getenv)
+	cfg, log, err := setup(stderr)
 	if err != nil {
 		return nil, err
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
-		return nil, fmt.Errorf("LOG_LEVEL: %w", err)
-	}
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
 	if err := db.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
 		return nil, err
 	}

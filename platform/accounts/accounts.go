@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -61,13 +60,10 @@ type Me struct {
 // no control characters (a name is shown in lists and logs on one line).
 func checkName(v *apperr.Validation, field, s string) string {
 	s = strings.TrimSpace(s)
-	switch {
-	case s == "":
+	if s == "" {
 		v.Add(field, "is required")
-	case utf8.RuneCountInString(s) > maxNameLength:
-		v.Add(field, fmt.Sprintf("must be at most %d characters", maxNameLength))
-	case strings.IndexFunc(s, unicode.IsControl) >= 0:
-		v.Add(field, "must not contain control characters")
+	} else {
+		v.Text(field, s, maxNameLength)
 	}
 	return s
 }

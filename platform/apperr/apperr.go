@@ -6,6 +6,7 @@ package apperr
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 	"unicode"
@@ -223,6 +224,22 @@ func (v *Validation) Add(field, msg string) {
 		v.fields = make(map[string][]string)
 	}
 	v.fields[field] = append(v.fields[field], msg)
+}
+
+// Text checks a line of text given for field: at most max characters
+// (runes), and no control characters (it is shown on one line, and
+// Postgres text cannot hold a NUL). It records the first problem found and
+// reports whether there was none.
+func (v *Validation) Text(field, s string, max int) bool {
+	switch {
+	case utf8.RuneCountInString(s) > max:
+		v.Add(field, fmt.Sprintf("must be at most %d characters", max))
+	case strings.ContainsFunc(s, unicode.IsControl):
+		v.Add(field, "must not contain control characters")
+	default:
+		return true
+	}
+	return false
 }
 
 // Has reports whether field already has a recorded problem, which lets

@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -71,13 +69,10 @@ func parseName(v *apperr.Validation, raw json.RawMessage) string {
 		return ""
 	}
 	name = strings.TrimSpace(name)
-	switch {
-	case name == "":
+	if name == "" {
 		v.Add("name", "is required")
-	case utf8.RuneCountInString(name) > MaxNameLength:
-		v.Add("name", fmt.Sprintf("must be at most %d characters", MaxNameLength))
-	case strings.IndexFunc(name, unicode.IsControl) >= 0:
-		v.Add("name", "must not contain control characters")
+	} else {
+		v.Text("name", name, MaxNameLength)
 	}
 	return name
 }

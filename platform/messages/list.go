@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
@@ -151,14 +150,8 @@ func (q ListQuery) parse() (filter, error) {
 		f.after = &pos
 	}
 	if q.ClientReference != "" {
-		switch {
-		case utf8.RuneCountInString(q.ClientReference) > MaxClientReferenceLength:
-			v.Add("client_reference", fmt.Sprintf("must be at most %d characters", MaxClientReferenceLength))
-		case hasControl(q.ClientReference):
-			// As a send's (no stored reference has one); Postgres
-			// refuses a NUL in text outright.
-			v.Add("client_reference", "must not contain control characters")
-		}
+		// As a send's (no stored reference breaks the rule).
+		v.Text("client_reference", q.ClientReference, MaxClientReferenceLength)
 		f.clientReference = q.ClientReference
 	}
 	if err := v.Err(); err != nil {

@@ -235,12 +235,7 @@ func (r *SendRequest) validate() (draft, error) {
 	// Client reference.
 	if r.ClientReference != nil && *r.ClientReference != "" {
 		ref := *r.ClientReference
-		switch {
-		case utf8.RuneCountInString(ref) > MaxClientReferenceLength:
-			v.Add("client_reference", fmt.Sprintf("must be at most %d characters", MaxClientReferenceLength))
-		case hasControl(ref):
-			v.Add("client_reference", "must not contain control characters")
-		default:
+		if v.Text("client_reference", ref, MaxClientReferenceLength) {
 			d.ClientReference = &ref
 		}
 	}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -415,15 +413,8 @@ func validatePhone(v *apperr.Validation, field, raw string) string {
 // validateDisplayName trims the name and checks its length and characters.
 func validateDisplayName(v *apperr.Validation, raw string) string {
 	name := strings.TrimSpace(raw)
-	if utf8.RuneCountInString(name) > MaxDisplayNameLength {
-		v.Add("display_name", fmt.Sprintf("must be at most %d characters", MaxDisplayNameLength))
+	if !v.Text("display_name", name, MaxDisplayNameLength) {
 		return ""
-	}
-	for _, r := range name {
-		if unicode.IsControl(r) {
-			v.Add("display_name", "must not contain control characters")
-			return ""
-		}
 	}
 	return name
 }

@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -388,12 +386,7 @@ func validateEvents(v *apperr.Validation, in []string) []string {
 // characters.
 func validateDescription(v *apperr.Validation, raw string) string {
 	d := strings.TrimSpace(raw)
-	if utf8.RuneCountInString(d) > MaxDescriptionLength {
-		v.Add("description", fmt.Sprintf("must be at most %d characters", MaxDescriptionLength))
-		return ""
-	}
-	if strings.ContainsFunc(d, unicode.IsControl) {
-		v.Add("description", "must not contain control characters")
+	if !v.Text("description", d, MaxDescriptionLength) {
 		return ""
 	}
 	return d
