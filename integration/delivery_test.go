@@ -127,23 +127,27 @@ func TestDailyLimitUnderConcurrency(t *testing.T) {
 
 // With 5/s burst 5, thirty messages of one sender take at least five seconds
 // to deliver, while another sender's messages go out at once; a job snoozes
-// at most once.
+// at most once. Every message has a recipient of its own, so that no
+// delivery waits for an earlier message of its conversation (docs/api.md,
+// §Delivery order).
 func TestThrottlePerSender(t *testing.T) {
 	t.Parallel()
 	e := startMsg(t, Options{Workers: true, Env: map[string]string{"SENDER_RATE": "5", "SENDER_BURST": "5"}})
 	org := e.Register(t)
 	busy := e.activeSender(org, phoneN(1))
 	quiet := e.activeSender(org, phoneN(2))
-	e.recipient(phoneN(10))
+	for i := range 33 {
+		e.recipient(phoneN(100 + i))
+	}
 
 	began := time.Now()
 	for i := range 30 {
-		accepted(t, e.send(org, text(busy, phoneN(10), fmt.Sprintf("busy %d", i))))
+		accepted(t, e.send(org, text(busy, phoneN(100+i), fmt.Sprintf("busy %d", i))))
 	}
 	quietStart := time.Now()
 	var quietIDs []int64
 	for i := range 3 {
-		quietIDs = append(quietIDs, accepted(t, e.send(org, text(quiet, phoneN(10), fmt.Sprintf("quiet %d", i)))).ID)
+		quietIDs = append(quietIDs, accepted(t, e.send(org, text(quiet, phoneN(130+i), fmt.Sprintf("quiet %d", i)))).ID)
 	}
 	for _, id := range quietIDs {
 		e.waitStatus(org, id, "delivered", 10*time.Second)

@@ -112,6 +112,38 @@ func (b *Batcher[K, In, Out]) Do(ctx context.Context, key K, in In) (Out, error)
 	}
 }
 
+// DoAll is Do for several items at once: they are queued together, in
+// order, so that they share a run (up to MaxSize; the rest go in the next
+// runs, in order), and it returns each item's result and error once every
+// item's run has finished. An item whose run has not finished when ctx
+// ends gets ctx's error.
+func (b *Batcher[K, In, Out]) DoAll(ctx context.Context, key K, ins []In) ([]Out, []error) {
+	calls := make([]*call[In, Out], len(ins))
+	for i, in := range ins {
+		calls[i] = &call[In, Out]{ctx: ctx, in: in, done: make(chan struct{})}
+	}
+	b.mu.Lock()
+	q := b.keys[key]
+	if q == nil {
+		q = &queue[In, Out]{}
+		b.keys[key] = q
+	}
+	q.pending = append(q.pending, calls...)
+	b.startLocked(key, q)
+	b.mu.Unlock()
+
+	outs, errs := make([]Out, len(ins)), make([]error, len(ins))
+	for i, c := range calls {
+		select {
+		case <-c.done:
+			outs[i], errs[i] = c.out, c.err
+		case <-ctx.Done():
+			errs[i] = ctx.Err()
+		}
+	}
+	return outs, errs
+}
+
 // startLocked starts runs of key's waiting items while key has room for
 // them. b.mu is held.
 func (b *Batcher[K, In, Out]) startLocked(key K, q *queue[In, Out]) {

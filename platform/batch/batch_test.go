@@ -59,10 +59,19 @@ func TestAloneRunsAtOnce(t *testing.T) {
 	if len(r.runs) != 1 || len(r.runs[0]) != 1 {
 		t.Fatalf("runs = %v, want one run of one item", r.runs)
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.keys) != 0 {
-		t.Fatalf("keys left after the last run: %d", len(b.keys))
+	// The run hands the caller its result before it lets go of the key.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b.mu.Lock()
+		left := len(b.keys)
+		b.mu.Unlock()
+		if left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("keys left after the last run: %d", left)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -265,5 +274,41 @@ func TestCallerGone(t *testing.T) {
 	}
 	if !sawValue.Load() || sawCancel.Load() {
 		t.Fatalf("run context: value kept %v, cancelled %v; want kept and not cancelled", sawValue.Load(), sawCancel.Load())
+	}
+}
+
+// DoAll queues its items together, in order: with the key idle they share
+// one run (not one alone and the rest after it, as concurrent Do calls
+// would), split only by MaxSize, and each gets its own result.
+func TestDoAllSharesRuns(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		maxSize  int
+		items    int
+		wantRuns [][]int
+	}{
+		{"one run", 64, 5, [][]int{{0, 1, 2, 3, 4}}},
+		{"split by max size", 2, 5, [][]int{{0, 1}, {2, 3}, {4}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRecorder()
+			b := New(r.run, Config{MaxSize: tc.maxSize, MaxInFlight: 1})
+			ins := make([]int, tc.items)
+			for i := range ins {
+				ins[i] = i
+			}
+			outs, errs := b.DoAll(context.Background(), "a", ins)
+			for i := range ins {
+				if want := fmt.Sprintf("a/%d", i); outs[i] != want || errs[i] != nil {
+					t.Errorf("item %d: %q, %v; want %q", i, outs[i], errs[i], want)
+				}
+			}
+			if fmt.Sprint(r.runs) != fmt.Sprint(tc.wantRuns) {
+				t.Errorf("runs %v, want %v", r.runs, tc.wantRuns)
+			}
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -32,11 +33,15 @@ import (
 //     delivered and recorded together (deliverBatch), so that a busy worker
 //     spends a few statements per batch rather than per message. Alone, a
 //     job runs at once in a batch of its own;
-//  3. the batch decides, under lock, on the message's first run past the
-//     throttle, its place under the sender's current daily limit for the
-//     day it was accepted, or fails it (daily_limit_exceeded,
-//     sender_not_active) undelivered; a message already sent or failed is
-//     done (claimMany, claimLocked);
+//  3. the batch decides, under lock, whether the message waits for an
+//     earlier message of its conversation (its sender number and recipient)
+//     that is still queued (order.go): then the job snoozes for
+//     Config.OrderWait, keeping the token it took for its next run in this
+//     process (heldTokens). A message that does not wait claims, on its
+//     first run past the throttle, its place under the sender's current
+//     daily limit for the day it was accepted, or is failed
+//     (daily_limit_exceeded, sender_not_active) undelivered; a message
+//     already sent or failed is done (claimMany, claimLocked);
 //  4. it delivers with the reference "<schema>:<id>" and records the
 //     outcome: sent with the network's ids, or failed with the network's
 //     refusal code; a transient failure is returned for River to retry,
@@ -61,19 +66,16 @@ func (s *Service) DeliverMessage(ctx context.Context, args queue.DeliverArgs, at
 		s.known.putLimit(t, senderID, limit)
 	}
 
-	delay, err := s.throttle.Reserve(ctx, throttleKey(t, senderID), at.Ticket(), limit)
-	if err != nil {
-		return 0, fmt.Errorf("throttle: %w", err)
-	}
-	if delay > s.cfg.MaxInlineWait {
-		return delay, nil
-	}
-	if delay > 0 {
-		timer := time.NewTimer(delay)
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-			timer.Stop()
+	key := throttleKey(t, senderID)
+	var delay time.Duration
+	if !s.held.take(at.Ticket(), time.Now()) {
+		if delay, err = s.throttle.Reserve(ctx, key, at.Ticket(), limit); err != nil {
+			return 0, fmt.Errorf("throttle: %w", err)
+		}
+		if delay > s.cfg.MaxInlineWait {
+			return delay, nil
+		}
+		if delay > 0 && !sleep(ctx, delay) {
 			return 0, ctx.Err()
 		}
 	}
@@ -82,7 +84,23 @@ func (s *Service) DeliverMessage(ctx context.Context, args queue.DeliverArgs, at
 	if err != nil {
 		return 0, err
 	}
+	if w := (*orderWaitError)(nil); errors.As(errItem, &w) {
+		s.held.keep(at.Ticket(), key, limit.Burst, time.Now())
+		return s.cfg.OrderWait, nil
+	}
 	return 0, errItem
+}
+
+// sleep waits for d, or until ctx ends (false).
+func sleep(ctx context.Context, d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // pendingDelivery is a delivery job past its throttle, waiting for its
@@ -109,11 +127,18 @@ type sentMessage struct {
 //   - claimMany locks and reads the messages and claims their places under
 //     their senders' daily limits in one statement; claimLocked decides,
 //     in a transaction, the few it leaves (a limit reached, a sender no
-//     longer active);
+//     longer active). A message with an earlier message of its
+//     conversation still queued outside the batch waits (orderWaitError);
 //   - the network delivers the claimed ones (network.DeliverAll: one batch
 //     where the network offers it), each with its reference
 //     "<schema>:<id>", so that a delivery the network already made (a crash
-//     before the outcome was recorded) is returned again, not repeated;
+//     before the outcome was recorded) is returned again, not repeated. The
+//     messages of one conversation go in rounds, one per round in id order:
+//     a round delivers the first of every conversation, and the next one
+//     the following message of each conversation whose message left queued
+//     (delivered, or failed); behind a transient failure the rest of its
+//     conversation waits (orderWaitError). A batch whose conversations are
+//     all different is one round;
 //   - markSent records every delivery in one statement. A refusal fails its
 //     message with the network's code; a transient failure is that job's
 //     error, for River to retry, except on its last attempt, which fails
@@ -121,7 +146,9 @@ type sentMessage struct {
 //
 // Two jobs of one message in a batch (a rescued job and the original) share
 // one delivery and its outcome. Fewer than minBatch jobs are delivered each
-// on its own, side by side, with the one-message statements.
+// on its own, side by side, with the one-message statements; of two messages
+// of one conversation there, the later one's claim finds the earlier one
+// queued and waits.
 func (s *Service) deliverBatch(ctx context.Context, t db.Tenant, items []pendingDelivery) ([]error, error) {
 	if n := len(items); n > 1 && n < minBatch {
 		// Too few to pay for the batch statements: each on its own, at once.
@@ -152,64 +179,67 @@ func (s *Service) deliverBatch(ctx context.Context, t db.Tenant, items []pending
 		return nil, err
 	}
 	if len(undecided) > 0 {
-		decided, err := s.claimLocked(ctx, t, undecided)
+		decided, err := s.claimLocked(ctx, t, undecided, ids)
 		if err != nil {
 			return nil, err
 		}
 		maps.Copy(claims, decided)
 	}
 
+	// The messages that proceed, per conversation in id order: each round
+	// delivers the first of every conversation, and the next round the
+	// following one of each conversation whose first left queued.
 	errs := make([]error, len(items))
-	msgs := make([]network.Message, 0, len(ids))
-	sending := make([]int, 0, len(ids))
+	lines := make(map[conversation][]int64)
+	var order []conversation
 	for _, id := range ids {
-		i := first[id]
 		c, found := claims[id]
 		switch {
 		case !found:
-			errs[i] = missing(t, id, apperr.NotFound("message"))
+			errs[first[id]] = missing(t, id, apperr.NotFound("message"))
+		case c.blocker != 0:
+			errs[first[id]] = &orderWaitError{blocker: c.blocker}
 		case c.proceed:
-			m := c.m
-			msgs = append(msgs, network.Message{
-				Reference: Reference(t, m.ID),
-				FromPhone: c.phone,
-				ToPhone:   m.ToPhone,
-				Type:      m.Type,
-				Content:   m.Content,
-				FileName:  deref(m.FileName),
-				FileSize:  deref(m.FileSize),
-				FileType:  deref(m.FileType),
-				Duration:  deref(m.Duration),
-			})
-			sending = append(sending, i)
+			k := conversation{c.m.SenderNumberID, c.m.ToPhone}
+			if _, seen := lines[k]; !seen {
+				order = append(order, k)
+			}
+			lines[k] = append(lines[k], id)
 		}
 	}
+	for _, k := range order {
+		slices.Sort(lines[k])
+	}
 
-	sent := make([]sentMessage, 0, len(msgs))
-	for j, r := range network.DeliverAll(ctx, s.net, msgs, len(msgs)) {
-		i := sending[j]
-		id, at := items[i].id, items[i].at
-		var refusal *network.PermanentError
-		switch {
-		case errors.As(r.Err, &refusal):
-			errs[i] = s.fail(ctx, nil, t, id, refusal.Code, refusal.Message)
-		case r.Err != nil && at.Last():
-			s.log.WarnContext(ctx, "message delivery gave up", "schema", t.Schema, "message_id", id,
-				"attempts", at.Attempt, "error", r.Err)
-			errs[i] = s.fail(ctx, nil, t, id, CodeNetworkError,
-				fmt.Sprintf("The messaging network could not be reached after %d attempts.", at.Attempt))
-			if errs[i] == nil {
-				// The job ends discarded with the cause in its errors, where
-				// an operator finds it (platform admin jobs retry requeues
-				// the message once the cause is gone).
-				errs[i] = fmt.Errorf("deliver (last attempt; message failed %s): %w", CodeNetworkError, network.Transient(r.Err))
-			}
-		case r.Err != nil:
-			errs[i] = fmt.Errorf("deliver: %w", network.Transient(r.Err))
-		default:
-			sent = append(sent, sentMessage{id: id, d: r.Delivery, item: i,
-				delivered: r.Delivery.Delivered})
+	sent := make([]sentMessage, 0, len(ids))
+	for len(order) > 0 {
+		msgs := make([]network.Message, len(order))
+		for j, k := range order {
+			c := claims[lines[k][0]]
+			msgs[j] = networkMessage(t, c.m, c.phone)
 		}
+		var next []conversation
+		for j, r := range network.DeliverAll(ctx, s.net, msgs, len(msgs)) {
+			k := order[j]
+			id, later := lines[k][0], lines[k][1:]
+			i := first[id]
+			rec, done, err := s.outcome(ctx, t, items[i], i, r)
+			if rec != nil {
+				sent = append(sent, *rec)
+			}
+			errs[i] = err
+			switch {
+			case len(later) == 0:
+			case !done:
+				for _, l := range later {
+					errs[first[l]] = &orderWaitError{blocker: id}
+				}
+			default:
+				lines[k] = later
+				next = append(next, k)
+			}
+		}
+		order = next
 	}
 	if err := s.markSent(ctx, t, sent); err != nil {
 		for _, m := range sent {
@@ -222,6 +252,53 @@ func (s *Service) deliverBatch(ctx context.Context, t db.Tenant, items []pending
 	return errs, nil
 }
 
+// networkMessage is message m as the network delivers it, from the sender's
+// phone.
+func networkMessage(t db.Tenant, m *row, phone string) network.Message {
+	return network.Message{
+		Reference: Reference(t, m.ID),
+		FromPhone: phone,
+		ToPhone:   m.ToPhone,
+		Type:      m.Type,
+		Content:   m.Content,
+		FileName:  deref(m.FileName),
+		FileSize:  deref(m.FileSize),
+		FileType:  deref(m.FileType),
+		Duration:  deref(m.Duration),
+	}
+}
+
+// outcome handles the network's result r for the message of it (the batch's
+// item i): a delivery is returned, to record; a refusal fails the message; a
+// transient failure is the job's error, and on its last attempt fails the
+// message with network_error as well. done reports whether the message is
+// no longer queued (sent to record, or failed now), so that the later
+// messages of its conversation may follow it.
+func (s *Service) outcome(ctx context.Context, t db.Tenant, it pendingDelivery, i int, r network.Result) (rec *sentMessage, done bool, err error) {
+	id, at := it.id, it.at
+	var refusal *network.PermanentError
+	switch {
+	case errors.As(r.Err, &refusal):
+		err = s.fail(ctx, nil, t, id, refusal.Code, refusal.Message)
+		return nil, err == nil, err
+	case r.Err != nil && at.Last():
+		s.log.WarnContext(ctx, "message delivery gave up", "schema", t.Schema, "message_id", id,
+			"attempts", at.Attempt, "error", r.Err)
+		if err = s.fail(ctx, nil, t, id, CodeNetworkError,
+			fmt.Sprintf("The messaging network could not be reached after %d attempts.", at.Attempt)); err != nil {
+			return nil, false, err
+		}
+		// The job ends discarded with the cause in its errors, where an
+		// operator finds it (platform admin jobs retry requeues the message
+		// once the cause is gone).
+		return nil, true, fmt.Errorf("deliver (last attempt; message failed %s): %w", CodeNetworkError, network.Transient(r.Err))
+	case r.Err != nil:
+		return nil, false, fmt.Errorf("deliver: %w", network.Transient(r.Err))
+	default:
+		return &sentMessage{id: id, d: r.Delivery, item: i, delivered: r.Delivery.Delivered}, true, nil
+	}
+}
+
 // missing turns a message that does not exist into the job's permanent
 // error; other errors pass through.
 func missing(t db.Tenant, id int64, err error) error {
@@ -232,30 +309,37 @@ func missing(t db.Tenant, id int64, err error) error {
 	return err
 }
 
-// claim is what claimMany or claimLocked decided for a message: proceed (deliver m
-// from the sender's phone) or not (it is sent or failed already, or it was
-// failed now).
+// claim is what claimMany or claimLocked decided for a message: proceed
+// (deliver m from the sender's phone), wait for an earlier message of its
+// conversation (blocker, the id of that message: m is left queued and
+// unclaimed, or claimed already), or neither (it is sent or failed already,
+// or it was failed now).
 type claim struct {
 	proceed bool
+	blocker int64
 	m       *row
 	phone   string
 }
 
 // claimMany is the common case of the claim, for all of ids at once, in one
 // statement (one round trip, no explicit transaction): it locks the
-// messages (by id) and reads them with their senders and the organization's
-// limits; it locks the delivery-side day counters of the senders whose
-// queued, not yet dispatched messages all fit under their current limits (in
-// sender and day order, creating a counter a day's first claim finds
-// missing) and counts those messages in them; it stamps them dispatched_at.
+// messages (by id) and reads them with their senders, the organization's
+// limits and the earlier message of each one's conversation that it waits
+// for (blockerSQL: one still queued, not in this batch); it locks the
+// delivery-side day counters of the senders whose queued, not yet
+// dispatched messages that wait for nothing all fit under their current
+// limits (in sender and day order, creating a counter a day's first claim
+// finds missing) and counts those messages in them; it stamps them
+// dispatched_at.
 //
 // It returns every message found, as read before the claim, with whether it
 // proceeds: claimed now, or dispatched already (a retry after a transient
-// network failure); a message no longer queued does not. The queued ones it
-// could not claim are undecided (a sender no longer active, or a limit
-// lowered since acceptance that not all of a sender's messages fit under):
-// claimLocked decides those one by one. A message that does not exist is
-// absent from both.
+// network failure); a queued message that waits for an earlier one does
+// not, dispatched or not, and neither does a message no longer queued. The
+// queued ones it could not claim are undecided (a sender no longer active,
+// or a limit lowered since acceptance that not all of a sender's messages
+// fit under): claimLocked decides those one by one. A message that does not
+// exist is absent from both.
 func (s *Service) claimMany(ctx context.Context, t db.Tenant, ids []int64) (map[int64]claim, []int64, error) {
 	rows, err := s.claimRows(ctx, t, ids)
 	if err != nil {
@@ -270,6 +354,8 @@ func (s *Service) claimMany(ctx context.Context, t db.Tenant, ids []int64) (map[
 		c := claim{m: &r.row, phone: sn.phone}
 		switch {
 		case r.Status != StatusQueued:
+		case r.Blocker != nil:
+			c.blocker = *r.Blocker
 		case r.DispatchedAt != nil || r.Claimed:
 			c.proceed = true
 		default:
@@ -282,10 +368,12 @@ func (s *Service) claimMany(ctx context.Context, t db.Tenant, ids []int64) (map[
 }
 
 // claimRow is a message as the claim reads it: with its sender, its
-// organization's limits, and whether this claim counted it.
+// organization's limits, the earlier message of its conversation it waits
+// for (blockerSQL; nil when none), and whether this claim counted it.
 type claimRow struct {
 	row
 	deliveryJoin
+	Blocker *int64
 	Claimed bool
 }
 
@@ -296,11 +384,12 @@ func (s *Service) claimRows(ctx context.Context, t db.Tenant, ids []int64) ([]cl
 	if len(ids) == 1 {
 		query, idArg = claimOneSQL(t), ids[0]
 	}
+	now := s.clock.Now()
 	var rows []claimRow
-	err := s.prep.Query(ctx, nil, query, []any{t.OrgID, idArg, s.clock.Now()}, func(r db.Rows) error {
+	err := s.prep.Query(ctx, nil, query, []any{t.OrgID, idArg, now, now.Add(-s.cfg.OrderWindow)}, func(r db.Rows) error {
 		for r.Next() {
 			var c claimRow
-			if err := r.Scan(append(c.deliveryDest(), &c.Claimed)...); err != nil {
+			if err := r.Scan(append(c.deliveryDest(), &c.Blocker, &c.Claimed)...); err != nil {
 				return err
 			}
 			rows = append(rows, c)
@@ -316,12 +405,15 @@ type usageKey struct {
 	day    string // YYYY-MM-DD, the UTC day the message was accepted
 }
 
-// claimLocked reads messages ids of tenant t with their senders and the
-// organization's limits, and decides each under the lock of one transaction
-// (the messages claimMany could not claim):
+// claimLocked reads messages ids of tenant t with their senders, the
+// organization's limits and their blockers (none of batch, the ids of the
+// whole delivery batch, can be one), and decides each under the lock of one
+// transaction (the messages claimMany could not claim):
 //
 //   - a message no longer queued is done (a job run twice, or after a
 //     crash, changes nothing);
+//   - a message that waits for an earlier one of its conversation still
+//     queued waits, unclaimed;
 //   - a message dispatched already (a retry after a transient network
 //     failure) proceeds without a second claim;
 //   - a message whose sender is not active (suspended, rejected since
@@ -337,16 +429,17 @@ type usageKey struct {
 // counter each; acceptance locks only the acceptance-side rows, which no
 // delivery statement touches), so that concurrent batches cannot deadlock. A
 // message that does not exist is absent from the result.
-func (s *Service) claimLocked(ctx context.Context, t db.Tenant, ids []int64) (map[int64]claim, error) {
+func (s *Service) claimLocked(ctx context.Context, t db.Tenant, ids, batch []int64) (map[int64]claim, error) {
 	var out map[int64]claim
 	err := s.prep.Tx(ctx, func(tx pgx.Tx) error {
 		out = make(map[int64]claim, len(ids))
 		var rows []claimRow
-		err := s.prep.Query(ctx, tx, lockMessagesSQL(t.Quoted(), "$1::bigint", "$2::bigint[]"), []any{t.OrgID, ids},
+		err := s.prep.Query(ctx, tx, lockMessagesSQL(t.Quoted(), "$1::bigint", "$2::bigint[]", "$3::bigint[]", "$4::timestamptz"),
+			[]any{t.OrgID, ids, batch, s.clock.Now().Add(-s.cfg.OrderWindow)},
 			func(r db.Rows) error {
 				for r.Next() {
 					var c claimRow
-					if err := r.Scan(c.deliveryDest()...); err != nil {
+					if err := r.Scan(append(c.deliveryDest(), &c.Blocker)...); err != nil {
 						return err
 					}
 					rows = append(rows, c)
@@ -363,7 +456,7 @@ func (s *Service) claimLocked(ctx context.Context, t db.Tenant, ids []int64) (ma
 			r := &rows[i]
 			sn, org := r.split()
 			s.known.putLimit(t, r.SenderNumberID, s.limitOf(org))
-			if r.Status == StatusQueued && r.DispatchedAt == nil && sn.status == senders.StatusActive {
+			if r.Status == StatusQueued && r.Blocker == nil && r.DispatchedAt == nil && sn.status == senders.StatusActive {
 				k := usageKey{r.SenderNumberID, dayOf(r.CreatedAt)}
 				if _, seen := want[k]; !seen {
 					want[k] = 0
@@ -385,6 +478,8 @@ func (s *Service) claimLocked(ctx context.Context, t db.Tenant, ids []int64) (ma
 			n, counted := count[k]
 			switch {
 			case r.Status != StatusQueued:
+			case r.Blocker != nil:
+				c.blocker = *r.Blocker
 			case r.DispatchedAt != nil:
 				c.proceed = true
 			case sn.status != senders.StatusActive:

@@ -31,7 +31,9 @@ func (f *fixture) dispatched(tn db.Tenant, sid int64) int {
 // suspended sender's messages fail, a network refusal fails only its
 // message, an unknown message is its job's permanent error, and two jobs of
 // one message deliver it once. Counters and the network agree, and running
-// every job again changes nothing.
+// every job again changes nothing. (A job whose message waits for an
+// earlier one of its conversation, in a batch that formed without it, runs
+// again after its snooze, as River would.)
 func TestDeliverBatchOutcomes(t *testing.T) {
 	t.Parallel()
 	f := newFixtureWith(t, 1000, 1000, func(c *messages.Config) {
@@ -73,7 +75,7 @@ func TestDeliverBatchOutcomes(t *testing.T) {
 	var wg sync.WaitGroup
 	run := func(i int, id int64) {
 		defer wg.Done()
-		_, errs[i] = f.deliver(tn, id, int64(1000+i), 1)
+		errs[i] = f.deliverDone(tn, id, int64(1000+i), 1)
 	}
 	wg.Add(1)
 	go run(0, ids[0])
@@ -169,7 +171,8 @@ func TestDeliverBatchOutcomes(t *testing.T) {
 // Many deliveries of several senders in concurrent batches (up to four at
 // once per tenant, across two tenants) all reach sent exactly once, with
 // counters that agree: the batches' locks never deadlock (a deadlock would
-// be a job's error).
+// be a job's error). Each sender writes to one recipient, so a job often
+// waits for an earlier message of its conversation and runs again.
 func TestDeliverBatchesConcurrently(t *testing.T) {
 	t.Parallel()
 	f := newFixtureWith(t, 1e6, 1e6, func(c *messages.Config) {
@@ -199,7 +202,7 @@ func TestDeliverBatchesConcurrently(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = f.deliver(j.tn, j.id, int64(i+1), 1)
+			errs[i] = f.deliverDone(j.tn, j.id, int64(i+1), 1)
 		}()
 	}
 	wg.Wait()
@@ -241,7 +244,9 @@ func waitFor(t *testing.T, cond func() bool) {
 
 // Fewer than four deliveries waiting are delivered each on its own, side by
 // side, through the network's one-message Deliver: no multi-message batch
-// reaches the network, and each job gets its own outcome.
+// reaches the network, and each job gets its own outcome (two messages of
+// one conversation are not delivered side by side: the later one waits for
+// the earlier one, and its job runs again).
 func TestDeliverSmallBatch(t *testing.T) {
 	t.Parallel()
 	f := newFixtureWith(t, 1000, 1000, func(c *messages.Config) {
@@ -257,7 +262,7 @@ func TestDeliverSmallBatch(t *testing.T) {
 	var wg sync.WaitGroup
 	run := func(i int, id int64) {
 		defer wg.Done()
-		_, errs[i] = f.deliver(tn, id, int64(i+1), 1)
+		errs[i] = f.deliverDone(tn, id, int64(i+1), 1)
 	}
 	wg.Add(1)
 	go run(0, ids[0])

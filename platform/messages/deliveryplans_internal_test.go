@@ -12,7 +12,10 @@ import (
 // Delivery's statements find their messages by id, whatever the statistics
 // say: after an ANALYZE that saw only sent messages, then a backlog of
 // queued ones, neither a generic plan nor a custom one starts from the
-// status index (which would read every queued message for each batch).
+// status index (which would read every queued message for each batch). The
+// claims look for each message's blocker (an earlier queued message of its
+// conversation) in the partial index of queued messages by conversation,
+// never in the status index either.
 func TestDeliveryPlansStartFromIDs(t *testing.T) {
 	t.Parallel()
 	f := newAcceptFixture(t)
@@ -37,8 +40,8 @@ func TestDeliveryPlansStartFromIDs(t *testing.T) {
 	statements := []struct {
 		name, sql, args string
 	}{
-		{"claim one", claimOneSQL(f.tn), fmt.Sprintf("%d, 5001, now()", f.tn.OrgID)},
-		{"claim many", claimManySQL(f.tn), fmt.Sprintf("%d, %s, now()", f.tn.OrgID, ids)},
+		{"claim one", claimOneSQL(f.tn), fmt.Sprintf("%d, 5001, now(), now() - interval '10 minutes'", f.tn.OrgID)},
+		{"claim many", claimManySQL(f.tn), fmt.Sprintf("%d, %s, now(), now() - interval '10 minutes'", f.tn.OrgID, ids)},
 		{"mark one sent", markOneSentSQL(f.tn, false), "1, 1, 1, now(), false, now(), 5001"},
 		{"mark one sent with rows", markOneSentSQL(f.tn, true), "1, 1, 1, now(), true, now(), 5001"},
 		{"mark sent", markSentSQL(f.tn, false), fmt.Sprintf("%s, %s, %s, %s, array_fill(now(), '{8}'), array_fill(false, '{8}'), now()", ids, ones, ones, ones)},
@@ -71,6 +74,9 @@ func TestDeliveryPlansStartFromIDs(t *testing.T) {
 				text := strings.Join(plan, "\n")
 				if strings.Contains(text, "messages_status_idx") || !strings.Contains(text, "messages_pkey") {
 					t.Fatalf("the plan does not find the messages by id:\n%s", text)
+				}
+				if strings.HasPrefix(st.name, "claim") && !strings.Contains(text, "messages_queued_conversation_idx") {
+					t.Fatalf("the plan does not find the blockers in their index:\n%s", text)
 				}
 			})
 		}

@@ -282,10 +282,12 @@ func TestBatchEventsInOneCall(t *testing.T) {
 	f, _ := newRecorded(t, true, func(c *messages.Config) { c.DeliveryBatch = batch.Config{MaxInFlight: 1} })
 	tn := f.org()
 	sid := f.sender(tn, ph(1))
-	f.account(ph(999))
+	// One recipient each: a conversation's messages would go one per
+	// network call (deliverBatch's rounds).
 	ids := make([]int64, 8)
 	for i := range ids {
-		ids[i] = f.mustSend(tn, sid, ph(999), fmt.Sprint(i))
+		f.account(ph(900 + i))
+		ids[i] = f.mustSend(tn, sid, ph(900+i), fmt.Sprint(i))
 	}
 	// The first job's batch is held in the network while the others
 	// gather behind it.

@@ -310,6 +310,19 @@ type Config struct {
 	// MaxInlineWait is the longest throttle delay a delivery waits out in the
 	// worker; longer ones snooze the job for exactly the delay. Default 1 s.
 	MaxInlineWait time.Duration
+	// OrderWindow bounds the delivery order of a conversation (a sender
+	// number and a recipient, docs/api.md §Delivery order): a message waits
+	// for an earlier one of its conversation that is still queued only while
+	// that one was accepted less than OrderWindow ago, so that a message
+	// stuck queued (its attempts spread over a long outage, or its job
+	// cancelled by an operator) holds the later ones back for that long at
+	// most. Default 10 minutes: the first nine retries of a transient
+	// network failure (1 s doubling) fit in it.
+	OrderWindow time.Duration
+	// OrderWait is how long the job of a message that waits for an earlier
+	// one of its conversation snoozes before it looks again. Default 250 ms,
+	// River's fetch poll: a shorter snooze would not run sooner.
+	OrderWait time.Duration
 	// IdempotencyTTL is how long an Idempotency-Key is remembered. Default 24 h.
 	IdempotencyTTL time.Duration
 	// Events records a webhook event of every status change of a message
@@ -340,6 +353,8 @@ type Service struct {
 	known    *senderCache
 	throttle throttle.Limiter
 	events   webhooks.Emitter
+	// held is the throttle tokens of jobs that waited for order.
+	held heldTokens
 	// acceptances batches the sends of each tenant (acceptBatch), and
 	// deliveries its deliveries (deliverBatch).
 	acceptances *batch.Batcher[db.Tenant, acceptance, accepted]
@@ -377,6 +392,12 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.MaxInlineWait <= 0 {
 		cfg.MaxInlineWait = time.Second
+	}
+	if cfg.OrderWindow <= 0 {
+		cfg.OrderWindow = 10 * time.Minute
+	}
+	if cfg.OrderWait <= 0 {
+		cfg.OrderWait = 250 * time.Millisecond
 	}
 	if cfg.IdempotencyTTL <= 0 {
 		cfg.IdempotencyTTL = 24 * time.Hour

@@ -43,6 +43,13 @@ type countingNetwork struct {
 	multi      atomic.Int32 // DeliverBatch calls of more than one message
 	// hold, when set, holds the next DeliverBatch call until it is closed.
 	hold atomic.Pointer[chan struct{}]
+	// faults maps a reference to the error its deliveries get in
+	// DeliverBatch instead of being delivered (a transient error, or a
+	// *network.PermanentError refusal).
+	faults sync.Map
+	// calls records the references of each DeliverBatch call.
+	callsMu sync.Mutex
+	calls   [][]string
 }
 
 func (n *countingNetwork) Deliver(ctx context.Context, m network.Message) (network.Delivery, error) {
@@ -66,6 +73,13 @@ func (n *countingNetwork) DeliverBatch(ctx context.Context, ms []network.Message
 	if hold := n.hold.Swap(nil); hold != nil {
 		<-*hold
 	}
+	refs := make([]string, len(ms))
+	for i, m := range ms {
+		refs[i] = m.Reference
+	}
+	n.callsMu.Lock()
+	n.calls = append(n.calls, refs)
+	n.callsMu.Unlock()
 	if n.failing.Load() {
 		out := make([]network.Result, len(ms))
 		for i := range out {
@@ -73,9 +87,19 @@ func (n *countingNetwork) DeliverBatch(ctx context.Context, ms []network.Message
 		}
 		return out
 	}
-	out := n.Network.DeliverBatch(ctx, ms)
-	for i := range out {
-		out[i].Delivery.Delivered = out[i].Delivery.Delivered && n.confirms.Load()
+	var deliver []network.Message
+	var at []int
+	out := make([]network.Result, len(ms))
+	for i, m := range ms {
+		if err, ok := n.faults.Load(m.Reference); ok {
+			out[i].Err = err.(error)
+			continue
+		}
+		deliver, at = append(deliver, m), append(at, i)
+	}
+	for j, r := range n.Network.DeliverBatch(ctx, deliver) {
+		r.Delivery.Delivered = r.Delivery.Delivered && n.confirms.Load()
+		out[at[j]] = r
 	}
 	return out
 }
@@ -140,6 +164,9 @@ func newFixtureWith(t *testing.T, rate float64, burst int, edit func(*messages.C
 		SenderRate: rate, SenderBurst: burst,
 		// Never wait in the test: any delay snoozes.
 		MaxInlineWait: time.Nanosecond,
+		// A job that waits for an earlier message of its conversation
+		// snoozes briefly (deliverDone runs it again as River would).
+		OrderWait: time.Millisecond,
 	}
 	if edit != nil {
 		edit(&cfg)
@@ -235,6 +262,21 @@ func (f *fixture) deliver(tn db.Tenant, id, jobID int64, attempt int) (time.Dura
 		f.t.Fatal(err)
 	}
 	return f.deliverArgs(args, jobID, attempt)
+}
+
+// deliverDone runs the job of message id as River would: again after each
+// snooze (a wait for an earlier message of its conversation), until it is
+// done or fails.
+func (f *fixture) deliverDone(tn db.Tenant, id, jobID int64, attempt int) error {
+	f.t.Helper()
+	for range 10_000 {
+		d, err := f.deliver(tn, id, jobID, attempt)
+		if err != nil || d == 0 {
+			return err
+		}
+		time.Sleep(d) // the snooze
+	}
+	return fmt.Errorf("message %d: its job snoozed 10,000 times", id)
 }
 
 func (f *fixture) deliverArgs(args queue.DeliverArgs, jobID int64, attempt int) (time.Duration, error) {
