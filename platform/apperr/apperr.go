@@ -226,14 +226,14 @@ func (v *Validation) Add(field, msg string) {
 	v.fields[field] = append(v.fields[field], msg)
 }
 
-// Text checks a line of text given for field: at most max characters
+// Text checks a line of text given for field: at most maxLen characters
 // (runes), and no control characters (it is shown on one line, and
 // Postgres text cannot hold a NUL). It records the first problem found and
 // reports whether there was none.
-func (v *Validation) Text(field, s string, max int) bool {
+func (v *Validation) Text(field, s string, maxLen int) bool {
 	switch {
-	case utf8.RuneCountInString(s) > max:
-		v.Add(field, fmt.Sprintf("must be at most %d characters", max))
+	case utf8.RuneCountInString(s) > maxLen:
+		v.Add(field, fmt.Sprintf("must be at most %d characters", maxLen))
 	case strings.ContainsFunc(s, unicode.IsControl):
 		v.Add(field, "must not contain control characters")
 	default:
