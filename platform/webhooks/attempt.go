@@ -133,22 +133,23 @@ func (s *Service) Attempt(ctx context.Context, t db.Tenant, endpointID, delivery
 func (s *Service) ready(ctx context.Context, t db.Tenant, id int64) (*attemptRow, time.Duration, error) {
 	now := s.clock.Now()
 	d, found, err := s.loadAttempt(ctx, t, id, now)
-	if err != nil || !found || d.state != StatePending {
+	if err != nil || !found {
 		return nil, 0, err
 	}
-	if !d.enabled {
-		return nil, 0, s.failDisabled(ctx, t, id, now)
-	}
-	if d.blockedBy != 0 && !d.blockedUntil.After(now) {
+	if d.state == StatePending && d.enabled && d.blockedBy != 0 && !d.blockedUntil.After(now) {
+		// The earlier delivery may have disabled the endpoint meanwhile:
+		// what it read again goes through every check below.
 		if d, err = s.awaitTurn(ctx, t, d); err != nil {
 			return nil, 0, err
 		}
-		if d.state != StatePending {
-			return nil, 0, nil
-		}
 		now = s.clock.Now()
 	}
-	if d.blockedBy != 0 {
+	switch {
+	case d.state != StatePending:
+		return nil, 0, nil
+	case !d.enabled:
+		return nil, 0, s.failDisabled(ctx, t, id, now)
+	case d.blockedBy != 0:
 		wait := min(max(d.blockedUntil.Sub(now), 0), s.cfg.RetryMax)
 		return nil, wait + orderSlack + time.Duration(rand.Int64N(int64(orderSlack))), nil //nolint:gosec // G404: scheduling jitter
 	}
