@@ -53,15 +53,15 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	service := func(api, worker bool) command {
+	service := func(name string, api, worker bool) command {
 		return func(ctx context.Context, args []string, _, stderr io.Writer) error {
-			return runService(ctx, args, stderr, api, worker)
+			return runService(ctx, args, stderr, name, api, worker)
 		}
 	}
 	return dispatch(ctx, args, stdout, stderr, usage, "command", map[string]command{
-		"serve":       service(true, true),
-		"api":         service(true, false),
-		"worker":      service(false, true),
+		"serve":       service("serve", true, true),
+		"api":         service("api", true, false),
+		"worker":      service("worker", false, true),
 		"migrate":     runMigrate,
 		"bench":       bench.Main,
 		"network":     runNetwork,
@@ -110,8 +110,8 @@ func setup(stderr io.Writer) (config.Config, *slog.Logger, error) {
 	return cfg, slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})), nil
 }
 
-func runService(ctx context.Context, args []string, stderr io.Writer, api, workers bool) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+func runService(ctx context.Context, args []string, stderr io.Writer, name string, api, workers bool) error {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -120,7 +120,7 @@ func runService(ctx context.Context, args []string, stderr io.Writer, api, worke
 	if err != nil {
 		return err
 	}
-	a, err := app.New(ctx, app.Options{Config: cfg, Logger: log, Workers: workers})
+	a, err := app.New(ctx, app.Options{Config: cfg, Logger: log, Workers: workers, Name: "bizmsg " + name})
 	if err != nil {
 		return err
 	}

@@ -55,6 +55,9 @@ type Options struct {
 	Clock clock.Clock
 	// Workers runs the River workers in this process.
 	Workers bool
+	// Name is the process's application_name in Postgres (db.Config), such
+	// as "bizmsg worker". Default "bizmsg".
+	Name string
 	// Jobs tunes the worker client.
 	Jobs queue.Config
 	// Network is the messaging network. Default: the one NETWORK names (the
@@ -136,7 +139,9 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	if err := WaitForDatabase(ctx, cfg, a.log); err != nil {
 		return nil, err
 	}
-	d, err := db.Open(ctx, db.Config{URL: cfg.DatabaseURL, MaxConns: cfg.DBMaxConns, AcquireTimeout: cfg.DBAcquireTimeout})
+	d, err := db.Open(ctx, db.Config{
+		URL: cfg.DatabaseURL, MaxConns: cfg.DBMaxConns, AcquireTimeout: cfg.DBAcquireTimeout, ApplicationName: opts.Name,
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -35,6 +35,11 @@ type Config struct {
 	// context.DeadlineExceeded (ErrAcquireTimeout from Prepared), which the
 	// HTTP layer answers with 503. Default 5s.
 	AcquireTimeout time.Duration
+	// ApplicationName is the connections' application_name, which
+	// pg_stat_activity shows (an operator tells the api, worker and serve
+	// processes' connections apart by it), unless the URL sets one.
+	// Default "bizmsg".
+	ApplicationName string
 }
 
 func (c *Config) setDefaults() {
@@ -46,6 +51,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.AcquireTimeout <= 0 {
 		c.AcquireTimeout = 5 * time.Second
+	}
+	if c.ApplicationName == "" {
+		c.ApplicationName = "bizmsg"
 	}
 }
 
@@ -69,6 +77,9 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	pcfg.ConnConfig.ConnectTimeout = cfg.ConnectTimeout
 	pcfg.HealthCheckPeriod = 15 * time.Second
 	pcfg.ConnConfig.Tracer = acquireBound{timeout: cfg.AcquireTimeout}
+	if pcfg.ConnConfig.RuntimeParams["application_name"] == "" {
+		pcfg.ConnConfig.RuntimeParams["application_name"] = cfg.ApplicationName
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("create pool: %w", err)
