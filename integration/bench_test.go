@@ -113,6 +113,13 @@ func TestBenchSendCommand(t *testing.T) {
 				Me           load     `json:"me"`
 				MeRatio      float64  `json:"me_ratio"`
 			} `json:"rounds"`
+			Memory struct {
+				ServicePeak  int64  `json:"service_peak_rss_bytes"`
+				Backends     int    `json:"backends"`
+				BackendsAnon int64  `json:"backends_anon_bytes"`
+				BackendsRSS  int64  `json:"backends_rss_bytes"`
+				Error        string `json:"error"`
+			} `json:"memory"`
 		} `json:"sweep"`
 		PeakRSS    int64    `json:"service_peak_rss_bytes"`
 		DrainCheck delivery `json:"delivery_drain_check"`
@@ -150,6 +157,17 @@ func TestBenchSendCommand(t *testing.T) {
 	}
 	if len(rep.Sweep) != 2 || rep.Sweep[1].Tenants != 3 || len(rep.Sweep[1].Rounds) != 2 {
 		t.Fatalf("sweep = %+v, want 1 and 3 tenants, the second in 2 rounds", rep.Sweep)
+	}
+	// Memory after each entry: the service's peak, and its backends
+	// (found by application_name; this machine runs the server).
+	for _, s := range rep.Sweep {
+		m := s.Memory
+		if m.Error != "" || m.ServicePeak <= 0 || m.Backends < 1 || m.BackendsAnon <= 0 || m.BackendsRSS < m.BackendsAnon {
+			t.Errorf("sweep %d memory: %+v, want the service's peak and its backends' memory", s.Tenants, m)
+		}
+	}
+	if !strings.Contains(string(stdout), "memory after it") {
+		t.Errorf("table lacks the memory line:\n%s", stdout)
 	}
 	// The entry's ratio is one of its rounds' (the median, the lower middle
 	// of two), each the round's sends/s over its base's.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -58,5 +59,20 @@ func TestParseTenantList(t *testing.T) {
 		if _, err := parseTenantList(bad); err == nil {
 			t.Errorf("parseTenantList(%q): no error", bad)
 		}
+	}
+}
+
+// procStatus reads this process's fields in bytes and names a missing one.
+func TestProcStatus(t *testing.T) {
+	t.Parallel()
+	st, err := procStatus(os.Getpid(), "VmHWM", "RssAnon", "VmRSS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st["VmHWM"] < st["VmRSS"] || st["RssAnon"] <= 0 || st["VmRSS"] < st["RssAnon"] || st["VmRSS"]%1024 != 0 {
+		t.Errorf("procStatus = %v, want VmHWM >= VmRSS >= RssAnon > 0, in bytes", st)
+	}
+	if _, err := procStatus(os.Getpid(), "NoSuchField"); err == nil || !strings.Contains(err.Error(), "NoSuchField") {
+		t.Errorf("procStatus(missing field) error = %v, want it named", err)
 	}
 }

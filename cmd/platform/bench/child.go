@@ -1,15 +1,12 @@
 package bench
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -97,22 +94,11 @@ func startChild(ctx context.Context, args []string, env []string, serves bool) (
 
 // peakRSS is the child's peak resident set size in bytes (VmHWM).
 func (c *child) peakRSS() (int64, error) {
-	f, err := os.Open("/proc/" + strconv.Itoa(c.cmd.Process.Pid) + "/status")
+	st, err := procStatus(c.cmd.Process.Pid, "VmHWM")
 	if err != nil {
 		return 0, fmt.Errorf("read peak rss: %w", err)
 	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if rest, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("parse VmHWM %q: %w", rest, err)
-			}
-			return kb * 1024, nil
-		}
-	}
-	return 0, errors.New("no VmHWM in /proc status")
+	return st["VmHWM"], nil
 }
 
 // stop asks the child to shut down (SIGTERM), waits up to 30 s, then kills

@@ -116,6 +116,10 @@ type sweepEntry struct {
 	Me      loadResult   `json:"me"`
 	MeRatio float64      `json:"me_ratio_to_first"`
 	Rounds  []sweepRound `json:"rounds,omitempty"`
+	// Memory is read after the entry's runs (for the first entry, after
+	// the closed loop): the service's peak so far and what the backends
+	// serving it hold, which grows with the tenants they have seen.
+	Memory memory `json:"memory"`
 }
 
 // sweepRound is one round of a sweep entry: the first entry's tenant count
@@ -676,6 +680,7 @@ func (b *sendBench) service(ctx context.Context, rep *sendReport, pool *pgxpool.
 	if rep.Delivery, err = b.delivered(ctx, first, "bench-closed", rep.Send.OK); err != nil {
 		return err
 	}
+	firstMemory := measureMemory(ctx, b.d, svc.cmd.Process.Pid)
 
 	// Open loop at a fixed rate: latency below saturation.
 	rate := b.cfg.OpenRate
@@ -716,7 +721,7 @@ func (b *sendBench) service(ctx context.Context, rep *sendReport, pool *pgxpool.
 	}
 
 	// The tenant sweep: the first entry is the closed-loop run above.
-	sweep := []sweepEntry{{Tenants: len(first), Send: rep.Send, Delivery: rep.Delivery, Ratio: 1, Me: rep.Me, MeRatio: 1}}
+	sweep := []sweepEntry{{Tenants: len(first), Send: rep.Send, Delivery: rep.Delivery, Ratio: 1, Me: rep.Me, MeRatio: 1, Memory: firstMemory}}
 	for _, n := range b.cfg.Tenants[1:] {
 		ts := b.tenants[:n]
 		tag := "bench-sweep-" + strconv.Itoa(n)
@@ -761,7 +766,7 @@ func (b *sendBench) service(ctx context.Context, rep *sendReport, pool *pgxpool.
 		med := medianBy(rounds, func(r sweepRound) float64 { return r.Ratio })
 		meMed := medianBy(rounds, func(r sweepRound) float64 { return r.MeRatio })
 		sweep = append(sweep, sweepEntry{Tenants: n, Send: med.Send, Delivery: med.Delivery, Ratio: med.Ratio,
-			Me: meMed.Me, MeRatio: meMed.MeRatio, Rounds: rounds})
+			Me: meMed.Me, MeRatio: meMed.MeRatio, Rounds: rounds, Memory: measureMemory(ctx, b.d, svc.cmd.Process.Pid)})
 	}
 	rep.Sweep = sweep
 	return nil
@@ -1122,6 +1127,7 @@ func printSendReport(w io.Writer, r *sendReport) {
 					rd.Send.Rate, rd.Ratio, r.Sweep[0].Tenants, rd.Base.Rate))
 			}
 			line("    GET /api/v1/me over as many", fmt.Sprintf("%9.0f /s  x%.2f  p99 %.2f ms%s", e.Me.Rate, e.MeRatio, e.Me.P99, meRounds(e.Rounds)))
+			line("    memory after it", e.Memory.String())
 			if c, ok := r.ceilingAt(e.Tenants); ok {
 				line("    ceiling (a) raw Postgres over as many", fmt.Sprintf("%9.0f /s  x%.2f  service %.1f%% of it",
 					c.Spread.Rate, c.Ratio, 100*e.Send.Rate/max(c.Spread.Rate, 1)))
