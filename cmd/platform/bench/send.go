@@ -285,7 +285,7 @@ func benchSend(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&cfg.Database, "db", "bizmsg_bench_send", "scratch database to create on DATABASE_URL's server (dropped first if it exists)")
 	keep := fs.Bool("keep", false, "keep the scratch database afterwards")
 	out := fs.String("out", "", "also write the results as JSON to this file")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the service during the closed-loop send to this file, and one of the worker during the drain to this file + \".drain\" (the service runs with PPROF_ADDR on a loopback port)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the service during the closed-loop send to this file, one during the first webhook round's run with an endpoint to this file + \".webhooks\", and one of the worker during the drain to this file + \".drain\" (the service runs with PPROF_ADDR on a loopback port)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -716,7 +716,7 @@ func (b *sendBench) service(ctx context.Context, rep *sendReport, pool *pgxpool.
 	if rep.Paired, rep.PairedRatio, err = b.paired(ctx, g, svc.addr, pool); err != nil {
 		return err
 	}
-	if rep.Webhooks, rep.WebhookRatio, err = b.webhooks(ctx, g, svc.addr); err != nil {
+	if rep.Webhooks, rep.WebhookRatio, err = b.webhooks(ctx, g, svc.addr, pprofAddr); err != nil {
 		return err
 	}
 

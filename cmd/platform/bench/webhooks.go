@@ -86,8 +86,10 @@ func (r *hookReceiver) rate() (int64, float64) {
 }
 
 // webhooks runs -webhook-rounds rounds of webhookRound over the first
-// -tenants count and returns them and the median ratio.
-func (b *sendBench) webhooks(ctx context.Context, g *loadGen, addr string) ([]webhookRound, float64, error) {
+// -tenants count and returns them and the median ratio. With -cpuprofile
+// it profiles the service (at pprofAddr) during the first round's run
+// with an endpoint.
+func (b *sendBench) webhooks(ctx context.Context, g *loadGen, addr, pprofAddr string) ([]webhookRound, float64, error) {
 	first := b.tenants[:b.cfg.Tenants[0]]
 	rcv, err := startHookReceiver()
 	if err != nil {
@@ -109,9 +111,18 @@ func (b *sendBench) webhooks(ctx context.Context, g *loadGen, addr string) ([]we
 				return err
 			}
 			rcv.reset()
+			var prof <-chan error
+			if r == 0 && b.cpuProfile != "" {
+				prof = grabProfile(pprofAddr, max(int(b.cfg.SweepDuration.Seconds())-1, 1), b.cpuProfile+".webhooks")
+			}
 			rd.With, _, err = b.sweepRun(ctx, g, addr, first, round+"one endpoint: ", fmt.Sprintf("bench-hook-r%d", r))
 			if err != nil {
 				return err
+			}
+			if prof != nil {
+				if err := <-prof; err != nil {
+					return err
+				}
 			}
 			want := 2 * rd.With.OK
 			b.prog.phase(fmt.Sprintf("%swebhooks of %d messages", round, rd.With.OK))
