@@ -231,8 +231,8 @@ func ceilingRiver(ctx context.Context, d *db.DB, n int, progress func(int64)) (d
 		defer cancel()
 		_ = queue.Stop(stopCtx, client)
 	}()
-	res, err := waitDrain(ctx, d, `SELECT count(*), min(finalized_at), max(finalized_at) FROM river.river_job
-		WHERE kind = 'bench_noop' AND state = 'completed'`, int64(n), 2*time.Minute, progress)
+	res, err := waitDrain(ctx, countQuery(d, `SELECT count(*), min(finalized_at), max(finalized_at) FROM river.river_job
+		WHERE kind = 'bench_noop' AND state = 'completed'`), int64(n), 2*time.Minute, progress)
 	if err != nil {
 		return res, err
 	}
@@ -240,29 +240,46 @@ func ceilingRiver(ctx context.Context, d *db.DB, n int, progress func(int64)) (d
 	return res, err
 }
 
-// waitDrain polls query (count, first, last) until count reaches n.
-func waitDrain(ctx context.Context, d *db.DB, query string, n int64, timeout time.Duration, progress func(int64)) (drainResult, error) {
-	deadline := time.Now().Add(timeout)
-	for {
+// counter counts finished work: how much, and the first and last time
+// one finished (nil when none has).
+type counter func(ctx context.Context) (count int64, first, last *time.Time, err error)
+
+// countQuery is a counter that runs query, whose one row is (count, first,
+// last).
+func countQuery(d *db.DB, query string) counter {
+	return func(ctx context.Context) (int64, *time.Time, *time.Time, error) {
 		var (
-			count       int64
+			n           int64
 			first, last *time.Time
 		)
-		if err := d.Pool.QueryRow(ctx, query).Scan(&count, &first, &last); err != nil {
+		err := d.Pool.QueryRow(ctx, query).Scan(&n, &first, &last)
+		return n, first, last, err
+	}
+}
+
+// waitDrain polls count until it reaches n.
+func waitDrain(ctx context.Context, count counter, n int64, timeout time.Duration, progress func(int64)) (drainResult, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		got, first, last, err := count(ctx)
+		if err != nil {
 			return drainResult{}, fmt.Errorf("count finished: %w", err)
 		}
 		if progress != nil {
-			progress(count)
+			progress(got)
 		}
-		if count >= n {
-			res := drainResult{Jobs: count, Elapsed: last.Sub(*first)}
+		if got >= n {
+			res := drainResult{Jobs: got}
+			if first != nil && last != nil {
+				res.Elapsed = last.Sub(*first)
+			}
 			if res.Elapsed > 0 {
-				res.Rate = float64(count-1) / res.Elapsed.Seconds()
+				res.Rate = float64(got-1) / res.Elapsed.Seconds()
 			}
 			return res, nil
 		}
 		if time.Now().After(deadline) {
-			return drainResult{Jobs: count}, fmt.Errorf("only %d of %d finished after %s", count, n, timeout)
+			return drainResult{Jobs: got}, fmt.Errorf("only %d of %d finished after %s", got, n, timeout)
 		}
 		select {
 		case <-ctx.Done():

@@ -917,8 +917,8 @@ func (b *sendBench) drain(ctx context.Context, rep *sendReport) error {
 		prof = grabProfile(pprofAddr, 5, b.cpuProfile+".drain")
 	}
 	p := b.prog.phase(fmt.Sprintf("drain: platform worker delivering %d messages", res.OK))
-	rep.Drain, err = waitDrain(ctx, b.d, `SELECT count(*), min(sent_at), max(sent_at) FROM (`+
-		unionTag(first, "status, sent_at", "bench-drain")+`) m WHERE status IN ('sent', 'delivered')`, res.OK, b.cfg.DeliveryTimeout, p)
+	rep.Drain, err = waitDrain(ctx, b.countTagged(first, "bench-drain", "status IN ('sent', 'delivered')", "sent_at"),
+		res.OK, b.cfg.DeliveryTimeout, p)
 	if prof != nil {
 		err = errors.Join(err, <-prof)
 	}
@@ -942,29 +942,79 @@ func unionTag(tenants []benchTenant, cols, tag string) string {
 	return sb.String()
 }
 
+// taggedChunk is how many tenants one statement of the delivery checks
+// reads. A statement locks each tenant's messages table and every index of
+// it until its transaction ends, and the server's lock table is shared by
+// every session (max_locks_per_transaction × max_connections: 6,400 by
+// default): one statement over 1,000 tenants' 7 relations each ran out of
+// it ("out of shared memory").
+const taggedChunk = 100
+
 func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// countTagged counts the messages tagged tag that match where, over the
+// tenants in chunks of taggedChunk, with the least and the greatest at.
+func (b *sendBench) countTagged(tenants []benchTenant, tag, where, at string) counter {
+	return func(ctx context.Context) (int64, *time.Time, *time.Time, error) {
+		var (
+			total       int64
+			first, last *time.Time
+		)
+		for chunk := range sliceChunks(tenants, taggedChunk) {
+			n, f, l, err := countQuery(b.d, `SELECT count(*), min(`+at+`), max(`+at+`) FROM (`+
+				unionTag(chunk, "status, sent_at", tag)+`) m WHERE `+where)(ctx)
+			if err != nil {
+				return 0, nil, nil, err
+			}
+			total += n
+			if f != nil && (first == nil || f.Before(*first)) {
+				first = f
+			}
+			if l != nil && (last == nil || l.After(*last)) {
+				last = l
+			}
+		}
+		return total, first, last, nil
+	}
+}
 
 // delivered waits until every message tagged tag is sent or failed, then
 // measures delivery and checks that each accepted message reached the
-// network exactly once.
+// network exactly once. The figures are computed on one connection over a
+// temporary copy of the tagged messages, filled taggedChunk tenants at a
+// time.
 func (b *sendBench) delivered(ctx context.Context, tenants []benchTenant, tag string, accepted int64) (deliveryResult, error) {
 	p := b.prog.phase(fmt.Sprintf("waiting for %d %s messages to be sent", accepted, tag))
-	union := unionTag(tenants, "id, status, created_at, sent_at", tag)
-	if _, err := waitDrain(ctx, b.d, `SELECT count(*), min(coalesce(sent_at, now())), max(coalesce(sent_at, now())) FROM (`+union+`) m
-		WHERE status <> 'queued'`, accepted, b.cfg.DeliveryTimeout, p); err != nil {
+	if _, err := waitDrain(ctx, b.countTagged(tenants, tag, "status <> 'queued'", "coalesce(sent_at, now())"),
+		accepted, b.cfg.DeliveryTimeout, p); err != nil {
 		return deliveryResult{}, fmt.Errorf("%s: %w", tag, err)
 	}
 	r := deliveryResult{Accepted: accepted}
+	conn, err := b.d.Pool.Acquire(ctx)
+	if err != nil {
+		return r, fmt.Errorf("delivery figures: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS bench_tagged
+		(id bigint, status text, created_at timestamptz, sent_at timestamptz, schema_name text);
+		TRUNCATE bench_tagged`); err != nil {
+		return r, fmt.Errorf("delivery figures: %w", err)
+	}
+	for chunk := range sliceChunks(tenants, taggedChunk) {
+		if _, err := conn.Exec(ctx, `INSERT INTO bench_tagged `+unionTag(chunk, "id, status, created_at, sent_at", tag)); err != nil {
+			return r, fmt.Errorf("delivery figures: %w", err)
+		}
+	}
 	var first, last *time.Time
 	var p50, p99 *float64
 	// The built-in network delivers as it takes a message: sent and
 	// delivered both count as taken by the network.
-	err := b.d.Pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status IN ('sent', 'delivered')),
+	err = conn.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status IN ('sent', 'delivered')),
 		min(created_at), max(sent_at),
 		percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM sent_at - created_at)),
 		percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM sent_at - created_at)),
-		(SELECT count(*) FROM network.messages n JOIN (`+union+`) u ON n.reference = u.schema_name || ':' || u.id)
-		FROM (`+union+`) m`).Scan(&r.Rows, &r.Sent, &first, &last, &p50, &p99, &r.NetworkRows)
+		(SELECT count(*) FROM network.messages n JOIN bench_tagged u ON n.reference = u.schema_name || ':' || u.id)
+		FROM bench_tagged m`).Scan(&r.Rows, &r.Sent, &first, &last, &p50, &p99, &r.NetworkRows)
 	if err != nil {
 		return r, fmt.Errorf("delivery figures: %w", err)
 	}
