@@ -35,9 +35,12 @@ import (
 //     job runs at once in a batch of its own;
 //  3. the batch decides, under lock, whether the message waits for an
 //     earlier message of its conversation (its sender number and recipient)
-//     that is still queued (order.go): then the job snoozes for
-//     Config.OrderWait, keeping the token it took for its next run in this
-//     process (heldTokens). A message that does not wait claims, on its
+//     that is still queued (order.go). When a job of that message runs in
+//     this process (flights), the run waits for it to end and claims again,
+//     as long as its inline wait (Config.MaxInlineWait, the throttle's
+//     included) lasts; otherwise the job snoozes for Config.OrderWait,
+//     keeping the token it took for its next run in this process
+//     (heldTokens). A message that does not wait claims, on its
 //     first run past the throttle, its place under the sender's current
 //     daily limit for the day it was accepted, or is failed
 //     (daily_limit_exceeded, sender_not_active) undelivered; a message
@@ -52,6 +55,8 @@ func (s *Service) DeliverMessage(ctx context.Context, args queue.DeliverArgs, at
 	if err != nil {
 		return 0, &network.PermanentError{Code: network.CodeInvalidMessage, Message: err.Error()}
 	}
+	end := s.flights.start(flightKey{t.Schema, args.MessageID})
+	defer end()
 	senderID := args.SenderID
 	limit, known := s.known.limit(t, senderID)
 	if senderID == 0 || !known {
@@ -68,7 +73,8 @@ func (s *Service) DeliverMessage(ctx context.Context, args queue.DeliverArgs, at
 
 	key := throttleKey(t, senderID)
 	var delay time.Duration
-	if !s.held.take(at.Ticket(), time.Now()) {
+	began := time.Now()
+	if !s.held.take(at.Ticket(), began) {
 		if delay, err = s.throttle.Reserve(ctx, key, at.Ticket(), limit); err != nil {
 			return 0, fmt.Errorf("throttle: %w", err)
 		}
@@ -80,15 +86,23 @@ func (s *Service) DeliverMessage(ctx context.Context, args queue.DeliverArgs, at
 		}
 	}
 
-	errItem, err := s.deliveries.Do(ctx, t, pendingDelivery{id: args.MessageID, at: at})
-	if err != nil {
-		return 0, err
+	for {
+		errItem, err := s.deliveries.Do(ctx, t, pendingDelivery{id: args.MessageID, at: at})
+		if err != nil {
+			return 0, err
+		}
+		w := (*orderWaitError)(nil)
+		if !errors.As(errItem, &w) {
+			return 0, errItem
+		}
+		if !s.flights.park(ctx, flightKey{t.Schema, w.blocker}, began.Add(s.cfg.MaxInlineWait)) {
+			if ctx.Err() != nil {
+				return 0, ctx.Err()
+			}
+			s.held.keep(at.Ticket(), key, limit.Burst, time.Now())
+			return s.cfg.OrderWait, nil
+		}
 	}
-	if w := (*orderWaitError)(nil); errors.As(errItem, &w) {
-		s.held.keep(at.Ticket(), key, limit.Burst, time.Now())
-		return s.cfg.OrderWait, nil
-	}
-	return 0, errItem
 }
 
 // sleep waits for d, or until ctx ends (false).

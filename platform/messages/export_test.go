@@ -25,3 +25,7 @@ func IsOrderWait(err error) bool {
 	var w *orderWaitError
 	return errors.As(err, &w)
 }
+
+// Parked is the number of deliveries waiting in their runs now for the run
+// of an earlier message of their conversation in this process.
+func (s *Service) Parked() int64 { return s.flights.parked.Load() }

@@ -307,8 +307,11 @@ type Config struct {
 	// deliverBatch): at most MaxSize jobs each, MaxInFlight at once per
 	// tenant. Defaults 64 and 2 (batch.Config).
 	DeliveryBatch batch.Config
-	// MaxInlineWait is the longest throttle delay a delivery waits out in the
-	// worker; longer ones snooze the job for exactly the delay. Default 1 s.
+	// MaxInlineWait is the longest a delivery waits in its run: for its
+	// throttle token (a longer delay snoozes the job for exactly the delay),
+	// and then for the run of an earlier message of its conversation in
+	// this process (a longer wait snoozes the job for OrderWait). Default
+	// 1 s.
 	MaxInlineWait time.Duration
 	// OrderWindow bounds the delivery order of a conversation (a sender
 	// number and a recipient, docs/api.md §Delivery order): a message waits
@@ -320,8 +323,9 @@ type Config struct {
 	// network failure (1 s doubling) fit in it.
 	OrderWindow time.Duration
 	// OrderWait is how long the job of a message that waits for an earlier
-	// one of its conversation snoozes before it looks again. Default 250 ms,
-	// River's fetch poll: a shorter snooze would not run sooner.
+	// one of its conversation snoozes before it looks again, when it cannot
+	// wait in its run (MaxInlineWait). Default 250 ms, River's fetch poll: a
+	// shorter snooze would not run sooner.
 	OrderWait time.Duration
 	// IdempotencyTTL is how long an Idempotency-Key is remembered. Default 24 h.
 	IdempotencyTTL time.Duration
@@ -355,6 +359,9 @@ type Service struct {
 	events   webhooks.Emitter
 	// held is the throttle tokens of jobs that waited for order.
 	held heldTokens
+	// flights is the messages whose delivery jobs run in this process,
+	// for the deliveries that wait for them.
+	flights flights
 	// acceptances batches the sends of each tenant (acceptBatch), and
 	// deliveries its deliveries (deliverBatch).
 	acceptances *batch.Batcher[db.Tenant, acceptance, accepted]

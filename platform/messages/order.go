@@ -1,8 +1,10 @@
 package messages
 
 import (
+	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -14,8 +16,12 @@ import (
 // messages of one conversation in its batch one per round, and a message
 // follows only one that left queued.
 //
-// A delivery that waits snoozes its job for Config.OrderWait, keeping the
-// throttle token it took for its next run in this process (heldTokens).
+// A delivery that waits for a message whose job runs in this process (being
+// delivered, or waiting itself) waits in its run until that run ends
+// (flights), within the run's inline wait (Config.MaxInlineWait), and
+// claims again. Otherwise it snoozes its job for Config.OrderWait, keeping
+// the throttle token it took for its next run in this process
+// (heldTokens).
 
 // conversation is the pair whose messages are delivered in order: a sender
 // number and a recipient's phone.
@@ -97,5 +103,82 @@ func (h *heldTokens) dropLocked(ticket string, tok heldToken) {
 	delete(h.byTicket, ticket)
 	if h.perKey[tok.key]--; h.perKey[tok.key] <= 0 {
 		delete(h.perKey, tok.key)
+	}
+}
+
+// flightKey names a message whose delivery job runs in this process.
+type flightKey struct {
+	schema string
+	id     int64
+}
+
+// flights is the messages whose delivery jobs run in this process
+// (DeliverMessage, from its start to its return), so that a delivery that
+// must wait for one of them waits for its run to end instead of snoozing:
+// a conversation whose jobs run in one process goes one message after the
+// other without a snooze between them. It only saves time: the claim that
+// follows the wait decides, as always, whether the message may go.
+type flights struct {
+	mu   sync.Mutex
+	runs map[flightKey]*flight
+	// parked counts the deliveries waiting in park now.
+	parked atomic.Int64
+}
+
+// flight is the runs of one message's jobs in this process (two when a
+// rescued job runs beside the original); done is closed when the last
+// ends.
+type flight struct {
+	n    int
+	done chan struct{}
+}
+
+// start records that a job of message k runs; end, called once when the
+// run returns, wakes the deliveries waiting for k once no job of k runs.
+func (f *flights) start(k flightKey) (end func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.runs == nil {
+		f.runs = make(map[flightKey]*flight)
+	}
+	fl := f.runs[k]
+	if fl == nil {
+		fl = &flight{done: make(chan struct{})}
+		f.runs[k] = fl
+	}
+	fl.n++
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if fl.n--; fl.n == 0 {
+			close(fl.done)
+			delete(f.runs, k)
+		}
+	}
+}
+
+// park waits for the runs of message k in this process to end, until
+// deadline, and reports whether they ended (the caller claims again);
+// false at once when no job of k runs here, or when the deadline or ctx
+// came first.
+func (f *flights) park(ctx context.Context, k flightKey, deadline time.Time) bool {
+	f.mu.Lock()
+	fl := f.runs[k]
+	f.mu.Unlock()
+	wait := time.Until(deadline)
+	if fl == nil || wait <= 0 {
+		return false
+	}
+	f.parked.Add(1)
+	defer f.parked.Add(-1)
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-fl.done:
+		return true
+	case <-timer.C:
+		return false
+	case <-ctx.Done():
+		return false
 	}
 }

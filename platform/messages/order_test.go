@@ -284,3 +284,107 @@ func TestDeliveryWaitKeepsItsToken(t *testing.T) {
 		t.Fatalf("network order %v, want [%d %d]", got, a, b)
 	}
 }
+
+// A delivery that must wait for an earlier message of its conversation
+// whose job runs in the same process waits in its run for that run to end,
+// and goes then without a snooze; behind that message's own wait, too (c
+// waits for b, which waits for a). It snoozes as before when that run ends
+// with the earlier message still queued (a transient failure), when no job
+// of the earlier message runs in the process, and when its inline wait
+// (Config.MaxInlineWait) runs out first.
+func TestDeliveryWaitsInItsRunForEarlierRun(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		// inline is Config.MaxInlineWait.
+		inline time.Duration
+		// earlierRuns: a's job is in the network call, held, when the jobs
+		// of b and c run; earlierFails: that call fails transiently.
+		earlierRuns, earlierFails bool
+		// snooze: b's and c's runs end in a snooze; else they deliver.
+		snooze bool
+	}{
+		{name: "earlier delivered in this process", inline: time.Minute, earlierRuns: true},
+		{name: "earlier fails in this process", inline: time.Minute, earlierRuns: true, earlierFails: true, snooze: true},
+		{name: "earlier not running in this process", inline: time.Minute, snooze: true},
+		{name: "inline wait runs out", inline: 50 * time.Millisecond, earlierRuns: true, snooze: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixtureWith(t, 1000, 1000, func(c *messages.Config) { c.MaxInlineWait = tc.inline })
+			tn := f.org()
+			sid := f.sender(tn, ph(1))
+			f.account(ph(10))
+			a, b, c := f.mustSend(tn, sid, ph(10), "a"), f.mustSend(tn, sid, ph(10), "b"), f.mustSend(tn, sid, ph(10), "c")
+
+			type outcome struct {
+				snooze time.Duration
+				err    error
+			}
+			run := func(id, job int64) <-chan outcome {
+				out := make(chan outcome, 1)
+				go func() {
+					d, err := f.deliver(tn, id, job, 1)
+					out <- outcome{d, err}
+				}()
+				return out
+			}
+			hold := make(chan struct{})
+			var aDone <-chan outcome
+			if tc.earlierRuns {
+				f.net.hold.Store(&hold)
+				f.net.failing.Store(tc.earlierFails)
+				aDone = run(a, 1)
+				waitFor(t, func() bool { return f.net.batches.Load() == 1 })
+			}
+			bDone, cDone := run(b, 2), run(c, 3)
+			if tc.earlierRuns && tc.inline == time.Minute {
+				// b waits for a's run, c for b's.
+				waitFor(t, func() bool { return f.svc.Parked() == 2 })
+				close(hold)
+			}
+			for name, done := range map[string]<-chan outcome{"b": bDone, "c": cDone} {
+				got := <-done
+				switch {
+				case got.err != nil:
+					t.Errorf("%s: %v", name, got.err)
+				case tc.snooze && got.snooze != time.Millisecond:
+					t.Errorf("%s: snooze %s, want Config.OrderWait (1ms in the fixture)", name, got.snooze)
+				case !tc.snooze && got.snooze != 0:
+					t.Errorf("%s: snooze %s, want delivered in its run", name, got.snooze)
+				}
+			}
+			if tc.snooze {
+				for _, id := range []int64{b, c} {
+					if m := f.get(tn, id); m.Status != messages.StatusQueued || f.dispatchedAt(tn, id) != nil {
+						t.Errorf("message %d after its snooze: %s, dispatched %v; want queued and unclaimed", id, m.Status, f.dispatchedAt(tn, id))
+					}
+				}
+			}
+			if tc.earlierRuns {
+				if tc.inline != time.Minute {
+					close(hold)
+				}
+				got := <-aDone
+				if tc.earlierFails != network.IsTransient(got.err) || got.snooze != 0 {
+					t.Errorf("a: %s, %v", got.snooze, got.err)
+				}
+				f.net.failing.Store(false)
+			}
+			for i, id := range []int64{a, b, c} {
+				if err := f.deliverDone(tn, id, int64(i+1), 2); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := f.networkOrder(tn); !slices.Equal(got, []int64{a, b, c}) {
+				t.Fatalf("network order %v, want [%d %d %d]", got, a, b, c)
+			}
+			if tc.earlierRuns && !tc.earlierFails && tc.inline == time.Minute {
+				if n := f.net.batches.Load(); n != 3 {
+					t.Errorf("%d network calls, want 3 (one each)", n)
+				}
+			}
+		})
+	}
+}

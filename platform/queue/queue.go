@@ -65,8 +65,8 @@ type Config struct {
 	// the job. Deliveries are rescued sooner, by the Rescuer.
 	RescueStuckJobsAfter time.Duration
 	// DeliveryTimeout bounds one run of a delivery job
-	// (jobs.DeliverWorker.RunTimeout): one network call, the throttle's
-	// inline wait and a margin for the batch's statements. Default 8 s, the
+	// (jobs.DeliverWorker.RunTimeout): one network call, the inline wait
+	// (DeliveryThrottleWait) and a margin for the batch's statements. Default 8 s, the
 	// figure for a 5 s network call (the platform passes NETWORK_TIMEOUT +
 	// DeliveryTimeoutMargin). A slower run is cancelled and retried with
 	// backoff; its delivery is never made twice (docs/design.md,
@@ -84,13 +84,14 @@ type Config struct {
 // Figures of a delivery's real duration (docs/design.md, §Orphaned
 // deliveries).
 const (
-	// DeliveryThrottleWait is the longest throttle delay a delivery waits
-	// out in its run (messages.Config.MaxInlineWait); a longer one snoozes
-	// the job, which then does not run.
+	// DeliveryThrottleWait is the longest a delivery waits in its run
+	// (messages.Config.MaxInlineWait), for its throttle token and then for
+	// an earlier message of its conversation; a longer wait snoozes the
+	// job, which then does not run.
 	DeliveryThrottleWait = time.Second
 	// DeliveryTimeoutMargin is what a delivery's run needs besides its
-	// network call: the throttle's inline wait and 2 s for the batch's
-	// statements and for waiting behind the tenant's batch in flight.
+	// network call: the inline wait and 2 s for the batch's statements and
+	// for waiting behind the tenant's batch in flight.
 	DeliveryTimeoutMargin = DeliveryThrottleWait + 2*time.Second
 	// DeliveryRescueMargin is how long past DeliveryTimeout a delivery job
 	// of a live worker may still read as running: River cancels the run at
