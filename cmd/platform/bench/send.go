@@ -23,6 +23,7 @@ import (
 	"github.com/bizmsg/platform/platform/apikey"
 	"github.com/bizmsg/platform/platform/config"
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/keys"
 	"github.com/bizmsg/platform/platform/migrate"
 )
@@ -679,9 +680,7 @@ func (b *sendBench) service(ctx context.Context, rep *sendReport, pool *pgxpool.
 
 	// Open loop at a fixed rate: latency below saturation.
 	rate := b.cfg.OpenRate
-	if rate <= 0 {
-		rate = max(rep.Send.Rate/2, 1)
-	}
+	defaults.Positive(&rate, max(rep.Send.Rate/2, 1))
 	g.progress = b.prog.phase(fmt.Sprintf("send open loop at %.0f/s", rate))
 	cps, err := rep.Server.checkpoints(ctx, b.d)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/network"
 )
 
@@ -232,9 +233,7 @@ type outboxEvent struct {
 // (the marks are lost when the database fails before they commit), which is
 // why a Sink must be idempotent.
 func (n *Network) Drain(ctx context.Context, sink network.Sink, limit int) (int, error) {
-	if limit <= 0 {
-		limit = DefaultDrainLimit
-	}
+	defaults.Positive(&limit, DefaultDrainLimit)
 	tx, err := n.pool.Begin(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("drain: %w", err)
