@@ -242,6 +242,17 @@ func (v *Validation) Text(field, s string, maxLen int) bool {
 	return false
 }
 
+// TrimmedText is Text on s with its leading and trailing white space
+// removed, for an optional line of text (a name, a description): it returns
+// the trimmed text, or "" when that fails the check.
+func (v *Validation) TrimmedText(field, s string, maxLen int) string {
+	s = strings.TrimSpace(s)
+	if !v.Text(field, s, maxLen) {
+		return ""
+	}
+	return s
+}
+
 // Has reports whether field already has a recorded problem, which lets
 // callers skip checks that only make sense for a well-formed value.
 func (v *Validation) Has(field string) bool {

@@ -223,3 +223,30 @@ func TestValidationErrIsSnapshot(t *testing.T) {
 		t.Error("Has reports a field never added")
 	}
 }
+
+func TestValidationTrimmedText(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name, in, want string
+		problem        bool
+	}{
+		{"trimmed", "  Help \n", "Help", false},
+		{"empty", "   ", "", false},
+		{"at the limit after trimming", " " + "abcde" + " ", "abcde", false},
+		{"too long", "abcdef", "", true},
+		{"control character", "a\x00b", "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var v apperr.Validation
+			if got := v.TrimmedText("description", tt.in, 5); got != tt.want {
+				t.Errorf("TrimmedText(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+			if v.Has("description") != tt.problem {
+				t.Errorf("Has(description) = %v, want %v", v.Has("description"), tt.problem)
+			}
+		})
+	}
+}
