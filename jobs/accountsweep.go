@@ -47,12 +47,5 @@ func (w *AccountSweepWorker) Work(ctx context.Context, job *river.Job[queue.Acco
 // interval ≤ 0 means DefaultAccountSweepInterval.
 func AccountSweepPeriodic(interval time.Duration) *river.PeriodicJob {
 	defaults.Positive(&interval, DefaultAccountSweepInterval)
-	return river.NewPeriodicJob(river.PeriodicInterval(interval),
-		func() (river.JobArgs, *river.InsertOpts) {
-			return queue.AccountSweepArgs{}, &river.InsertOpts{
-				MaxAttempts: 1,
-				UniqueOpts:  river.UniqueOpts{ByPeriod: interval},
-			}
-		},
-		&river.PeriodicJobOpts{RunOnStart: true})
+	return periodic(interval, queue.AccountSweepArgs{}, 1)
 }
