@@ -7,6 +7,7 @@ package apperr
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -251,6 +252,17 @@ func (v *Validation) TrimmedText(field, s string, maxLen int) string {
 		return ""
 	}
 	return s
+}
+
+// PositiveInt reads s, a query parameter given for field, as a positive
+// integer (strconv.ParseInt, base 10). It records "must be a positive
+// integer" for anything else and returns what ParseInt read.
+func (v *Validation) PositiveInt(field, s string) int64 {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		v.Add(field, "must be a positive integer")
+	}
+	return n
 }
 
 // Has reports whether field already has a recorded problem, which lets

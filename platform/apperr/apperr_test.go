@@ -250,3 +250,31 @@ func TestValidationTrimmedText(t *testing.T) {
 		})
 	}
 }
+
+func TestValidationPositiveInt(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		in      string
+		want    int64
+		problem bool
+	}{
+		{"42", 42, false},
+		{"0", 0, true},
+		{"-3", -3, true},
+		{"x", 0, true},
+		{"", 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			t.Parallel()
+			var v apperr.Validation
+			if got := v.PositiveInt("sender_number_id", tt.in); got != tt.want {
+				t.Errorf("PositiveInt(%q) = %d, want %d", tt.in, got, tt.want)
+			}
+			if v.Has("sender_number_id") != tt.problem {
+				t.Errorf("Has(sender_number_id) = %v, want %v", v.Has("sender_number_id"), tt.problem)
+			}
+		})
+	}
+}
