@@ -83,23 +83,15 @@ const readSQL = `WITH r AS (
 // A phone no account holds gives an error wrapping network.ErrNotFound; a
 // malformed one an error wrapping phone.ErrInvalid.
 func (n *Network) Read(ctx context.Context, recipientPhone, senderPhone string) ([]InboxMessage, error) {
-	r, err := normalize("phone", recipientPhone)
+	r, recipient, err := n.phoneAccount(ctx, "phone", recipientPhone, "read: recipient")
 	if err != nil {
 		return nil, err
 	}
-	recipient, err := n.accountID(ctx, r)
-	if err != nil {
-		return nil, fmt.Errorf("read: recipient %s: %w", r, err)
-	}
 	var sender *int64
 	if senderPhone != "" {
-		s, err := normalize("sender phone", senderPhone)
+		_, id, err := n.phoneAccount(ctx, "sender phone", senderPhone, "read: sender")
 		if err != nil {
 			return nil, err
-		}
-		id, err := n.accountID(ctx, s)
-		if err != nil {
-			return nil, fmt.Errorf("read: sender %s: %w", s, err)
 		}
 		sender = &id
 	}
