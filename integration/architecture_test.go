@@ -56,6 +56,7 @@ var floors = map[string]string{
 	"platform/batch":               floorInfra,
 	"platform/clock":               floorInfra,
 	"platform/config":              floorInfra,
+	"platform/defaults":            floorInfra,
 	"platform/db":                  floorInfra,
 	"platform/devsecrets":          floorInfra,
 	"platform/httpx":               floorInfra,

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/riverqueue/river"
 )
@@ -45,15 +46,6 @@ func (w *AccountSweepWorker) Work(ctx context.Context, job *river.Job[queue.Acco
 // AccountSweepPeriodic schedules the sweep every interval (and at start);
 // interval ≤ 0 means DefaultAccountSweepInterval.
 func AccountSweepPeriodic(interval time.Duration) *river.PeriodicJob {
-	if interval <= 0 {
-		interval = DefaultAccountSweepInterval
-	}
-	return river.NewPeriodicJob(river.PeriodicInterval(interval),
-		func() (river.JobArgs, *river.InsertOpts) {
-			return queue.AccountSweepArgs{}, &river.InsertOpts{
-				MaxAttempts: 1,
-				UniqueOpts:  river.UniqueOpts{ByPeriod: interval},
-			}
-		},
-		&river.PeriodicJobOpts{RunOnStart: true})
+	defaults.Positive(&interval, DefaultAccountSweepInterval)
+	return periodic(interval, queue.AccountSweepArgs{}, 1)
 }

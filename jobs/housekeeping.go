@@ -51,9 +51,5 @@ func (w *HousekeepingWorker) Work(ctx context.Context, job *river.Job[queue.Hous
 
 // HousekeepingPeriodic schedules housekeeping every interval (and at start).
 func HousekeepingPeriodic(interval time.Duration) *river.PeriodicJob {
-	return river.NewPeriodicJob(river.PeriodicInterval(interval),
-		func() (river.JobArgs, *river.InsertOpts) {
-			return queue.HousekeepingArgs{}, &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByPeriod: interval}}
-		},
-		&river.PeriodicJobOpts{RunOnStart: true})
+	return periodic(interval, queue.HousekeepingArgs{}, 0)
 }

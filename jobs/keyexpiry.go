@@ -39,12 +39,5 @@ func (w *KeyExpiryWorker) Work(ctx context.Context, _ *river.Job[queue.KeyExpiry
 
 // KeyExpiryPeriodic schedules the pass every KeyExpiryInterval (and at start).
 func KeyExpiryPeriodic() *river.PeriodicJob {
-	return river.NewPeriodicJob(river.PeriodicInterval(KeyExpiryInterval),
-		func() (river.JobArgs, *river.InsertOpts) {
-			return queue.KeyExpiryArgs{}, &river.InsertOpts{
-				MaxAttempts: 1,
-				UniqueOpts:  river.UniqueOpts{ByPeriod: KeyExpiryInterval},
-			}
-		},
-		&river.PeriodicJobOpts{RunOnStart: true})
+	return periodic(KeyExpiryInterval, queue.KeyExpiryArgs{}, 1)
 }

@@ -3,7 +3,6 @@ package web
 import (
 	"fmt"
 	"math"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,15 +56,10 @@ func (d *Dashboard) auditPage(c *gin.Context) {
 	apiQuery.Cursor = c.Query("cursor")
 	data := auditData{Actors: auditActors(), Actions: auditActions()}
 	pd := pageData{Title: "Audit log", Nav: "audit", Form: form}
-	status := http.StatusOK
 	result, err := d.cfg.Audit.List(c.Request.Context(), s.Principal.OrgID, apiQuery)
-	if err != nil {
-		st, msg, fields, ok := formError(err)
-		if !ok {
-			d.internal(c, err)
-			return
-		}
-		status, pd.Error, pd.Fields = st, msg, fields
+	status, ok := d.formStatus(c, err, &pd)
+	if !ok {
+		return
 	}
 	for _, e := range result.Items {
 		data.Entries = append(data.Entries, viewEntry(e))

@@ -48,15 +48,13 @@ func (d *Dashboard) signup(c *gin.Context) {
 	}
 	out, err := d.cfg.Accounts.Register(c.Request.Context(), reg)
 	if err != nil {
-		status, msg, fields, ok := formError(err)
-		if !ok {
-			d.internal(c, err)
-			return
+		pd := pageData{
+			Title: "Create your organization",
+			Form:  map[string]string{"organization_name": reg.OrganizationName, "name": reg.Name, "email": reg.Email},
 		}
-		d.signedOutPage(c, status, "signup", pageData{
-			Title: "Create your organization", Error: msg, Fields: fields,
-			Form: map[string]string{"organization_name": reg.OrganizationName, "name": reg.Name, "email": reg.Email},
-		})
+		if status, ok := d.formStatus(c, err, &pd); ok {
+			d.signedOutPage(c, status, "signup", pd)
+		}
 		return
 	}
 	// The dashboard keeps its own session: the API refresh token that
@@ -87,14 +85,10 @@ func (d *Dashboard) login(c *gin.Context) {
 	email := c.PostForm("email")
 	sess, err := d.cfg.Accounts.Login(ctx, accounts.Credentials{Email: email, Password: c.PostForm("password")}, c.ClientIP())
 	if err != nil {
-		status, msg, fields, ok := formError(err)
-		if !ok {
-			d.internal(c, err)
-			return
+		pd := pageData{Title: "Log in", Form: map[string]string{"email": email}}
+		if status, ok := d.formStatus(c, err, &pd); ok {
+			d.signedOutPage(c, status, "login", pd)
 		}
-		d.signedOutPage(c, status, "login", pageData{
-			Title: "Log in", Error: msg, Fields: fields, Form: map[string]string{"email": email},
-		})
 		return
 	}
 	p, err := d.cfg.Accounts.Authenticate(ctx, sess.AccessToken)

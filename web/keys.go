@@ -144,14 +144,12 @@ func (d *Dashboard) createKey(c *gin.Context) {
 			return
 		}
 	}
-	status, msg, fields, ok := formError(err)
-	if !ok {
-		d.internal(c, err)
-		return
-	}
-	d.renderKeys(c, status, pageData{Error: msg, Fields: fields, Form: map[string]string{
+	pd := pageData{Form: map[string]string{
 		"name": c.PostForm("name"), "expires_in_days": c.PostForm("expires_in_days"),
-	}}, scopes)
+	}}
+	if status, ok := d.formStatus(c, err, &pd); ok {
+		d.renderKeys(c, status, pd, scopes)
+	}
 }
 
 // revealKey shows a key again from its encrypted copy ("Show key"); the

@@ -82,13 +82,10 @@ func (d *Dashboard) addMember(c *gin.Context) {
 		Password: c.PostForm("password"),
 	}
 	if _, err := d.cfg.Accounts.AddMember(c.Request.Context(), s.Principal, m); err != nil {
-		status, msg, fields, ok := formError(err)
-		if !ok {
-			d.internal(c, err)
-			return
+		pd := pageData{Form: map[string]string{"name": m.Name, "email": m.Email, "role": m.Role}}
+		if status, ok := d.formStatus(c, err, &pd); ok {
+			d.renderMembers(c, status, pd)
 		}
-		d.renderMembers(c, status, pageData{Error: msg, Fields: fields,
-			Form: map[string]string{"name": m.Name, "email": m.Email, "role": m.Role}})
 		return
 	}
 	redirect(c, "/members?ok=member_added")

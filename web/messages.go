@@ -1,7 +1,6 @@
 package web
 
 import (
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -90,15 +89,10 @@ func (d *Dashboard) messagesPage(c *gin.Context) {
 	apiQuery.Since, apiQuery.Until = rfc3339(apiQuery.Since), rfc3339(apiQuery.Until)
 	apiQuery.Cursor = c.Query("cursor")
 	page := pageData{Title: "Messages", Nav: "messages", Form: form}
-	status := http.StatusOK
 	result, err := d.cfg.Messages.List(ctx, s.Principal.Tenant, apiQuery)
-	if err != nil {
-		st, msg, fields, ok := formError(err)
-		if !ok {
-			d.internal(c, err)
-			return
-		}
-		status, page.Error, page.Fields = st, msg, fields
+	status, ok := d.formStatus(c, err, &page)
+	if !ok {
+		return
 	}
 	for _, m := range result.Items {
 		data.Messages = append(data.Messages, messageView{Message: m, SenderPhone: phones[m.SenderNumberID], Excerpt: excerpt(m.Content)})

@@ -261,6 +261,24 @@ func errNotAdmin(what string) error {
 	return apperr.Forbidden("insufficient_role", "Only owners and admins can "+what+".")
 }
 
+// formStatus is the status of a form page that shows err, the outcome of
+// the form's service call: 200 without one; for a failure of the user's
+// (formError), its status, and pd takes its message and field errors. Any
+// other failure gets the error page, and ok is false: the caller answers
+// nothing more.
+func (d *Dashboard) formStatus(c *gin.Context, err error, pd *pageData) (status int, ok bool) {
+	if err == nil {
+		return http.StatusOK, true
+	}
+	status, msg, fields, ok := formError(err)
+	if !ok {
+		d.internal(c, err)
+		return 0, false
+	}
+	pd.Error, pd.Fields = msg, fields
+	return status, true
+}
+
 // formError splits a service error into what a form shows (its status, a
 // message and field errors). ok is false for failures that are not the
 // user's (internal or unavailable): those get the error page.

@@ -114,14 +114,12 @@ func (d *Dashboard) addSender(c *gin.Context) {
 		in.DisplayName = &name
 	}
 	if _, err := d.cfg.Senders.Register(c.Request.Context(), s.Principal.Tenant, in); err != nil {
-		status, msg, fields, ok := formError(err)
-		if !ok {
-			d.internal(c, err)
-			return
-		}
-		d.renderSenders(c, status, pageData{Error: msg, Fields: fields, Form: map[string]string{
+		pd := pageData{Form: map[string]string{
 			"phone": c.PostForm("phone"), "display_name": c.PostForm("display_name"),
-		}}, 0, "")
+		}}
+		if status, ok := d.formStatus(c, err, &pd); ok {
+			d.renderSenders(c, status, pd, 0, "")
+		}
 		return
 	}
 	redirect(c, "/senders?ok=sender_added")

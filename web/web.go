@@ -44,6 +44,7 @@ import (
 	"github.com/bizmsg/platform/platform/accounts"
 	"github.com/bizmsg/platform/platform/audit"
 	"github.com/bizmsg/platform/platform/clock"
+	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/keys"
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/senders"
@@ -135,15 +136,9 @@ func New(cfg Config) (*Dashboard, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.IdleTimeout <= 0 {
-		cfg.IdleTimeout = DefaultIdleTimeout
-	}
-	if cfg.MaxAge <= 0 {
-		cfg.MaxAge = DefaultMaxAge
-	}
-	if cfg.TouchInterval <= 0 {
-		cfg.TouchInterval = DefaultTouchInterval
-	}
+	defaults.Positive(&cfg.IdleTimeout, DefaultIdleTimeout)
+	defaults.Positive(&cfg.MaxAge, DefaultMaxAge)
+	defaults.Positive(&cfg.TouchInterval, DefaultTouchInterval)
 	pages, err := parsePages()
 	if err != nil {
 		return nil, err

@@ -153,13 +153,10 @@ func (d *Dashboard) createWebhook(c *gin.Context) {
 			Data: webhookSecretData{Endpoint: viewEndpoint(e)}})
 		return
 	}
-	status, msg, fields, ok := formError(err)
-	if !ok {
-		d.internal(c, err)
-		return
+	pd := pageData{Form: map[string]string{"url": rawURL, "description": desc}}
+	if status, ok := d.formStatus(c, err, &pd); ok {
+		d.renderWebhooks(c, status, pd, events)
 	}
-	d.renderWebhooks(c, status, pageData{Error: msg, Fields: fields,
-		Form: map[string]string{"url": rawURL, "description": desc}}, events)
 }
 
 // deliveryView is a delivery as the log shows it.

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bizmsg/platform/platform/clock"
+	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/migrate"
 	"github.com/bizmsg/platform/platform/token"
 )
@@ -78,12 +79,8 @@ func NewService(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
-	if cfg.DefaultDailyLimit <= 0 {
-		cfg.DefaultDailyLimit = DefaultDailyLimit
-	}
-	if cfg.RefreshTTL <= 0 {
-		cfg.RefreshTTL = DefaultRefreshTTL
-	}
+	defaults.Positive(&cfg.DefaultDailyLimit, DefaultDailyLimit)
+	defaults.Positive(&cfg.RefreshTTL, DefaultRefreshTTL)
 	cfg.Throttle = cfg.Throttle.withDefaults()
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

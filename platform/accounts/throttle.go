@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/defaults"
 )
 
 // ThrottleConfig limits login attempts per account and per client address.
@@ -26,15 +27,9 @@ type ThrottleConfig struct {
 }
 
 func (c ThrottleConfig) withDefaults() ThrottleConfig {
-	if c.Window <= 0 {
-		c.Window = 15 * time.Minute
-	}
-	if c.AccountLimit <= 0 {
-		c.AccountLimit = 5
-	}
-	if c.AddressLimit <= 0 {
-		c.AddressLimit = 20
-	}
+	defaults.Positive(&c.Window, 15*time.Minute)
+	defaults.Positive(&c.AccountLimit, 5)
+	defaults.Positive(&c.AddressLimit, 20)
 	return c
 }
 

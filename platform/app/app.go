@@ -28,6 +28,7 @@ import (
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/config"
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/devsecrets"
 	"github.com/bizmsg/platform/platform/httpx"
 	"github.com/bizmsg/platform/platform/keys"
@@ -241,11 +242,9 @@ func (a *App) riverClient(opts Options) (*river.Client[pgx.Tx], error) {
 	if cfg.Logger == nil {
 		cfg.Logger = a.log
 	}
-	if cfg.DeliveryTimeout <= 0 {
-		// A delivery's real duration: one network call, then the throttle
-		// and the batch (docs/design.md, §Orphaned deliveries).
-		cfg.DeliveryTimeout = a.cfg.NetworkTimeout + queue.DeliveryTimeoutMargin
-	}
+	// A delivery's real duration: one network call, then the throttle
+	// and the batch (docs/design.md, §Orphaned deliveries).
+	defaults.Positive(&cfg.DeliveryTimeout, a.cfg.NetworkTimeout+queue.DeliveryTimeoutMargin)
 	cfg = cfg.WithDefaults()
 	a.jobs = cfg
 	var periodic []*river.PeriodicJob

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"time"
 
@@ -98,27 +97,7 @@ func (a *App) messagingWorkers(workers *river.Workers, cfg queue.Config) {
 // purgeIdempotencyKeys deletes every tenant's idempotency keys older than
 // their lifetime. A failing tenant does not stop the others.
 func (a *App) purgeIdempotencyKeys(ctx context.Context, now time.Time) (int64, error) {
-	tenants, err := a.Migrator.Tenants(ctx)
-	if err != nil {
-		return 0, err
-	}
-	var (
-		total, failed int64
-		firstErr      error
-	)
-	for _, t := range tenants {
-		n, err := messages.PurgeIdempotencyKeys(ctx, a.DB, t, now.Add(-idempotencyTTL))
-		if err != nil {
-			failed++
-			if firstErr == nil {
-				firstErr = err
-			}
-			continue
-		}
-		total += n
-	}
-	if firstErr != nil {
-		return total, fmt.Errorf("%d of %d tenant(s) failed, first: %w", failed, len(tenants), firstErr)
-	}
-	return total, nil
+	return a.purgeTenants(ctx, func(t db.Tenant) (int64, error) {
+		return messages.PurgeIdempotencyKeys(ctx, a.DB, t, now.Add(-idempotencyTTL))
+	})
 }

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -45,27 +44,7 @@ func (a *App) webhookWorkers(workers *river.Workers) {
 // and events past their retention (webhooks.Service.Purge). A failing
 // tenant does not stop the others.
 func (a *App) purgeWebhookDeliveries(ctx context.Context, now time.Time) (int64, error) {
-	tenants, err := a.Migrator.Tenants(ctx)
-	if err != nil {
-		return 0, err
-	}
-	var (
-		total, failed int64
-		firstErr      error
-	)
-	for _, t := range tenants {
-		n, err := a.Webhooks.Purge(ctx, t, now)
-		if err != nil {
-			failed++
-			if firstErr == nil {
-				firstErr = err
-			}
-			continue
-		}
-		total += n
-	}
-	if firstErr != nil {
-		return total, fmt.Errorf("%d of %d tenant(s) failed, first: %w", failed, len(tenants), firstErr)
-	}
-	return total, nil
+	return a.purgeTenants(ctx, func(t db.Tenant) (int64, error) {
+		return a.Webhooks.Purge(ctx, t, now)
+	})
 }

@@ -7,6 +7,7 @@ package apperr
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -53,30 +54,23 @@ type kindInfo struct {
 // info returns the kind's name, default code and default message. Unknown
 // kinds are described as internal.
 func (k Kind) info() kindInfo {
-	switch k {
-	case KindMalformed:
-		return kindInfo{"malformed", "malformed_request", "The request is malformed."}
-	case KindUnauthenticated:
-		return kindInfo{"unauthenticated", "unauthenticated", "Authentication is required."}
-	case KindForbidden:
-		return kindInfo{"forbidden", "forbidden", "You are not allowed to perform this action."}
-	case KindNotFound:
-		return kindInfo{"not_found", "not_found", "Not found."}
-	case KindConflict:
-		return kindInfo{"conflict", "conflict", "The request conflicts with an existing resource."}
-	case KindTooLarge:
-		return kindInfo{"too_large", "payload_too_large", "The request body is too large."}
-	case KindUnsupportedMediaType:
-		return kindInfo{"unsupported_media_type", "unsupported_media_type", "The request body must be JSON (Content-Type: application/json)."}
-	case KindInvalid:
-		return kindInfo{"invalid", "validation_failed", "The request is invalid."}
-	case KindRateLimited:
-		return kindInfo{"rate_limited", "rate_limited", "Too many requests. Try again later."}
-	case KindUnavailable:
-		return kindInfo{"unavailable", "service_unavailable", "The service is temporarily unavailable. Try again later."}
-	default:
-		return kindInfo{"internal", "internal_error", "Internal server error."}
+	infos := [...]kindInfo{
+		KindInternal:             {"internal", "internal_error", "Internal server error."},
+		KindMalformed:            {"malformed", "malformed_request", "The request is malformed."},
+		KindUnauthenticated:      {"unauthenticated", "unauthenticated", "Authentication is required."},
+		KindForbidden:            {"forbidden", "forbidden", "You are not allowed to perform this action."},
+		KindNotFound:             {"not_found", "not_found", "Not found."},
+		KindConflict:             {"conflict", "conflict", "The request conflicts with an existing resource."},
+		KindTooLarge:             {"too_large", "payload_too_large", "The request body is too large."},
+		KindUnsupportedMediaType: {"unsupported_media_type", "unsupported_media_type", "The request body must be JSON (Content-Type: application/json)."},
+		KindInvalid:              {"invalid", "validation_failed", "The request is invalid."},
+		KindRateLimited:          {"rate_limited", "rate_limited", "Too many requests. Try again later."},
+		KindUnavailable:          {"unavailable", "service_unavailable", "The service is temporarily unavailable. Try again later."},
 	}
+	if k < 0 || int(k) >= len(infos) {
+		return infos[KindInternal]
+	}
+	return infos[k]
 }
 
 // String returns a short lower-case name for the kind, for logs. Unknown
@@ -240,6 +234,28 @@ func (v *Validation) Text(field, s string, maxLen int) bool {
 		return true
 	}
 	return false
+}
+
+// TrimmedText is Text on s with its leading and trailing white space
+// removed, for an optional line of text (a name, a description): it returns
+// the trimmed text, or "" when that fails the check.
+func (v *Validation) TrimmedText(field, s string, maxLen int) string {
+	s = strings.TrimSpace(s)
+	if !v.Text(field, s, maxLen) {
+		return ""
+	}
+	return s
+}
+
+// PositiveInt reads s, a query parameter given for field, as a positive
+// integer (strconv.ParseInt, base 10). It records "must be a positive
+// integer" for anything else and returns what ParseInt read.
+func (v *Validation) PositiveInt(field, s string) int64 {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		v.Add(field, "must be a positive integer")
+	}
+	return n
 }
 
 // Has reports whether field already has a recorded problem, which lets

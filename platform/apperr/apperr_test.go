@@ -223,3 +223,58 @@ func TestValidationErrIsSnapshot(t *testing.T) {
 		t.Error("Has reports a field never added")
 	}
 }
+
+func TestValidationTrimmedText(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name, in, want string
+		problem        bool
+	}{
+		{"trimmed", "  Help \n", "Help", false},
+		{"empty", "   ", "", false},
+		{"at the limit after trimming", " " + "abcde" + " ", "abcde", false},
+		{"too long", "abcdef", "", true},
+		{"control character", "a\x00b", "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var v apperr.Validation
+			if got := v.TrimmedText("description", tt.in, 5); got != tt.want {
+				t.Errorf("TrimmedText(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+			if v.Has("description") != tt.problem {
+				t.Errorf("Has(description) = %v, want %v", v.Has("description"), tt.problem)
+			}
+		})
+	}
+}
+
+func TestValidationPositiveInt(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		in      string
+		want    int64
+		problem bool
+	}{
+		{"42", 42, false},
+		{"0", 0, true},
+		{"-3", -3, true},
+		{"x", 0, true},
+		{"", 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			t.Parallel()
+			var v apperr.Validation
+			if got := v.PositiveInt("sender_number_id", tt.in); got != tt.want {
+				t.Errorf("PositiveInt(%q) = %d, want %d", tt.in, got, tt.want)
+			}
+			if v.Has("sender_number_id") != tt.problem {
+				t.Errorf("Has(sender_number_id) = %v, want %v", v.Has("sender_number_id"), tt.problem)
+			}
+		})
+	}
+}

@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/bizmsg/platform/platform/httpx"
 )
 
 // Actor types: who made a change.
@@ -219,25 +221,6 @@ func parseRef(s string, types ...string) (string, int64, bool) {
 	if !ok || !known(types, typ) {
 		return "", 0, false
 	}
-	id, ok := parseID(raw)
+	id, ok := httpx.ParseID(raw)
 	return typ, id, ok
-}
-
-// parseID reads a positive id in plain decimal digits (no sign, space or
-// leading zero), the rule of path ids (httpx.ParseID), so a filter names
-// each id one way.
-func parseID(s string) (int64, bool) {
-	if s == "" || s[0] == '0' {
-		return 0, false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return 0, false
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return 0, false
-	}
-	return n, true
 }

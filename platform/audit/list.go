@@ -13,6 +13,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/clock"
+	"github.com/bizmsg/platform/platform/httpx"
 	"github.com/bizmsg/platform/platform/page"
 )
 
@@ -132,7 +133,7 @@ func parseActor(s string) (Actor, bool) {
 	case ActorOperator, ActorNetwork, ActorSystem:
 		return Actor{Type: s}, true
 	}
-	if id, ok := parseID(s); ok {
+	if id, ok := httpx.ParseID(s); ok {
 		return User(id), true
 	}
 	typ, id, ok := parseRef(s, ActorUser, ActorAPIKey)

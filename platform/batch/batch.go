@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/bizmsg/platform/platform/defaults"
 )
 
 // Func works the items of one key and returns one result per item, in
@@ -47,15 +49,9 @@ type Config struct {
 const ReadMaxInFlight = 4
 
 func (c *Config) setDefaults() {
-	if c.MaxSize <= 0 {
-		c.MaxSize = 64
-	}
-	if c.MaxInFlight <= 0 {
-		c.MaxInFlight = 2
-	}
-	if c.Timeout <= 0 {
-		c.Timeout = 30 * time.Second
-	}
+	defaults.Positive(&c.MaxSize, 64)
+	defaults.Positive(&c.MaxInFlight, 2)
+	defaults.Positive(&c.Timeout, 30*time.Second)
 }
 
 // Batcher groups calls by key. It is safe for concurrent use; the zero value

@@ -17,6 +17,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/bizmsg/platform/platform/defaults"
 )
 
 // Config configures the connection pool.
@@ -43,15 +45,9 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() {
-	if c.MaxConns <= 0 {
-		c.MaxConns = 10
-	}
-	if c.ConnectTimeout <= 0 {
-		c.ConnectTimeout = 3 * time.Second
-	}
-	if c.AcquireTimeout <= 0 {
-		c.AcquireTimeout = 5 * time.Second
-	}
+	defaults.Positive(&c.MaxConns, 10)
+	defaults.Positive(&c.ConnectTimeout, 3*time.Second)
+	defaults.Positive(&c.AcquireTimeout, 5*time.Second)
 	if c.ApplicationName == "" {
 		c.ApplicationName = "bizmsg"
 	}

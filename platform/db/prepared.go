@@ -11,6 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/bizmsg/platform/platform/defaults"
 )
 
 // Prepared runs the hot paths' statements whose text names a tenant schema
@@ -62,9 +64,7 @@ func (c *PreparedConfig) setDefaults() {
 	if c.MaxPerConn == 0 {
 		c.MaxPerConn = 64
 	}
-	if c.IdleAfter <= 0 {
-		c.IdleAfter = time.Minute
-	}
+	defaults.Positive(&c.IdleAfter, time.Minute)
 	if c.Now == nil {
 		c.Now = time.Now
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/bizmsg/platform/platform/defaults"
 )
 
 // ErrNotReachable is the error WaitForDatabase wraps when its time is up.
@@ -31,15 +33,9 @@ type WaitConfig struct {
 }
 
 func (c *WaitConfig) setDefaults() {
-	if c.Timeout <= 0 {
-		c.Timeout = 60 * time.Second
-	}
-	if c.FirstDelay <= 0 {
-		c.FirstDelay = 250 * time.Millisecond
-	}
-	if c.MaxDelay <= 0 {
-		c.MaxDelay = 5 * time.Second
-	}
+	defaults.Positive(&c.Timeout, 60*time.Second)
+	defaults.Positive(&c.FirstDelay, 250*time.Millisecond)
+	defaults.Positive(&c.MaxDelay, 5*time.Second)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

@@ -38,30 +38,23 @@ func Fail(c *gin.Context, err error) {
 // StatusOf returns the HTTP status code for an apperr kind. Unknown kinds
 // map to 500.
 func StatusOf(k apperr.Kind) int {
-	switch k {
-	case apperr.KindMalformed:
-		return http.StatusBadRequest
-	case apperr.KindUnauthenticated:
-		return http.StatusUnauthorized
-	case apperr.KindForbidden:
-		return http.StatusForbidden
-	case apperr.KindNotFound:
-		return http.StatusNotFound
-	case apperr.KindConflict:
-		return http.StatusConflict
-	case apperr.KindTooLarge:
-		return http.StatusRequestEntityTooLarge
-	case apperr.KindUnsupportedMediaType:
-		return http.StatusUnsupportedMediaType
-	case apperr.KindInvalid:
-		return http.StatusUnprocessableEntity
-	case apperr.KindRateLimited:
-		return http.StatusTooManyRequests
-	case apperr.KindUnavailable:
-		return http.StatusServiceUnavailable
-	default:
-		return http.StatusInternalServerError
+	statuses := [...]int{
+		apperr.KindInternal:             http.StatusInternalServerError,
+		apperr.KindMalformed:            http.StatusBadRequest,
+		apperr.KindUnauthenticated:      http.StatusUnauthorized,
+		apperr.KindForbidden:            http.StatusForbidden,
+		apperr.KindNotFound:             http.StatusNotFound,
+		apperr.KindConflict:             http.StatusConflict,
+		apperr.KindTooLarge:             http.StatusRequestEntityTooLarge,
+		apperr.KindUnsupportedMediaType: http.StatusUnsupportedMediaType,
+		apperr.KindInvalid:              http.StatusUnprocessableEntity,
+		apperr.KindRateLimited:          http.StatusTooManyRequests,
+		apperr.KindUnavailable:          http.StatusServiceUnavailable,
 	}
+	if k < 0 || int(k) >= len(statuses) {
+		return statuses[apperr.KindInternal]
+	}
+	return statuses[k]
 }
 
 // renderer turns errors into the JSON error envelope. It is the only code

@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/bizmsg/platform/platform/defaults"
 )
 
 // Server timeouts. ReadHeaderTimeout stops slow-header (slowloris) clients;
@@ -44,9 +46,7 @@ func NewServer(addr string, h http.Handler) *http.Server {
 // which remaining connections are closed. It returns nil after a clean
 // shutdown, and an error if serving fails or the shutdown times out.
 func Serve(ctx context.Context, srv *http.Server, ln net.Listener, shutdownTimeout time.Duration) error {
-	if shutdownTimeout <= 0 {
-		shutdownTimeout = DefaultShutdownTimeout
-	}
+	defaults.Positive(&shutdownTimeout, DefaultShutdownTimeout)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 

@@ -26,6 +26,7 @@ import (
 	"github.com/bizmsg/platform/platform/apikey"
 	"github.com/bizmsg/platform/platform/batch"
 	"github.com/bizmsg/platform/platform/clock"
+	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/webhooks"
 )
 
@@ -102,9 +103,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
-	if cfg.TouchInterval <= 0 {
-		cfg.TouchInterval = DefaultTouchInterval
-	}
+	defaults.Positive(&cfg.TouchInterval, DefaultTouchInterval)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -157,11 +156,7 @@ func (q Query) Parse() (Parsed, error) {
 		out.Recipient = p
 	}
 	if q.SenderNumberID != "" {
-		id, err := strconv.ParseInt(q.SenderNumberID, 10, 64)
-		if err != nil || id <= 0 {
-			v.Add("sender_number_id", "must be a positive integer")
-		}
-		out.Sender.ID = id
+		out.Sender.ID = v.PositiveInt("sender_number_id", q.SenderNumberID)
 	}
 	if q.SenderPhone != "" {
 		if p, err := phone.Normalize(q.SenderPhone); err != nil {

@@ -99,8 +99,8 @@ func newAcceptFixture(t *testing.T) *acceptFixture {
 
 // voice is an acceptance of a voice message of duration seconds, at at.
 func (f *acceptFixture) voice(duration int, at time.Time) acceptance {
-	return acceptance{ref: senders.SenderRef{ID: f.sid}, r: &row{ToPhone: "+14155550002", Type: TypeVoice,
-		Content: "https://x.example/v.ogg", Duration: &duration, Status: StatusQueued, CreatedAt: at, UpdatedAt: at}}
+	return acceptance{ref: senders.SenderRef{ID: f.sid}, r: &row{Message: Message{ToPhone: "+14155550002", Type: TypeVoice,
+		Content: "https://x.example/v.ogg", Duration: &duration, Status: StatusQueued, CreatedAt: at}, UpdatedAt: at}}
 }
 
 // A batch whose statement the database refuses for one message's data (a

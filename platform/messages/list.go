@@ -91,11 +91,7 @@ func (q ListQuery) parse() (filter, error) {
 		f.limit = n
 	}
 	if q.SenderNumberID != "" {
-		id, err := strconv.ParseInt(q.SenderNumberID, 10, 64)
-		if err != nil || id <= 0 {
-			v.Add("sender_number_id", "must be a positive integer")
-		}
-		f.senderID = id
+		f.senderID = v.PositiveInt("sender_number_id", q.SenderNumberID)
 	}
 	if q.ToPhone != "" {
 		p, err := phone.Normalize(q.ToPhone)
@@ -121,11 +117,7 @@ func (q ListQuery) parse() (filter, error) {
 		}
 	}
 	if q.ConversationID != "" {
-		id, err := strconv.ParseInt(q.ConversationID, 10, 64)
-		if err != nil || id <= 0 {
-			v.Add("conversation_id", "must be a positive integer")
-		}
-		f.conversationID = id
+		f.conversationID = v.PositiveInt("conversation_id", q.ConversationID)
 	}
 	if q.Type != "" {
 		switch q.Type {

@@ -83,6 +83,7 @@ import (
 	"github.com/bizmsg/platform/platform/batch"
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
@@ -385,30 +386,16 @@ func New(cfg Config) (*Service, error) {
 	case cfg.Jobs == nil:
 		return nil, errors.New("messages: Config.Jobs is required")
 	}
-	if cfg.SenderCache <= 0 {
-		cfg.SenderCache = 100_000
-	}
+	defaults.Positive(&cfg.SenderCache, 100_000)
 	if cfg.Throttle == nil {
 		cfg.Throttle = throttle.NewLocal(throttle.Config{})
 	}
-	if cfg.SenderRate <= 0 {
-		cfg.SenderRate = 20
-	}
-	if cfg.SenderBurst <= 0 {
-		cfg.SenderBurst = 40
-	}
-	if cfg.MaxInlineWait <= 0 {
-		cfg.MaxInlineWait = time.Second
-	}
-	if cfg.OrderWindow <= 0 {
-		cfg.OrderWindow = 10 * time.Minute
-	}
-	if cfg.OrderWait <= 0 {
-		cfg.OrderWait = 250 * time.Millisecond
-	}
-	if cfg.IdempotencyTTL <= 0 {
-		cfg.IdempotencyTTL = 24 * time.Hour
-	}
+	defaults.Positive(&cfg.SenderRate, 20)
+	defaults.Positive(&cfg.SenderBurst, 40)
+	defaults.Positive(&cfg.MaxInlineWait, time.Second)
+	defaults.Positive(&cfg.OrderWindow, 10*time.Minute)
+	defaults.Positive(&cfg.OrderWait, 250*time.Millisecond)
+	defaults.Positive(&cfg.IdempotencyTTL, 24*time.Hour)
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}

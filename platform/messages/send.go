@@ -88,19 +88,21 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (Send
 	}
 
 	r := &row{
-		Direction:       DirectionOutbound,
-		ToPhone:         d.ToPhone,
-		RecipientUserID: reach.RecipientID,
-		Type:            d.Type,
-		Content:         d.Content,
-		FileName:        d.FileName,
-		FileSize:        d.FileSize,
-		FileType:        d.FileType,
-		Duration:        d.Duration,
-		Status:          StatusQueued,
-		ClientReference: d.ClientReference,
-		CreatedAt:       now,
-		UpdatedAt:       now,
+		Message: Message{
+			Direction:       DirectionOutbound,
+			ToPhone:         d.ToPhone,
+			RecipientUserID: reach.RecipientID,
+			Type:            d.Type,
+			Content:         d.Content,
+			FileName:        d.FileName,
+			FileSize:        d.FileSize,
+			FileType:        d.FileType,
+			Duration:        d.Duration,
+			Status:          StatusQueued,
+			ClientReference: d.ClientReference,
+			CreatedAt:       now,
+		},
+		UpdatedAt: now,
 	}
 	if key == "" {
 		// One statement, one commit, no transaction to open; concurrent

@@ -5,34 +5,12 @@ import (
 	"time"
 )
 
-// row is a tenant's messages row.
+// row is a tenant's messages row: the Message callers see, and the two
+// columns only the service reads.
 type row struct {
-	ID              int64
-	SenderNumberID  int64
-	ToPhone         string
-	RecipientUserID *int64
-	ConversationID  *int64
-	MessageID       *int64
-	Type            string
-	Content         string
-	FileName        *string
-	FileSize        *int64
-	FileType        *string
-	Duration        *int
-	Status          string
-	ErrorCode       *string
-	ErrorMessage    *string
-	ClientReference *string
-	CreatedAt       time.Time
-	SentAt          *time.Time
-	DeliveredAt     *time.Time
-	FailedAt        *time.Time
-	DispatchedAt    *time.Time
-	UpdatedAt       time.Time
-	Direction       string
-	FromPhone       *string
-	ReadAt          *time.Time
-	ReceivedAt      *time.Time
+	Message
+	DispatchedAt *time.Time
+	UpdatedAt    time.Time
 }
 
 // messageFields are a message row's columns in one order, each with its
@@ -48,7 +26,7 @@ var messageFields = []struct {
 	{"to_phone", func(r *row) any { return &r.ToPhone }},
 	{"recipient_user_id", func(r *row) any { return &r.RecipientUserID }},
 	{"conversation_id", func(r *row) any { return &r.ConversationID }},
-	{"message_id", func(r *row) any { return &r.MessageID }},
+	{"message_id", func(r *row) any { return &r.NetworkMessageID }},
 	{"type", func(r *row) any { return &r.Type }},
 	{"content", func(r *row) any { return &r.Content }},
 	{"file_name", func(r *row) any { return &r.FileName }},
@@ -95,34 +73,7 @@ func (r *row) scanDest() []any {
 }
 
 // message is the row as callers see it.
-func (r *row) message() Message {
-	return Message{
-		ID:               r.ID,
-		SenderNumberID:   r.SenderNumberID,
-		ToPhone:          r.ToPhone,
-		RecipientUserID:  r.RecipientUserID,
-		ConversationID:   r.ConversationID,
-		NetworkMessageID: r.MessageID,
-		Type:             r.Type,
-		Content:          r.Content,
-		FileName:         r.FileName,
-		FileSize:         r.FileSize,
-		FileType:         r.FileType,
-		Duration:         r.Duration,
-		Status:           r.Status,
-		ErrorCode:        r.ErrorCode,
-		ErrorMessage:     r.ErrorMessage,
-		ClientReference:  r.ClientReference,
-		CreatedAt:        r.CreatedAt,
-		SentAt:           r.SentAt,
-		DeliveredAt:      r.DeliveredAt,
-		FailedAt:         r.FailedAt,
-		Direction:        r.Direction,
-		FromPhone:        r.FromPhone,
-		ReadAt:           r.ReadAt,
-		ReceivedAt:       r.ReceivedAt,
-	}
-}
+func (r *row) message() Message { return r.Message }
 
 // dayOf is the UTC calendar day of t as the database's date type reads it.
 func dayOf(t time.Time) string { return t.UTC().Format(time.DateOnly) }

@@ -30,6 +30,7 @@ import (
 
 	"github.com/bizmsg/platform/migrations"
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/defaults"
 )
 
 // Schema names owned by the platform besides the tenant schemas.
@@ -112,9 +113,7 @@ type Migrator struct {
 
 // New returns a Migrator over pool with the embedded migration sets.
 func New(pool *pgxpool.Pool, cfg Config) (*Migrator, error) {
-	if cfg.Concurrency <= 0 {
-		cfg.Concurrency = 4
-	}
+	defaults.Positive(&cfg.Concurrency, 4)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}

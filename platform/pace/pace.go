@@ -38,6 +38,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bizmsg/platform/platform/batch"
+	"github.com/bizmsg/platform/platform/defaults"
 )
 
 // Limit is a rate: Rate events a second, at most Burst at once.
@@ -79,12 +80,8 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() {
-	if c.TicketTTL <= 0 {
-		c.TicketTTL = time.Minute
-	}
-	if c.SweepInterval <= 0 {
-		c.SweepInterval = time.Minute
-	}
+	defaults.Positive(&c.TicketTTL, time.Minute)
+	defaults.Positive(&c.SweepInterval, time.Minute)
 	if c.Now == nil {
 		c.Now = time.Now
 	}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+
+	"github.com/bizmsg/platform/platform/defaults"
 )
 
 // QueueDelivery is the River queue of message deliveries. It has its own
@@ -71,12 +73,8 @@ func (a DeliveryAttempt) Last() bool { return a.Attempt >= a.MaxAttempts }
 // base·2^(attempt-1) capped at maxDelay, with ±10% jitter. Zero base and
 // maxDelay mean 1 s and 10 min.
 func Backoff(attempt int, base, maxDelay time.Duration) time.Duration {
-	if base <= 0 {
-		base = time.Second
-	}
-	if maxDelay <= 0 {
-		maxDelay = 10 * time.Minute
-	}
+	defaults.Positive(&base, time.Second)
+	defaults.Positive(&maxDelay, 10*time.Minute)
 	d := maxDelay
 	if attempt < 1 {
 		attempt = 1

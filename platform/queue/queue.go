@@ -23,6 +23,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/migrate"
 )
 
@@ -110,36 +111,16 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	if c.MaxWorkers <= 0 {
-		c.MaxWorkers = 100
-	}
-	if c.DeliveryMaxWorkers <= 0 {
-		c.DeliveryMaxWorkers = 100
-	}
-	if c.WebhookMaxWorkers <= 0 {
-		c.WebhookMaxWorkers = 100
-	}
-	if c.FetchCooldown <= 0 {
-		c.FetchCooldown = 25 * time.Millisecond
-	}
-	if c.FetchPollInterval <= 0 {
-		c.FetchPollInterval = 250 * time.Millisecond
-	}
-	if c.JobTimeout <= 0 {
-		c.JobTimeout = time.Minute
-	}
-	if c.RescueStuckJobsAfter <= 0 {
-		c.RescueStuckJobsAfter = c.JobTimeout + 15*time.Second
-	}
-	if c.DeliveryTimeout <= 0 {
-		c.DeliveryTimeout = 5*time.Second + DeliveryTimeoutMargin
-	}
-	if c.DeliveryRescueAfter <= 0 {
-		c.DeliveryRescueAfter = c.DeliveryTimeout + DeliveryRescueMargin
-	}
-	if c.RescueInterval <= 0 {
-		c.RescueInterval = time.Second
-	}
+	defaults.Positive(&c.MaxWorkers, 100)
+	defaults.Positive(&c.DeliveryMaxWorkers, 100)
+	defaults.Positive(&c.WebhookMaxWorkers, 100)
+	defaults.Positive(&c.FetchCooldown, 25*time.Millisecond)
+	defaults.Positive(&c.FetchPollInterval, 250*time.Millisecond)
+	defaults.Positive(&c.JobTimeout, time.Minute)
+	defaults.Positive(&c.RescueStuckJobsAfter, c.JobTimeout+15*time.Second)
+	defaults.Positive(&c.DeliveryTimeout, 5*time.Second+DeliveryTimeoutMargin)
+	defaults.Positive(&c.DeliveryRescueAfter, c.DeliveryTimeout+DeliveryRescueMargin)
+	defaults.Positive(&c.RescueInterval, time.Second)
 }
 
 // Rescuer returns the Rescuer of the kinds whose timeouts c sets: the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/migrate"
 )
 
@@ -63,9 +64,7 @@ func NewRescuer(pool *pgxpool.Pool, cfg RescuerConfig) (*Rescuer, error) {
 			return nil, fmt.Errorf("queue: rescue time of %s must be positive, got %s", kind, after)
 		}
 	}
-	if cfg.Interval <= 0 {
-		cfg.Interval = time.Second
-	}
+	defaults.Positive(&cfg.Interval, time.Second)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}

@@ -25,6 +25,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/pace"
 )
 
@@ -116,9 +117,7 @@ func NewLocal(cfg LocalConfig) *Local {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.IdleAfter <= 0 {
-		cfg.IdleAfter = 10 * time.Minute
-	}
+	defaults.Positive(&cfg.IdleAfter, 10*time.Minute)
 	l := &Local{cfg: cfg, seed: maphash.MakeSeed()}
 	for i := range l.shards {
 		l.shards[i].buckets = make(map[string]*bucket)

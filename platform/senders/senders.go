@@ -43,6 +43,7 @@ import (
 	"github.com/bizmsg/platform/platform/apikey"
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/webhooks"
@@ -197,15 +198,9 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.OTPTTL <= 0 {
-		cfg.OTPTTL = 10 * time.Minute
-	}
-	if cfg.MaxOTPAttempts <= 0 {
-		cfg.MaxOTPAttempts = 5
-	}
-	if cfg.ResendCooldown <= 0 {
-		cfg.ResendCooldown = time.Minute
-	}
+	defaults.Positive(&cfg.OTPTTL, 10*time.Minute)
+	defaults.Positive(&cfg.MaxOTPAttempts, 5)
+	defaults.Positive(&cfg.ResendCooldown, time.Minute)
 	if cfg.PlatformName == "" {
 		cfg.PlatformName = "bizmsg"
 	}

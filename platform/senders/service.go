@@ -85,7 +85,7 @@ func (in RegisterInput) check() (e164, name string, err error) {
 	var v apperr.Validation
 	e164 = validatePhone(&v, "phone", in.Phone)
 	if in.DisplayName != nil {
-		name = validateDisplayName(&v, *in.DisplayName)
+		name = v.TrimmedText("display_name", *in.DisplayName, MaxDisplayNameLength)
 	}
 	if err := v.Err(); err != nil {
 		return "", "", err
@@ -207,7 +207,7 @@ func (in UpdateInput) check() (string, error) {
 		name string
 	)
 	if in.DisplayName != nil {
-		name = validateDisplayName(&v, *in.DisplayName)
+		name = v.TrimmedText("display_name", *in.DisplayName, MaxDisplayNameLength)
 	}
 	if in.SetDailyLimit && in.DailyLimit != nil {
 		validateDailyLimit(&v, "daily_limit_override", *in.DailyLimit)
@@ -408,15 +408,6 @@ func validatePhone(v *apperr.Validation, field, raw string) string {
 		return ""
 	}
 	return e164
-}
-
-// validateDisplayName trims the name and checks its length and characters.
-func validateDisplayName(v *apperr.Validation, raw string) string {
-	name := strings.TrimSpace(raw)
-	if !v.Text("display_name", name, MaxDisplayNameLength) {
-		return ""
-	}
-	return name
 }
 
 func validateDailyLimit(v *apperr.Validation, field string, n int) {

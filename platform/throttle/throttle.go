@@ -27,6 +27,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/pace"
 )
 
@@ -77,12 +78,8 @@ func NewLocal(cfg Config) *Local {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.TicketTTL <= 0 {
-		cfg.TicketTTL = time.Minute
-	}
-	if cfg.SweepInterval <= 0 {
-		cfg.SweepInterval = time.Minute
-	}
+	defaults.Positive(&cfg.TicketTTL, time.Minute)
+	defaults.Positive(&cfg.SweepInterval, time.Minute)
 	return &Local{
 		cfg:       cfg,
 		buckets:   make(map[string]*rate.Limiter),

@@ -22,6 +22,7 @@ import (
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -127,26 +128,18 @@ type Service struct {
 // New returns a Service. Zero defaults are the documented ones (docs/api.md,
 // §Delivery and §Request-rate limit): 20/s burst 40 per sender, 50/s burst
 // 100 per API key.
-func New(pool *pgxpool.Pool, clk clock.Clock, defaults Defaults) (*Service, error) {
+func New(pool *pgxpool.Pool, clk clock.Clock, def Defaults) (*Service, error) {
 	if pool == nil {
 		return nil, errors.New("usage: a database is required")
 	}
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	if defaults.SenderRate <= 0 {
-		defaults.SenderRate = 20
-	}
-	if defaults.SenderBurst <= 0 {
-		defaults.SenderBurst = 40
-	}
-	if defaults.APIRateLimit <= 0 {
-		defaults.APIRateLimit = 50
-	}
-	if defaults.APIRateBurst <= 0 {
-		defaults.APIRateBurst = 100
-	}
-	return &Service{pool: pool, clock: clk, defaults: defaults}, nil
+	defaults.Positive(&def.SenderRate, 20)
+	defaults.Positive(&def.SenderBurst, 40)
+	defaults.Positive(&def.APIRateLimit, 50)
+	defaults.Positive(&def.APIRateBurst, 100)
+	return &Service{pool: pool, clock: clk, defaults: def}, nil
 }
 
 // parse validates q against today (UTC): the default period is the 30 days

@@ -137,7 +137,7 @@ func (s *Service) Create(ctx context.Context, t db.Tenant, in EndpointInput) (En
 	}
 	desc := ""
 	if in.Description != nil {
-		desc = validateDescription(&v, *in.Description)
+		desc = v.TrimmedText("description", *in.Description, MaxDescriptionLength)
 	}
 	if err := v.Err(); err != nil {
 		return Endpoint{}, err
@@ -230,7 +230,7 @@ func (s *Service) Update(ctx context.Context, t db.Tenant, id int64, in Endpoint
 		events = validateEvents(&v, *in.Events)
 	}
 	if in.Description != nil {
-		desc = validateDescription(&v, *in.Description)
+		desc = v.TrimmedText("description", *in.Description, MaxDescriptionLength)
 	}
 	if err := v.Err(); err != nil {
 		return Endpoint{}, err
@@ -380,14 +380,4 @@ func validateEvents(v *apperr.Validation, in []string) []string {
 		}
 	}
 	return out
-}
-
-// validateDescription trims a description and checks its length and
-// characters.
-func validateDescription(v *apperr.Validation, raw string) string {
-	d := strings.TrimSpace(raw)
-	if !v.Text("description", d, MaxDescriptionLength) {
-		return ""
-	}
-	return d
 }

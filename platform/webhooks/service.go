@@ -11,6 +11,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/queue"
 )
 
@@ -64,33 +65,15 @@ type Config struct {
 }
 
 func (c *Config) setDefaults(d *db.DB) {
-	if c.Timeout <= 0 {
-		c.Timeout = 10 * time.Second
-	}
-	if c.MaxInFlight <= 0 {
-		c.MaxInFlight = 4
-	}
-	if c.RetryFor <= 0 {
-		c.RetryFor = 24 * time.Hour
-	}
-	if c.DisableAfter <= 0 {
-		c.DisableAfter = 24 * time.Hour
-	}
-	if c.SecretOverlap <= 0 {
-		c.SecretOverlap = 24 * time.Hour
-	}
-	if c.RetryBase <= 0 {
-		c.RetryBase = queue.WebhookRetryBase
-	}
-	if c.RetryMax <= 0 {
-		c.RetryMax = queue.WebhookRetryMax
-	}
-	if c.MaxEndpoints <= 0 {
-		c.MaxEndpoints = 20
-	}
-	if c.Retention <= 0 {
-		c.Retention = 30 * 24 * time.Hour
-	}
+	defaults.Positive(&c.Timeout, 10*time.Second)
+	defaults.Positive(&c.MaxInFlight, 4)
+	defaults.Positive(&c.RetryFor, 24*time.Hour)
+	defaults.Positive(&c.DisableAfter, 24*time.Hour)
+	defaults.Positive(&c.SecretOverlap, 24*time.Hour)
+	defaults.Positive(&c.RetryBase, queue.WebhookRetryBase)
+	defaults.Positive(&c.RetryMax, queue.WebhookRetryMax)
+	defaults.Positive(&c.MaxEndpoints, 20)
+	defaults.Positive(&c.Retention, 30*24*time.Hour)
 	if c.Prepared == nil {
 		c.Prepared = db.NewPrepared(d, db.PreparedConfig{})
 	}

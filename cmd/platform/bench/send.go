@@ -23,6 +23,7 @@ import (
 	"github.com/bizmsg/platform/platform/apikey"
 	"github.com/bizmsg/platform/platform/config"
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/keys"
 	"github.com/bizmsg/platform/platform/migrate"
 )
@@ -684,9 +685,7 @@ func (b *sendBench) service(ctx context.Context, rep *sendReport, pool *pgxpool.
 
 	// Open loop at a fixed rate: latency below saturation.
 	rate := b.cfg.OpenRate
-	if rate <= 0 {
-		rate = max(rep.Send.Rate/2, 1)
-	}
+	defaults.Positive(&rate, max(rep.Send.Rate/2, 1))
 	g.progress = b.prog.phase(fmt.Sprintf("send open loop at %.0f/s", rate))
 	cps, err := rep.Server.checkpoints(ctx, b.d)
 	if err != nil {
@@ -747,9 +746,7 @@ func (b *sendBench) service(ctx context.Context, rep *sendReport, pool *pgxpool.
 			if rd.Send, rd.Delivery, err = b.sweepRun(ctx, g, svc.addr, ts, round, fmt.Sprintf("%s-r%d", tag, r)); err != nil {
 				return err
 			}
-			if rd.Base.Rate > 0 {
-				rd.Ratio = rd.Send.Rate / rd.Base.Rate
-			}
+			rd.Ratio = ratio(rd.Send.Rate, rd.Base.Rate)
 			gm.progress = b.prog.phase(fmt.Sprintf("%sGET /api/v1/me, %d tenant(s)", round, len(first)))
 			if rd.MeBase, err = gm.closed(ctx, b.cfg.Concurrency, b.cfg.SweepDuration, meRequests(svc.addr, first), nil); err != nil {
 				return err
@@ -758,9 +755,7 @@ func (b *sendBench) service(ctx context.Context, rep *sendReport, pool *pgxpool.
 			if rd.Me, err = gm.closed(ctx, b.cfg.Concurrency, b.cfg.SweepDuration, meRequests(svc.addr, ts), nil); err != nil {
 				return err
 			}
-			if rd.MeBase.Rate > 0 {
-				rd.MeRatio = rd.Me.Rate / rd.MeBase.Rate
-			}
+			rd.MeRatio = ratio(rd.Me.Rate, rd.MeBase.Rate)
 			rounds = append(rounds, rd)
 		}
 		med := medianBy(rounds, func(r sweepRound) float64 { return r.Ratio })
@@ -798,24 +793,13 @@ func (b *sendBench) paired(ctx context.Context, g *loadGen, addr string, pool *p
 			rd.Send, rd.Delivery, err = b.sweepRun(ctx, g, addr, first, round, fmt.Sprintf("bench-paired-r%d", r))
 			return err
 		}
-		steps := []func() error{ceiling, send}
-		if !rd.CeilingFirst {
-			steps[0], steps[1] = send, ceiling
+		if err := inTurn(rd.CeilingFirst, ceiling, send); err != nil {
+			return rounds, 0, err
 		}
-		for _, step := range steps {
-			if err := step(); err != nil {
-				return rounds, 0, err
-			}
-		}
-		if rd.Ceiling.Rate > 0 {
-			rd.Ratio = rd.Send.Rate / rd.Ceiling.Rate
-		}
+		rd.Ratio = ratio(rd.Send.Rate, rd.Ceiling.Rate)
 		rounds = append(rounds, rd)
 	}
-	if len(rounds) == 0 {
-		return nil, 0, nil
-	}
-	return rounds, medianBy(rounds, func(r pairedRound) float64 { return r.Ratio }).Ratio, nil
+	return rounds, medianRatio(rounds, func(r pairedRound) float64 { return r.Ratio }), nil
 }
 
 // ceilingSweep measures ceiling (a) over each -tenants count after the
@@ -853,9 +837,7 @@ func (b *sendBench) ceilingSweep(ctx context.Context, pool *pgxpool.Pool) ([]cei
 			if rd.Spread, rd.SpreadWAL, err = ceilingRun(ctx, pool, ts, b.cfg.Concurrency, b.cfg.SweepDuration, p); err != nil {
 				return out, err
 			}
-			if rd.Base.Rate > 0 {
-				rd.Ratio = rd.Spread.Rate / rd.Base.Rate
-			}
+			rd.Ratio = ratio(rd.Spread.Rate, rd.Base.Rate)
 			e.Rounds = append(e.Rounds, rd)
 		}
 		med := medianBy(e.Rounds, func(r ceilingRound) float64 { return r.Ratio })
@@ -884,6 +866,35 @@ func medianBy[T any](rounds []T, ratio func(T) float64) T {
 	sorted := slices.Clone(rounds)
 	slices.SortFunc(sorted, func(a, b T) int { return cmp.Compare(ratio(a), ratio(b)) })
 	return sorted[(len(sorted)-1)/2]
+}
+
+// medianRatio is the median ratio of rounds (medianBy), 0 without rounds.
+func medianRatio[T any](rounds []T, ratioOf func(T) float64) float64 {
+	if len(rounds) == 0 {
+		return 0
+	}
+	return ratioOf(medianBy(rounds, ratioOf))
+}
+
+// ratio is rate over base, 0 when base measured nothing.
+func ratio(rate, base float64) float64 {
+	if base <= 0 {
+		return 0
+	}
+	return rate / base
+}
+
+// inTurn runs a paired round's two runs, a first when aFirst and else b
+// first, so that rounds can alternate the order; it stops at the first
+// error.
+func inTurn(aFirst bool, a, b func() error) error {
+	if !aFirst {
+		a, b = b, a
+	}
+	if err := a(); err != nil {
+		return err
+	}
+	return b()
 }
 
 // drain measures delivery capacity: platform api accepts -backlog messages

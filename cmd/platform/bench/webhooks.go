@@ -138,24 +138,13 @@ func (b *sendBench) webhooks(ctx context.Context, g *loadGen, addr, pprofAddr st
 			rd.Complete = rd.Webhooks >= want
 			return b.deleteEndpoints(ctx, addr, first, ids)
 		}
-		steps := []func() error{with, without}
-		if !rd.WithFirst {
-			steps[0], steps[1] = without, with
+		if err := inTurn(rd.WithFirst, with, without); err != nil {
+			return rounds, 0, err
 		}
-		for _, step := range steps {
-			if err := step(); err != nil {
-				return rounds, 0, err
-			}
-		}
-		if rd.Without.Rate > 0 {
-			rd.Ratio = rd.With.Rate / rd.Without.Rate
-		}
+		rd.Ratio = ratio(rd.With.Rate, rd.Without.Rate)
 		rounds = append(rounds, rd)
 	}
-	if len(rounds) == 0 {
-		return nil, 0, nil
-	}
-	return rounds, medianBy(rounds, func(r webhookRound) float64 { return r.Ratio }).Ratio, nil
+	return rounds, medianRatio(rounds, func(r webhookRound) float64 { return r.Ratio }), nil
 }
 
 // addEndpoints gives each tenant one webhook endpoint at url through the

@@ -138,6 +138,21 @@ func (n *Network) accountID(ctx context.Context, p string) (int64, error) {
 	return id, nil
 }
 
+// phoneAccount normalises raw, the phone named what (normalize), and finds
+// its account (accountID): the phone in E.164 and the account's id. A
+// failed lookup is wrapped as "<op> <phone>: ...".
+func (n *Network) phoneAccount(ctx context.Context, what, raw, op string) (string, int64, error) {
+	p, err := normalize(what, raw)
+	if err != nil {
+		return "", 0, err
+	}
+	id, err := n.accountID(ctx, p)
+	if err != nil {
+		return "", 0, fmt.Errorf("%s %s: %w", op, p, err)
+	}
+	return p, id, nil
+}
+
 // InboxMessage is one message an account received.
 type InboxMessage struct {
 	MessageID      int64
@@ -201,13 +216,9 @@ func (n *Network) Inbox(ctx context.Context, rawPhone string) ([]InboxMessage, e
 
 // InboxLast is Inbox limited to the last count messages (all when count ≤ 0).
 func (n *Network) InboxLast(ctx context.Context, rawPhone string, count int) ([]InboxMessage, error) {
-	p, err := normalize("phone", rawPhone)
+	p, id, err := n.phoneAccount(ctx, "phone", rawPhone, "inbox")
 	if err != nil {
 		return nil, err
-	}
-	id, err := n.accountID(ctx, p)
-	if err != nil {
-		return nil, fmt.Errorf("inbox %s: %w", p, err)
 	}
 	var limit *int
 	if count > 0 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/network"
 )
 
@@ -82,23 +83,15 @@ const readSQL = `WITH r AS (
 // A phone no account holds gives an error wrapping network.ErrNotFound; a
 // malformed one an error wrapping phone.ErrInvalid.
 func (n *Network) Read(ctx context.Context, recipientPhone, senderPhone string) ([]InboxMessage, error) {
-	r, err := normalize("phone", recipientPhone)
+	r, recipient, err := n.phoneAccount(ctx, "phone", recipientPhone, "read: recipient")
 	if err != nil {
 		return nil, err
 	}
-	recipient, err := n.accountID(ctx, r)
-	if err != nil {
-		return nil, fmt.Errorf("read: recipient %s: %w", r, err)
-	}
 	var sender *int64
 	if senderPhone != "" {
-		s, err := normalize("sender phone", senderPhone)
+		_, id, err := n.phoneAccount(ctx, "sender phone", senderPhone, "read: sender")
 		if err != nil {
 			return nil, err
-		}
-		id, err := n.accountID(ctx, s)
-		if err != nil {
-			return nil, fmt.Errorf("read: sender %s: %w", s, err)
 		}
 		sender = &id
 	}
@@ -232,9 +225,7 @@ type outboxEvent struct {
 // (the marks are lost when the database fails before they commit), which is
 // why a Sink must be idempotent.
 func (n *Network) Drain(ctx context.Context, sink network.Sink, limit int) (int, error) {
-	if limit <= 0 {
-		limit = DefaultDrainLimit
-	}
+	defaults.Positive(&limit, DefaultDrainLimit)
 	tx, err := n.pool.Begin(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("drain: %w", err)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/network"
 )
 
@@ -59,23 +60,15 @@ func (c *Config) validate() error {
 		return fmt.Errorf("httpnet: Config.BaseURL %q must be an http(s) URL without query", c.BaseURL)
 	}
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
-	if c.Timeout <= 0 {
-		c.Timeout = 5 * time.Second
-	}
+	defaults.Positive(&c.Timeout, 5*time.Second)
 	if c.Retries == 0 {
 		c.Retries = 3
 	} else if c.Retries < 0 {
 		c.Retries = 0
 	}
-	if c.BackoffBase <= 0 {
-		c.BackoffBase = 200 * time.Millisecond
-	}
-	if c.BackoffMax <= 0 {
-		c.BackoffMax = 5 * time.Second
-	}
-	if c.MaxRetryAfter <= 0 {
-		c.MaxRetryAfter = 30 * time.Second
-	}
+	defaults.Positive(&c.BackoffBase, 200*time.Millisecond)
+	defaults.Positive(&c.BackoffMax, 5*time.Second)
+	defaults.Positive(&c.MaxRetryAfter, 30*time.Second)
 	if c.HTTPClient == nil {
 		c.HTTPClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}

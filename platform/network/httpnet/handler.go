@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/phone"
 )
@@ -44,9 +45,7 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 	case cfg.Secret == "":
 		return nil, errors.New("httpnet: HandlerConfig.Secret is required")
 	}
-	if cfg.Tolerance <= 0 {
-		cfg.Tolerance = DefaultTolerance
-	}
+	defaults.Positive(&cfg.Tolerance, DefaultTolerance)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}

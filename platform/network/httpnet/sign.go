@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bizmsg/platform/platform/defaults"
 )
 
 // The signature headers of every request of the protocol, in both directions
@@ -85,9 +87,7 @@ func NewSignedRequest(ctx context.Context, method, url, secret string, body []by
 // under a prefix (http.StripPrefix) still verifies what the sender signed.
 // Every error wraps ErrSignature and says why, for logs.
 func Verify(r *http.Request, body []byte, secret string, now time.Time, tolerance time.Duration) error {
-	if tolerance <= 0 {
-		tolerance = DefaultTolerance
-	}
+	defaults.Positive(&tolerance, DefaultTolerance)
 	rawTS := r.Header.Get(HeaderTimestamp)
 	rawSig := r.Header.Get(HeaderSignature)
 	if rawTS == "" || rawSig == "" {
