@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -20,7 +19,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bizmsg/platform/platform/app"
-	"github.com/bizmsg/platform/platform/config"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/queue"
 )
@@ -396,33 +394,7 @@ func TestDeliveryAfterWorkerCrash(t *testing.T) {
 	}
 
 	// Another worker process, as configured in production.
-	cfg, err := config.Load(func(k string) string {
-		return map[string]string{
-			"DATABASE_URL": e.DatabaseURL, "DB_MAX_CONNS": "4",
-			"JWT_SECRET": strings.Repeat("j", 32), "API_KEY_PEPPER": strings.Repeat("p", 32),
-		}[k]
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wctx, cancel := context.WithCancel(ctx)
-	w, err := app.New(wctx, app.Options{
-		Config: cfg, Clock: e.Clock, Workers: true,
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- w.Run(wctx, nil) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("worker run: %v", err)
-		}
-		w.Close()
-	})
+	StartWorker(t, e.DatabaseURL, nil, app.Options{Clock: e.Clock})
 
 	const within = 15 * time.Second
 	e.waitCounts(org, time.Until(killedAt.Add(within)), fmt.Sprintf("every message delivered within %s of the kill", within),

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -19,8 +17,6 @@ import (
 	"time"
 
 	"github.com/bizmsg/platform/platform/app"
-	"github.com/bizmsg/platform/platform/clock"
-	"github.com/bizmsg/platform/platform/config"
 	"github.com/bizmsg/platform/platform/dbtest"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/network/builtin"
@@ -66,40 +62,6 @@ func (f *faultyNetwork) Deliver(ctx context.Context, m network.Message) (network
 	return d, err
 }
 
-// startWorker runs a worker on the database at dbURL, as a `platform worker`
-// process would: an app of its own, with its own pool and River client,
-// delivering through net. It stops when the test ends.
-func startWorker(t *testing.T, dbURL string, clk clock.Clock, net network.Network, jobs queue.Config) {
-	t.Helper()
-	cfg, err := config.Load(func(k string) string {
-		return map[string]string{
-			"DATABASE_URL": dbURL, "DB_MAX_CONNS": "4",
-			"JWT_SECRET": strings.Repeat("j", 32), "API_KEY_PEPPER": strings.Repeat("p", 32),
-		}[k]
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	w, err := app.New(ctx, app.Options{
-		Config: cfg, Clock: clk, Workers: true, Jobs: jobs, Network: net,
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx, nil) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("worker run: %v", err)
-		}
-		w.Close()
-	})
-}
-
 // 500 messages from one sender number to one recipient, accepted through
 // the API (four clients at once) while three workers, each an app with its
 // own pool and River client as a worker process has, deliver them through a
@@ -137,7 +99,7 @@ func TestDeliveryOrderAcrossWorkers(t *testing.T) {
 			before:  0.10, after: 0.05,
 			rng: rand.New(rand.NewPCG(seed, uint64(i))),
 		}
-		startWorker(t, e.DatabaseURL, e.Clock, nets[i], jobs)
+		StartWorker(t, e.DatabaseURL, nil, app.Options{Clock: e.Clock, Network: nets[i], Jobs: jobs})
 	}
 
 	const n = 500

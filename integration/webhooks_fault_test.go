@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,7 +16,6 @@ import (
 	"time"
 
 	"github.com/bizmsg/platform/platform/app"
-	"github.com/bizmsg/platform/platform/config"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/webhooks"
 )
@@ -111,34 +109,10 @@ func TestWebhookDeliveryAfterWorkerKill(t *testing.T) {
 	}
 
 	// A new worker, rescuing jobs that ran longer than 3 s.
-	cfg, err := config.Load(func(k string) string {
-		return map[string]string{
-			"DATABASE_URL": e.DatabaseURL, "DB_MAX_CONNS": "4", "WEBHOOK_ALLOW_PRIVATE": "true",
-			"JWT_SECRET": strings.Repeat("j", 32), "API_KEY_PEPPER": strings.Repeat("p", 32),
-		}[k]
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	w, err := app.New(ctx, app.Options{
-		Config: cfg, Clock: e.Clock, Workers: true,
-		Logger:   slog.New(slog.NewJSONHandler(io.Discard, nil)),
+	StartWorker(t, e.DatabaseURL, map[string]string{"WEBHOOK_ALLOW_PRIVATE": "true"}, app.Options{
+		Clock:    e.Clock,
 		Jobs:     queue.Config{JobTimeout: 2 * time.Second, RescueStuckJobsAfter: 3 * time.Second},
 		Webhooks: webhooks.Config{Timeout: 2 * time.Second},
-	})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx, nil) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("worker run: %v", err)
-		}
-		w.Close()
 	})
 
 	// Every event's every delivery succeeds.
