@@ -576,3 +576,54 @@ func TestWaitsInTheWorker(t *testing.T) {
 	}
 	t.Logf("ten deliveries, four places, in %s", took.Round(time.Millisecond))
 }
+
+// A run (one job's deliveries of one key) attempts them in order and stops
+// at a failure that will be retried, leaving the later ones unattempted;
+// the next run skips what is done and goes on in order.
+func TestAttemptRunStopsAtFailure(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	svc := f.service(webhooks.Config{AllowPrivate: true})
+	tn := f.org()
+	rc := newReceiver(t, func(n int, _ *http.Request, _ []byte) int {
+		if n == 0 {
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusNoContent
+	})
+	e := f.create(svc, tn, rc.URL+"/hooks")
+	f.emit(svc, tn,
+		webhooks.Event{Type: webhooks.EventMessageSent, Key: "message:9", Data: map[string]any{"id": 9}},
+		webhooks.Event{Type: webhooks.EventMessageDelivered, Key: "message:9", Data: map[string]any{"id": 9}})
+	d := f.deliveries(svc, tn, e.ID)
+	ids := []int64{d[0].ID, d[1].ID}
+	ctx := context.Background()
+
+	res, err := svc.AttemptRun(ctx, tn, e.ID, ids, false)
+	if err != nil || res.Failure == "" || res.DeliveryID != ids[0] || res.RetryIn <= 0 {
+		t.Fatalf("first run = %+v, %v; want the first delivery's failure", res, err)
+	}
+	if n := len(rc.requests()); n != 1 {
+		t.Fatalf("%d requests after the failure, want 1: the second waits for the first", n)
+	}
+	if d := f.deliveries(svc, tn, e.ID); d[1].Attempts != 0 || d[1].State != webhooks.StatePending {
+		t.Fatalf("second delivery after the first failed: %+v", d[1])
+	}
+
+	if res, err := svc.AttemptRun(ctx, tn, e.ID, ids, false); err != nil || res != (webhooks.Result{}) {
+		t.Fatalf("second run = %+v, %v; want both delivered", res, err)
+	}
+	got := rc.requests()
+	if len(got) != 3 || got[1].header.Get("webhook-id") != got[0].header.Get("webhook-id") ||
+		got[2].header.Get("webhook-id") != d[1].EventID {
+		t.Fatalf("requests %d; want the first again (same webhook-id), then the second", len(got))
+	}
+	for i, d := range f.deliveries(svc, tn, e.ID) {
+		if d.State != webhooks.StateSucceeded {
+			t.Fatalf("delivery %d: %+v", i, d)
+		}
+	}
+	if res, err := svc.AttemptRun(ctx, tn, e.ID, ids, false); err != nil || res != (webhooks.Result{}) || len(rc.requests()) != 3 {
+		t.Fatalf("a run of done deliveries = %+v, %v, %d requests; want nothing sent", res, err, len(rc.requests()))
+	}
+}
