@@ -14,13 +14,12 @@ import (
 )
 
 // WebhookAttempter makes the attempts of queue.WebhookDeliveryArgs jobs
-// (the webhook service). AttemptRun attempts a job's deliveries in order
-// and returns what the job does next
+// (the webhook service). Attempt returns what the job does next
 // (webhooks.Result: done, snooze without counting an attempt, or retry
 // after a failed attempt); an error is a failure of the platform, retried
 // with the default backoff.
 type WebhookAttempter interface {
-	AttemptRun(ctx context.Context, t db.Tenant, endpointID int64, deliveryIDs []int64, final bool) (webhooks.Result, error)
+	Attempt(ctx context.Context, t db.Tenant, endpointID, deliveryID int64, final bool) (webhooks.Result, error)
 	// AttemptTimeout is the longest one attempt's request takes.
 	AttemptTimeout() time.Duration
 }
@@ -61,18 +60,20 @@ func (w *WebhookWorker) Work(ctx context.Context, job *river.Job[queue.WebhookDe
 	if err != nil {
 		return river.JobCancel(fmt.Errorf("webhook delivery %d: %w", job.Args.DeliveryID, err))
 	}
-	res, err := w.Attempter.AttemptRun(ctx, t, job.Args.EndpointID, job.Args.Deliveries(), job.Attempt >= job.MaxAttempts)
-	switch {
-	case err != nil:
-		return fmt.Errorf("webhook delivery %d in %s: %w", res.DeliveryID, job.Args.Schema, err)
-	case res.Snooze > 0:
-		return river.JobSnooze(res.Snooze)
-	case res.Failure != "":
-		w.retryIn.Store(job.ID, res.RetryIn)
-		return &AttemptFailedError{DeliveryID: res.DeliveryID, Reason: res.Failure}
-	default:
-		return nil
+	final := job.Attempt >= job.MaxAttempts
+	for _, id := range job.Args.Deliveries() {
+		res, err := w.Attempter.Attempt(ctx, t, job.Args.EndpointID, id, final)
+		switch {
+		case err != nil:
+			return fmt.Errorf("webhook delivery %d in %s: %w", id, job.Args.Schema, err)
+		case res.Snooze > 0:
+			return river.JobSnooze(res.Snooze)
+		case res.Failure != "":
+			w.retryIn.Store(job.ID, res.RetryIn)
+			return &AttemptFailedError{DeliveryID: id, Reason: res.Failure}
+		}
 	}
+	return nil
 }
 
 // NextRetry is when a failed attempt is retried: the delay the service

@@ -17,7 +17,7 @@ import (
 
 type attemptFunc func(final bool) (webhooks.Result, error)
 
-func (f attemptFunc) AttemptRun(_ context.Context, _ db.Tenant, _ int64, _ []int64, final bool) (webhooks.Result, error) {
+func (f attemptFunc) Attempt(_ context.Context, _ db.Tenant, _, _ int64, final bool) (webhooks.Result, error) {
 	return f(final)
 }
 
@@ -108,42 +108,76 @@ func TestWebhookWorker(t *testing.T) {
 	}
 }
 
-// runRecorder records the deliveries a run is given and answers res.
-type runRecorder struct {
-	ids []int64
-	res webhooks.Result
+// byID answers each delivery's attempt from a map and records the order.
+type byID struct {
+	res  map[int64]webhooks.Result
+	seen []int64
 }
 
-func (r *runRecorder) AttemptRun(_ context.Context, _ db.Tenant, _ int64, ids []int64, _ bool) (webhooks.Result, error) {
-	r.ids = ids
-	return r.res, nil
+func (b *byID) Attempt(_ context.Context, _ db.Tenant, _, id int64, _ bool) (webhooks.Result, error) {
+	b.seen = append(b.seen, id)
+	return b.res[id], nil
 }
 
-func (*runRecorder) AttemptTimeout() time.Duration { return 10 * time.Second }
+func (*byID) AttemptTimeout() time.Duration { return 10 * time.Second }
 
-// A job with later deliveries of its key (Then) hands the service its
-// deliveries in order, gives itself time for each request, and names the
-// delivery the run failed at.
+// A job with later deliveries of its key (Then) attempts them in order,
+// each after the one before it is done; a wait or a failure ends the run
+// there, naming the delivery that failed, and the next run starts again
+// from the first (which the service finds done).
 func TestWebhookWorkerThen(t *testing.T) {
 	t.Parallel()
-	r := &runRecorder{res: webhooks.Result{RetryIn: time.Minute, Failure: "the endpoint answered 503", DeliveryID: 6}}
-	w := &WebhookWorker{Attempter: r}
-	job := &river.Job[queue.WebhookDeliveryArgs]{
-		JobRow: &rivertype.JobRow{ID: 9, Attempt: 1, MaxAttempts: queue.DefaultWebhookMaxAttempts},
-		Args:   queue.WebhookDeliveryArgs{OrgID: 1, Schema: "tenant_1", DeliveryID: 5, EndpointID: 3, Then: []int64{6, 7}},
+	failed := webhooks.Result{RetryIn: time.Minute, Failure: "the endpoint answered 503"}
+	tests := []struct {
+		name     string
+		res      map[int64]webhooks.Result
+		wantSeen []int64
+		want     string // "nil", "snooze", "failed"
+		wantID   int64
+	}{
+		{"all delivered", nil, []int64{5, 6, 7}, "nil", 0},
+		{"second fails", map[int64]webhooks.Result{6: failed}, []int64{5, 6}, "failed", 6},
+		{"first fails", map[int64]webhooks.Result{5: failed}, []int64{5}, "failed", 5},
+		{"first waits", map[int64]webhooks.Result{5: {Snooze: time.Second}}, []int64{5}, "snooze", 0},
+		{"last waits", map[int64]webhooks.Result{7: {Snooze: time.Second}}, []int64{5, 6, 7}, "snooze", 0},
 	}
-	if got := w.Timeout(job); got < 30*time.Second {
-		t.Fatalf("timeout %s does not cover three requests", got)
-	}
-	err := w.Work(context.Background(), job)
-	if !slices.Equal(r.ids, []int64{5, 6, 7}) {
-		t.Fatalf("run of %v, want [5 6 7]", r.ids)
-	}
-	var fail *AttemptFailedError
-	if !errors.As(err, &fail) || fail.DeliveryID != 6 {
-		t.Fatalf("Work = %v, want delivery 6's failure", err)
-	}
-	if next := time.Until(w.NextRetry(job)); next < 59*time.Second || next > time.Minute {
-		t.Fatalf("next retry in %s, want the failed delivery's minute", next)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			a := &byID{res: tt.res}
+			w := &WebhookWorker{Attempter: a}
+			job := &river.Job[queue.WebhookDeliveryArgs]{
+				JobRow: &rivertype.JobRow{ID: 9, Attempt: 1, MaxAttempts: queue.DefaultWebhookMaxAttempts},
+				Args:   queue.WebhookDeliveryArgs{OrgID: 1, Schema: "tenant_1", DeliveryID: 5, EndpointID: 3, Then: []int64{6, 7}},
+			}
+			if got := w.Timeout(job); got < 30*time.Second {
+				t.Fatalf("timeout %s does not cover three requests", got)
+			}
+			err := w.Work(context.Background(), job)
+			if !slices.Equal(a.seen, tt.wantSeen) {
+				t.Fatalf("attempted %v, want %v", a.seen, tt.wantSeen)
+			}
+			var (
+				snooze *river.JobSnoozeError
+				fail   *AttemptFailedError
+			)
+			switch tt.want {
+			case "nil":
+				if err != nil {
+					t.Fatalf("Work = %v, want nil", err)
+				}
+			case "snooze":
+				if !errors.As(err, &snooze) {
+					t.Fatalf("Work = %v, want a snooze", err)
+				}
+			case "failed":
+				if !errors.As(err, &fail) || fail.DeliveryID != tt.wantID {
+					t.Fatalf("Work = %v, want delivery %d's failure", err, tt.wantID)
+				}
+				if next := time.Until(w.NextRetry(job)); next < 59*time.Second || next > time.Minute {
+					t.Fatalf("next retry in %s, want the failed delivery's minute", next)
+				}
+			}
+		})
 	}
 }

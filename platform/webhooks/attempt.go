@@ -74,95 +74,53 @@ type Result struct {
 	// attempted again ("" when it succeeded, failed for good, or there was
 	// nothing to do).
 	Failure string
-	// DeliveryID is the delivery a run (AttemptRun) stopped at, when it
-	// waits, failed or met an error.
-	DeliveryID int64
 }
 
-// Attempt makes one attempt of delivery deliveryID to endpoint endpointID:
-// AttemptRun with that one delivery.
-func (s *Service) Attempt(ctx context.Context, t db.Tenant, endpointID, deliveryID int64, final bool) (Result, error) {
-	return s.AttemptRun(ctx, t, endpointID, []int64{deliveryID}, final)
-}
-
-// AttemptRun makes one attempt of each of deliveries ids to endpoint
-// endpointID, in order, each once the one before it is done (the River
-// worker calls it with a job's deliveries, which share a key; final is set
-// on the job's last run). A delivery that is no longer pending (or no
-// longer exists) is skipped, and one whose endpoint is disabled is failed
-// (last_error "endpoint disabled"). The run stops at the first delivery
-// that waits (Result.Snooze): while an earlier delivery of the same key
-// to the endpoint is pending, so the events of a key arrive in order, and
-// while the endpoint has Config.MaxInFlight attempts in flight in this
-// process; the run holds one place for all its attempts, so its later
-// deliveries never wait for one. Otherwise it signs the event's body with
-// the endpoint's secrets, POSTs it through the guarded client and records
-// the attempt: a 2xx answer within Config.Timeout succeeds the delivery
-// and ends the endpoint's failure streak; anything else is retried with
-// backoff (Result.RetryIn), until the first failure Config.RetryFor after
-// the delivery's creation (or on the final run), which fails it. The run
-// stops at a failure that will be retried. An endpoint whose attempts have
-// all failed for Config.DisableAfter is disabled. Result.DeliveryID names
-// the delivery the run stopped at.
+// Attempt makes one attempt of delivery deliveryID to endpoint endpointID
+// (the River worker calls it; final is set on the job's last run). It does
+// nothing for a delivery that is no longer pending (or no longer exists),
+// and fails one whose endpoint is disabled (last_error "endpoint
+// disabled"). It waits (Result.Snooze) while an earlier delivery of the same
+// key to the endpoint is pending, so the events of a key arrive in order,
+// and while the endpoint has Config.MaxInFlight attempts in flight in this
+// process. Otherwise it signs the event's body with the endpoint's secrets,
+// POSTs it through the guarded client and records the attempt: a 2xx
+// answer within Config.Timeout succeeds the delivery and ends the
+// endpoint's failure streak; anything else is retried with backoff
+// (Result.RetryIn), until the first failure Config.RetryFor after the
+// delivery's creation (or on the final run), which fails it. An endpoint
+// whose attempts have all failed for Config.DisableAfter is disabled.
 //
 // An error is a failure of the platform (the database), not of the
 // endpoint: the job is retried as River does.
-func (s *Service) AttemptRun(ctx context.Context, t db.Tenant, endpointID int64, ids []int64, final bool) (Result, error) {
-	var release func()
-	defer func() {
-		if release != nil {
-			release()
-		}
-	}()
-	for _, id := range ids {
-		d, snooze, err := s.ready(ctx, t, id)
-		if err != nil || snooze > 0 {
-			return Result{Snooze: snooze, DeliveryID: id}, err
-		}
-		if d == nil {
-			continue
-		}
-		if release == nil {
-			rel, waited, ok := s.inflight.acquire(ctx, t.Schema, endpointID, capWait)
-			if !ok {
-				return Result{Snooze: jitter(capWait, 0.5), DeliveryID: id}, nil
-			}
-			release = rel
-			if waited {
-				// The delivery may have changed while it waited for its
-				// place (a rotated secret, a disabled endpoint): read it
-				// again.
-				if d, snooze, err = s.ready(ctx, t, id); err != nil || snooze > 0 {
-					return Result{Snooze: snooze, DeliveryID: id}, err
-				}
-				if d == nil {
-					continue
-				}
-			}
-		}
-		res, err := s.attempt(ctx, t, *d, final)
-		if err != nil || res.Failure != "" {
-			res.DeliveryID = id
-			return res, err
+func (s *Service) Attempt(ctx context.Context, t db.Tenant, endpointID, deliveryID int64, final bool) (Result, error) {
+	d, snooze, err := s.ready(ctx, t, deliveryID)
+	if err != nil || snooze > 0 || d == nil {
+		return Result{Snooze: snooze}, err
+	}
+	release, waited, ok := s.inflight.acquire(ctx, t.Schema, endpointID, capWait)
+	if !ok {
+		return Result{Snooze: jitter(capWait, 0.5)}, nil
+	}
+	defer release()
+	if waited {
+		// The delivery may have changed while it waited for its place (a
+		// rotated secret, a disabled endpoint): read it again.
+		if d, snooze, err = s.ready(ctx, t, deliveryID); err != nil || snooze > 0 || d == nil {
+			return Result{Snooze: snooze}, err
 		}
 	}
-	return Result{}, nil
-}
-
-// attempt posts delivery d, holding a place at its endpoint, and records
-// the outcome.
-func (s *Service) attempt(ctx context.Context, t db.Tenant, d attemptRow, final bool) (Result, error) {
 	defer s.turns.done(turnKey{t.Schema, d.endpointID, d.key})
-	res := s.post(ctx, d, s.clock.Now())
+	res := s.post(ctx, *d, s.clock.Now())
 	if ctx.Err() != nil {
 		// Cancelled by the worker (a shutdown or the job's timeout): not
 		// the endpoint's failure.
-		return Result{}, fmt.Errorf("webhook delivery %d: %w", d.id, ctx.Err())
+		return Result{}, fmt.Errorf("webhook delivery %d: %w", deliveryID, ctx.Err())
 	}
 	if res.failure == "" {
-		return Result{}, s.recordSuccess(ctx, t, d.id, res, s.clock.Now())
+		return Result{}, s.recordSuccess(ctx, t, deliveryID, res, s.clock.Now())
 	}
-	return s.recordFailure(ctx, t, d, res, s.clock.Now(), final)
+	return s.recordFailure(ctx, t, *d, res, s.clock.Now(), final)
 }
 
 // ready reads delivery id for an attempt and returns it when it is its
