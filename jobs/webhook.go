@@ -44,36 +44,30 @@ type WebhookWorker struct {
 	retryIn sync.Map
 }
 
-// Timeout bounds one run: the attempts' requests and their bookkeeping.
-func (w *WebhookWorker) Timeout(job *river.Job[queue.WebhookDeliveryArgs]) time.Duration {
-	return w.Attempter.AttemptTimeout()*time.Duration(len(job.Args.Then)+1) + webhookBookkeeping
+// Timeout bounds one run: the attempt's request and its bookkeeping.
+func (w *WebhookWorker) Timeout(*river.Job[queue.WebhookDeliveryArgs]) time.Duration {
+	return w.Attempter.AttemptTimeout() + webhookBookkeeping
 }
 
-// Work attempts the job's deliveries in order (queue.WebhookDeliveryArgs:
-// its delivery, then the later ones of the same key), each once: one that
-// is done (delivered, failed for good, or no longer pending, as on a rerun
-// after a later one failed) lets the next go; one that waits or fails
-// ends the run, and the rest wait with it, as the order of their key asks.
+// Work makes one attempt of the job's delivery.
 func (w *WebhookWorker) Work(ctx context.Context, job *river.Job[queue.WebhookDeliveryArgs]) error {
 	w.retryIn.Delete(job.ID)
 	t, err := db.NewTenant(job.Args.OrgID, job.Args.Schema)
 	if err != nil {
 		return river.JobCancel(fmt.Errorf("webhook delivery %d: %w", job.Args.DeliveryID, err))
 	}
-	final := job.Attempt >= job.MaxAttempts
-	for _, id := range job.Args.Deliveries() {
-		res, err := w.Attempter.Attempt(ctx, t, job.Args.EndpointID, id, final)
-		switch {
-		case err != nil:
-			return fmt.Errorf("webhook delivery %d in %s: %w", id, job.Args.Schema, err)
-		case res.Snooze > 0:
-			return river.JobSnooze(res.Snooze)
-		case res.Failure != "":
-			w.retryIn.Store(job.ID, res.RetryIn)
-			return &AttemptFailedError{DeliveryID: id, Reason: res.Failure}
-		}
+	res, err := w.Attempter.Attempt(ctx, t, job.Args.EndpointID, job.Args.DeliveryID, job.Attempt >= job.MaxAttempts)
+	switch {
+	case err != nil:
+		return fmt.Errorf("webhook delivery %d in %s: %w", job.Args.DeliveryID, job.Args.Schema, err)
+	case res.Snooze > 0:
+		return river.JobSnooze(res.Snooze)
+	case res.Failure != "":
+		w.retryIn.Store(job.ID, res.RetryIn)
+		return &AttemptFailedError{DeliveryID: job.Args.DeliveryID, Reason: res.Failure}
+	default:
+		return nil
 	}
-	return nil
 }
 
 // NextRetry is when a failed attempt is retried: the delay the service

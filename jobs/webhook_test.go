@@ -3,7 +3,6 @@ package jobs
 import (
 	"context"
 	"errors"
-	"slices"
 	"testing"
 	"time"
 
@@ -103,80 +102,6 @@ func TestWebhookWorker(t *testing.T) {
 				t.Fatalf("next retry in %s, want %s", next, tt.wantRetry)
 			case tt.retryLower > 0 && (next < tt.retryLower || next > 2*tt.retryLower):
 				t.Fatalf("next retry in %s, want the default backoff (about %s)", next, tt.retryLower)
-			}
-		})
-	}
-}
-
-// byID answers each delivery's attempt from a map and records the order.
-type byID struct {
-	res  map[int64]webhooks.Result
-	seen []int64
-}
-
-func (b *byID) Attempt(_ context.Context, _ db.Tenant, _, id int64, _ bool) (webhooks.Result, error) {
-	b.seen = append(b.seen, id)
-	return b.res[id], nil
-}
-
-func (*byID) AttemptTimeout() time.Duration { return 10 * time.Second }
-
-// A job with later deliveries of its key (Then) attempts them in order,
-// each after the one before it is done; a wait or a failure ends the run
-// there, naming the delivery that failed, and the next run starts again
-// from the first (which the service finds done).
-func TestWebhookWorkerThen(t *testing.T) {
-	t.Parallel()
-	failed := webhooks.Result{RetryIn: time.Minute, Failure: "the endpoint answered 503"}
-	tests := []struct {
-		name     string
-		res      map[int64]webhooks.Result
-		wantSeen []int64
-		want     string // "nil", "snooze", "failed"
-		wantID   int64
-	}{
-		{"all delivered", nil, []int64{5, 6, 7}, "nil", 0},
-		{"second fails", map[int64]webhooks.Result{6: failed}, []int64{5, 6}, "failed", 6},
-		{"first fails", map[int64]webhooks.Result{5: failed}, []int64{5}, "failed", 5},
-		{"first waits", map[int64]webhooks.Result{5: {Snooze: time.Second}}, []int64{5}, "snooze", 0},
-		{"last waits", map[int64]webhooks.Result{7: {Snooze: time.Second}}, []int64{5, 6, 7}, "snooze", 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			a := &byID{res: tt.res}
-			w := &WebhookWorker{Attempter: a}
-			job := &river.Job[queue.WebhookDeliveryArgs]{
-				JobRow: &rivertype.JobRow{ID: 9, Attempt: 1, MaxAttempts: queue.DefaultWebhookMaxAttempts},
-				Args:   queue.WebhookDeliveryArgs{OrgID: 1, Schema: "tenant_1", DeliveryID: 5, EndpointID: 3, Then: []int64{6, 7}},
-			}
-			if got := w.Timeout(job); got < 30*time.Second {
-				t.Fatalf("timeout %s does not cover three requests", got)
-			}
-			err := w.Work(context.Background(), job)
-			if !slices.Equal(a.seen, tt.wantSeen) {
-				t.Fatalf("attempted %v, want %v", a.seen, tt.wantSeen)
-			}
-			var (
-				snooze *river.JobSnoozeError
-				fail   *AttemptFailedError
-			)
-			switch tt.want {
-			case "nil":
-				if err != nil {
-					t.Fatalf("Work = %v, want nil", err)
-				}
-			case "snooze":
-				if !errors.As(err, &snooze) {
-					t.Fatalf("Work = %v, want a snooze", err)
-				}
-			case "failed":
-				if !errors.As(err, &fail) || fail.DeliveryID != tt.wantID {
-					t.Fatalf("Work = %v, want delivery %d's failure", err, tt.wantID)
-				}
-				if next := time.Until(w.NextRetry(job)); next < 59*time.Second || next > time.Minute {
-					t.Fatalf("next retry in %s, want the failed delivery's minute", next)
-				}
 			}
 		})
 	}

@@ -26,9 +26,8 @@ const (
 	WebhookRetryMax  = time.Hour
 )
 
-// WebhookDeliveryArgs is the job that delivers a webhook delivery (an
-// event to one endpoint), and the deliveries of the same key to that
-// endpoint that follow it in the same change (Then). It is inserted in the transaction that writes the
+// WebhookDeliveryArgs is the job that delivers one webhook delivery (an
+// event to one endpoint). It is inserted in the transaction that writes the
 // delivery: the transaction of the change the event reports, or a
 // redelivery's.
 type WebhookDeliveryArgs struct {
@@ -40,17 +39,6 @@ type WebhookDeliveryArgs struct {
 	// EndpointID is the delivery's endpoint, so that the worker checks the
 	// endpoint's limit of requests in flight before it reads anything.
 	EndpointID int64 `json:"endpoint_id"`
-	// Then are the later deliveries of DeliveryID's key to the same
-	// endpoint written with it (one change's events: the built-in
-	// network's message.sent and message.delivered), in order. The job
-	// attempts them after DeliveryID, each once the one before it is done,
-	// so a key's run of events costs one job and no wait for its turn.
-	Then []int64 `json:"then,omitempty"`
-}
-
-// Deliveries are the job's deliveries in the order it attempts them.
-func (a WebhookDeliveryArgs) Deliveries() []int64 {
-	return append([]int64{a.DeliveryID}, a.Then...)
 }
 
 // Kind names the job in River.

@@ -179,7 +179,7 @@ func (s *Service) Redeliver(ctx context.Context, t db.Tenant, endpointID, delive
 		case !found:
 			return apperr.NotFound("webhook delivery")
 		}
-		return s.queueJobs(ctx, tx, t, []queued{{id: out.ID, endpoint: endpointID}})
+		return s.queueJobs(ctx, tx, t, endpointID, []int64{out.ID})
 	})
 	if err != nil {
 		return Delivery{}, err
@@ -197,7 +197,7 @@ func (s *Service) RedeliverFailed(ctx context.Context, t db.Tenant, endpointID i
 		if err := s.checkEnabled(ctx, tx, t, endpointID); err != nil {
 			return err
 		}
-		var ds []queued
+		var ids []int64
 		err := s.sql.Query(ctx, tx, sqlFor(t, `INSERT INTO {deliveries} (endpoint_id, event_id, key, next_attempt_at, created_at, updated_at)
 			SELECT o.endpoint_id, o.event_id, o.key, $3::timestamptz, $3::timestamptz, $3::timestamptz
 			  FROM {deliveries} o
@@ -205,21 +205,21 @@ func (s *Service) RedeliverFailed(ctx context.Context, t db.Tenant, endpointID i
 			   AND NOT EXISTS (SELECT 1 FROM {deliveries} n
 			                    WHERE n.event_id = o.event_id AND n.endpoint_id = o.endpoint_id AND n.id > o.id)
 			 ORDER BY o.id
-			RETURNING id, key`), []any{endpointID, since, s.clock.Now()}, func(r db.Rows) error {
+			RETURNING id`), []any{endpointID, since, s.clock.Now()}, func(r db.Rows) error {
 			for r.Next() {
-				d := queued{endpoint: endpointID}
-				if err := r.Scan(&d.id, &d.key); err != nil {
+				var id int64
+				if err := r.Scan(&id); err != nil {
 					return err
 				}
-				ds = append(ds, d)
+				ids = append(ids, id)
 			}
 			return nil
 		})
 		if err != nil {
 			return fmt.Errorf("redeliver failed webhook deliveries: %w", err)
 		}
-		n = len(ds)
-		return s.queueJobs(ctx, tx, t, ds)
+		n = len(ids)
+		return s.queueJobs(ctx, tx, t, endpointID, ids)
 	})
 	if err != nil {
 		return 0, err
@@ -247,37 +247,16 @@ func (s *Service) checkEnabled(ctx context.Context, tx pgx.Tx, t db.Tenant, endp
 	return nil
 }
 
-// queued is a delivery whose job is to be inserted.
-type queued struct {
-	id, endpoint int64
-	key          string
-}
-
-// queueJobs inserts in tx the jobs of deliveries ds, given in the order
-// they were written: one job per endpoint and key, which attempts that
-// key's deliveries in order (its first, then queue.WebhookDeliveryArgs.Then).
-func (s *Service) queueJobs(ctx context.Context, tx pgx.Tx, t db.Tenant, ds []queued) error {
-	if len(ds) == 0 {
+// queueJobs inserts the jobs of the endpoint's deliveries ids in tx.
+func (s *Service) queueJobs(ctx context.Context, tx pgx.Tx, t db.Tenant, endpointID int64, ids []int64) error {
+	if len(ids) == 0 {
 		return nil
 	}
-	type group struct {
-		endpoint int64
-		key      string
-	}
-	first := map[group]int{}
-	var args []queue.WebhookDeliveryArgs
-	for _, d := range ds {
-		g := group{d.endpoint, d.key}
-		if i, ok := first[g]; ok {
-			args[i].Then = append(args[i].Then, d.id)
-			continue
-		}
-		first[g] = len(args)
-		args = append(args, queue.WebhookDeliveryArgs{OrgID: t.OrgID, Schema: t.Schema, DeliveryID: d.id, EndpointID: d.endpoint})
-	}
-	jobs := make([]river.InsertManyParams, len(args))
-	for i, a := range args {
-		jobs[i] = queue.WebhookDeliveryJob(a)
+	jobs := make([]river.InsertManyParams, len(ids))
+	for i, id := range ids {
+		jobs[i] = queue.WebhookDeliveryJob(queue.WebhookDeliveryArgs{
+			OrgID: t.OrgID, Schema: t.Schema, DeliveryID: id, EndpointID: endpointID,
+		})
 	}
 	if _, err := s.jobs.InsertManyFastTx(ctx, tx, jobs); err != nil {
 		return fmt.Errorf("queue webhook deliveries: %w", err)

@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
 
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/queue"
 )
 
 // payload is the body of a webhook request (Standard Webhooks).
@@ -29,9 +31,8 @@ type payload struct {
 // and writes nothing. Otherwise it marshals each such event's payload
 // once ({"type", "timestamp", "data"}: the bytes every attempt sends),
 // inserts the events and one pending delivery per event and subscribed
-// endpoint in one statement, and one River job per endpoint and key
-// (InsertManyFastTx): the job attempts that key's deliveries in order
-// (queue.WebhookDeliveryArgs.Then), all in tx.
+// endpoint in one statement, and one River job per delivery
+// (InsertManyFastTx), all in tx.
 //
 // An event without a Key is ordered with no other; an event without At is
 // stamped with the service clock. An unknown Type is an error.
@@ -101,7 +102,7 @@ func (s *Service) insertEvents(ctx context.Context, tx pgx.Tx, t db.Tenant, even
 	// The events keep the order they were given (ids from the sequence in
 	// the order of unnest), and so do their deliveries (ORDER BY the
 	// event): the delivery id is what orders the events of one key.
-	var written []queued
+	var jobs []river.InsertManyParams
 	err := s.sql.Query(ctx, tx, sqlFor(t, `WITH ev AS (
 			INSERT INTO {events} (public_id, type, key, body, created_at)
 			SELECT i.public_id, i.type, i.key, i.body, $5::timestamptz
@@ -112,18 +113,26 @@ func (s *Service) insertEvents(ctx context.Context, tx pgx.Tx, t db.Tenant, even
 		SELECT e.id, ev.id, ev.key, $5::timestamptz, $5::timestamptz, $5::timestamptz
 		  FROM ev JOIN {endpoints} e ON e.enabled AND ev.type = ANY (e.events)
 		 ORDER BY ev.id, e.id
-		RETURNING id, endpoint_id, key`), []any{ids, types, keys, bodies, now}, func(r db.Rows) error {
+		RETURNING id, endpoint_id`), []any{ids, types, keys, bodies, now}, func(r db.Rows) error {
 		for r.Next() {
-			var d queued
-			if err := r.Scan(&d.id, &d.endpoint, &d.key); err != nil {
+			var id, endpoint int64
+			if err := r.Scan(&id, &endpoint); err != nil {
 				return err
 			}
-			written = append(written, d)
+			jobs = append(jobs, queue.WebhookDeliveryJob(queue.WebhookDeliveryArgs{
+				OrgID: t.OrgID, Schema: t.Schema, DeliveryID: id, EndpointID: endpoint,
+			}))
 		}
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("insert webhook events: %w", err)
 	}
-	return s.queueJobs(ctx, tx, t, written)
+	if len(jobs) == 0 {
+		return nil
+	}
+	if _, err := s.jobs.InsertManyFastTx(ctx, tx, jobs); err != nil {
+		return fmt.Errorf("queue webhook deliveries: %w", err)
+	}
+	return nil
 }
