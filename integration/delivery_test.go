@@ -404,15 +404,7 @@ func TestDeliveryAfterWorkerCrash(t *testing.T) {
 		t.Fatalf("the network holds %d messages for %d accepted: not exactly once", got, n)
 	}
 	// Each message's network id is the network's message with its reference.
-	var mismatched int
-	if err := e.App.DB.Pool.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %s m
-		LEFT JOIN network.messages n ON n.reference = $1 || ':' || m.id
-		WHERE n.id IS DISTINCT FROM m.message_id`, org.Tenant.Table("messages")), org.Tenant.Schema).Scan(&mismatched); err != nil {
-		t.Fatal(err)
-	}
-	if mismatched != 0 {
-		t.Fatalf("%d messages do not point at their network message", mismatched)
-	}
+	e.requireNetworkIDs(org)
 	// The orphans were freed by the Rescuer, each once, and their second
 	// runs finish (River records a run's end just after its message).
 	var rescued int

@@ -266,6 +266,34 @@ func (e *msgEnv) networkMessages(org *Org) int {
 	return n
 }
 
+// requireNetworkIDs fails the test unless each of the tenant's messages
+// points at the network message with its reference (a retry after a lost
+// answer records the delivery the network made, not another).
+func (e *msgEnv) requireNetworkIDs(org *Org) {
+	e.t.Helper()
+	var mismatched int
+	if err := e.App.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM `+org.Tenant.Table("messages")+` m
+		LEFT JOIN network.messages n ON n.reference = $1 || ':' || m.id
+		WHERE n.id IS DISTINCT FROM m.message_id`, org.Tenant.Schema).Scan(&mismatched); err != nil {
+		e.t.Fatal(err)
+	}
+	if mismatched != 0 {
+		e.t.Fatalf("%d messages do not point at their network message", mismatched)
+	}
+}
+
+// deliveryWorkers counts the River clients (worker processes or apps) that
+// ran the last attempt of a completed delivery job.
+func (e *msgEnv) deliveryWorkers() int {
+	e.t.Helper()
+	var n int
+	if err := e.App.DB.Pool.QueryRow(context.Background(), `SELECT count(DISTINCT attempted_by[array_upper(attempted_by, 1)])
+		FROM river.river_job WHERE kind = 'message_delivery' AND state = 'completed'`).Scan(&n); err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
 // wantFields checks a 422 validation_failed naming exactly fields.
 func wantFields(t *testing.T, r *Response, fields ...string) map[string][]string {
 	t.Helper()
