@@ -75,6 +75,20 @@ func (r *hookReceiver) reset() {
 	r.n.Store(0)
 }
 
+// await waits until the receiver has taken n requests, or timeout passes
+// (the caller sees what arrived in rate).
+func (r *hookReceiver) await(ctx context.Context, n int64, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for r.n.Load() < n && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
 // rate returns the requests taken and their rate from the first to the last.
 func (r *hookReceiver) rate() (int64, float64) {
 	n := r.n.Load()
@@ -91,6 +105,9 @@ func (r *hookReceiver) rate() (int64, float64) {
 // it profiles the service (at pprofAddr) during the first round's run
 // with an endpoint.
 func (b *sendBench) webhooks(ctx context.Context, g *loadGen, addr, pprofAddr string) ([]webhookRound, float64, error) {
+	if b.cfg.WebhookRounds == 0 {
+		return nil, 0, nil
+	}
 	first := b.tenants[:b.cfg.Tenants[0]]
 	rcv, err := startHookReceiver()
 	if err != nil {
@@ -130,13 +147,8 @@ func (b *sendBench) webhooks(ctx context.Context, g *loadGen, addr, pprofAddr st
 			}
 			want := 2 * rd.With.OK
 			b.prog.phase(fmt.Sprintf("%swebhooks of %d messages", round, rd.With.OK))
-			deadline := time.Now().Add(b.cfg.DeliveryTimeout)
-			for rcv.n.Load() < want && time.Now().Before(deadline) {
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(50 * time.Millisecond):
-				}
+			if err := rcv.await(ctx, want, b.cfg.DeliveryTimeout); err != nil {
+				return err
 			}
 			rd.Webhooks, rd.Rate = rcv.rate()
 			rd.Complete = rd.Webhooks >= want
@@ -164,9 +176,10 @@ func (b *sendBench) webhooks(ctx context.Context, g *loadGen, addr, pprofAddr st
 const webhookWarmupSends = 1000
 
 // webhookWarmup runs, unmeasured, webhookWarmupSends sends with an endpoint
-// per tenant, waits for their webhooks, and then analyzes the tenants'
-// webhook tables. They were empty when the database was settled, and
-// with autovacuum off nothing would analyze them as they grow: the
+// per tenant and waits for their webhooks, so that the tenants' webhook
+// tables hold rows to plan for when each run's vacuumWebhooks analyzes
+// them. They were empty when the database was settled, and with
+// autovacuum off nothing would analyze them as they grow: the
 // service's prepared statements would keep generic plans made for empty
 // tables, which find a delivery by id with a sequential scan (34,063
 // scans reading 230 million rows in one 8-second round, before this
@@ -188,13 +201,8 @@ func (b *sendBench) webhookWarmup(ctx context.Context, g *loadGen, addr string, 
 	if _, err := b.delivered(ctx, ts, "bench-hook-warmup", res.OK); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(b.cfg.DeliveryTimeout)
-	for rcv.n.Load() < 2*res.OK && time.Now().Before(deadline) {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
+	if err := rcv.await(ctx, 2*res.OK, b.cfg.DeliveryTimeout); err != nil {
+		return err
 	}
 	return b.deleteEndpoints(ctx, addr, ts, ids)
 }
