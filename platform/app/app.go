@@ -245,6 +245,7 @@ func (a *App) riverClient(opts Options) (*river.Client[pgx.Tx], error) {
 	// A delivery's real duration: one network call, then the throttle
 	// and the batch (docs/design.md, §Orphaned deliveries).
 	defaults.Positive(&cfg.DeliveryTimeout, a.cfg.NetworkTimeout+queue.DeliveryTimeoutMargin)
+	defaults.Positive(&cfg.WebhookMaxWorkers, a.cfg.WebhookWorkers)
 	cfg = cfg.WithDefaults()
 	a.jobs = cfg
 	var periodic []*river.PeriodicJob

@@ -116,6 +116,13 @@ type Config struct {
 	// tests only; the service logs a warning at start when it is set.
 	// Default false.
 	WebhookAllowPrivate bool
+	// WebhookWorkers (WEBHOOK_WORKERS) is how many webhook attempts a
+	// worker process runs at once (queue.Config.WebhookMaxWorkers): a slow
+	// endpoint holds at most 8 of them, so it bounds how many slow
+	// endpoints the other organizations' webhooks get past, and each one
+	// beyond what the endpoints take costs a fetch and a snooze a second.
+	// Default 100.
+	WebhookWorkers int
 
 	// Generated lists the secrets that were unset and generated for this
 	// process (never in production). The service replaces each by the
@@ -147,6 +154,7 @@ func Load(getenv func(string) string) (Config, error) {
 		DBAcquireTimeout:     5 * time.Second,
 		DBConnectTimeout:     60 * time.Second,
 		BatchSize:            64,
+		WebhookWorkers:       100,
 		ShutdownTimeout:      30 * time.Second,
 		SenderSweepInterval:  30 * time.Second,
 		NetworkTimeout:       5 * time.Second,
@@ -172,7 +180,7 @@ func Load(getenv func(string) string) (Config, error) {
 		name string
 		dst  *int
 	}{{"DEFAULT_DAILY_LIMIT", &c.DefaultDailyLimit}, {"SENDER_BURST", &c.SenderBurst}, {"API_RATE_BURST", &c.APIRateBurst},
-		{"BATCH_SIZE", &c.BatchSize}} {
+		{"BATCH_SIZE", &c.BatchSize}, {"WEBHOOK_WORKERS", &c.WebhookWorkers}} {
 		if v := getenv(iv.name); v != "" {
 			n, err := positiveInt(v)
 			if err != nil {

@@ -17,7 +17,7 @@ func TestLoadDefaults(t *testing.T) {
 	if c.DatabaseURL != DefaultDatabaseURL || c.HTTPAddr != ":8080" || c.Network != "builtin" ||
 		c.DefaultDailyLimit != 1000 || c.SenderRate != 20 || c.SenderBurst != 40 || c.NetworkTimeout != 5*time.Second ||
 		c.DBAcquireTimeout != 5*time.Second || c.DBConnectTimeout != 60*time.Second || c.Env != EnvDevelopment ||
-		c.WebhookAllowPrivate {
+		c.WebhookAllowPrivate || c.WebhookWorkers != 100 {
 		t.Fatalf("defaults = %+v", c)
 	}
 	if len(c.JWTSecret) != 32 || len(c.APIKeyPepper) != 32 || c.APIKeyEncryptionKey != nil {
@@ -45,6 +45,7 @@ func TestLoadErrors(t *testing.T) {
 		{"bad encryption key", map[string]string{"API_KEY_ENCRYPTION_KEY": "abcd"}, "API_KEY_ENCRYPTION_KEY"},
 		{"bad log level", map[string]string{"LOG_LEVEL": "loud"}, "LOG_LEVEL"},
 		{"bad batch size", map[string]string{"BATCH_SIZE": "0"}, "BATCH_SIZE"},
+		{"bad webhook workers", map[string]string{"WEBHOOK_WORKERS": "0"}, "WEBHOOK_WORKERS"},
 		{"bad acquire timeout", map[string]string{"DB_ACQUIRE_TIMEOUT": "0s"}, "DB_ACQUIRE_TIMEOUT"},
 		{"negative prepared statements", map[string]string{"DB_PREPARED_STATEMENTS": "-1"}, "DB_PREPARED_STATEMENTS"},
 		{"ops user without password", map[string]string{"OPS_USER": "ops"}, "OPS_USER/OPS_PASSWORD"},
@@ -80,11 +81,13 @@ func TestLoadValues(t *testing.T) {
 		"BATCH_SIZE":             "1",
 		"DB_PREPARED_STATEMENTS": "0",
 		"DB_ACQUIRE_TIMEOUT":     "250ms",
+		"WEBHOOK_WORKERS":        "24",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Generated) != 0 || len(c.APIKeyEncryptionKey) != 32 || string(c.JWTPreviousSecret) != strings.Repeat("o", 32) || c.SenderRate != 5 || c.SenderBurst != 5 || c.HTTPAddr != "127.0.0.1:9000" || c.BatchSize != 1 || c.DBPreparedStatements != 0 || c.DBAcquireTimeout != 250*time.Millisecond {
+	if len(c.Generated) != 0 || len(c.APIKeyEncryptionKey) != 32 || string(c.JWTPreviousSecret) != strings.Repeat("o", 32) || c.SenderRate != 5 || c.SenderBurst != 5 || c.HTTPAddr != "127.0.0.1:9000" || c.BatchSize != 1 || c.DBPreparedStatements != 0 || c.DBAcquireTimeout != 250*time.Millisecond ||
+		c.WebhookWorkers != 24 {
 		t.Fatalf("config = %+v", c)
 	}
 }
