@@ -208,48 +208,14 @@ type attemptRow struct {
 
 // loadAttempt reads delivery id with its event and endpoint, and the
 // earliest pending delivery of its key to its endpoint before it (if any,
-// and not stale).
+// and not stale). The reads of t's attempts that run at the same time share
+// one statement (loadMany).
 func (s *Service) loadAttempt(ctx context.Context, t db.Tenant, id int64, now time.Time) (attemptRow, bool, error) {
-	d := attemptRow{id: id}
-	var (
-		secret, previous string
-		previousUntil    *time.Time
-		blockedBy        *int64
-		blockedUntil     *time.Time
-		body             string
-	)
-	found, err := s.queryRow(ctx, nil, sqlFor(t, `SELECT d.endpoint_id, d.key, d.state, d.attempts, d.created_at, ev.public_id, ev.body,
-		       e.url, e.enabled, e.secret, coalesce(e.previous_secret, ''), e.previous_secret_until,
-		       b.id, b.next_attempt_at
-		  FROM {deliveries} d
-		  JOIN {events} ev ON ev.id = d.event_id
-		  JOIN {endpoints} e ON e.id = d.endpoint_id
-		  LEFT JOIN LATERAL (
-		       SELECT p.id, p.next_attempt_at FROM {deliveries} p
-		        WHERE p.endpoint_id = d.endpoint_id AND p.key = d.key AND p.state = 'pending'
-		          AND p.id < d.id AND p.created_at > $2::timestamptz
-		        ORDER BY p.id LIMIT 1) b ON true
-		 WHERE d.id = $1`), []any{id, now.Add(-s.cfg.RetryFor - staleAfter)},
-		&d.endpointID, &d.key, &d.state, &d.attempts, &d.createdAt, &d.publicID, &body,
-		&d.url, &d.enabled, &secret, &previous, &previousUntil, &blockedBy, &blockedUntil)
-	if err != nil || !found {
-		if err != nil {
-			err = fmt.Errorf("read webhook delivery %d: %w", id, err)
-		}
-		return attemptRow{}, false, err
+	r, err := s.loads.Do(ctx, t, loadItem{id: id, now: now})
+	if err != nil {
+		return attemptRow{}, false, fmt.Errorf("read webhook delivery %d: %w", id, err)
 	}
-	d.body = []byte(body)
-	d.secrets = []string{secret}
-	if previous != "" && previousUntil != nil && now.Before(*previousUntil) {
-		d.secrets = append(d.secrets, previous)
-	}
-	if blockedBy != nil {
-		d.blockedBy = *blockedBy
-		if blockedUntil != nil {
-			d.blockedUntil = *blockedUntil
-		}
-	}
-	return d, true, nil
+	return r.row, r.found, nil
 }
 
 // failDisabled fails a pending delivery whose endpoint is disabled,
@@ -357,17 +323,10 @@ func isTimeout(err error) bool {
 }
 
 // recordSuccess marks the delivery succeeded and ends its endpoint's
-// failure streak, in one statement.
+// failure streak. The successes of t that are recorded at the same time
+// share one statement (recordSuccesses).
 func (s *Service) recordSuccess(ctx context.Context, t db.Tenant, id int64, res attemptResult, now time.Time) error {
-	if err := s.exec(ctx, nil, sqlFor(t, `WITH d AS (
-			UPDATE {deliveries}
-			   SET state = 'succeeded', attempts = attempts + 1, last_status_code = $2::integer, last_error = NULL,
-			       latency_ms = $3::integer, next_attempt_at = NULL, updated_at = $4::timestamptz
-			 WHERE id = $1 AND state = 'pending'
-			RETURNING endpoint_id)
-		UPDATE {endpoints} SET failing_since = NULL
-		 WHERE id = (SELECT endpoint_id FROM d) AND failing_since IS NOT NULL`),
-		id, res.status, latencyMS(res.latency), now); err != nil {
+	if _, err := s.successes.Do(ctx, t, success{id: id, status: res.status, latencyMS: latencyMS(res.latency), at: now}); err != nil {
 		return fmt.Errorf("record webhook delivery %d: %w", id, err)
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/bizmsg/platform/platform/batch"
 	"github.com/bizmsg/platform/platform/webhooks"
 )
 
@@ -575,4 +576,70 @@ func TestWaitsInTheWorker(t *testing.T) {
 		t.Fatalf("ten deliveries took %s", took)
 	}
 	t.Logf("ten deliveries, four places, in %s", took.Round(time.Millisecond))
+}
+
+// Attempts of one organization that read their deliveries, or record their
+// successes, at the same time share a statement; each delivery still gets
+// its own outcome. The receiver answers in waves of 10 requests, so that 10
+// successes are recorded at once.
+func TestConcurrentAttemptsShareStatements(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	var (
+		mu      sync.Mutex
+		largest int
+	)
+	svc := f.service(webhooks.Config{AllowPrivate: true, MaxInFlight: 10, Batch: batch.Config{OnRun: func(items int) {
+		mu.Lock()
+		defer mu.Unlock()
+		largest = max(largest, items)
+	}}})
+	f.work(svc, 20)
+	tn := f.org()
+	const wave, events = 10, 40
+	var (
+		waveMu  sync.Mutex
+		arrived int
+		gates   = make([]chan struct{}, events/wave)
+	)
+	for i := range gates {
+		gates[i] = make(chan struct{})
+	}
+	rc := newServer(t, func(_ int, w http.ResponseWriter, r *http.Request, _ []byte) {
+		waveMu.Lock()
+		gate := gates[min(arrived/wave, len(gates)-1)]
+		if arrived++; arrived%wave == 0 {
+			close(gate)
+		}
+		waveMu.Unlock()
+		select {
+		case <-gate:
+		case <-time.After(5 * time.Second): // a wave that never fills
+		case <-r.Context().Done():
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	e := f.create(svc, tn, rc.URL)
+	batchOf := make([]webhooks.Event, events)
+	for i := range batchOf {
+		batchOf[i] = webhooks.Event{Type: webhooks.EventMessageSent, Data: i}
+	}
+	f.emit(svc, tn, batchOf...)
+	waitFor(t, "every delivery to succeed", func() bool {
+		ds := f.deliveries(svc, tn, e.ID)
+		return len(ds) == events && !slices.ContainsFunc(ds, func(d webhooks.Delivery) bool { return d.State != "succeeded" })
+	})
+	for _, d := range f.deliveries(svc, tn, e.ID) {
+		if d.Attempts != 1 || d.LastStatusCode == nil || *d.LastStatusCode != http.StatusOK {
+			t.Errorf("delivery %d: attempts %d, last status %v; want 1 attempt answered 200", d.ID, d.Attempts, d.LastStatusCode)
+		}
+	}
+	if got := len(rc.requests()); got != events {
+		t.Errorf("the receiver got %d requests, want %d", got, events)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if largest < 2 {
+		t.Errorf("the largest shared statement served %d attempts; concurrent attempts did not share one", largest)
+	}
 }

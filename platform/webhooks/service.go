@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/bizmsg/platform/platform/batch"
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/defaults"
@@ -58,6 +59,10 @@ type Config struct {
 	// observe or delay requests with it). The address guard stays below
 	// it, in the dialer.
 	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// Batch bounds, per organization, the runs of attempts' reads and of
+	// their recorded successes that share a statement. Defaults 64 and 2
+	// (batch.Config).
+	Batch batch.Config
 	// Prepared runs the service's statements. Default: db.NewPrepared on
 	// the DB with its default bound (the prepared statements of a
 	// connection are shared by every db.Prepared of the process).
@@ -91,6 +96,10 @@ type Service struct {
 	client   *http.Client
 	inflight *inflight
 	turns    *turns
+	// loads and successes share statements between concurrent attempts
+	// of one tenant (batches.go).
+	loads     *batch.Batcher[db.Tenant, loadItem, loaded]
+	successes *batch.Batcher[db.Tenant, success, struct{}]
 }
 
 // New returns the webhook service on d (its statements are pgx statements
@@ -109,7 +118,7 @@ func New(d *db.DB, jobs queue.Inserter, clk clock.Clock, log *slog.Logger, cfg C
 	if cfg.AllowPrivate {
 		log.Warn("webhooks may be sent to loopback, private and link-local addresses (WEBHOOK_ALLOW_PRIVATE): use this in development and tests only")
 	}
-	return &Service{
+	s := &Service{
 		sql:      cfg.Prepared,
 		jobs:     jobs,
 		clock:    clk,
@@ -119,6 +128,9 @@ func New(d *db.DB, jobs queue.Inserter, clk clock.Clock, log *slog.Logger, cfg C
 		inflight: newInflight(cfg.MaxInFlight),
 		turns:    newTurns(),
 	}
+	s.loads = batch.New(s.loadMany, cfg.Batch)
+	s.successes = batch.New(s.recordSuccesses, cfg.Batch)
+	return s
 }
 
 // AttemptTimeout is the longest one attempt's request takes (Config.Timeout);

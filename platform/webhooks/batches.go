@@ -1,0 +1,138 @@
+package webhooks
+
+import (
+	"context"
+	"time"
+
+	"github.com/bizmsg/platform/platform/db"
+)
+
+// An attempt reads its delivery before the request and records a success
+// after it. Under a backlog a process runs many attempts of one
+// organization at once (Config.Batch), and each of those reads and records
+// was a statement of its own, the record a commit of its own: the
+// attempts' bookkeeping cost the database about as much as the sends whose
+// events they deliver. The attempts of one tenant that read, or record a
+// success, at the same time now share one statement (batch.Batcher, as the
+// send path's acceptances and deliveries do); an attempt that runs alone
+// still runs its statement at once (docs/design.md, §Webhooks).
+
+// loadItem is one attempt's read: delivery id, with the attempt's clock.
+type loadItem struct {
+	id  int64
+	now time.Time
+}
+
+// loaded is the read of one loadItem: found is false when the delivery no
+// longer exists.
+type loaded struct {
+	row   attemptRow
+	found bool
+}
+
+// loadMany reads the deliveries of items with their events and endpoints,
+// and for each the earliest pending delivery of its key to its endpoint
+// before it that is not stale at its item's clock, in one statement.
+func (s *Service) loadMany(ctx context.Context, t db.Tenant, items []loadItem) ([]loaded, error) {
+	ids := make([]int64, len(items))
+	staleBefore := make([]time.Time, len(items))
+	for i, it := range items {
+		ids[i] = it.id
+		staleBefore[i] = it.now.Add(-s.cfg.RetryFor - staleAfter)
+	}
+	type found struct {
+		row              attemptRow
+		secret, previous string
+		previousUntil    *time.Time
+		blockedBy        *int64
+		blockedUntil     *time.Time
+		body             string
+	}
+	byItem := make(map[int]*found, len(items))
+	err := s.sql.Query(ctx, nil, sqlFor(t, `SELECT q.n, d.endpoint_id, d.key, d.state, d.attempts, d.created_at, ev.public_id, ev.body,
+		       e.url, e.enabled, e.secret, coalesce(e.previous_secret, ''), e.previous_secret_until,
+		       b.id, b.next_attempt_at
+		  FROM unnest($1::bigint[], $2::timestamptz[]) WITH ORDINALITY AS q(id, stale_before, n)
+		  JOIN {deliveries} d ON d.id = q.id
+		  JOIN {events} ev ON ev.id = d.event_id
+		  JOIN {endpoints} e ON e.id = d.endpoint_id
+		  LEFT JOIN LATERAL (
+		       SELECT p.id, p.next_attempt_at FROM {deliveries} p
+		        WHERE p.endpoint_id = d.endpoint_id AND p.key = d.key AND p.state = 'pending'
+		          AND p.id < d.id AND p.created_at > q.stale_before
+		        ORDER BY p.id LIMIT 1) b ON true`), []any{ids, staleBefore}, func(r db.Rows) error {
+		for r.Next() {
+			var (
+				n int
+				f found
+			)
+			if err := r.Scan(&n, &f.row.endpointID, &f.row.key, &f.row.state, &f.row.attempts, &f.row.createdAt,
+				&f.row.publicID, &f.body, &f.row.url, &f.row.enabled, &f.secret, &f.previous, &f.previousUntil,
+				&f.blockedBy, &f.blockedUntil); err != nil {
+				return err
+			}
+			byItem[n-1] = &f
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]loaded, len(items))
+	for i, it := range items {
+		f := byItem[i]
+		if f == nil {
+			continue
+		}
+		d := f.row
+		d.id = it.id
+		d.body = []byte(f.body)
+		d.secrets = []string{f.secret}
+		if f.previous != "" && f.previousUntil != nil && it.now.Before(*f.previousUntil) {
+			d.secrets = append(d.secrets, f.previous)
+		}
+		if f.blockedBy != nil {
+			d.blockedBy = *f.blockedBy
+			if f.blockedUntil != nil {
+				d.blockedUntil = *f.blockedUntil
+			}
+		}
+		out[i] = loaded{row: d, found: true}
+	}
+	return out, nil
+}
+
+// success is one attempt's successful answer, to record.
+type success struct {
+	id        int64
+	status    int
+	latencyMS int
+	at        time.Time
+}
+
+// recordSuccesses marks the deliveries of items succeeded (those still
+// pending) and ends their endpoints' failure streaks, in one statement.
+func (s *Service) recordSuccesses(ctx context.Context, t db.Tenant, items []success) ([]struct{}, error) {
+	ids := make([]int64, len(items))
+	statuses := make([]int32, len(items))
+	latencies := make([]int32, len(items))
+	ats := make([]time.Time, len(items))
+	for i, it := range items {
+		ids[i], statuses[i], latencies[i], ats[i] = it.id, int32(it.status), int32(it.latencyMS), it.at
+	}
+	if err := s.exec(ctx, nil, sqlFor(t, `WITH u AS (
+			SELECT * FROM unnest($1::bigint[], $2::integer[], $3::integer[], $4::timestamptz[]) AS u(id, status, latency_ms, at)),
+		d AS (
+			UPDATE {deliveries} d
+			   SET state = 'succeeded', attempts = d.attempts + 1, last_status_code = u.status, last_error = NULL,
+			       latency_ms = u.latency_ms, next_attempt_at = NULL, updated_at = u.at
+			  FROM u
+			 WHERE d.id = u.id AND d.state = 'pending'
+			RETURNING d.endpoint_id)
+		UPDATE {endpoints} SET failing_since = NULL
+		 WHERE id IN (SELECT endpoint_id FROM d) AND failing_since IS NOT NULL`),
+		ids, statuses, latencies, ats); err != nil {
+		return nil, err
+	}
+	return make([]struct{}, len(items)), nil
+}
