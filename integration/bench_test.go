@@ -121,6 +121,14 @@ func TestBenchSendCommand(t *testing.T) {
 				Error        string `json:"error"`
 			} `json:"memory"`
 		} `json:"sweep"`
+		Webhooks []struct {
+			With      load  `json:"with_endpoint"`
+			Without   load  `json:"without_endpoint"`
+			Webhooks  int64 `json:"webhooks"`
+			DuringRun int64 `json:"webhooks_during_run"`
+			Yields    int64 `json:"webhook_yields"`
+			Complete  bool  `json:"complete"`
+		} `json:"webhooks"`
 		PeakRSS    int64    `json:"service_peak_rss_bytes"`
 		DrainCheck delivery `json:"delivery_drain_check"`
 		Targets    []struct {
@@ -134,6 +142,15 @@ func TestBenchSendCommand(t *testing.T) {
 		"closed send": rep.Send, "open send": rep.Open, "/me": rep.Me} {
 		if l.OK == 0 || l.Rate <= 0 || l.P99 <= 0 {
 			t.Errorf("%s: %+v, want positive figures", name, l)
+		}
+	}
+	if len(rep.Webhooks) != 3 {
+		t.Errorf("%d webhook rounds, want 3 (the default)", len(rep.Webhooks))
+	}
+	for i, w := range rep.Webhooks {
+		if !w.Complete || w.Webhooks != 2*w.With.OK || w.With.OK == 0 || w.Without.OK == 0 ||
+			w.DuringRun < 0 || w.DuringRun > w.Webhooks || w.Yields < 0 {
+			t.Errorf("webhook round %d: %+v, want both runs to send and two webhooks per message sent with the endpoint", i+1, w)
 		}
 	}
 	if rep.CeilingRiver.Jobs != 200 || rep.CeilingRiver.Rate <= 0 {

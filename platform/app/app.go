@@ -42,6 +42,7 @@ import (
 	"github.com/bizmsg/platform/platform/senders"
 	"github.com/bizmsg/platform/platform/usage"
 	"github.com/bizmsg/platform/platform/webhooks"
+	"github.com/bizmsg/platform/platform/yield"
 	"github.com/bizmsg/platform/tenant"
 	"github.com/bizmsg/platform/web"
 )
@@ -90,6 +91,9 @@ type App struct {
 	jobs queue.Config
 	// rescuer frees the deliveries of a dead worker process (with workers).
 	rescuer *queue.Rescuer
+	// yield is the gate through which webhook attempts give way to the
+	// API and the send path (webhookService, batches).
+	yield *yield.Gate
 	// pace holds the rates every process shares: the delivery throttle of
 	// each sender number and the request rate of each API key.
 	pace *pace.Store

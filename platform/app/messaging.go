@@ -64,9 +64,11 @@ func (a *App) messaging() error {
 // batches is the batch.Config of one kind of shared statement (BATCH_SIZE),
 // observed by the batch_size metric: "accept" and "deliver" (per tenant),
 // "auth" (API keys), "lookup" and "network" (the built-in network's lookups
-// and deliveries).
+// and deliveries). Each run also marks a.yield: the API and the send path
+// are active, and webhook attempts give way to them on a busy machine.
 func (a *App) batches(kind string) batch.Config {
 	c := batch.Config{MaxSize: a.cfg.BatchSize, OnRun: func(n int) {
+		a.yield.Mark()
 		a.Metrics.BatchSize.WithLabelValues(kind).Observe(float64(n))
 	}}
 	if a.cfg.BatchSize == 1 {

@@ -9,13 +9,16 @@ import (
 	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/webhooks"
+	"github.com/bizmsg/platform/platform/yield"
 	"github.com/bizmsg/platform/tenant"
 )
 
 // webhookService builds the webhook service (docs/api.md, §Webhooks), which
 // the services that emit events take, so it is built before them. Its
 // jobs go through a.River, which must exist. WEBHOOK_ALLOW_PRIVATE turns
-// on cfg.AllowPrivate (the service logs a warning then).
+// on cfg.AllowPrivate (the service logs a warning then). Its attempts yield
+// to the send path through a.yield (WEBHOOK_BUSY_RATE), which the
+// messages service's runs mark (batches).
 func (a *App) webhookService(cfg webhooks.Config) {
 	if a.cfg.WebhookAllowPrivate {
 		cfg.AllowPrivate = true
@@ -27,6 +30,11 @@ func (a *App) webhookService(cfg webhooks.Config) {
 		}
 		cfg.Prepared = db.NewPrepared(a.DB, db.PreparedConfig{MaxPerConn: prepared})
 	}
+	if cfg.Yield == nil {
+		cfg.Yield = yield.New(yield.Config{BusyRate: a.cfg.WebhookBusyRate})
+	}
+	a.yield = cfg.Yield
+	a.Metrics.CountWebhookYields(a.yield.Yields)
 	a.Webhooks = webhooks.New(a.DB, a.River, a.clock, a.log, cfg)
 }
 

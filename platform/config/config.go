@@ -123,6 +123,11 @@ type Config struct {
 	// beyond what the endpoints take costs a fetch and a snooze a second.
 	// Default 100.
 	WebhookWorkers int
+	// WebhookBusyRate (WEBHOOK_BUSY_RATE) is how many webhook attempts a
+	// second a process starts while the machine's CPUs are busy (idle
+	// under 10%) and its API or send path is active (yield.Config.BusyRate):
+	// webhooks give the machine to the sends and catch up after. Default 10.
+	WebhookBusyRate float64
 
 	// Generated lists the secrets that were unset and generated for this
 	// process (never in production). The service replaces each by the
@@ -155,6 +160,7 @@ func Load(getenv func(string) string) (Config, error) {
 		DBConnectTimeout:     60 * time.Second,
 		BatchSize:            64,
 		WebhookWorkers:       100,
+		WebhookBusyRate:      10,
 		ShutdownTimeout:      30 * time.Second,
 		SenderSweepInterval:  30 * time.Second,
 		NetworkTimeout:       5 * time.Second,
@@ -192,7 +198,7 @@ func Load(getenv func(string) string) (Config, error) {
 	for _, fv := range []struct {
 		name string
 		dst  *float64
-	}{{"SENDER_RATE", &c.SenderRate}, {"API_RATE_LIMIT", &c.APIRateLimit}} {
+	}{{"SENDER_RATE", &c.SenderRate}, {"API_RATE_LIMIT", &c.APIRateLimit}, {"WEBHOOK_BUSY_RATE", &c.WebhookBusyRate}} {
 		if v := getenv(fv.name); v != "" {
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil || f <= 0 {

@@ -46,6 +46,7 @@ func TestLoadErrors(t *testing.T) {
 		{"bad log level", map[string]string{"LOG_LEVEL": "loud"}, "LOG_LEVEL"},
 		{"bad batch size", map[string]string{"BATCH_SIZE": "0"}, "BATCH_SIZE"},
 		{"bad webhook workers", map[string]string{"WEBHOOK_WORKERS": "0"}, "WEBHOOK_WORKERS"},
+		{"bad webhook busy rate", map[string]string{"WEBHOOK_BUSY_RATE": "0"}, "WEBHOOK_BUSY_RATE"},
 		{"bad acquire timeout", map[string]string{"DB_ACQUIRE_TIMEOUT": "0s"}, "DB_ACQUIRE_TIMEOUT"},
 		{"negative prepared statements", map[string]string{"DB_PREPARED_STATEMENTS": "-1"}, "DB_PREPARED_STATEMENTS"},
 		{"ops user without password", map[string]string{"OPS_USER": "ops"}, "OPS_USER/OPS_PASSWORD"},
@@ -82,12 +83,13 @@ func TestLoadValues(t *testing.T) {
 		"DB_PREPARED_STATEMENTS": "0",
 		"DB_ACQUIRE_TIMEOUT":     "250ms",
 		"WEBHOOK_WORKERS":        "24",
+		"WEBHOOK_BUSY_RATE":      "2.5",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(c.Generated) != 0 || len(c.APIKeyEncryptionKey) != 32 || string(c.JWTPreviousSecret) != strings.Repeat("o", 32) || c.SenderRate != 5 || c.SenderBurst != 5 || c.HTTPAddr != "127.0.0.1:9000" || c.BatchSize != 1 || c.DBPreparedStatements != 0 || c.DBAcquireTimeout != 250*time.Millisecond ||
-		c.WebhookWorkers != 24 {
+		c.WebhookWorkers != 24 || c.WebhookBusyRate != 2.5 {
 		t.Fatalf("config = %+v", c)
 	}
 }

@@ -84,6 +84,16 @@ func New() *Metrics {
 	return m
 }
 
+// CountWebhookYields registers webhook_yields_total, read from yields:
+// the webhook attempts that waited because the machine was busy and the
+// send path active (yield.Gate.Yields).
+func (m *Metrics) CountWebhookYields(yields func() int64) {
+	m.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "webhook_yields_total",
+		Help: "Webhook attempts that waited for the send path: the machine's CPUs were busy and the API or send path active.",
+	}, func() float64 { return float64(yields()) }))
+}
+
 // Registry returns the registry so other packages can register their own
 // collectors.
 func (m *Metrics) Registry() *prometheus.Registry { return m.registry }

@@ -44,6 +44,10 @@ const (
 	// orderSlack is added to the next attempt of the earlier delivery a
 	// delivery snoozes for, with up to as much again of jitter.
 	orderSlack = 250 * time.Millisecond
+	// yieldWait is how long a delivery waits in the worker while the send
+	// path has the machine (Config.Yield), before its job snoozes about
+	// capWait (±50%).
+	yieldWait = 5 * time.Second
 	// staleAfter: a delivery still pending this long after its retry
 	// window ended has lost its job (an operator cancelled it) and no
 	// longer holds back the later events of its key.
@@ -64,9 +68,10 @@ const errEndpointDisabled = "endpoint disabled"
 // Result is what an Attempt asks of the job that ran it.
 type Result struct {
 	// Snooze, when positive, means nothing was attempted: an earlier
-	// delivery of the same key to the endpoint is pending, or the
-	// endpoint has Config.MaxInFlight attempts in flight in this process.
-	// The job runs again after it, without counting an attempt.
+	// delivery of the same key to the endpoint is pending, the send path
+	// had the machine (Config.Yield) for as long as the attempt waited, or
+	// the endpoint has Config.MaxInFlight attempts in flight in this
+	// process. The job runs again after it, without counting an attempt.
 	Snooze time.Duration
 	// RetryIn, when Failure is set, is when the next attempt is due.
 	RetryIn time.Duration
@@ -82,8 +87,9 @@ type Result struct {
 // and fails one whose endpoint is disabled (last_error "endpoint
 // disabled"). It waits (Result.Snooze) while an earlier delivery of the same
 // key to the endpoint is pending, so the events of a key arrive in order,
-// and while the endpoint has Config.MaxInFlight attempts in flight in this
-// process. Otherwise it signs the event's body with the endpoint's secrets,
+// while the send path has the machine (Config.Yield), and while the
+// endpoint has Config.MaxInFlight attempts in flight in this process.
+// Otherwise it signs the event's body with the endpoint's secrets,
 // POSTs it through the guarded client and records the attempt: a 2xx
 // answer within Config.Timeout succeeds the delivery and ends the
 // endpoint's failure streak; anything else is retried with backoff
@@ -94,6 +100,9 @@ type Result struct {
 // An error is a failure of the platform (the database), not of the
 // endpoint: the job is retried as River does.
 func (s *Service) Attempt(ctx context.Context, t db.Tenant, endpointID, deliveryID int64, final bool) (Result, error) {
+	if !s.cfg.Yield.Acquire(ctx, yieldWait) {
+		return Result{Snooze: jitter(capWait, 0.5)}, nil
+	}
 	d, snooze, err := s.ready(ctx, t, deliveryID)
 	if err != nil || snooze > 0 || d == nil {
 		return Result{Snooze: snooze}, err

@@ -17,6 +17,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/batch"
 	"github.com/bizmsg/platform/platform/webhooks"
+	"github.com/bizmsg/platform/platform/yield"
 )
 
 // roundTripFunc adapts a function to http.RoundTripper.
@@ -641,5 +642,64 @@ func TestConcurrentAttemptsShareStatements(t *testing.T) {
 	defer mu.Unlock()
 	if largest < 2 {
 		t.Errorf("the largest shared statement served %d attempts; concurrent attempts did not share one", largest)
+	}
+}
+
+// While the machine is busy and the send path active (Config.Yield closed),
+// attempts start at the gate's busy rate (here 20 a second, so 8 take at
+// least 350 ms) and every delivery still arrives; with the send path idle
+// the same attempts run side by side, at once.
+func TestAttemptsYieldToTheSendPath(t *testing.T) {
+	t.Parallel()
+	const events = 8
+	cases := []struct {
+		name     string
+		sendPath bool
+		check    func(spread time.Duration, most int32) bool
+	}{
+		{"send path active", true, func(spread time.Duration, _ int32) bool { return spread >= 350*time.Millisecond }},
+		{"send path idle", false, func(spread time.Duration, most int32) bool { return spread < 350*time.Millisecond && most > 1 }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			var ticks atomic.Uint64
+			busy := func() (uint64, uint64, error) { return 0, ticks.Add(100), nil } // never idle
+			gate := yield.New(yield.Config{Interval: time.Millisecond, ActiveFor: time.Hour, BusyRate: 20, CPU: busy})
+			if c.sendPath {
+				gate.Mark()
+			}
+			svc := f.service(webhooks.Config{AllowPrivate: true, MaxInFlight: events, Yield: gate})
+			f.work(svc, events)
+			tn := f.org()
+			var inFlight, most atomic.Int32
+			rc := newServer(t, func(_ int, w http.ResponseWriter, _ *http.Request, _ []byte) {
+				n := inFlight.Add(1)
+				for m := most.Load(); n > m; m = most.Load() {
+					if most.CompareAndSwap(m, n) {
+						break
+					}
+				}
+				time.Sleep(20 * time.Millisecond) // a server slow enough for attempts to overlap
+				inFlight.Add(-1)
+				w.WriteHeader(http.StatusOK)
+			})
+			e := f.create(svc, tn, rc.URL)
+			evs := make([]webhooks.Event, events)
+			for i := range evs {
+				evs[i] = webhooks.Event{Type: webhooks.EventMessageSent, Data: i}
+			}
+			f.emit(svc, tn, evs...)
+			waitFor(t, "every delivery to succeed", func() bool {
+				ds := f.deliveries(svc, tn, e.ID)
+				return len(ds) == events && !slices.ContainsFunc(ds, func(d webhooks.Delivery) bool { return d.State != "succeeded" })
+			})
+			got := rc.requests()
+			spread := got[len(got)-1].at.Sub(got[0].at)
+			if len(got) != events || !c.check(spread, most.Load()) {
+				t.Fatalf("%d requests over %v, at most %d at once (waits at the gate: %d)", len(got), spread, most.Load(), gate.Yields())
+			}
+		})
 	}
 }

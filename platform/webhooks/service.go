@@ -14,6 +14,7 @@ import (
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/queue"
+	"github.com/bizmsg/platform/platform/yield"
 )
 
 // UserAgent is the User-Agent of every webhook request.
@@ -59,6 +60,11 @@ type Config struct {
 	// observe or delay requests with it). The address guard stays below
 	// it, in the dialer.
 	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// Yield admits attempts: while the machine is busy and the send path
+	// active, it admits its BusyRate a second in this process, and the
+	// others wait in their workers, reading nothing (up to 5 s, then their
+	// jobs snooze). nil admits every attempt at once.
+	Yield *yield.Gate
 	// Batch bounds, per organization, the runs of attempts' reads and of
 	// their recorded successes that share a statement. Defaults 64 and 2
 	// (batch.Config).

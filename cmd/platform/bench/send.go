@@ -1166,8 +1166,8 @@ func printSendReport(w io.Writer, r *sendReport) {
 			line("accepted sends/s with a webhook endpoint vs without", fmt.Sprintf("%8.1f %%  (median of %d rounds back to back, %d tenant(s))",
 				100*r.WebhookRatio, len(r.Webhooks), r.Config.Tenants[0]))
 			for i, rd := range r.Webhooks {
-				line(fmt.Sprintf("  round %d", i+1), fmt.Sprintf("%8.1f %%  (%.0f /s with, %.0f /s without; webhooks %d at %.0f /s, all arrived %v)",
-					100*rd.Ratio, rd.With.Rate, rd.Without.Rate, rd.Webhooks, rd.Rate, rd.Complete))
+				line(fmt.Sprintf("  round %d", i+1), fmt.Sprintf("%8.1f %%  (%.0f /s with, %.0f /s without; webhooks %d, %d during the run, then %.0f /s; %d yields; all arrived %v)",
+					100*rd.Ratio, rd.With.Rate, rd.Without.Rate, rd.Webhooks, rd.DuringRun, rd.DrainRate, rd.Yields, rd.Complete))
 			}
 		}
 		line("service peak RSS (VmHWM)", fmt.Sprintf("%.1f MB", float64(r.PeakRSSBytes)/(1<<20)))

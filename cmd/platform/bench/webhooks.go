@@ -1,9 +1,11 @@
 package bench
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -31,6 +33,16 @@ type webhookRound struct {
 	// request to the last.
 	Webhooks int64   `json:"webhooks"`
 	Rate     float64 `json:"webhooks_per_s"`
+	// DuringRun is how many of them arrived while the run and the
+	// delivery of its messages lasted, and DrainRate how many a second
+	// arrived after (the service's webhook attempts yield to its send
+	// path on a busy machine, then catch up).
+	DuringRun int64   `json:"webhooks_during_run"`
+	DrainRate float64 `json:"webhooks_drain_per_s"`
+	// Yields is how many webhook attempts the service held back for the
+	// send path in the with-endpoint run and its drain (the increase of
+	// its webhook_yields_total).
+	Yields int64 `json:"webhook_yields"`
 	// Complete: every expected webhook arrived.
 	Complete bool `json:"complete"`
 }
@@ -44,6 +56,10 @@ type hookReceiver struct {
 	n           atomic.Int64
 	mu          sync.Mutex
 	first, last time.Time
+	// marked is when mark was called, and atMark how many requests had
+	// arrived then.
+	marked time.Time
+	atMark int64
 }
 
 func startHookReceiver() (*hookReceiver, error) {
@@ -70,7 +86,7 @@ func startHookReceiver() (*hookReceiver, error) {
 // reset forgets what the receiver took.
 func (r *hookReceiver) reset() {
 	r.mu.Lock()
-	r.first, r.last = time.Time{}, time.Time{}
+	r.first, r.last, r.marked, r.atMark = time.Time{}, time.Time{}, time.Time{}, 0
 	r.mu.Unlock()
 	r.n.Store(0)
 }
@@ -87,6 +103,25 @@ func (r *hookReceiver) await(ctx context.Context, n int64, timeout time.Duration
 		}
 	}
 	return nil
+}
+
+// mark notes the time and the requests taken so far (drain).
+func (r *hookReceiver) mark() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.marked, r.atMark = time.Now(), r.n.Load()
+}
+
+// drain returns the requests taken before mark, and the rate of those
+// taken after it, from the mark to the last.
+func (r *hookReceiver) drain() (int64, float64) {
+	n := r.n.Load()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if d := r.last.Sub(r.marked).Seconds(); n > r.atMark && d > 0 {
+		return r.atMark, float64(n-r.atMark) / d
+	}
+	return r.atMark, 0
 }
 
 // rate returns the requests taken and their rate from the first to the last.
@@ -136,10 +171,15 @@ func (b *sendBench) webhooks(ctx context.Context, g *loadGen, addr, pprofAddr st
 			if r == 0 && b.cpuProfile != "" {
 				prof = grabProfile(pprofAddr, max(int(b.cfg.SweepDuration.Seconds())-1, 1), b.cpuProfile+".webhooks")
 			}
+			yields, err := b.webhookYields(ctx, addr)
+			if err != nil {
+				return err
+			}
 			rd.With, _, err = b.sweepRun(ctx, g, addr, first, round+"one endpoint: ", fmt.Sprintf("bench-hook-r%d", r))
 			if err != nil {
 				return err
 			}
+			rcv.mark()
 			if prof != nil {
 				if err := <-prof; err != nil {
 					return err
@@ -151,6 +191,12 @@ func (b *sendBench) webhooks(ctx context.Context, g *loadGen, addr, pprofAddr st
 				return err
 			}
 			rd.Webhooks, rd.Rate = rcv.rate()
+			rd.DuringRun, rd.DrainRate = rcv.drain()
+			after, err := b.webhookYields(ctx, addr)
+			if err != nil {
+				return err
+			}
+			rd.Yields = after - yields
 			rd.Complete = rd.Webhooks >= want
 			return b.deleteEndpoints(ctx, addr, first, ids)
 		}
@@ -285,4 +331,28 @@ func (b *sendBench) tenantCall(ctx context.Context, method, url, key string, bod
 		return json.NewDecoder(rsp.Body).Decode(out)
 	}
 	return nil
+}
+
+// webhookYields reads the service's webhook_yields_total from its metrics.
+func (b *sendBench) webhookYields(ctx context.Context, addr string) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("read the service's metrics: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "webhook_yields_total "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			return int64(f), err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("read the service's metrics: %w", err)
+	}
+	return 0, errors.New("the service's metrics have no webhook_yields_total")
 }
