@@ -81,6 +81,9 @@ var funcs = template.FuncMap{
 	// args is the argument of a partial (templates/partials.html): names
 	// and values in turn, {{template "pager" (args "List" .Data ...)}}.
 	"args": args,
+	// list makes a list of its arguments, for a partial's argument:
+	// (args "Columns" (list "Name" "Email")).
+	"list": func(s ...string) []string { return s },
 }
 
 // args makes a map of names and values given in turn.
