@@ -152,11 +152,7 @@ func (s *Service) adminChange(ctx context.Context, target AdminTarget, action st
 		return AdminResult{}, err
 	}
 	var res AdminResult
-	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		r, err := loadRow(ctx, tx, t, loc.SenderID, "", lockUpdate)
-		if err != nil {
-			return err
-		}
+	err = s.inRowTx(ctx, t, loc.SenderID, func(tx pgx.Tx, r *row) error {
 		prev := r.Status
 		if err := change(ctx, tx, t, r); err != nil {
 			return err

@@ -88,11 +88,7 @@ func (s *Service) activateAt(ctx context.Context, loc location, via string) (boo
 // network's event or the sweep brought the news), in one transaction.
 func (s *Service) activatePending(ctx context.Context, t db.Tenant, id int64, via string) (bool, error) {
 	var done bool
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		r, err := loadRow(ctx, tx, t, id, "", lockUpdate)
-		if err != nil {
-			return err
-		}
+	err := s.inRowTx(ctx, t, id, func(tx pgx.Tx, r *row) error {
 		if r.Status != StatusPendingAccountVerification {
 			return nil
 		}
