@@ -22,16 +22,10 @@ type keyView struct {
 	CanRevoke bool
 }
 
-// scopeOption is a scope checkbox of the creation form.
-type scopeOption struct {
-	Value, Help string
-	Checked     bool
-}
-
 // keysData is the keys page's data.
 type keysData struct {
 	Keys   []keyView
-	Scopes []scopeOption
+	Scopes []checkItem
 	// Encrypted: keys are stored encrypted too, so they can be shown again.
 	Encrypted bool
 	// More: the organization has more keys than the page shows.
@@ -85,13 +79,7 @@ func (d *Dashboard) renderKeys(c *gin.Context, status int, data pageData, checke
 			CanRevoke: active && s.IsAdmin(),
 		})
 	}
-	for _, sc := range apikey.Scopes() {
-		opt := scopeOption{Value: sc, Help: scopeText(sc)}
-		for _, c := range checked {
-			opt.Checked = opt.Checked || c == sc
-		}
-		out.Scopes = append(out.Scopes, opt)
-	}
+	out.Scopes = checkItems(apikey.Scopes(), scopeText, checked)
 	data.Title, data.Nav, data.Data = "API keys", "keys", out
 	if data.Form == nil {
 		data.Form = map[string]string{"expires_in_days": "90"}

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -81,6 +82,9 @@ var funcs = template.FuncMap{
 	// args is the argument of a partial (templates/partials.html): names
 	// and values in turn, {{template "pager" (args "List" .Data ...)}}.
 	"args": args,
+	// list makes a list of its arguments, for a partial's argument:
+	// (args "Columns" (list "Name" "Email")).
+	"list": func(s ...string) []string { return s },
 }
 
 // args makes a map of names and values given in turn.
@@ -97,6 +101,23 @@ func args(kv ...any) (map[string]any, error) {
 		m[name] = kv[i+1]
 	}
 	return m, nil
+}
+
+// checkItem is a checkbox of the "checks" partial (a key's scopes, an
+// endpoint's event types).
+type checkItem struct {
+	Value, Help string
+	Checked     bool
+}
+
+// checkItems returns a checkbox for each of values, with its help text,
+// ticked when checked holds it.
+func checkItems(values []string, help func(string) string, checked []string) []checkItem {
+	out := make([]checkItem, 0, len(values))
+	for _, v := range values {
+		out = append(out, checkItem{Value: v, Help: help(v), Checked: slices.Contains(checked, v)})
+	}
+	return out
 }
 
 // statusClass is the badge class of a message status: done well (delivered,

@@ -26,12 +26,6 @@ import (
 // webhookPageSize is how many deliveries the endpoint page shows at once.
 const webhookPageSize = page.DefaultLimit
 
-// eventOption is an event-type checkbox of the add form.
-type eventOption struct {
-	Value, Help string
-	Checked     bool
-}
-
 // eventText says when an event type is sent (docs/api.md, §Event types).
 func eventText(typ string) string {
 	switch typ {
@@ -87,7 +81,7 @@ func viewEndpoint(e webhooks.Endpoint) endpointView {
 // webhooksData is the webhooks page's data.
 type webhooksData struct {
 	Endpoints []endpointView
-	Events    []eventOption
+	Events    []checkItem
 	// More: the organization has more endpoints than the page shows.
 	More bool
 }
@@ -111,13 +105,7 @@ func (d *Dashboard) renderWebhooks(c *gin.Context, status int, data pageData, ch
 	for _, e := range list.Items {
 		out.Endpoints = append(out.Endpoints, viewEndpoint(e))
 	}
-	for _, typ := range webhooks.EventTypes() {
-		opt := eventOption{Value: typ, Help: eventText(typ)}
-		for _, c := range checked {
-			opt.Checked = opt.Checked || c == typ
-		}
-		out.Events = append(out.Events, opt)
-	}
+	out.Events = checkItems(webhooks.EventTypes(), eventText, checked)
 	data.Title, data.Nav, data.Data = "Webhooks", "webhooks", out
 	d.renderStatus(c, status, "webhooks", data)
 }

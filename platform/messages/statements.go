@@ -127,13 +127,7 @@ func acceptBatchSQL(t db.Tenant) string {
 		   WHERE status = 'active' AND (sender_phone = '' OR phone = sender_phone) AND lim >= 1),
 		want AS (
 		  SELECT id, day, min(lim) AS lim, count(*) AS n FROM ok GROUP BY id, day),
-		u AS (
-		  INSERT INTO ` + sc + `.daily_usage AS u (sender_number_id, day, side, used)
-		  SELECT id, day, 'accept', n FROM want WHERE n <= lim ORDER BY id, day
-		  ON CONFLICT (sender_number_id, day, side) DO UPDATE SET used = u.used + EXCLUDED.used
-		   WHERE u.used + EXCLUDED.used <=
-		         (SELECT w.lim FROM want w WHERE w.id = u.sender_number_id AND w.day = u.day)
-		  RETURNING u.sender_number_id, u.day),
+		u AS (` + reserveSQL(sc, "accept", "used", "id") + `),
 		m AS (
 		  INSERT INTO ` + sc + `.messages (id, sender_number_id, to_phone, recipient_user_id, type, content,
 		         file_name, file_size, file_type, duration, status, client_reference, created_at, updated_at)
@@ -143,6 +137,24 @@ func acceptBatchSQL(t db.Tenant) string {
 		   ORDER BY i.id
 		  RETURNING id AS message_id, sender_number_id AS sender_id)
 		SELECT i.ord, m.message_id, m.sender_id FROM i LEFT JOIN m ON m.message_id = i.id`
+}
+
+// reserveSQL is the daily-limit reservation of a batch statement of tenant
+// schema sc, on the counter column of its side's daily_usage rows (used on
+// 'accept', dispatched on 'deliver'): for each sender (want's column
+// sender) and day of the statement's CTE want (n messages, limit lim), the
+// counter goes up by n only while it stays within lim, all or none. The
+// rows are locked in sender and day order, so concurrent batches cannot
+// deadlock. It returns the sender_number_id and day of each row reserved
+// on.
+func reserveSQL(sc, side, counter, sender string) string {
+	return `
+	  INSERT INTO ` + sc + `.daily_usage AS d (sender_number_id, day, side, ` + counter + `)
+	  SELECT ` + sender + `, day, '` + side + `', n FROM want WHERE n <= lim ORDER BY ` + sender + `, day
+	  ON CONFLICT (sender_number_id, day, side) DO UPDATE SET ` + counter + ` = d.` + counter + ` + EXCLUDED.` + counter + `
+	   WHERE d.` + counter + ` + EXCLUDED.` + counter + ` <=
+	         (SELECT w.lim FROM want w WHERE w.` + sender + ` = d.sender_number_id AND w.day = d.day)
+	  RETURNING d.sender_number_id, d.day`
 }
 
 // lockMessagesSQL locks messages ids (an array of ids) of tenant schema sc
@@ -218,13 +230,7 @@ func claimManySQL(t db.Tenant) string {
 	         min(coalesce(sn_daily_limit_override, default_daily_limit)) AS lim
 	    FROM m WHERE status = 'queued' AND dispatched_at IS NULL AND sn_status = 'active' AND blocker_id IS NULL
 	   GROUP BY 1, 2),
-	u AS (
-	  INSERT INTO ` + sc + `.daily_usage AS d (sender_number_id, day, side, dispatched)
-	  SELECT sender_number_id, day, 'deliver', n FROM want WHERE n <= lim ORDER BY sender_number_id, day
-	  ON CONFLICT (sender_number_id, day, side) DO UPDATE SET dispatched = d.dispatched + EXCLUDED.dispatched
-	   WHERE d.dispatched + EXCLUDED.dispatched <=
-	         (SELECT w.lim FROM want w WHERE w.sender_number_id = d.sender_number_id AND w.day = d.day)
-	  RETURNING d.sender_number_id, d.day),
+	u AS (` + reserveSQL(sc, "deliver", "dispatched", "sender_number_id") + `),
 	x AS (
 	  UPDATE ` + sc + `.messages x SET dispatched_at = $3::timestamptz, updated_at = $3::timestamptz
 	    FROM m JOIN u ON u.sender_number_id = m.sender_number_id

@@ -26,14 +26,7 @@ func (h Messages) List(c *gin.Context) {
 }
 
 // Get is GET /messages/{id}.
-func (h Messages) Get(c *gin.Context) {
-	id, ok := httpx.PathIDOr404(c, "message")
-	if !ok {
-		return
-	}
-	m, err := h.Svc.Get(c.Request.Context(), h.Caller(c).Tenant, id)
-	httpx.Data(c, http.StatusOK, m, err)
-}
+func (h Messages) Get(c *gin.Context) { one(c, h.Caller, "message", h.Svc.Get) }
 
 // Usage serves GET /usage[?from=YYYY-MM-DD&to=YYYY-MM-DD].
 type Usage struct {

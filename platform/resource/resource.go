@@ -8,13 +8,19 @@
 // Handlers are thin: parse the request, call the service with the caller's
 // organization, render the result in the one envelope ({"data": ...}, or
 // the error body of package httpx, whose Bind, PathIDOr404 and Data they
-// use as the other handlers do).
+// use as the other handlers do). A request on one thing named by the path's
+// id goes through one or oneWith, which read the id (and body) in that
+// order.
 package resource
 
 import (
+	"context"
+	"net/http"
+
 	"github.com/gin-gonic/gin"
 
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/httpx"
 	"github.com/bizmsg/platform/platform/keys"
 )
 
@@ -35,3 +41,31 @@ type Caller struct {
 // CallerFunc returns the caller of a request that passed the API's
 // authentication middleware.
 type CallerFunc func(*gin.Context) Caller
+
+// one answers a request on the thing of the caller's organization whose id
+// the path holds (404 naming thing when it is not an id): 200 with what op
+// returns for it, or op's error.
+func one[T any](c *gin.Context, caller CallerFunc, thing string, op func(context.Context, db.Tenant, int64) (T, error)) {
+	id, ok := httpx.PathIDOr404(c, thing)
+	if !ok {
+		return
+	}
+	v, err := op(c.Request.Context(), caller(c).Tenant, id)
+	httpx.Data(c, http.StatusOK, v, err)
+}
+
+// oneWith is one for a request with a JSON body: once the id is read, the
+// body is bound into a Req (its error answered) and op gets it with the
+// caller.
+func oneWith[Req, T any](c *gin.Context, caller CallerFunc, thing string, op func(context.Context, Caller, int64, Req) (T, error)) {
+	id, ok := httpx.PathIDOr404(c, thing)
+	if !ok {
+		return
+	}
+	var req Req
+	if !httpx.Bind(c, &req) {
+		return
+	}
+	v, err := op(c.Request.Context(), caller(c), id, req)
+	httpx.Data(c, http.StatusOK, v, err)
+}

@@ -1,6 +1,7 @@
 package resource
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -40,53 +41,24 @@ func (h Senders) Register(c *gin.Context) {
 }
 
 // Get is GET /sender-numbers/{id}.
-func (h Senders) Get(c *gin.Context) {
-	id, ok := httpx.PathIDOr404(c, "sender number")
-	if !ok {
-		return
-	}
-	s, err := h.Svc.Get(c.Request.Context(), h.Caller(c).Tenant, id)
-	httpx.Data(c, http.StatusOK, s, err)
-}
+func (h Senders) Get(c *gin.Context) { one(c, h.Caller, "sender number", h.Svc.Get) }
 
 // Update is PATCH /sender-numbers/{id}: display_name, and
 // daily_limit_override for owners and admins (the service answers 403 to
 // others).
 func (h Senders) Update(c *gin.Context) {
-	id, ok := httpx.PathIDOr404(c, "sender number")
-	if !ok {
-		return
-	}
-	var req senders.UpdateRequest
-	if !httpx.Bind(c, &req) {
-		return
-	}
-	who := h.Caller(c)
-	s, err := h.Svc.Update(c.Request.Context(), who.Tenant, id, req.Input(), who.Admin)
-	httpx.Data(c, http.StatusOK, s, err)
+	oneWith(c, h.Caller, "sender number", func(ctx context.Context, who Caller, id int64, req senders.UpdateRequest) (senders.Sender, error) {
+		return h.Svc.Update(ctx, who.Tenant, id, req.Input(), who.Admin)
+	})
 }
 
 // Verify is POST /sender-numbers/{id}/verify {"otp": "123456"}.
 func (h Senders) Verify(c *gin.Context) {
-	id, ok := httpx.PathIDOr404(c, "sender number")
-	if !ok {
-		return
-	}
-	var req senders.VerifyRequest
-	if !httpx.Bind(c, &req) {
-		return
-	}
-	s, err := h.Svc.Verify(c.Request.Context(), h.Caller(c).Tenant, id, req.OTP)
-	httpx.Data(c, http.StatusOK, s, err)
+	oneWith(c, h.Caller, "sender number", func(ctx context.Context, who Caller, id int64, req senders.VerifyRequest) (senders.Sender, error) {
+		return h.Svc.Verify(ctx, who.Tenant, id, req.OTP)
+	})
 }
 
 // ResendOTP is POST /sender-numbers/{id}/resend-otp. It takes no body (one
 // sent is ignored).
-func (h Senders) ResendOTP(c *gin.Context) {
-	id, ok := httpx.PathIDOr404(c, "sender number")
-	if !ok {
-		return
-	}
-	s, err := h.Svc.ResendOTP(c.Request.Context(), h.Caller(c).Tenant, id)
-	httpx.Data(c, http.StatusOK, s, err)
-}
+func (h Senders) ResendOTP(c *gin.Context) { one(c, h.Caller, "sender number", h.Svc.ResendOTP) }

@@ -54,11 +54,8 @@ func (r AdminResult) MarshalJSON() ([]byte, error) {
 // cannot send; an active one keeps its claim on the phone, so lifting the
 // suspension can always restore it.
 func (s *Service) Suspend(ctx context.Context, target AdminTarget) (AdminResult, error) {
-	return s.adminChange(ctx, target, audit.ActionSenderSuspend, func(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error {
-		switch r.Status {
-		case StatusRejected:
-			return errRejectedFinal()
-		case StatusSuspended:
+	return s.statusChange(ctx, target, audit.ActionSenderSuspend, func(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error {
+		if r.Status == StatusSuspended {
 			return apperr.Invalid(CodeAlreadySuspended, "The sender number is already suspended.")
 		}
 		r.Status = StatusSuspended
@@ -74,12 +71,8 @@ func (s *Service) Suspend(ctx context.Context, target AdminTarget) (AdminResult,
 // pending_account_verification and the sweep activates it once the phone is
 // free.
 func (s *Service) Unsuspend(ctx context.Context, target AdminTarget) (AdminResult, error) {
-	return s.adminChange(ctx, target, audit.ActionSenderUnsuspend, func(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error {
-		switch r.Status {
-		case StatusRejected:
-			return errRejectedFinal()
-		case StatusSuspended:
-		default:
+	return s.statusChange(ctx, target, audit.ActionSenderUnsuspend, func(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error {
+		if r.Status != StatusSuspended {
 			return apperr.Invalid(CodeNotSuspended,
 				fmt.Sprintf("The sender number is not suspended (its status is %s).", r.Status))
 		}
@@ -110,10 +103,7 @@ func (s *Service) Unsuspend(ctx context.Context, target AdminTarget) (AdminResul
 // Reject rejects the number for good: it can never send or change state
 // again, and its claim on the phone (if active) is released.
 func (s *Service) Reject(ctx context.Context, target AdminTarget) (AdminResult, error) {
-	return s.adminChange(ctx, target, audit.ActionSenderReject, func(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error {
-		if r.Status == StatusRejected {
-			return errRejectedFinal()
-		}
+	return s.statusChange(ctx, target, audit.ActionSenderReject, func(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error {
 		if err := releasePhone(ctx, tx, t.OrgID, r); err != nil {
 			return err
 		}
@@ -162,11 +152,7 @@ func (s *Service) adminChange(ctx context.Context, target AdminTarget, action st
 		return AdminResult{}, err
 	}
 	var res AdminResult
-	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		r, err := loadRow(ctx, tx, t, loc.SenderID, "", lockUpdate)
-		if err != nil {
-			return err
-		}
+	err = s.inRowTx(ctx, t, loc.SenderID, func(tx pgx.Tx, r *row) error {
 		prev := r.Status
 		if err := change(ctx, tx, t, r); err != nil {
 			return err
@@ -188,6 +174,18 @@ func (s *Service) adminChange(ctx context.Context, target AdminTarget, action st
 		return nil
 	})
 	return res, err
+}
+
+// statusChange is adminChange for a change of the number's status, which a
+// rejected number refuses before change runs: its rejection is final.
+func (s *Service) statusChange(ctx context.Context, target AdminTarget, action string,
+	change func(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error) (AdminResult, error) {
+	return s.adminChange(ctx, target, action, func(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error {
+		if r.Status == StatusRejected {
+			return errRejectedFinal()
+		}
+		return change(ctx, tx, t, r)
+	})
 }
 
 // locate finds the one number the target names.

@@ -2,7 +2,6 @@ package senders
 
 import (
 	"context"
-	"errors"
 
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/phone"
@@ -31,24 +30,15 @@ func (s *Service) ActivateOwner(ctx context.Context, rawPhone string) (int, erro
 	if err != nil {
 		return 0, err
 	}
-	var (
-		activated int
-		errs      []error
-	)
+	var a activations
 	for _, loc := range locs {
 		if loc.Status != StatusPendingAccountVerification {
 			continue
 		}
-		done, err := s.activateAt(ctx, loc, viaEvent)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if done {
-			activated++
+		if a.add(s.activateAt(ctx, loc, viaEvent)) {
 			s.log.InfoContext(ctx, "sender activated by account.verified event",
 				"schema", loc.Schema, "sender_id", loc.SenderID)
 		}
 	}
-	return activated, errors.Join(errs...)
+	return a.result()
 }

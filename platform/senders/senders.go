@@ -244,3 +244,16 @@ func (s *Service) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	}
 	return nil
 }
+
+// inRowTx is inTx with number id of t loaded and locked for update first:
+// fn gets the row (a number that is not there is loadRow's error, and fn
+// does not run).
+func (s *Service) inRowTx(ctx context.Context, t db.Tenant, id int64, fn func(tx pgx.Tx, r *row) error) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		r, err := loadRow(ctx, tx, t, id, "", lockUpdate)
+		if err != nil {
+			return err
+		}
+		return fn(tx, r)
+	})
+}

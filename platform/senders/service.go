@@ -174,11 +174,7 @@ func (s *Service) Update(ctx context.Context, t db.Tenant, id int64, in UpdateIn
 		return Sender{}, apperr.NotFound("sender number")
 	}
 	var out Sender
-	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		r, err := loadRow(ctx, tx, t, id, "", lockUpdate)
-		if err != nil {
-			return err
-		}
+	err = s.inRowTx(ctx, t, id, func(tx pgx.Tx, r *row) error {
 		var cols []string
 		if in.DisplayName != nil {
 			r.DisplayName = name
@@ -255,11 +251,7 @@ func (s *Service) Verify(ctx context.Context, t db.Tenant, id int64, code string
 		out     Sender
 		refusal error // a refusal whose bookkeeping (attempts) must commit
 	)
-	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		r, err := loadRow(ctx, tx, t, id, "", lockUpdate)
-		if err != nil {
-			return err
-		}
+	err = s.inRowTx(ctx, t, id, func(tx pgx.Tx, r *row) error {
 		now := s.clock.Now()
 		switch {
 		case r.Status != StatusPendingVerification:
@@ -336,11 +328,7 @@ func (s *Service) ResendOTP(ctx context.Context, t db.Tenant, id int64) (Sender,
 		return Sender{}, apperr.NotFound("sender number")
 	}
 	var out Sender
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		r, err := loadRow(ctx, tx, t, id, "", lockUpdate)
-		if err != nil {
-			return err
-		}
+	err := s.inRowTx(ctx, t, id, func(tx pgx.Tx, r *row) error {
 		if r.Status != StatusPendingVerification {
 			return notPending(r.Status)
 		}

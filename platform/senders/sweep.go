@@ -24,43 +24,57 @@ const sweepPage = 500
 // others have been processed.
 func (s *Service) ActivateVerifiedOwners(ctx context.Context) (int, error) {
 	var (
-		activated        int
-		errs             []error
+		a                activations
 		afterOrg, afterS int64
 		verified         = map[string]bool{}
 	)
 	for {
 		page, err := dirPending(ctx, s.pool, afterOrg, afterS, sweepPage)
 		if err != nil {
-			return activated, err
+			return a.n, err
 		}
 		for _, loc := range page {
 			afterOrg, afterS = loc.OrgID, loc.SenderID
 			ok, seen := verified[loc.Phone]
 			if !seen {
 				if ok, err = s.ownerVerified(ctx, loc.Phone); err != nil {
-					errs = append(errs, fmt.Errorf("sender %d of organization %d: %w", loc.SenderID, loc.OrgID, err))
+					a.errs = append(a.errs, fmt.Errorf("sender %d of organization %d: %w", loc.SenderID, loc.OrgID, err))
 					continue
 				}
 				verified[loc.Phone] = ok
 			}
-			if !ok {
-				continue
-			}
-			done, err := s.activateAt(ctx, loc, viaSweep)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if done {
-				activated++
+			if ok {
+				a.add(s.activateAt(ctx, loc, viaSweep))
 			}
 		}
 		if len(page) < sweepPage {
-			return activated, errors.Join(errs...)
+			return a.result()
 		}
 	}
 }
+
+// activations tallies a run of activations (activateAt): the numbers made
+// active, and the failures, kept so that one does not stop the others.
+type activations struct {
+	n    int
+	errs []error
+}
+
+// add counts the outcome of one activation and reports whether the number
+// became active.
+func (a *activations) add(done bool, err error) bool {
+	if err != nil {
+		a.errs = append(a.errs, err)
+		return false
+	}
+	if done {
+		a.n++
+	}
+	return done
+}
+
+// result is how many numbers became active, and the failures joined.
+func (a *activations) result() (int, error) { return a.n, errors.Join(a.errs...) }
 
 // How the network's verification of an owner reached the platform, in the
 // details of a sender.activate audit entry.
@@ -88,11 +102,7 @@ func (s *Service) activateAt(ctx context.Context, loc location, via string) (boo
 // network's event or the sweep brought the news), in one transaction.
 func (s *Service) activatePending(ctx context.Context, t db.Tenant, id int64, via string) (bool, error) {
 	var done bool
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		r, err := loadRow(ctx, tx, t, id, "", lockUpdate)
-		if err != nil {
-			return err
-		}
+	err := s.inRowTx(ctx, t, id, func(tx pgx.Tx, r *row) error {
 		if r.Status != StatusPendingAccountVerification {
 			return nil
 		}

@@ -360,18 +360,19 @@ func (b *sendBench) serviceEnv() []string {
 	}
 }
 
-// childEnv is serviceEnv, with a loopback PPROF_ADDR (also returned) when
-// -cpuprofile asks for profiles.
-func (b *sendBench) childEnv() ([]string, string, error) {
-	env := b.serviceEnv()
-	if b.cpuProfile == "" {
-		return env, "", nil
+// startProfiled is startChild with serviceEnv, plus a loopback PPROF_ADDR
+// (also returned) when -cpuprofile asks for profiles.
+func (b *sendBench) startProfiled(ctx context.Context, args []string, serves bool) (*child, string, error) {
+	env, addr := b.serviceEnv(), ""
+	if b.cpuProfile != "" {
+		var err error
+		if addr, err = freeAddr(); err != nil {
+			return nil, "", err
+		}
+		env = append(env, "PPROF_ADDR="+addr)
 	}
-	addr, err := freeAddr()
-	if err != nil {
-		return nil, "", err
-	}
-	return append(env, "PPROF_ADDR="+addr), addr, nil
+	c, err := startChild(ctx, args, env, serves)
+	return c, addr, err
 }
 
 func (b *sendBench) run(ctx context.Context, keep bool) (*sendReport, error) {
@@ -644,11 +645,7 @@ func waitReady(ctx context.Context, c *child) error {
 
 // service runs the phases against platform serve.
 func (b *sendBench) service(ctx context.Context, rep *sendReport, pool *pgxpool.Pool) (err error) {
-	env, pprofAddr, err := b.childEnv()
-	if err != nil {
-		return err
-	}
-	svc, err := startChild(ctx, []string{"serve"}, env, true)
+	svc, pprofAddr, err := b.startProfiled(ctx, []string{"serve"}, true)
 	if err != nil {
 		return err
 	}
@@ -914,11 +911,7 @@ func (b *sendBench) drain(ctx context.Context, rep *sendReport) error {
 	if err = errors.Join(err, api.stop()); err != nil {
 		return err
 	}
-	env, pprofAddr, err := b.childEnv()
-	if err != nil {
-		return err
-	}
-	worker, err := startChild(ctx, []string{"worker"}, env, false)
+	worker, pprofAddr, err := b.startProfiled(ctx, []string{"worker"}, false)
 	if err != nil {
 		return err
 	}

@@ -202,20 +202,15 @@ func Decode(ev Event) (Decoded, error) {
 	var dst any
 	switch ev.Type {
 	case EventAccountVerified:
-		d.AccountVerified = new(AccountVerified)
-		dst = d.AccountVerified
+		dst = alloc(&d.AccountVerified)
 	case EventMessageDelivered:
-		d.MessageDelivered = new(MessageDelivered)
-		dst = d.MessageDelivered
+		dst = alloc(&d.MessageDelivered)
 	case EventMessageFailed:
-		d.MessageFailed = new(MessageFailed)
-		dst = d.MessageFailed
+		dst = alloc(&d.MessageFailed)
 	case EventMessageRead:
-		d.MessageRead = new(MessageRead)
-		dst = d.MessageRead
+		dst = alloc(&d.MessageRead)
 	case EventMessageReceived:
-		d.MessageReceived = new(MessageReceived)
-		dst = d.MessageReceived
+		dst = alloc(&d.MessageReceived)
 	case "":
 		v.Add("type", "is required")
 		return Decoded{}, v.Err()
@@ -256,6 +251,13 @@ func Decode(ev Event) (Decoded, error) {
 		return Decoded{}, err
 	}
 	return d, nil
+}
+
+// alloc points *p at a new T, which it returns: the data of an event, for
+// Decode to unmarshal into.
+func alloc[T any](p **T) *T {
+	*p = new(T)
+	return *p
 }
 
 // Receipt returns the receipt a message.delivered, message.failed or
