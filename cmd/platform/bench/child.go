@@ -19,6 +19,8 @@ type child struct {
 	addr string // loopback HTTP address; "" for a worker
 	log  *os.File
 	done chan error
+	// keep keeps the log after a clean stop (a phase failed).
+	keep bool
 }
 
 // freeAddr returns a loopback address with a port free right now.
@@ -102,7 +104,8 @@ func (c *child) peakRSS() (int64, error) {
 }
 
 // stop asks the child to shut down (SIGTERM), waits up to 30 s, then kills
-// it, and removes its log unless it failed.
+// it, and removes its log unless it failed or keep is set (then the error
+// names the log).
 func (c *child) stop() error {
 	_ = c.cmd.Process.Signal(syscall.SIGTERM)
 	var err error
@@ -114,6 +117,9 @@ func (c *child) stop() error {
 		err = fmt.Errorf("killed after 30s without stopping (%w)", err)
 	}
 	_ = c.log.Close()
+	if err == nil && c.keep {
+		return fmt.Errorf("%s stopped cleanly (log kept at %s)", c.cmd.Args[1], c.log.Name())
+	}
 	if err == nil {
 		_ = os.Remove(c.log.Name())
 		return nil

@@ -655,6 +655,7 @@ func (b *sendBench) service(ctx context.Context, rep *sendReport, pool *pgxpool.
 		} else {
 			err = errors.Join(err, rerr)
 		}
+		svc.keep = err != nil // the service's log may say why
 		err = errors.Join(err, svc.stop())
 	}()
 	g := newLoadGen(b.cfg.Concurrency*4, http.StatusAccepted)
