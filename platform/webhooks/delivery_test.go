@@ -621,15 +621,8 @@ func TestConcurrentAttemptsShareStatements(t *testing.T) {
 		w.WriteHeader(http.StatusOK)
 	})
 	e := f.create(svc, tn, rc.URL)
-	batchOf := make([]webhooks.Event, events)
-	for i := range batchOf {
-		batchOf[i] = webhooks.Event{Type: webhooks.EventMessageSent, Data: i}
-	}
-	f.emit(svc, tn, batchOf...)
-	waitFor(t, "every delivery to succeed", func() bool {
-		ds := f.deliveries(svc, tn, e.ID)
-		return len(ds) == events && !slices.ContainsFunc(ds, func(d webhooks.Delivery) bool { return d.State != "succeeded" })
-	})
+	f.emitUnordered(svc, tn, events)
+	f.awaitSucceeded(svc, tn, e.ID, events)
 	for _, d := range f.deliveries(svc, tn, e.ID) {
 		if d.Attempts != 1 || d.LastStatusCode == nil || *d.LastStatusCode != http.StatusOK {
 			t.Errorf("delivery %d: attempts %d, last status %v; want 1 attempt answered 200", d.ID, d.Attempts, d.LastStatusCode)
@@ -686,15 +679,8 @@ func TestAttemptsYieldToTheSendPath(t *testing.T) {
 				w.WriteHeader(http.StatusOK)
 			})
 			e := f.create(svc, tn, rc.URL)
-			evs := make([]webhooks.Event, events)
-			for i := range evs {
-				evs[i] = webhooks.Event{Type: webhooks.EventMessageSent, Data: i}
-			}
-			f.emit(svc, tn, evs...)
-			waitFor(t, "every delivery to succeed", func() bool {
-				ds := f.deliveries(svc, tn, e.ID)
-				return len(ds) == events && !slices.ContainsFunc(ds, func(d webhooks.Delivery) bool { return d.State != "succeeded" })
-			})
+			f.emitUnordered(svc, tn, events)
+			f.awaitSucceeded(svc, tn, e.ID, events)
 			got := rc.requests()
 			spread := got[len(got)-1].at.Sub(got[0].at)
 			if len(got) != events || !c.check(spread, most.Load()) {

@@ -3,10 +3,12 @@ package webhooks_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -123,6 +125,26 @@ func (f *fixture) emit(svc *webhooks.Service, tn db.Tenant, events ...webhooks.E
 	}); err != nil {
 		f.t.Fatalf("emit: %v", err)
 	}
+}
+
+// emitUnordered emits n message.sent events without a key (none waits for
+// another), their data 0 to n-1, in one transaction.
+func (f *fixture) emitUnordered(svc *webhooks.Service, tn db.Tenant, n int) {
+	f.t.Helper()
+	events := make([]webhooks.Event, n)
+	for i := range events {
+		events[i] = webhooks.Event{Type: webhooks.EventMessageSent, Data: i}
+	}
+	f.emit(svc, tn, events...)
+}
+
+// awaitSucceeded waits until the endpoint has n deliveries, all succeeded.
+func (f *fixture) awaitSucceeded(svc *webhooks.Service, tn db.Tenant, endpointID int64, n int) {
+	f.t.Helper()
+	waitFor(f.t, fmt.Sprintf("%d deliveries to succeed", n), func() bool {
+		ds := f.deliveries(svc, tn, endpointID)
+		return len(ds) == n && !slices.ContainsFunc(ds, func(d webhooks.Delivery) bool { return d.State != webhooks.StateSucceeded })
+	})
 }
 
 // deliveries returns the endpoint's whole delivery log, oldest first.
