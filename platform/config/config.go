@@ -126,7 +126,7 @@ type Config struct {
 	// WebhookBusyRate (WEBHOOK_BUSY_RATE) is how many webhook attempts a
 	// second a process starts while the machine's CPUs are busy (idle
 	// under 10%) and its API or send path is active (yield.Config.BusyRate):
-	// webhooks give the machine to the sends and catch up after. Default 10.
+	// webhooks give the machine to the sends and catch up after. Default 2.
 	WebhookBusyRate float64
 
 	// Generated lists the secrets that were unset and generated for this
@@ -160,7 +160,7 @@ func Load(getenv func(string) string) (Config, error) {
 		DBConnectTimeout:     60 * time.Second,
 		BatchSize:            64,
 		WebhookWorkers:       100,
-		WebhookBusyRate:      10,
+		WebhookBusyRate:      2,
 		ShutdownTimeout:      30 * time.Second,
 		SenderSweepInterval:  30 * time.Second,
 		NetworkTimeout:       5 * time.Second,

@@ -47,7 +47,7 @@ const (
 	// yieldWait is how long a delivery waits in the worker while the send
 	// path has the machine (Config.Yield), before its job snoozes about
 	// capWait (±50%).
-	yieldWait = 5 * time.Second
+	yieldWait = 10 * time.Second
 	// staleAfter: a delivery still pending this long after its retry
 	// window ended has lost its job (an operator cancelled it) and no
 	// longer holds back the later events of its key.

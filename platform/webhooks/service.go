@@ -62,7 +62,7 @@ type Config struct {
 	WrapTransport func(http.RoundTripper) http.RoundTripper
 	// Yield admits attempts: while the machine is busy and the send path
 	// active, it admits its BusyRate a second in this process, and the
-	// others wait in their workers, reading nothing (up to 5 s, then their
+	// others wait in their workers, reading nothing (up to 10 s, then their
 	// jobs snooze). nil admits every attempt at once.
 	Yield *yield.Gate
 	// Batch bounds, per organization, the runs of attempts' reads and of

@@ -13,13 +13,7 @@
 package yield
 
 import (
-	"bufio"
 	"context"
-	"errors"
-	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,16 +29,21 @@ type Config struct {
 	// CPU use: the gate's view of "busy" is at most this old, and a task
 	// waiting at a closed gate looks again this often. Default 100 ms.
 	Interval time.Duration
-	// BusyIdle: the machine is busy when its CPUs were idle for less than
-	// this share of the time since the previous sample. Default 0.10.
+	// BusyIdle: the machine becomes busy when its CPUs were idle for less
+	// than this share of the time since the previous sample. Default 0.10.
 	BusyIdle float64
+	// FreeIdle: a busy machine is free again when its CPUs were idle for
+	// at least this share of the time since the previous sample, so that
+	// the short lulls of a saturated machine do not let a crowd of
+	// background tasks through. Default 0.25.
+	FreeIdle float64
 	// ActiveFor is how long foreground work counts as active after its
 	// last Mark. Default 250 ms.
 	ActiveFor time.Duration
 	// BusyRate is how many tasks a second the gate admits while it is
 	// closed (the machine busy and foreground work active), one at a time:
 	// background work goes on, slowly, however long the foreground keeps
-	// the machine busy. Default 10.
+	// the machine busy. Default 2.
 	BusyRate float64
 	// CPU returns the machine's cumulative idle and total CPU time, in any
 	// unit. Default ProcStat (Linux's /proc/stat). On a machine without
@@ -55,8 +54,10 @@ type Config struct {
 func (c *Config) setDefaults() {
 	defaults.Positive(&c.Interval, 100*time.Millisecond)
 	defaults.Positive(&c.BusyIdle, 0.10)
+	defaults.Positive(&c.FreeIdle, 0.25)
+	c.FreeIdle = max(c.FreeIdle, c.BusyIdle)
 	defaults.Positive(&c.ActiveFor, 250*time.Millisecond)
-	defaults.Positive(&c.BusyRate, 10)
+	defaults.Positive(&c.BusyRate, 2)
 	if c.CPU == nil {
 		c.CPU = ProcStat
 	}
@@ -168,45 +169,14 @@ func (g *Gate) Closed() bool {
 	if now.Sub(g.sampledAt) >= g.cfg.Interval {
 		idle, total, ok := g.readCPU()
 		if ok && g.cpuReadable && total > g.total {
-			g.busy = float64(idle-min(idle, g.idle))/float64(total-g.total) < g.cfg.BusyIdle
+			share := float64(idle-min(idle, g.idle)) / float64(total-g.total)
+			if g.busy {
+				g.busy = share < g.cfg.FreeIdle
+			} else {
+				g.busy = share < g.cfg.BusyIdle
+			}
 		}
 		g.idle, g.total, g.cpuReadable, g.sampledAt = idle, total, ok, now
 	}
 	return g.busy
-}
-
-// ProcStat reads the machine's cumulative idle (idle and iowait) and total
-// CPU time, in clock ticks, from the first line of Linux's /proc/stat.
-func ProcStat() (idle, total uint64, err error) {
-	f, err := os.Open("/proc/stat")
-	if err != nil {
-		return 0, 0, fmt.Errorf("read CPU time: %w", err)
-	}
-	defer func() { _ = f.Close() }()
-	line, err := bufio.NewReader(f).ReadString('\n')
-	if err != nil {
-		return 0, 0, fmt.Errorf("read CPU time: %w", err)
-	}
-	return parseCPULine(line)
-}
-
-// parseCPULine parses /proc/stat's "cpu" line: user, nice, system, idle,
-// iowait, irq, softirq and steal ticks (guest time is already in user and
-// nice, and is not added again).
-func parseCPULine(line string) (idle, total uint64, err error) {
-	fields := strings.Fields(line)
-	if len(fields) < 9 || fields[0] != "cpu" {
-		return 0, 0, errors.New("read CPU time: /proc/stat does not start with a cpu line")
-	}
-	for i, f := range fields[1:9] {
-		n, err := strconv.ParseUint(f, 10, 64)
-		if err != nil {
-			return 0, 0, fmt.Errorf("read CPU time: field %d of /proc/stat's cpu line: %w", i+1, err)
-		}
-		total += n
-		if i == 3 || i == 4 {
-			idle += n
-		}
-	}
-	return idle, total, nil
 }

@@ -160,3 +160,34 @@ func TestParseCPULine(t *testing.T) {
 		t.Fatalf("ProcStat on this (Linux) machine: %v", err)
 	}
 }
+
+// A busy machine is free again only at FreeIdle, not as soon as it is idle
+// for BusyIdle: a lull of a saturated machine keeps the gate closed.
+func TestGateHysteresis(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		steps []uint64 // the idle ticks of every 100, sample by sample
+		want  []bool   // Closed() after each
+	}{
+		{"a lull between the thresholds keeps a busy machine busy", []uint64{0, 20, 24, 25}, []bool{true, true, true, false}},
+		{"a free machine between the thresholds stays free", []uint64{20, 15, 9, 20}, []bool{false, false, true, true}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var idleTicks, idle, total atomic.Uint64
+			g := New(Config{Interval: time.Millisecond, ActiveFor: time.Hour, CPU: func() (uint64, uint64, error) {
+				return idle.Add(idleTicks.Load()), total.Add(100), nil
+			}})
+			g.Mark()
+			for i, step := range c.steps {
+				idleTicks.Store(step)
+				time.Sleep(2 * time.Millisecond) // one Interval: the next sample is due
+				if got := g.Closed(); got != c.want[i] {
+					t.Fatalf("after a sample %d%% idle (step %d): Closed() = %v, want %v", step, i, got, c.want[i])
+				}
+			}
+		})
+	}
+}
