@@ -4,9 +4,9 @@
 // freely, except while the machine's CPUs are busy and foreground work is
 // active; then it admits Config.BusyRate tasks a second.
 //
-// The platform's webhook attempts are its background work and the send
-// path (acceptance and delivery) its foreground: a webhook may wait, a
-// send should not (docs/design.md, §Webhooks yield to the send path).
+// The platform's webhook attempts are its background work, and the API and
+// the send path (acceptance and delivery) its foreground: a webhook may
+// wait, a send should not (docs/design.md, §Webhooks).
 // Foreground work must be active for the gate to close, so background work
 // alone (a webhook backlog drained after a burst of sends) never throttles
 // itself, however busy it makes the machine.
