@@ -20,7 +20,8 @@ import (
 // with the default backoff.
 type WebhookAttempter interface {
 	Attempt(ctx context.Context, t db.Tenant, endpointID, deliveryID int64, final bool) (webhooks.Result, error)
-	// AttemptTimeout is the longest one attempt's request takes.
+	// AttemptTimeout is the longest one attempt takes apart from its
+	// reads and writes: its waits in the worker and its request.
 	AttemptTimeout() time.Duration
 }
 
@@ -44,7 +45,8 @@ type WebhookWorker struct {
 	retryIn sync.Map
 }
 
-// Timeout bounds one run: the attempt's request and its bookkeeping.
+// Timeout bounds one run: the attempt's waits and request, and its
+// bookkeeping.
 func (w *WebhookWorker) Timeout(*river.Job[queue.WebhookDeliveryArgs]) time.Duration {
 	return w.Attempter.AttemptTimeout() + webhookBookkeeping
 }

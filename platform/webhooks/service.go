@@ -139,9 +139,13 @@ func New(d *db.DB, jobs queue.Inserter, clk clock.Clock, log *slog.Logger, cfg C
 	return s
 }
 
-// AttemptTimeout is the longest one attempt's request takes (Config.Timeout);
-// the worker bounds a job's run a little above it.
-func (s *Service) AttemptTimeout() time.Duration { return s.cfg.Timeout }
+// AttemptTimeout is the longest one attempt takes apart from its reads and
+// writes: its waits in the worker (at the yield gate, for its key's turn,
+// for a place at its endpoint) and its request (Config.Timeout). The
+// worker bounds a job's run a little above it.
+func (s *Service) AttemptTimeout() time.Duration {
+	return yieldWait + turnWait + capWait + s.cfg.Timeout
+}
 
 // SecretOverlap is how long a secret replaced by RotateSecret still signs
 // beside the new one (Config.SecretOverlap).
