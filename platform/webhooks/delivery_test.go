@@ -689,3 +689,49 @@ func TestAttemptsYieldToTheSendPath(t *testing.T) {
 		})
 	}
 }
+
+// At a closed gate the attempts go in at the busy rate, in whatever order
+// their jobs reach it, and still each message's message.sent arrives before
+// its message.delivered (docs/api.md, §Webhook delivery: order per
+// resource).
+func TestOrderPerKeyAtAClosedGate(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	var ticks atomic.Uint64
+	busy := func() (uint64, uint64, error) { return 0, ticks.Add(100), nil } // never idle
+	gate := yield.New(yield.Config{Interval: time.Millisecond, ActiveFor: time.Hour, BusyRate: 20, CPU: busy})
+	gate.Mark()
+	svc := f.service(webhooks.Config{AllowPrivate: true, Yield: gate})
+	f.work(svc, 10)
+	tn := f.org()
+	rc := newReceiver(t, nil)
+	e := f.create(svc, tn, rc.URL)
+	const messages = 4
+	for i := range messages {
+		key := "message:" + strconv.Itoa(i)
+		f.emit(svc, tn,
+			webhooks.Event{Type: webhooks.EventMessageSent, Key: key, Data: key},
+			webhooks.Event{Type: webhooks.EventMessageDelivered, Key: key, Data: key})
+	}
+	f.awaitSucceeded(svc, tn, e.ID, 2*messages)
+	seen := map[string][]string{}
+	for _, r := range rc.requests() {
+		var p struct {
+			Type string `json:"type"`
+			Data string `json:"data"`
+		}
+		if err := json.Unmarshal(r.body, &p); err != nil {
+			t.Fatal(err)
+		}
+		seen[p.Data] = append(seen[p.Data], p.Type)
+	}
+	for i := range messages {
+		key := "message:" + strconv.Itoa(i)
+		if got := seen[key]; !slices.Equal(got, []string{webhooks.EventMessageSent, webhooks.EventMessageDelivered}) {
+			t.Errorf("%s: requests %v, want sent then delivered", key, got)
+		}
+	}
+	if gate.Yields() == 0 {
+		t.Error("no attempt waited at the gate")
+	}
+}
