@@ -735,3 +735,46 @@ func TestOrderPerKeyAtAClosedGate(t *testing.T) {
 		t.Error("no attempt waited at the gate")
 	}
 }
+
+// An attempt that waits at a closed gate longer than its bound (10 s)
+// snoozes its job instead of attempting: the delivery stays pending, no
+// attempt is counted, and it goes out once the send path eases. Here the
+// gate admits one attempt (its rate's first token) and then stays closed
+// for 12 s (the send path marked once, active that long).
+func TestAttemptSnoozesAtAGateClosedTooLong(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	var ticks atomic.Uint64
+	busy := func() (uint64, uint64, error) { return 0, ticks.Add(100), nil } // never idle
+	gate := yield.New(yield.Config{Interval: time.Millisecond, ActiveFor: 12 * time.Second, BusyRate: 0.001, CPU: busy})
+	svc := f.service(webhooks.Config{AllowPrivate: true, Yield: gate})
+	tn := f.org()
+	rc := newReceiver(t, nil)
+	e := f.create(svc, tn, rc.URL)
+	f.emitUnordered(svc, tn, 2)
+	gate.Mark()
+	start := time.Now()
+	f.work(svc, 2)
+	waitWithin(t, 30*time.Second, "both deliveries to succeed", func() bool {
+		ds := f.deliveries(svc, tn, e.ID)
+		return len(ds) == 2 && ds[0].State == webhooks.StateSucceeded && ds[1].State == webhooks.StateSucceeded
+	})
+	got := rc.requests()
+	if len(got) != 2 || got[1].at.Sub(start) < 10*time.Second {
+		t.Fatalf("%d requests, the second %s after the gate closed; want 2, the second after the 10 s wait",
+			len(got), got[len(got)-1].at.Sub(start))
+	}
+	for _, d := range f.deliveries(svc, tn, e.ID) {
+		if d.Attempts != 1 {
+			t.Errorf("delivery %d: %d attempts, want 1 (a wait at the gate is not an attempt)", d.ID, d.Attempts)
+		}
+	}
+	var snoozed int
+	if err := f.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM river.river_job
+		WHERE kind = 'webhook_delivery' AND (metadata ? 'snoozes') AND errors IS NULL`).Scan(&snoozed); err != nil {
+		t.Fatal(err)
+	}
+	if snoozed != 1 {
+		t.Fatalf("%d jobs snoozed without an error, want 1", snoozed)
+	}
+}
