@@ -128,6 +128,10 @@ func TestBenchSendCommand(t *testing.T) {
 			DuringRun int64 `json:"webhooks_during_run"`
 			Yields    int64 `json:"webhook_yields"`
 			Complete  bool  `json:"complete"`
+			// Milliseconds of the machine's CPU per accepted message.
+			CPUWith    float64 `json:"cpu_ms_per_message_with"`
+			CPUWithout float64 `json:"cpu_ms_per_message_without"`
+			CPURatio   float64 `json:"cpu_ratio"`
 		} `json:"webhooks"`
 		PeakRSS    int64    `json:"service_peak_rss_bytes"`
 		DrainCheck delivery `json:"delivery_drain_check"`
@@ -149,7 +153,8 @@ func TestBenchSendCommand(t *testing.T) {
 	}
 	for i, w := range rep.Webhooks {
 		if !w.Complete || w.Webhooks != 2*w.With.OK || w.With.OK == 0 || w.Without.OK == 0 ||
-			w.DuringRun < 0 || w.DuringRun > w.Webhooks || w.Yields < 0 {
+			w.DuringRun < 0 || w.DuringRun > w.Webhooks || w.Yields < 0 ||
+			w.CPUWith <= 0 || w.CPUWithout <= 0 || w.CPURatio != w.CPUWithout/w.CPUWith {
 			t.Errorf("webhook round %d: %+v, want both runs to send and two webhooks per message sent with the endpoint", i+1, w)
 		}
 	}

@@ -72,9 +72,15 @@ func (p *progress) close() {
 	p.done.Wait()
 }
 
-// cpuTimes is a snapshot of the machine's CPU time (/proc/stat), to tell how
-// busy the whole machine was during a phase.
-type cpuTimes struct{ busy, total float64 }
+// cpuTimes is a snapshot of the machine's CPU time (/proc/stat), in clock
+// ticks (userHZ a second), to tell how busy the whole machine was during a
+// phase: busy is every CPU's time but idle and iowait, work the time its
+// processes and the kernel used (busy without the time a hypervisor stole).
+type cpuTimes struct{ busy, work, total float64 }
+
+// userHZ is the unit of /proc/stat's times: Linux's USER_HZ, 100 on every
+// architecture it runs on.
+const userHZ = 100
 
 func readCPU() cpuTimes {
 	b, err := os.ReadFile("/proc/stat")
@@ -89,6 +95,9 @@ func readCPU() cpuTimes {
 		if i != 3 && i != 4 { // idle, iowait
 			t.busy += v
 		}
+		if i <= 2 || i == 5 || i == 6 { // user, nice, system, irq, softirq
+			t.work += v
+		}
 	}
 	return t
 }
@@ -100,4 +109,13 @@ func busySince(s cpuTimes) float64 {
 		return 0
 	}
 	return roundMS((e.busy - s.busy) / (e.total - s.total) * 100)
+}
+
+// cpuPerItem is the milliseconds of CPU time the machine's processes used
+// since s (cpuTimes.work), per item of n; 0 when n is 0.
+func cpuPerItem(s cpuTimes, n int64) float64 {
+	if n <= 0 {
+		return 0
+	}
+	return (readCPU().work - s.work) * 1000 / userHZ / float64(n)
 }

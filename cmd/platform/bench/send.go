@@ -224,11 +224,13 @@ type sendReport struct {
 	PairedRatio float64       `json:"paired_ratio"`
 	// Webhooks is the closed loop without and with a webhook endpoint per
 	// tenant in -webhook-rounds rounds, with the webhooks' delivery;
-	// WebhookRatio is the median of the rounds' with/without ratios.
-	Webhooks     []webhookRound `json:"webhooks"`
-	WebhookRatio float64        `json:"webhook_ratio"`
-	Sweep        []sweepEntry   `json:"sweep"`
-	PeakRSSBytes int64          `json:"service_peak_rss_bytes"`
+	// WebhookRatio is the median of the rounds' with/without ratios, and
+	// WebhookCPURatio of their CPU ratios (webhookRound.CPURatio).
+	Webhooks        []webhookRound `json:"webhooks"`
+	WebhookRatio    float64        `json:"webhook_ratio"`
+	WebhookCPURatio float64        `json:"webhook_cpu_ratio"`
+	Sweep           []sweepEntry   `json:"sweep"`
+	PeakRSSBytes    int64          `json:"service_peak_rss_bytes"`
 	// DrainAccept is the acceptance of the drain's backlog by platform api
 	// alone (no delivery running in the process or the database), the same
 	// work as ceiling (a) does.
@@ -716,6 +718,7 @@ func (b *sendBench) service(ctx context.Context, rep *sendReport, pool *pgxpool.
 	if rep.Webhooks, rep.WebhookRatio, err = b.webhooks(ctx, g, svc.addr, pprofAddr); err != nil {
 		return err
 	}
+	rep.WebhookCPURatio = medianRatio(rep.Webhooks, func(r webhookRound) float64 { return r.CPURatio })
 
 	// The tenant sweep: the first entry is the closed-loop run above.
 	sweep := []sweepEntry{{Tenants: len(first), Send: rep.Send, Delivery: rep.Delivery, Ratio: 1, Me: rep.Me, MeRatio: 1, Memory: firstMemory}}
@@ -1160,9 +1163,11 @@ func printSendReport(w io.Writer, r *sendReport) {
 			line("accepted sends/s with a webhook endpoint vs without", fmt.Sprintf("%8.1f %%  (median of %d rounds back to back, %d tenant(s))",
 				100*r.WebhookRatio, len(r.Webhooks), r.Config.Tenants[0]))
 			for i, rd := range r.Webhooks {
-				line(fmt.Sprintf("  round %d", i+1), fmt.Sprintf("%8.1f %%  (%.0f /s with, %.0f /s without; webhooks %d, %d during the run, then %.0f /s; %d yields; all arrived %v)",
-					100*rd.Ratio, rd.With.Rate, rd.Without.Rate, rd.Webhooks, rd.DuringRun, rd.DrainRate, rd.Yields, rd.Complete))
+				line(fmt.Sprintf("  round %d", i+1), fmt.Sprintf("%8.1f %%  (%.0f /s with, %.0f /s without; CPU %.2f / %.2f ms a message; webhooks %d, %d during the run, then %.0f /s; %d yields; all arrived %v)",
+					100*rd.Ratio, rd.With.Rate, rd.Without.Rate, rd.CPUWith, rd.CPUWithout, rd.Webhooks, rd.DuringRun, rd.DrainRate, rd.Yields, rd.Complete))
 			}
+			line("machine CPU per accepted message, without vs with", fmt.Sprintf("%8.1f %%  (median of the rounds: the rate kept on a saturated machine)",
+				100*r.WebhookCPURatio))
 		}
 		line("service peak RSS (VmHWM)", fmt.Sprintf("%.1f MB", float64(r.PeakRSSBytes)/(1<<20)))
 	}

@@ -27,6 +27,16 @@ type webhookRound struct {
 	WithFirst bool `json:"with_first"`
 	// Ratio is With's rate over Without's.
 	Ratio float64 `json:"ratio"`
+	// CPUWithout and CPUWith are the milliseconds of CPU time the whole
+	// machine's processes (the service, Postgres, the load generator) used
+	// per accepted message, from the start of each run until its messages
+	// were sent (not the webhooks' delivery after it), and CPURatio
+	// CPUWithout over CPUWith: the share of its rate the send path would
+	// keep on a machine it saturated. Unlike the rates, CPU time does not
+	// count what the machine waited for, nor what a hypervisor stole.
+	CPUWithout float64 `json:"cpu_ms_per_message_without"`
+	CPUWith    float64 `json:"cpu_ms_per_message_with"`
+	CPURatio   float64 `json:"cpu_ratio"`
 	// Webhooks is how many webhook requests the receiver took for the
 	// with-endpoint run's messages (two per message: message.sent and
 	// message.delivered), and Rate how many a second, from the first
@@ -157,8 +167,10 @@ func (b *sendBench) webhooks(ctx context.Context, g *loadGen, addr, pprofAddr st
 		rd := webhookRound{WithFirst: r%2 == 0}
 		round := fmt.Sprintf("webhook round %d/%d, ", r+1, b.cfg.WebhookRounds)
 		without := func() error {
+			cpu := readCPU()
 			var err error
 			rd.Without, _, err = b.sweepRun(ctx, g, addr, first, round+"no endpoint: ", fmt.Sprintf("bench-nohook-r%d", r))
+			rd.CPUWithout = cpuPerItem(cpu, rd.Without.OK)
 			return err
 		}
 		with := func() error {
@@ -175,7 +187,9 @@ func (b *sendBench) webhooks(ctx context.Context, g *loadGen, addr, pprofAddr st
 			if err != nil {
 				return err
 			}
+			cpu := readCPU()
 			rd.With, _, err = b.sweepRun(ctx, g, addr, first, round+"one endpoint: ", fmt.Sprintf("bench-hook-r%d", r))
+			rd.CPUWith = cpuPerItem(cpu, rd.With.OK)
 			if err != nil {
 				return err
 			}
@@ -213,6 +227,7 @@ func (b *sendBench) webhooks(ctx context.Context, g *loadGen, addr, pprofAddr st
 			return rounds, 0, err
 		}
 		rd.Ratio = ratio(rd.With.Rate, rd.Without.Rate)
+		rd.CPURatio = ratio(rd.CPUWithout, rd.CPUWith)
 		rounds = append(rounds, rd)
 	}
 	return rounds, medianRatio(rounds, func(r webhookRound) float64 { return r.Ratio }), nil
