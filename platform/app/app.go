@@ -371,9 +371,15 @@ func (a *App) Handler() http.Handler { return a.Engine }
 const builtinDrainInterval = 250 * time.Millisecond
 
 // Run serves HTTP on ln (when ln is not nil) and works jobs (when the App was
-// built with workers) until ctx is cancelled, then shuts down gracefully:
-// in-flight requests finish, workers stop taking jobs and finish running ones.
+// built with workers) until ctx is cancelled, then shuts down within
+// SHUTDOWN_TIMEOUT of it: in-flight requests finish, workers stop taking
+// jobs, and running jobs may finish in the first half of the time the
+// requests left, then are cancelled (queue.Stop).
 func (a *App) Run(ctx context.Context, ln net.Listener) error {
+	// The whole shutdown shares one deadline, set when ctx ends.
+	stopBy := make(chan time.Time, 1)
+	stopDeadline := context.AfterFunc(ctx, func() { stopBy <- time.Now().Add(a.cfg.ShutdownTimeout) })
+	defer stopDeadline()
 	rescued := make(chan struct{})
 	if a.workers != nil {
 		// River hard-stops (cancelling running jobs) when its Start context is
@@ -407,7 +413,14 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 	stopDrain()
 	drained.Wait()
 	if a.workers != nil {
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.ShutdownTimeout)
+		deadline := time.Now().Add(a.cfg.ShutdownTimeout)
+		select {
+		case deadline = <-stopBy:
+		default: // the listener failed: ctx has not ended
+		}
+		// At least a second, for cancelled jobs to return.
+		deadline = maxTime(deadline, time.Now().Add(time.Second))
+		stopCtx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 		defer cancel()
 		if err := queue.Stop(stopCtx, a.River); err != nil {
 			return errors.Join(serveErr, err)
@@ -415,6 +428,14 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 		a.log.Info("workers stopped")
 	}
 	return serveErr
+}
+
+// maxTime is the later of a and b.
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // Close releases the database.

@@ -98,7 +98,8 @@ type Config struct {
 	// activates pending_account_verification sender numbers whose owner has
 	// been verified runs. Default 30s.
 	SenderSweepInterval time.Duration
-	// ShutdownTimeout (SHUTDOWN_TIMEOUT) bounds graceful shutdown. Default 30s.
+	// ShutdownTimeout (SHUTDOWN_TIMEOUT) bounds graceful shutdown, from the
+	// signal to the end (app.App.Run). Default 30s.
 	ShutdownTimeout time.Duration
 	// LogLevel (LOG_LEVEL): debug, info, warn, error. Default info.
 	LogLevel string

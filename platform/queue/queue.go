@@ -170,14 +170,25 @@ type Inserter interface {
 	InsertManyFastTx(ctx context.Context, tx pgx.Tx, params []river.InsertManyParams) (int, error)
 }
 
-// Stop stops c gracefully: no new jobs are fetched and running jobs finish,
-// until ctx is done; then running jobs are cancelled (River retries them later).
+// Stop stops c within ctx's deadline: no new jobs are fetched, and running
+// jobs may finish for the first half of the time left; then they are
+// cancelled (River retries them later: every job of the platform may be
+// cancelled, a delivery is never made twice) and have the second half to
+// return. A job that runs long on purpose (housekeeping over thousands of
+// tenants) so no longer holds a shutdown past its bound. Without a deadline
+// the jobs may finish for as long as they take.
 func Stop(ctx context.Context, c *river.Client[pgx.Tx]) error {
-	if err := c.Stop(ctx); err != nil {
-		if err2 := c.StopAndCancel(context.WithoutCancel(ctx)); err2 != nil {
+	soft := ctx
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		soft, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(dl)/2))
+		defer cancel()
+	}
+	if err := c.Stop(soft); err != nil {
+		if err2 := c.StopAndCancel(ctx); err2 != nil {
 			return fmt.Errorf("stop river: %w (then: %w)", err, err2)
 		}
-		return fmt.Errorf("stop river: %w", err)
+		return fmt.Errorf("stop river: running jobs cancelled: %w", err)
 	}
 	return nil
 }

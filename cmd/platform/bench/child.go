@@ -103,18 +103,22 @@ func (c *child) peakRSS() (int64, error) {
 	return st["VmHWM"], nil
 }
 
-// stop asks the child to shut down (SIGTERM), waits up to 30 s, then kills
-// it, and removes its log unless it failed or keep is set (then the error
+// childStopWait is how long stop waits for the child after SIGTERM: its
+// SHUTDOWN_TIMEOUT (30 s by default) and a margin to exit.
+const childStopWait = 35 * time.Second
+
+// stop asks the child to shut down (SIGTERM), waits up to childStopWait,
+// then kills it, and removes its log unless it failed or keep is set (then the error
 // names the log).
 func (c *child) stop() error {
 	_ = c.cmd.Process.Signal(syscall.SIGTERM)
 	var err error
 	select {
 	case err = <-c.done:
-	case <-time.After(30 * time.Second):
+	case <-time.After(childStopWait):
 		_ = c.cmd.Process.Kill()
 		err = <-c.done
-		err = fmt.Errorf("killed after 30s without stopping (%w)", err)
+		err = fmt.Errorf("killed after %s without stopping (%w)", childStopWait, err)
 	}
 	_ = c.log.Close()
 	if err == nil && c.keep {
