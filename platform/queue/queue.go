@@ -176,7 +176,7 @@ type Inserter interface {
 // cancelled, a delivery is never made twice) and have the second half to
 // return. A job that runs long on purpose (housekeeping over thousands of
 // tenants) so no longer holds a shutdown past its bound. Without a deadline
-// the jobs may finish for as long as they take.
+// Stop waits for the jobs until ctx ends, then cancels them and returns.
 func Stop(ctx context.Context, c *river.Client[pgx.Tx]) error {
 	soft := ctx
 	if dl, ok := ctx.Deadline(); ok {
