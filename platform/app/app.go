@@ -422,8 +422,12 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 		deadline = maxTime(deadline, time.Now().Add(time.Second))
 		stopCtx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 		defer cancel()
-		if err := queue.Stop(stopCtx, a.River); err != nil {
+		cancelled, err := queue.Stop(stopCtx, a.River)
+		if err != nil {
 			return errors.Join(serveErr, err)
+		}
+		if cancelled {
+			a.log.Warn("jobs still running at half the shutdown time were cancelled; River runs them again later")
 		}
 		a.log.Info("workers stopped")
 	}

@@ -177,7 +177,11 @@ type Inserter interface {
 // return. A job that runs long on purpose (housekeeping over thousands of
 // tenants) so no longer holds a shutdown past its bound. Without a deadline
 // Stop waits for the jobs until ctx ends, then cancels them and returns.
-func Stop(ctx context.Context, c *river.Client[pgx.Tx]) error {
+//
+// cancelled reports that running jobs had to be cancelled: a normal end of
+// a shutdown, not an error. err is set when the stop failed, cancelled
+// jobs included that did not return in time.
+func Stop(ctx context.Context, c *river.Client[pgx.Tx]) (cancelled bool, err error) {
 	soft := ctx
 	if dl, ok := ctx.Deadline(); ok {
 		var cancel context.CancelFunc
@@ -186,9 +190,9 @@ func Stop(ctx context.Context, c *river.Client[pgx.Tx]) error {
 	}
 	if err := c.Stop(soft); err != nil {
 		if err2 := c.StopAndCancel(ctx); err2 != nil {
-			return fmt.Errorf("stop river: %w (then: %w)", err, err2)
+			return true, fmt.Errorf("stop river: %w (then: %w)", err, err2)
 		}
-		return fmt.Errorf("stop river: running jobs cancelled: %w", err)
+		return true, nil
 	}
-	return nil
+	return false, nil
 }

@@ -97,7 +97,7 @@ func (f *fixture) work(svc *webhooks.Service, maxWorkers int) {
 	f.t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_ = queue.Stop(ctx, client)
+		_, _ = queue.Stop(ctx, client)
 	})
 }
 

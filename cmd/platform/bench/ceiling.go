@@ -229,7 +229,7 @@ func ceilingRiver(ctx context.Context, d *db.DB, n int, progress func(int64)) (d
 	defer func() {
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		_ = queue.Stop(stopCtx, client)
+		_, _ = queue.Stop(stopCtx, client)
 	}()
 	res, err := waitDrain(ctx, countQuery(d, `SELECT count(*), min(finalized_at), max(finalized_at) FROM river.river_job
 		WHERE kind = 'bench_noop' AND state = 'completed'`), int64(n), 2*time.Minute, progress)
