@@ -76,3 +76,24 @@ func TestProcStatus(t *testing.T) {
 		t.Errorf("procStatus(missing field) error = %v, want it named", err)
 	}
 }
+
+// The bench waits for a stopping child as long as the child's own
+// shutdown bound allows, and a little more.
+func TestStopWait(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env  []string
+		want time.Duration
+	}{
+		{nil, 35 * time.Second},
+		{[]string{"PATH=/bin", "SHUTDOWN_TIMEOUT=2m"}, 125 * time.Second},
+		{[]string{"SHUTDOWN_TIMEOUT=2m", "SHUTDOWN_TIMEOUT=10s"}, 15 * time.Second},
+		{[]string{"SHUTDOWN_TIMEOUT=soon"}, 35 * time.Second},
+		{[]string{"SHUTDOWN_TIMEOUT=-1s"}, 35 * time.Second},
+		{[]string{"MY_SHUTDOWN_TIMEOUT=2m"}, 35 * time.Second},
+	} {
+		if got := stopWait(tc.env); got != tc.want {
+			t.Errorf("stopWait(%q) = %s, want %s", tc.env, got, tc.want)
+		}
+	}
+}

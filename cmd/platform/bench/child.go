@@ -103,22 +103,35 @@ func (c *child) peakRSS() (int64, error) {
 	return st["VmHWM"], nil
 }
 
-// childStopWait is how long stop waits for the child after SIGTERM: its
-// SHUTDOWN_TIMEOUT (30 s by default) and a margin to exit.
-const childStopWait = 35 * time.Second
+// stopWait is how long stop waits for a child whose environment is env
+// after SIGTERM: its SHUTDOWN_TIMEOUT (the last one set, as the child reads
+// it; 30 s by default) and 5 s to exit. A value the child would refuse
+// leaves the default: such a child never started.
+func stopWait(env []string) time.Duration {
+	timeout := 30 * time.Second
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "SHUTDOWN_TIMEOUT="); ok {
+			if d, err := time.ParseDuration(v); err == nil && d > 0 {
+				timeout = d
+			}
+		}
+	}
+	return timeout + 5*time.Second
+}
 
-// stop asks the child to shut down (SIGTERM), waits up to childStopWait,
+// stop asks the child to shut down (SIGTERM), waits up to its stopWait,
 // then kills it, and removes its log unless it failed or keep is set (then the error
 // names the log).
 func (c *child) stop() error {
 	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	wait := stopWait(c.cmd.Env)
 	var err error
 	select {
 	case err = <-c.done:
-	case <-time.After(childStopWait):
+	case <-time.After(wait):
 		_ = c.cmd.Process.Kill()
 		err = <-c.done
-		err = fmt.Errorf("killed after %s without stopping (%w)", childStopWait, err)
+		err = fmt.Errorf("killed after %s without stopping (%w)", wait, err)
 	}
 	_ = c.log.Close()
 	if err == nil && c.keep {
