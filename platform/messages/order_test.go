@@ -338,11 +338,18 @@ func TestDeliveryWaitsInItsRunForEarlierRun(t *testing.T) {
 				aDone = run(a, 1)
 				waitFor(t, func() bool { return f.net.batches.Load() == 1 })
 			}
-			bDone, cDone := run(b, 2), run(c, 3)
+			var bDone, cDone <-chan outcome
 			if tc.earlierRuns && tc.inline == time.Minute {
-				// b waits for a's run, c for b's.
+				// b waits for a's run, then c for b's. c starts only once
+				// b waits: a c that ran first would find b queued and not
+				// running here, and snooze.
+				bDone = run(b, 2)
+				waitFor(t, func() bool { return f.svc.Parked() == 1 })
+				cDone = run(c, 3)
 				waitFor(t, func() bool { return f.svc.Parked() == 2 })
 				close(hold)
+			} else {
+				bDone, cDone = run(b, 2), run(c, 3)
 			}
 			for name, done := range map[string]<-chan outcome{"b": bDone, "c": cDone} {
 				got := <-done
