@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/bizmsg/platform/platform/accounts"
 	"github.com/bizmsg/platform/platform/apikey"
@@ -132,23 +135,66 @@ func invalidKey() error {
 }
 
 // touch writes last_used_at when the value read is older than the touch
-// interval. The UPDATE repeats the staleness condition, so concurrent
-// requests (on any node) that all read a stale value write it once. A failed
-// write is logged and does not fail the request.
+// interval. Concurrent touches share a statement (touchKeys), as the key
+// reads do. A failed write is logged and does not fail the request.
 func (s *Service) touch(ctx context.Context, k *Key) {
-	now := s.cfg.Clock.Now()
-	staleBefore := now.Add(-s.cfg.TouchInterval)
-	if k.LastUsedAt != nil && k.LastUsedAt.After(staleBefore) {
+	if k.LastUsedAt != nil && k.LastUsedAt.After(s.cfg.Clock.Now().Add(-s.cfg.TouchInterval)) {
 		return
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE central.api_keys SET last_used_at = $2
-		WHERE id = $1 AND (last_used_at IS NULL OR last_used_at <= $3)`, k.ID, now, staleBefore)
+	at, err := s.toucher.Do(ctx, struct{}{}, k.ID)
 	if err != nil {
 		s.cfg.Logger.WarnContext(ctx, "api key last_used_at write failed", "api_key_id", k.ID, "error", err)
 		return
 	}
-	if tag.RowsAffected() > 0 {
-		s.lastUsedWrites.Add(1)
-		k.LastUsedAt = &now
+	if !at.IsZero() {
+		k.LastUsedAt = &at
 	}
+}
+
+// touchKeys writes last_used_at = now for the keys of ids (a batch.Batcher
+// run) whose value is older than the touch interval, and returns for each
+// id the time written, or the zero time when its row was not written. The
+// staleness condition is in the UPDATE, so concurrent requests (on any
+// node) that all read a stale value write it once. A run of one, what a
+// process that is not busy runs, keeps the one-row statement. A run of
+// several skips the rows another transaction holds (another node's touch,
+// most likely) instead of waiting for them: rows locked in no set order by
+// several runs could deadlock, and a key skipped now is written by its
+// next request.
+func (s *Service) touchKeys(ctx context.Context, _ struct{}, ids []int64) ([]time.Time, error) {
+	now := s.cfg.Clock.Now()
+	staleBefore := now.Add(-s.cfg.TouchInterval)
+	out := make([]time.Time, len(ids))
+	if len(ids) == 1 {
+		tag, err := s.pool.Exec(ctx, `UPDATE central.api_keys SET last_used_at = $2
+			WHERE id = $1 AND (last_used_at IS NULL OR last_used_at <= $3)`, ids[0], now, staleBefore)
+		if err != nil {
+			return nil, err
+		}
+		if tag.RowsAffected() > 0 {
+			s.lastUsedWrites.Add(1)
+			out[0] = now
+		}
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, `WITH due AS (
+			SELECT id FROM central.api_keys
+			 WHERE id = ANY ($1::bigint[]) AND (last_used_at IS NULL OR last_used_at <= $3)
+			   FOR UPDATE SKIP LOCKED)
+		UPDATE central.api_keys k SET last_used_at = $2 FROM due WHERE k.id = due.id
+		RETURNING k.id`, ids, now, staleBefore)
+	if err != nil {
+		return nil, err
+	}
+	written, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, err
+	}
+	s.lastUsedWrites.Add(int64(len(written)))
+	for i, id := range ids {
+		if slices.Contains(written, id) {
+			out[i] = now
+		}
+	}
+	return out, nil
 }

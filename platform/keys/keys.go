@@ -71,9 +71,10 @@ type Config struct {
 	// Logger receives failures that do not fail the request (a last_used_at
 	// write). Default slog.Default().
 	Logger *slog.Logger
-	// Batch bounds the shared reads of Authenticate: how many keys one
-	// statement reads, and how many such statements run at once. Defaults
-	// 64 and batch.ReadMaxInFlight.
+	// Batch bounds the shared statements of Authenticate, its reads and its
+	// last_used_at writes: how many keys one statement takes, and how many
+	// such statements of each kind run at once. Defaults 64 and
+	// batch.ReadMaxInFlight. Its OnRun is told of the reads only.
 	Batch batch.Config
 	// Events records api_key.expiring for webhooks (NotifyExpiring). Nil:
 	// no events.
@@ -87,6 +88,9 @@ type Service struct {
 	cfg  Config
 	// finder reads the keys of concurrent authentications together.
 	finder *batch.Batcher[struct{}, string, *storedKey]
+	// toucher writes the last_used_at of concurrent authentications
+	// together.
+	toucher *batch.Batcher[struct{}, int64, time.Time]
 	// lastUsedWrites counts last_used_at rows actually written, for metrics
 	// and for tests that prove the write rate.
 	lastUsedWrites atomic.Int64
@@ -112,6 +116,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	}
 	s := &Service{pool: pool, cfg: cfg}
 	s.finder = batch.New(s.findKeys, cfg.Batch)
+	touches := cfg.Batch
+	touches.OnRun = nil // Batch.OnRun counts the reads
+	s.toucher = batch.New(s.touchKeys, touches)
 	return s, nil
 }
 

@@ -379,3 +379,108 @@ func TestAuthenticationsShareReads(t *testing.T) {
 		t.Fatalf("runs = %v, want [1 %d]: the queued authentications did not share a read", runs, len(tests))
 	}
 }
+
+// One touch statement for several keys writes each stale key once (a key
+// twice in the run, too), leaves fresh ones alone, and skips a row another
+// transaction holds instead of waiting for it.
+func TestTouchKeysTogether(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, false)
+	ctx := context.Background()
+	a, b, c := f.create(t, keys.Actor{}, 1, "*"), f.create(t, keys.Actor{}, 1, "*"), f.create(t, keys.Actor{}, 1, "*")
+	now := f.clock.Now()
+	got, err := f.svc.TouchKeys(ctx, []int64{a.Key.ID, b.Key.ID, a.Key.ID, c.Key.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, at := range got {
+		if !at.Equal(now) {
+			t.Fatalf("run of 4: item %d written at %v, want %v", i, at, now)
+		}
+	}
+	if n := f.svc.LastUsedWrites(); n != 3 {
+		t.Fatalf("writes = %d, want 3 (one per key)", n)
+	}
+	got, err = f.svc.TouchKeys(ctx, []int64{a.Key.ID, b.Key.ID})
+	if err != nil || !got[0].IsZero() || !got[1].IsZero() || f.svc.LastUsedWrites() != 3 {
+		t.Fatalf("fresh keys: %v, %v, %d writes; want nothing written", got, err, f.svc.LastUsedWrites())
+	}
+
+	f.clock.Advance(keys.DefaultTouchInterval)
+	tx, err := f.db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM central.api_keys WHERE id = $1 FOR UPDATE`, b.Key.ID); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	got, err = f.svc.TouchKeys(short, []int64{a.Key.ID, b.Key.ID})
+	if err != nil || got[0].IsZero() || !got[1].IsZero() {
+		t.Fatalf("with b's row held: %v, %v; want a written and b skipped", got, err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = f.svc.TouchKeys(ctx, []int64{b.Key.ID}); err != nil || got[0].IsZero() {
+		t.Fatalf("b once free: %v, %v; want written", got, err)
+	}
+	var stored []time.Time
+	if err := lastUsed(ctx, f, &stored, a.Key.ID, b.Key.ID, c.Key.ID); err != nil {
+		t.Fatal(err)
+	}
+	later := now.Add(keys.DefaultTouchInterval)
+	if !stored[0].Equal(later) || !stored[1].Equal(later) || !stored[2].Equal(now) {
+		t.Fatalf("stored last_used_at %v, want a and b at %v, c at %v", stored, later, now)
+	}
+}
+
+// lastUsed reads the last_used_at of ids, in order.
+func lastUsed(ctx context.Context, f *fixture, out *[]time.Time, ids ...int64) error {
+	for _, id := range ids {
+		var at time.Time
+		if err := f.db.Pool.QueryRow(ctx, `SELECT last_used_at FROM central.api_keys WHERE id = $1`, id).Scan(&at); err != nil {
+			return err
+		}
+		*out = append(*out, at)
+	}
+	return nil
+}
+
+// Many concurrent authentications of stale keys each write their key's
+// last_used_at once, and each caller sees its key's new value.
+func TestConcurrentTouchesOfManyKeys(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, false)
+	const n = 40
+	created := make([]*keys.Created, n)
+	for i := range created {
+		created[i] = f.create(t, keys.Actor{}, 1, "*")
+	}
+	for round := range 2 {
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for _, c := range created {
+			wg.Go(func() {
+				a, err := f.svc.Authenticate(context.Background(), c.Plain)
+				if err == nil && (a.Key.LastUsedAt == nil || !a.Key.LastUsedAt.Equal(f.clock.Now())) {
+					err = fmt.Errorf("key %d: last_used_at %v, want %v", c.Key.ID, a.Key.LastUsedAt, f.clock.Now())
+				}
+				errs <- err
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if w := f.svc.LastUsedWrites(); w != int64(n*(round+1)) {
+			t.Fatalf("round %d: %d writes, want %d", round, w, n*(round+1))
+		}
+		f.clock.Advance(keys.DefaultTouchInterval)
+	}
+}
