@@ -105,7 +105,7 @@ type fixture struct {
 	cfg   keys.Config // the Service's
 }
 
-func newFixture(t *testing.T, sealed bool) *fixture {
+func newFixture(t testing.TB, sealed bool, opts ...func(*keys.Config)) *fixture {
 	t.Helper()
 	d, _ := dbtest.Migrated(t)
 	ctx := context.Background()
@@ -132,6 +132,9 @@ func newFixture(t *testing.T, sealed bool) *fixture {
 			t.Fatal(err)
 		}
 	}
+	for _, opt := range opts {
+		opt(&cfg)
+	}
 	if f.svc, err = keys.New(d.Pool, cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +142,7 @@ func newFixture(t *testing.T, sealed bool) *fixture {
 	return f
 }
 
-func (f *fixture) create(t *testing.T, actor keys.Actor, days int, scopes ...string) *keys.Created {
+func (f *fixture) create(t testing.TB, actor keys.Actor, days int, scopes ...string) *keys.Created {
 	t.Helper()
 	c, err := f.svc.Create(context.Background(), f.org, actor, keys.Spec{Name: "k", Scopes: scopes, ExpiresInDays: days})
 	if err != nil {

@@ -1,16 +1,13 @@
 package keys_test
 
 import (
-	"bytes"
 	"context"
 	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/bizmsg/platform/platform/apikey"
-	"github.com/bizmsg/platform/platform/db"
-	"github.com/bizmsg/platform/platform/dbtest"
+	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/keys"
 )
 
@@ -27,31 +24,14 @@ func BenchmarkAuthenticate(b *testing.B) {
 		interval time.Duration
 	}{{"fresh", time.Hour}, {"stale", time.Nanosecond}} {
 		b.Run(bc.name, func(b *testing.B) {
-			d, _ := dbtest.Migrated(b)
+			// The real clock: a stale key's write is due at every request.
+			f := newFixture(b, false, func(c *keys.Config) { c.Clock, c.TouchInterval = clock.Real{}, bc.interval })
 			ctx := context.Background()
-			var org int64
-			if err := d.Pool.QueryRow(ctx, `INSERT INTO central.organizations (name) VALUES ('o') RETURNING id`).Scan(&org); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := d.Pool.Exec(ctx, `UPDATE central.organizations SET schema_name = $2 WHERE id = $1`, org, db.SchemaFor(org)); err != nil {
-				b.Fatal(err)
-			}
-			h, err := apikey.NewHasher(bytes.Repeat([]byte("p"), 32))
-			if err != nil {
-				b.Fatal(err)
-			}
-			svc, err := keys.New(d.Pool, keys.Config{Hasher: h, TouchInterval: bc.interval})
-			if err != nil {
-				b.Fatal(err)
-			}
 			plains := make([]string, 200)
 			for i := range plains {
-				c, err := svc.Create(ctx, org, keys.Actor{}, keys.Spec{Name: "k", Scopes: []string{"*"}, ExpiresInDays: 1})
-				if err != nil {
-					b.Fatal(err)
-				}
-				plains[i] = c.Plain
+				plains[i] = f.create(b, keys.Actor{}, 1, "*").Plain
 			}
+			svc := f.svc
 			var next atomic.Int64
 			b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0))) // 16 callers on 2 cores
 			b.ResetTimer()
