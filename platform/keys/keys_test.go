@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/bizmsg/platform/platform/apikey"
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/batch"
@@ -430,26 +432,25 @@ func TestTouchKeysTogether(t *testing.T) {
 	if got, err = f.svc.TouchKeys(ctx, []int64{b.Key.ID}); err != nil || got[0].IsZero() {
 		t.Fatalf("b once free: %v, %v; want written", got, err)
 	}
-	var stored []time.Time
-	if err := lastUsed(ctx, f, &stored, a.Key.ID, b.Key.ID, c.Key.ID); err != nil {
-		t.Fatal(err)
-	}
+	stored := lastUsed(t, f, a.Key.ID, b.Key.ID, c.Key.ID)
 	later := now.Add(keys.DefaultTouchInterval)
-	if !stored[0].Equal(later) || !stored[1].Equal(later) || !stored[2].Equal(now) {
+	if stored[0] == nil || !stored[0].Equal(later) || stored[1] == nil || !stored[1].Equal(later) ||
+		stored[2] == nil || !stored[2].Equal(now) {
 		t.Fatalf("stored last_used_at %v, want a and b at %v, c at %v", stored, later, now)
 	}
 }
 
-// lastUsed reads the last_used_at of ids, in order.
-func lastUsed(ctx context.Context, f *fixture, out *[]time.Time, ids ...int64) error {
-	for _, id := range ids {
-		var at time.Time
-		if err := f.db.Pool.QueryRow(ctx, `SELECT last_used_at FROM central.api_keys WHERE id = $1`, id).Scan(&at); err != nil {
-			return err
+// lastUsed reads the stored last_used_at of ids, in order (nil: never
+// written).
+func lastUsed(t *testing.T, f *fixture, ids ...int64) []*time.Time {
+	t.Helper()
+	out := make([]*time.Time, len(ids))
+	for i, id := range ids {
+		if err := f.db.Pool.QueryRow(context.Background(), `SELECT last_used_at FROM central.api_keys WHERE id = $1`, id).Scan(&out[i]); err != nil {
+			t.Fatal(err)
 		}
-		*out = append(*out, at)
 	}
-	return nil
+	return out
 }
 
 // Many concurrent authentications of stale keys each write their key's
@@ -485,5 +486,62 @@ func TestConcurrentTouchesOfManyKeys(t *testing.T) {
 			t.Fatalf("round %d: %d writes, want %d", round, w, n*(round+1))
 		}
 		f.clock.Advance(keys.DefaultTouchInterval)
+	}
+}
+
+// The touches of authentications that arrive while the process's touch
+// statement is busy go together in the next one, which skips a row another
+// transaction holds: a touch alone would wait for it. a's lone touch waits
+// for a's row (held by ta), so b's and c's queue behind it; once ta ends,
+// they run together, b is written and c (held by tc) is skipped, and both
+// authentications return while tc still holds c.
+func TestQueuedTouchesShareARun(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, false, func(c *keys.Config) { c.Batch.MaxInFlight = 1 })
+	ctx := context.Background()
+	a, b, c := f.create(t, keys.Actor{}, 1, "*"), f.create(t, keys.Actor{}, 1, "*"), f.create(t, keys.Actor{}, 1, "*")
+	hold := func(id int64) pgx.Tx {
+		tx, err := f.db.Pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = tx.Rollback(ctx) })
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM central.api_keys WHERE id = $1 FOR UPDATE`, id); err != nil {
+			t.Fatal(err)
+		}
+		return tx
+	}
+	ta, tc := hold(a.Key.ID), hold(c.Key.ID)
+	auth := func(plain string) <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, err := f.svc.Authenticate(ctx, plain)
+			done <- err
+		}()
+		return done
+	}
+	aDone := auth(a.Plain)
+	dbtest.WaitForLockWaits(t, f.db, 1) // a's touch waits for ta
+	bDone, cDone := auth(b.Plain), auth(c.Plain)
+	time.Sleep(300 * time.Millisecond) // b's and c's touches queue behind a's
+	if err := ta.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for name, done := range map[string]<-chan error{"a": aDone, "b": bDone, "c": cDone} {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s's authentication still waits while c's row is held: the queued touches did not share a run", name)
+		}
+	}
+	if err := tc.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stored := lastUsed(t, f, a.Key.ID, b.Key.ID, c.Key.ID)
+	if stored[0] == nil || stored[1] == nil || stored[2] != nil {
+		t.Fatalf("last_used_at of a, b, c: %v, %v, %v; want a and b written, c skipped", stored[0], stored[1], stored[2])
 	}
 }
