@@ -117,9 +117,8 @@ func TestWebhookDeliveryAfterWorkerKill(t *testing.T) {
 
 	// Every event's every delivery succeeds.
 	events := func() (ids []string, pending int) {
-		rows, err := e.App.DB.Pool.Query(context.Background(), `SELECT ev.public_id, count(*) FILTER (WHERE d.state <> 'succeeded')
-			FROM `+org.Tenant.Table("webhook_events")+` ev JOIN `+org.Tenant.Table("webhook_deliveries")+` d ON d.event_id = ev.id
-			GROUP BY ev.public_id`)
+		rows, err := e.App.DB.Pool.Query(context.Background(), `SELECT event_id, count(*) FILTER (WHERE state <> 'succeeded')
+			FROM `+org.Tenant.Table("webhook_deliveries")+` GROUP BY event_id`)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,9 +2,11 @@ package migrate_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/fstest"
@@ -312,6 +314,66 @@ func TestUsageSidesMigrationKeepsCounts(t *testing.T) {
 		if got[i] != want[i] {
 			t.Errorf("row %d: %+v, want %+v", i, got[i], want[i])
 		}
+	}
+}
+
+// Migration 9 folds each webhook event into its deliveries: every delivery
+// keeps its event's webhook-id, type and body, an event sent to two
+// endpoints included, and webhook_events goes.
+func TestWebhookDeliveryRowsMigrationKeepsEvents(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, _ := dbtest.Migrated(t)
+	set, err := migrate.LoadSet(migrations.Tenant())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn := createOrgs(t, d, 1)[0]
+	err = pgx.BeginFunc(ctx, d.Pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+tn.Quoted()+"; SET LOCAL search_path TO "+tn.Quoted()); err != nil {
+			return err
+		}
+		for _, mig := range set {
+			if mig.Version == 9 {
+				if _, err := tx.Exec(ctx, `INSERT INTO webhook_endpoints (url, events, secret) VALUES ('https://a.example/', '{message.sent}', 's'), ('https://b.example/', '{message.sent}', 's');
+					INSERT INTO webhook_events (public_id, type, key, body) VALUES
+					  ('msg_1', 'message.sent', 'message:1', '{"n":1}'), ('msg_2', 'message.read', 'message:1', '{"n":2}');
+					INSERT INTO webhook_deliveries (endpoint_id, event_id, key, state)
+					SELECT e.id, ev.id, ev.key, CASE WHEN e.url = 'https://a.example/' THEN 'succeeded' ELSE 'pending' END
+					  FROM webhook_events ev JOIN webhook_endpoints e ON ev.public_id = 'msg_1' OR e.url = 'https://a.example/'
+					 ORDER BY ev.id, e.id`); err != nil {
+					return fmt.Errorf("rows before 0009: %w", err)
+				}
+			}
+			if _, err := tx.Exec(ctx, mig.SQL); err != nil {
+				return fmt.Errorf("apply %04d: %w", mig.Version, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := d.Pool.Query(ctx, `SELECT e.url || ' ' || d.event_id || ' ' || d.event_type || ' ' || d.key || ' ' || d.body || ' ' || d.state
+		FROM `+tn.Table("webhook_deliveries")+` d JOIN `+tn.Table("webhook_endpoints")+` e ON e.id = d.endpoint_id ORDER BY d.id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`https://a.example/ msg_1 message.sent message:1 {"n":1} succeeded`,
+		`https://b.example/ msg_1 message.sent message:1 {"n":1} pending`,
+		`https://a.example/ msg_2 message.read message:1 {"n":2} succeeded`,
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("deliveries\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	var events *string
+	if err := d.Pool.QueryRow(ctx, `SELECT to_regclass($1)::text`, tn.Table("webhook_events")).Scan(&events); err != nil || events != nil {
+		t.Fatalf("webhook_events still there (%v, %v)", events, err)
 	}
 }
 

@@ -206,7 +206,7 @@ type attemptRow struct {
 	state        string
 	attempts     int
 	createdAt    time.Time
-	publicID     string
+	eventID      string
 	body         []byte
 	url          string
 	enabled      bool
@@ -250,7 +250,7 @@ type attemptResult struct {
 // post makes the request of one attempt.
 func (s *Service) post(ctx context.Context, d attemptRow, now time.Time) attemptResult {
 	ts := now.Unix()
-	sig, err := signature(d.secrets, d.publicID, ts, d.body)
+	sig, err := signature(d.secrets, d.eventID, ts, d.body)
 	if err != nil {
 		return attemptResult{failure: "the endpoint's signing secret is unreadable"}
 	}
@@ -261,7 +261,7 @@ func (s *Service) post(ctx context.Context, d attemptRow, now time.Time) attempt
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", UserAgent)
 	// Written as the specification spells them (Set would canonicalise).
-	req.Header[HeaderID] = []string{d.publicID}
+	req.Header[HeaderID] = []string{d.eventID}
 	req.Header[HeaderTimestamp] = []string{strconv.FormatInt(ts, 10)}
 	req.Header[HeaderSignature] = []string{sig}
 	start := time.Now()

@@ -88,10 +88,13 @@ func (d Delivery) MarshalJSON() ([]byte, error) {
 	return json.Marshal(out)
 }
 
-// deliveryColumns is the select list of scanDelivery, in the aliases d
-// (the delivery) and ev (its event).
-const deliveryColumns = `d.id, ev.public_id, ev.type, d.state, d.attempts, d.last_status_code,
+// deliveryColumns is the select list of scanDelivery, in the alias d.
+const deliveryColumns = `d.id, d.event_id, d.event_type, d.state, d.attempts, d.last_status_code,
 	coalesce(d.last_error, ''), d.latency_ms, d.next_attempt_at, d.created_at`
+
+// copiedColumns are what a redelivery copies from the delivery it repeats:
+// the endpoint and the event (the same webhook-id and body).
+const copiedColumns = `endpoint_id, event_id, event_type, body, key`
 
 func scanDelivery(r db.Rows, d *Delivery) error {
 	return r.Scan(&d.ID, &d.EventID, &d.EventType, &d.State, &d.Attempts, &d.LastStatusCode,
@@ -132,10 +135,10 @@ func (s *Service) Deliveries(ctx context.Context, t db.Tenant, endpointID int64,
 		return page.Of[Delivery]{}, err
 	}
 	list, err := listPage(ctx, s.sql, sqlFor(t, `SELECT `+deliveryColumns+`
-		  FROM {deliveries} d JOIN {events} ev ON ev.id = d.event_id
+		  FROM {deliveries} d
 		 WHERE d.endpoint_id = $1
 		   AND ($2::text = '' OR d.state = $2::text)
-		   AND ($3::text = '' OR ev.type = $3::text)
+		   AND ($3::text = '' OR d.event_type = $3::text)
 		   AND ($4::bigint = 0 OR d.id < $4::bigint)
 		 ORDER BY d.id DESC LIMIT $5`), []any{endpointID, q.State, q.EventType, p.After, p.Limit + 1},
 		p, scanDelivery, func(d Delivery) int64 { return d.ID })
@@ -160,12 +163,10 @@ func (s *Service) Redeliver(ctx context.Context, t db.Tenant, endpointID, delive
 		}
 		now := s.clock.Now()
 		found := false
-		err := s.sql.Query(ctx, tx, sqlFor(t, `WITH d AS (
-				INSERT INTO {deliveries} (endpoint_id, event_id, key, next_attempt_at, created_at, updated_at)
-				SELECT o.endpoint_id, o.event_id, o.key, $3::timestamptz, $3::timestamptz, $3::timestamptz
-				  FROM {deliveries} o WHERE o.id = $2 AND o.endpoint_id = $1
-				RETURNING *)
-			SELECT `+deliveryColumns+` FROM d JOIN {events} ev ON ev.id = d.event_id`),
+		err := s.sql.Query(ctx, tx, sqlFor(t, `INSERT INTO {deliveries} AS d (`+copiedColumns+`, next_attempt_at, created_at, updated_at)
+			SELECT `+copiedColumns+`, $3::timestamptz, $3::timestamptz, $3::timestamptz
+			  FROM {deliveries} o WHERE o.id = $2 AND o.endpoint_id = $1
+			RETURNING `+deliveryColumns),
 			[]any{endpointID, deliveryID, now}, func(r db.Rows) error {
 				if !r.Next() {
 					return nil
@@ -198,12 +199,14 @@ func (s *Service) RedeliverFailed(ctx context.Context, t db.Tenant, endpointID i
 			return err
 		}
 		var ids []int64
-		err := s.sql.Query(ctx, tx, sqlFor(t, `INSERT INTO {deliveries} (endpoint_id, event_id, key, next_attempt_at, created_at, updated_at)
-			SELECT o.endpoint_id, o.event_id, o.key, $3::timestamptz, $3::timestamptz, $3::timestamptz
-			  FROM {deliveries} o
-			 WHERE o.endpoint_id = $1 AND o.state = 'failed' AND o.created_at >= $2::timestamptz
-			   AND NOT EXISTS (SELECT 1 FROM {deliveries} n
-			                    WHERE n.event_id = o.event_id AND n.endpoint_id = o.endpoint_id AND n.id > o.id)
+		// The latest delivery of each event to the endpoint created since
+		// then (a later one of the same event was created later still).
+		err := s.sql.Query(ctx, tx, sqlFor(t, `INSERT INTO {deliveries} (`+copiedColumns+`, next_attempt_at, created_at, updated_at)
+			SELECT `+copiedColumns+`, $3::timestamptz, $3::timestamptz, $3::timestamptz
+			  FROM (SELECT DISTINCT ON (event_id) * FROM {deliveries}
+			         WHERE endpoint_id = $1 AND created_at >= $2::timestamptz
+			         ORDER BY event_id, id DESC) o
+			 WHERE o.state = 'failed'
 			 ORDER BY o.id
 			RETURNING id`), []any{endpointID, since, s.clock.Now()}, func(r db.Rows) error {
 			for r.Next() {

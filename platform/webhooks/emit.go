@@ -30,9 +30,9 @@ type payload struct {
 // events' types (the common case) it runs one read of the endpoints table
 // and writes nothing. Otherwise it marshals each such event's payload
 // once ({"type", "timestamp", "data"}: the bytes every attempt sends),
-// inserts the events and one pending delivery per event and subscribed
-// endpoint in one statement, and one River job per delivery
-// (InsertManyFastTx), all in tx.
+// inserts one pending delivery per event and subscribed endpoint, carrying
+// the event (its webhook-id, type and payload), in one statement, and one
+// River job per delivery (InsertManyFastTx), all in tx.
 //
 // An event without a Key is ordered with no other; an event without At is
 // stamped with the service clock. An unknown Type is an error.
@@ -71,8 +71,8 @@ func (s *Service) Emit(ctx context.Context, tx pgx.Tx, t db.Tenant, events ...Ev
 	return s.insertEvents(ctx, tx, t, events, subscribed)
 }
 
-// insertEvents writes the events whose types have subscribers, their
-// deliveries and the deliveries' jobs.
+// insertEvents writes the deliveries of the events whose types have
+// subscribers, and their jobs.
 func (s *Service) insertEvents(ctx context.Context, tx pgx.Tx, t db.Tenant, events []Event, subscribed map[string]bool) error {
 	now := s.clock.Now()
 	var ids, types, keys, bodies []string
@@ -99,20 +99,16 @@ func (s *Service) insertEvents(ctx context.Context, tx pgx.Tx, t db.Tenant, even
 		}
 		ids, types, keys, bodies = append(ids, id), append(types, ev.Type), append(keys, key), append(bodies, string(body))
 	}
-	// The events keep the order they were given (ids from the sequence in
-	// the order of unnest), and so do their deliveries (ORDER BY the
-	// event): the delivery id is what orders the events of one key.
+	// A delivery per event and subscribed endpoint, in one row with its
+	// event's webhook-id, type and body, in the order the events were given
+	// (ORDER BY their place, then the endpoint): the delivery id is what
+	// orders the events of one key.
 	var jobs []river.InsertManyParams
-	err := s.sql.Query(ctx, tx, sqlFor(t, `WITH ev AS (
-			INSERT INTO {events} (public_id, type, key, body, created_at)
-			SELECT i.public_id, i.type, i.key, i.body, $5::timestamptz
-			  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS i(public_id, type, key, body, n)
-			 ORDER BY i.n
-			RETURNING id, type, key)
-		INSERT INTO {deliveries} (endpoint_id, event_id, key, next_attempt_at, created_at, updated_at)
-		SELECT e.id, ev.id, ev.key, $5::timestamptz, $5::timestamptz, $5::timestamptz
-		  FROM ev JOIN {endpoints} e ON e.enabled AND ev.type = ANY (e.events)
-		 ORDER BY ev.id, e.id
+	err := s.sql.Query(ctx, tx, sqlFor(t, `INSERT INTO {deliveries} (endpoint_id, event_id, event_type, body, key, next_attempt_at, created_at, updated_at)
+		SELECT e.id, i.event_id, i.type, i.body, i.key, $5::timestamptz, $5::timestamptz, $5::timestamptz
+		  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS i(event_id, type, key, body, n)
+		  JOIN {endpoints} e ON e.enabled AND i.type = ANY (e.events)
+		 ORDER BY i.n, e.id
 		RETURNING id, endpoint_id`), []any{ids, types, keys, bodies, now}, func(r db.Rows) error {
 		for r.Next() {
 			var id, endpoint int64

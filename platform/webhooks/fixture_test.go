@@ -171,6 +171,16 @@ func (f *fixture) count(tn db.Tenant, table string) int {
 	return n
 }
 
+// events returns the number of distinct events t's deliveries carry.
+func (f *fixture) events(tn db.Tenant) int {
+	f.t.Helper()
+	var n int
+	if err := f.db.Pool.QueryRow(context.Background(), `SELECT count(DISTINCT event_id) FROM `+tn.Table("webhook_deliveries")).Scan(&n); err != nil {
+		f.t.Fatal(err)
+	}
+	return n
+}
+
 // jobCount returns the number of webhook delivery jobs River holds.
 func (f *fixture) jobCount() int {
 	f.t.Helper()

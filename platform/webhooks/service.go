@@ -151,12 +151,11 @@ func (s *Service) AttemptTimeout() time.Duration {
 // beside the new one (Config.SecretOverlap).
 func (s *Service) SecretOverlap() time.Duration { return s.cfg.SecretOverlap }
 
-// sqlFor returns query with its table placeholders ({endpoints}, {events},
+// sqlFor returns query with its table placeholders ({endpoints},
 // {deliveries}) replaced by t's schema-qualified tables.
 func sqlFor(t db.Tenant, query string) string {
 	return strings.NewReplacer(
 		"{endpoints}", t.Table("webhook_endpoints"),
-		"{events}", t.Table("webhook_events"),
 		"{deliveries}", t.Table("webhook_deliveries"),
 	).Replace(query)
 }

@@ -276,7 +276,7 @@ func (b *sendBench) webhookWarmup(ctx context.Context, g *loadGen, addr string, 
 func (b *sendBench) vacuumWebhooks(ctx context.Context, ts []benchTenant) error {
 	tables := []string{"river.river_job"}
 	for _, t := range ts {
-		for _, name := range []string{"webhook_endpoints", "webhook_events", "webhook_deliveries", "messages"} {
+		for _, name := range []string{"webhook_endpoints", "webhook_deliveries", "messages"} {
 			tables = append(tables, t.Tenant.Table(name))
 		}
 	}
