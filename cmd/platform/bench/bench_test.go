@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -26,6 +27,8 @@ func TestBenchCommandErrors(t *testing.T) {
 		{[]string{"send", "-tenants", "1,0"}, `-tenants: "0" is not a positive integer`, ""},
 		{[]string{"send", "-senders", "101"}, "-senders must be from 1 to 100", ""},
 		{[]string{"send", "-sweep-rounds", "0"}, "-sweep-rounds must be at least 1", ""},
+		{[]string{"send", "-webhook-slices", "6"}, "-webhook-slices must be a multiple of 4", ""},
+		{[]string{"send", "-webhook-slice", "10ms"}, "-webhook-slice must be at least 100ms", ""},
 		{[]string{"tenants", "-h"}, "", "-count"},
 		{[]string{"tenants", "-count", "0"}, "-count must be at least 1", ""},
 		{[]string{"bare-gin", "-port", "1"}, "flag provided but not defined", ""},
@@ -94,6 +97,58 @@ func TestStopWait(t *testing.T) {
 	} {
 		if got := stopWait(tc.env); got != tc.want {
 			t.Errorf("stopWait(%q) = %s, want %s", tc.env, got, tc.want)
+		}
+	}
+}
+
+// Interleaved slices go with, without, without, with (ABBA), and add up
+// per condition: the ratio is the with-slices' rate over the others', the
+// CPU ratio the others' CPU a message over the with-slices', one ratio per
+// block of four.
+func TestWebhookSlicesAddUp(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		// per slice: messages accepted and CPU ticks, each slice 1 s.
+		ok, ticks            []int64
+		wantRatio, wantCPU   float64
+		wantBlocks           []float64
+		wantWithOK, wantOKWo int64
+	}{
+		{"equal", []int64{100, 100, 100, 100}, []int64{50, 50, 50, 50}, 1, 1, []float64{1}, 200, 200},
+		{"with slower", []int64{90, 100, 100, 90, 90, 100, 100, 90}, []int64{50, 50, 50, 50, 50, 50, 50, 50},
+			0.9, 0.9, []float64{0.9, 0.9}, 360, 400},
+		{"drift cancels", []int64{100, 110, 120, 130}, []int64{50, 50, 50, 50}, 1, 1, []float64{1}, 230, 230},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			start := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+			marks := []sliceMark{{at: start}}
+			for i := range tt.ok {
+				prev := marks[i]
+				marks = append(marks, sliceMark{at: prev.at.Add(time.Second), ok: prev.ok + tt.ok[i],
+					cpu: cpuTimes{work: prev.cpu.work + float64(tt.ticks[i])}})
+			}
+			var w webhookSlices
+			w.addSlices(marks)
+			near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+			if !near(w.Ratio, tt.wantRatio) || !near(w.CPURatio, tt.wantCPU) || w.With.OK != tt.wantWithOK || w.Without.OK != tt.wantOKWo {
+				t.Fatalf("ratio %v cpu %v, with %+v without %+v", w.Ratio, w.CPURatio, w.With, w.Without)
+			}
+			if len(w.BlockRatios) != len(tt.wantBlocks) {
+				t.Fatalf("blocks %v, want %v", w.BlockRatios, tt.wantBlocks)
+			}
+			for i := range tt.wantBlocks {
+				if !near(w.BlockRatios[i], tt.wantBlocks[i]) {
+					t.Fatalf("blocks %v, want %v", w.BlockRatios, tt.wantBlocks)
+				}
+			}
+		})
+	}
+	for i, want := range []bool{true, false, false, true, true, false, false, true} {
+		if sliceWith(i) != want {
+			t.Fatalf("slice %d with = %v", i, !want)
 		}
 	}
 }

@@ -74,6 +74,8 @@ type sendConfig struct {
 	SweepRounds        int           `json:"sweep_rounds"`
 	PairRounds         int           `json:"pair_rounds"`
 	WebhookRounds      int           `json:"webhook_rounds"`
+	WebhookSlices      int           `json:"webhook_slices"`
+	WebhookSlice       time.Duration `json:"webhook_slice_ns"`
 	OpenRate           float64       `json:"open_rate"`
 	Backlog            int           `json:"backlog"`
 	DBMaxConns         int           `json:"db_max_conns"`
@@ -229,8 +231,10 @@ type sendReport struct {
 	Webhooks        []webhookRound `json:"webhooks"`
 	WebhookRatio    float64        `json:"webhook_ratio"`
 	WebhookCPURatio float64        `json:"webhook_cpu_ratio"`
-	Sweep           []sweepEntry   `json:"sweep"`
-	PeakRSSBytes    int64          `json:"service_peak_rss_bytes"`
+	// WebhookSlices is the interleaved measurement (-webhook-slices).
+	WebhookSlices *webhookSlices `json:"webhook_slices,omitempty"`
+	Sweep         []sweepEntry   `json:"sweep"`
+	PeakRSSBytes  int64          `json:"service_peak_rss_bytes"`
 	// DrainAccept is the acceptance of the drain's backlog by platform api
 	// alone (no delivery running in the process or the database), the same
 	// work as ceiling (a) does.
@@ -274,6 +278,9 @@ func benchSend(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		"the entry's ratio is the median of the rounds' (the machine drifts by more than the ratio's tolerance between runs minutes apart)")
 	fs.IntVar(&cfg.WebhookRounds, "webhook-rounds", 3, "rounds of the service's closed loop over the first -tenants count without and with one webhook endpoint per tenant (a local receiver), for -sweep-duration each, back to back, "+
 		"then the webhooks' delivery to the receiver; 0 to skip")
+	fs.IntVar(&cfg.WebhookSlices, "webhook-slices", 20, "after the webhook rounds, one closed loop over the first -tenants count cut into this many slices of -webhook-slice, its endpoints subscribed to every event "+
+		"in half of them and to none the run emits in the other half (ABBA order), so that both share the machine's drift; a multiple of 4, 0 to skip")
+	fs.DurationVar(&cfg.WebhookSlice, "webhook-slice", 500*time.Millisecond, "length of each -webhook-slices slice")
 	fs.IntVar(&cfg.PairRounds, "pair-rounds", 3, "rounds of the service's closed loop against ceiling (a), both over the first -tenants count for -sweep-duration each, back to back while the service runs "+
 		"(the order alternates); the median of the rounds' ratios is the acceptance target's figure, beside the single runs' (0 skips them)")
 	fs.Float64Var(&cfg.SweepWarmupSends, "sweep-warmup-sends", 1, "warm-up sends per (tenant, pool connection) pair before each sweep run after the first, its messages delivered before the run: "+
@@ -309,6 +316,10 @@ func benchSend(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return errors.New("-sweep-rounds must be at least 1")
 	case cfg.PairRounds < 0 || cfg.WebhookRounds < 0:
 		return errors.New("-pair-rounds and -webhook-rounds must not be negative")
+	case cfg.WebhookSlices < 0 || cfg.WebhookSlices%4 != 0:
+		return errors.New("-webhook-slices must be a multiple of 4 (0 to skip)")
+	case cfg.WebhookSlices > 0 && cfg.WebhookSlice < 100*time.Millisecond:
+		return errors.New("-webhook-slice must be at least 100ms")
 	}
 	b := &sendBench{cfg: cfg, stderr: stderr, cpuProfile: *cpuProfile}
 	rep, runErr := b.run(ctx, *keep)
@@ -466,6 +477,9 @@ func (b *sendBench) run(ctx context.Context, keep bool) (*sendReport, error) {
 			return rep, fmt.Errorf("webhook round %d: the receiver took %d webhooks of %d (two per accepted message) within -delivery-timeout",
 				i+1, w.Webhooks, 2*w.With.OK)
 		}
+	}
+	if w := rep.WebhookSlices; w != nil && !w.Complete {
+		return rep, fmt.Errorf("interleaved webhook slices: the receiver took %d webhooks of %d within -delivery-timeout", w.Webhooks, w.Expected)
 	}
 	return rep, nil
 }
@@ -715,7 +729,7 @@ func (b *sendBench) service(ctx context.Context, rep *sendReport, pool *pgxpool.
 	if rep.Paired, rep.PairedRatio, err = b.paired(ctx, g, svc.addr, pool); err != nil {
 		return err
 	}
-	if rep.Webhooks, rep.WebhookRatio, err = b.webhooks(ctx, g, svc.addr, pprofAddr); err != nil {
+	if rep.Webhooks, rep.WebhookRatio, rep.WebhookSlices, err = b.webhooks(ctx, g, svc.addr, pprofAddr); err != nil {
 		return err
 	}
 	rep.WebhookCPURatio = medianRatio(rep.Webhooks, func(r webhookRound) float64 { return r.CPURatio })
@@ -1071,6 +1085,11 @@ func targets(r *sendReport) []target {
 		w.Met = w.Value >= 95
 		out = append(out, w)
 	}
+	if ws := r.WebhookSlices; ws != nil {
+		w := target{Name: "  same, interleaved slices, %", Value: roundMS(ws.Ratio * 100), Goal: ">= 95"}
+		w.Met = w.Value >= 95
+		out = append(out, w)
+	}
 	for _, e := range r.Sweep {
 		if e.Tenants == 1000 && r.Sweep[0].Tenants == 1 {
 			t := target{Name: "sends/s with 1,000 tenants vs 1 tenant, %", Value: roundMS(e.Ratio * 100), Goal: ">= 90"}
@@ -1168,6 +1187,16 @@ func printSendReport(w io.Writer, r *sendReport) {
 			}
 			line("machine CPU per accepted message, without vs with", fmt.Sprintf("%8.1f %%  (median of the rounds: the rate kept on a saturated machine)",
 				100*r.WebhookCPURatio))
+		}
+		if ws := r.WebhookSlices; ws != nil {
+			blocks := make([]string, len(ws.BlockRatios))
+			for i, x := range ws.BlockRatios {
+				blocks[i] = fmt.Sprintf("%.1f", 100*x)
+			}
+			line("same, interleaved slices (events on / off)", fmt.Sprintf("%8.1f %%  (%d slices of %s: %.0f /s with, %.0f /s without; blocks of four %s %%)",
+				100*ws.Ratio, ws.Slices, ws.Slice, ws.With.rate(), ws.Without.rate(), strings.Join(blocks, ", ")))
+			line("  machine CPU per accepted message, without vs with", fmt.Sprintf("%8.1f %%  (%.2f / %.2f ms a message; webhooks %d of %d, %d during the run; all arrived %v)",
+				100*ws.CPURatio, ws.With.cpuPerMessage(), ws.Without.cpuPerMessage(), ws.Webhooks, ws.Expected, ws.DuringRun, ws.Complete))
 		}
 		line("service peak RSS (VmHWM)", fmt.Sprintf("%.1f MB", float64(r.PeakRSSBytes)/(1<<20)))
 	}

@@ -146,21 +146,22 @@ func (r *hookReceiver) rate() (int64, float64) {
 }
 
 // webhooks runs -webhook-rounds rounds of webhookRound over the first
-// -tenants count and returns them and the median ratio. With -cpuprofile
-// it profiles the service (at pprofAddr) during the first round's run
-// with an endpoint.
-func (b *sendBench) webhooks(ctx context.Context, g *loadGen, addr, pprofAddr string) ([]webhookRound, float64, error) {
-	if b.cfg.WebhookRounds == 0 {
-		return nil, 0, nil
+// -tenants count and returns them and the median ratio, then the
+// interleaved measurement (-webhook-slices; nil when skipped). With
+// -cpuprofile it profiles the service (at pprofAddr) during the first
+// round's run with an endpoint.
+func (b *sendBench) webhooks(ctx context.Context, g *loadGen, addr, pprofAddr string) ([]webhookRound, float64, *webhookSlices, error) {
+	if b.cfg.WebhookRounds == 0 && b.cfg.WebhookSlices == 0 {
+		return nil, 0, nil, nil
 	}
 	first := b.tenants[:b.cfg.Tenants[0]]
 	rcv, err := startHookReceiver()
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	defer func() { _ = rcv.srv.Close() }()
 	if err := b.webhookWarmup(ctx, g, addr, first, rcv); err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	var rounds []webhookRound
 	for r := range b.cfg.WebhookRounds {
@@ -224,13 +225,18 @@ func (b *sendBench) webhooks(ctx context.Context, g *loadGen, addr, pprofAddr st
 			}
 		}
 		if err := inTurn(rd.WithFirst, vacuumed(with), vacuumed(without)); err != nil {
-			return rounds, 0, err
+			return rounds, 0, nil, err
 		}
 		rd.Ratio = ratio(rd.With.Rate, rd.Without.Rate)
 		rd.CPURatio = ratio(rd.CPUWithout, rd.CPUWith)
 		rounds = append(rounds, rd)
 	}
-	return rounds, medianRatio(rounds, func(r webhookRound) float64 { return r.Ratio }), nil
+	median := medianRatio(rounds, func(r webhookRound) float64 { return r.Ratio })
+	if b.cfg.WebhookSlices == 0 {
+		return rounds, median, nil, nil
+	}
+	sliced, err := b.webhookSliced(ctx, g, addr, first, rcv)
+	return rounds, median, sliced, err
 }
 
 // webhookWarmupSends is how many messages the webhook warm-up sends.
