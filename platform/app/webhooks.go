@@ -49,7 +49,7 @@ func (a *App) webhookWorkers(workers *river.Workers) {
 }
 
 // purgeWebhookDeliveries deletes every tenant's finished webhook deliveries
-// and events past their retention (webhooks.Service.Purge). A failing
+// (with their events) past their retention (webhooks.Service.Purge). A failing
 // tenant does not stop the others.
 func (a *App) purgeWebhookDeliveries(ctx context.Context, now time.Time) (int64, error) {
 	return a.purgeTenants(ctx, func(t db.Tenant) (int64, error) {

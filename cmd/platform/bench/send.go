@@ -1195,8 +1195,8 @@ func printSendReport(w io.Writer, r *sendReport) {
 			}
 			line("same, interleaved slices (events on / off)", fmt.Sprintf("%8.1f %%  (%d slices of %s: %.0f /s with, %.0f /s without; blocks of four %s %%)",
 				100*ws.Ratio, ws.Slices, ws.Slice, ws.With.rate(), ws.Without.rate(), strings.Join(blocks, ", ")))
-			line("  machine CPU per accepted message, without vs with", fmt.Sprintf("%8.1f %%  (%.2f / %.2f ms a message; webhooks %d of %d, %d during the run; all arrived %v)",
-				100*ws.CPURatio, ws.With.cpuPerMessage(), ws.Without.cpuPerMessage(), ws.Webhooks, ws.Expected, ws.DuringRun, ws.Complete))
+			line("  machine CPU per accepted message, without vs with", fmt.Sprintf("%8.1f %%  (%.2f / %.2f ms a message; webhooks %d of %d, %d during the run, then %.0f /s; all arrived %v)",
+				100*ws.CPURatio, ws.With.cpuPerMessage(), ws.Without.cpuPerMessage(), ws.Webhooks, ws.Expected, ws.DuringRun, ws.DrainRate, ws.Complete))
 		}
 		line("service peak RSS (VmHWM)", fmt.Sprintf("%.1f MB", float64(r.PeakRSSBytes)/(1<<20)))
 	}

@@ -37,12 +37,14 @@ type webhookSlices struct {
 	// show how far one block's reading strays.
 	BlockRatios []float64 `json:"block_ratios"`
 	// Webhooks is how many webhook requests the receiver took, Expected
-	// how many deliveries the run recorded, and DuringRun how many
-	// arrived before the loop and its messages' delivery ended.
-	Webhooks  int64 `json:"webhooks"`
-	Expected  int64 `json:"expected"`
-	DuringRun int64 `json:"webhooks_during_run"`
-	Complete  bool  `json:"complete"`
+	// how many deliveries the run recorded, DuringRun how many arrived
+	// before the loop and its messages' delivery ended, and DrainRate how
+	// many a second arrived after.
+	Webhooks  int64   `json:"webhooks"`
+	Expected  int64   `json:"expected"`
+	DuringRun int64   `json:"webhooks_during_run"`
+	DrainRate float64 `json:"webhooks_drain_per_s"`
+	Complete  bool    `json:"complete"`
 }
 
 // sliceTotals is what the slices of one condition add up to.
@@ -175,7 +177,7 @@ func (b *sendBench) webhookSliced(ctx context.Context, g *loadGen, addr string, 
 		return nil, err
 	}
 	out.Webhooks, _ = rcv.rate()
-	out.DuringRun, _ = rcv.drain()
+	out.DuringRun, out.DrainRate = rcv.drain()
 	out.Complete = out.Webhooks >= out.Expected
 	return out, b.deleteEndpoints(ctx, addr, ts, ids)
 }
