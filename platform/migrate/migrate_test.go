@@ -237,18 +237,26 @@ func TestAllTenantsReportsFailureAndContinues(t *testing.T) {
 	}
 }
 
+// unmigratedTenant returns a database, the tenant migrations, and an
+// organization whose schema has none of them applied yet: for tests of
+// one migration on the data of the ones before it.
+func unmigratedTenant(t *testing.T) (*db.DB, migrate.Set, db.Tenant) {
+	t.Helper()
+	d, _ := dbtest.Migrated(t)
+	set, err := migrate.LoadSet(migrations.Tenant())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, set, createOrgs(t, d, 1)[0]
+}
+
 // 0004_usage_sides splits each daily_usage row of a tenant migrated before
 // it into an acceptance row (used) and, when the day had any delivery, a
 // delivery row (dispatched, sent, delivered, failed), keeping every count.
 func TestUsageSidesMigrationKeepsCounts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	d, _ := dbtest.Migrated(t)
-	set, err := migrate.LoadSet(migrations.Tenant())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tn := createOrgs(t, d, 1)[0]
+	d, set, tn := unmigratedTenant(t)
 	apply := func(tx pgx.Tx, versions func(v int) bool) {
 		t.Helper()
 		if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+tn.Quoted()+"; SET LOCAL search_path TO "+tn.Quoted()); err != nil {
@@ -267,7 +275,7 @@ func TestUsageSidesMigrationKeepsCounts(t *testing.T) {
 		"2026-11-20": {used: 5, dispatched: 4, sent: 1, delivered: 2, failed: 1},
 		"2026-11-21": {used: 3},
 	}
-	err = pgx.BeginFunc(ctx, d.Pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, d.Pool, func(tx pgx.Tx) error {
 		apply(tx, func(v int) bool { return v <= 3 })
 		if _, err := tx.Exec(ctx, `INSERT INTO sender_numbers (phone) VALUES ('+12125550100')`); err != nil {
 			return err
@@ -323,13 +331,8 @@ func TestUsageSidesMigrationKeepsCounts(t *testing.T) {
 func TestWebhookDeliveryRowsMigrationKeepsEvents(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	d, _ := dbtest.Migrated(t)
-	set, err := migrate.LoadSet(migrations.Tenant())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tn := createOrgs(t, d, 1)[0]
-	err = pgx.BeginFunc(ctx, d.Pool, func(tx pgx.Tx) error {
+	d, set, tn := unmigratedTenant(t)
+	err := pgx.BeginFunc(ctx, d.Pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+tn.Quoted()+"; SET LOCAL search_path TO "+tn.Quoted()); err != nil {
 			return err
 		}
