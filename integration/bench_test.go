@@ -133,6 +133,20 @@ func TestBenchSendCommand(t *testing.T) {
 			CPUWithout float64 `json:"cpu_ms_per_message_without"`
 			CPURatio   float64 `json:"cpu_ratio"`
 		} `json:"webhooks"`
+		WebhookSlices *struct {
+			Slices int `json:"slices"`
+			With   struct {
+				OK int64 `json:"ok"`
+			} `json:"with_events"`
+			Without struct {
+				OK int64 `json:"ok"`
+			} `json:"without_events"`
+			Ratio       float64   `json:"ratio"`
+			BlockRatios []float64 `json:"block_ratios"`
+			Webhooks    int64     `json:"webhooks"`
+			Expected    int64     `json:"expected"`
+			Complete    bool      `json:"complete"`
+		} `json:"webhook_slices"`
 		PeakRSS    int64    `json:"service_peak_rss_bytes"`
 		DrainCheck delivery `json:"delivery_drain_check"`
 		Targets    []struct {
@@ -157,6 +171,13 @@ func TestBenchSendCommand(t *testing.T) {
 			w.CPUWith <= 0 || w.CPUWithout <= 0 || w.CPURatio != w.CPUWithout/w.CPUWith {
 			t.Errorf("webhook round %d: %+v, want both runs to send and two webhooks per message sent with the endpoint", i+1, w)
 		}
+	}
+	// The interleaved slices (20 by default): both conditions sent, the
+	// with-slices recorded webhooks (two per message sent while
+	// subscribed, at least one slice's worth), and every one arrived.
+	if ws := rep.WebhookSlices; ws == nil || ws.Slices != 20 || ws.With.OK == 0 || ws.Without.OK == 0 || ws.Ratio <= 0 ||
+		len(ws.BlockRatios) != 5 || !ws.Complete || ws.Expected == 0 || ws.Webhooks != ws.Expected || ws.Expected%2 != 0 {
+		t.Errorf("webhook slices: %+v", ws)
 	}
 	if rep.CeilingRiver.Jobs != 200 || rep.CeilingRiver.Rate <= 0 {
 		t.Errorf("ceiling (b): %+v", rep.CeilingRiver)

@@ -173,7 +173,10 @@ func (b *sendBench) webhookSliced(ctx context.Context, g *loadGen, addr string, 
 		out.Expected += n
 	}
 	b.prog.phase(fmt.Sprintf("webhooks of the interleaved slices: %d", out.Expected))
-	if err := rcv.await(ctx, out.Expected, b.cfg.DeliveryTimeout); err != nil {
+	// A long run's backlog takes longer than -delivery-timeout at the
+	// drain rates seen (150-400 a second): allow 100 a second at least.
+	wait := max(b.cfg.DeliveryTimeout, time.Duration(out.Expected)*10*time.Millisecond)
+	if err := rcv.await(ctx, out.Expected, wait); err != nil {
 		return nil, err
 	}
 	out.Webhooks, _ = rcv.rate()
