@@ -479,7 +479,7 @@ func (b *sendBench) run(ctx context.Context, keep bool) (*sendReport, error) {
 		}
 	}
 	if w := rep.WebhookSlices; w != nil && !w.Complete {
-		return rep, fmt.Errorf("interleaved webhook slices: the receiver took %d webhooks of %d within -delivery-timeout", w.Webhooks, w.Expected)
+		return rep, fmt.Errorf("interleaved webhook slices: the receiver took %d webhooks of %d within -delivery-timeout (at least 10 ms a webhook)", w.Webhooks, w.Expected)
 	}
 	return rep, nil
 }
