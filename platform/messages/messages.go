@@ -75,7 +75,6 @@ package messages
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"time"
@@ -84,6 +83,7 @@ import (
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/defaults"
+	"github.com/bizmsg/platform/platform/jsonenc"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
@@ -180,91 +180,101 @@ type Message struct {
 	Delivery *queue.DeliveryReport
 }
 
-// messageJSON is the resource of docs/api.md, §Sending (id, sender_number_id,
-// recipient_user_id, conversation_id, message_id, message_type, content,
-// status, sent_at) plus the request's other fields, the outcome and the
-// lifecycle of §Message lifecycle (direction, from_phone and the times).
-type messageJSON struct {
-	ID              int64         `json:"id"`
-	SenderNumberID  int64         `json:"sender_number_id"`
-	RecipientUserID *int64        `json:"recipient_user_id"`
-	ConversationID  *int64        `json:"conversation_id"`
-	MessageID       *int64        `json:"message_id"`
-	MessageType     string        `json:"message_type"`
-	Content         string        `json:"content"`
-	Status          string        `json:"status"`
-	SentAt          *string       `json:"sent_at"`
-	ToPhone         string        `json:"to_phone"`
-	FileName        *string       `json:"file_name"`
-	FileSize        *int64        `json:"file_size"`
-	FileType        *string       `json:"file_type"`
-	Duration        *int          `json:"duration"`
-	ClientReference *string       `json:"client_reference"`
-	ErrorCode       *string       `json:"error_code"`
-	ErrorMessage    *string       `json:"error_message"`
-	CreatedAt       string        `json:"created_at"`
-	DeliveredAt     *string       `json:"delivered_at"`
-	FailedAt        *string       `json:"failed_at"`
-	Direction       string        `json:"direction"`
-	FromPhone       *string       `json:"from_phone"`
-	ReadAt          *string       `json:"read_at"`
-	ReceivedAt      *string       `json:"received_at"`
-	Delivery        *deliveryJSON `json:"delivery,omitempty"`
-}
+// MarshalJSON renders the API resource (AppendJSON).
+func (m Message) MarshalJSON() ([]byte, error) { return m.AppendJSON(make([]byte, 0, 640)), nil }
 
-// deliveryJSON is a message's delivery in GET /api/v1/messages/{id}: the
-// state of its delivery job, attempts made, the last failed attempt's cause
-// in plain words, and when the next attempt is due.
-type deliveryJSON struct {
-	State         string  `json:"state"`
-	Attempts      int     `json:"attempts"`
-	LastError     *string `json:"last_error"`
-	LastAttemptAt *string `json:"last_attempt_at"`
-	NextAttemptAt *string `json:"next_attempt_at"`
-}
-
-func deliveryOf(r *queue.DeliveryReport) *deliveryJSON {
-	if r == nil {
-		return nil
+// AppendJSON appends the resource of docs/api.md, §Sending (id,
+// sender_number_id, recipient_user_id, conversation_id, message_id,
+// message_type, content, status, sent_at) plus the request's other fields,
+// the outcome and the lifecycle of §Message lifecycle (direction,
+// from_phone and the times), timestamps RFC 3339 in UTC to the second and
+// null while unset; "delivery" only when Delivery is set. It writes what
+// encoding/json would write for the same fields (messages_json_test.go
+// checks that), without reflection: every webhook event of a message
+// carries it, written in the send path's transactions.
+func (m Message) AppendJSON(b []byte) []byte {
+	b = append(b, `{"id":`...)
+	b = jsonenc.Int(b, m.ID)
+	b = append(b, `,"sender_number_id":`...)
+	b = jsonenc.Int(b, m.SenderNumberID)
+	b = append(b, `,"recipient_user_id":`...)
+	b = jsonenc.NullInt(b, m.RecipientUserID)
+	b = append(b, `,"conversation_id":`...)
+	b = jsonenc.NullInt(b, m.ConversationID)
+	b = append(b, `,"message_id":`...)
+	b = jsonenc.NullInt(b, m.NetworkMessageID)
+	b = append(b, `,"message_type":`...)
+	b = jsonenc.String(b, m.Type)
+	b = append(b, `,"content":`...)
+	b = jsonenc.String(b, m.Content)
+	b = append(b, `,"status":`...)
+	b = jsonenc.String(b, m.Status)
+	b = append(b, `,"sent_at":`...)
+	b = appendStamp(b, m.SentAt)
+	b = append(b, `,"to_phone":`...)
+	b = jsonenc.String(b, m.ToPhone)
+	b = append(b, `,"file_name":`...)
+	b = jsonenc.NullString(b, m.FileName)
+	b = append(b, `,"file_size":`...)
+	b = jsonenc.NullInt(b, m.FileSize)
+	b = append(b, `,"file_type":`...)
+	b = jsonenc.NullString(b, m.FileType)
+	b = append(b, `,"duration":`...)
+	if m.Duration == nil {
+		b = append(b, "null"...)
+	} else {
+		b = jsonenc.Int(b, int64(*m.Duration))
 	}
-	d := &deliveryJSON{State: r.State, Attempts: r.Attempts,
-		LastAttemptAt: clock.FormatPtr(r.LastAttemptAt), NextAttemptAt: clock.FormatPtr(r.NextAttemptAt)}
-	if r.LastError != "" {
-		d.LastError = &r.LastError
+	b = append(b, `,"client_reference":`...)
+	b = jsonenc.NullString(b, m.ClientReference)
+	b = append(b, `,"error_code":`...)
+	b = jsonenc.NullString(b, m.ErrorCode)
+	b = append(b, `,"error_message":`...)
+	b = jsonenc.NullString(b, m.ErrorMessage)
+	b = append(b, `,"created_at":`...)
+	b = appendStamp(b, &m.CreatedAt)
+	b = append(b, `,"delivered_at":`...)
+	b = appendStamp(b, m.DeliveredAt)
+	b = append(b, `,"failed_at":`...)
+	b = appendStamp(b, m.FailedAt)
+	b = append(b, `,"direction":`...)
+	b = jsonenc.String(b, m.Direction)
+	b = append(b, `,"from_phone":`...)
+	b = jsonenc.NullString(b, m.FromPhone)
+	b = append(b, `,"read_at":`...)
+	b = appendStamp(b, m.ReadAt)
+	b = append(b, `,"received_at":`...)
+	b = appendStamp(b, m.ReceivedAt)
+	if d := m.Delivery; d != nil {
+		// The state of the message's delivery job (GET
+		// /api/v1/messages/{id}): attempts made, the last failed
+		// attempt's cause in plain words, and when the next is due.
+		b = append(b, `,"delivery":{"state":`...)
+		b = jsonenc.String(b, d.State)
+		b = append(b, `,"attempts":`...)
+		b = jsonenc.Int(b, int64(d.Attempts))
+		b = append(b, `,"last_error":`...)
+		if d.LastError == "" {
+			b = append(b, "null"...)
+		} else {
+			b = jsonenc.String(b, d.LastError)
+		}
+		b = append(b, `,"last_attempt_at":`...)
+		b = appendStamp(b, d.LastAttemptAt)
+		b = append(b, `,"next_attempt_at":`...)
+		b = appendStamp(b, d.NextAttemptAt)
+		b = append(b, '}')
 	}
-	return d
+	return append(b, '}')
 }
 
-// MarshalJSON renders the API resource, timestamps RFC 3339 in UTC to the
-// second and null while unset.
-func (m Message) MarshalJSON() ([]byte, error) {
-	return json.Marshal(messageJSON{
-		ID:              m.ID,
-		SenderNumberID:  m.SenderNumberID,
-		RecipientUserID: m.RecipientUserID,
-		ConversationID:  m.ConversationID,
-		MessageID:       m.NetworkMessageID,
-		MessageType:     m.Type,
-		Content:         m.Content,
-		Status:          m.Status,
-		SentAt:          clock.FormatPtr(m.SentAt),
-		ToPhone:         m.ToPhone,
-		FileName:        m.FileName,
-		FileSize:        m.FileSize,
-		FileType:        m.FileType,
-		Duration:        m.Duration,
-		ClientReference: m.ClientReference,
-		ErrorCode:       m.ErrorCode,
-		ErrorMessage:    m.ErrorMessage,
-		CreatedAt:       clock.Format(m.CreatedAt),
-		DeliveredAt:     clock.FormatPtr(m.DeliveredAt),
-		FailedAt:        clock.FormatPtr(m.FailedAt),
-		Direction:       m.Direction,
-		FromPhone:       m.FromPhone,
-		ReadAt:          clock.FormatPtr(m.ReadAt),
-		ReceivedAt:      clock.FormatPtr(m.ReceivedAt),
-		Delivery:        deliveryOf(m.Delivery),
-	})
+// appendStamp appends *t as resources render times (clock.Format), or null
+// when t is nil.
+func appendStamp(b []byte, t *time.Time) []byte {
+	if t == nil {
+		return append(b, "null"...)
+	}
+	return jsonenc.Time(b, clock.Stamp(*t), time.RFC3339)
 }
 
 // Senders is what the service needs of the sender-number service;
