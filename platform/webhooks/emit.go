@@ -11,6 +11,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/jsonenc"
 	"github.com/bizmsg/platform/platform/queue"
 )
 
@@ -21,6 +22,27 @@ type payload struct {
 	Data      any    `json:"data"`
 }
 
+// marshalPayload renders an event's payload, {"type", "timestamp",
+// "data"}, the timestamp RFC 3339 in UTC to the microsecond. Data that is
+// a jsonenc.Appender (a message: the events the send path writes) is
+// appended in place; anything else goes through encoding/json. Both write
+// the same bytes (TestMarshalPayload).
+func marshalPayload(typ string, at time.Time, data any) ([]byte, error) {
+	at = at.UTC().Truncate(time.Microsecond)
+	a, ok := data.(jsonenc.Appender)
+	if !ok {
+		return json.Marshal(payload{Type: typ, Timestamp: at.Format(time.RFC3339Nano), Data: data})
+	}
+	b := make([]byte, 0, 768)
+	b = append(b, `{"type":`...)
+	b = jsonenc.String(b, typ)
+	b = append(b, `,"timestamp":`...)
+	b = jsonenc.Time(b, at, time.RFC3339Nano)
+	b = append(b, `,"data":`...)
+	b = a.AppendJSON(b)
+	return append(b, '}'), nil
+}
+
 // Emit records events for t's enabled endpoints subscribed to their types,
 // in tx: the transaction of the change the events report, so an event
 // exists exactly when its change committed. Services call it with the
@@ -29,7 +51,7 @@ type payload struct {
 // When no enabled endpoint of the organization is subscribed to any of the
 // events' types (the common case) it runs one read of the endpoints table
 // and writes nothing. Otherwise it marshals each such event's payload
-// once ({"type", "timestamp", "data"}: the bytes every attempt sends),
+// once (marshalPayload: the bytes every attempt sends),
 // inserts one pending delivery per event and subscribed endpoint, carrying
 // the event (its webhook-id, type and payload), in one statement, and one
 // River job per delivery (InsertManyFastTx), all in tx.
@@ -84,11 +106,7 @@ func (s *Service) insertEvents(ctx context.Context, tx pgx.Tx, t db.Tenant, even
 		if at.IsZero() {
 			at = now
 		}
-		body, err := json.Marshal(payload{
-			Type:      ev.Type,
-			Timestamp: at.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano),
-			Data:      ev.Data,
-		})
+		body, err := marshalPayload(ev.Type, at, ev.Data)
 		if err != nil {
 			return fmt.Errorf("marshal webhook event %s: %w", ev.Type, err)
 		}
