@@ -15,6 +15,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bizmsg/platform/platform/defaults"
@@ -60,8 +61,9 @@ type Batcher[K comparable, In, Out any] struct {
 	run Func[K, In, Out]
 	cfg Config
 
-	mu   sync.Mutex
-	keys map[K]*queue[In, Out]
+	mu      sync.Mutex
+	keys    map[K]*queue[In, Out]
+	workers workers
 }
 
 type queue[In, Out any] struct {
@@ -80,7 +82,8 @@ type call[In, Out any] struct {
 // New returns a Batcher that works items with run.
 func New[K comparable, In, Out any](run Func[K, In, Out], cfg Config) *Batcher[K, In, Out] {
 	cfg.setDefaults()
-	return &Batcher[K, In, Out]{run: run, cfg: cfg, keys: make(map[K]*queue[In, Out])}
+	return &Batcher[K, In, Out]{run: run, cfg: cfg, keys: make(map[K]*queue[In, Out]),
+		workers: workers{idle: make(chan func()), wait: workerIdle}}
 }
 
 // Do works in under key, in a run with the other items of key that are
@@ -156,7 +159,7 @@ func (b *Batcher[K, In, Out]) startLocked(key K, q *queue[In, Out]) {
 			continue
 		}
 		q.running++
-		go b.work(key, q, calls)
+		b.workers.start(func() { b.work(key, q, calls) })
 	}
 	if q.running == 0 && len(q.pending) == 0 {
 		delete(b.keys, key)
@@ -206,4 +209,50 @@ func (b *Batcher[K, In, Out]) safeRun(ctx context.Context, key K, calls []*call[
 		return nil, fmt.Errorf("batch: run returned %d results for %d items", len(outs), len(items))
 	}
 	return outs, nil
+}
+
+// workerIdle is how long a run's goroutine waits for the next run before it
+// exits.
+const workerIdle = 5 * time.Second
+
+// workers runs each run on a goroutine that ran an earlier one when one is
+// idle. A run goes deep into the database driver (pgx reads), and a new
+// goroutine per run grew its stack there every time: runtime.newstack was
+// 12% of the service's CPU in a closed-loop send profile
+// (docs/performance.md, §Batching). A worker's grown stack serves the runs
+// after it until a garbage collection shrinks it.
+type workers struct {
+	// idle hands a run to a worker waiting for one; unbuffered, so a send
+	// succeeds only while a worker waits.
+	idle chan func()
+	// wait is how long an idle worker waits before it exits.
+	wait time.Duration
+	// live counts the workers (for tests).
+	live atomic.Int64
+}
+
+// start runs f on an idle worker, or on a new one. It never blocks.
+func (w *workers) start(f func()) {
+	select {
+	case w.idle <- f:
+	default:
+		w.live.Add(1)
+		go w.loop(f)
+	}
+}
+
+// loop runs f, then each run handed to it, until none comes for w.wait.
+func (w *workers) loop(f func()) {
+	defer w.live.Add(-1)
+	timer := time.NewTimer(w.wait)
+	defer timer.Stop()
+	for {
+		f()
+		timer.Reset(w.wait)
+		select {
+		case f = <-w.idle:
+		case <-timer.C:
+			return
+		}
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -310,5 +312,75 @@ func TestDoAllSharesRuns(t *testing.T) {
 				t.Errorf("runs %v, want %v", r.runs, tc.wantRuns)
 			}
 		})
+	}
+}
+
+// goroutineID is the id of the calling goroutine, from its stack's header
+// ("goroutine 42 [running]:").
+func goroutineID() string {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	id, _, _ := strings.Cut(strings.TrimPrefix(string(buf), "goroutine "), " ")
+	return id
+}
+
+// Runs one after another reuse the goroutine of the run before them (its
+// stack already grown), and workers with no run to do exit.
+func TestWorkersReused(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	seen := map[string]int{}
+	run := func(_ context.Context, _ string, items []int) ([]int, error) {
+		mu.Lock()
+		seen[goroutineID()]++
+		mu.Unlock()
+		return items, nil
+	}
+	b := New(run, Config{})
+	b.workers.wait = 200 * time.Millisecond
+	const calls = 20
+	for i := range calls {
+		if _, err := b.Do(context.Background(), "a", i); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond) // let the worker reach its wait
+	}
+	mu.Lock()
+	goroutines := len(seen)
+	mu.Unlock()
+	if goroutines > calls/2 {
+		t.Errorf("%d runs ran on %d goroutines; want them reused", calls, goroutines)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for b.workers.live.Load() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d workers still live long after their idle wait", b.workers.live.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// BenchmarkDeepRun: a lone call whose run goes as deep as a database read
+// (about 16 kB of stack).
+func BenchmarkDeepRun(b *testing.B) {
+	var sink atomic.Int64
+	var deep func(n int) int
+	deep = func(n int) int {
+		var pad [128]byte
+		pad[n%128] = byte(n)
+		if n == 0 {
+			return int(pad[0])
+		}
+		return deep(n-1) + int(pad[n%128])
+	}
+	bt := New(func(_ context.Context, _ string, items []int) ([]int, error) {
+		sink.Add(int64(deep(100)))
+		return items, nil
+	}, Config{})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := bt.Do(context.Background(), "a", 1); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
