@@ -40,8 +40,9 @@ type Event struct {
 	// order they were emitted ("message:<id>", "sender_number:<id>",
 	// "api_key:<id>").
 	Key string
-	// Data is the resource the payload carries, marshalled with
-	// encoding/json (a messages.Message, a sender number, an API key).
+	// Data is the resource the payload carries (a messages.Message, a
+	// sender number, an API key): appended by its AppendJSON when it is a
+	// jsonenc.Appender, else marshalled with encoding/json.
 	Data any
 	// At is when the change happened: the payload's timestamp.
 	At time.Time
