@@ -61,6 +61,7 @@ var floors = map[string]string{
 	"platform/db":                  floorInfra,
 	"platform/devsecrets":          floorInfra,
 	"platform/httpx":               floorInfra,
+	"platform/jsonenc":             floorInfra,
 	"platform/metrics":             floorInfra,
 	"platform/migrate":             floorInfra,
 	"platform/network":             floorInfra,
