@@ -250,6 +250,22 @@ func unmigratedTenant(t *testing.T) (*db.DB, migrate.Set, db.Tenant) {
 	return d, set, createOrgs(t, d, 1)[0]
 }
 
+// applyTo applies, in tx, the migrations of set whose version keep
+// accepts to tn's schema (created if missing), in order.
+func applyTo(ctx context.Context, t *testing.T, tx pgx.Tx, set migrate.Set, tn db.Tenant, keep func(v int) bool) {
+	t.Helper()
+	if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+tn.Quoted()+"; SET LOCAL search_path TO "+tn.Quoted()); err != nil {
+		t.Fatal(err)
+	}
+	for _, mig := range set {
+		if keep(mig.Version) {
+			if _, err := tx.Exec(ctx, mig.SQL); err != nil {
+				t.Fatalf("apply %04d: %v", mig.Version, err)
+			}
+		}
+	}
+}
+
 // 0004_usage_sides splits each daily_usage row of a tenant migrated before
 // it into an acceptance row (used) and, when the day had any delivery, a
 // delivery row (dispatched, sent, delivered, failed), keeping every count.
@@ -257,26 +273,13 @@ func TestUsageSidesMigrationKeepsCounts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	d, set, tn := unmigratedTenant(t)
-	apply := func(tx pgx.Tx, versions func(v int) bool) {
-		t.Helper()
-		if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+tn.Quoted()+"; SET LOCAL search_path TO "+tn.Quoted()); err != nil {
-			t.Fatal(err)
-		}
-		for _, mig := range set {
-			if versions(mig.Version) {
-				if _, err := tx.Exec(ctx, mig.SQL); err != nil {
-					t.Fatalf("apply %04d: %v", mig.Version, err)
-				}
-			}
-		}
-	}
 	type counts struct{ used, dispatched, sent, delivered, failed int }
 	before := map[string]counts{
 		"2026-11-20": {used: 5, dispatched: 4, sent: 1, delivered: 2, failed: 1},
 		"2026-11-21": {used: 3},
 	}
 	err := pgx.BeginFunc(ctx, d.Pool, func(tx pgx.Tx) error {
-		apply(tx, func(v int) bool { return v <= 3 })
+		applyTo(ctx, t, tx, set, tn, func(v int) bool { return v <= 3 })
 		if _, err := tx.Exec(ctx, `INSERT INTO sender_numbers (phone) VALUES ('+12125550100')`); err != nil {
 			return err
 		}
@@ -287,7 +290,7 @@ func TestUsageSidesMigrationKeepsCounts(t *testing.T) {
 				return err
 			}
 		}
-		apply(tx, func(v int) bool { return v == 4 })
+		applyTo(ctx, t, tx, set, tn, func(v int) bool { return v == 4 })
 		return nil
 	})
 	if err != nil {
@@ -333,25 +336,17 @@ func TestWebhookDeliveryRowsMigrationKeepsEvents(t *testing.T) {
 	ctx := context.Background()
 	d, set, tn := unmigratedTenant(t)
 	err := pgx.BeginFunc(ctx, d.Pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+tn.Quoted()+"; SET LOCAL search_path TO "+tn.Quoted()); err != nil {
-			return err
-		}
-		for _, mig := range set {
-			if mig.Version == 9 {
-				if _, err := tx.Exec(ctx, `INSERT INTO webhook_endpoints (url, events, secret) VALUES ('https://a.example/', '{message.sent}', 's'), ('https://b.example/', '{message.sent}', 's');
+		applyTo(ctx, t, tx, set, tn, func(v int) bool { return v <= 8 })
+		if _, err := tx.Exec(ctx, `INSERT INTO webhook_endpoints (url, events, secret) VALUES ('https://a.example/', '{message.sent}', 's'), ('https://b.example/', '{message.sent}', 's');
 					INSERT INTO webhook_events (public_id, type, key, body) VALUES
 					  ('msg_1', 'message.sent', 'message:1', '{"n":1}'), ('msg_2', 'message.read', 'message:1', '{"n":2}');
 					INSERT INTO webhook_deliveries (endpoint_id, event_id, key, state)
 					SELECT e.id, ev.id, ev.key, CASE WHEN e.url = 'https://a.example/' THEN 'succeeded' ELSE 'pending' END
 					  FROM webhook_events ev JOIN webhook_endpoints e ON ev.public_id = 'msg_1' OR e.url = 'https://a.example/'
 					 ORDER BY ev.id, e.id`); err != nil {
-					return fmt.Errorf("rows before 0009: %w", err)
-				}
-			}
-			if _, err := tx.Exec(ctx, mig.SQL); err != nil {
-				return fmt.Errorf("apply %04d: %w", mig.Version, err)
-			}
+			return fmt.Errorf("rows before 0009: %w", err)
 		}
+		applyTo(ctx, t, tx, set, tn, func(v int) bool { return v >= 9 })
 		return nil
 	})
 	if err != nil {
