@@ -24,8 +24,8 @@ type Appender interface {
 func String(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' || c >= utf8.RuneSelf {
-			// Rare in the strings we render (phones, types, ids): let
-			// encoding/json apply its full escaping rules.
+			// Phones, types and ids never get here; content that is not
+			// plain ASCII does: encoding/json applies its full rules.
 			enc, err := json.Marshal(s)
 			if err != nil { // unreachable: a string always marshals
 				panic("jsonenc: marshal string: " + err.Error())

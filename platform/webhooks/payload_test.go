@@ -24,10 +24,9 @@ func TestMarshalPayload(t *testing.T) {
 		at   time.Time
 		data any
 	}{
-		"message":          {EventMessageSent, at, rawResource(`{"id":1,"content":"\u003cb\u003e"}`)},
-		"whole second":     {EventMessageRead, at.Truncate(time.Second), rawResource(`{}`)},
-		"plain resource":   {EventAPIKeyExpiring, at, map[string]any{"id": 7, "name": "<k>"}},
-		"nested appending": {EventMessageReceived, at, []any{rawResource(`{"a":[1,2]}`)}},
+		"message":        {EventMessageSent, at, rawResource(`{"id":1,"content":"\u003cb\u003e"}`)},
+		"whole second":   {EventMessageRead, at.Truncate(time.Second), rawResource(`{}`)},
+		"plain resource": {EventAPIKeyExpiring, at, map[string]any{"id": 7, "name": "<k>"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
