@@ -7,6 +7,7 @@ import (
 	"flag"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -149,6 +150,58 @@ func TestWebhookSlicesAddUp(t *testing.T) {
 	for i, want := range []bool{true, false, false, true, true, false, false, true} {
 		if sliceWith(i) != want {
 			t.Fatalf("slice %d with = %v", i, !want)
+		}
+	}
+}
+
+// Over 1,000 and 10,000 tenants the target is the service's share of
+// ceiling (a) over as many tenants (50% and 40%), delivered exactly once;
+// other counts have none.
+func TestTargetsOverManyTenants(t *testing.T) {
+	t.Parallel()
+	entry := func(n int, rate float64, once bool) sweepEntry {
+		return sweepEntry{Tenants: n, Send: loadResult{Rate: rate}, Delivery: deliveryResult{ExactlyOnce: once}, MeRatio: 0.95}
+	}
+	ceiling := func(n int, rate float64) ceilingSweepEntry {
+		return ceilingSweepEntry{Tenants: n, Spread: loadResult{Rate: rate}}
+	}
+	tests := []struct {
+		name  string
+		sweep []sweepEntry
+		want  []target
+	}{
+		{"met over 1,000, not over 10,000", []sweepEntry{entry(1, 1000, true), entry(100, 500, true), entry(1000, 600, true), entry(10000, 300, true)},
+			[]target{
+				{Name: "sends/s over 1,000 tenants vs ceiling (a) over as many, %", Value: 50, Goal: ">= 50", Met: true},
+				{Name: "  GET /me over as many vs 1 tenant (routing alone), %", Value: 95, Goal: ">= 90", Met: true},
+				{Name: "sends/s over 10,000 tenants vs ceiling (a) over as many, %", Value: 37.5, Goal: ">= 40"},
+				{Name: "  GET /me over as many vs 1 tenant (routing alone), %", Value: 95, Goal: ">= 90", Met: true},
+			}},
+		{"not met when a message was not sent exactly once", []sweepEntry{entry(1, 1000, true), entry(1000, 900, false)},
+			[]target{
+				{Name: "sends/s over 1,000 tenants vs ceiling (a) over as many, %", Value: 75, Goal: ">= 50"},
+				{Name: "  GET /me over as many vs 1 tenant (routing alone), %", Value: 95, Goal: ">= 90", Met: true},
+			}},
+		{"none without 1,000 or 10,000", []sweepEntry{entry(1, 1000, true), entry(100, 500, true)}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := &sendReport{Sweep: tt.sweep, CeilingSweep: []ceilingSweepEntry{ceiling(100, 1000), ceiling(1000, 1200), ceiling(10000, 800)}}
+			var got []target
+			for _, tg := range targets(r) {
+				if strings.Contains(tg.Name, "tenants vs ceiling") || strings.Contains(tg.Name, "routing alone") {
+					got = append(got, tg)
+				}
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("targets\n got %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+	for n, want := range map[int]string{1: "1", 999: "999", 1000: "1,000", 10000: "10,000", 1234567: "1,234,567"} {
+		if got := thousands(n); got != want {
+			t.Fatalf("thousands(%d) = %q, want %q", n, got, want)
 		}
 	}
 }
