@@ -729,7 +729,7 @@ func (b *sendBench) service(ctx context.Context, rep *sendReport, pool *pgxpool.
 	if rep.Paired, rep.PairedRatio, err = b.paired(ctx, g, svc.addr, pool); err != nil {
 		return err
 	}
-	if rep.Webhooks, rep.WebhookRatio, rep.WebhookSlices, err = b.webhooks(ctx, g, svc.addr, pprofAddr); err != nil {
+	if rep.Webhooks, rep.WebhookRatio, rep.WebhookSlices, err = b.webhooks(ctx, g, svc.addr, pprofAddr, rep.Server); err != nil {
 		return err
 	}
 	rep.WebhookCPURatio = medianRatio(rep.Webhooks, func(r webhookRound) float64 { return r.CPURatio })
@@ -1227,8 +1227,8 @@ func printSendReport(w io.Writer, r *sendReport) {
 			line("accepted sends/s with a webhook endpoint vs without", fmt.Sprintf("%8.1f %%  (median of %d rounds back to back, %d tenant(s))",
 				100*r.WebhookRatio, len(r.Webhooks), r.Config.Tenants[0]))
 			for i, rd := range r.Webhooks {
-				line(fmt.Sprintf("  round %d", i+1), fmt.Sprintf("%8.1f %%  (%.0f /s with, %.0f /s without; CPU %.2f / %.2f ms a message; webhooks %d, %d during the run, then %.0f /s; %d yields; all arrived %v)",
-					100*rd.Ratio, rd.With.Rate, rd.Without.Rate, rd.CPUWith, rd.CPUWithout, rd.Webhooks, rd.DuringRun, rd.DrainRate, rd.Yields, rd.Complete))
+				line(fmt.Sprintf("  round %d", i+1), fmt.Sprintf("%8.1f %%  (%.0f /s with, %.0f /s without; CPU %.2f / %.2f ms a message; webhooks %d, %d during the run, then %.0f /s; %d yields; all arrived %v; %d checkpoint(s) started)",
+					100*rd.Ratio, rd.With.Rate, rd.Without.Rate, rd.CPUWith, rd.CPUWithout, rd.Webhooks, rd.DuringRun, rd.DrainRate, rd.Yields, rd.Complete, rd.Checkpoints))
 			}
 			line("machine CPU per accepted message, without vs with", fmt.Sprintf("%8.1f %%  (median of the rounds: the rate kept on a saturated machine)",
 				100*r.WebhookCPURatio))

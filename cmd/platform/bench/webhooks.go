@@ -55,6 +55,9 @@ type webhookRound struct {
 	Yields int64 `json:"webhook_yields"`
 	// Complete: every expected webhook arrived.
 	Complete bool `json:"complete"`
+	// Checkpoints is how many checkpoints the server started during the
+	// round's two runs (each begins right after one, settleWebhooks).
+	Checkpoints int64 `json:"checkpoints"`
 }
 
 // hookReceiver is the organizations' webhook server: it answers every
@@ -150,7 +153,7 @@ func (r *hookReceiver) rate() (int64, float64) {
 // interleaved measurement (-webhook-slices; nil when skipped). With
 // -cpuprofile it profiles the service (at pprofAddr) during the first
 // round's run with an endpoint.
-func (b *sendBench) webhooks(ctx context.Context, g *loadGen, addr, pprofAddr string) ([]webhookRound, float64, *webhookSlices, error) {
+func (b *sendBench) webhooks(ctx context.Context, g *loadGen, addr, pprofAddr string, server serverSettings) ([]webhookRound, float64, *webhookSlices, error) {
 	if b.cfg.WebhookRounds == 0 && b.cfg.WebhookSlices == 0 {
 		return nil, 0, nil, nil
 	}
@@ -215,16 +218,25 @@ func (b *sendBench) webhooks(ctx context.Context, g *loadGen, addr, pprofAddr st
 			rd.Complete = rd.Webhooks >= want
 			return b.deleteEndpoints(ctx, addr, first, ids)
 		}
-		// Each run starts vacuumed, as autovacuum would leave it.
-		vacuumed := func(run func() error) func() error {
+		// Each run starts settled, and counts the checkpoints it started.
+		settled := func(run func() error) func() error {
 			return func() error {
-				if err := b.vacuumWebhooks(ctx, first); err != nil {
+				if err := b.settleWebhooks(ctx, first); err != nil {
 					return err
 				}
-				return run()
+				before, err := server.checkpoints(ctx, b.d)
+				if err != nil {
+					return err
+				}
+				if err := run(); err != nil {
+					return err
+				}
+				after, err := server.checkpoints(ctx, b.d)
+				rd.Checkpoints += after - before
+				return err
 			}
 		}
-		if err := inTurn(rd.WithFirst, vacuumed(with), vacuumed(without)); err != nil {
+		if err := inTurn(rd.WithFirst, settled(with), settled(without)); err != nil {
 			return rounds, 0, nil, err
 		}
 		rd.Ratio = ratio(rd.With.Rate, rd.Without.Rate)
@@ -272,6 +284,26 @@ func (b *sendBench) webhookWarmup(ctx context.Context, g *loadGen, addr string, 
 		return err
 	}
 	return b.deleteEndpoints(ctx, addr, ts, ids)
+}
+
+// settleWebhooks starts a webhook run from a settled database: its tables
+// vacuumed (vacuumWebhooks), then a checkpoint. A round writes on the
+// order of 100 MB of WAL (6.5 kB a message without an endpoint, 10.7 kB
+// with, then the webhooks' attempts), so a checkpoint (checkpoint_timeout,
+// 5 min by default, or max_wal_size) would start inside a run every few
+// rounds and make the next write of each page a full-page image: a slower
+// run, with or without the endpoint at random. One just before each run
+// keeps them out (the round line counts those that started anyway).
+// CHECKPOINT needs superuser or pg_checkpoint; without, the first refusal
+// is kept for the report and runs go on.
+func (b *sendBench) settleWebhooks(ctx context.Context, ts []benchTenant) error {
+	if err := b.vacuumWebhooks(ctx, ts); err != nil {
+		return err
+	}
+	if _, err := b.d.Pool.Exec(ctx, "CHECKPOINT"); err != nil && b.checkpointErr == "" {
+		b.checkpointErr = err.Error()
+	}
+	return nil
 }
 
 // vacuumWebhooks vacuums and analyzes what a webhook run writes: the

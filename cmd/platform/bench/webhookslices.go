@@ -119,7 +119,7 @@ func (w *webhookSlices) addSlices(marks []sliceMark) {
 // with the receiver rcv, and waits for every webhook the run recorded.
 func (b *sendBench) webhookSliced(ctx context.Context, g *loadGen, addr string, ts []benchTenant, rcv *hookReceiver) (*webhookSlices, error) {
 	out := &webhookSlices{Slices: b.cfg.WebhookSlices, Slice: b.cfg.WebhookSlice}
-	if err := b.vacuumWebhooks(ctx, ts); err != nil {
+	if err := b.settleWebhooks(ctx, ts); err != nil {
 		return nil, err
 	}
 	ids, err := b.addEndpoints(ctx, addr, ts, rcv.url)
