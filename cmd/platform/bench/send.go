@@ -572,6 +572,11 @@ func (b *sendBench) settle(ctx context.Context) error {
 // refusal (CHECKPOINT needs superuser or pg_checkpoint) for the report.
 func (b *sendBench) checkpoint(ctx context.Context, after string) {
 	b.prog.phase("checkpoint after " + after)(0)
+	b.checkpointNow(ctx)
+}
+
+// checkpointNow runs CHECKPOINT, keeping the first refusal for the report.
+func (b *sendBench) checkpointNow(ctx context.Context) {
 	if _, err := b.d.Pool.Exec(ctx, "CHECKPOINT"); err != nil && b.checkpointErr == "" {
 		b.checkpointErr = err.Error()
 	}
