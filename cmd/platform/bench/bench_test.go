@@ -213,3 +213,24 @@ func TestTargetsOverManyTenants(t *testing.T) {
 		}
 	}
 }
+
+// The median's interval takes the order statistics that bound it with at
+// least 95% confidence (binomial, p = ½), and none below six rounds.
+func TestMedianInterval(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		n, k int
+	}{{0, 0}, {5, 0}, {6, 1}, {8, 1}, {9, 2}, {15, 4}, {27, 8}, {40, 14}} {
+		if got := intervalRank(tc.n); got != tc.k {
+			t.Errorf("intervalRank(%d) = %d, want %d", tc.n, got, tc.k)
+		}
+	}
+	ratios := []float64{1.04, 0.72, 0.99, 0.91, 1.13, 0.80, 0.97, 0.88, 1.01}
+	low, high := medianInterval(ratios, func(r float64) float64 { return r })
+	if low != 0.80 || high != 1.04 {
+		t.Errorf("interval of nine rounds = %v-%v, want the 2nd smallest and the 2nd largest, 0.80-1.04", low, high)
+	}
+	if low, high := medianInterval(ratios[:5], func(r float64) float64 { return r }); low != 0 || high != 0 {
+		t.Errorf("five rounds bound nothing at 95%%, got %v-%v", low, high)
+	}
+}

@@ -75,8 +75,9 @@ func (p *progress) close() {
 // cpuTimes is a snapshot of the machine's CPU time (/proc/stat), in clock
 // ticks (userHZ a second), to tell how busy the whole machine was during a
 // phase: busy is every CPU's time but idle and iowait, work the time its
-// processes and the kernel used (busy without the time a hypervisor stole).
-type cpuTimes struct{ busy, work, total float64 }
+// processes and the kernel used (busy without the time a hypervisor stole),
+// steal that stolen time.
+type cpuTimes struct{ busy, work, steal, total float64 }
 
 // userHZ is the unit of /proc/stat's times: Linux's USER_HZ, 100 on every
 // architecture it runs on.
@@ -98,6 +99,9 @@ func readCPU() cpuTimes {
 		if i <= 2 || i == 5 || i == 6 { // user, nice, system, irq, softirq
 			t.work += v
 		}
+		if i == 7 {
+			t.steal += v
+		}
 	}
 	return t
 }
@@ -109,6 +113,17 @@ func busySince(s cpuTimes) float64 {
 		return 0
 	}
 	return roundMS((e.busy - s.busy) / (e.total - s.total) * 100)
+}
+
+// stealSince is the share of all CPUs' time since s that a hypervisor
+// gave to other machines, in percent: time the machine's processes were
+// ready to run and could not.
+func stealSince(s cpuTimes) float64 {
+	e := readCPU()
+	if e.total <= s.total {
+		return 0
+	}
+	return roundMS((e.steal - s.steal) / (e.total - s.total) * 100)
 }
 
 // cpuPerItem is the milliseconds of CPU time the machine's processes used

@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"runtime"
@@ -231,6 +232,11 @@ type sendReport struct {
 	Webhooks        []webhookRound `json:"webhooks"`
 	WebhookRatio    float64        `json:"webhook_ratio"`
 	WebhookCPURatio float64        `json:"webhook_cpu_ratio"`
+	// WebhookRatioLow and WebhookRatioHigh bound the median ratio the
+	// rounds estimate, at 95% confidence (medianInterval); both 0 with
+	// fewer than six rounds, which cannot bound it at that level.
+	WebhookRatioLow  float64 `json:"webhook_ratio_low"`
+	WebhookRatioHigh float64 `json:"webhook_ratio_high"`
 	// WebhookSlices is the interleaved measurement (-webhook-slices).
 	WebhookSlices *webhookSlices `json:"webhook_slices,omitempty"`
 	Sweep         []sweepEntry   `json:"sweep"`
@@ -738,6 +744,7 @@ func (b *sendBench) service(ctx context.Context, rep *sendReport, pool *pgxpool.
 		return err
 	}
 	rep.WebhookCPURatio = medianRatio(rep.Webhooks, func(r webhookRound) float64 { return r.CPURatio })
+	rep.WebhookRatioLow, rep.WebhookRatioHigh = medianInterval(rep.Webhooks, func(r webhookRound) float64 { return r.Ratio })
 
 	// The tenant sweep: the first entry is the closed-loop run above.
 	sweep := []sweepEntry{{Tenants: len(first), Send: rep.Send, Delivery: rep.Delivery, Ratio: 1, Me: rep.Me, MeRatio: 1, Memory: firstMemory}}
@@ -894,6 +901,43 @@ func medianRatio[T any](rounds []T, ratioOf func(T) float64) float64 {
 		return 0
 	}
 	return ratioOf(medianBy(rounds, ratioOf))
+}
+
+// medianInterval bounds the median of the distribution rounds' ratios are
+// drawn from, at 95% confidence or more, without assuming its shape: the
+// k-th smallest and the k-th largest ratio, k = intervalRank(n). Rounds
+// that spread wide give a wide interval, so a median on one side of a
+// target is read together with it. 0, 0 when there are too few rounds.
+func medianInterval[T any](rounds []T, ratioOf func(T) float64) (low, high float64) {
+	k := intervalRank(len(rounds))
+	if k == 0 {
+		return 0, 0
+	}
+	ratios := make([]float64, len(rounds))
+	for i, r := range rounds {
+		ratios[i] = ratioOf(r)
+	}
+	slices.Sort(ratios)
+	return ratios[k-1], ratios[len(ratios)-k]
+}
+
+// intervalRank is the largest k such that the k-th smallest and the k-th
+// largest of n values bound their distribution's median with probability
+// at least 95%: 1 - 2·P(B ≤ k-1) ≥ 0.95 for B binomial(n, ½). 0 when no k
+// does (fewer than six values).
+func intervalRank(n int) int {
+	k, below := 0, 0.0 // below: P(B ≤ k-1), growing with k
+	p := math.Pow(0.5, float64(n))
+	for i := 0; i < n/2; i++ {
+		// p is P(B = i).
+		if 2*(below+p) > 0.05 {
+			break
+		}
+		below += p
+		k = i + 1
+		p = p * float64(n-i) / float64(i+1)
+	}
+	return k
 }
 
 // ratio is rate over base, 0 when base measured nothing.
@@ -1231,9 +1275,13 @@ func printSendReport(w io.Writer, r *sendReport) {
 		if len(r.Webhooks) > 0 {
 			line("accepted sends/s with a webhook endpoint vs without", fmt.Sprintf("%8.1f %%  (median of %d rounds back to back, %d tenant(s))",
 				100*r.WebhookRatio, len(r.Webhooks), r.Config.Tenants[0]))
+			if r.WebhookRatioHigh > 0 {
+				line("  the median's 95% confidence interval", fmt.Sprintf("%.1f-%.1f %%  (between rounds %d and %d of %d in order of their ratio)",
+					100*r.WebhookRatioLow, 100*r.WebhookRatioHigh, intervalRank(len(r.Webhooks)), len(r.Webhooks)+1-intervalRank(len(r.Webhooks)), len(r.Webhooks)))
+			}
 			for i, rd := range r.Webhooks {
-				line(fmt.Sprintf("  round %d", i+1), fmt.Sprintf("%8.1f %%  (%.0f /s with, %.0f /s without; CPU %.2f / %.2f ms a message; webhooks %d, %d during the run, then %.0f /s; %d yields; all arrived %v; %d checkpoint(s) started)",
-					100*rd.Ratio, rd.With.Rate, rd.Without.Rate, rd.CPUWith, rd.CPUWithout, rd.Webhooks, rd.DuringRun, rd.DrainRate, rd.Yields, rd.Complete, rd.Checkpoints))
+				line(fmt.Sprintf("  round %d", i+1), fmt.Sprintf("%8.1f %%  (%.0f /s with, %.0f /s without; CPU %.2f / %.2f ms a message; steal %.1f / %.1f %%; webhooks %d, %d during the run, then %.0f /s; %d yields; all arrived %v; %d checkpoint(s) started)",
+					100*rd.Ratio, rd.With.Rate, rd.Without.Rate, rd.CPUWith, rd.CPUWithout, rd.StealWith, rd.StealWithout, rd.Webhooks, rd.DuringRun, rd.DrainRate, rd.Yields, rd.Complete, rd.Checkpoints))
 			}
 			line("machine CPU per accepted message, without vs with", fmt.Sprintf("%8.1f %%  (median of the rounds: the rate kept on a saturated machine)",
 				100*r.WebhookCPURatio))

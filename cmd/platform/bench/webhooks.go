@@ -37,6 +37,11 @@ type webhookRound struct {
 	CPUWithout float64 `json:"cpu_ms_per_message_without"`
 	CPUWith    float64 `json:"cpu_ms_per_message_with"`
 	CPURatio   float64 `json:"cpu_ratio"`
+	// StealWithout and StealWith are the percent of the machine's CPU
+	// time a hypervisor stole during each run (the same span as the CPU
+	// time): where it differs between the runs, so does their rate.
+	StealWithout float64 `json:"steal_pct_without"`
+	StealWith    float64 `json:"steal_pct_with"`
 	// Webhooks is how many webhook requests the receiver took for the
 	// with-endpoint run's messages (two per message: message.sent and
 	// message.delivered), and Rate how many a second, from the first
@@ -174,7 +179,7 @@ func (b *sendBench) webhooks(ctx context.Context, g *loadGen, addr, pprofAddr st
 			cpu := readCPU()
 			var err error
 			rd.Without, _, err = b.sweepRun(ctx, g, addr, first, round+"no endpoint: ", fmt.Sprintf("bench-nohook-r%d", r))
-			rd.CPUWithout = cpuPerItem(cpu, rd.Without.OK)
+			rd.CPUWithout, rd.StealWithout = cpuPerItem(cpu, rd.Without.OK), stealSince(cpu)
 			return err
 		}
 		with := func() error {
@@ -193,7 +198,7 @@ func (b *sendBench) webhooks(ctx context.Context, g *loadGen, addr, pprofAddr st
 			}
 			cpu := readCPU()
 			rd.With, _, err = b.sweepRun(ctx, g, addr, first, round+"one endpoint: ", fmt.Sprintf("bench-hook-r%d", r))
-			rd.CPUWith = cpuPerItem(cpu, rd.With.OK)
+			rd.CPUWith, rd.StealWith = cpuPerItem(cpu, rd.With.OK), stealSince(cpu)
 			if err != nil {
 				return err
 			}
