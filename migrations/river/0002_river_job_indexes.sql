@@ -15,7 +15,10 @@
 -- so they weighed on it most.
 --
 -- The btree is partial: other kinds' jobs (webhook deliveries, OTPs, River's
--- own periodic jobs) enter no index but River's.
+-- own periodic jobs) enter no index but River's. Built here inside the
+-- migration's transaction, it holds the job table's writes while it builds;
+-- on a large job table build it CONCURRENTLY beforehand and this skips it
+-- (docs/operations.md, §Upgrades that rebuild an index).
 DROP INDEX IF EXISTS river_job_args_index;
 DROP INDEX IF EXISTS river_job_metadata_index;
 CREATE INDEX IF NOT EXISTS river_job_message_delivery_idx
