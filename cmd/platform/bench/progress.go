@@ -108,22 +108,24 @@ func readCPU() cpuTimes {
 
 // busySince is the machine's CPU use since s, in percent of all CPUs.
 func busySince(s cpuTimes) float64 {
-	e := readCPU()
-	if e.total <= s.total {
-		return 0
-	}
-	return roundMS((e.busy - s.busy) / (e.total - s.total) * 100)
+	return shareSince(s, func(t cpuTimes) float64 { return t.busy })
 }
 
 // stealSince is the share of all CPUs' time since s that a hypervisor
 // gave to other machines, in percent: time the machine's processes were
 // ready to run and could not.
 func stealSince(s cpuTimes) float64 {
+	return shareSince(s, func(t cpuTimes) float64 { return t.steal })
+}
+
+// shareSince is part of all CPUs' time since s, in percent; 0 when no
+// time passed.
+func shareSince(s cpuTimes, part func(cpuTimes) float64) float64 {
 	e := readCPU()
 	if e.total <= s.total {
 		return 0
 	}
-	return roundMS((e.steal - s.steal) / (e.total - s.total) * 100)
+	return roundMS((part(e) - part(s)) / (e.total - s.total) * 100)
 }
 
 // cpuPerItem is the milliseconds of CPU time the machine's processes used
