@@ -147,7 +147,8 @@ func (p *Prepared) Exec(ctx context.Context, tx pgx.Tx, query string, args ...an
 }
 
 // Tx runs fn in a transaction on one pool connection and commits it when
-// fn returns nil (rolls it back otherwise). Query and Exec with the
+// fn returns nil (rolls it back otherwise), through BeginFunc (AfterCommit
+// works in fn). Query and Exec with the
 // transaction use that connection's prepared statements. When one of them
 // finds its plan stale (a migration changed its result columns), the
 // transaction is rolled back and fn runs once more, on statements prepared
@@ -166,18 +167,7 @@ func (p *Prepared) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 		return err
 	}
 	defer c.Release()
-	tx, err := c.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback(context.WithoutCancel(ctx))
-		return err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
+	return BeginFunc(ctx, c, fn)
 }
 
 // acquire takes a pool connection, waiting at most Config.AcquireTimeout

@@ -73,7 +73,7 @@ func (s *Service) NotifyExpiring(ctx context.Context, now time.Time) (int, error
 // notifyExpiring reports key k of tenant t once; false when it was already.
 func (s *Service) notifyExpiring(ctx context.Context, t db.Tenant, k Key, now time.Time) (bool, error) {
 	sent := false
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `INSERT INTO `+t.Table("notices")+` (kind, ref, created_at)
 			VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, webhooks.EventAPIKeyExpiring, k.ID, now)
 		if err != nil || tag.RowsAffected() == 0 {

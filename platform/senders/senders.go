@@ -228,21 +228,11 @@ func deriveKey(secret []byte, purpose string) []byte {
 	return m.Sum(nil)
 }
 
-// inTx runs fn in a pgx transaction on the pool and commits when fn returns
-// nil; an error from fn (returned as it is) or a panic rolls it back.
+// inTx runs fn in a pgx transaction on the pool (db.BeginFunc) and commits
+// when fn returns nil; an error from fn (returned as it is) or a panic rolls
+// it back.
 func (s *Service) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("begin transaction: %w", err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }() // after Commit, a no-op
-	if err := fn(tx); err != nil {
-		return err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("commit transaction: %w", err)
-	}
-	return nil
+	return db.BeginFunc(ctx, s.pool, fn)
 }
 
 // inRowTx is inTx with number id of t loaded and locked for update first:
