@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/webhooks"
 )
 
@@ -251,7 +252,7 @@ func TestWebhookDeliveryAPI(t *testing.T) {
 	emit := func(events ...webhooks.Event) {
 		t.Helper()
 		ctx := context.Background()
-		if err := pgx.BeginFunc(ctx, e.App.DB.Pool, func(tx pgx.Tx) error {
+		if err := db.BeginFunc(ctx, e.App.DB.Pool, func(tx pgx.Tx) error {
 			return e.App.Webhooks.Emit(ctx, tx, org.Tenant, events...)
 		}); err != nil {
 			t.Fatal(err)
@@ -322,7 +323,7 @@ func TestWebhookDeliveryAPI(t *testing.T) {
 	failing.Store(true)
 	since := e.Clock.Now().UTC().Format(time.RFC3339)
 	emit(webhooks.Event{Type: webhooks.EventMessageFailed, Key: "message:2", Data: map[string]any{"id": 2}})
-	wait("a failed attempt", func() bool { return log("?event_type=message.failed")[0].Attempts > 0 })
+	wait("a failed attempt", func() bool { d := log("?event_type=message.failed"); return len(d) == 1 && d[0].Attempts > 0 })
 	e.Clock.Advance(2 * time.Hour)
 	wait("the delivery to fail", func() bool { return len(log("?state=failed")) == 1 })
 	failing.Store(false)

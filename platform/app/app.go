@@ -259,6 +259,7 @@ func (a *App) riverClient(opts Options) (*river.Client[pgx.Tx], error) {
 			jobs.HousekeepingPeriodic(time.Hour),
 			jobs.AccountSweepPeriodic(a.cfg.SenderSweepInterval),
 			jobs.KeyExpiryPeriodic(),
+			jobs.WebhookOutboxPeriodic(jobs.WebhookOutboxInterval),
 		}
 	}
 	return queue.NewClient(a.DB.Pool, a.workers, periodic, cfg)
@@ -442,8 +443,11 @@ func maxTime(a, b time.Time) time.Time {
 	return b
 }
 
-// Close releases the database.
+// Close stops the webhook outbox expansions and releases the database.
 func (a *App) Close() {
+	if a.Webhooks != nil {
+		a.Webhooks.Close()
+	}
 	if a.DB != nil {
 		a.DB.Close()
 	}

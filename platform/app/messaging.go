@@ -99,7 +99,7 @@ func (a *App) messagingWorkers(workers *river.Workers, cfg queue.Config) {
 // purgeIdempotencyKeys deletes every tenant's idempotency keys older than
 // their lifetime. A failing tenant does not stop the others.
 func (a *App) purgeIdempotencyKeys(ctx context.Context, now time.Time) (int64, error) {
-	return a.purgeTenants(ctx, func(t db.Tenant) (int64, error) {
+	return a.sumTenants(ctx, func(t db.Tenant) (int64, error) {
 		return messages.PurgeIdempotencyKeys(ctx, a.DB, t, now.Add(-idempotencyTTL))
 	})
 }

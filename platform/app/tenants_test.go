@@ -9,7 +9,7 @@ import (
 	"github.com/bizmsg/platform/platform/db"
 )
 
-// purgeEach sums what every tenant deleted, goes past a failing tenant and
+// sumEach sums what every tenant deleted, goes past a failing tenant and
 // names the first failure, and stops at the next tenant once its context
 // ends (a shutdown), without counting the rest as failures.
 func TestPurgeEach(t *testing.T) {
@@ -41,7 +41,7 @@ func TestPurgeEach(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			calls := 0
-			total, err := purgeEach(ctx, tenants, func(tn db.Tenant) (int64, error) {
+			total, err := sumEach(ctx, tenants, func(tn db.Tenant) (int64, error) {
 				calls++
 				if tn.OrgID == tt.cancelAt {
 					cancel()

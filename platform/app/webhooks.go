@@ -43,16 +43,30 @@ func (a *App) webhookRoutes() {
 	tenant.MountWebhooks(a.TenantRoutes, a.Webhooks)
 }
 
-// webhookWorkers registers the webhook delivery worker.
+// webhookWorkers registers the webhook delivery worker and the outbox
+// sweep.
 func (a *App) webhookWorkers(workers *river.Workers) {
 	river.AddWorker(workers, &jobs.WebhookWorker{Attempter: a.Webhooks})
+	river.AddWorker(workers, &jobs.WebhookOutboxWorker{Sweep: a.sweepWebhookOutboxes, Logger: a.log})
+}
+
+// sweepWebhookOutboxes wakes this process's expansion of every tenant whose
+// webhook outbox holds rows (webhooks.Service.SweepOutbox) and counts them.
+func (a *App) sweepWebhookOutboxes(ctx context.Context) (int64, error) {
+	return a.sumTenants(ctx, func(t db.Tenant) (int64, error) {
+		woken, err := a.Webhooks.SweepOutbox(ctx, t)
+		if woken {
+			return 1, err
+		}
+		return 0, err
+	})
 }
 
 // purgeWebhookDeliveries deletes every tenant's finished webhook deliveries
 // (with their events) past their retention (webhooks.Service.Purge). A failing
 // tenant does not stop the others.
 func (a *App) purgeWebhookDeliveries(ctx context.Context, now time.Time) (int64, error) {
-	return a.purgeTenants(ctx, func(t db.Tenant) (int64, error) {
+	return a.sumTenants(ctx, func(t db.Tenant) (int64, error) {
 		return a.Webhooks.Purge(ctx, t, now)
 	})
 }

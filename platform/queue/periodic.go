@@ -21,3 +21,10 @@ type KeyExpiryArgs struct{}
 
 // Kind names the job in River.
 func (KeyExpiryArgs) Kind() string { return "api_key_expiry" }
+
+// WebhookOutboxArgs is the periodic job that finds webhook outbox rows no
+// process is expanding (webhooks.Service.SweepOutbox).
+type WebhookOutboxArgs struct{}
+
+// Kind names the job in River.
+func (WebhookOutboxArgs) Kind() string { return "webhook_outbox_sweep" }

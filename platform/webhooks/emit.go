@@ -8,11 +8,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
 
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/jsonenc"
-	"github.com/bizmsg/platform/platform/queue"
 )
 
 // payload is the body of a webhook request (Standard Webhooks).
@@ -51,10 +49,13 @@ func marshalPayload(typ string, at time.Time, data any) ([]byte, error) {
 // When no enabled endpoint of the organization is subscribed to any of the
 // events' types (the common case) it runs one read of the endpoints table
 // and writes nothing. Otherwise it marshals each such event's payload
-// once (marshalPayload: the bytes every attempt sends),
-// inserts one pending delivery per event and subscribed endpoint, carrying
-// the event (its webhook-id, type and payload), in one statement, and one
-// River job per delivery (InsertManyFastTx), all in tx.
+// once (marshalPayload: the bytes every attempt sends) and writes them, with
+// the endpoints subscribed to each, as one row of the organization's
+// webhook outbox, in one statement. After tx commits (tx must come from
+// db.BeginFunc for the process to learn it at once; otherwise the sweep
+// finds the row, SweepOutbox) the process turns the row into one pending
+// delivery per event and subscribed endpoint and its River job, in that
+// order (outbox.go).
 //
 // An event without a Key is ordered with no other; an event without At is
 // stamped with the service clock. An unknown Type is an error.
@@ -72,81 +73,80 @@ func (s *Service) Emit(ctx context.Context, tx pgx.Tx, t db.Tenant, events ...Ev
 			types = append(types, ev.Type)
 		}
 	}
-	subscribed := map[string]bool{}
-	err := s.sql.Query(ctx, tx, sqlFor(t, `SELECT DISTINCT unnest(events) FROM {endpoints}
-		WHERE enabled AND events && $1::text[]`), []any{types}, func(r db.Rows) error {
+	var subs []subscriber
+	err := s.sql.Query(ctx, tx, sqlFor(t, `SELECT id, events FROM {endpoints}
+		WHERE enabled AND events && $1::text[] ORDER BY id`), []any{types}, func(r db.Rows) error {
 		for r.Next() {
-			var typ string
-			if err := r.Scan(&typ); err != nil {
+			var sub subscriber
+			if err := r.Scan(&sub.id, &sub.events); err != nil {
 				return err
 			}
-			subscribed[typ] = true
+			subs = append(subs, sub)
 		}
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("read webhook subscriptions: %w", err)
 	}
-	if len(subscribed) == 0 {
+	if len(subs) == 0 {
 		return nil
 	}
-	return s.insertEvents(ctx, tx, t, events, subscribed)
+	if err := s.record(ctx, tx, t, events, subs); err != nil {
+		return err
+	}
+	db.AfterCommit(tx, func() { s.outbox.wake(t) })
+	return nil
 }
 
-// insertEvents writes the deliveries of the events whose types have
-// subscribers, and their jobs.
-func (s *Service) insertEvents(ctx context.Context, tx pgx.Tx, t db.Tenant, events []Event, subscribed map[string]bool) error {
+// subscriber is an enabled endpoint and the event types it takes.
+type subscriber struct {
+	id     int64
+	events []string
+}
+
+// record writes the outbox row of the events that have subscribers: the
+// events in the order given, and for each its subscribers in id order (the
+// order their deliveries' ids will follow, which orders the events of one
+// key).
+func (s *Service) record(ctx context.Context, tx pgx.Tx, t db.Tenant, events []Event, subs []subscriber) error {
 	now := s.clock.Now()
 	var ids, types, keys, bodies []string
+	var places []int32
+	var endpoints []int64
 	for _, ev := range events {
-		if !subscribed[ev.Type] {
-			continue
-		}
-		at := ev.At
-		if at.IsZero() {
-			at = now
-		}
-		body, err := marshalPayload(ev.Type, at, ev.Data)
-		if err != nil {
-			return fmt.Errorf("marshal webhook event %s: %w", ev.Type, err)
-		}
-		id := newEventID()
-		key := ev.Key
-		if key == "" {
-			key = "event:" + id
-		}
-		ids, types, keys, bodies = append(ids, id), append(types, ev.Type), append(keys, key), append(bodies, string(body))
-	}
-	// A delivery per event and subscribed endpoint, in one row with its
-	// event's webhook-id, type and body, in the order the events were given
-	// (ORDER BY their place, then the endpoint): the delivery id is what
-	// orders the events of one key.
-	var jobs []river.InsertManyParams
-	err := s.sql.Query(ctx, tx, sqlFor(t, `INSERT INTO {deliveries} (endpoint_id, event_id, event_type, body, key, next_attempt_at, created_at, updated_at)
-		SELECT e.id, i.event_id, i.type, i.body, i.key, $5::timestamptz, $5::timestamptz, $5::timestamptz
-		  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS i(event_id, type, key, body, n)
-		  JOIN {endpoints} e ON e.enabled AND i.type = ANY (e.events)
-		 ORDER BY i.n, e.id
-		RETURNING id, endpoint_id`), []any{ids, types, keys, bodies, now}, func(r db.Rows) error {
-		for r.Next() {
-			var id, endpoint int64
-			if err := r.Scan(&id, &endpoint); err != nil {
-				return err
+		first := true
+		for _, sub := range subs {
+			if !slices.Contains(sub.events, ev.Type) {
+				continue
 			}
-			jobs = append(jobs, queue.WebhookDeliveryJob(queue.WebhookDeliveryArgs{
-				OrgID: t.OrgID, Schema: t.Schema, DeliveryID: id, EndpointID: endpoint,
-			}))
+			if first {
+				first = false
+				at := ev.At
+				if at.IsZero() {
+					at = now
+				}
+				body, err := marshalPayload(ev.Type, at, ev.Data)
+				if err != nil {
+					return fmt.Errorf("marshal webhook event %s: %w", ev.Type, err)
+				}
+				id := newEventID()
+				key := ev.Key
+				if key == "" {
+					key = "event:" + id
+				}
+				ids, types, keys, bodies = append(ids, id), append(types, ev.Type), append(keys, key), append(bodies, string(body))
+			}
+			places, endpoints = append(places, int32(len(ids))), append(endpoints, sub.id)
 		}
+	}
+	if len(ids) == 0 {
 		return nil
-	})
+	}
+	err := s.sql.Exec(ctx, tx, sqlFor(t, `INSERT INTO {outbox}
+		(created_at, event_ids, event_types, event_keys, bodies, delivery_events, endpoint_ids)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`), now, ids, types, keys, bodies, places, endpoints)
 	if err != nil {
-		return fmt.Errorf("insert webhook events: %w", err)
-	}
-	if len(jobs) == 0 {
-		return nil
-	}
-	if _, err := s.jobs.InsertManyFastTx(ctx, tx, jobs); err != nil {
-		return fmt.Errorf("queue webhook deliveries: %w", err)
+		return fmt.Errorf("record webhook events: %w", err)
 	}
 	return nil
 }

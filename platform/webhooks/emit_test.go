@@ -15,9 +15,10 @@ import (
 )
 
 // With no enabled endpoint subscribed to an event's type, Emit runs one
-// statement and writes nothing: no event, no delivery, no job. With
-// subscribers it writes one delivery, carrying its event, and one job per
-// event and subscribed endpoint, in the order of the events.
+// statement and writes nothing: no outbox row, no delivery, no job. With
+// subscribers it runs two and writes one outbox row, which the expansion
+// turns into one delivery, carrying its event, and one job per event and
+// subscribed endpoint, in the order of the events.
 func TestEmit(t *testing.T) {
 	t.Parallel()
 	sent := webhooks.Event{Type: webhooks.EventMessageSent, Key: "message:7", Data: map[string]any{"id": 7}}
@@ -59,9 +60,29 @@ func TestEmit(t *testing.T) {
 			tn := f.org()
 			tt.setup(f, svc, tn)
 			statements.Store(0)
-			f.emit(svc, tn, tt.events...)
+			// A transaction not begun by db.BeginFunc: nothing wakes the
+			// expansion, so the count is Emit's alone.
+			ctx := context.Background()
+			if err := pgx.BeginFunc(ctx, f.db.Pool, func(tx pgx.Tx) error {
+				return svc.Emit(ctx, tx, tn, tt.events...)
+			}); err != nil {
+				t.Fatalf("emit: %v", err)
+			}
 			if got := statements.Load(); got != tt.wantStatements {
 				t.Errorf("Emit ran %d statements, want %d", got, tt.wantStatements)
+			}
+			wantRows := 0
+			if tt.wantDeliveries > 0 {
+				wantRows = 1
+			}
+			if got := f.count(tn, "webhook_outbox"); got != wantRows {
+				t.Errorf("Emit wrote %d outbox rows, want %d", got, wantRows)
+			}
+			if n, err := svc.ExpandOutbox(ctx, tn); err != nil || n != wantRows {
+				t.Fatalf("ExpandOutbox = %d, %v; want %d rows", n, err, wantRows)
+			}
+			if got := f.count(tn, "webhook_outbox"); got != 0 {
+				t.Errorf("%d outbox rows left after the expansion", got)
 			}
 			if ev, d, j := f.events(tn), f.count(tn, "webhook_deliveries"), f.jobCount(); ev != tt.wantEvents ||
 				d != tt.wantDeliveries || j != tt.wantJobs {

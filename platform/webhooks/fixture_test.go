@@ -74,9 +74,12 @@ func (f *fixture) org() db.Tenant {
 	return tn
 }
 
-// service returns a webhook service on the fixture's database and clock.
+// service returns a webhook service on the fixture's database and clock,
+// closed when the test ends.
 func (f *fixture) service(cfg webhooks.Config) *webhooks.Service {
-	return webhooks.New(f.db, f.river, f.clock, f.quiet, cfg)
+	svc := webhooks.New(f.db, f.river, f.clock, f.quiet, cfg)
+	f.t.Cleanup(svc.Close)
+	return svc
 }
 
 // work runs svc's attempts with a River client of their own until the
@@ -116,14 +119,19 @@ func (f *fixture) create(svc *webhooks.Service, tn db.Tenant, url string, events
 }
 
 // emit emits events in a transaction of its own, as a service would in
-// the transaction of its change.
+// the transaction of its change, and expands the outbox at once, so the
+// deliveries are there when it returns (the process's own expansion,
+// woken by the commit, may have taken the row first).
 func (f *fixture) emit(svc *webhooks.Service, tn db.Tenant, events ...webhooks.Event) {
 	f.t.Helper()
 	ctx := context.Background()
-	if err := pgx.BeginFunc(ctx, f.db.Pool, func(tx pgx.Tx) error {
+	if err := db.BeginFunc(ctx, f.db.Pool, func(tx pgx.Tx) error {
 		return svc.Emit(ctx, tx, tn, events...)
 	}); err != nil {
 		f.t.Fatalf("emit: %v", err)
+	}
+	if _, err := svc.ExpandOutbox(ctx, tn); err != nil {
+		f.t.Fatalf("expand the outbox: %v", err)
 	}
 }
 

@@ -65,6 +65,13 @@ type Config struct {
 	// others wait in their workers, reading nothing (up to 10 s, then their
 	// jobs snooze). nil admits every attempt at once.
 	Yield *yield.Gate
+	// OutboxBatch is the most outbox rows (the events of one transaction
+	// each) one expansion transaction turns into deliveries while the
+	// yield gate is open; while it is closed, one. Default 64.
+	OutboxBatch int
+	// Expansions is the most outbox expansion transactions this process
+	// runs at once, over every organization. Default 2.
+	Expansions int
 	// Batch bounds, per organization, the runs of attempts' reads and of
 	// their recorded successes that share a statement. Defaults 64 and 2
 	// (batch.Config).
@@ -85,6 +92,8 @@ func (c *Config) setDefaults(d *db.DB) {
 	defaults.Positive(&c.RetryMax, queue.WebhookRetryMax)
 	defaults.Positive(&c.MaxEndpoints, 20)
 	defaults.Positive(&c.Retention, 30*24*time.Hour)
+	defaults.Positive(&c.OutboxBatch, 64)
+	defaults.Positive(&c.Expansions, 2)
 	if c.Prepared == nil {
 		c.Prepared = db.NewPrepared(d, db.PreparedConfig{})
 	}
@@ -102,6 +111,7 @@ type Service struct {
 	client   *http.Client
 	inflight *inflight
 	turns    *turns
+	outbox   *expander
 	// loads and successes share statements between concurrent attempts
 	// of one tenant (batches.go).
 	loads     *batch.Batcher[db.Tenant, loadItem, loaded]
@@ -111,7 +121,7 @@ type Service struct {
 // New returns the webhook service on d (its statements are pgx statements
 // with $n arguments, run through cfg.Prepared), inserting delivery jobs
 // with jobs (the process's River client) in the transactions that write
-// the deliveries. d and jobs are required; clk defaults to clock.Real{}
+// the deliveries. Close stops its outbox expansions. d and jobs are required; clk defaults to clock.Real{}
 // and log to slog.Default().
 func New(d *db.DB, jobs queue.Inserter, clk clock.Clock, log *slog.Logger, cfg Config) *Service {
 	cfg.setDefaults(d)
@@ -134,6 +144,7 @@ func New(d *db.DB, jobs queue.Inserter, clk clock.Clock, log *slog.Logger, cfg C
 		inflight: newInflight(cfg.MaxInFlight),
 		turns:    newTurns(),
 	}
+	s.outbox = newExpander(s)
 	s.loads = batch.New(s.loadMany, cfg.Batch)
 	s.successes = batch.New(s.recordSuccesses, cfg.Batch)
 	return s
@@ -157,6 +168,7 @@ func sqlFor(t db.Tenant, query string) string {
 	return strings.NewReplacer(
 		"{endpoints}", t.Table("webhook_endpoints"),
 		"{deliveries}", t.Table("webhook_deliveries"),
+		"{outbox}", t.Table("webhook_outbox"),
 	).Replace(query)
 }
 

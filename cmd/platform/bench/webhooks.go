@@ -318,13 +318,40 @@ func (b *sendBench) settleWebhooks(ctx context.Context, ts []benchTenant) error 
 func (b *sendBench) vacuumWebhooks(ctx context.Context, ts []benchTenant) error {
 	tables := []string{"river.river_job"}
 	for _, t := range ts {
-		for _, name := range []string{"webhook_endpoints", "webhook_deliveries", "messages"} {
+		for _, name := range []string{"webhook_endpoints", "webhook_outbox", "webhook_deliveries", "messages"} {
 			tables = append(tables, t.Tenant.Table(name))
 		}
 	}
 	for chunk := range sliceChunks(tables, 100) {
 		if _, err := b.d.Pool.Exec(ctx, "VACUUM (ANALYZE) "+strings.Join(chunk, ", ")); err != nil {
 			return fmt.Errorf("vacuum the webhook tables: %w", err)
+		}
+	}
+	return nil
+}
+
+// awaitOutboxes waits until the tenants' webhook outboxes are empty: every
+// event the service recorded is a delivery (the service expands its outbox
+// behind its yield gate, so after a run of sends a backlog may wait there).
+func (b *sendBench) awaitOutboxes(ctx context.Context, ts []benchTenant) error {
+	deadline := time.Now().Add(b.cfg.DeliveryTimeout)
+	for _, t := range ts {
+		for {
+			var pending bool
+			if err := b.d.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM `+t.Tenant.Table("webhook_outbox")+`)`).Scan(&pending); err != nil {
+				return fmt.Errorf("look at the webhook outbox: %w", err)
+			}
+			if !pending {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("the webhook outbox of %s is not empty after %s", t.Tenant.Schema, b.cfg.DeliveryTimeout)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
 		}
 	}
 	return nil

@@ -169,6 +169,9 @@ func (b *sendBench) webhookSliced(ctx context.Context, g *loadGen, addr string, 
 		return nil, err
 	}
 	rcv.mark()
+	if err := b.awaitOutboxes(ctx, ts); err != nil {
+		return nil, err
+	}
 	for i, t := range ts {
 		var n int64
 		if err := b.d.Pool.QueryRow(ctx, `SELECT count(*) FROM `+t.Tenant.Table("webhook_deliveries")+` WHERE endpoint_id = $1`, ids[i]).Scan(&n); err != nil {

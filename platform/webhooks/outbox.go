@@ -1,0 +1,224 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/queue"
+)
+
+// The webhook outbox (docs/design.md, §Webhooks). Emit writes a
+// transaction's events as one row of the organization's webhook_outbox;
+// once the transaction has committed, its process wakes the organization's
+// expansion here, which turns the rows into deliveries and their River
+// jobs, oldest row first, each batch in one transaction that deletes the
+// rows it expanded. So the change's transaction (the send path's, above
+// all) writes one row where it wrote two per event and endpoint, and the
+// rest waits behind the yield gate like the attempts themselves.
+//
+// Expansions of one organization are serialized by a transaction-scoped
+// advisory lock, so its deliveries get their ids in the order of its
+// outbox rows (the order of its events) whichever process expands them.
+// A row whose process ended before expanding it is found by SweepOutbox,
+// which a periodic job runs over every organization.
+
+// expander runs the expansions of one process: at most one goroutine per
+// organization, and Config.Expansions transactions at once.
+type expander struct {
+	s      *Service
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	slots  chan struct{}
+
+	mu sync.Mutex
+	// running holds the organizations being expanded; true when one was
+	// woken again during its expansion (it looks once more before ending).
+	running map[db.Tenant]bool
+}
+
+func newExpander(s *Service) *expander {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &expander{s: s, ctx: ctx, cancel: cancel, slots: make(chan struct{}, s.cfg.Expansions), running: map[db.Tenant]bool{}}
+}
+
+// wake makes sure t's outbox is expanded: it starts t's expansion, or,
+// when one is running, has it look again before it ends. It does not block.
+func (x *expander) wake(t db.Tenant) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.ctx.Err() != nil {
+		return
+	}
+	if _, ok := x.running[t]; ok {
+		x.running[t] = true
+		return
+	}
+	x.running[t] = false
+	x.wg.Add(1)
+	go x.drain(t)
+}
+
+// drain expands t's outbox until it finds it empty and was not woken in
+// the meantime. An error ends it (logged; the row stays for the next wake
+// or the sweep).
+func (x *expander) drain(t db.Tenant) {
+	defer x.wg.Done()
+	for {
+		n, err := x.s.expandBatch(x.ctx, t)
+		if err != nil {
+			if x.ctx.Err() == nil {
+				x.s.log.Warn("expand webhook outbox", "schema", t.Schema, "error", err)
+			}
+			x.done(t, true)
+			return
+		}
+		if n == 0 && x.done(t, false) {
+			return
+		}
+	}
+}
+
+// done ends t's expansion unless it was woken again (and force is false);
+// it reports whether it ended.
+func (x *expander) done(t db.Tenant, force bool) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.running[t] && !force {
+		x.running[t] = false
+		return false
+	}
+	delete(x.running, t)
+	return true
+}
+
+// close stops the expansions (a transaction under way rolls back, its rows
+// stay) and waits for their goroutines.
+func (x *expander) close() {
+	x.mu.Lock()
+	x.cancel()
+	x.mu.Unlock()
+	x.wg.Wait()
+}
+
+// ExpandOutbox expands t's outbox now, in this goroutine, until it is
+// empty (through the yield gate, batch by batch), and returns how many rows
+// it expanded. The process's own expansion does this after each commit
+// that recorded events; tests call it to see the deliveries at once.
+func (s *Service) ExpandOutbox(ctx context.Context, t db.Tenant) (int, error) {
+	total := 0
+	for {
+		n, err := s.expandBatch(ctx, t)
+		total += n
+		if err != nil || n == 0 {
+			return total, err
+		}
+	}
+}
+
+// SweepOutbox wakes t's expansion in this process when its outbox holds a
+// row, and reports whether it did: the rows of a process that ended before
+// it expanded them (jobs.WebhookOutboxWorker runs it over every
+// organization).
+func (s *Service) SweepOutbox(ctx context.Context, t db.Tenant) (bool, error) {
+	var pending bool
+	if _, err := s.queryRow(ctx, nil, sqlFor(t, `SELECT EXISTS (SELECT FROM {outbox})`), nil, &pending); err != nil {
+		return false, fmt.Errorf("look at the webhook outbox of %s: %w", t.Schema, err)
+	}
+	if pending {
+		s.outbox.wake(t)
+	}
+	return pending, nil
+}
+
+// Close stops the process's outbox expansions and waits for them to end.
+// Rows not expanded stay in the outbox, for the next process.
+func (s *Service) Close() { s.outbox.close() }
+
+// outboxGateWait is how long an expansion waits at the yield gate at a
+// time before it looks again (at its context, mostly).
+const outboxGateWait = 10 * time.Second
+
+// expandBatch expands the oldest rows of t's outbox in one transaction,
+// after the yield gate admits it: Config.OutboxBatch rows, or one while
+// the gate is closed (a busy machine and an active send path), so that
+// the writes deferred from the send path do not come back into it. It
+// returns how many rows it expanded (0: the outbox was empty).
+func (s *Service) expandBatch(ctx context.Context, t db.Tenant) (int, error) {
+	limit := s.cfg.OutboxBatch
+	if s.cfg.Yield != nil {
+		for !s.cfg.Yield.Acquire(ctx, outboxGateWait) {
+			if err := ctx.Err(); err != nil {
+				return 0, err
+			}
+		}
+		if s.cfg.Yield.Closed() {
+			limit = 1
+		}
+	}
+	select {
+	case s.outbox.slots <- struct{}{}:
+		defer func() { <-s.outbox.slots }()
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	var rows int
+	err := s.sql.Tx(ctx, func(tx pgx.Tx) error {
+		var err error
+		rows, err = s.expand(ctx, tx, t, limit)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("expand the webhook outbox of %s: %w", t.Schema, err)
+	}
+	return rows, nil
+}
+
+// expand turns at most limit of t's oldest outbox rows into deliveries and
+// their jobs in tx, and deletes them. The deliveries of an endpoint deleted
+// since are dropped; those of an endpoint disabled since are made (and
+// fail at their attempt, as if they had been made before).
+func (s *Service) expand(ctx context.Context, tx pgx.Tx, t db.Tenant, limit int) (int, error) {
+	if err := s.sql.Exec(ctx, tx, `SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))`, "webhook_outbox:"+t.Schema); err != nil {
+		return 0, fmt.Errorf("lock: %w", err)
+	}
+	var rows int
+	var ids, endpoints []int64
+	_, err := s.queryRow(ctx, tx, sqlFor(t, `WITH o AS (
+		  DELETE FROM {outbox} WHERE id IN (SELECT id FROM {outbox} ORDER BY id LIMIT $1)
+		  RETURNING *),
+		d AS (
+		  INSERT INTO {deliveries} (endpoint_id, event_id, event_type, body, key, next_attempt_at, created_at, updated_at)
+		  SELECT e.id, o.event_ids[p.place], o.event_types[p.place], o.bodies[p.place], o.event_keys[p.place],
+		         $2::timestamptz, o.created_at, $2::timestamptz
+		    FROM o CROSS JOIN LATERAL unnest(o.delivery_events, o.endpoint_ids) WITH ORDINALITY AS p(place, endpoint_id, n)
+		    JOIN {endpoints} e ON e.id = p.endpoint_id
+		   ORDER BY o.id, p.n
+		  RETURNING id, endpoint_id)
+		SELECT (SELECT count(*) FROM o)::int,
+		       coalesce((SELECT array_agg(id ORDER BY id) FROM d), '{}'),
+		       coalesce((SELECT array_agg(endpoint_id ORDER BY id) FROM d), '{}')`),
+		[]any{limit, s.clock.Now()}, &rows, &ids, &endpoints)
+	if err != nil {
+		return 0, err
+	}
+	if len(ids) == 0 {
+		return rows, nil
+	}
+	jobs := make([]river.InsertManyParams, len(ids))
+	for i, id := range ids {
+		jobs[i] = queue.WebhookDeliveryJob(queue.WebhookDeliveryArgs{
+			OrgID: t.OrgID, Schema: t.Schema, DeliveryID: id, EndpointID: endpoints[i],
+		})
+	}
+	if _, err := s.jobs.InsertManyFastTx(ctx, tx, jobs); err != nil {
+		return 0, fmt.Errorf("queue webhook deliveries: %w", err)
+	}
+	return rows, nil
+}

@@ -1,0 +1,186 @@
+package webhooks_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/webhooks"
+	"github.com/bizmsg/platform/platform/yield"
+)
+
+// emitAlone emits events in a transaction that db.BeginFunc did not begin:
+// its commit wakes no expansion, so the outbox row stays until someone
+// expands it.
+func (f *fixture) emitAlone(svc *webhooks.Service, tn db.Tenant, events ...webhooks.Event) {
+	f.t.Helper()
+	ctx := context.Background()
+	if err := pgx.BeginFunc(ctx, f.db.Pool, func(tx pgx.Tx) error {
+		return svc.Emit(ctx, tx, tn, events...)
+	}); err != nil {
+		f.t.Fatalf("emit: %v", err)
+	}
+}
+
+// A commit wakes the process's expansion: the deliveries and their jobs
+// appear without anyone calling ExpandOutbox. A rollback leaves nothing.
+func TestOutboxExpandsAfterCommit(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	svc := f.service(webhooks.Config{})
+	tn := f.org()
+	e := f.create(svc, tn, "https://example.com/a")
+	ctx := context.Background()
+	rollback := errors.New("roll back")
+	err := db.BeginFunc(ctx, f.db.Pool, func(tx pgx.Tx) error {
+		if err := svc.Emit(ctx, tx, tn, webhooks.Event{Type: webhooks.EventMessageSent, Key: "message:1", Data: 1}); err != nil {
+			return err
+		}
+		return rollback
+	})
+	if !errors.Is(err, rollback) {
+		t.Fatalf("BeginFunc = %v, want the rollback", err)
+	}
+	if err := db.BeginFunc(ctx, f.db.Pool, func(tx pgx.Tx) error {
+		return svc.Emit(ctx, tx, tn,
+			webhooks.Event{Type: webhooks.EventMessageSent, Key: "message:2", Data: 2},
+			webhooks.Event{Type: webhooks.EventMessageDelivered, Key: "message:2", Data: 2})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the committed events' deliveries", func() bool {
+		return len(f.deliveries(svc, tn, e.ID)) == 2 && f.count(tn, "webhook_outbox") == 0
+	})
+	if got := f.jobCount(); got != 2 {
+		t.Fatalf("%d delivery jobs, want 2", got)
+	}
+	ds := f.deliveries(svc, tn, e.ID)
+	if ds[0].EventType != webhooks.EventMessageSent || ds[1].EventType != webhooks.EventMessageDelivered {
+		t.Fatalf("deliveries %s then %s, want sent then delivered", ds[0].EventType, ds[1].EventType)
+	}
+}
+
+// Rows expand in the order their transactions recorded them, into
+// deliveries dated when the events were recorded; an endpoint deleted in
+// between gets none, one disabled in between gets its deliveries (they
+// fail at their attempt, as deliveries made before would).
+func TestOutboxExpansion(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	svc := f.service(webhooks.Config{})
+	tn := f.org()
+	ctx := context.Background()
+	a := f.create(svc, tn, "https://example.com/a")
+	b := f.create(svc, tn, "https://example.com/b")
+	c := f.create(svc, tn, "https://example.com/c")
+	recorded := f.clock.Now().Truncate(time.Microsecond)
+	for i := range 3 {
+		f.emitAlone(svc, tn,
+			webhooks.Event{Type: webhooks.EventMessageSent, Key: "message:1", Data: i},
+			webhooks.Event{Type: webhooks.EventMessageDelivered, Key: "message:1", Data: i})
+	}
+	if err := svc.Delete(ctx, tn, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Update(ctx, tn, c.ID, webhooks.EndpointPatch{Enabled: ptr(false)}); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(time.Hour)
+	if n, err := svc.ExpandOutbox(ctx, tn); err != nil || n != 3 {
+		t.Fatalf("ExpandOutbox = %d, %v; want 3 rows", n, err)
+	}
+	for _, e := range []webhooks.Endpoint{a, c} {
+		ds := f.deliveries(svc, tn, e.ID)
+		if len(ds) != 6 {
+			t.Fatalf("endpoint %d has %d deliveries, want 6", e.ID, len(ds))
+		}
+		for i, d := range ds {
+			want := []string{webhooks.EventMessageSent, webhooks.EventMessageDelivered}[i%2]
+			if d.EventType != want || !d.CreatedAt.Equal(recorded) {
+				t.Fatalf("delivery %d of endpoint %d: %s created %s, want %s created %s", i, e.ID, d.EventType, d.CreatedAt, want, recorded)
+			}
+		}
+	}
+	if n := f.jobCount(); n != 12 {
+		t.Fatalf("%d delivery jobs, want 12 (none for the deleted endpoint)", n)
+	}
+}
+
+// The sweep finds a row no process expanded and wakes this process's
+// expansion; an empty outbox wakes nothing.
+func TestSweepOutbox(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	svc := f.service(webhooks.Config{})
+	tn := f.org()
+	e := f.create(svc, tn, "https://example.com/a")
+	ctx := context.Background()
+	if woke, err := svc.SweepOutbox(ctx, tn); err != nil || woke {
+		t.Fatalf("SweepOutbox on an empty outbox = %t, %v", woke, err)
+	}
+	f.emitAlone(svc, tn, webhooks.Event{Type: webhooks.EventMessageSent, Key: "message:1", Data: 1})
+	time.Sleep(50 * time.Millisecond)
+	if got := f.count(tn, "webhook_outbox"); got != 1 {
+		t.Fatalf("%d outbox rows before the sweep, want 1 (nothing woke an expansion)", got)
+	}
+	if woke, err := svc.SweepOutbox(ctx, tn); err != nil || !woke {
+		t.Fatalf("SweepOutbox = %t, %v; want it to wake the expansion", woke, err)
+	}
+	waitFor(t, "the swept row's delivery", func() bool {
+		return len(f.deliveries(svc, tn, e.ID)) == 1 && f.count(tn, "webhook_outbox") == 0
+	})
+}
+
+// While the yield gate is closed an expansion takes one row a transaction,
+// so the deferred writes come back into a busy send path a little at a
+// time; an open gate takes them in batches.
+func TestOutboxBatchesYield(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name    string
+		idle    uint64 // of every 100 CPU ticks
+		wantTxs int32
+		want    string
+	}{
+		{"open gate", 50, 1, "one transaction for the three rows"},
+		{"closed gate", 0, 3, "a transaction for each of the three rows"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			var ticks, idle atomic.Uint64
+			gate := yield.New(yield.Config{Interval: time.Millisecond, ActiveFor: time.Hour, BusyRate: 1000,
+				CPU: func() (uint64, uint64, error) { return idle.Add(c.idle), ticks.Add(100), nil }})
+			gate.Mark()
+			var locks atomic.Int32
+			counted := db.NewPrepared(f.db, db.PreparedConfig{Observe: func(q string, _ error) {
+				if q == `SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))` {
+					locks.Add(1)
+				}
+			}})
+			svc := f.service(webhooks.Config{Yield: gate, Prepared: counted})
+			tn := f.org()
+			e := f.create(svc, tn, "https://example.com/a")
+			for i := range 3 {
+				f.emitAlone(svc, tn, webhooks.Event{Type: webhooks.EventMessageSent, Key: "message:1", Data: i})
+			}
+			time.Sleep(2 * time.Millisecond) // a gate sample is due
+			if n, err := svc.ExpandOutbox(context.Background(), tn); err != nil || n != 3 {
+				t.Fatalf("ExpandOutbox = %d, %v; want 3 rows", n, err)
+			}
+			// The last transaction found the outbox empty.
+			if got := locks.Load() - 1; got != c.wantTxs {
+				t.Fatalf("expanded in %d transactions, want %s", got, c.want)
+			}
+			if got := len(f.deliveries(svc, tn, e.ID)); got != 3 {
+				t.Fatalf("%d deliveries, want 3", got)
+			}
+		})
+	}
+}
