@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/bizmsg/platform/platform/app"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/webhooks"
@@ -168,4 +170,46 @@ func TestWebhookDeliveryAfterWorkerKill(t *testing.T) {
 		t.Errorf("the receiver saw %d webhook-ids for %d events", len(bodies), len(ids))
 	}
 	t.Logf("%d events delivered at least once after the kill; %d of them more than once, each with its webhook-id and body", len(ids), repeated)
+}
+
+// An event whose process never expanded it (a process killed between the
+// commit of its change and the expansion: here a transaction that wakes
+// no expansion) waits in its organization's webhook outbox until a worker
+// starts: its outbox sweep, run at start, finds the row, and the event
+// reaches the receiver (docs/design.md, §Webhooks).
+func TestWebhookOutboxSweptByWorker(t *testing.T) {
+	t.Parallel()
+	e := Start(t, Options{Env: map[string]string{"WEBHOOK_ALLOW_PRIVATE": "true"}}) // API only
+	org := e.Register(t)
+	got := make(chan string, 4)
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get("webhook-id")
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(rcv.Close)
+	createWebhook(t, e, org.Key(), map[string]any{"url": rcv.URL, "events": []string{"message.failed"}})
+	ctx := context.Background()
+	if err := pgx.BeginFunc(ctx, e.App.DB.Pool, func(tx pgx.Tx) error {
+		return e.App.Webhooks.Emit(ctx, tx, org.Tenant, webhooks.Event{Type: webhooks.EventMessageFailed, Key: "message:1", Data: map[string]any{"id": 1}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case id := <-got:
+		t.Fatalf("event %s delivered before any worker ran", id)
+	case <-time.After(500 * time.Millisecond):
+	}
+	var waiting int
+	if err := e.App.DB.Pool.QueryRow(ctx, `SELECT count(*) FROM `+org.Tenant.Table("webhook_outbox")).Scan(&waiting); err != nil || waiting != 1 {
+		t.Fatalf("%d outbox rows (%v), want the event's", waiting, err)
+	}
+	StartWorker(t, e.DatabaseURL, map[string]string{"WEBHOOK_ALLOW_PRIVATE": "true"}, app.Options{Clock: e.Clock})
+	select {
+	case id := <-got:
+		if !strings.HasPrefix(id, "msg_") {
+			t.Fatalf("webhook-id %q", id)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the worker's sweep did not deliver the waiting event within 60 s")
+	}
 }
