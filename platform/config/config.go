@@ -124,8 +124,8 @@ type Config struct {
 	// beyond what the endpoints take costs a fetch and a snooze a second.
 	// Default 100.
 	WebhookWorkers int
-	// WebhookBusyRate (WEBHOOK_BUSY_RATE) is how many webhook attempts a
-	// second a process starts while the machine's CPUs are busy (idle
+	// WebhookBusyRate (WEBHOOK_BUSY_RATE) is how many webhook attempts
+	// and outbox expansions a second a process starts while the machine's CPUs are busy (idle
 	// under 10%, until they are 25% idle again) and its API or send path
 	// is active (yield.Config.BusyRate):
 	// webhooks give the machine to the sends and catch up after. Default 2.

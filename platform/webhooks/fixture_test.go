@@ -135,6 +135,19 @@ func (f *fixture) emit(svc *webhooks.Service, tn db.Tenant, events ...webhooks.E
 	}
 }
 
+// emitAlone emits events in a transaction that db.BeginFunc did not begin:
+// its commit wakes no expansion, so the outbox row stays until someone
+// expands it.
+func (f *fixture) emitAlone(svc *webhooks.Service, tn db.Tenant, events ...webhooks.Event) {
+	f.t.Helper()
+	ctx := context.Background()
+	if err := pgx.BeginFunc(ctx, f.db.Pool, func(tx pgx.Tx) error {
+		return svc.Emit(ctx, tx, tn, events...)
+	}); err != nil {
+		f.t.Fatalf("emit: %v", err)
+	}
+}
+
 // emitUnordered emits n message.sent events without a key (none waits for
 // another), their data 0 to n-1, in one transaction.
 func (f *fixture) emitUnordered(svc *webhooks.Service, tn db.Tenant, n int) {

@@ -14,19 +14,6 @@ import (
 	"github.com/bizmsg/platform/platform/yield"
 )
 
-// emitAlone emits events in a transaction that db.BeginFunc did not begin:
-// its commit wakes no expansion, so the outbox row stays until someone
-// expands it.
-func (f *fixture) emitAlone(svc *webhooks.Service, tn db.Tenant, events ...webhooks.Event) {
-	f.t.Helper()
-	ctx := context.Background()
-	if err := pgx.BeginFunc(ctx, f.db.Pool, func(tx pgx.Tx) error {
-		return svc.Emit(ctx, tx, tn, events...)
-	}); err != nil {
-		f.t.Fatalf("emit: %v", err)
-	}
-}
-
 // A commit wakes the process's expansion: the deliveries and their jobs
 // appear without anyone calling ExpandOutbox. A rollback leaves nothing.
 func TestOutboxExpandsAfterCommit(t *testing.T) {
