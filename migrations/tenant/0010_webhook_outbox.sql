@@ -5,7 +5,7 @@
 -- deleting it in the same transaction. So the send path's transaction
 -- writes one row and one index entry where it wrote, per event and
 -- subscribed endpoint, a delivery row (three index entries) and a River
--- job row (five).
+-- job row (three: its key, kind and fetch order).
 --
 -- A row holds its events as parallel arrays (their webhook-ids, types,
 -- ordering keys and payloads, in the order they happened) and its

@@ -113,30 +113,33 @@ func (s *Service) record(ctx context.Context, tx pgx.Tx, t db.Tenant, events []E
 	var ids, types, keys, bodies []string
 	var places []int32
 	var endpoints []int64
+	var to []int64
 	for _, ev := range events {
-		first := true
+		to = to[:0]
 		for _, sub := range subs {
-			if !slices.Contains(sub.events, ev.Type) {
-				continue
+			if slices.Contains(sub.events, ev.Type) {
+				to = append(to, sub.id)
 			}
-			if first {
-				first = false
-				at := ev.At
-				if at.IsZero() {
-					at = now
-				}
-				body, err := marshalPayload(ev.Type, at, ev.Data)
-				if err != nil {
-					return fmt.Errorf("marshal webhook event %s: %w", ev.Type, err)
-				}
-				id := newEventID()
-				key := ev.Key
-				if key == "" {
-					key = "event:" + id
-				}
-				ids, types, keys, bodies = append(ids, id), append(types, ev.Type), append(keys, key), append(bodies, string(body))
-			}
-			places, endpoints = append(places, int32(len(ids))), append(endpoints, sub.id)
+		}
+		if len(to) == 0 {
+			continue
+		}
+		at := ev.At
+		if at.IsZero() {
+			at = now
+		}
+		body, err := marshalPayload(ev.Type, at, ev.Data)
+		if err != nil {
+			return fmt.Errorf("marshal webhook event %s: %w", ev.Type, err)
+		}
+		id := newEventID()
+		key := ev.Key
+		if key == "" {
+			key = "event:" + id
+		}
+		ids, types, keys, bodies = append(ids, id), append(types, ev.Type), append(keys, key), append(bodies, string(body))
+		for _, endpoint := range to {
+			places, endpoints = append(places, int32(len(ids))), append(endpoints, endpoint)
 		}
 	}
 	if len(ids) == 0 {
