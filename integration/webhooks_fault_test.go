@@ -203,7 +203,7 @@ func TestWebhookOutboxSweptByWorker(t *testing.T) {
 	if err := e.App.DB.Pool.QueryRow(ctx, `SELECT count(*) FROM `+org.Tenant.Table("webhook_outbox")).Scan(&waiting); err != nil || waiting != 1 {
 		t.Fatalf("%d outbox rows (%v), want the event's", waiting, err)
 	}
-	StartWorker(t, e.DatabaseURL, map[string]string{"WEBHOOK_ALLOW_PRIVATE": "true"}, app.Options{Clock: e.Clock})
+	w := StartWorker(t, e.DatabaseURL, map[string]string{"WEBHOOK_ALLOW_PRIVATE": "true"}, app.Options{Clock: e.Clock})
 	select {
 	case id := <-got:
 		if !strings.HasPrefix(id, "msg_") {
@@ -211,5 +211,18 @@ func TestWebhookOutboxSweptByWorker(t *testing.T) {
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatal("the worker's sweep did not deliver the waiting event within 60 s")
+	}
+	families, err := w.Metrics.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	expanded := -1.0
+	for _, f := range families {
+		if f.GetName() == "webhook_outbox_rows_expanded_total" {
+			expanded = f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	if expanded != 1 {
+		t.Fatalf("the worker's webhook_outbox_rows_expanded_total is %v, want 1", expanded)
 	}
 }

@@ -36,6 +36,7 @@ func (a *App) webhookService(cfg webhooks.Config) {
 	a.yield = cfg.Yield
 	a.Metrics.CountWebhookYields(a.yield.Yields)
 	a.Webhooks = webhooks.New(a.DB, a.River, a.clock, a.log, cfg)
+	a.Metrics.CountWebhookOutbox(a.Webhooks.OutboxExpanded, a.Webhooks.OutboxFailures)
 }
 
 // webhookRoutes mounts the Tenant API's webhook endpoints.

@@ -94,6 +94,24 @@ func (m *Metrics) CountWebhookYields(yields func() int64) {
 	}, func() float64 { return float64(yields()) }))
 }
 
+// CountWebhookOutbox registers webhook_outbox_rows_expanded_total and
+// webhook_outbox_expansion_failures_total, read from expanded and failed:
+// the outbox rows (one transaction's events each) this process turned into
+// deliveries, and its expansions that failed (their rows wait for the
+// next wake or the sweep).
+func (m *Metrics) CountWebhookOutbox(expanded, failed func() int64) {
+	m.registry.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "webhook_outbox_rows_expanded_total",
+			Help: "Webhook outbox rows (one transaction's events each) turned into deliveries by this process.",
+		}, func() float64 { return float64(expanded()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "webhook_outbox_expansion_failures_total",
+			Help: "Webhook outbox expansions that failed; their rows wait for the next commit's wake or the worker's sweep.",
+		}, func() float64 { return float64(failed()) }),
+	)
+}
+
 // Registry returns the registry so other packages can register their own
 // collectors.
 func (m *Metrics) Registry() *prometheus.Registry { return m.registry }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -36,6 +37,10 @@ type expander struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	slots  chan struct{}
+
+	// expanded counts the rows this process expanded, failed its failed
+	// expansions (Service.OutboxExpanded, OutboxFailures).
+	expanded, failed atomic.Int64
 
 	mu sync.Mutex
 	// running holds the organizations being expanded; true when one was
@@ -175,10 +180,22 @@ func (s *Service) expandBatch(ctx context.Context, t db.Tenant) (int, error) {
 		return err
 	})
 	if err != nil {
+		if ctx.Err() == nil {
+			s.outbox.failed.Add(1)
+		}
 		return 0, fmt.Errorf("expand the webhook outbox of %s: %w", t.Schema, err)
 	}
+	s.outbox.expanded.Add(int64(rows))
 	return rows, nil
 }
+
+// OutboxExpanded is how many outbox rows this process has turned into
+// deliveries since it started.
+func (s *Service) OutboxExpanded() int64 { return s.outbox.expanded.Load() }
+
+// OutboxFailures is how many of this process's outbox expansions have
+// failed since it started (their rows stay for the next wake or the sweep).
+func (s *Service) OutboxFailures() int64 { return s.outbox.failed.Load() }
 
 // expand turns at most limit of t's oldest outbox rows into deliveries and
 // their jobs in tx, and deletes them. The deliveries of an endpoint deleted

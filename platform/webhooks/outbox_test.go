@@ -96,6 +96,16 @@ func TestOutboxExpansion(t *testing.T) {
 	if n := f.jobCount(); n != 12 {
 		t.Fatalf("%d delivery jobs, want 12 (none for the deleted endpoint)", n)
 	}
+	if n, failed := svc.OutboxExpanded(), svc.OutboxFailures(); n != 3 || failed != 0 {
+		t.Fatalf("counted %d rows expanded and %d failures, want 3 and 0", n, failed)
+	}
+	gone := db.Tenant{OrgID: tn.OrgID + 1000, Schema: db.SchemaFor(tn.OrgID + 1000)}
+	if _, err := svc.ExpandOutbox(ctx, gone); err == nil {
+		t.Fatal("ExpandOutbox of a schema that does not exist succeeded")
+	}
+	if failed := svc.OutboxFailures(); failed != 1 {
+		t.Fatalf("counted %d failures, want 1", failed)
+	}
 }
 
 // The sweep finds a row no process expanded and wakes this process's
