@@ -70,21 +70,20 @@ func (x *expander) wake(t db.Tenant) {
 	go x.drain(t)
 }
 
-// drain expands t's outbox until it finds it empty and was not woken in
-// the meantime. An error ends it (logged; the row stays for the next wake
-// or the sweep).
+// drain expands t's outbox (ExpandOutbox) until it finds it empty and was
+// not woken in the meantime. An error ends it (logged; the row stays for
+// the next wake or the sweep).
 func (x *expander) drain(t db.Tenant) {
 	defer x.wg.Done()
 	for {
-		n, err := x.s.expandBatch(x.ctx, t)
-		if err != nil {
+		if _, err := x.s.ExpandOutbox(x.ctx, t); err != nil {
 			if x.ctx.Err() == nil {
 				x.s.log.Warn("expand webhook outbox", "schema", t.Schema, "error", err)
 			}
 			x.done(t, true)
 			return
 		}
-		if n == 0 && x.done(t, false) {
+		if x.done(t, false) {
 			return
 		}
 	}
