@@ -40,7 +40,7 @@ func TestBenchSendCommand(t *testing.T) {
 	}
 	for _, want := range []string{"ceiling (a) raw Postgres", "ceiling (b) River alone", "ceiling (c) bare gin",
 		"accepted sends/s", "exactly once", "service peak RSS", "tenants sweep", "target", "max_files_per_process", "autovacuum", "ceiling (a) raw Postgres over as many", "checkpoint(s) started",
-		"accepted sends/s vs ceiling (a), paired rounds", "same, paired rounds (median)"} {
+		"accepted sends/s vs ceiling (a), paired rounds", "same, paired rounds (median)", "kB a message; batches of"} {
 		if !strings.Contains(string(stdout), want) {
 			t.Errorf("table lacks %q:\n%s", want, stdout)
 		}
@@ -56,6 +56,11 @@ func TestBenchSendCommand(t *testing.T) {
 	}
 	type wal struct {
 		Bytes float64 `json:"bytes"`
+	}
+	type work struct {
+		WAL          float64 `json:"wal_bytes_per_message"`
+		AcceptBatch  float64 `json:"accept_batch"`
+		DeliverBatch float64 `json:"deliver_batch"`
 	}
 	type delivery struct {
 		Accepted    int64 `json:"accepted"`
@@ -132,6 +137,9 @@ func TestBenchSendCommand(t *testing.T) {
 			CPUWith    float64 `json:"cpu_ms_per_message_with"`
 			CPUWithout float64 `json:"cpu_ms_per_message_without"`
 			CPURatio   float64 `json:"cpu_ratio"`
+			// WAL and shared statements per accepted message.
+			WorkWith    work `json:"work_with"`
+			WorkWithout work `json:"work_without"`
 		} `json:"webhooks"`
 		WebhookSlices *struct {
 			Slices int `json:"slices"`
@@ -168,7 +176,9 @@ func TestBenchSendCommand(t *testing.T) {
 	for i, w := range rep.Webhooks {
 		if !w.Complete || w.Webhooks != 2*w.With.OK || w.With.OK == 0 || w.Without.OK == 0 ||
 			w.DuringRun < 0 || w.DuringRun > w.Webhooks || w.Yields < 0 ||
-			w.CPUWith <= 0 || w.CPUWithout <= 0 || w.CPURatio != w.CPUWithout/w.CPUWith {
+			w.CPUWith <= 0 || w.CPUWithout <= 0 || w.CPURatio != w.CPUWithout/w.CPUWith ||
+			w.WorkWith.WAL <= 0 || w.WorkWithout.WAL <= 0 || w.WorkWith.AcceptBatch < 1 || w.WorkWithout.AcceptBatch < 1 ||
+			w.WorkWith.DeliverBatch < 1 || w.WorkWithout.DeliverBatch < 1 {
 			t.Errorf("webhook round %d: %+v, want both runs to send and two webhooks per message sent with the endpoint", i+1, w)
 		}
 	}

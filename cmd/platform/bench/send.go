@@ -1049,16 +1049,25 @@ func (b *sendBench) countTagged(tenants []benchTenant, tag, where, at string) co
 	}
 }
 
-// delivered waits until every message tagged tag is sent or failed, then
+// awaitSent waits until every one of the accepted messages tagged tag is
+// sent or failed.
+func (b *sendBench) awaitSent(ctx context.Context, tenants []benchTenant, tag string, accepted int64) error {
+	p := b.prog.phase(fmt.Sprintf("waiting for %d %s messages to be sent", accepted, tag))
+	if _, err := waitDrain(ctx, b.countTagged(tenants, tag, "status <> 'queued'", "coalesce(sent_at, now())"),
+		accepted, b.cfg.DeliveryTimeout, p); err != nil {
+		return fmt.Errorf("%s: %w", tag, err)
+	}
+	return nil
+}
+
+// delivered waits until every message tagged tag is sent or failed (awaitSent), then
 // measures delivery and checks that each accepted message reached the
 // network exactly once. The figures are computed on one connection over a
 // temporary copy of the tagged messages, filled taggedChunk tenants at a
 // time.
 func (b *sendBench) delivered(ctx context.Context, tenants []benchTenant, tag string, accepted int64) (deliveryResult, error) {
-	p := b.prog.phase(fmt.Sprintf("waiting for %d %s messages to be sent", accepted, tag))
-	if _, err := waitDrain(ctx, b.countTagged(tenants, tag, "status <> 'queued'", "coalesce(sent_at, now())"),
-		accepted, b.cfg.DeliveryTimeout, p); err != nil {
-		return deliveryResult{}, fmt.Errorf("%s: %w", tag, err)
+	if err := b.awaitSent(ctx, tenants, tag, accepted); err != nil {
+		return deliveryResult{}, err
 	}
 	r := deliveryResult{Accepted: accepted}
 	conn, err := b.d.Pool.Acquire(ctx)
@@ -1280,8 +1289,10 @@ func printSendReport(w io.Writer, r *sendReport) {
 					100*r.WebhookRatioLow, 100*r.WebhookRatioHigh, intervalRank(len(r.Webhooks)), len(r.Webhooks)+1-intervalRank(len(r.Webhooks)), len(r.Webhooks)))
 			}
 			for i, rd := range r.Webhooks {
-				line(fmt.Sprintf("  round %d", i+1), fmt.Sprintf("%8.1f %%  (%.0f /s with, %.0f /s without; CPU %.2f / %.2f ms a message; steal %.1f / %.1f %%; webhooks %d, %d during the run, then %.0f /s; %d yields; all arrived %v; %d checkpoint(s) started)",
-					100*rd.Ratio, rd.With.Rate, rd.Without.Rate, rd.CPUWith, rd.CPUWithout, rd.StealWith, rd.StealWithout, rd.Webhooks, rd.DuringRun, rd.DrainRate, rd.Yields, rd.Complete, rd.Checkpoints))
+				line(fmt.Sprintf("  round %d", i+1), fmt.Sprintf("%8.1f %%  (%.0f /s with, %.0f /s without; CPU %.2f / %.2f ms a message; steal %.1f / %.1f %%; WAL %.1f / %.1f kB a message; batches of %.1f / %.1f acceptances, %.1f / %.1f deliveries; webhooks %d, %d during the run, then %.0f /s; %d yields; all arrived %v; %d checkpoint(s) started)",
+					100*rd.Ratio, rd.With.Rate, rd.Without.Rate, rd.CPUWith, rd.CPUWithout, rd.StealWith, rd.StealWithout,
+					rd.WorkWith.WALBytes/1000, rd.WorkWithout.WALBytes/1000, rd.WorkWith.AcceptBatch, rd.WorkWithout.AcceptBatch, rd.WorkWith.DeliverBatch, rd.WorkWithout.DeliverBatch,
+					rd.Webhooks, rd.DuringRun, rd.DrainRate, rd.Yields, rd.Complete, rd.Checkpoints))
 			}
 			line("machine CPU per accepted message, without vs with", fmt.Sprintf("%8.1f %%  (median of the rounds: the rate kept on a saturated machine)",
 				100*r.WebhookCPURatio))

@@ -1,11 +1,9 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -63,6 +61,10 @@ type webhookRound struct {
 	// Checkpoints is how many checkpoints the server started during the
 	// round's two runs (each begins right after one, settleWebhooks).
 	Checkpoints int64 `json:"checkpoints"`
+	// WorkWithout and WorkWith are each run's WAL and shared statements
+	// per message (runWork).
+	WorkWithout runWork `json:"work_without"`
+	WorkWith    runWork `json:"work_with"`
 }
 
 // hookReceiver is the organizations' webhook server: it answers every
@@ -176,10 +178,8 @@ func (b *sendBench) webhooks(ctx context.Context, g *loadGen, addr, pprofAddr st
 		rd := webhookRound{WithFirst: r%2 == 0}
 		round := fmt.Sprintf("webhook round %d/%d, ", r+1, b.cfg.WebhookRounds)
 		without := func() error {
-			cpu := readCPU()
-			var err error
-			rd.Without, _, err = b.sweepRun(ctx, g, addr, first, round+"no endpoint: ", fmt.Sprintf("bench-nohook-r%d", r))
-			rd.CPUWithout, rd.StealWithout = cpuPerItem(cpu, rd.Without.OK), stealSince(cpu)
+			run, err := b.webhookRun(ctx, g, addr, first, round+"no endpoint: ", fmt.Sprintf("bench-nohook-r%d", r), nil)
+			rd.Without, rd.CPUWithout, rd.StealWithout, rd.WorkWithout = run.res, run.cpu, run.steal, run.work
 			return err
 		}
 		with := func() error {
@@ -192,17 +192,11 @@ func (b *sendBench) webhooks(ctx context.Context, g *loadGen, addr, pprofAddr st
 			if r == 0 && b.cpuProfile != "" {
 				prof = grabProfile(pprofAddr, max(int(b.cfg.SweepDuration.Seconds())-1, 1), b.cpuProfile+".webhooks")
 			}
-			yields, err := b.webhookYields(ctx, addr)
+			run, err := b.webhookRun(ctx, g, addr, first, round+"one endpoint: ", fmt.Sprintf("bench-hook-r%d", r), rcv.mark)
+			rd.With, rd.CPUWith, rd.StealWith, rd.WorkWith = run.res, run.cpu, run.steal, run.work
 			if err != nil {
 				return err
 			}
-			cpu := readCPU()
-			rd.With, _, err = b.sweepRun(ctx, g, addr, first, round+"one endpoint: ", fmt.Sprintf("bench-hook-r%d", r))
-			rd.CPUWith, rd.StealWith = cpuPerItem(cpu, rd.With.OK), stealSince(cpu)
-			if err != nil {
-				return err
-			}
-			rcv.mark()
 			if prof != nil {
 				if err := <-prof; err != nil {
 					return err
@@ -215,11 +209,11 @@ func (b *sendBench) webhooks(ctx context.Context, g *loadGen, addr, pprofAddr st
 			}
 			rd.Webhooks, rd.Rate = rcv.rate()
 			rd.DuringRun, rd.DrainRate = rcv.drain()
-			after, err := b.webhookYields(ctx, addr)
+			after, err := b.readWork(ctx, addr)
 			if err != nil {
 				return err
 			}
-			rd.Yields = after - yields
+			rd.Yields = after.yields - run.start.yields
 			rd.Complete = rd.Webhooks >= want
 			return b.deleteEndpoints(ctx, addr, first, ids)
 		}
@@ -415,28 +409,4 @@ func (b *sendBench) tenantCall(ctx context.Context, method, url, key string, bod
 		return json.NewDecoder(rsp.Body).Decode(out)
 	}
 	return nil
-}
-
-// webhookYields reads the service's webhook_yields_total from its metrics.
-func (b *sendBench) webhookYields(ctx context.Context, addr string) (int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("read the service's metrics: %w", err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "webhook_yields_total "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			return int64(f), err
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return 0, fmt.Errorf("read the service's metrics: %w", err)
-	}
-	return 0, errors.New("the service's metrics have no webhook_yields_total")
 }
