@@ -23,6 +23,10 @@ type runWork struct {
 	// (its batch_size histogram, kinds accept and deliver).
 	AcceptBatch  float64 `json:"accept_batch"`
 	DeliverBatch float64 `json:"deliver_batch"`
+	// OutboxRows is how many webhook outbox rows the service expanded
+	// into deliveries in that span (its webhook_outbox_rows_expanded_total):
+	// at a closed yield gate one a task, WEBHOOK_BUSY_RATE tasks a second.
+	OutboxRows int64 `json:"outbox_rows_expanded"`
 }
 
 // workReading is a reading of the counters runWork is made of.
@@ -30,8 +34,9 @@ type workReading struct {
 	wal int64
 	// batches is the service's batch_size _sum and _count by kind.
 	batches map[string][2]float64
-	// yields is the service's webhook_yields_total.
-	yields int64
+	// yields is the service's webhook_yields_total, expanded its
+	// webhook_outbox_rows_expanded_total.
+	yields, expanded int64
 }
 
 // readWork reads the server's WAL position and the service's metrics at
@@ -64,6 +69,8 @@ func (b *sendBench) readWork(ctx context.Context, addr string) (workReading, err
 		switch {
 		case name == "webhook_yields_total":
 			w.yields, yields = int64(f), true
+		case name == "webhook_outbox_rows_expanded_total":
+			w.expanded = int64(f)
 		case strings.HasPrefix(name, `batch_size_sum{kind="`):
 			kind := strings.TrimSuffix(strings.TrimPrefix(name, `batch_size_sum{kind="`), `"}`)
 			s := w.batches[kind]
@@ -102,6 +109,7 @@ func workSince(before, after workReading, n int64) runWork {
 		WALBytes:     float64(after.wal-before.wal) / float64(n),
 		AcceptBatch:  mean("accept"),
 		DeliverBatch: mean("deliver"),
+		OutboxRows:   after.expanded - before.expanded,
 	}
 }
 

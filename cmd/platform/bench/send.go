@@ -1289,9 +1289,9 @@ func printSendReport(w io.Writer, r *sendReport) {
 					100*r.WebhookRatioLow, 100*r.WebhookRatioHigh, intervalRank(len(r.Webhooks)), len(r.Webhooks)+1-intervalRank(len(r.Webhooks)), len(r.Webhooks)))
 			}
 			for i, rd := range r.Webhooks {
-				line(fmt.Sprintf("  round %d", i+1), fmt.Sprintf("%8.1f %%  (%.0f /s with, %.0f /s without; CPU %.2f / %.2f ms a message; steal %.1f / %.1f %%; WAL %.1f / %.1f kB a message; batches of %.1f / %.1f acceptances, %.1f / %.1f deliveries; webhooks %d, %d during the run, then %.0f /s; %d yields; all arrived %v; %d checkpoint(s) started)",
+				line(fmt.Sprintf("  round %d", i+1), fmt.Sprintf("%8.1f %%  (%.0f /s with, %.0f /s without; CPU %.2f / %.2f ms a message; steal %.1f / %.1f %%; WAL %.1f / %.1f kB a message; batches of %.1f / %.1f acceptances, %.1f / %.1f deliveries; %d outbox rows expanded during the run; webhooks %d, %d during the run, then %.0f /s; %d yields; all arrived %v; %d checkpoint(s) started)",
 					100*rd.Ratio, rd.With.Rate, rd.Without.Rate, rd.CPUWith, rd.CPUWithout, rd.StealWith, rd.StealWithout,
-					rd.WorkWith.WALBytes/1000, rd.WorkWithout.WALBytes/1000, rd.WorkWith.AcceptBatch, rd.WorkWithout.AcceptBatch, rd.WorkWith.DeliverBatch, rd.WorkWithout.DeliverBatch,
+					rd.WorkWith.WALBytes/1000, rd.WorkWithout.WALBytes/1000, rd.WorkWith.AcceptBatch, rd.WorkWithout.AcceptBatch, rd.WorkWith.DeliverBatch, rd.WorkWithout.DeliverBatch, rd.WorkWith.OutboxRows,
 					rd.Webhooks, rd.DuringRun, rd.DrainRate, rd.Yields, rd.Complete, rd.Checkpoints))
 			}
 			line("machine CPU per accepted message, without vs with", fmt.Sprintf("%8.1f %%  (median of the rounds: the rate kept on a saturated machine)",
