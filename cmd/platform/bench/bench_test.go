@@ -234,3 +234,36 @@ func TestMedianInterval(t *testing.T) {
 		t.Errorf("five rounds bound nothing at 95%%, got %v-%v", low, high)
 	}
 }
+
+// TestWorkSince covers a webhook run's work per message: the kind label of
+// the service's batch_size samples, and the WAL, mean batch sizes and
+// outbox rows between two readings.
+func TestWorkSince(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, series, want string
+		ok                 bool
+	}{
+		{`batch_size_sum{kind="accept"}`, "batch_size_sum", "accept", true},
+		{`batch_size_count{kind="deliver"}`, "batch_size_count", "deliver", true},
+		{`batch_size_count{kind="deliver"}`, "batch_size_sum", "", false},
+		{`batch_size_bucket{kind="accept",le="1"}`, "batch_size_sum", "", false},
+	} {
+		if got, ok := kindOf(tc.name, tc.series); got != tc.want || ok != tc.ok {
+			t.Errorf("kindOf(%q, %q) = %q, %v, want %q, %v", tc.name, tc.series, got, ok, tc.want, tc.ok)
+		}
+	}
+	before := workReading{wal: 1000, expanded: 3, batches: map[string][2]float64{"accept": {10, 5}, "deliver": {40, 4}}}
+	after := workReading{wal: 21000, expanded: 10, batches: map[string][2]float64{"accept": {50, 15}, "deliver": {40, 4}}}
+	for _, tc := range []struct {
+		n    int64
+		want runWork
+	}{
+		{10, runWork{WALBytes: 2000, AcceptBatch: 4, DeliverBatch: 0, OutboxRows: 7}},
+		{0, runWork{}},
+	} {
+		if got := workSince(before, after, tc.n); got != tc.want {
+			t.Errorf("workSince(%d messages) = %+v, want %+v", tc.n, got, tc.want)
+		}
+	}
+}

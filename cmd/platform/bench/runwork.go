@@ -71,16 +71,14 @@ func (b *sendBench) readWork(ctx context.Context, addr string) (workReading, err
 			w.yields, yields = int64(f), true
 		case name == "webhook_outbox_rows_expanded_total":
 			w.expanded = int64(f)
-		case strings.HasPrefix(name, `batch_size_sum{kind="`):
-			kind := strings.TrimSuffix(strings.TrimPrefix(name, `batch_size_sum{kind="`), `"}`)
-			s := w.batches[kind]
-			s[0] = f
-			w.batches[kind] = s
-		case strings.HasPrefix(name, `batch_size_count{kind="`):
-			kind := strings.TrimSuffix(strings.TrimPrefix(name, `batch_size_count{kind="`), `"}`)
-			s := w.batches[kind]
-			s[1] = f
-			w.batches[kind] = s
+		default:
+			for i, series := range []string{"batch_size_sum", "batch_size_count"} {
+				if kind, ok := kindOf(name, series); ok {
+					s := w.batches[kind]
+					s[i] = f
+					w.batches[kind] = s
+				}
+			}
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -90,6 +88,15 @@ func (b *sendBench) readWork(ctx context.Context, addr string) (workReading, err
 		return w, fmt.Errorf("the service's metrics have no webhook_yields_total")
 	}
 	return w, nil
+}
+
+// kindOf returns the kind label of a sample name of series, `series{kind="k"}`.
+func kindOf(name, series string) (string, bool) {
+	rest, ok := strings.CutPrefix(name, series+`{kind="`)
+	if !ok {
+		return "", false
+	}
+	return strings.CutSuffix(rest, `"}`)
 }
 
 // workSince is the work per message of n accepted messages between two

@@ -1060,9 +1060,9 @@ func (b *sendBench) awaitSent(ctx context.Context, tenants []benchTenant, tag st
 	return nil
 }
 
-// delivered waits until every message tagged tag is sent or failed (awaitSent), then
-// measures delivery and checks that each accepted message reached the
-// network exactly once. The figures are computed on one connection over a
+// delivered waits until every message tagged tag is sent or failed
+// (awaitSent), then measures delivery and checks that each accepted message
+// reached the network exactly once. The figures are computed on one connection over a
 // temporary copy of the tagged messages, filled taggedChunk tenants at a
 // time.
 func (b *sendBench) delivered(ctx context.Context, tenants []benchTenant, tag string, accepted int64) (deliveryResult, error) {
