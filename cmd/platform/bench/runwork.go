@@ -66,10 +66,10 @@ func (b *sendBench) readWork(ctx context.Context, addr string) (workReading, err
 		if err != nil {
 			continue
 		}
-		switch {
-		case name == "webhook_yields_total":
+		switch name {
+		case "webhook_yields_total":
 			w.yields, yields = int64(f), true
-		case name == "webhook_outbox_rows_expanded_total":
+		case "webhook_outbox_rows_expanded_total":
 			w.expanded = int64(f)
 		default:
 			for i, series := range []string{"batch_size_sum", "batch_size_count"} {
