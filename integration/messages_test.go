@@ -859,11 +859,14 @@ func TestMessageHistory(t *testing.T) {
 		query string
 		want  []int64
 	}{
-		{fmt.Sprintf("?conversation_id=%d", conv), []int64{inbound[0], ids[0]}},
+		// ids[0]'s delivery carried its conversation (s1 to phoneN(10)) on:
+		// ids[2], ids[4] and ids[6] went after it, in the same network
+		// conversation.
+		{fmt.Sprintf("?conversation_id=%d", conv), []int64{inbound[0], ids[6], ids[4], ids[2], ids[0]}},
 		{"?direction=outbound&limit=2", []int64{ids[6], ids[5]}},
 		{"?direction=inbound&status=received", inbound},
-		{"?status=delivered", []int64{ids[0]}},
-		{fmt.Sprintf("?conversation_id=%d&direction=outbound", conv), []int64{ids[0]}},
+		{"?status=delivered", []int64{ids[6], ids[4], ids[2], ids[0]}},
+		{fmt.Sprintf("?conversation_id=%d&direction=outbound", conv), []int64{ids[6], ids[4], ids[2], ids[0]}},
 	} {
 		if got, _ := list(f.query); !slices.Equal(got, f.want) {
 			t.Errorf("list %s = %v, want %v", f.query, got, f.want)

@@ -43,6 +43,7 @@ func (a *App) messaging() error {
 		IdempotencyTTL: idempotencyTTL,
 		AcceptBatch:    a.batches("accept"),
 		DeliveryBatch:  a.batches("deliver"),
+		ClaimLease:     a.jobs.DeliveryRescueAfter,
 		Events:         a.Webhooks,
 		Clock:          a.clock,
 		Logger:         a.log,

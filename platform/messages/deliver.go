@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
 
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
@@ -20,89 +20,101 @@ import (
 	"github.com/bizmsg/platform/platform/webhooks"
 )
 
-// DeliverMessage delivers the message of a delivery job (jobs.MessageDeliverer):
+// DeliverMessage delivers the message of a delivery job (jobs.MessageDeliverer),
+// and then the later messages of its conversation (order.go):
 //
-//  1. it reserves a token of the sender's bucket and waits for it (up to
-//     MaxInlineWait) or asks to be snoozed for exactly the delay; the snoozed
-//     run finds its token reserved under the job's ticket. The bucket's limit
-//     is the one the sender's last delivery read (senderCache); a job without
-//     a sender id, or the first delivery of a sender in this process, reads
-//     the message first (loadDelivery) to learn it;
-//  2. it joins the tenant's next delivery batch (Config.DeliveryBatch): the
-//     jobs of a tenant past their throttle at the same time are claimed,
-//     delivered and recorded together (deliverBatch), so that a busy worker
-//     spends a few statements per batch rather than per message. Alone, a
-//     job runs at once in a batch of its own;
-//  3. the batch decides, under lock, whether the message waits for an
-//     earlier message of its conversation (its sender number and recipient)
-//     that is still queued (order.go). When a job of that message runs in
-//     this process (flights), the run waits for it to end and claims again,
-//     as long as its inline wait (Config.MaxInlineWait, the throttle's
-//     included) lasts; otherwise the job snoozes for Config.OrderWait,
-//     keeping the token it took for its next run in this process
-//     (heldTokens). A message that does not wait claims, on its
-//     first run past the throttle, its place under the sender's current
-//     daily limit for the day it was accepted, or is failed
-//     (daily_limit_exceeded, sender_not_active) undelivered; a message
-//     already sent or failed is done (claimMany, claimLocked);
-//  4. it delivers with the reference "<schema>:<id>" and records the
-//     outcome: sent with the network's ids, or failed with the network's
-//     refusal code; a transient failure is returned for River to retry,
-//     except on the last attempt, which fails the message with
-//     network_error.
+//  1. it joins the tenant's next delivery batch (Config.DeliveryBatch): the
+//     jobs of a tenant that run at the same time are claimed, delivered and
+//     recorded together (deliverBatch), so that a busy worker spends a few
+//     statements per batch rather than per message. Alone, a job runs at
+//     once in a batch of its own;
+//  2. the batch claims the message under lock, unless an earlier message of
+//     its conversation is still queued (the job looks again after
+//     Config.OrderWait) or another job's claim holds it. A message claimed
+//     for the first time takes its place under the sender's current daily
+//     limit for the day it was accepted, or is failed (daily_limit_exceeded,
+//     sender_not_active) undelivered; a message already sent or failed is
+//     done;
+//  3. a claimed message reserves the sender's next throttle token under its
+//     own ticket (msgTicket), so that its reservation is found again in
+//     whichever run claims it next. A token due later than the run may wait
+//     (Config.MaxInlineWait) snoozes the job for exactly the delay;
+//  4. a message whose token is due is delivered with the reference
+//     "<schema>:<id>" and its outcome recorded: sent with the network's ids,
+//     or failed with the network's refusal code; a transient failure is
+//     returned for River to retry, except on the last attempt, which fails
+//     the message with network_error;
+//  5. once the message is no longer queued, the job goes on with the next
+//     queued message of its conversation (nextSQL), claimed as in step 2 by
+//     this job, while its run may wait; past that, it hands the next
+//     message to a job of its own (handOver).
 func (s *Service) DeliverMessage(ctx context.Context, args queue.DeliverArgs, at queue.DeliveryAttempt) (time.Duration, error) {
 	t, err := db.NewTenant(args.OrgID, args.Schema)
 	if err != nil {
 		return 0, &network.PermanentError{Code: network.CodeInvalidMessage, Message: err.Error()}
 	}
-	end := s.flights.start(flightKey{t.Schema, args.MessageID})
-	defer end()
-	senderID := args.SenderID
-	limit, known := s.known.limit(t, senderID)
-	if senderID == 0 || !known {
-		m, _, org, err := s.loadDelivery(ctx, t, args.MessageID)
-		if err != nil {
-			return 0, missing(t, args.MessageID, err)
-		}
-		if m.Status != StatusQueued {
-			return 0, nil
-		}
-		senderID, limit = m.SenderNumberID, s.limitOf(org)
-		s.known.putLimit(t, senderID, limit)
-	}
-
-	key := throttleKey(t, senderID)
-	var delay time.Duration
-	began := time.Now()
-	if !s.held.take(at.Ticket(), began) {
-		if delay, err = s.throttle.Reserve(ctx, key, at.Ticket(), limit); err != nil {
-			return 0, fmt.Errorf("throttle: %w", err)
-		}
-		if delay > s.cfg.MaxInlineWait {
-			return delay, nil
-		}
-		if delay > 0 && !sleep(ctx, delay) {
-			return 0, ctx.Err()
-		}
-	}
-
+	until := time.Now().Add(s.cfg.MaxInlineWait)
+	id, own := args.MessageID, true
 	for {
-		errItem, err := s.deliveries.Do(ctx, t, pendingDelivery{id: args.MessageID, at: at})
+		r, err := s.deliveries.Do(ctx, t, pendingDelivery{id: id, at: at, own: own})
 		if err != nil {
 			return 0, err
 		}
-		w := (*orderWaitError)(nil)
-		if !errors.As(errItem, &w) {
-			return 0, errItem
-		}
-		if !s.flights.park(ctx, flightKey{t.Schema, w.blocker}, began.Add(s.cfg.MaxInlineWait)) {
-			if ctx.Err() != nil {
+		var wait *throttledError
+		switch {
+		case errors.As(r.err, &wait):
+			if time.Now().Add(wait.delay).After(until) {
+				return wait.delay, nil // the claim and the token are the job's next run's
+			}
+			if !sleep(ctx, wait.delay) {
 				return 0, ctx.Err()
 			}
-			s.held.keep(at.Ticket(), key, limit.Burst, time.Now())
+			continue
+		case isWaiting(r.err) && own:
 			return s.cfg.OrderWait, nil
+		case isWaiting(r.err):
+			return 0, nil // the conversation's next message is another job's now
+		case r.err != nil && own:
+			return 0, r.err
+		case r.err != nil:
+			// The conversation's next message failed: its retries are its
+			// own job's, with their backoff and attempts (outcome released
+			// the claim of a transient failure).
+			s.log.InfoContext(ctx, "handing a failed delivery to its own job", "schema", t.Schema,
+				"message_id", id, "error", r.err)
+			return 0, s.handOver(ctx, t, id, r.conv.sender)
+		case r.next == 0:
+			return 0, nil
+		case time.Now().After(until):
+			return 0, s.handOver(ctx, t, r.next, r.conv.sender)
 		}
+		id, own = r.next, false
 	}
+}
+
+// isWaiting reports whether a delivery's outcome is a wait: for an earlier
+// message of its conversation, or for another job's claim.
+func isWaiting(err error) bool {
+	var w *orderWaitError
+	var h heldError
+	return errors.As(err, &w) || errors.As(err, &h)
+}
+
+// handOver inserts a delivery job for message id of tenant t (of sender
+// number sender), which carries its conversation on from there: a job whose
+// run may wait no longer ends with it (DeliverMessage). River notifies the
+// workers of the new job, so it runs at once, in any process.
+func (s *Service) handOver(ctx context.Context, t db.Tenant, id, sender int64) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		_, err := s.jobs.InsertManyFastTx(ctx, tx, []river.InsertManyParams{queue.DeliveryJob(queue.DeliverArgs{
+			OrgID: t.OrgID, Schema: t.Schema, MessageID: id, SenderID: sender,
+		})})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("hand message %d of %s to a delivery job: %w", id, t.Schema, err)
+	}
+	return nil
 }
 
 // sleep waits for d, or until ctx ends (false).
@@ -117,12 +129,31 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// pendingDelivery is a delivery job past its throttle, waiting for its
-// tenant's next delivery batch.
+// pendingDelivery is a delivery job's message, waiting for its tenant's
+// next delivery batch: the job's own message, or the next one of its
+// conversation.
 type pendingDelivery struct {
 	id int64
 	at queue.DeliveryAttempt
+	// own: the job's own message, whose outcome is the job's (else the
+	// next one of its conversation, whose retries are its own job's).
+	own bool
 }
+
+// delivered is a delivery's outcome: err is nil when the message is no
+// longer queued (delivered, failed, or done already), an orderWaitError,
+// heldError or throttledError when it waits, or the failure. next is then
+// the oldest queued message of its conversation conv (0 if none), for the
+// job to carry the conversation on.
+type delivered struct {
+	err  error
+	conv conversation
+	next int64
+}
+
+// msgTicket is message id's throttle ticket: the reservation a claim of it
+// made, found again by the next claim of it, in any job and any process.
+func msgTicket(t db.Tenant, id int64) string { return "msg:" + Reference(t, id) }
 
 // sentMessage is a message the network delivered, to record.
 type sentMessage struct {
@@ -134,136 +165,225 @@ type sentMessage struct {
 	item      int // its index in the batch
 }
 
-// deliverBatch delivers the messages of tenant t's delivery jobs that are
-// past their throttle at the same time (a batch.Batcher run), and returns
-// each job's outcome (DeliverMessage's error), in order:
+// deliverBatch delivers the messages of tenant t's delivery jobs that run
+// at the same time (a batch.Batcher run), and returns each job's outcome,
+// in order:
 //
 //   - claimMany locks and reads the messages and claims their places under
 //     their senders' daily limits in one statement; claimLocked decides,
 //     in a transaction, the few it leaves (a limit reached, a sender no
 //     longer active). A message with an earlier message of its
-//     conversation still queued outside the batch waits (orderWaitError);
-//   - the network delivers the claimed ones (network.DeliverAll: one batch
-//     where the network offers it), each with its reference
-//     "<schema>:<id>", so that a delivery the network already made (a crash
-//     before the outcome was recorded) is returned again, not repeated. The
-//     messages of one conversation go in rounds, one per round in id order:
-//     a round delivers the first of every conversation, and the next one
-//     the following message of each conversation whose message left queued
-//     (delivered, or failed); behind a transient failure the rest of its
-//     conversation waits (orderWaitError). A batch whose conversations are
-//     all different is one round;
+//     conversation still queued waits (orderWaitError), and so does one
+//     another job's claim holds (heldError);
+//   - each claimed message reserves its sender's next token (reserve); one
+//     due later waits for it (throttledError);
+//   - the network delivers the others (network.DeliverAll: one batch where
+//     the network offers it), each with its reference "<schema>:<id>", so
+//     that a delivery the network already made (a crash before the outcome
+//     was recorded) is returned again, not repeated;
 //   - markSent records every delivery in one statement. A refusal fails its
 //     message with the network's code; a transient failure is that job's
 //     error, for River to retry, except on its last attempt, which fails
-//     the message with network_error.
+//     the message with network_error;
+//   - for every message no longer queued, its conversation's next message
+//     (nextSQL, read after the records committed).
 //
-// Two jobs of one message in a batch (a rescued job and the original) share
-// one delivery and its outcome. Fewer than minBatch jobs are delivered each
-// on its own, side by side, with the one-message statements; of two messages
-// of one conversation there, the later one's claim finds the earlier one
-// queued and waits.
-func (s *Service) deliverBatch(ctx context.Context, t db.Tenant, items []pendingDelivery) ([]error, error) {
+// Two jobs of one message in a batch (a rescued job and the original, or a
+// job and the one carrying its conversation on) claim it one after the
+// other: the second in a batch of its own after the first's. Fewer than minBatch jobs are
+// delivered each on its own, side by side, with the one-message statements.
+func (s *Service) deliverBatch(ctx context.Context, t db.Tenant, items []pendingDelivery) ([]delivered, error) {
 	if n := len(items); n > 1 && n < minBatch {
 		// Too few to pay for the batch statements: each on its own, at once.
-		errs := make([]error, n)
+		out := make([]delivered, n)
 		var wg sync.WaitGroup
 		for i := range items {
 			wg.Go(func() {
 				one, err := s.deliverBatch(ctx, t, items[i:i+1])
-				if err == nil {
-					err = one[0]
+				if err != nil {
+					out[i].err = err
+					return
 				}
-				errs[i] = err
+				out[i] = one[0]
 			})
 		}
 		wg.Wait()
-		return errs, nil
+		return out, nil
 	}
 	first := make(map[int64]int, len(items))
 	ids := make([]int64, 0, len(items))
+	jobs := make([]int64, 0, len(items))
+	var again []int // items of a message already in the batch
 	for i, it := range items {
-		if _, dup := first[it.id]; !dup {
-			first[it.id] = i
-			ids = append(ids, it.id)
+		if _, dup := first[it.id]; dup {
+			again = append(again, i)
+			continue
 		}
+		first[it.id] = i
+		ids, jobs = append(ids, it.id), append(jobs, it.at.JobID)
 	}
-	claims, undecided, err := s.claimMany(ctx, t, ids)
+	claims, undecided, err := s.claimMany(ctx, t, ids, jobs)
 	if err != nil {
 		return nil, err
 	}
 	if len(undecided) > 0 {
-		decided, err := s.claimLocked(ctx, t, undecided, ids)
+		ujobs := make([]int64, len(undecided))
+		for i, id := range undecided {
+			ujobs[i] = items[first[id]].at.JobID
+		}
+		decided, err := s.claimLocked(ctx, t, undecided, ujobs)
 		if err != nil {
 			return nil, err
 		}
 		maps.Copy(claims, decided)
 	}
 
-	// The messages that proceed, per conversation in id order: each round
-	// delivers the first of every conversation, and the next round the
-	// following one of each conversation whose first left queued.
-	errs := make([]error, len(items))
-	lines := make(map[conversation][]int64)
-	var order []conversation
+	out := make([]delivered, len(items))
+	var proceed []int64
 	for _, id := range ids {
 		c, found := claims[id]
+		o := &out[first[id]]
+		if found {
+			o.conv = conversation{c.m.SenderNumberID, c.m.ToPhone}
+		}
 		switch {
 		case !found:
-			errs[first[id]] = missing(t, id, apperr.NotFound("message"))
+			o.err = missing(t, id, apperr.NotFound("message"))
 		case c.blocker != 0:
-			errs[first[id]] = &orderWaitError{blocker: c.blocker}
+			o.err = &orderWaitError{blocker: c.blocker}
+		case c.held:
+			o.err = heldError{}
 		case c.proceed:
-			k := conversation{c.m.SenderNumberID, c.m.ToPhone}
-			if _, seen := lines[k]; !seen {
-				order = append(order, k)
-			}
-			lines[k] = append(lines[k], id)
+			proceed = append(proceed, id)
 		}
 	}
-	for _, k := range order {
-		slices.Sort(lines[k])
-	}
+	due := s.reserve(ctx, t, claims, proceed, func(id int64, err error) { out[first[id]].err = err })
 
-	sent := make([]sentMessage, 0, len(ids))
-	for len(order) > 0 {
-		msgs := make([]network.Message, len(order))
-		for j, k := range order {
-			c := claims[lines[k][0]]
-			msgs[j] = networkMessage(t, c.m, c.phone)
+	if len(due) > 0 {
+		s.deliverDue(ctx, t, items, first, claims, due, out)
+	}
+	if err := s.nextOf(ctx, t, ids, first, out); err != nil {
+		return nil, err
+	}
+	if len(again) > 0 {
+		// Each job claims for itself (the other may be the one whose claim
+		// holds the message): after the first, in a batch of their own.
+		rest := make([]pendingDelivery, len(again))
+		for j, i := range again {
+			rest[j] = items[i]
 		}
-		var next []conversation
-		for j, r := range network.DeliverAll(ctx, s.net, msgs, len(msgs)) {
-			k := order[j]
-			id, later := lines[k][0], lines[k][1:]
-			i := first[id]
-			rec, done, err := s.outcome(ctx, t, items[i], i, r)
-			if rec != nil {
-				sent = append(sent, *rec)
-			}
-			errs[i] = err
-			switch {
-			case len(later) == 0:
-			case !done:
-				for _, l := range later {
-					errs[first[l]] = &orderWaitError{blocker: id}
-				}
-			default:
-				lines[k] = later
-				next = append(next, k)
-			}
+		later, err := s.deliverBatch(ctx, t, rest)
+		if err != nil {
+			return nil, err
 		}
-		order = next
+		for j, i := range again {
+			out[i] = later[j]
+		}
+	}
+	return out, nil
+}
+
+// deliverDue delivers the claimed messages due (their tokens due now) of
+// deliverBatch, records them, and sets each one's outcome in out (indexed
+// through first).
+func (s *Service) deliverDue(ctx context.Context, t db.Tenant, items []pendingDelivery, first map[int64]int,
+	claims map[int64]claim, due []int64, out []delivered) {
+	msgs := make([]network.Message, len(due))
+	for j, id := range due {
+		c := claims[id]
+		msgs[j] = networkMessage(t, c.m, c.phone)
+	}
+	sent := make([]sentMessage, 0, len(due))
+	for j, r := range network.DeliverAll(ctx, s.net, msgs, len(msgs)) {
+		i := first[due[j]]
+		rec, err := s.outcome(ctx, t, items[i], i, r)
+		if rec != nil {
+			sent = append(sent, *rec)
+		}
+		out[i].err = err
 	}
 	if err := s.markSent(ctx, t, sent); err != nil {
 		for _, m := range sent {
-			errs[m.item] = err
+			out[m.item].err = err
 		}
 	}
-	for i, it := range items {
-		errs[i] = errs[first[it.id]]
+}
+
+// reserve takes the sender's next throttle token for each message of ids
+// (claimed: claims has them), under the message's ticket, and returns those
+// whose token is due now, in order. Of the others, fail is told the
+// throttledError of each one's delay, or the throttle's error. The
+// reservations run side by side: a Shared throttle decides those of the
+// whole process together.
+func (s *Service) reserve(ctx context.Context, t db.Tenant, claims map[int64]claim, ids []int64, fail func(int64, error)) []int64 {
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Go(func() {
+			c := claims[id]
+			delay, err := s.throttle.Reserve(ctx, throttleKey(t, c.m.SenderNumberID), msgTicket(t, id), c.limit)
+			switch {
+			case err != nil:
+				errs[i] = fmt.Errorf("throttle: %w", err)
+			case delay > 0:
+				errs[i] = &throttledError{delay: delay}
+			}
+		})
 	}
-	return errs, nil
+	wg.Wait()
+	due := ids[:0:0]
+	for i, id := range ids {
+		if errs[i] != nil {
+			fail(id, errs[i])
+			continue
+		}
+		due = append(due, id)
+	}
+	return due
+}
+
+// nextOf sets, in out (indexed through first), the next queued message of
+// the conversation of every message of ids that is no longer queued (its
+// outcome nil), in one statement (nextSQL) read after the batch's records
+// committed: a message accepted before then is found, and one accepted
+// after finds this batch's messages no longer queued, so none is left
+// without a job that delivers it.
+func (s *Service) nextOf(ctx context.Context, t db.Tenant, ids []int64, first map[int64]int, out []delivered) error {
+	var senders []int64
+	var phones []string
+	seen := make(map[conversation]bool)
+	for _, id := range ids {
+		o := out[first[id]]
+		if o.err != nil || o.conv == (conversation{}) || seen[o.conv] {
+			continue
+		}
+		seen[o.conv] = true
+		senders, phones = append(senders, o.conv.sender), append(phones, o.conv.to)
+	}
+	if len(senders) == 0 {
+		return nil
+	}
+	next := make(map[conversation]int64, len(senders))
+	err := s.prep.Query(ctx, nil, nextSQL(t), []any{senders, phones, s.clock.Now().Add(-s.cfg.OrderWindow)}, func(r db.Rows) error {
+		for r.Next() {
+			var c conversation
+			var id int64
+			if err := r.Scan(&c.sender, &c.to, &id); err != nil {
+				return err
+			}
+			next[c] = id
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read the next messages of %d conversations of %s: %w", len(senders), t.Schema, err)
+	}
+	for _, id := range ids {
+		if o := &out[first[id]]; o.err == nil {
+			o.next = next[o.conv]
+		}
+	}
+	return nil
 }
 
 // networkMessage is message m as the network delivers it, from the sender's
@@ -284,32 +404,40 @@ func networkMessage(t db.Tenant, m *row, phone string) network.Message {
 
 // outcome handles the network's result r for the message of it (the batch's
 // item i): a delivery is returned, to record; a refusal fails the message; a
-// transient failure is the job's error, and on its last attempt fails the
-// message with network_error as well. done reports whether the message is
-// no longer queued (sent to record, or failed now), so that the later
-// messages of its conversation may follow it.
-func (s *Service) outcome(ctx context.Context, t db.Tenant, it pendingDelivery, i int, r network.Result) (rec *sentMessage, done bool, err error) {
+// transient failure is the job's error, marks the message failing (its
+// failing_since, the start of the time after which it no longer holds its
+// conversation back: blockerSQL), and on the job's last attempt at its own
+// message fails the message with network_error as well. A transient failure
+// of a message the job carried its conversation on to releases the job's
+// claim of it: its retries are its own job's (DeliverMessage hands it over).
+func (s *Service) outcome(ctx context.Context, t db.Tenant, it pendingDelivery, i int, r network.Result) (*sentMessage, error) {
 	id, at := it.id, it.at
 	var refusal *network.PermanentError
 	switch {
 	case errors.As(r.Err, &refusal):
-		err = s.fail(ctx, nil, t, id, refusal.Code, refusal.Message)
-		return nil, err == nil, err
-	case r.Err != nil && at.Last():
+		return nil, s.fail(ctx, nil, t, id, refusal.Code, refusal.Message)
+	case r.Err != nil && it.own && at.Last():
 		s.log.WarnContext(ctx, "message delivery gave up", "schema", t.Schema, "message_id", id,
 			"attempts", at.Attempt, "error", r.Err)
-		if err = s.fail(ctx, nil, t, id, CodeNetworkError,
+		if err := s.fail(ctx, nil, t, id, CodeNetworkError,
 			fmt.Sprintf("The messaging network could not be reached after %d attempts.", at.Attempt)); err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		// The job ends discarded with the cause in its errors, where an
 		// operator finds it (platform admin jobs retry requeues the message
 		// once the cause is gone).
-		return nil, true, fmt.Errorf("deliver (last attempt; message failed %s): %w", CodeNetworkError, network.Transient(r.Err))
+		return nil, fmt.Errorf("deliver (last attempt; message failed %s): %w", CodeNetworkError, network.Transient(r.Err))
 	case r.Err != nil:
-		return nil, false, fmt.Errorf("deliver: %w", network.Transient(r.Err))
+		if err := s.prep.Exec(ctx, nil, `UPDATE `+t.Table("messages")+`
+			SET failing_since = coalesce(failing_since, $2::timestamptz),
+			    claimed_by = CASE WHEN $3::boolean THEN claimed_by END
+			WHERE id = $1::bigint AND status = 'queued'`,
+			id, s.clock.Now(), it.own); err != nil {
+			s.log.WarnContext(ctx, "marking a message failing", "schema", t.Schema, "message_id", id, "error", err)
+		}
+		return nil, fmt.Errorf("deliver: %w", network.Transient(r.Err))
 	default:
-		return &sentMessage{id: id, d: r.Delivery, item: i, delivered: r.Delivery.Delivered}, true, nil
+		return &sentMessage{id: id, d: r.Delivery, item: i, delivered: r.Delivery.Delivered}, nil
 	}
 }
 
@@ -321,256 +449,6 @@ func missing(t db.Tenant, id int64, err error) error {
 			Message: fmt.Sprintf("message %d does not exist in %s", id, t.Schema)}
 	}
 	return err
-}
-
-// claim is what claimMany or claimLocked decided for a message: proceed
-// (deliver m from the sender's phone), wait for an earlier message of its
-// conversation (blocker, the id of that message: m is left queued and
-// unclaimed, or claimed already), or neither (it is sent or failed already,
-// or it was failed now).
-type claim struct {
-	proceed bool
-	blocker int64
-	m       *row
-	phone   string
-}
-
-// claimMany is the common case of the claim, for all of ids at once, in one
-// statement (one round trip, no explicit transaction): it locks the
-// messages (by id) and reads them with their senders, the organization's
-// limits and the earlier message of each one's conversation that it waits
-// for (blockerSQL: one still queued, not in this batch); it locks the
-// delivery-side day counters of the senders whose queued, not yet
-// dispatched messages that wait for nothing all fit under their current
-// limits (in sender and day order, creating a counter a day's first claim
-// finds missing) and counts those messages in them; it stamps them
-// dispatched_at.
-//
-// It returns every message found, as read before the claim, with whether it
-// proceeds: claimed now, or dispatched already (a retry after a transient
-// network failure); a queued message that waits for an earlier one does
-// not, dispatched or not, and neither does a message no longer queued. The
-// queued ones it could not claim are undecided (a sender no longer active,
-// or a limit lowered since acceptance that not all of a sender's messages
-// fit under): claimLocked decides those one by one. A message that does not
-// exist is absent from both.
-func (s *Service) claimMany(ctx context.Context, t db.Tenant, ids []int64) (map[int64]claim, []int64, error) {
-	rows, err := s.claimRows(ctx, t, ids)
-	if err != nil {
-		return nil, nil, fmt.Errorf("claim messages of %s: %w", t.Schema, err)
-	}
-	out := make(map[int64]claim, len(rows))
-	var undecided []int64
-	for i := range rows {
-		r := &rows[i]
-		sn, org := r.split()
-		s.known.putLimit(t, r.SenderNumberID, s.limitOf(org))
-		c := claim{m: &r.row, phone: sn.phone}
-		switch {
-		case r.Status != StatusQueued:
-		case r.Blocker != nil:
-			c.blocker = *r.Blocker
-		case r.DispatchedAt != nil || r.Claimed:
-			c.proceed = true
-		default:
-			undecided = append(undecided, r.ID)
-			continue
-		}
-		out[r.ID] = c
-	}
-	return out, undecided, nil
-}
-
-// claimRow is a message as the claim reads it: with its sender, its
-// organization's limits, the earlier message of its conversation it waits
-// for (blockerSQL; nil when none), and whether this claim counted it.
-type claimRow struct {
-	row
-	deliveryJoin
-	Blocker *int64
-	Claimed bool
-}
-
-// claimRows runs claimMany's statement, prepared (db.Prepared): claimOneSQL
-// for one message, claimManySQL for several.
-func (s *Service) claimRows(ctx context.Context, t db.Tenant, ids []int64) ([]claimRow, error) {
-	query, idArg := claimManySQL(t), any(ids)
-	if len(ids) == 1 {
-		query, idArg = claimOneSQL(t), ids[0]
-	}
-	now := s.clock.Now()
-	var rows []claimRow
-	err := s.prep.Query(ctx, nil, query, []any{t.OrgID, idArg, now, now.Add(-s.cfg.OrderWindow)}, func(r db.Rows) error {
-		for r.Next() {
-			var c claimRow
-			if err := r.Scan(append(c.deliveryDest(), &c.Blocker, &c.Claimed)...); err != nil {
-				return err
-			}
-			rows = append(rows, c)
-		}
-		return nil
-	})
-	return rows, err
-}
-
-// usageKey names a sender's daily_usage row.
-type usageKey struct {
-	sender int64
-	day    string // YYYY-MM-DD, the UTC day the message was accepted
-}
-
-// claimLocked reads messages ids of tenant t with their senders, the
-// organization's limits and their blockers (none of batch, the ids of the
-// whole delivery batch, can be one), and decides each under the lock of one
-// transaction (the messages claimMany could not claim):
-//
-//   - a message no longer queued is done (a job run twice, or after a
-//     crash, changes nothing);
-//   - a message that waits for an earlier one of its conversation still
-//     queued waits, unclaimed;
-//   - a message dispatched already (a retry after a transient network
-//     failure) proceeds without a second claim;
-//   - a message whose sender is not active (suspended, rejected since
-//     acceptance) fails with sender_not_active;
-//   - otherwise the message claims its place in its acceptance day's
-//     dispatched counter while that counter is under the sender's current
-//     daily limit, in id order, and is stamped dispatched_at; past the limit
-//     (lowered since acceptance) it fails with daily_limit_exceeded.
-//
-// The decision comes after the throttle, so that it sees the limit as late as
-// possible. Locks are taken in one order, messages by id and then counters
-// by sender and day, the order markSent also follows (receipts lock one
-// counter each; acceptance locks only the acceptance-side rows, which no
-// delivery statement touches), so that concurrent batches cannot deadlock. A
-// message that does not exist is absent from the result.
-func (s *Service) claimLocked(ctx context.Context, t db.Tenant, ids, batch []int64) (map[int64]claim, error) {
-	var out map[int64]claim
-	err := s.prep.Tx(ctx, func(tx pgx.Tx) error {
-		out = make(map[int64]claim, len(ids))
-		var rows []claimRow
-		err := s.prep.Query(ctx, tx, lockMessagesSQL(t.Quoted(), "$1::bigint", "$2::bigint[]", "$3::bigint[]", "$4::timestamptz"),
-			[]any{t.OrgID, ids, batch, s.clock.Now().Add(-s.cfg.OrderWindow)},
-			func(r db.Rows) error {
-				for r.Next() {
-					var c claimRow
-					if err := r.Scan(append(c.deliveryDest(), &c.Blocker)...); err != nil {
-						return err
-					}
-					rows = append(rows, c)
-				}
-				return nil
-			})
-		if err != nil {
-			return fmt.Errorf("lock messages: %w", err)
-		}
-		var sids []int64
-		var days []string
-		want := make(map[usageKey]int)
-		for i := range rows {
-			r := &rows[i]
-			sn, org := r.split()
-			s.known.putLimit(t, r.SenderNumberID, s.limitOf(org))
-			if r.Status == StatusQueued && r.Blocker == nil && r.DispatchedAt == nil && sn.status == senders.StatusActive {
-				k := usageKey{r.SenderNumberID, dayOf(r.CreatedAt)}
-				if _, seen := want[k]; !seen {
-					want[k] = 0
-					sids, days = append(sids, k.sender), append(days, k.day)
-				}
-			}
-		}
-		count, err := s.lockUsage(ctx, tx, t, sids, days)
-		if err != nil {
-			return err
-		}
-
-		var claimed []int64
-		for i := range rows {
-			r := &rows[i]
-			sn, org := r.split()
-			c := claim{m: &r.row, phone: sn.phone}
-			k := usageKey{r.SenderNumberID, dayOf(r.CreatedAt)}
-			n, counted := count[k]
-			switch {
-			case r.Status != StatusQueued:
-			case r.Blocker != nil:
-				c.blocker = *r.Blocker
-			case r.DispatchedAt != nil:
-				c.proceed = true
-			case sn.status != senders.StatusActive:
-				err = s.fail(ctx, tx, t, r.ID, CodeSenderNotActive,
-					fmt.Sprintf("The sender number became %s before the message was delivered.", sn.status))
-			case !counted || n >= sn.dailyLimit(org):
-				err = s.fail(ctx, tx, t, r.ID, CodeDailyLimitExceeded,
-					fmt.Sprintf("The sender number's daily limit (now %d) was reached before the message was delivered.", sn.dailyLimit(org)))
-			default:
-				count[k] = n + 1
-				want[k]++
-				claimed = append(claimed, r.ID)
-				c.proceed = true
-			}
-			if err != nil {
-				return err
-			}
-			out[r.ID] = c
-		}
-		if len(claimed) == 0 {
-			return nil
-		}
-		var ns []int32
-		sids, days = sids[:0], days[:0]
-		for k, n := range want {
-			if n > 0 {
-				sids, days, ns = append(sids, k.sender), append(days, k.day), append(ns, int32(count[k]))
-			}
-		}
-		now := s.clock.Now()
-		err = s.prep.Exec(ctx, tx, `WITH u AS (
-			  UPDATE `+t.Table("daily_usage")+` d SET dispatched = v.n
-			    FROM unnest($1::bigint[], $2::text[], $3::int[]) v(sender, day, n)
-			   WHERE d.sender_number_id = v.sender AND d.day = v.day::date AND d.side = 'deliver')
-			UPDATE `+t.Table("messages")+` SET dispatched_at = $4::timestamptz, updated_at = $4::timestamptz
-			 WHERE id = ANY($5::bigint[])`,
-			sids, days, ns, now, claimed)
-		if err != nil {
-			return fmt.Errorf("claim daily limits: %w", err)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("claim messages of %s: %w", t.Schema, err)
-	}
-	return out, nil
-}
-
-// lockUsage locks the delivery-side daily_usage rows of (sids[i], days[i])
-// in sender and day order, creating the missing ones (nothing dispatched
-// yet), and returns their dispatched counters. One statement, so that
-// creating and locking follow that one order (an update that changes nothing
-// is what locks an existing row in an upsert).
-func (s *Service) lockUsage(ctx context.Context, tx pgx.Tx, t db.Tenant, sids []int64, days []string) (map[usageKey]int, error) {
-	count := make(map[usageKey]int, len(sids))
-	if len(sids) == 0 {
-		return count, nil
-	}
-	err := s.prep.Query(ctx, tx, `INSERT INTO `+t.Table("daily_usage")+` AS d (sender_number_id, day, side)
-		SELECT v.sender, v.day::date, 'deliver' FROM unnest($1::bigint[], $2::text[]) v(sender, day)
-		 ORDER BY v.sender, v.day::date
-		ON CONFLICT (sender_number_id, day, side) DO UPDATE SET dispatched = d.dispatched
-		RETURNING d.sender_number_id, d.day::text, d.dispatched`, []any{sids, days}, func(r db.Rows) error {
-		for r.Next() {
-			var k usageKey
-			var n int
-			if err := r.Scan(&k.sender, &k.day, &n); err != nil {
-				return err
-			}
-			count[k] = n
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("lock daily usage: %w", err)
-	}
-	return count, nil
 }
 
 // senderState is the sender as delivery sees it.
@@ -623,23 +501,6 @@ func (c *claimRow) deliveryDest() []any {
 func (j deliveryJoin) split() (senderState, orgSettings) {
 	return senderState{phone: j.SenderPhone, status: j.SenderStatus, override: j.Override},
 		orgSettings{DefaultDailyLimit: j.DefaultDailyLimit, SenderRate: j.SenderRate, SenderBurst: j.SenderBurst}
-}
-
-// loadDelivery reads message id with its sender and its organization's
-// limits, in one query, without locking it. A missing message is an apperr
-// not-found.
-func (s *Service) loadDelivery(ctx context.Context, t db.Tenant, id int64) (*row, senderState, orgSettings, error) {
-	var c claimRow
-	err := s.pool.QueryRow(ctx, `SELECT `+deliveryColumns+` FROM `+deliveryFrom(t.Quoted(), "$1")+` WHERE m.id = $2`,
-		t.OrgID, id).Scan(c.deliveryDest()...)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, senderState{}, orgSettings{}, apperr.NotFound("message")
-	}
-	if err != nil {
-		return nil, senderState{}, orgSettings{}, fmt.Errorf("load message %d of %s for delivery: %w", id, t.Schema, err)
-	}
-	sn, org := c.split()
-	return &c.row, sn, org, nil
 }
 
 // limitOf is the organization's sender throttle, else the configured default.

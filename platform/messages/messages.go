@@ -39,13 +39,14 @@
 //
 // # Delivery
 //
-// DeliverMessage runs in the River worker: it takes a token from the
+// DeliverMessage runs in the River worker: it claims the message, unless an
+// earlier message of its conversation is still queued (a lowered daily
+// limit is honoured for messages not yet delivered), takes a token from the
 // sender's bucket (waiting briefly, or snoozing once for exactly the delay),
-// claims the message's place under the sender's current daily limit (a
-// lowered limit is honoured for messages not yet delivered), delivers with the
-// reference "<schema>:<message id>" (so a job run twice delivers once), and
-// records the outcome with the day's status counters. The jobs of one tenant
-// that are past their throttle at the same time do this together
+// delivers with the reference "<schema>:<message id>" (so a job run twice
+// delivers once), and records the outcome with the day's status counters;
+// then it carries the conversation on to its next message (order.go). The
+// jobs of one tenant that run at the same time do this together
 // (deliverBatch): one claim statement, one network batch, one sent record.
 //
 // # Lifecycle
@@ -68,9 +69,9 @@
 // so each tenant has texts of its own. The rarer paths (claimLocked,
 // failures, receipts, inbound messages, the history) go through it too,
 // with pgx transactions where they change a message, so that an event can be
-// recorded with the change. The history (List) and the delivery's first
-// read of a message (loadDelivery) run on the pool directly, the history on
-// the simple protocol so that each page is planned for its filters.
+// recorded with the change. The history (List) runs on the pool
+// directly, on the simple protocol so that each page is planned for its
+// filters.
 package messages
 
 import (
@@ -318,25 +319,32 @@ type Config struct {
 	// deliverBatch): at most MaxSize jobs each, MaxInFlight at once per
 	// tenant. Defaults 64 and 2 (batch.Config).
 	DeliveryBatch batch.Config
-	// MaxInlineWait is the longest a delivery waits in its run: for its
-	// throttle token (a longer delay snoozes the job for exactly the delay),
-	// and then for the run of an earlier message of its conversation in
-	// this process (a longer wait snoozes the job for OrderWait). Default
-	// 1 s.
+	// MaxInlineWait is how long a delivery job's run may wait for throttle
+	// tokens and go on with its conversation's next messages (order.go): a
+	// token due later snoozes the job for exactly the delay, and past it the
+	// job hands its conversation's next message to a new job. Default 1 s
+	// (queue.DeliveryThrottleWait, part of the run's bound).
 	MaxInlineWait time.Duration
-	// OrderWindow bounds the delivery order of a conversation (a sender
-	// number and a recipient, docs/api.md §Delivery order): a message waits
-	// for an earlier one of its conversation that is still queued only while
-	// that one was accepted less than OrderWindow ago, so that a message
-	// stuck queued (its attempts spread over a long outage, or its job
-	// cancelled by an operator) holds the later ones back for that long at
-	// most. Default 10 minutes: the first nine retries of a transient
-	// network failure (1 s doubling) fit in it.
+	// ClaimLease is how long a delivery job's claim of a message holds it
+	// against other jobs' claims: the longest a live job's run lasts, so
+	// that a job killed mid-delivery is taken over once it has passed (its
+	// own rescued run takes it back at once). Default 10 s
+	// (queue.Config.DeliveryRescueAfter's default).
+	ClaimLease time.Duration
+	// OrderWindow bounds how long a message whose delivery keeps failing
+	// holds the later messages of its conversation (a sender number and a
+	// recipient, docs/api.md §Delivery order) back: from its first transient
+	// failure (failing_since), so that a message stuck queued (its attempts
+	// spread over a long outage) delays the others that long at most, while
+	// a message that merely waits (a slow queue, a throttled sender) always
+	// keeps its place. Default 10 minutes: the first nine retries of a
+	// transient network failure (1 s doubling) fit in it.
 	OrderWindow time.Duration
 	// OrderWait is how long the job of a message that waits for an earlier
-	// one of its conversation snoozes before it looks again, when it cannot
-	// wait in its run (MaxInlineWait). Default 250 ms, River's fetch poll: a
-	// shorter snooze would not run sooner.
+	// one of its conversation, or for another job's claim, snoozes before it
+	// looks again. The job delivering the conversation carries it on
+	// (order.go), so this is only the bound on a rare race and on the
+	// take-over of a conversation whose job was lost. Default 2 s.
 	OrderWait time.Duration
 	// IdempotencyTTL is how long an Idempotency-Key is remembered. Default 24 h.
 	IdempotencyTTL time.Duration
@@ -368,15 +376,10 @@ type Service struct {
 	known    *senderCache
 	throttle throttle.Limiter
 	events   webhooks.Emitter
-	// held is the throttle tokens of jobs that waited for order.
-	held heldTokens
-	// flights is the messages whose delivery jobs run in this process,
-	// for the deliveries that wait for them.
-	flights flights
 	// acceptances batches the sends of each tenant (acceptBatch), and
 	// deliveries its deliveries (deliverBatch).
 	acceptances *batch.Batcher[db.Tenant, acceptance, accepted]
-	deliveries  *batch.Batcher[db.Tenant, pendingDelivery, error]
+	deliveries  *batch.Batcher[db.Tenant, pendingDelivery, delivered]
 	clock       clock.Clock
 	log         *slog.Logger
 	cfg         Config
@@ -404,7 +407,8 @@ func New(cfg Config) (*Service, error) {
 	defaults.Positive(&cfg.SenderBurst, 40)
 	defaults.Positive(&cfg.MaxInlineWait, time.Second)
 	defaults.Positive(&cfg.OrderWindow, 10*time.Minute)
-	defaults.Positive(&cfg.OrderWait, 250*time.Millisecond)
+	defaults.Positive(&cfg.ClaimLease, 10*time.Second)
+	defaults.Positive(&cfg.OrderWait, 2*time.Second)
 	defaults.Positive(&cfg.IdempotencyTTL, 24*time.Hour)
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -50,9 +48,11 @@ func (f *fixture) networkOrder(tn db.Tenant) []int64 {
 // sender number, the same recipient) is queued, wherever that one's
 // delivery is: not run yet, taken by the network but not recorded (a
 // worker that died in between), or between retries after a transient
-// failure. It waits unclaimed, snoozing for Config.OrderWait, and goes once
-// the earlier one is recorded. An earlier message that failed, one accepted
-// more than Config.OrderWindow (10 minutes) before the claim, and one of
+// failure, and however long ago it was accepted. It waits unclaimed, with
+// no throttle token, snoozing for Config.OrderWait, and goes once the
+// earlier one is recorded: the earlier one's job carries the conversation
+// on to it. An earlier message that failed, one whose delivery has been
+// failing for longer than Config.OrderWindow (10 minutes), and one of
 // another conversation hold nothing back.
 func TestDeliveryWaitsForEarlierMessage(t *testing.T) {
 	t.Parallel()
@@ -86,7 +86,9 @@ func TestDeliveryWaitsForEarlierMessage(t *testing.T) {
 					f.t.Fatal("the earlier message was not claimed before its network failure")
 				}
 			}},
-		{name: "earlier accepted just inside the window", sender: 1, to: ph(10), age: 10*time.Minute - time.Second, waits: true},
+		{name: "earlier accepted long ago, waiting", sender: 1, to: ph(10), age: time.Hour, waits: true},
+		{name: "earlier failing just inside the window", sender: 1, to: ph(10), age: 10*time.Minute - time.Second, waits: true,
+			earlier: failingEarlier},
 		{name: "earlier failed", sender: 1, to: ph(10),
 			earlier: func(f *fixture, tn db.Tenant, a int64) {
 				f.net.failing.Store(true)
@@ -98,7 +100,8 @@ func TestDeliveryWaitsForEarlierMessage(t *testing.T) {
 					f.t.Fatalf("earlier message %s, want failed", m.Status)
 				}
 			}},
-		{name: "earlier accepted past the window", sender: 1, to: ph(10), age: 10*time.Minute + time.Second},
+		{name: "earlier failing past the window", sender: 1, to: ph(10), age: 10*time.Minute + time.Second,
+			earlier: failingEarlier},
 		{name: "earlier to another recipient", sender: 1, to: ph(11)},
 		{name: "earlier from another sender", sender: 2, to: ph(10)},
 	}
@@ -136,12 +139,17 @@ func TestDeliveryWaitsForEarlierMessage(t *testing.T) {
 			if got := f.networkOrder(tn); slices.Contains(got, b) {
 				t.Fatalf("b reached the network before a: %v", got)
 			}
-			// The earlier one is recorded (its job runs again): b goes.
-			if err := f.deliverDone(tn, a, 1, 2); err != nil {
-				t.Fatal(err)
+			// The earlier one is recorded (its job runs again), and its job
+			// carries the conversation on: b goes in the same run.
+			f.svc.SetMaxInlineWait(time.Minute)
+			if d, err := f.deliver(tn, a, 1, 2); d != 0 || err != nil {
+				t.Fatalf("a's job: %s, %v", d, err)
+			}
+			if m := f.get(tn, b); m.Status != messages.StatusSent {
+				t.Fatalf("b after a's job: %s, want sent by it", m.Status)
 			}
 			if d, err := f.deliver(tn, b, 2, 1); d != 0 || err != nil {
-				t.Fatalf("b once a is recorded: %s, %v", d, err)
+				t.Fatalf("b's own job once b is sent: %s, %v", d, err)
 			}
 			if got := f.networkOrder(tn); !slices.Equal(got, []int64{a, b}) {
 				t.Fatalf("network order %v, want [%d %d]", got, a, b)
@@ -150,24 +158,31 @@ func TestDeliveryWaitsForEarlierMessage(t *testing.T) {
 	}
 }
 
-// Within one delivery batch the messages of a conversation are delivered
-// one after the other, each in its own network call after the earlier one
-// was taken, in id order whatever the order of the jobs; other
-// conversations share those calls. A transient failure holds the rest of
-// its conversation back (they wait), a refusal does not.
+// failingEarlier fails the earlier message a's first delivery attempt
+// transiently: it stays queued, failing since the fixture's clock's now.
+func failingEarlier(f *fixture, tn db.Tenant, a int64) {
+	f.net.failing.Store(true)
+	defer f.net.failing.Store(false)
+	if _, err := f.deliver(tn, a, 1, 1); !network.IsTransient(err) {
+		f.t.Fatalf("earlier message's first attempt: %v, want a transient failure", err)
+	}
+}
+
+// Within one delivery batch only the first queued message of a conversation
+// is claimed and delivered, whatever the order of the jobs; the later ones
+// wait, unclaimed (the first one's job carries the conversation on). Other
+// conversations share the batch's network call. A transient failure and a
+// refusal of the first leave the later ones waiting alike.
 func TestDeliverBatchOrdersConversation(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name  string
-		fault error // of the conversation's first message, in its first call
-		// want is the status of the conversation's three messages.
-		want []string
+		fault error // of the conversation's first message
+		first string
 	}{
-		{name: "all delivered", want: []string{"sent", "sent", "sent"}},
-		{name: "first fails transiently", fault: errors.New("network: timeout"),
-			want: []string{"queued", "queued", "queued"}},
-		{name: "first refused", fault: &network.PermanentError{Code: network.CodeReceivingDisabled, Message: "no"},
-			want: []string{"failed", "sent", "sent"}},
+		{name: "first delivered", first: "sent"},
+		{name: "first fails transiently", fault: errors.New("network: timeout"), first: "queued"},
+		{name: "first refused", fault: &network.PermanentError{Code: network.CodeReceivingDisabled, Message: "no"}, first: "failed"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -188,9 +203,15 @@ func TestDeliverBatchOrdersConversation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			want := []string{tc.first, "queued", "queued"}
 			for i, id := range conv {
-				if got := f.get(tn, id).Status; got != tc.want[i] {
-					t.Errorf("message %d of the conversation: %s, want %s", i, got, tc.want[i])
+				if got := f.get(tn, id).Status; got != want[i] {
+					t.Errorf("message %d of the conversation: %s, want %s", i, got, want[i])
+				}
+			}
+			for _, id := range conv[1:] {
+				if f.dispatchedAt(tn, id) != nil {
+					t.Errorf("message %d claimed while an earlier one was queued", id)
 				}
 			}
 			for _, id := range []int64{other1, other2} {
@@ -198,40 +219,10 @@ func TestDeliverBatchOrdersConversation(t *testing.T) {
 					t.Errorf("message %d of another conversation: %s, want sent", id, got)
 				}
 			}
-			outcome := map[int64]error{}
 			for i, id := range ids {
-				outcome[id] = errs[i]
-			}
-			if tc.fault != nil && !network.IsPermanent(tc.fault) {
-				if !network.IsTransient(outcome[conv[0]]) || !messages.IsOrderWait(outcome[conv[1]]) || !messages.IsOrderWait(outcome[conv[2]]) {
-					t.Errorf("outcomes %v, %v, %v: want a transient failure, then two waits",
-						outcome[conv[0]], outcome[conv[1]], outcome[conv[2]])
+				if slices.Contains(conv[1:], id) && !messages.IsOrderWait(errs[i]) {
+					t.Errorf("message %d: outcome %v, want a wait for order", id, errs[i])
 				}
-			}
-			// One message of the conversation per network call, in order.
-			var seen []string
-			f.net.callsMu.Lock()
-			for _, call := range f.net.calls {
-				n := 0
-				for _, ref := range call {
-					if slices.Contains(conv, refID(t, ref)) {
-						n++
-						seen = append(seen, ref)
-					}
-				}
-				if n > 1 {
-					t.Errorf("a network call with %d messages of one conversation: %v", n, call)
-				}
-			}
-			f.net.callsMu.Unlock()
-			var want []string
-			for i, id := range conv {
-				if tc.want[i] != "queued" || i == 0 {
-					want = append(want, messages.Reference(tn, id))
-				}
-			}
-			if !slices.Equal(seen, want) {
-				t.Errorf("the conversation's messages went to the network as %v, want %v", seen, want)
 			}
 			var onNetwork []int64
 			for _, id := range f.networkOrder(tn) {
@@ -239,159 +230,159 @@ func TestDeliverBatchOrdersConversation(t *testing.T) {
 					onNetwork = append(onNetwork, id)
 				}
 			}
-			if !slices.IsSorted(onNetwork) {
-				t.Errorf("network order %v: not the acceptance order", onNetwork)
+			if wantNet := conv[:1]; tc.fault != nil || !slices.Equal(onNetwork, wantNet) {
+				if tc.fault == nil || len(onNetwork) != 0 {
+					t.Errorf("the conversation's messages on the network: %v, want %v", onNetwork, wantNet)
+				}
 			}
 		})
 	}
 }
 
-// refID is the message id of a delivery reference "<schema>:<id>".
-func refID(t *testing.T, ref string) int64 {
-	t.Helper()
-	id, err := strconv.ParseInt(ref[strings.LastIndexByte(ref, ':')+1:], 10, 64)
-	if err != nil {
-		t.Fatalf("reference %q: %v", ref, err)
-	}
-	return id
-}
-
-// A job that waited for order after taking its throttle token keeps the
-// token for its next run: waiting costs the sender no token.
-func TestDeliveryWaitKeepsItsToken(t *testing.T) {
+// A message that waits for an earlier one takes no throttle token: the
+// earlier one, the head of the conversation, gets the sender's next token
+// even when the later message's job ran first. Then the head's job hands the
+// conversation on to a job of the next message (its run may not wait in the
+// fixture), which waits for its own token, reserved under the message's
+// ticket.
+func TestWaitingDeliveryTakesNoToken(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 1, 1) // one token a second
 	tn := f.org()
 	sid := f.sender(tn, ph(1))
 	f.account(ph(10))
 	a, b := f.mustSend(tn, sid, ph(10), "a"), f.mustSend(tn, sid, ph(10), "b")
-	// b's job runs first and takes the only token, then waits for a.
 	if d, err := f.deliver(tn, b, 2, 1); d != time.Millisecond || err != nil {
 		t.Fatalf("b: %s %v, want a wait for a", d, err)
 	}
-	if d, err := f.deliver(tn, a, 1, 1); d != time.Second || err != nil {
-		t.Fatalf("a: %s %v, want a snooze of 1s for its token", d, err)
+	if d, err := f.deliver(tn, a, 1, 1); d != 0 || err != nil {
+		t.Fatalf("a: %s %v, want delivered on the bucket's one token", d, err)
+	}
+	if n := f.deliveryJobs(tn, b); n != 2 {
+		t.Fatalf("b has %d delivery jobs, want 2: its own and the one a's job handed it to", n)
+	}
+	if d, err := f.deliver(tn, b, 3, 1); d != time.Second || err != nil {
+		t.Fatalf("b's new job: %s %v, want a snooze of 1s for its token", d, err)
 	}
 	f.wall.Advance(time.Second)
-	if d, err := f.deliver(tn, a, 1, 1); d != 0 || err != nil {
-		t.Fatalf("a on its token: %s %v", d, err)
-	}
-	// The bucket is empty, but b holds the token it took.
-	if d, err := f.deliver(tn, b, 2, 1); d != 0 || err != nil {
-		t.Fatalf("b on the token it kept: %s %v, want delivered at once", d, err)
+	if d, err := f.deliver(tn, b, 3, 1); d != 0 || err != nil {
+		t.Fatalf("b on its reserved token: %s %v", d, err)
 	}
 	if got := f.networkOrder(tn); !slices.Equal(got, []int64{a, b}) {
 		t.Fatalf("network order %v, want [%d %d]", got, a, b)
 	}
 }
 
-// A delivery that must wait for an earlier message of its conversation
-// whose job runs in the same process waits in its run for that run to end,
-// and goes then without a snooze; behind that message's own wait, too (c
-// waits for b, which waits for a). It snoozes as before when that run ends
-// with the earlier message still queued (a transient failure), when no job
-// of the earlier message runs in the process, and when its inline wait
-// (Config.MaxInlineWait) runs out first.
-func TestDeliveryWaitsInItsRunForEarlierRun(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name string
-		// inline is Config.MaxInlineWait.
-		inline time.Duration
-		// earlierRuns: a's job is in the network call, held, when the jobs
-		// of b and c run; earlierFails: that call fails transiently.
-		earlierRuns, earlierFails bool
-		// snooze: b's and c's runs end in a snooze; else they deliver.
-		snooze bool
-	}{
-		{name: "earlier delivered in this process", inline: time.Minute, earlierRuns: true},
-		{name: "earlier fails in this process", inline: time.Minute, earlierRuns: true, earlierFails: true, snooze: true},
-		{name: "earlier not running in this process", inline: time.Minute, snooze: true},
-		{name: "inline wait runs out", inline: 50 * time.Millisecond, earlierRuns: true, snooze: true},
+// deliveryJobs counts message id's delivery jobs.
+func (f *fixture) deliveryJobs(tn db.Tenant, id int64) int {
+	f.t.Helper()
+	var n int
+	if err := f.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM river.river_job
+		WHERE kind = 'message_delivery' AND args->>'schema' = $1 AND (args->>'message_id')::bigint = $2`,
+		tn.Schema, id).Scan(&n); err != nil {
+		f.t.Fatal(err)
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			f := newFixtureWith(t, 1000, 1000, func(c *messages.Config) { c.MaxInlineWait = tc.inline })
-			tn := f.org()
-			sid := f.sender(tn, ph(1))
-			f.account(ph(10))
-			a, b, c := f.mustSend(tn, sid, ph(10), "a"), f.mustSend(tn, sid, ph(10), "b"), f.mustSend(tn, sid, ph(10), "c")
+	return n
+}
 
-			type outcome struct {
-				snooze time.Duration
-				err    error
-			}
-			run := func(id, job int64) <-chan outcome {
-				out := make(chan outcome, 1)
-				go func() {
-					d, err := f.deliver(tn, id, job, 1)
-					out <- outcome{d, err}
-				}()
-				return out
-			}
-			hold := make(chan struct{})
-			var aDone <-chan outcome
-			if tc.earlierRuns {
-				f.net.hold.Store(&hold)
-				f.net.failing.Store(tc.earlierFails)
-				aDone = run(a, 1)
-				waitFor(t, func() bool { return f.net.batches.Load() == 1 })
-			}
-			var bDone, cDone <-chan outcome
-			if tc.earlierRuns && tc.inline == time.Minute {
-				// b waits for a's run, then c for b's. c starts only once
-				// b waits: a c that ran first would find b queued and not
-				// running here, and snooze.
-				bDone = run(b, 2)
-				waitFor(t, func() bool { return f.svc.Parked() == 1 })
-				cDone = run(c, 3)
-				waitFor(t, func() bool { return f.svc.Parked() == 2 })
-				close(hold)
-			} else {
-				bDone, cDone = run(b, 2), run(c, 3)
-			}
-			for name, done := range map[string]<-chan outcome{"b": bDone, "c": cDone} {
-				got := <-done
-				switch {
-				case got.err != nil:
-					t.Errorf("%s: %v", name, got.err)
-				case tc.snooze && got.snooze != time.Millisecond:
-					t.Errorf("%s: snooze %s, want Config.OrderWait (1ms in the fixture)", name, got.snooze)
-				case !tc.snooze && got.snooze != 0:
-					t.Errorf("%s: snooze %s, want delivered in its run", name, got.snooze)
-				}
-			}
-			if tc.snooze {
-				for _, id := range []int64{b, c} {
-					if m := f.get(tn, id); m.Status != messages.StatusQueued || f.dispatchedAt(tn, id) != nil {
-						t.Errorf("message %d after its snooze: %s, dispatched %v; want queued and unclaimed", id, m.Status, f.dispatchedAt(tn, id))
-					}
-				}
-			}
-			if tc.earlierRuns {
-				if tc.inline != time.Minute {
-					close(hold)
-				}
-				got := <-aDone
-				if tc.earlierFails != network.IsTransient(got.err) || got.snooze != 0 {
-					t.Errorf("a: %s, %v", got.snooze, got.err)
-				}
-				f.net.failing.Store(false)
-			}
-			for i, id := range []int64{a, b, c} {
-				if err := f.deliverDone(tn, id, int64(i+1), 2); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if got := f.networkOrder(tn); !slices.Equal(got, []int64{a, b, c}) {
-				t.Fatalf("network order %v, want [%d %d %d]", got, a, b, c)
-			}
-			if tc.earlierRuns && !tc.earlierFails && tc.inline == time.Minute {
-				if n := f.net.batches.Load(); n != 3 {
-					t.Errorf("%d network calls, want 3 (one each)", n)
-				}
-			}
-		})
+// The job of a conversation's first message delivers the messages behind it
+// in its run, one network call each, in order; a job whose message another
+// job's claim holds waits (snoozes for Config.OrderWait) and does not reach
+// the network; a claim lapses after Config.ClaimLease, and the claiming
+// job's own next run (a rescue) takes it back at once.
+func TestJobCarriesConversationOn(t *testing.T) {
+	t.Parallel()
+	f := newFixtureWith(t, 1000, 1000, func(c *messages.Config) { c.MaxInlineWait = time.Minute })
+	tn := f.org()
+	sid := f.sender(tn, ph(1))
+	f.account(ph(10))
+	a, b, c := f.mustSend(tn, sid, ph(10), "a"), f.mustSend(tn, sid, ph(10), "b"), f.mustSend(tn, sid, ph(10), "c")
+
+	// a's job is in its network call, holding a: another job of a waits.
+	hold := make(chan struct{})
+	f.net.hold.Store(&hold)
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.deliver(tn, a, 1, 1)
+		done <- err
+	}()
+	waitFor(t, func() bool { return f.net.batches.Load() == 1 })
+	if d, err := f.deliver(tn, a, 9, 1); d != time.Millisecond || err != nil {
+		t.Fatalf("another job of a while a's job holds it: %s %v, want a snooze", d, err)
+	}
+	close(hold)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int64{a, b, c} {
+		if m := f.get(tn, id); m.Status != messages.StatusSent {
+			t.Fatalf("message %d after a's job: %s, want sent by it", id, m.Status)
+		}
+	}
+	if n := f.net.batches.Load(); n != 3 {
+		t.Errorf("%d network calls, want 3 (one each)", n)
+	}
+	if got := f.networkOrder(tn); !slices.Equal(got, []int64{a, b, c}) {
+		t.Fatalf("network order %v, want [%d %d %d]", got, a, b, c)
+	}
+
+	// A claim of a job that died: others wait until it lapses; its own job
+	// takes it back at once.
+	d := f.mustSend(tn, sid, ph(10), "d")
+	claim := func(job int64, age time.Duration) {
+		if _, err := f.db.Pool.Exec(context.Background(), fmt.Sprintf(`UPDATE %s SET claimed_by = $2, claimed_at = $3 WHERE id = $1`,
+			tn.Table("messages")), d, job, f.clock.Now().Add(-age)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claim(7, time.Second)
+	if got, err := f.deliver(tn, d, 8, 1); got != time.Millisecond || err != nil {
+		t.Fatalf("d held by job 7: %s %v, want a snooze", got, err)
+	}
+	if got, err := f.deliver(tn, d, 7, 2); got != 0 || err != nil || f.get(tn, d).Status != messages.StatusSent {
+		t.Fatalf("job 7's own next run: %s %v %s, want d sent", got, err, f.get(tn, d).Status)
+	}
+	e := f.mustSend(tn, sid, ph(10), "e")
+	d = e
+	claim(7, 11*time.Second)
+	if got, err := f.deliver(tn, e, 8, 1); got != 0 || err != nil || f.get(tn, e).Status != messages.StatusSent {
+		t.Fatalf("e after job 7's claim lapsed: %s %v %s, want sent", got, err, f.get(tn, e).Status)
+	}
+}
+
+// A message a job carried its conversation on to that fails transiently is
+// handed back to a job of its own, its claim released, so that its retries
+// (attempts and backoff) are its own: the carrying job ends done, and the
+// message stays queued, failing, ahead of the rest of its conversation.
+func TestCarriedMessageFailureGoesToItsOwnJob(t *testing.T) {
+	t.Parallel()
+	f := newFixtureWith(t, 1000, 1000, func(c *messages.Config) { c.MaxInlineWait = time.Minute })
+	tn := f.org()
+	sid := f.sender(tn, ph(1))
+	f.account(ph(10))
+	a, b, c := f.mustSend(tn, sid, ph(10), "a"), f.mustSend(tn, sid, ph(10), "b"), f.mustSend(tn, sid, ph(10), "c")
+	f.net.faults.Store(messages.Reference(tn, b), errors.New("network: timeout"))
+	if d, err := f.deliver(tn, a, 1, 1); d != 0 || err != nil {
+		t.Fatalf("a's job: %s %v, want done", d, err)
+	}
+	var claimedBy *int64
+	var failing *time.Time
+	if err := f.db.Pool.QueryRow(context.Background(), fmt.Sprintf(`SELECT claimed_by, failing_since FROM %s WHERE id = $1`,
+		tn.Table("messages")), b).Scan(&claimedBy, &failing); err != nil {
+		t.Fatal(err)
+	}
+	if claimedBy != nil || failing == nil || f.get(tn, b).Status != messages.StatusQueued || f.get(tn, c).Status != messages.StatusQueued {
+		t.Fatalf("b: claimed by %v, failing since %v, %s; c %s: want b queued, unclaimed and failing, c waiting",
+			claimedBy, failing, f.get(tn, b).Status, f.get(tn, c).Status)
+	}
+	if n := f.deliveryJobs(tn, b); n != 2 {
+		t.Fatalf("b has %d delivery jobs, want 2: its own and the one it was handed back to", n)
+	}
+	f.net.faults.Delete(messages.Reference(tn, b))
+	if d, err := f.deliver(tn, b, 5, 1); d != 0 || err != nil {
+		t.Fatalf("b's new job: %s %v", d, err)
+	}
+	if got := f.networkOrder(tn); !slices.Equal(got, []int64{a, b, c}) {
+		t.Fatalf("network order %v, want [%d %d %d]", got, a, b, c)
 	}
 }

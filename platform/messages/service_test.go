@@ -351,10 +351,14 @@ func TestDeliverSnoozesForItsToken(t *testing.T) {
 	f := newFixture(t, 2, 1)
 	tn := f.org()
 	sid := f.sender(tn, ph(1))
-	f.account(ph(2))
+	// Three recipients: the messages of one conversation would wait for
+	// each other, not for tokens.
+	for _, p := range []string{ph(2), ph(3), ph(4)} {
+		f.account(p)
+	}
 	a := f.mustSend(tn, sid, ph(2), "a")
-	b := f.mustSend(tn, sid, ph(2), "b")
-	c := f.mustSend(tn, sid, ph(2), "c")
+	b := f.mustSend(tn, sid, ph(3), "b")
+	c := f.mustSend(tn, sid, ph(4), "c")
 	if d, err := f.deliver(tn, a, 10, 1); d != 0 || err != nil {
 		t.Fatalf("a: %v %v", d, err)
 	}

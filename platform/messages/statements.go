@@ -9,8 +9,9 @@ package messages
 //	the daily limit                         acceptSQL / acceptBatchSQL: u (the 'accept' counter, WHERE used < limit)
 //	the message, queued                     acceptSQL / acceptBatchSQL: m
 //	its delivery job                        River's InsertManyFastTx in the same transaction (enqueue)
-//	one worker delivers a message           claimOneSQL / claimManySQL (lockMessagesSQL: rows locked in id order)
+//	one job delivers a message at a time    claimOneSQL / claimManySQL (lockMessagesSQL: rows locked in id order; heldSQL)
 //	a conversation's messages go in order   claimOneSQL / claimManySQL (blockerSQL: an earlier one still queued)
+//	a conversation's next message           nextSQL (after each record, for the job that carries on)
 //	the sent record and its counters        markOneSentSQL / markSentSQL (sentSetSQL, sentCountersSQL)
 //
 // Each takes $n arguments and runs through db.Prepared; the tenant's schema
@@ -158,87 +159,129 @@ func reserveSQL(sc, side, counter, sender string) string {
 }
 
 // lockMessagesSQL locks messages ids (an array of ids) of tenant schema sc
-// in id order and reads them with their senders, organization org's limits
-// and each one's blocker (blockerSQL, with batch and since): the first step
-// of claimManySQL and of claimLocked. Its arguments are SQL: the schema's
-// quoted name, and placeholders.
-func lockMessagesSQL(sc, org, ids, batch, since string) string {
-	return `SELECT ` + deliveryColumns + `, b.id AS blocker_id FROM ` + deliveryFrom(sc, org) + `
-	  LEFT JOIN LATERAL (` + blockerSQL(sc, batch, since) + `) b ON true
+// in id order and reads them with their senders, organization org's limits,
+// each one's blocker (blockerSQL, with since), whether another job's claim
+// holds it (heldSQL: jobs is the claimant of each of ids, in the same order,
+// and stale the time before which a claim has lapsed) and its claimant: the
+// first step of claimManySQL and of claimLocked. Its arguments are SQL: the
+// schema's quoted name, and placeholders.
+func lockMessagesSQL(sc, org, ids, jobs, since, stale string) string {
+	return `SELECT ` + deliveryColumns + `, b.id AS blocker_id, ` + heldSQL("j.job", stale) + ` AS held,
+	       j.job AS claimant
+	  FROM ` + deliveryFrom(sc, org) + `
+	  JOIN unnest(` + ids + `, ` + jobs + `) j(id, job) ON j.id = m.id
+	  LEFT JOIN LATERAL (` + blockerSQL(sc, since) + `) b ON true
 	WHERE m.id = ANY(` + ids + `) ORDER BY m.id FOR UPDATE OF m`
+}
+
+// heldSQL is whether message m is held by the claim of a delivery job other
+// than job (a placeholder or column): claimed by it after stale (a
+// placeholder: the claim's time less Config.ClaimLease). One job at a time
+// delivers a message; a claim lapses after the lease, the longest a live
+// job's run holds it, so that a job killed mid-delivery is taken over.
+func heldSQL(job, stale string) string {
+	return `(m.claimed_by IS NOT NULL AND m.claimed_by <> ` + job + ` AND m.claimed_at > ` + stale + `)`
 }
 
 // blockerSQL finds the message that message m (an outer alias) waits for,
 // if any: the nearest earlier message of its conversation (the same sender
-// number and recipient) that is still queued, accepted after since (a
-// placeholder: the claim's time less Config.OrderWindow), and not one of
-// batch (a placeholder of an id array, or "" for none: the later messages of
-// one batch go after its earlier ones in deliverBatch's rounds). A queued
-// message is queued however far its delivery went (waiting for its job or
-// its token, in flight, or between retries after a transient failure), so
-// m waits until that message's sent or failed record commits. It reads
-// messages_queued_conversation_idx backwards from m's id, one probe in the
-// usual case; a condition the index does not hold (since, batch) only
+// number and recipient) that is still queued and not failing for longer
+// than the order window (its failing_since after since, a placeholder: the
+// claim's time less Config.OrderWindow). A queued message is queued however
+// far its delivery went (waiting for its job or its token, in flight, or
+// between retries after a transient failure), so m waits until that
+// message's sent or failed record commits, or until its delivery has been
+// failing for the window. It reads messages_queued_conversation_idx
+// backwards from m's id, one probe in the usual case; failing_since only
 // filters what it finds.
-func blockerSQL(sc, batch, since string) string {
-	notBatch := ""
-	if batch != "" {
-		notBatch = ` AND e.id <> ALL(` + batch + `)`
-	}
+func blockerSQL(sc, since string) string {
 	return `SELECT e.id FROM ` + sc + `.messages e
 	   WHERE e.sender_number_id = m.sender_number_id AND e.to_phone = m.to_phone
-	     AND e.status = 'queued' AND e.id < m.id AND e.created_at > ` + since + notBatch + `
+	     AND e.status = 'queued' AND e.id < m.id
+	     AND (e.failing_since IS NULL OR e.failing_since > ` + since + `)
 	   ORDER BY e.id DESC LIMIT 1`
 }
 
 // claimOneSQL is claimManySQL for one message of tenant t, with $n
 // arguments for db.Prepared: $1 the organization, $2 the message id, $3 the
-// time, $4 the oldest acceptance time a blocker may have. The same result, from a statement that costs Postgres half as much
-// to plan as the batch statement (0.41 against 0.79 ms, pg_stat_statements
-// over a 100-tenant bench run; a batch of one is what a worker runs when its
-// jobs belong to many tenants), and nothing once prepared. One counter row,
-// so no order to keep.
+// time, $4 the window's start for blockers (blockerSQL), $5 the claiming
+// job, $6 the time before which a claim has lapsed. The same result, from a
+// statement that costs Postgres half as much to plan as the batch statement
+// (0.41 against 0.79 ms, pg_stat_statements over a 100-tenant bench run; a
+// batch of one is what a worker runs when its jobs belong to many tenants),
+// and nothing once prepared. One counter row, so no order to keep.
 func claimOneSQL(t db.Tenant) string {
 	sc := t.Quoted()
 	return `WITH m AS (
-	  SELECT ` + deliveryColumns + `, b.id AS blocker_id FROM ` + deliveryFrom(sc, "$1::bigint") + `
-	    LEFT JOIN LATERAL (` + blockerSQL(sc, "", "$4::timestamptz") + `) b ON true
+	  SELECT ` + deliveryColumns + `, b.id AS blocker_id, ` + heldSQL("$5::bigint", "$6::timestamptz") + ` AS held,
+	         $5::bigint AS claimant
+	    FROM ` + deliveryFrom(sc, "$1::bigint") + `
+	    LEFT JOIN LATERAL (` + blockerSQL(sc, "$4::timestamptz") + `) b ON true
 	   WHERE m.id = $2::bigint FOR UPDATE OF m),
 	u AS (
 	  INSERT INTO ` + sc + `.daily_usage AS d (sender_number_id, day, side, dispatched)
 	  SELECT sender_number_id, (created_at AT TIME ZONE 'UTC')::date, 'deliver', 1 FROM m
 	   WHERE m.status = 'queued' AND m.dispatched_at IS NULL AND m.sn_status = 'active' AND m.blocker_id IS NULL
-	     AND coalesce(m.sn_daily_limit_override, m.default_daily_limit) >= 1
+	     AND NOT m.held AND coalesce(m.sn_daily_limit_override, m.default_daily_limit) >= 1
 	  ON CONFLICT (sender_number_id, day, side) DO UPDATE SET dispatched = d.dispatched + 1
 	   WHERE d.dispatched < (SELECT coalesce(sn_daily_limit_override, default_daily_limit) FROM m)
 	  RETURNING d.dispatched),
 	x AS (
-	  UPDATE ` + sc + `.messages x SET dispatched_at = $3::timestamptz, updated_at = $3::timestamptz
-	    FROM u, m WHERE x.id = m.id RETURNING x.id)
+	  UPDATE ` + sc + `.messages x SET ` + claimSetSQL("$5::bigint", "$3::timestamptz") + `
+	    FROM m WHERE x.id = m.id AND m.status = 'queued' AND m.blocker_id IS NULL AND NOT m.held
+	     AND (m.dispatched_at IS NOT NULL OR EXISTS (SELECT 1 FROM u))
+	  RETURNING x.id)
 	SELECT m.*, EXISTS (SELECT 1 FROM x) AS claimed FROM m`
+}
+
+// claimSetSQL is the SET list of a claim of message x by job at time now
+// (placeholders or columns): it is counted dispatched once, at its first
+// claim, and held by job from now.
+func claimSetSQL(job, now string) string {
+	return `dispatched_at = coalesce(x.dispatched_at, ` + now + `), claimed_by = ` + job + `,
+	         claimed_at = ` + now + `, updated_at = ` + now
 }
 
 // claimManySQL is claimMany's statement for tenant t, with $n arguments
 // for db.Prepared: $1 the organization, $2 the message ids, $3 the time, $4
-// the oldest acceptance time a blocker may have. A message that waits for a
-// blocker is read, not claimed.
+// the window's start for blockers, $5 each message's claiming job, $6 the
+// time before which a claim has lapsed. A message that waits for a blocker,
+// or that another job's claim holds, is read, not claimed.
 func claimManySQL(t db.Tenant) string {
 	sc := t.Quoted()
-	return `WITH m AS (` + lockMessagesSQL(sc, "$1::bigint", "$2::bigint[]", "$2::bigint[]", "$4::timestamptz") + `),
+	return `WITH m AS (` + lockMessagesSQL(sc, "$1::bigint", "$2::bigint[]", "$5::bigint[]", "$4::timestamptz", "$6::timestamptz") + `),
 	want AS (
 	  SELECT sender_number_id, (created_at AT TIME ZONE 'UTC')::date AS day, count(*) AS n,
 	         min(coalesce(sn_daily_limit_override, default_daily_limit)) AS lim
 	    FROM m WHERE status = 'queued' AND dispatched_at IS NULL AND sn_status = 'active' AND blocker_id IS NULL
+	     AND NOT held
 	   GROUP BY 1, 2),
 	u AS (` + reserveSQL(sc, "deliver", "dispatched", "sender_number_id") + `),
 	x AS (
-	  UPDATE ` + sc + `.messages x SET dispatched_at = $3::timestamptz, updated_at = $3::timestamptz
-	    FROM m JOIN u ON u.sender_number_id = m.sender_number_id
-	                 AND u.day = (m.created_at AT TIME ZONE 'UTC')::date
-	   WHERE x.id = m.id AND m.status = 'queued' AND m.dispatched_at IS NULL AND m.sn_status = 'active'
-	     AND m.blocker_id IS NULL
+	  UPDATE ` + sc + `.messages x SET ` + claimSetSQL("m.claimant", "$3::timestamptz") + `
+	    FROM m LEFT JOIN u ON u.sender_number_id = m.sender_number_id
+	                      AND u.day = (m.created_at AT TIME ZONE 'UTC')::date
+	   WHERE x.id = m.id AND m.status = 'queued' AND m.blocker_id IS NULL AND NOT m.held
+	     AND (m.dispatched_at IS NOT NULL OR (u.sender_number_id IS NOT NULL AND m.sn_status = 'active'))
 	  RETURNING x.id)
 	SELECT m.*, x.id IS NOT NULL AS claimed FROM m LEFT JOIN x ON x.id = m.id`
+}
+
+// nextSQL finds, for each conversation of $1 (sender numbers) and $2
+// (recipients, in the same order) of tenant t, its next message: the oldest
+// one still queued that is not failing for longer than the order window
+// (failing_since after $3; such a message is left to its own job's
+// retries), by a forward probe of messages_queued_conversation_idx.
+// Conversations with none are absent.
+func nextSQL(t db.Tenant) string {
+	sc := t.Quoted()
+	return `SELECT v.sender, v.phone, n.id
+	  FROM unnest($1::bigint[], $2::text[]) v(sender, phone)
+	  CROSS JOIN LATERAL (
+	    SELECT e.id FROM ` + sc + `.messages e
+	     WHERE e.sender_number_id = v.sender AND e.to_phone = v.phone AND e.status = 'queued'
+	       AND (e.failing_since IS NULL OR e.failing_since > $3::timestamptz)
+	     ORDER BY e.id LIMIT 1) n`
 }
 
 // sentSetSQL is the SET list of a sent record of message x, whose status

@@ -2,7 +2,6 @@ package queue
 
 import (
 	"math/rand/v2"
-	"strconv"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -29,9 +28,9 @@ type DeliverArgs struct {
 	Schema string `json:"schema"`
 	// MessageID is the message's id in the tenant schema.
 	MessageID int64 `json:"message_id"`
-	// SenderID is the message's sender number, so that the worker can take
-	// the sender's throttle token before it reads anything. Jobs enqueued
-	// before it existed have none (zero).
+	// SenderID is the message's sender number, for operators reading the
+	// job. Jobs enqueued before it existed have none (zero); delivery reads
+	// the sender from the message.
 	SenderID int64 `json:"sender_id,omitempty"`
 }
 
@@ -54,17 +53,14 @@ func DeliveryJob(args DeliverArgs) river.InsertManyParams {
 
 // DeliveryAttempt describes the run of a delivery job.
 type DeliveryAttempt struct {
-	// JobID is the River job id: stable across attempts and snoozes, it keys
-	// the job's throttle reservation.
+	// JobID is the River job id: stable across attempts, snoozes and
+	// rescues, it names the job's claims of messages.
 	JobID int64
 	// Attempt counts runs that ended in an error, plus this one (snoozes do
 	// not count).
 	Attempt     int
 	MaxAttempts int
 }
-
-// Ticket is the attempt's throttle ticket.
-func (a DeliveryAttempt) Ticket() string { return "job:" + strconv.FormatInt(a.JobID, 10) }
 
 // Last reports whether River will not retry this attempt if it fails.
 func (a DeliveryAttempt) Last() bool { return a.Attempt >= a.MaxAttempts }

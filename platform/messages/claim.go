@@ -1,0 +1,279 @@
+package messages
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/senders"
+	"github.com/bizmsg/platform/platform/throttle"
+)
+
+// claim is what claimMany or claimLocked decided for a message: proceed
+// (deliver m from the sender's phone, under the sender's throttle limit),
+// wait for an earlier message of its conversation (blocker, the id of that
+// message: m is left unclaimed), wait for another job's claim (held), or
+// none of these (it is sent or failed already, or it was failed now).
+type claim struct {
+	proceed bool
+	blocker int64
+	held    bool
+	m       *row
+	phone   string
+	limit   throttle.Limit
+}
+
+// claimMany is the common case of the claim, for all of ids at once (jobs
+// the claiming job of each, in the same order), in one statement (one
+// round trip, no explicit transaction): it locks the messages (by id) and
+// reads them with their senders, the organization's limits, the earlier
+// message of each one's conversation that it waits for (blockerSQL) and
+// whether another job's claim holds it (heldSQL); it locks the
+// delivery-side day counters of the senders whose queued, not yet
+// dispatched messages that wait for nothing all fit under their current
+// limits (in sender and day order, creating a counter a day's first claim
+// finds missing) and counts those messages in them; it stamps every message
+// it claims (those, and the dispatched ones that wait for nothing)
+// dispatched and claimed by its job.
+//
+// It returns every message found, as read before the claim, with whether it
+// proceeds. The queued ones it could not claim are undecided (a sender no
+// longer active, or a limit lowered since acceptance that not all of a
+// sender's messages fit under): claimLocked decides those one by one. A
+// message that does not exist is absent from both.
+func (s *Service) claimMany(ctx context.Context, t db.Tenant, ids, jobs []int64) (map[int64]claim, []int64, error) {
+	rows, err := s.claimRows(ctx, t, ids, jobs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("claim messages of %s: %w", t.Schema, err)
+	}
+	out := make(map[int64]claim, len(rows))
+	var undecided []int64
+	for i := range rows {
+		r := &rows[i]
+		sn, org := r.split()
+		c := claim{m: &r.row, phone: sn.phone, limit: s.limitOf(org)}
+		switch {
+		case r.Status != StatusQueued:
+		case r.Blocker != nil:
+			c.blocker = *r.Blocker
+		case r.Held:
+			c.held = true
+		case r.Claimed:
+			c.proceed = true
+		default:
+			undecided = append(undecided, r.ID)
+			continue
+		}
+		out[r.ID] = c
+	}
+	return out, undecided, nil
+}
+
+// claimRow is a message as the claim reads it: with its sender, its
+// organization's limits, the earlier message of its conversation it waits
+// for (blockerSQL; nil when none), whether another job's claim holds it,
+// the job claiming it, and whether this claim claimed it.
+type claimRow struct {
+	row
+	deliveryJoin
+	Blocker  *int64
+	Held     bool
+	Claimant int64
+	Claimed  bool
+}
+
+// lockedDest is the destinations of lockMessagesSQL's columns, in order.
+func (c *claimRow) lockedDest() []any {
+	return append(c.deliveryDest(), &c.Blocker, &c.Held, &c.Claimant)
+}
+
+// claimRows runs claimMany's statement, prepared (db.Prepared): claimOneSQL
+// for one message, claimManySQL for several.
+func (s *Service) claimRows(ctx context.Context, t db.Tenant, ids, jobs []int64) ([]claimRow, error) {
+	query, idArg, jobArg := claimManySQL(t), any(ids), any(jobs)
+	if len(ids) == 1 {
+		query, idArg, jobArg = claimOneSQL(t), ids[0], jobs[0]
+	}
+	now := s.clock.Now()
+	var rows []claimRow
+	err := s.prep.Query(ctx, nil, query,
+		[]any{t.OrgID, idArg, now, now.Add(-s.cfg.OrderWindow), jobArg, now.Add(-s.cfg.ClaimLease)},
+		func(r db.Rows) error {
+			for r.Next() {
+				var c claimRow
+				if err := r.Scan(append(c.lockedDest(), &c.Claimed)...); err != nil {
+					return err
+				}
+				rows = append(rows, c)
+			}
+			return nil
+		})
+	return rows, err
+}
+
+// usageKey names a sender's daily_usage row.
+type usageKey struct {
+	sender int64
+	day    string // YYYY-MM-DD, the UTC day the message was accepted
+}
+
+// claimLocked reads messages ids of tenant t (jobs the claiming job of
+// each, in the same order) with their senders, the organization's limits,
+// their blockers and other jobs' claims, and decides each under the lock of
+// one transaction (the messages claimMany could not claim):
+//
+//   - a message no longer queued is done (a job run twice, or after a
+//     crash, changes nothing);
+//   - a message that waits for an earlier one of its conversation still
+//     queued waits, unclaimed, and so does one another job's claim holds;
+//   - a message dispatched already (a retry after a transient network
+//     failure) proceeds without a second count;
+//   - a message whose sender is not active (suspended, rejected since
+//     acceptance) fails with sender_not_active;
+//   - otherwise the message claims its place in its acceptance day's
+//     dispatched counter while that counter is under the sender's current
+//     daily limit, in id order; past the limit (lowered since acceptance)
+//     it fails with daily_limit_exceeded.
+//
+// Every message that proceeds is stamped dispatched and claimed by its job.
+// The decision comes after the throttle's previous token, so that it sees
+// the limit as late as possible. Locks are taken in one order, messages by
+// id and then counters by sender and day, the order markSent also follows
+// (receipts lock one counter each; acceptance locks only the
+// acceptance-side rows, which no delivery statement touches), so that
+// concurrent batches cannot deadlock. A message that does not exist is
+// absent from the result.
+func (s *Service) claimLocked(ctx context.Context, t db.Tenant, ids, jobs []int64) (map[int64]claim, error) {
+	var out map[int64]claim
+	err := s.prep.Tx(ctx, func(tx pgx.Tx) error {
+		out = make(map[int64]claim, len(ids))
+		now := s.clock.Now()
+		var rows []claimRow
+		err := s.prep.Query(ctx, tx, lockMessagesSQL(t.Quoted(), "$1::bigint", "$2::bigint[]", "$3::bigint[]", "$4::timestamptz", "$5::timestamptz"),
+			[]any{t.OrgID, ids, jobs, now.Add(-s.cfg.OrderWindow), now.Add(-s.cfg.ClaimLease)},
+			func(r db.Rows) error {
+				for r.Next() {
+					var c claimRow
+					if err := r.Scan(c.lockedDest()...); err != nil {
+						return err
+					}
+					rows = append(rows, c)
+				}
+				return nil
+			})
+		if err != nil {
+			return fmt.Errorf("lock messages: %w", err)
+		}
+		var sids []int64
+		var days []string
+		want := make(map[usageKey]int)
+		for i := range rows {
+			r := &rows[i]
+			sn, _ := r.split()
+			if r.Status == StatusQueued && r.Blocker == nil && !r.Held && r.DispatchedAt == nil && sn.status == senders.StatusActive {
+				k := usageKey{r.SenderNumberID, dayOf(r.CreatedAt)}
+				if _, seen := want[k]; !seen {
+					want[k] = 0
+					sids, days = append(sids, k.sender), append(days, k.day)
+				}
+			}
+		}
+		count, err := s.lockUsage(ctx, tx, t, sids, days)
+		if err != nil {
+			return err
+		}
+
+		var claimed, claimants []int64
+		for i := range rows {
+			r := &rows[i]
+			sn, org := r.split()
+			c := claim{m: &r.row, phone: sn.phone, limit: s.limitOf(org)}
+			k := usageKey{r.SenderNumberID, dayOf(r.CreatedAt)}
+			n, counted := count[k]
+			switch {
+			case r.Status != StatusQueued:
+			case r.Blocker != nil:
+				c.blocker = *r.Blocker
+			case r.Held:
+				c.held = true
+			case r.DispatchedAt != nil:
+				c.proceed = true
+			case sn.status != senders.StatusActive:
+				err = s.fail(ctx, tx, t, r.ID, CodeSenderNotActive,
+					fmt.Sprintf("The sender number became %s before the message was delivered.", sn.status))
+			case !counted || n >= sn.dailyLimit(org):
+				err = s.fail(ctx, tx, t, r.ID, CodeDailyLimitExceeded,
+					fmt.Sprintf("The sender number's daily limit (now %d) was reached before the message was delivered.", sn.dailyLimit(org)))
+			default:
+				count[k] = n + 1
+				want[k]++
+				c.proceed = true
+			}
+			if err != nil {
+				return err
+			}
+			if c.proceed {
+				claimed, claimants = append(claimed, r.ID), append(claimants, r.Claimant)
+			}
+			out[r.ID] = c
+		}
+		if len(claimed) == 0 {
+			return nil
+		}
+		var ns []int32
+		sids, days = sids[:0], days[:0]
+		for k, n := range want {
+			if n > 0 {
+				sids, days, ns = append(sids, k.sender), append(days, k.day), append(ns, int32(count[k]))
+			}
+		}
+		err = s.prep.Exec(ctx, tx, `WITH u AS (
+			  UPDATE `+t.Table("daily_usage")+` d SET dispatched = v.n
+			    FROM unnest($1::bigint[], $2::text[], $3::int[]) v(sender, day, n)
+			   WHERE d.sender_number_id = v.sender AND d.day = v.day::date AND d.side = 'deliver')
+			UPDATE `+t.Table("messages")+` x SET `+claimSetSQL("c.job", "$4::timestamptz")+`
+			  FROM unnest($5::bigint[], $6::bigint[]) c(id, job) WHERE x.id = c.id`,
+			sids, days, ns, now, claimed, claimants)
+		if err != nil {
+			return fmt.Errorf("claim daily limits: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim messages of %s: %w", t.Schema, err)
+	}
+	return out, nil
+}
+
+// lockUsage locks the delivery-side daily_usage rows of (sids[i], days[i])
+// in sender and day order, creating the missing ones (nothing dispatched
+// yet), and returns their dispatched counters. One statement, so that
+// creating and locking follow that one order (an update that changes nothing
+// is what locks an existing row in an upsert).
+func (s *Service) lockUsage(ctx context.Context, tx pgx.Tx, t db.Tenant, sids []int64, days []string) (map[usageKey]int, error) {
+	count := make(map[usageKey]int, len(sids))
+	if len(sids) == 0 {
+		return count, nil
+	}
+	err := s.prep.Query(ctx, tx, `INSERT INTO `+t.Table("daily_usage")+` AS d (sender_number_id, day, side)
+		SELECT v.sender, v.day::date, 'deliver' FROM unnest($1::bigint[], $2::text[]) v(sender, day)
+		 ORDER BY v.sender, v.day::date
+		ON CONFLICT (sender_number_id, day, side) DO UPDATE SET dispatched = d.dispatched
+		RETURNING d.sender_number_id, d.day::text, d.dispatched`, []any{sids, days}, func(r db.Rows) error {
+		for r.Next() {
+			var k usageKey
+			var n int
+			if err := r.Scan(&k.sender, &k.day, &n); err != nil {
+				return err
+			}
+			count[k] = n
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lock daily usage: %w", err)
+	}
+	return count, nil
+}
