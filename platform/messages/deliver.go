@@ -261,7 +261,7 @@ func (s *Service) deliverBatch(ctx context.Context, t db.Tenant, items []pending
 	if len(due) > 0 {
 		s.deliverDue(ctx, t, items, first, claims, due, out)
 	}
-	if err := s.nextOf(ctx, t, ids, first, out); err != nil {
+	if err := s.nextOf(ctx, t, items, ids, first, out); err != nil {
 		return nil, err
 	}
 	if len(again) > 0 {
@@ -343,11 +343,12 @@ func (s *Service) reserve(ctx context.Context, t db.Tenant, claims map[int64]cla
 
 // nextOf sets, in out (indexed through first), the next queued message of
 // the conversation of every message of ids that is no longer queued (its
-// outcome nil), in one statement (nextSQL) read after the batch's records
-// committed: a message accepted before then is found, and one accepted
-// after finds this batch's messages no longer queued, so none is left
-// without a job that delivers it.
-func (s *Service) nextOf(ctx context.Context, t db.Tenant, ids []int64, first map[int64]int, out []delivered) error {
+// outcome nil), unless another job's unlapsed claim holds that message (it
+// carries the conversation already), in one statement (nextSQL) read after
+// the batch's records committed: a message accepted before then is found,
+// and one accepted after finds this batch's messages no longer queued, so
+// none is left without a job that delivers it.
+func (s *Service) nextOf(ctx context.Context, t db.Tenant, items []pendingDelivery, ids []int64, first map[int64]int, out []delivered) error {
 	var senders []int64
 	var phones []string
 	seen := make(map[conversation]bool)
@@ -362,25 +363,39 @@ func (s *Service) nextOf(ctx context.Context, t db.Tenant, ids []int64, first ma
 	if len(senders) == 0 {
 		return nil
 	}
-	next := make(map[conversation]int64, len(senders))
-	err := s.prep.Query(ctx, nil, nextSQL(t), []any{senders, phones, s.clock.Now().Add(-s.cfg.OrderWindow)}, func(r db.Rows) error {
+	type nextMessage struct {
+		id        int64
+		claimedBy *int64
+		claimedAt *time.Time
+	}
+	next := make(map[conversation]nextMessage, len(senders))
+	now := s.clock.Now()
+	err := s.prep.Query(ctx, nil, nextSQL(t), []any{senders, phones, now.Add(-s.cfg.OrderWindow)}, func(r db.Rows) error {
 		for r.Next() {
 			var c conversation
-			var id int64
-			if err := r.Scan(&c.sender, &c.to, &id); err != nil {
+			var n nextMessage
+			if err := r.Scan(&c.sender, &c.to, &n.id, &n.claimedBy, &n.claimedAt); err != nil {
 				return err
 			}
-			next[c] = id
+			next[c] = n
 		}
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("read the next messages of %d conversations of %s: %w", len(senders), t.Schema, err)
 	}
+	lapsed := now.Add(-s.cfg.ClaimLease)
 	for _, id := range ids {
-		if o := &out[first[id]]; o.err == nil {
-			o.next = next[o.conv]
+		i := first[id]
+		o := &out[i]
+		n, found := next[o.conv]
+		if o.err != nil || !found {
+			continue
 		}
+		if n.claimedBy != nil && *n.claimedBy != items[i].at.JobID && n.claimedAt.After(lapsed) {
+			continue // another job carries the conversation
+		}
+		o.next = n.id
 	}
 	return nil
 }

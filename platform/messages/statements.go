@@ -271,14 +271,14 @@ func claimManySQL(t db.Tenant) string {
 // (recipients, in the same order) of tenant t, its next message: the oldest
 // one still queued that is not failing for longer than the order window
 // (failing_since after $3; such a message is left to its own job's
-// retries), by a forward probe of messages_queued_conversation_idx.
-// Conversations with none are absent.
+// retries), by a forward probe of messages_queued_conversation_idx, with
+// its claim (claimed_by, claimed_at). Conversations with none are absent.
 func nextSQL(t db.Tenant) string {
 	sc := t.Quoted()
-	return `SELECT v.sender, v.phone, n.id
+	return `SELECT v.sender, v.phone, n.id, n.claimed_by, n.claimed_at
 	  FROM unnest($1::bigint[], $2::text[]) v(sender, phone)
 	  CROSS JOIN LATERAL (
-	    SELECT e.id FROM ` + sc + `.messages e
+	    SELECT e.id, e.claimed_by, e.claimed_at FROM ` + sc + `.messages e
 	     WHERE e.sender_number_id = v.sender AND e.to_phone = v.phone AND e.status = 'queued'
 	       AND (e.failing_since IS NULL OR e.failing_since > $3::timestamptz)
 	     ORDER BY e.id LIMIT 1) n`
