@@ -28,6 +28,7 @@ func TestBenchSendCommand(t *testing.T) {
 	cmd := exec.CommandContext(t.Context(), bin, "bench", "send",
 		"-tenants", "1,3", "-senders", "2", "-recipients", "20", "-concurrency", "4",
 		"-duration", "1s", "-sweep-duration", "1s", "-sweep-rounds", "2", "-pair-rounds", "2", "-backlog", "200",
+		"-conversation", "30", "-conversation-rate", "20", "-conversation-burst", "10",
 		"-log-level", "warn", "-db", name, "-out", out)
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbtest.ServerURL(t))
 	stdout, err := cmd.Output()
@@ -40,7 +41,9 @@ func TestBenchSendCommand(t *testing.T) {
 	}
 	for _, want := range []string{"ceiling (a) raw Postgres", "ceiling (b) River alone", "ceiling (c) bare gin",
 		"accepted sends/s", "exactly once", "service peak RSS", "tenants sweep", "target", "max_files_per_process", "autovacuum", "ceiling (a) raw Postgres over as many", "checkpoint(s) started",
-		"accepted sends/s vs ceiling (a), paired rounds", "same, paired rounds (median)", "kB a message; batches of"} {
+		"accepted sends/s vs ceiling (a), paired rounds", "same, paired rounds (median)", "kB a message; batches of",
+		"delivery drain, 3 worker processes (spread)", "3 workers vs 1 worker (goal >= 90%)", "delivery drain, 3 workers vs 1 worker (spread), %",
+		"deep conversation, 3 workers (1 sender, 1 recipient)", "throttle 20/s, burst 10: at least 1.00 s", "in acceptance order (network.messages by id)"} {
 		if !strings.Contains(string(stdout), want) {
 			t.Errorf("table lacks %q:\n%s", want, stdout)
 		}
@@ -155,9 +158,34 @@ func TestBenchSendCommand(t *testing.T) {
 			Expected    int64     `json:"expected"`
 			Complete    bool      `json:"complete"`
 		} `json:"webhook_slices"`
-		PeakRSS    int64    `json:"service_peak_rss_bytes"`
-		DrainCheck delivery `json:"delivery_drain_check"`
-		Targets    []struct {
+		PeakRSS int64 `json:"service_peak_rss_bytes"`
+		Drain   struct {
+			Rate float64 `json:"rate"`
+		} `json:"delivery_drain"`
+		DrainCheck   delivery `json:"delivery_drain_check"`
+		DrainWorkers *struct {
+			Workers int `json:"workers"`
+			Spread  struct {
+				Jobs int64   `json:"jobs"`
+				Rate float64 `json:"rate"`
+			} `json:"spread"`
+			Check        delivery `json:"spread_check"`
+			Delivering   int      `json:"spread_workers_delivering"`
+			Ratio        float64  `json:"ratio_to_one_worker"`
+			Conversation *struct {
+				Messages int64 `json:"messages"`
+				Drain    struct {
+					Jobs    int64   `json:"jobs"`
+					Elapsed int64   `json:"elapsed_ns"`
+					Rate    float64 `json:"rate"`
+				} `json:"drain"`
+				Minimum     int64    `json:"throttle_minimum_ns"`
+				Check       delivery `json:"check"`
+				InOrder     bool     `json:"in_acceptance_order"`
+				NetworkRows int64    `json:"network_rows"`
+			} `json:"conversation"`
+		} `json:"delivery_drain_workers"`
+		Targets []struct {
 			Name string `json:"name"`
 		} `json:"targets"`
 	}
@@ -193,6 +221,24 @@ func TestBenchSendCommand(t *testing.T) {
 		t.Errorf("ceiling (b): %+v", rep.CeilingRiver)
 	}
 	checks := map[string]delivery{"closed": rep.Delivery, "open": rep.OpenDelivery, "drain": rep.DrainCheck}
+	// The drain over three worker processes (the default -drain-workers):
+	// the same backlog, its rate against the one worker's; then the deep
+	// conversation, at its throttle, in acceptance order. The ratio's
+	// target is not judged here.
+	if w := rep.DrainWorkers; w == nil || w.Workers != 3 || w.Spread.Jobs < 200 || w.Spread.Rate <= 0 ||
+		w.Delivering < 1 || w.Delivering > 3 || math.Abs(w.Ratio-w.Spread.Rate/rep.Drain.Rate) > 1e-9 {
+		t.Errorf("drain over workers: %+v (1 worker: %v /s)", w, rep.Drain.Rate)
+	} else {
+		checks["drain over workers"] = w.Check
+		c := w.Conversation
+		// 30 messages at 20/s, burst 10: at least (30-10)/20 = 1 s.
+		if c == nil || c.Messages != 30 || c.Drain.Jobs != 30 || c.Minimum != int64(time.Second) ||
+			c.Drain.Elapsed < c.Minimum*8/10 || c.Drain.Rate <= 0 || !c.InOrder || c.NetworkRows != 30 {
+			t.Errorf("deep conversation: %+v", c)
+		} else {
+			checks["deep conversation"] = c.Check
+		}
+	}
 	for i, p := range rep.Paired {
 		checks[fmt.Sprintf("paired round %d", i)] = p.Delivery
 	}

@@ -54,7 +54,11 @@ service's measured phases):
                back to back, and the -tenants sweep (sends, then GET
                /api/v1/me, in each round); peak RSS is the child's VmHWM
   drain        platform api accepts -backlog messages, then platform worker
-               delivers them: delivery capacity, compared with ceiling (b)
+               delivers them: delivery capacity, compared with ceiling (b);
+               then the same over -drain-workers worker processes, beside
+               the one worker's rate, and a deep conversation
+               (-conversation messages, one sender to one recipient) that
+               they deliver at the sender's throttle, in acceptance order
 
 Prints a table on stdout (and JSON with -out), a progress line on stderr.
 Exits non-zero when an accepted message was not sent exactly once.
@@ -84,6 +88,15 @@ type sendConfig struct {
 	FixtureConcurrency int           `json:"fixture_concurrency"`
 	DeliveryTimeout    time.Duration `json:"delivery_timeout_ns"`
 	Database           string        `json:"database"`
+	// DrainWorkers is the worker processes of the second drain (0 skips
+	// it), DrainWorkerConns each one's DB_MAX_CONNS; Conversation the
+	// messages of the deep conversation (0 skips it), delivered at
+	// ConversationRate and ConversationBurst.
+	DrainWorkers      int     `json:"drain_workers"`
+	DrainWorkerConns  int     `json:"drain_worker_db_max_conns"`
+	Conversation      int     `json:"conversation"`
+	ConversationRate  float64 `json:"conversation_rate"`
+	ConversationBurst int     `json:"conversation_burst"`
 }
 
 // deliveryResult is what happened to the messages a phase accepted.
@@ -247,6 +260,9 @@ type sendReport struct {
 	DrainAccept loadResult     `json:"send_api_only"`
 	Drain       drainResult    `json:"delivery_drain"`
 	DrainCheck  deliveryResult `json:"delivery_drain_check"`
+	// DrainWorkers is the drain over -drain-workers worker processes and
+	// the deep conversation; nil when skipped.
+	DrainWorkers *workersDrain `json:"delivery_drain_workers,omitempty"`
 
 	Targets []target `json:"targets"`
 	Elapsed float64  `json:"elapsed_s"`
@@ -299,6 +315,12 @@ func benchSend(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.IntVar(&cfg.FixtureConcurrency, "fixture-concurrency", 4, "tenants provisioned at once while building the fixtures")
 	fs.DurationVar(&cfg.DeliveryTimeout, "delivery-timeout", 3*time.Minute, "how long to wait for accepted messages to be sent")
 	fs.StringVar(&cfg.Database, "db", "bizmsg_bench_send", "scratch database to create on DATABASE_URL's server (dropped first if it exists)")
+	fs.IntVar(&cfg.DrainWorkers, "drain-workers", 3, "after the 1-worker drain, platform worker processes that drain another -backlog spread over the recipients (their rate beside the one worker's, goal >= 90% of it) "+
+		"and then the -conversation backlog; 0 skips both")
+	fs.IntVar(&cfg.DrainWorkerConns, "drain-worker-conns", 6, "DB_MAX_CONNS of each -drain-workers process")
+	fs.IntVar(&cfg.Conversation, "conversation", 200, "messages of the deep conversation: one sender to one recipient, accepted one after the other by platform api, then delivered by the -drain-workers processes; 0 skips it")
+	fs.Float64Var(&cfg.ConversationRate, "conversation-rate", 20, "sender_rate of the deep conversation's organization (its sender's throttle, messages/s)")
+	fs.IntVar(&cfg.ConversationBurst, "conversation-burst", 40, "sender_burst of the deep conversation's organization")
 	keep := fs.Bool("keep", false, "keep the scratch database afterwards")
 	out := fs.String("out", "", "also write the results as JSON to this file")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the service during the closed-loop send to this file, one during the first webhook round's run with an endpoint to this file + \".webhooks\", and one of the worker during the drain to this file + \".drain\" (the service runs with PPROF_ADDR on a loopback port)")
@@ -326,6 +348,12 @@ func benchSend(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return errors.New("-webhook-slices must be a multiple of 4 (0 to skip)")
 	case cfg.WebhookSlices > 0 && cfg.WebhookSlice < 100*time.Millisecond:
 		return errors.New("-webhook-slice must be at least 100ms")
+	case cfg.DrainWorkers < 0 || cfg.Conversation < 0:
+		return errors.New("-drain-workers and -conversation must not be negative")
+	case cfg.DrainWorkers > 0 && cfg.DrainWorkerConns < 2:
+		return errors.New("-drain-worker-conns must be at least 2")
+	case cfg.DrainWorkers > 0 && cfg.Conversation > 0 && (cfg.ConversationRate <= 0 || cfg.ConversationBurst < 1):
+		return errors.New("-conversation-rate must be positive and -conversation-burst at least 1")
 	}
 	b := &sendBench{cfg: cfg, stderr: stderr, cpuProfile: *cpuProfile}
 	rep, runErr := b.run(ctx, *keep)
@@ -466,6 +494,9 @@ func (b *sendBench) run(ctx context.Context, keep bool) (*sendReport, error) {
 	if err := b.drain(ctx, rep); err != nil {
 		return rep, err
 	}
+	if err := b.drainWorkers(ctx, rep); err != nil {
+		return rep, err
+	}
 	rep.Targets = targets(rep)
 	rep.Elapsed = time.Since(started).Seconds()
 	checks := append([]deliveryResult{rep.Delivery, rep.OpenDelivery, rep.DrainCheck}, sweepDeliveries(rep.Sweep)...)
@@ -482,6 +513,11 @@ func (b *sendBench) run(ctx context.Context, keep bool) (*sendReport, error) {
 		if !w.Complete {
 			return rep, fmt.Errorf("webhook round %d: the receiver took %d webhooks of %d (two per accepted message) within -delivery-timeout",
 				i+1, w.Webhooks, 2*w.With.OK)
+		}
+	}
+	if w := rep.DrainWorkers; w != nil {
+		if err := w.check(); err != nil {
+			return rep, err
 		}
 	}
 	if w := rep.WebhookSlices; w != nil && !w.Complete {
@@ -1160,6 +1196,9 @@ func targets(r *sendReport) []target {
 		p.Met = p.Value >= 50
 		out = slices.Insert(out, 1, p)
 	}
+	if r.DrainWorkers != nil {
+		out = append(out, workersTarget(r.DrainWorkers))
+	}
 	if len(r.Webhooks) > 0 {
 		w := target{Name: "sends/s with a webhook endpoint vs without (median), %", Value: roundMS(r.WebhookRatio * 100), Goal: ">= 95"}
 		w.Met = w.Value >= 95
@@ -1313,6 +1352,9 @@ func printSendReport(w io.Writer, r *sendReport) {
 		line("accepted sends/s, platform api alone (drain)", rate(r.DrainAccept))
 		line("  accept latency (api alone)", lat(r.DrainAccept))
 		line("delivery drain (platform worker, backlog)", fmt.Sprintf("%9.0f /s  (%d messages, exactly once %v)", r.Drain.Rate, r.Drain.Jobs, r.DrainCheck.ExactlyOnce))
+	}
+	if w := r.DrainWorkers; w != nil && w.Spread.Jobs > 0 {
+		w.print(line, r.Drain.Rate)
 	}
 	if len(r.Sweep) > 0 {
 		fmt.Fprintln(w)

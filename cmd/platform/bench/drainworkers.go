@@ -1,0 +1,354 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bizmsg/platform/platform/apikey"
+	"github.com/bizmsg/platform/platform/keys"
+	"github.com/bizmsg/platform/platform/migrate"
+)
+
+// The drain over several worker processes (-drain-workers): after the
+// 1-worker drain, platform api accepts the same -backlog spread over the
+// recipients again with no worker running, then -drain-workers platform
+// worker processes deliver it, for their rate beside the 1-worker drain's;
+// then platform api accepts -conversation messages from one sender to one
+// recipient, at the sender's throttle (-conversation-rate and
+// -conversation-burst, the organization's sender_rate and sender_burst),
+// and the same number of workers deliver that backlog: the time it took
+// against the throttle's own minimum, and whether the network took the
+// messages in acceptance order.
+
+// Tags of the phases' messages (their client_reference).
+const (
+	workersDrainTag      = "bench-drain-workers"
+	conversationDrainTag = "bench-conversation"
+)
+
+// workersDrain is the delivery drain over several worker processes.
+type workersDrain struct {
+	// Workers is how many worker processes ran, DBMaxConns each one's
+	// DB_MAX_CONNS.
+	Workers    int `json:"workers"`
+	DBMaxConns int `json:"db_max_conns"`
+	// Accept is platform api accepting the spread backlog (no workers).
+	Accept loadResult `json:"accept"`
+	// Spread is the workers' drain of it (first sent_at to last), Check
+	// its exactly-once check, Delivering how many of the workers ran a
+	// delivery job of it.
+	Spread     drainResult    `json:"spread"`
+	Check      deliveryResult `json:"spread_check"`
+	Delivering int            `json:"spread_workers_delivering"`
+	// Ratio is Spread's rate over the 1-worker drain's.
+	Ratio float64 `json:"ratio_to_one_worker"`
+	// Conversation is the deep conversation, nil when -conversation is 0.
+	Conversation *conversationDrain `json:"conversation,omitempty"`
+}
+
+// conversationDrain is a backlog of messages from one sender to one
+// recipient drained by the worker processes at the sender's throttle.
+type conversationDrain struct {
+	// Messages is how many were accepted; Rate and Burst are the sender's
+	// throttle (the organization's sender_rate and sender_burst).
+	Messages int64   `json:"messages"`
+	Rate     float64 `json:"throttle_rate"`
+	Burst    int     `json:"throttle_burst"`
+	// Drain is from the first sent_at to the last; Minimum is the
+	// throttle's own time for it, (Messages - Burst) / Rate: the burst
+	// goes at once, the rest at the rate.
+	Drain   drainResult    `json:"drain"`
+	Minimum time.Duration  `json:"throttle_minimum_ns"`
+	Check   deliveryResult `json:"check"`
+	// Delivering is how many of the workers ran a delivery job of it.
+	Delivering int `json:"workers_delivering"`
+	// InOrder is whether the network's messages (by network id) are the
+	// conversation's in acceptance (message id) order, each once;
+	// Inversions counts the network messages whose message id is below
+	// the one before, FirstInversion describes the first.
+	InOrder        bool   `json:"in_acceptance_order"`
+	NetworkRows    int64  `json:"network_rows"`
+	Inversions     int    `json:"inversions"`
+	FirstInversion string `json:"first_inversion,omitempty"`
+}
+
+// drainWorkers runs the drain over -drain-workers worker processes and the
+// deep conversation, into rep.DrainWorkers; nothing when -drain-workers is
+// 0. Every process it starts is stopped before it returns.
+func (b *sendBench) drainWorkers(ctx context.Context, rep *sendReport) (err error) {
+	if b.cfg.DrainWorkers == 0 {
+		return nil
+	}
+	first := b.tenants[:b.cfg.Tenants[0]]
+	res := &workersDrain{Workers: b.cfg.DrainWorkers, DBMaxConns: b.cfg.DrainWorkerConns}
+	rep.DrainWorkers = res
+	// The conversation's organization is made before platform api starts,
+	// so that the api meets it as it meets every other.
+	var conv benchTenant
+	if b.cfg.Conversation > 0 {
+		if conv, err = b.conversationTenant(ctx); err != nil {
+			return fmt.Errorf("deep conversation: %w", err)
+		}
+	}
+	api, err := startChild(ctx, []string{"api"}, b.serviceEnv(), true)
+	if err != nil {
+		return fmt.Errorf("drain over %d workers: %w", b.cfg.DrainWorkers, err)
+	}
+	defer func() {
+		api.keep = err != nil
+		err = errors.Join(err, api.stop())
+	}()
+	g := newLoadGen(b.cfg.Concurrency, http.StatusAccepted)
+	defer g.close()
+
+	// The spread backlog, as the 1-worker drain's.
+	g.progress = b.prog.phase(fmt.Sprintf("drain, %d workers: accepting %d messages (no workers)", b.cfg.DrainWorkers, b.cfg.Backlog))
+	n := int64(b.cfg.Backlog)
+	if res.Accept, err = g.closed(ctx, b.cfg.Concurrency, 10*time.Minute, b.sendRequests(api.addr, first, workersDrainTag),
+		func(ok int64) bool { return ok >= n }); err != nil {
+		return fmt.Errorf("drain over %d workers: accept: %w", b.cfg.DrainWorkers, err)
+	}
+	started := time.Now()
+	err = b.withWorkers(ctx, func() error {
+		p := b.prog.phase(fmt.Sprintf("drain: %d platform workers delivering %d messages", b.cfg.DrainWorkers, res.Accept.OK))
+		var err error
+		res.Spread, err = waitDrain(ctx, b.countTagged(first, workersDrainTag, "status IN ('sent', 'delivered')", "sent_at"),
+			res.Accept.OK, b.cfg.DeliveryTimeout, p)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("drain over %d workers: %w", b.cfg.DrainWorkers, err)
+	}
+	res.Ratio = ratio(res.Spread.Rate, rep.Drain.Rate)
+	if res.Check, err = b.delivered(ctx, first, workersDrainTag, res.Accept.OK); err != nil {
+		return fmt.Errorf("drain over %d workers: %w", b.cfg.DrainWorkers, err)
+	}
+	if res.Delivering, err = b.workersDelivering(ctx, started); err != nil {
+		return err
+	}
+	if b.cfg.Conversation == 0 {
+		return nil
+	}
+	if res.Conversation, err = b.conversation(ctx, g, api.addr, conv); err != nil {
+		return fmt.Errorf("deep conversation: %w", err)
+	}
+	return nil
+}
+
+// withWorkers starts -drain-workers platform worker processes (the
+// service's environment with DB_MAX_CONNS -drain-worker-conns), runs f,
+// and stops them all, at once, whatever happened.
+func (b *sendBench) withWorkers(ctx context.Context, f func() error) (err error) {
+	env := append(b.serviceEnv(), "DB_MAX_CONNS="+strconv.Itoa(b.cfg.DrainWorkerConns))
+	workers := make([]*child, 0, b.cfg.DrainWorkers)
+	defer func() {
+		errs := make([]error, len(workers))
+		var wg sync.WaitGroup
+		for i, w := range workers {
+			w.keep = err != nil // the workers' logs may say why
+			wg.Go(func() { errs[i] = w.stop() })
+		}
+		wg.Wait()
+		err = errors.Join(append([]error{err}, errs...)...)
+	}()
+	for i := range b.cfg.DrainWorkers {
+		w, err := startChild(ctx, []string{"worker"}, env, false)
+		if err != nil {
+			return fmt.Errorf("start worker %d: %w", i+1, err)
+		}
+		workers = append(workers, w)
+	}
+	return f()
+}
+
+// workersDelivering counts the River clients (one per worker process) that
+// finished a delivery job since since.
+func (b *sendBench) workersDelivering(ctx context.Context, since time.Time) (int, error) {
+	var n int
+	if err := b.d.Pool.QueryRow(ctx, `SELECT count(DISTINCT attempted_by[array_upper(attempted_by, 1)])
+		FROM river.river_job WHERE kind = 'message_delivery' AND state = 'completed' AND finalized_at >= $1`,
+		since).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count the workers that delivered: %w", err)
+	}
+	return n, nil
+}
+
+// conversationTenant provisions the deep conversation's organization, with
+// one sender, as the fixtures provision theirs (the tenant after the last
+// fixture's, so that its sender's phone is its own), and sets its sender
+// throttle to -conversation-rate and -conversation-burst.
+func (b *sendBench) conversationTenant(ctx context.Context) (benchTenant, error) {
+	m, err := migrate.New(b.d.Pool, migrate.Config{Concurrency: 1, Logger: quietLogger()})
+	if err != nil {
+		return benchTenant{}, fmt.Errorf("migrator: %w", err)
+	}
+	hasher, err := apikey.NewHasher([]byte(b.pepper))
+	if err != nil {
+		return benchTenant{}, fmt.Errorf("api key hasher: %w", err)
+	}
+	ks, err := keys.New(b.d.Pool, keys.Config{Hasher: hasher, Logger: quietLogger()})
+	if err != nil {
+		return benchTenant{}, fmt.Errorf("key service: %w", err)
+	}
+	f := &fixtures{d: b.d, m: m, keys: ks, cfg: fixtureConfig{Senders: 1, DailyLimit: 100000000}}
+	bt, err := f.tenant(ctx, len(b.tenants))
+	if err != nil {
+		return benchTenant{}, fmt.Errorf("organization: %w", err)
+	}
+	if _, err := b.d.Pool.Exec(ctx, `UPDATE central.organizations SET sender_rate = $2, sender_burst = $3 WHERE id = $1`,
+		bt.Tenant.OrgID, b.cfg.ConversationRate, b.cfg.ConversationBurst); err != nil {
+		return benchTenant{}, fmt.Errorf("sender throttle: %w", err)
+	}
+	return bt, nil
+}
+
+// conversation has platform api (at addr) accept -conversation messages
+// from conv's sender to one recipient, one after the other (so that id
+// order is acceptance order), then the workers deliver them.
+func (b *sendBench) conversation(ctx context.Context, g *loadGen, addr string, conv benchTenant) (*conversationDrain, error) {
+	n := int64(b.cfg.Conversation)
+	c := &conversationDrain{Rate: b.cfg.ConversationRate, Burst: b.cfg.ConversationBurst}
+	if over := n - int64(c.Burst); over > 0 {
+		c.Minimum = time.Duration(float64(over) / c.Rate * float64(time.Second))
+	}
+	g.progress = b.prog.phase(fmt.Sprintf("deep conversation: accepting %d messages to one recipient (no workers)", n))
+	// One recipient: sendRequests spreads over -recipients, so a request
+	// builder of its own.
+	url := "http://" + addr + "/api/v1/messages"
+	build := func(i int64) (*http.Request, error) {
+		body := fmt.Sprintf(`{"to_phone":%q,"type":"text","sender_number_id":%d,"content":"Deep conversation, message %d","client_reference":%q}`,
+			recipientPhone(0), conv.Senders[0], i, conversationDrainTag)
+		// The load generator gives each request its run's context.
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, url, strings.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Api-Key", conv.APIKey)
+		return req, nil
+	}
+	acc, err := g.closed(ctx, 1, 10*time.Minute, build, func(ok int64) bool { return ok >= n })
+	if err != nil {
+		return c, fmt.Errorf("accept: %w", err)
+	}
+	if acc.OK != n {
+		return c, fmt.Errorf("accept: %d of %d accepted (%d errors, first: %s)", acc.OK, n, acc.Errors, acc.FirstError)
+	}
+	c.Messages = acc.OK
+	ts := []benchTenant{conv}
+	started := time.Now()
+	// The throttle's minimum, plus the usual timeout for the rest.
+	timeout := c.Minimum + b.cfg.DeliveryTimeout
+	err = b.withWorkers(ctx, func() error {
+		p := b.prog.phase(fmt.Sprintf("deep conversation: %d platform workers delivering %d messages at %g/s (burst %d)",
+			b.cfg.DrainWorkers, n, c.Rate, c.Burst))
+		var err error
+		c.Drain, err = waitDrain(ctx, b.countTagged(ts, conversationDrainTag, "status IN ('sent', 'delivered')", "sent_at"), n, timeout, p)
+		return err
+	})
+	if err != nil {
+		return c, err
+	}
+	if c.Check, err = b.delivered(ctx, ts, conversationDrainTag, n); err != nil {
+		return c, err
+	}
+	if c.Delivering, err = b.workersDelivering(ctx, started); err != nil {
+		return c, err
+	}
+	return c, b.checkOrder(ctx, conv, c)
+}
+
+// checkOrder reads the network's messages of the conversation in the
+// order the network took them (network.messages by id; the reference is
+// "<tenant schema>:<message id>") and checks that their message ids rise:
+// acceptance order.
+func (b *sendBench) checkOrder(ctx context.Context, conv benchTenant, c *conversationDrain) error {
+	rows, err := b.d.Pool.Query(ctx, `SELECT n.id, m.id FROM network.messages n
+		JOIN `+conv.Tenant.Table("messages")+` m ON n.reference = $1 || ':' || m.id
+		WHERE m.client_reference = $2 ORDER BY n.id`, conv.Tenant.Schema, conversationDrainTag)
+	if err != nil {
+		return fmt.Errorf("network order: %w", err)
+	}
+	defer rows.Close()
+	var last int64
+	for rows.Next() {
+		var netID, id int64
+		if err := rows.Scan(&netID, &id); err != nil {
+			return fmt.Errorf("network order: %w", err)
+		}
+		c.NetworkRows++
+		if id <= last {
+			if c.Inversions == 0 {
+				c.FirstInversion = fmt.Sprintf("message %d reached the network (network id %d, position %d) after message %d",
+					id, netID, c.NetworkRows, last)
+			}
+			c.Inversions++
+		}
+		last = max(last, id)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("network order: %w", err)
+	}
+	c.InOrder = c.Inversions == 0 && c.NetworkRows == c.Messages
+	return nil
+}
+
+// workersTarget is the drain over several workers against the 1-worker
+// drain, spread over the recipients: at least 90% of its rate.
+func workersTarget(w *workersDrain) target {
+	t := target{Name: fmt.Sprintf("delivery drain, %d workers vs 1 worker (spread), %%", w.Workers),
+		Value: roundMS(w.Ratio * 100), Goal: ">= 90"}
+	t.Met = t.Value >= 90 && w.Check.ExactlyOnce
+	return t
+}
+
+// check fails when a message of the phases was not sent exactly once, or
+// the conversation reached the network out of acceptance order.
+func (w *workersDrain) check() error {
+	if !w.Check.ExactlyOnce {
+		return fmt.Errorf("drain over %d workers: exactly-once check failed: accepted %d, rows %d, sent %d, network rows %d",
+			w.Workers, w.Check.Accepted, w.Check.Rows, w.Check.Sent, w.Check.NetworkRows)
+	}
+	c := w.Conversation
+	if c == nil {
+		return nil
+	}
+	if !c.Check.ExactlyOnce {
+		return fmt.Errorf("deep conversation: exactly-once check failed: accepted %d, rows %d, sent %d, network rows %d",
+			c.Check.Accepted, c.Check.Rows, c.Check.Sent, c.Check.NetworkRows)
+	}
+	if !c.InOrder {
+		return fmt.Errorf("deep conversation: not in acceptance order: %d network messages of %d, %d inversion(s); %s",
+			c.NetworkRows, c.Messages, c.Inversions, c.FirstInversion)
+	}
+	return nil
+}
+
+// print writes the phase's lines of the table (line as printSendReport's;
+// oneWorker is the 1-worker drain's rate).
+func (w *workersDrain) print(line func(name, value string), oneWorker float64) {
+	line(fmt.Sprintf("delivery drain, %d worker processes (spread)", w.Workers),
+		fmt.Sprintf("%9.0f /s  (%d messages, %d of %d workers delivered, DB_MAX_CONNS %d each, exactly once %v)",
+			w.Spread.Rate, w.Spread.Jobs, w.Delivering, w.Workers, w.DBMaxConns, w.Check.ExactlyOnce))
+	t := workersTarget(w)
+	line(fmt.Sprintf("  %d workers vs 1 worker (goal >= 90%%)", w.Workers),
+		fmt.Sprintf("%8.1f %%  (%.0f /s against %.0f /s)  met %v", 100*w.Ratio, w.Spread.Rate, oneWorker, t.Met))
+	c := w.Conversation
+	if c == nil {
+		return
+	}
+	line(fmt.Sprintf("deep conversation, %d workers (1 sender, 1 recipient)", w.Workers),
+		fmt.Sprintf("%8.2f s  (%d messages, %.1f /s; throttle %g/s, burst %d: at least %.2f s; %d of %d workers delivered; exactly once %v)",
+			c.Drain.Elapsed.Seconds(), c.Messages, c.Drain.Rate, c.Rate, c.Burst, c.Minimum.Seconds(), c.Delivering, w.Workers, c.Check.ExactlyOnce))
+	order := fmt.Sprintf("%v  (%d network messages of %d, %d inversion(s))", c.InOrder, c.NetworkRows, c.Messages, c.Inversions)
+	if c.FirstInversion != "" {
+		order += "; first: " + c.FirstInversion
+	}
+	line("  in acceptance order (network.messages by id)", order)
+}
