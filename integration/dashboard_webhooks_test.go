@@ -46,7 +46,7 @@ func TestDashboardWebhooks(t *testing.T) {
 			http.StatusForbidden, []string{"Form expired"}},
 		{"a private address", url.Values{"csrf_token": {token}, "url": {"http://127.0.0.1:9/hooks"}, "description": {"kept <b>"},
 			"events": {"message.sent"}}, http.StatusUnprocessableEntity,
-			[]string{"Please correct the fields", `id="url-err"`, "must not point to localhost", `value="http://127.0.0.1:9/hooks"`,
+			[]string{"Please correct the fields", `id="url-err"`, "must not point to localhost", "WEBHOOK_ALLOW_PRIVATE=true", `value="http://127.0.0.1:9/hooks"`,
 				`value="kept &lt;b&gt;"`, `aria-invalid="true"`}},
 		{"an unknown event", url.Values{"csrf_token": {token}, "url": {"https://example.com/a"}, "events": {"message.sent", "message.bounced"}},
 			http.StatusUnprocessableEntity, []string{`id="events-err"`, `unknown event type &#34;message.bounced&#34;`}},

@@ -352,7 +352,8 @@ func (s *Service) validateURL(v *apperr.Validation, raw string) string {
 	}
 	if !s.cfg.AllowPrivate {
 		if r := blockedHost(u.Hostname()); r != "" {
-			v.Add("url", "must not point to localhost or a loopback, private, link-local, metadata or other reserved address (this one is "+r+")")
+			v.Add("url", "must not point to localhost or a loopback, private, link-local, metadata or other reserved address (this one is "+r+
+				"); a service run for development or tests may allow them with WEBHOOK_ALLOW_PRIVATE=true")
 			return ""
 		}
 	}

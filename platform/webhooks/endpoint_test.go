@@ -186,6 +186,13 @@ func TestEndpointValidation(t *testing.T) {
 			}
 		})
 	}
+	t.Run("the refusal names the setting that allows it", func(t *testing.T) {
+		t.Parallel()
+		_, err := strict.Create(context.Background(), tn, webhooks.EndpointInput{URL: ptr("http://127.0.0.1:9/")})
+		if msg := strings.Join(fieldErrors(err)["url"], " "); !strings.Contains(msg, "WEBHOOK_ALLOW_PRIVATE=true") {
+			t.Fatalf("url error %q does not name WEBHOOK_ALLOW_PRIVATE=true", msg)
+		}
+	})
 	t.Run("patch", func(t *testing.T) {
 		t.Parallel()
 		e := f.create(lax, tn, "https://example.com/patch")
