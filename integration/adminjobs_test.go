@@ -110,3 +110,35 @@ func TestAdminMessageShowAndJobsRetry(t *testing.T) {
 		t.Fatalf("second retry:\n%s", again)
 	}
 }
+
+// An operator command run without the secrets set (as on a developer's
+// machine) neither warns about development secrets nor writes any: it reads
+// what the service kept, and the database it opens is the service's, which
+// it does not change.
+func TestOperatorCommandWritesNoSecrets(t *testing.T) {
+	t.Parallel()
+	e := startMsg(t, Options{})
+	org := e.Register(t)
+	sid := e.activeSender(org, phoneN(1))
+	e.recipient(phoneN(10))
+	m := accepted(t, e.send(org, text(sid, phoneN(10), "hello")))
+	cmd := exec.CommandContext(t.Context(), platformBinary(t), "admin", "message", "show", "--id", fmt.Sprint(m.ID), "--org", fmt.Sprint(org.ID))
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+e.DatabaseURL, "LOG_LEVEL=info", "JWT_SECRET=", "API_KEY_PEPPER=")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("platform admin message show: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), fmt.Sprintf("message %d of organization %d", m.ID, org.ID)) {
+		t.Fatalf("message show printed:\n%s", out)
+	}
+	if strings.Contains(string(out), "secret") || strings.Contains(string(out), "WARN") {
+		t.Fatalf("the operator command warned:\n%s", out)
+	}
+	var kept int
+	if err := e.App.DB.Pool.QueryRow(t.Context(), `SELECT count(*) FROM central.dev_secrets`).Scan(&kept); err != nil {
+		t.Fatal(err)
+	}
+	if kept != 0 {
+		t.Fatalf("the operator command wrote %d development secrets", kept)
+	}
+}

@@ -24,14 +24,16 @@ import (
 )
 
 // openApp assembles the service without workers or listeners, for the
-// operator commands that read messages and jobs.
+// operator commands that read messages and jobs, on the database the
+// service set up (app.Options.Operator: nothing created, migrated or
+// written, no warning about development secrets).
 func openApp(ctx context.Context, stderr io.Writer) (*app.App, error) {
 	cfg, err := config.Load(os.Getenv)
 	if err != nil {
 		return nil, err
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	return app.New(ctx, app.Options{Config: cfg, Logger: log})
+	return app.New(ctx, app.Options{Config: cfg, Logger: log, Operator: true, Name: "bizmsg operator"})
 }
 
 // tenantOf maps an organization id to its tenant.

@@ -7,40 +7,26 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/bizmsg/platform/platform/app"
 	"github.com/bizmsg/platform/platform/db"
-	"github.com/bizmsg/platform/platform/migrate"
 	"github.com/bizmsg/platform/platform/phone"
 )
 
 // openDB opens the database of an operator command (network ..., admin ...).
 // It reads the configuration from the environment like the server (so
-// DATABASE_URL names the same database), creates the database if it is
-// missing and migrates the central, network and river schemas, so a command
-// works on a fresh database too. Logs go to stderr at LOG_LEVEL; unlike the
-// server, it does not warn about generated secrets, which operator commands do
-// not use. The caller closes the returned DB.
+// DATABASE_URL names the same database) and opens the database the service
+// set up (app.OpenExisting): it creates and migrates nothing, so a command
+// pointed at the wrong server fails, naming the database it tried, instead
+// of setting one up there. Logs go to stderr at LOG_LEVEL; unlike the
+// server, it does not warn about generated secrets, which operator commands
+// do not use. The caller closes the returned DB.
 func openDB(ctx context.Context, stderr io.Writer) (*db.DB, error) {
 	cfg, log, err := setup(stderr)
 	if err != nil {
 		return nil, err
 	}
-	if err := db.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
-		return nil, err
-	}
-	d, err := db.Open(ctx, db.Config{URL: cfg.DatabaseURL, MaxConns: 4})
-	if err != nil {
-		return nil, err
-	}
-	m, err := migrate.New(d.Pool, migrate.Config{Logger: log})
-	if err != nil {
-		d.Close()
-		return nil, err
-	}
-	if _, err := m.Base(ctx); err != nil {
-		d.Close()
-		return nil, fmt.Errorf("migrate: %w", err)
-	}
-	return d, nil
+	d, _, err := app.OpenExisting(ctx, cfg, "bizmsg operator", 4, log)
+	return d, err
 }
 
 // The helpers below are shared by the operator commands (network, admin).

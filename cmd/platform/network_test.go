@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -129,12 +130,13 @@ func TestNetworkCommandErrors(t *testing.T) {
 	}
 }
 
-// TestNetworkCommands runs the operator commands against a fresh database named
-// by DATABASE_URL, as an operator would. It sets the environment, so it does
-// not run in parallel.
+// TestNetworkCommands runs the operator commands against a database named by
+// DATABASE_URL, as an operator would: first one that does not exist and an
+// empty one (refused, with what to do, and nothing created or migrated),
+// then the database platform migrate set up. It sets the environment, so it
+// does not run in parallel.
 func TestNetworkCommands(t *testing.T) {
 	dbURL := dbtest.NewDatabase(t)
-	t.Setenv("DATABASE_URL", dbURL)
 	t.Setenv("LOG_LEVEL", "warn")
 	const (
 		alice = "+14155550001"
@@ -142,8 +144,35 @@ func TestNetworkCommands(t *testing.T) {
 		carol = "+14155550003"
 	)
 
-	// add-account creates a reachable, verified account by default (and
-	// migrates the empty database first).
+	// A database that does not exist is not created.
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := strings.TrimPrefix(u.Path, "/") + "_missing"
+	u.Path = "/" + missing
+	t.Setenv("DATABASE_URL", u.String())
+	if _, _, err := runCmd(t, "network", "inbox", "--phone", alice); err == nil ||
+		!strings.Contains(err.Error(), missing) || !strings.Contains(err.Error(), "does not exist") || !strings.Contains(err.Error(), "DATABASE_URL") {
+		t.Fatalf("an operator command on a database that does not exist: %v, want a refusal naming it and DATABASE_URL", err)
+	}
+	probe := dbtest.Open(t, dbURL)
+	var created bool
+	if err := probe.Pool.QueryRow(context.Background(), `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, missing).Scan(&created); err != nil || created {
+		t.Fatalf("the operator command created database %s (%v)", missing, err)
+	}
+	// An empty database is not migrated.
+	t.Setenv("DATABASE_URL", dbURL)
+	if _, _, err := runCmd(t, "network", "add-account", "--phone", alice); err == nil || !strings.Contains(err.Error(), "platform migrate") {
+		t.Fatalf("an operator command on an empty database: %v, want a refusal naming platform migrate", err)
+	}
+	var schemas int
+	if err := probe.Pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_namespace WHERE nspname IN ('central', 'network', 'river')`).Scan(&schemas); err != nil || schemas != 0 {
+		t.Fatalf("the operator command migrated the empty database: %d schemas (%v)", schemas, err)
+	}
+	mustRun(t, "migrate")
+
+	// add-account creates a reachable, verified account by default.
 	acc := jsonLines(t, mustRun(t, "network", "add-account", "--phone", "+1 (415) 555-0001", "--json"))
 	if len(acc) != 1 || acc[0]["phone"] != alice || acc[0]["verified"] != true || acc[0]["phone_verified"] != true ||
 		acc[0]["receiving_enabled"] != true || acc[0]["verified_at"] == nil || acc[0]["phone_verified_at"] == nil || acc[0]["id"] == nil {

@@ -68,6 +68,45 @@ type Options struct {
 	// Webhooks tunes the webhook service (tests shorten its timeout and
 	// backoff); WEBHOOK_ALLOW_PRIVATE sets AllowPrivate.
 	Webhooks webhooks.Config
+	// Operator assembles the service for an operator command: the database
+	// must exist and be migrated already (OpenExisting: nothing is created
+	// or migrated, so a command pointed at the wrong server fails instead of
+	// setting a database up there), and the development secrets are read
+	// where the service kept them, never written, without a warning.
+	Operator bool
+}
+
+// OpenExisting opens the database of an operator command: it must exist
+// and be migrated to this binary's versions (the service, or platform
+// migrate, sets it up); OpenExisting creates and migrates nothing, and its
+// errors say which database it tried and what sets it up.
+func OpenExisting(ctx context.Context, cfg config.Config, name string, maxConns int32, log *slog.Logger) (*db.DB, *migrate.Migrator, error) {
+	if err := db.CheckDatabase(ctx, cfg.DatabaseURL); err != nil {
+		if errors.Is(err, db.ErrNoDatabase) {
+			return nil, nil, fmt.Errorf("%w: operator commands use the service's database; set DATABASE_URL to the one "+
+				"the service runs with (platform serve or platform migrate creates and migrates it)", err)
+		}
+		return nil, nil, err
+	}
+	d, err := db.Open(ctx, db.Config{URL: cfg.DatabaseURL, MaxConns: maxConns, ApplicationName: name})
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := migrate.New(d.Pool, migrate.Config{Logger: log})
+	if err != nil {
+		d.Close()
+		return nil, nil, err
+	}
+	current, err := m.Current(ctx)
+	if err != nil || !current {
+		d.Close()
+		if err == nil {
+			err = errors.New("is not migrated to this binary's version")
+		}
+		return nil, nil, fmt.Errorf("database %s: %w: run platform migrate (or start the service) with this binary first",
+			db.Redact(cfg.DatabaseURL), err)
+	}
+	return d, m, nil
 }
 
 // App is the assembled service.
@@ -131,7 +170,8 @@ type App struct {
 // New connects to the database (waiting for its server up to
 // DB_CONNECT_TIMEOUT, creating the database if missing), migrates the central,
 // network and river schemas, and builds the HTTP engine and, with
-// opts.Workers, the River worker client. Close releases what it opened.
+// opts.Workers, the River worker client; with opts.Operator it opens the
+// existing database only (OpenExisting). Close releases what it opened.
 func New(ctx context.Context, opts Options) (*App, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -141,34 +181,21 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	}
 	cfg := opts.Config
 	a := &App{cfg: cfg, log: opts.Logger, clock: opts.Clock, Metrics: metrics.New(), Network: opts.Network}
-	if err := WaitForDatabase(ctx, cfg, a.log); err != nil {
+	if opts.Operator {
+		d, m, err := OpenExisting(ctx, cfg, opts.Name, cfg.DBMaxConns, a.log)
+		if err != nil {
+			return nil, err
+		}
+		a.DB, a.Migrator = d, m
+	} else if err := a.openAndMigrate(ctx, opts.Name); err != nil {
 		return nil, err
 	}
-	d, err := db.Open(ctx, db.Config{
-		URL: cfg.DatabaseURL, MaxConns: cfg.DBMaxConns, AcquireTimeout: cfg.DBAcquireTimeout, ApplicationName: opts.Name,
-	})
-	if err != nil {
-		return nil, err
-	}
-	a.DB = d
-	if a.pace, err = pace.New(d.Pool, pace.Config{}); err != nil {
+	var err error
+	if a.pace, err = pace.New(a.DB.Pool, pace.Config{}); err != nil {
 		a.Close()
 		return nil, err
 	}
-	if a.Migrator, err = migrate.New(d.Pool, migrate.Config{Logger: a.log}); err != nil {
-		a.Close()
-		return nil, err
-	}
-	if n, err := a.Migrator.Base(ctx); err != nil {
-		a.Close()
-		return nil, fmt.Errorf("migrate: %w", err)
-	} else if n > 0 {
-		a.log.Info("database migrated", "migrations_applied", n)
-	}
-	if advice := a.checkFiles(ctx); advice != "" {
-		a.log.Warn("database setting too low for this many organizations", "advice", advice)
-	}
-	if err := a.keepDevSecrets(ctx); err != nil {
+	if err := a.devSecrets(ctx, opts.Operator); err != nil {
 		a.Close()
 		return nil, err
 	}
@@ -217,15 +244,58 @@ func WaitForDatabase(ctx context.Context, cfg config.Config, log *slog.Logger) e
 	return err
 }
 
-// keepDevSecrets replaces every secret the configuration generated (unset
+// openAndMigrate connects to the database (waiting for its server up to
+// DB_CONNECT_TIMEOUT, creating the database if missing) and migrates the
+// central, network and river schemas.
+func (a *App) openAndMigrate(ctx context.Context, name string) error {
+	cfg := a.cfg
+	if err := WaitForDatabase(ctx, cfg, a.log); err != nil {
+		return err
+	}
+	d, err := db.Open(ctx, db.Config{
+		URL: cfg.DatabaseURL, MaxConns: cfg.DBMaxConns, AcquireTimeout: cfg.DBAcquireTimeout, ApplicationName: name,
+	})
+	if err != nil {
+		return err
+	}
+	a.DB = d
+	if a.Migrator, err = migrate.New(d.Pool, migrate.Config{Logger: a.log}); err != nil {
+		a.Close()
+		return err
+	}
+	if n, err := a.Migrator.Base(ctx); err != nil {
+		a.Close()
+		return fmt.Errorf("migrate: %w", err)
+	} else if n > 0 {
+		a.log.Info("database migrated", "migrations_applied", n)
+	}
+	if advice := a.checkFiles(ctx); advice != "" {
+		a.log.Warn("database setting too low for this many organizations", "advice", advice)
+	}
+	return nil
+}
+
+// devSecrets replaces every secret the configuration generated (unset
 // outside production) by the development value kept in the database
 // (package devsecrets), so that a restart and every process on the same
-// database use the same value, and warns about each.
-func (a *App) keepDevSecrets(ctx context.Context) error {
+// database use the same value, and warns about each. An operator command
+// (readOnly) reads the kept values, keeps its generated one where there is
+// none, and writes and warns about nothing.
+func (a *App) devSecrets(ctx context.Context, readOnly bool) error {
 	for _, name := range a.cfg.Generated {
 		field := a.cfg.SecretField(name)
 		if field == nil {
 			return fmt.Errorf("generated secret %s has no configuration field", name)
+		}
+		if readOnly {
+			value, found, err := devsecrets.Read(ctx, a.DB.Pool, name)
+			if err != nil {
+				return err
+			}
+			if found {
+				*field = value
+			}
+			continue
 		}
 		value, created, err := devsecrets.Keep(ctx, a.DB.Pool, name, *field)
 		if err != nil {

@@ -97,6 +97,23 @@ func (d *DB) Close() {
 // Ping checks that the database answers.
 func (d *DB) Ping(ctx context.Context) error { return d.Pool.Ping(ctx) }
 
+// ErrNoDatabase is CheckDatabase's error for a database that does not exist.
+var ErrNoDatabase = errors.New("does not exist")
+
+// CheckDatabase connects once to the database named in rawURL and reports
+// whether it answers, creating nothing: an error wrapping ErrNoDatabase,
+// naming the database and its server, when it does not exist.
+func CheckDatabase(ctx context.Context, rawURL string) error {
+	conn, err := connect(ctx, rawURL)
+	if isUndefinedDatabase(err) {
+		return fmt.Errorf("database %s %w", Redact(rawURL), ErrNoDatabase)
+	}
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", Redact(rawURL), err)
+	}
+	return conn.Close(ctx)
+}
+
 // EnsureDatabase creates the database named in rawURL if it does not exist, by
 // connecting to the server's `postgres` maintenance database. It is a no-op
 // when the database already exists, and safe when several processes race.

@@ -8,8 +8,10 @@ package devsecrets
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -29,4 +31,18 @@ func Keep(ctx context.Context, pool *pgxpool.Pool, name string, generated []byte
 		return nil, false, fmt.Errorf("read development secret %s: %w", name, err)
 	}
 	return value, tag.RowsAffected() == 1, nil
+}
+
+// Read returns the development value of the secret called name kept in
+// central.dev_secrets, and whether there is one; it writes nothing (the
+// operator commands read what the service kept).
+func Read(ctx context.Context, pool *pgxpool.Pool, name string) (value []byte, found bool, err error) {
+	err = pool.QueryRow(ctx, `SELECT value FROM central.dev_secrets WHERE name = $1`, name).Scan(&value)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read development secret %s: %w", name, err)
+	}
+	return value, true, nil
 }
