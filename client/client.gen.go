@@ -707,6 +707,11 @@ type LookupResult struct {
 
 	// RecipientId The network account; null when none.
 	RecipientId *int64 `json:"recipient_id"`
+
+	// SenderStatus The status of the sender number the lookup named (`sender_number_id` or
+	// `sender_phone`); null without one. Only an `active` number may send: a send from any
+	// other is refused (422 `sender_not_active`) whatever `reason_code` says.
+	SenderStatus *SenderStatus `json:"sender_status"`
 }
 
 // Message A message, outbound (sent through the API) or inbound (a network account wrote to one of

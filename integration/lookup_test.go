@@ -79,8 +79,12 @@ func TestLookupReasons(t *testing.T) {
 				t.Fatalf("lookup = %d %s", r.Status, r.Body)
 			}
 			raw := r.Map(t)
-			if len(raw) != 6 {
-				t.Fatalf("lookup body %s: want exactly the six fields, unwrapped", r.Body)
+			if len(raw) != 7 {
+				t.Fatalf("lookup body %s: want exactly the seven fields, unwrapped", r.Body)
+			}
+			if named := tt.q.Has("sender_number_id") || tt.q.Has("sender_phone"); named && raw["sender_status"] != "active" ||
+				!named && raw["sender_status"] != nil {
+				t.Fatalf("sender_status in %s: want active with the sender named, null without", r.Body)
 			}
 			var got lookupResult
 			r.JSON(t, &got)
@@ -93,6 +97,22 @@ func TestLookupReasons(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A lookup naming a sender number that may not send yet says so: the
+// recipient is reachable (ok), and sender_status shows why a send from that
+// number is refused (422 sender_not_active).
+func TestLookupShowsSenderStatus(t *testing.T) {
+	t.Parallel()
+	e := startMsg(t, Options{})
+	org := e.Register(t)
+	pending := e.registerSender(org, phoneN(1))
+	e.recipient(phoneN(2))
+	r := e.lookup(org, url.Values{"phone": {phoneN(2)}, "sender_number_id": {fmt.Sprint(pending)}})
+	if raw := r.Map(t); r.Status != http.StatusOK || raw["reason_code"] != "ok" || raw["sender_status"] != "pending_verification" {
+		t.Fatalf("lookup with a sender pending verification = %d %s, want ok with sender_status pending_verification", r.Status, r.Body)
+	}
+	wantError(t, e.send(org, text(pending, phoneN(2), "x")), http.StatusUnprocessableEntity, "sender_not_active")
 }
 
 // Malformed input is 422 (every field at once), an unknown sender 404, a

@@ -45,6 +45,10 @@ type Result struct {
 	// IsVerified: the account owner is verified on the network.
 	IsVerified      bool       `json:"is_verified"`
 	PhoneVerifiedAt *time.Time `json:"phone_verified_at"`
+	// SenderStatus is the status of the sender number the lookup named, nil
+	// without one: only an active number may send (a send from any other
+	// is refused, 422 sender_not_active, whatever reason_code says).
+	SenderStatus *senders.Status `json:"sender_status"`
 }
 
 // Explain returns a sentence explaining a reason code, for error messages;
@@ -171,7 +175,8 @@ func (q Query) Parse() (Parsed, error) {
 	return out, nil
 }
 
-// Lookup validates q (Parse) and checks the phone. Errors: 422 with every
+// Lookup validates q (Parse) and checks the phone; with a sender named, the
+// result says the sender's status too. Errors: 422 with every
 // field error at once, or for an id and phone of different numbers; 404
 // when the named sender is not one of the organization's numbers; 503 when
 // the network does not answer.
@@ -191,6 +196,11 @@ func (s *Service) Lookup(ctx context.Context, t db.Tenant, q Query) (Result, err
 			return Result{}, err
 		}
 		senderPhone = sn.Phone
+		r, err := Check(ctx, s.net, recipient, senderPhone)
+		if err == nil {
+			r.SenderStatus = &sn.Status
+		}
+		return r, err
 	}
 	return Check(ctx, s.net, recipient, senderPhone)
 }
