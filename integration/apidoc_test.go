@@ -39,6 +39,13 @@ func TestOpenAPIDocumentServed(t *testing.T) {
 	if y.Status != http.StatusOK || y.Header.Get("Content-Type") != "application/yaml" {
 		t.Fatalf("GET %s: %d %s", apidoc.YAMLPath, y.Status, y.Header.Get("Content-Type"))
 	}
+	// What /docs renders is for the API's users: it names no file of the
+	// platform's own tests.
+	for _, internal := range []string{"_test.go", "integration/"} {
+		if bytes.Contains(y.Body, []byte(internal)) {
+			t.Fatalf("the served document names %q, a file of the platform's tests", internal)
+		}
+	}
 	if !bytes.Equal(y.Body, file) {
 		t.Errorf("GET %s is not the bytes of %s", apidoc.YAMLPath, OpenAPIPath)
 	}
