@@ -296,6 +296,10 @@ func TestDashboardBrowserFlow(t *testing.T) {
 	// The first-send page's command works as pasted (its body, with the key
 	// from the environment).
 	b.Open("/start")
+	if send := b.Text("#cmd-send"); !strings.Contains(send, `"to_phone":"RECIPIENT_PHONE"`) {
+		t.Fatalf("first-send command without a recipient given: %s; want the placeholder, not a made-up number", send)
+	}
+	b.Open("/start?to=%2B14155550123")
 	send := b.Text("#cmd-send")
 	if !strings.Contains(send, `X-Api-Key: $BIZMSG_API_KEY"`) || strings.Contains(send, key) || !strings.Contains(send, fmt.Sprintf(`"sender_number_id":%d`, senderID)) {
 		t.Fatalf("first-send command:\n%s", send)

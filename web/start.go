@@ -20,14 +20,16 @@ type startData struct {
 	Sender *senders.Sender
 	Active bool
 	HasKey bool
-	// To and Content are the example's recipient and text.
+	// To and Content are the example's recipient ("" until given) and text.
 	To, Content string
 	// Export, Lookup and Send are the ready-to-paste commands.
 	Export, Lookup, Send string
 }
 
-// exampleRecipient is the recipient the example uses until one is given.
-const exampleRecipient = "+14155550123"
+// recipientPlaceholder stands for the recipient in the commands until the
+// page is given one: no made-up number, which the network would not know
+// (the send would be refused, 422 recipient_unreachable).
+const recipientPlaceholder = "RECIPIENT_PHONE"
 
 // startPage shows the organization's first send as curl commands: the API
 // key goes in an environment variable (never into the command or a URL),
@@ -52,8 +54,9 @@ func (d *Dashboard) startPage(c *gin.Context) {
 		To:      strings.TrimSpace(c.Query("to")),
 		Content: strings.TrimSpace(c.Query("content")),
 	}
-	if data.To == "" {
-		data.To = exampleRecipient
+	to := data.To
+	if to == "" {
+		to = recipientPlaceholder
 	}
 	if data.Content == "" {
 		data.Content = "Hello from " + s.OrgName + "!"
@@ -75,13 +78,13 @@ func (d *Dashboard) startPage(c *gin.Context) {
 	}
 	data.Export = "export BIZMSG_API_KEY='paste your API key here'"
 	data.Lookup = fmt.Sprintf("curl -sS -G %s \\\n  -H \"X-Api-Key: $BIZMSG_API_KEY\" \\\n  -H 'Accept: application/json' \\\n  --data-urlencode %s \\\n  --data-urlencode %s",
-		shellQuote(data.BaseURL+"/api/v1/contacts/lookup"), shellQuote("phone="+data.To), shellQuote("sender_number_id="+senderID))
+		shellQuote(data.BaseURL+"/api/v1/contacts/lookup"), shellQuote("phone="+to), shellQuote("sender_number_id="+senderID))
 	body, err := json.Marshal(struct {
 		SenderNumberID any    `json:"sender_number_id"`
 		ToPhone        string `json:"to_phone"`
 		Type           string `json:"type"`
 		Content        string `json:"content"`
-	}{jsonID(data.Sender), data.To, "text", data.Content})
+	}{jsonID(data.Sender), to, "text", data.Content})
 	if err != nil {
 		d.internal(c, err)
 		return
