@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"strconv"
 	"testing"
 )
 
@@ -105,5 +106,25 @@ func TestDashboardDefectsBrowser(t *testing.T) {
 		if msg != tt.want {
 			t.Errorf("GET %s: message %q, want %q", tt.path, msg, tt.want)
 		}
+	}
+
+	// The messages table at 1280 px keeps its content column readable: a
+	// sentence wraps to a few lines, not one word a line.
+	var schema string
+	if err := e.App.DB.Pool.QueryRow(t.Context(), `SELECT schema_name FROM central.organizations ORDER BY id DESC LIMIT 1`).Scan(&schema); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.App.DB.Pool.Exec(t.Context(), fmt.Sprintf(`WITH s AS (
+		  INSERT INTO %[1]s.sender_numbers (phone, status, verification_status) VALUES ('+14155550100', 'active', 'verified') RETURNING id)
+		INSERT INTO %[1]s.messages (sender_number_id, to_phone, type, content, status, client_reference)
+		SELECT id, '+14155550199', 'text', 'Your order 4711 has shipped and will arrive on Tuesday between nine and noon.', 'queued',
+		       'order-4711-shipping-notice' FROM s`, schema)); err != nil {
+		t.Fatal(err)
+	}
+	b.Viewport(1280, 800)
+	b.Open("/messages")
+	raw := b.Eval(`String(Math.round(document.querySelector("td.content").getBoundingClientRect().width))`)
+	if w, err := strconv.Atoi(raw); err != nil || w < 192 {
+		t.Fatalf("the content column is %s px wide at 1280 px, want at least 192 (12rem)", raw)
 	}
 }
