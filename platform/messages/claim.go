@@ -99,7 +99,7 @@ func (s *Service) claimRows(ctx context.Context, t db.Tenant, ids, jobs []int64)
 	now := s.clock.Now()
 	var rows []claimRow
 	err := s.prep.Query(ctx, nil, query,
-		[]any{t.OrgID, idArg, now, now.Add(-s.cfg.OrderWindow), jobArg, now.Add(-s.cfg.ClaimLease)},
+		[]any{t.OrgID, idArg, now, now.Add(-s.cfg.OrderWindow), jobArg, s.cfg.ClaimLease.Seconds()},
 		func(r db.Rows) error {
 			for r.Next() {
 				var c claimRow
@@ -151,8 +151,8 @@ func (s *Service) claimLocked(ctx context.Context, t db.Tenant, ids, jobs []int6
 		out = make(map[int64]claim, len(ids))
 		now := s.clock.Now()
 		var rows []claimRow
-		err := s.prep.Query(ctx, tx, lockMessagesSQL(t.Quoted(), "$1::bigint", "$2::bigint[]", "$3::bigint[]", "$4::timestamptz", "$5::timestamptz"),
-			[]any{t.OrgID, ids, jobs, now.Add(-s.cfg.OrderWindow), now.Add(-s.cfg.ClaimLease)},
+		err := s.prep.Query(ctx, tx, lockMessagesSQL(t.Quoted(), "$1::bigint", "$2::bigint[]", "$3::bigint[]", "$4::timestamptz", "$5::float8"),
+			[]any{t.OrgID, ids, jobs, now.Add(-s.cfg.OrderWindow), s.cfg.ClaimLease.Seconds()},
 			func(r db.Rows) error {
 				for r.Next() {
 					var c claimRow

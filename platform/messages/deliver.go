@@ -366,15 +366,14 @@ func (s *Service) nextOf(ctx context.Context, t db.Tenant, items []pendingDelive
 	type nextMessage struct {
 		id        int64
 		claimedBy *int64
-		claimedAt *time.Time
+		holds     *bool // the claim has not lapsed (null: never claimed)
 	}
 	next := make(map[conversation]nextMessage, len(senders))
-	now := s.clock.Now()
-	err := s.prep.Query(ctx, nil, nextSQL(t), []any{senders, phones, now.Add(-s.cfg.OrderWindow)}, func(r db.Rows) error {
+	err := s.prep.Query(ctx, nil, nextSQL(t), []any{senders, phones, s.clock.Now().Add(-s.cfg.OrderWindow), s.cfg.ClaimLease.Seconds()}, func(r db.Rows) error {
 		for r.Next() {
 			var c conversation
 			var n nextMessage
-			if err := r.Scan(&c.sender, &c.to, &n.id, &n.claimedBy, &n.claimedAt); err != nil {
+			if err := r.Scan(&c.sender, &c.to, &n.id, &n.claimedBy, &n.holds); err != nil {
 				return err
 			}
 			next[c] = n
@@ -384,7 +383,6 @@ func (s *Service) nextOf(ctx context.Context, t db.Tenant, items []pendingDelive
 	if err != nil {
 		return fmt.Errorf("read the next messages of %d conversations of %s: %w", len(senders), t.Schema, err)
 	}
-	lapsed := now.Add(-s.cfg.ClaimLease)
 	for _, id := range ids {
 		i := first[id]
 		o := &out[i]
@@ -392,7 +390,7 @@ func (s *Service) nextOf(ctx context.Context, t db.Tenant, items []pendingDelive
 		if o.err != nil || !found {
 			continue
 		}
-		if n.claimedBy != nil && *n.claimedBy != items[i].at.JobID && n.claimedAt.After(lapsed) {
+		if n.claimedBy != nil && *n.claimedBy != items[i].at.JobID && n.holds != nil && *n.holds {
 			continue // another job carries the conversation
 		}
 		o.next = n.id

@@ -330,8 +330,9 @@ func TestJobCarriesConversationOn(t *testing.T) {
 	// takes it back at once.
 	d := f.mustSend(tn, sid, ph(10), "d")
 	claim := func(job int64, age time.Duration) {
-		if _, err := f.db.Pool.Exec(context.Background(), fmt.Sprintf(`UPDATE %s SET claimed_by = $2, claimed_at = $3 WHERE id = $1`,
-			tn.Table("messages")), d, job, f.clock.Now().Add(-age)); err != nil {
+		if _, err := f.db.Pool.Exec(context.Background(), fmt.Sprintf(`UPDATE %s
+			SET claimed_by = $2, claimed_at = statement_timestamp() - make_interval(secs => $3) WHERE id = $1`,
+			tn.Table("messages")), d, job, age.Seconds()); err != nil {
 			t.Fatal(err)
 		}
 	}
