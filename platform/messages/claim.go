@@ -25,6 +25,20 @@ type claim struct {
 	limit   throttle.Limit
 }
 
+// waits records in c whether the queued message of r waits, for an earlier
+// message of its conversation or for another job's claim, and reports it.
+func (c *claim) waits(r *claimRow) bool {
+	switch {
+	case r.Blocker != nil:
+		c.blocker = *r.Blocker
+	case r.Held:
+		c.held = true
+	default:
+		return false
+	}
+	return true
+}
+
 // claimMany is the common case of the claim, for all of ids at once (jobs
 // the claiming job of each, in the same order), in one statement (one
 // round trip, no explicit transaction): it locks the messages (by id) and
@@ -56,10 +70,7 @@ func (s *Service) claimMany(ctx context.Context, t db.Tenant, ids, jobs []int64)
 		c := claim{m: &r.row, phone: sn.phone, limit: s.limitOf(org)}
 		switch {
 		case r.Status != StatusQueued:
-		case r.Blocker != nil:
-			c.blocker = *r.Blocker
-		case r.Held:
-			c.held = true
+		case c.waits(r):
 		case r.Claimed:
 			c.proceed = true
 		default:
@@ -194,10 +205,7 @@ func (s *Service) claimLocked(ctx context.Context, t db.Tenant, ids, jobs []int6
 			n, counted := count[k]
 			switch {
 			case r.Status != StatusQueued:
-			case r.Blocker != nil:
-				c.blocker = *r.Blocker
-			case r.Held:
-				c.held = true
+			case c.waits(r):
 			case r.DispatchedAt != nil:
 				c.proceed = true
 			case sn.status != senders.StatusActive:

@@ -273,6 +273,19 @@ func TestWaitingDeliveryTakesNoToken(t *testing.T) {
 	}
 }
 
+// newConversation is a fixture whose delivery runs may wait a minute, with
+// a tenant, its sender sid and three messages a, b and c of one
+// conversation (sid to ph(10)).
+func newConversation(t *testing.T) (f *fixture, tn db.Tenant, sid, a, b, c int64) {
+	t.Helper()
+	f = newFixtureWith(t, 1000, 1000, func(c *messages.Config) { c.MaxInlineWait = time.Minute })
+	tn = f.org()
+	sid = f.sender(tn, ph(1))
+	f.account(ph(10))
+	a, b, c = f.mustSend(tn, sid, ph(10), "a"), f.mustSend(tn, sid, ph(10), "b"), f.mustSend(tn, sid, ph(10), "c")
+	return f, tn, sid, a, b, c
+}
+
 // deliveryJobs counts message id's delivery jobs.
 func (f *fixture) deliveryJobs(tn db.Tenant, id int64) int {
 	f.t.Helper()
@@ -292,11 +305,7 @@ func (f *fixture) deliveryJobs(tn db.Tenant, id int64) int {
 // job's own next run (a rescue) takes it back at once.
 func TestJobCarriesConversationOn(t *testing.T) {
 	t.Parallel()
-	f := newFixtureWith(t, 1000, 1000, func(c *messages.Config) { c.MaxInlineWait = time.Minute })
-	tn := f.org()
-	sid := f.sender(tn, ph(1))
-	f.account(ph(10))
-	a, b, c := f.mustSend(tn, sid, ph(10), "a"), f.mustSend(tn, sid, ph(10), "b"), f.mustSend(tn, sid, ph(10), "c")
+	f, tn, sid, a, b, c := newConversation(t)
 
 	// a's job is in its network call, holding a: another job of a waits.
 	hold := make(chan struct{})
@@ -357,11 +366,7 @@ func TestJobCarriesConversationOn(t *testing.T) {
 // message stays queued, failing, ahead of the rest of its conversation.
 func TestCarriedMessageFailureGoesToItsOwnJob(t *testing.T) {
 	t.Parallel()
-	f := newFixtureWith(t, 1000, 1000, func(c *messages.Config) { c.MaxInlineWait = time.Minute })
-	tn := f.org()
-	sid := f.sender(tn, ph(1))
-	f.account(ph(10))
-	a, b, c := f.mustSend(tn, sid, ph(10), "a"), f.mustSend(tn, sid, ph(10), "b"), f.mustSend(tn, sid, ph(10), "c")
+	f, tn, _, a, b, c := newConversation(t)
 	f.net.faults.Store(messages.Reference(tn, b), errors.New("network: timeout"))
 	if d, err := f.deliver(tn, a, 1, 1); d != 0 || err != nil {
 		t.Fatalf("a's job: %s %v, want done", d, err)
