@@ -281,12 +281,14 @@ func (e Role) Valid() bool {
 
 // Defines values for Scope.
 const (
-	Asterisk       Scope = "*"
-	ContactsLookup Scope = "contacts.lookup"
-	MessagesRead   Scope = "messages.read"
-	MessagesSend   Scope = "messages.send"
-	UsageRead      Scope = "usage.read"
-	WebhooksManage Scope = "webhooks.manage"
+	Asterisk        Scope = "*"
+	ContactsLookup  Scope = "contacts.lookup"
+	ContactsManage  Scope = "contacts.manage"
+	MessagesRead    Scope = "messages.read"
+	MessagesSend    Scope = "messages.send"
+	TemplatesManage Scope = "templates.manage"
+	UsageRead       Scope = "usage.read"
+	WebhooksManage  Scope = "webhooks.manage"
 )
 
 // Valid indicates whether the value is a known member of the Scope enum.
@@ -296,9 +298,13 @@ func (e Scope) Valid() bool {
 		return true
 	case ContactsLookup:
 		return true
+	case ContactsManage:
+		return true
 	case MessagesRead:
 		return true
 	case MessagesSend:
+		return true
+	case TemplatesManage:
 		return true
 	case UsageRead:
 		return true
@@ -402,18 +408,25 @@ func (e WebhookDeliveryState) Valid() bool {
 // Defines values for WebhookEventType.
 const (
 	ApiKeyExpiring            WebhookEventType = "api_key.expiring"
+	ContactOptedIn            WebhookEventType = "contact.opted_in"
+	ContactOptedOut           WebhookEventType = "contact.opted_out"
 	MessageDelivered          WebhookEventType = "message.delivered"
 	MessageFailed             WebhookEventType = "message.failed"
 	MessageRead               WebhookEventType = "message.read"
 	MessageReceived           WebhookEventType = "message.received"
 	MessageSent               WebhookEventType = "message.sent"
 	SenderNumberStatusChanged WebhookEventType = "sender_number.status_changed"
+	TemplateStatusChanged     WebhookEventType = "template.status_changed"
 )
 
 // Valid indicates whether the value is a known member of the WebhookEventType enum.
 func (e WebhookEventType) Valid() bool {
 	switch e {
 	case ApiKeyExpiring:
+		return true
+	case ContactOptedIn:
+		return true
+	case ContactOptedOut:
 		return true
 	case MessageDelivered:
 		return true
@@ -426,6 +439,8 @@ func (e WebhookEventType) Valid() bool {
 	case MessageSent:
 		return true
 	case SenderNumberStatusChanged:
+		return true
+	case TemplateStatusChanged:
 		return true
 	default:
 		return false

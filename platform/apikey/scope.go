@@ -19,12 +19,19 @@ const (
 	// ScopeWebhooksManage allows managing webhook endpoints and reading and
 	// redelivering their deliveries.
 	ScopeWebhooksManage = "webhooks.manage"
+	// ScopeContactsManage allows managing the organization's opt-out list
+	// and its opt-out reply texts.
+	ScopeContactsManage = "contacts.manage"
+	// ScopeTemplatesManage allows creating and deleting message templates
+	// (reading them needs messages.send or messages.read).
+	ScopeTemplatesManage = "templates.manage"
 	// ScopeAll covers every scope, including ones added later.
 	ScopeAll = "*"
 )
 
 // knownScopes lists every valid scope, sorted. It is never modified.
-var knownScopes = []string{ScopeAll, ScopeContactsLookup, ScopeMessagesRead, ScopeMessagesSend, ScopeUsageRead, ScopeWebhooksManage}
+var knownScopes = []string{ScopeAll, ScopeContactsLookup, ScopeContactsManage, ScopeMessagesRead, ScopeMessagesSend,
+	ScopeTemplatesManage, ScopeUsageRead, ScopeWebhooksManage}
 
 var (
 	// ErrNoScopes is returned by [Normalize] for an empty scope list.

@@ -21,6 +21,9 @@ const (
 	EventMessageReceived     = "message.received"
 	EventSenderStatusChanged = "sender_number.status_changed"
 	EventAPIKeyExpiring      = "api_key.expiring" //nolint:gosec // G101: an event type, not a credential
+	EventContactOptedOut     = "contact.opted_out"
+	EventContactOptedIn      = "contact.opted_in"
+	EventTemplateStatus      = "template.status_changed"
 )
 
 // EventTypes returns every event type, in the order of the reference.
@@ -28,6 +31,7 @@ func EventTypes() []string {
 	return []string{
 		EventMessageSent, EventMessageDelivered, EventMessageRead, EventMessageFailed,
 		EventMessageReceived, EventSenderStatusChanged, EventAPIKeyExpiring,
+		EventContactOptedOut, EventContactOptedIn, EventTemplateStatus,
 	}
 }
 
