@@ -40,6 +40,7 @@ import (
 	"github.com/bizmsg/platform/platform/pace"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
+	"github.com/bizmsg/platform/platform/templates"
 	"github.com/bizmsg/platform/platform/usage"
 	"github.com/bizmsg/platform/platform/webhooks"
 	"github.com/bizmsg/platform/platform/yield"
@@ -160,6 +161,10 @@ type App struct {
 	// Webhooks (endpoints, Emit, delivery) is the webhook service the
 	// Tenant API, the services that emit events and the worker share.
 	Webhooks *webhooks.Service
+	// Templates (message templates and their review) is the template
+	// service the Tenant API, the send path, the review worker and the
+	// network's verdicts share.
+	Templates *templates.Service
 
 	tenantAPI  *tenant.API
 	centralAPI *central.API
@@ -209,6 +214,10 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		return nil, err
 	}
 	if err := a.senderNumbers(); err != nil {
+		a.Close()
+		return nil, err
+	}
+	if err := a.templateService(); err != nil {
 		a.Close()
 		return nil, err
 	}
@@ -355,6 +364,7 @@ func (a *App) addWorkers(cfg queue.Config) {
 	a.senderWorkers(workers)
 	a.messagingWorkers(workers, cfg)
 	a.webhookWorkers(workers)
+	a.templateWorkers(workers)
 }
 
 // apiDoc serves the binary's own OpenAPI document. It is built once per
@@ -385,6 +395,7 @@ func (a *App) routes() *gin.Engine {
 	central.MountAudit(a.CentralRoutes, a.Audit)
 	a.messagingRoutes()
 	a.webhookRoutes()
+	a.templateRoutes()
 	a.networkEventRoutes(r)
 	a.dashboardRoutes(r)
 	return r

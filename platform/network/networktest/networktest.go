@@ -43,6 +43,7 @@ type Recorder struct {
 	mu       sync.Mutex
 	receipts []network.Receipt
 	inbound  []network.Inbound
+	verdicts []network.TemplateVerdict
 }
 
 var _ network.Sink = (*Recorder)(nil)
@@ -61,6 +62,21 @@ func (r *Recorder) Inbound(_ context.Context, m network.Inbound) error {
 	defer r.mu.Unlock()
 	r.inbound = append(r.inbound, m)
 	return nil
+}
+
+// TemplateReviewed records v.
+func (r *Recorder) TemplateReviewed(_ context.Context, v network.TemplateVerdict) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.verdicts = append(r.verdicts, v)
+	return nil
+}
+
+// Verdicts returns a copy of the template verdicts recorded so far.
+func (r *Recorder) Verdicts() []network.TemplateVerdict {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.verdicts)
 }
 
 // Got returns copies of what was recorded so far.
