@@ -66,17 +66,6 @@ func (n *Network) SubmitTemplate(ctx context.Context, tpl network.Template) erro
 	if reason := ReviewTemplate(tpl.Body); reason != "" {
 		v.Status, v.Reason = network.TemplateRejected, reason
 	}
-	return n.reportTemplate(ctx, v)
-}
-
-// SetTemplateStatus writes a verdict the network's operator gives on the
-// template of reference (paused, disabled, approved again...) to the
-// outbox, as SubmitTemplate does for a review.
-func (n *Network) SetTemplateStatus(ctx context.Context, reference, status, reason string) error {
-	return n.reportTemplate(ctx, templatePayload{Reference: reference, Status: status, Reason: reason, At: n.clock.Now().UTC()})
-}
-
-func (n *Network) reportTemplate(ctx context.Context, v templatePayload) error {
 	payload, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("template verdict: %w", err)
