@@ -159,7 +159,7 @@ type App struct {
 	Lookup   *lookup.Service
 	// Consent is the organizations' opt-out lists (platform/consent).
 	Consent *consent.Service
-	Usage    *usage.Service
+	Usage   *usage.Service
 	// Webhooks (endpoints, Emit, delivery) is the webhook service the
 	// Tenant API, the services that emit events and the worker share.
 	Webhooks *webhooks.Service
