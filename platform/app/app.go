@@ -27,6 +27,7 @@ import (
 	"github.com/bizmsg/platform/platform/audit"
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/config"
+	"github.com/bizmsg/platform/platform/consent"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/devsecrets"
@@ -157,7 +158,9 @@ type App struct {
 	// services both APIs and the delivery worker share.
 	Messages *messages.Service
 	Lookup   *lookup.Service
-	Usage    *usage.Service
+	// Consent is the organizations' opt-out lists (platform/consent).
+	Consent *consent.Service
+	Usage   *usage.Service
 	// Webhooks (endpoints, Emit, delivery) is the webhook service the
 	// Tenant API, the services that emit events and the worker share.
 	Webhooks *webhooks.Service

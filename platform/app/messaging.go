@@ -10,6 +10,7 @@ import (
 	"github.com/bizmsg/platform/central"
 	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/batch"
+	"github.com/bizmsg/platform/platform/consent"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/lookup"
 	"github.com/bizmsg/platform/platform/messages"
@@ -22,7 +23,7 @@ import (
 // idempotencyTTL is how long a send's Idempotency-Key is remembered.
 const idempotencyTTL = 24 * time.Hour
 
-// messaging builds the message, lookup and usage services. The delivery
+// messaging builds the consent, message, lookup and usage services. The delivery
 // throttle is shared (throttle.Shared): a sender's rate holds in total
 // across every worker process.
 func (a *App) messaging() error {
@@ -30,6 +31,11 @@ func (a *App) messaging() error {
 	prepared := a.cfg.DBPreparedStatements
 	if prepared == 0 {
 		prepared = -1 // DB_PREPARED_STATEMENTS=0: prepare nothing
+	}
+	if a.Consent, err = consent.New(consent.Config{
+		DB: a.DB, Jobs: a.River, Network: a.Network, Events: a.Webhooks, Clock: a.clock, Logger: a.log,
+	}); err != nil {
+		return err
 	}
 	if a.Messages, err = messages.New(messages.Config{
 		DB:             a.DB,
@@ -41,6 +47,8 @@ func (a *App) messaging() error {
 		SenderRate:     a.cfg.SenderRate,
 		SenderBurst:    a.cfg.SenderBurst,
 		IdempotencyTTL: idempotencyTTL,
+		ServiceWindow:  a.cfg.NetworkServiceWindow,
+		Consent:        a.Consent,
 		AcceptBatch:    a.batches("accept"),
 		DeliveryBatch:  a.batches("deliver"),
 		ClaimLease:     a.jobs.DeliveryRescueAfter,
@@ -50,7 +58,10 @@ func (a *App) messaging() error {
 	}); err != nil {
 		return err
 	}
-	if a.Lookup, err = lookup.New(a.Network, a.Senders); err != nil {
+	if a.Lookup, err = lookup.New(lookup.Config{
+		Network: a.Network, Senders: a.Senders, Contacts: a.Consent,
+		ServiceWindow: a.cfg.NetworkServiceWindow, Clock: a.clock,
+	}); err != nil {
 		return err
 	}
 	a.Usage, err = usage.New(a.DB.Pool, a.clock, usage.Defaults{
@@ -83,12 +94,15 @@ func (a *App) batches(kind string) batch.Config {
 func (a *App) messagingRoutes() {
 	tenant.MountMessages(a.TenantRoutes, a.Messages)
 	tenant.MountLookup(a.TenantRoutes, a.Lookup)
+	tenant.MountOptOuts(a.TenantRoutes, a.Consent)
 	tenant.MountUsage(a.TenantRoutes, a.Usage)
 	central.MountMessaging(a.CentralRoutes, a.Messages, a.Usage)
 }
 
-// messagingWorkers registers the message delivery worker.
+// messagingWorkers registers the message delivery and the opt-out
+// confirmation workers.
 func (a *App) messagingWorkers(workers *river.Workers, cfg queue.Config) {
+	river.AddWorker(workers, &jobs.ConsentReplyWorker{Replier: a.Consent})
 	river.AddWorker(workers, &jobs.DeliverWorker{
 		Deliverer:  a.Messages,
 		RetryBase:  cfg.DeliveryRetryBase,

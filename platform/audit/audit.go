@@ -53,10 +53,11 @@ const (
 	TargetAPIKey       = "api_key"
 	TargetUser         = "user"
 	TargetSenderNumber = "sender_number"
+	TargetOptOut       = "opt_out"
 )
 
 // TargetTypes are the target types.
-var TargetTypes = []string{TargetAPIKey, TargetUser, TargetSenderNumber}
+var TargetTypes = []string{TargetAPIKey, TargetUser, TargetSenderNumber, TargetOptOut}
 
 // Actions, each named "<family>.<verb>".
 const (
@@ -70,6 +71,8 @@ const (
 	ActionSenderUnsuspend = "sender.unsuspend"
 	ActionSenderReject    = "sender.reject"
 	ActionSenderSetLimit  = "sender.set_limit"
+	ActionOptOutAdd       = "opt_out.add"
+	ActionOptOutRemove    = "opt_out.remove"
 )
 
 // Actions are every action the log records.
@@ -77,6 +80,7 @@ var Actions = []string{
 	ActionAPIKeyCreate, ActionAPIKeyRevoke, ActionAPIKeyReveal,
 	ActionMemberAdd, ActionMemberRemove,
 	ActionSenderActivate, ActionSenderSuspend, ActionSenderUnsuspend, ActionSenderReject, ActionSenderSetLimit,
+	ActionOptOutAdd, ActionOptOutRemove,
 }
 
 // Families are the actions' families (the part before the dot), each a

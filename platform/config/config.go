@@ -73,6 +73,11 @@ type Config struct {
 	// NetworkTimeout (NETWORK_TIMEOUT) bounds one HTTP call to the network
 	// (NETWORK=http); transient failures are retried. Default 5s.
 	NetworkTimeout time.Duration
+	// NetworkServiceWindow (NETWORK_SERVICE_WINDOW, a duration such as 24h;
+	// 0, the default, is none) is the network's service window: a message
+	// that is not a template needs the recipient to have written to the
+	// sender within it (docs/api.md, §Service window).
+	NetworkServiceWindow time.Duration
 	// DefaultDailyLimit (DEFAULT_DAILY_LIMIT) is the daily per-sender limit given
 	// to new organizations. Default 1000.
 	DefaultDailyLimit int
@@ -223,6 +228,13 @@ func Load(getenv func(string) string) (Config, error) {
 			}
 			*dv.dst = d
 		}
+	}
+	if v := getenv("NETWORK_SERVICE_WINDOW"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			fail("NETWORK_SERVICE_WINDOW", fmt.Errorf("must be 0 or a positive duration like 24h, got %q", v))
+		}
+		c.NetworkServiceWindow = d
 	}
 	if v := strings.TrimSpace(getenv("WEBHOOK_ALLOW_PRIVATE")); v != "" {
 		switch strings.ToLower(v) {

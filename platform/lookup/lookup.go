@@ -13,6 +13,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/clock"
+	"github.com/bizmsg/platform/platform/consent"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/phone"
@@ -28,6 +29,10 @@ const (
 	ReasonReceivingDisabled = network.CodeReceivingDisabled
 	ReasonBlockedSender     = network.CodeBlockedSender
 	ReasonSelf              = network.CodeSelf
+	// ReasonOptedOut: the phone is on the organization's opt-out list
+	// (decided by the organization, not the network: Service.Lookup says
+	// it, after not_registered).
+	ReasonOptedOut = consent.ReasonOptedOut
 )
 
 // CodeNetworkUnavailable (503) means the messaging network did not answer.
@@ -49,6 +54,10 @@ type Result struct {
 	// without one: only an active number may send (a send from any other
 	// is refused, 422 sender_not_active, whatever reason_code says).
 	SenderStatus *senders.Status `json:"sender_status"`
+	// ServiceWindowExpiresAt is when the network's service window for a
+	// free-form message from the named sender to this phone closes: nil
+	// without a sender, without a window, or when it is closed.
+	ServiceWindowExpiresAt *time.Time `json:"service_window_expires_at"`
 }
 
 // Explain returns a sentence explaining a reason code, for error messages;
@@ -67,6 +76,8 @@ func Explain(code string) string {
 		return "The recipient has blocked this sender number."
 	case ReasonSelf:
 		return "The recipient is the sender number itself."
+	case ReasonOptedOut:
+		return "The recipient has opted out of this organization's messages."
 	default:
 		return ""
 	}
@@ -121,18 +132,43 @@ type Query struct {
 	SenderPhone    string
 }
 
+// Contacts is what the organization knows of a phone (consent.Service):
+// whether it opted out and, for a sender, when it last wrote to it.
+type Contacts interface {
+	Contact(ctx context.Context, t db.Tenant, phone string, senderID int64) (consent.Contact, error)
+}
+
+// Config configures the Service.
+type Config struct {
+	// Network and Senders are required.
+	Network network.Network
+	Senders Senders
+	// Contacts is required.
+	Contacts Contacts
+	// ServiceWindow is the network's service window (0: none).
+	ServiceWindow time.Duration
+	// Clock defaults to the real clock.
+	Clock clock.Clock
+}
+
 // Service answers lookups for one organization at a time.
 type Service struct {
-	net     network.Network
-	senders Senders
+	net      network.Network
+	senders  Senders
+	contacts Contacts
+	window   time.Duration
+	clock    clock.Clock
 }
 
 // New returns a Service.
-func New(net network.Network, s Senders) (*Service, error) {
-	if net == nil || s == nil {
-		return nil, errors.New("lookup: a network and a senders service are required")
+func New(cfg Config) (*Service, error) {
+	if cfg.Network == nil || cfg.Senders == nil || cfg.Contacts == nil {
+		return nil, errors.New("lookup: a network, a senders service and a contacts service are required")
 	}
-	return &Service{net: net, senders: s}, nil
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	return &Service{net: cfg.Network, senders: cfg.Senders, contacts: cfg.Contacts, window: cfg.ServiceWindow, clock: cfg.Clock}, nil
 }
 
 // Parsed is a validated lookup request.
@@ -176,31 +212,51 @@ func (q Query) Parse() (Parsed, error) {
 }
 
 // Lookup validates q (Parse) and checks the phone; with a sender named, the
-// result says the sender's status too. Errors: 422 with every
-// field error at once, or for an id and phone of different numbers; 404
-// when the named sender is not one of the organization's numbers; 503 when
-// the network does not answer.
+// result says the sender's status and its service window too. A phone on
+// the organization's opt-out list is opted_out, unless no account holds it
+// (not_registered comes first). Errors: 422 with every field error at
+// once, or for an id and phone of different numbers; 404 when the named
+// sender is not one of the organization's numbers; 503 when the network
+// does not answer.
 func (s *Service) Lookup(ctx context.Context, t db.Tenant, q Query) (Result, error) {
 	in, err := q.Parse()
 	if err != nil {
 		return Result{}, err
 	}
 	recipient, ref := in.Recipient, in.Sender
-	senderPhone := ""
+	var sn *senders.Sender
 	if ref.ID > 0 || ref.Phone != "" {
-		sn, err := s.senders.Resolve(ctx, t, ref)
+		found, err := s.senders.Resolve(ctx, t, ref)
 		if e, ok := apperr.As(err); ok && e.Code == senders.CodeSenderNotFound {
 			return Result{}, apperr.NotFound("sender number")
 		}
 		if err != nil {
 			return Result{}, err
 		}
-		senderPhone = sn.Phone
-		r, err := Check(ctx, s.net, recipient, senderPhone)
-		if err == nil {
-			r.SenderStatus = &sn.Status
-		}
-		return r, err
+		sn = &found
 	}
-	return Check(ctx, s.net, recipient, senderPhone)
+	senderPhone, senderID := "", int64(0)
+	if sn != nil {
+		senderPhone, senderID = sn.Phone, sn.ID
+	}
+	r, err := Check(ctx, s.net, recipient, senderPhone)
+	if err != nil {
+		return Result{}, err
+	}
+	c, err := s.contacts.Contact(ctx, t, recipient, senderID)
+	if err != nil {
+		return Result{}, err
+	}
+	if c.OptedOut && r.ReasonCode != ReasonNotRegistered {
+		r.ReasonCode, r.CanReceive = ReasonOptedOut, false
+	}
+	if sn != nil {
+		r.SenderStatus = &sn.Status
+		if s.window > 0 && c.LastInbound != nil {
+			if ends := c.LastInbound.Add(s.window); ends.After(s.clock.Now()) {
+				r.ServiceWindowExpiresAt = clock.StampPtr(&ends)
+			}
+		}
+	}
+	return r, nil
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/consent"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/dbtest"
 	"github.com/bizmsg/platform/platform/lookup"
@@ -76,7 +77,11 @@ func TestCheckAndLookup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := lookup.New(net, snd)
+	cs, err := consent.New(consent.Config{DB: d, Jobs: rc, Network: net, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := lookup.New(lookup.Config{Network: net, Senders: snd, Contacts: cs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,6 +116,19 @@ func TestCheckAndLookup(t *testing.T) {
 		viaService, err := svc.Lookup(ctx, tn, q)
 		if err != nil || viaService.ReasonCode != r.ReasonCode {
 			t.Errorf("Lookup(%+v) = %+v %v, want the rule's %s", q, viaService, err, r.ReasonCode)
+		}
+	}
+
+	// The organization's opt-out list: opted_out, after not_registered.
+	for _, p := range []string{ph(2), ph(7)} {
+		if _, _, err := cs.Add(ctx, tn, consent.Actor{}, consent.AddRequest{Phone: p, Source: consent.SourceAPI}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p, want := range map[string]string{ph(2): lookup.ReasonOptedOut, ph(7): lookup.ReasonNotRegistered, ph(3): lookup.ReasonOK} {
+		r, err := svc.Lookup(ctx, tn, lookup.Query{Phone: p, SenderNumberID: fmt.Sprint(sn.ID)})
+		if err != nil || r.ReasonCode != want || r.CanReceive != (want == lookup.ReasonOK) {
+			t.Errorf("Lookup(%s) after opt-outs = %+v %v, want %s", p, r, err, want)
 		}
 	}
 

@@ -125,7 +125,7 @@ func (s *Service) acceptManyTx(ctx context.Context, tx pgx.Tx, t db.Tenant, item
 		messageID, senderID *int64
 	}
 	var rows []result
-	err := s.prep.Query(ctx, tx, acceptBatchSQL(t), []any{t.OrgID,
+	err := s.prep.Query(ctx, tx, acceptBatchSQL(t, s.cfg.ServiceWindow), []any{t.OrgID,
 		senderIDs, phones, tos, recipients, types, contents, names, sizes, fileTypes, durations, clientRefs, created,
 	}, func(r db.Rows) error {
 		for r.Next() {

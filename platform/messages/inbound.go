@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/consent"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/phone"
@@ -40,6 +41,11 @@ type Inbound = network.Inbound
 // never by visiting tenant schemas; the insert then checks the number in
 // the tenant's own table, in the transaction that stores the message and
 // records its message.received event (Config.Events).
+//
+// A text that is an opt-out or opt-in keyword changes the organization's
+// opt-out list in the same transaction (Config.Consent, docs/api.md
+// §Opt-outs), and every inbound message moves its writer's service window
+// for the number (last_inbound).
 //
 // Outcomes: ReceiptApplied (stored), ReceiptUnchanged (in.ID was stored
 // before: a repeated report stores nothing) and ReceiptIgnored, without
@@ -79,7 +85,11 @@ func (s *Service) Receive(ctx context.Context, in Inbound) (ReceiptOutcome, erro
 			u AS (
 			  INSERT INTO `+sc+`.daily_usage AS u (sender_number_id, day, side, received)
 			  SELECT sender_number_id, (created_at AT TIME ZONE 'UTC')::date, 'receive', 1 FROM m
-			  ON CONFLICT (sender_number_id, day, side) DO UPDATE SET received = u.received + 1)
+			  ON CONFLICT (sender_number_id, day, side) DO UPDATE SET received = u.received + 1),
+			l AS (
+			  INSERT INTO `+sc+`.last_inbound AS l (sender_number_id, phone, at)
+			  SELECT sender_number_id, from_phone, received_at FROM m
+			  ON CONFLICT (sender_number_id, phone) DO UPDATE SET at = greatest(l.at, EXCLUDED.at))
 			SELECT `+changedColumns+` FROM m`,
 			[]any{senderID, to, in.FromPhone, db.Null(in.ConversationID), in.Type, in.Content,
 				db.Null(in.FileName), db.Null(in.FileSize), db.Null(in.FileType), db.Null(int64(in.Duration)),
@@ -90,6 +100,13 @@ func (s *Service) Receive(ctx context.Context, in Inbound) (ReceiptOutcome, erro
 		switch {
 		case n > 0:
 			outcome = ReceiptApplied
+			if s.cfg.Consent != nil && in.Type == TypeText {
+				if err := s.cfg.Consent.ApplyKeyword(ctx, tx, t, consent.InboundText{
+					NetworkID: in.ID, SenderID: senderID, SenderPhone: to, From: in.FromPhone, Text: in.Content, At: in.At,
+				}); err != nil {
+					return err
+				}
+			}
 		default:
 			// Nothing stored: a repeat of a stored message, or a number
 			// no longer active in the tenant's own table.

@@ -82,6 +82,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/batch"
 	"github.com/bizmsg/platform/platform/clock"
+	"github.com/bizmsg/platform/platform/consent"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/jsonenc"
@@ -90,6 +91,7 @@ import (
 	"github.com/bizmsg/platform/platform/senders"
 	"github.com/bizmsg/platform/platform/throttle"
 	"github.com/bizmsg/platform/platform/webhooks"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -139,7 +141,19 @@ const (
 	// CodeNetworkError is a message's error_code when every delivery attempt
 	// failed with a transient network error.
 	CodeNetworkError = "network_error"
+	// CodeRecipientOptedOut (422): the recipient is on the organization's
+	// opt-out list.
+	CodeRecipientOptedOut = consent.CodeRecipientOptedOut
+	// CodeOutsideServiceWindow (422): a free-form message to a recipient
+	// who has not written to the sender within the network's service window.
+	CodeOutsideServiceWindow = "outside_service_window"
 )
+
+// KeywordRule applies the opt-out keywords to an inbound text message in
+// the transaction that stores it (consent.Service).
+type KeywordRule interface {
+	ApplyKeyword(ctx context.Context, tx pgx.Tx, t db.Tenant, in consent.InboundText) error
+}
 
 // Message is one message of an organization, outbound or inbound.
 type Message struct {
@@ -348,6 +362,15 @@ type Config struct {
 	OrderWait time.Duration
 	// IdempotencyTTL is how long an Idempotency-Key is remembered. Default 24 h.
 	IdempotencyTTL time.Duration
+	// ServiceWindow is the network's service window (docs/api.md, §Service
+	// window): with one, a message that is not a template is accepted only
+	// when the recipient wrote to the sender within it. 0 (the default): no
+	// window.
+	ServiceWindow time.Duration
+	// Consent applies the opt-out keywords to every inbound text message,
+	// in the transaction that stores it. Nil: inbound messages are only
+	// stored.
+	Consent KeywordRule
 	// Events records a webhook event of every status change of a message
 	// (message.sent, .delivered, .read, .failed, .received) in the
 	// transaction of the change, so an event exists if and only if its

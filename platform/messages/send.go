@@ -176,27 +176,29 @@ func (s *Service) checkSender(ctx context.Context, t db.Tenant, ref senders.Send
 // sender on another connection, and must not hold tx's meanwhile.
 func (s *Service) accept(ctx context.Context, tx pgx.Tx, t db.Tenant, ref senders.SenderRef, r *row) (SendResult, error) {
 	var (
-		senderID, messageID *int64
-		phone               *string
-		status              *senders.Status
-		limit               *int
+		senderID, messageID  *int64
+		phone                *string
+		status               *senders.Status
+		limit                *int
+		optedOut, windowOpen *bool
 	)
 	args := []any{t.OrgID, ref.Phone, r.ToPhone, r.RecipientUserID, r.Type, r.Content, r.FileName, r.FileSize,
 		r.FileType, r.Duration, r.ClientReference, r.CreatedAt}
 	if ref.ID > 0 {
 		args = append(args, ref.ID)
 	}
-	err := s.prep.Query(ctx, tx, acceptSQL(t, ref.ID > 0), args, func(rows db.Rows) error {
+	err := s.prep.Query(ctx, tx, acceptSQL(t, ref.ID > 0, s.cfg.ServiceWindow), args, func(rows db.Rows) error {
 		if !rows.Next() {
 			return errors.New("no result row")
 		}
-		return rows.Scan(&senderID, &phone, &status, &limit, &messageID)
+		return rows.Scan(&senderID, &phone, &status, &limit, &messageID, &optedOut, &windowOpen)
 	})
 	if err != nil {
 		return SendResult{}, fmt.Errorf("accept message: %w", err)
 	}
 	if messageID == nil {
-		return SendResult{}, &refused{ref: ref, id: senderID, phone: phone, status: status, limit: limit, at: r.CreatedAt}
+		return SendResult{}, &refused{ref: ref, id: senderID, phone: phone, status: status, limit: limit, at: r.CreatedAt,
+			optedOut: optedOut != nil && *optedOut, windowClosed: windowOpen != nil && !*windowOpen}
 	}
 	r.ID, r.SenderNumberID = *messageID, *senderID
 	if err := s.enqueue(ctx, tx, t, r); err != nil {
@@ -220,7 +222,7 @@ func (s *Service) acceptAlone(ctx context.Context, t db.Tenant, ref senders.Send
 }
 
 // refused is an acceptance the statement refused, with what it read of the
-// sender (nil when it found none).
+// sender (nil when it found none) and the recipient.
 type refused struct {
 	ref    senders.SenderRef
 	id     *int64
@@ -228,6 +230,9 @@ type refused struct {
 	status *senders.Status
 	limit  *int
 	at     time.Time
+	// optedOut: the recipient is on the opt-out list; windowClosed: the
+	// service window is closed for this message.
+	optedOut, windowClosed bool
 }
 
 func (r *refused) Error() string { return "acceptance refused" }
@@ -239,7 +244,7 @@ func (s *Service) word(ctx context.Context, t db.Tenant, err error) error {
 	if !errors.As(err, &r) {
 		return err
 	}
-	return s.refusal(ctx, t, r.ref, r.id, r.phone, r.status, r.limit, r.at)
+	return s.refusal(ctx, t, r)
 }
 
 // enqueue inserts the delivery jobs of the accepted messages rows in tx,
@@ -268,21 +273,30 @@ func render(r *row) (SendResult, error) {
 	return SendResult{Status: http.StatusAccepted, Body: body, MessageID: r.ID}, nil
 }
 
-// refusal is the error of an acceptance that stored nothing: the sender's
-// (read by the statement) or the daily limit's.
-func (s *Service) refusal(ctx context.Context, t db.Tenant, ref senders.SenderRef, id *int64, phone *string, st *senders.Status, limit *int, now time.Time) error {
-	if id == nil || (ref.Phone != "" && *phone != ref.Phone) {
+// refusal is the error of an acceptance that stored nothing, in the order
+// of docs/api.md §Sending: the sender's (read by the statement), the
+// opt-out, the service window, else the daily limit's.
+func (s *Service) refusal(ctx context.Context, t db.Tenant, r *refused) error {
+	if r.id == nil || (r.ref.Phone != "" && *r.phone != r.ref.Phone) {
 		// No such sender, or id and phone name different numbers: the
 		// senders service words those errors.
-		if _, err := s.checkSender(ctx, t, ref); err != nil {
+		if _, err := s.checkSender(ctx, t, r.ref); err != nil {
 			return err
 		}
-		return fmt.Errorf("accept message: sender %+v appeared during the send", ref)
+		return fmt.Errorf("accept message: sender %+v appeared during the send", r.ref)
 	}
-	if err := senders.CheckSendable(senders.Sender{Status: *st}); err != nil {
+	if err := senders.CheckSendable(senders.Sender{Status: *r.status}); err != nil {
 		return err
 	}
-	return errDailyLimit(*limit, now)
+	switch {
+	case r.optedOut:
+		return apperr.Invalid(CodeRecipientOptedOut,
+			"The recipient has opted out of messages from this organization (they wrote STOP, or were added to the opt-out list).")
+	case r.windowClosed:
+		return apperr.Invalid(CodeOutsideServiceWindow,
+			"The recipient has not written to this sender number within the service window: only a template message may be sent.")
+	}
+	return errDailyLimit(*r.limit, r.at)
 }
 
 // errReplayed rolls back the transaction of a send whose idempotency key was

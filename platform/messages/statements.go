@@ -6,6 +6,8 @@ package messages
 //	rule                                   statement step
 //	the sender exists and is the request's  acceptSQL / acceptBatchSQL: s
 //	the sender may send (active)            acceptSQL / acceptBatchSQL: ok
+//	the recipient has not opted out         acceptSQL / acceptBatchSQL: o / s (the schema's opted_out(), docs/design.md §Consent)
+//	the service window (when the network has one)  acceptSQL / acceptBatchSQL: s (windowSQL)
 //	the daily limit                         acceptSQL / acceptBatchSQL: u (the 'accept' counter, WHERE used < limit)
 //	the message, queued                     acceptSQL / acceptBatchSQL: m
 //	its delivery job                        River's InsertManyFastTx in the same transaction (enqueue)
@@ -18,7 +20,9 @@ package messages
 // is written into the text (db.Tenant), so each tenant has texts of its own.
 
 import (
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/bizmsg/platform/platform/db"
 )
@@ -35,7 +39,15 @@ import (
 //
 //   - s: the sender (by id, else by phone) with its daily limit (its
 //     override, else the organization's default);
-//   - ok: the sender if it is active and the request's phone, if any, is its;
+//   - o: whether the recipient is on the opt-out list: the schema's
+//     opted_out function, which takes the phone's opt-out lock in share mode
+//     for the transaction and reads the list with a snapshot of its own, so
+//     that an opt-out committing meanwhile is either waited for and seen, or
+//     waits for this send's commit (docs/design.md, §Consent);
+//   - ok: the sender if it is active, the request's phone, if any, is its,
+//     the recipient has not opted out and, with a service window, the
+//     message is a template or the recipient wrote to the sender within the
+//     window (windowSQL);
 //   - u: the daily-limit reservation: the sender's acceptance counter for
 //     the day (its 'accept' row) goes up only while it is under the limit
 //     (INSERT ... ON CONFLICT DO UPDATE ... WHERE used < limit), so
@@ -48,19 +60,23 @@ import (
 // Its delivery job is inserted by River in the same transaction (accept).
 //
 // The result row tells a refusal apart: no sender, a sender that may not
-// send, or (sender fine, no message) the daily limit.
-func acceptSQL(t db.Tenant, byID bool) string {
+// send, an opted-out recipient, a closed window, or (else) the daily limit.
+func acceptSQL(t db.Tenant, byID bool, window time.Duration) string {
 	find := "s.phone = $2::text"
 	if byID {
 		find = "s.id = $13::bigint"
 	}
 	sc := t.Quoted()
 	return `WITH s AS (
-		  SELECT s.id, s.phone, s.status, coalesce(s.daily_limit_override, o.default_daily_limit) AS lim
+		  SELECT s.id, s.phone, s.status, coalesce(s.daily_limit_override, o.default_daily_limit) AS lim,
+		         ` + windowSQL(sc, window, "s.id", "$3::text", "$5::text", "$12::timestamptz") + ` AS window_open
 		    FROM ` + sc + `.sender_numbers s JOIN central.organizations o ON o.id = $1::bigint
 		   WHERE ` + find + `),
+		o AS (
+		  SELECT ` + sc + `.opted_out($3::text) AS opted_out),
 		ok AS (
-		  SELECT id, lim FROM s WHERE status = 'active' AND ($2::text = '' OR phone = $2::text) AND lim >= 1),
+		  SELECT id, lim FROM s, o WHERE status = 'active' AND ($2::text = '' OR phone = $2::text) AND lim >= 1
+		     AND NOT o.opted_out AND s.window_open),
 		u AS (
 		  INSERT INTO ` + sc + `.daily_usage AS u (sender_number_id, day, side, used)
 		  SELECT id, ($12::timestamptz AT TIME ZONE 'UTC')::date, 'accept', 1 FROM ok
@@ -74,8 +90,22 @@ func acceptSQL(t db.Tenant, byID bool) string {
 		         $10::bigint, 'queued', $11::text, $12::timestamptz, $12::timestamptz
 		    FROM u
 		  RETURNING id AS message_id)
-		SELECT s.id AS sender_id, s.phone, s.status, s.lim, m.message_id
-		  FROM (SELECT 1) one LEFT JOIN s ON true LEFT JOIN m ON true`
+		SELECT s.id AS sender_id, s.phone, s.status, s.lim, m.message_id, o.opted_out, s.window_open
+		  FROM (SELECT 1) one LEFT JOIN s ON true LEFT JOIN m ON true LEFT JOIN o ON true`
+}
+
+// windowSQL is the service window's condition in tenant schema sc (docs/api.md,
+// §Service window): true without a window (0) or for a template message,
+// else whether the recipient wrote to the sender within the window before
+// the acceptance time. Its arguments are SQL: the sender's id, the
+// recipient, the message type and the acceptance time.
+func windowSQL(sc string, window time.Duration, sender, recipient, typ, at string) string {
+	if window <= 0 {
+		return "true"
+	}
+	return `(` + typ + ` = 'template' OR EXISTS (SELECT 1 FROM ` + sc + `.last_inbound l
+		  WHERE l.sender_number_id = ` + sender + ` AND l.phone = ` + recipient + `
+		    AND l.at > ` + at + ` - make_interval(secs => ` + strconv.FormatFloat(window.Seconds(), 'f', -1, 64) + `)))`
 }
 
 // acceptBatchSQL is acceptSQL of tenant t for several messages at once, with
@@ -94,7 +124,8 @@ func acceptSQL(t db.Tenant, byID bool) string {
 //
 //   - i: the messages, each with its ordinal and a message id drawn from
 //     the table's sequence in that order;
-//   - s, ok: each message's sender, and those that may send (as acceptSQL);
+//   - s, ok: each message's sender, whether its recipient opted out and
+//     its window, and those that may send (as acceptSQL);
 //   - want: per sender and day, its messages in the batch;
 //   - u: the daily-limit reservation, per sender and day all its messages
 //     or none: the counter goes up by their number only while it stays
@@ -105,7 +136,7 @@ func acceptSQL(t db.Tenant, byID bool) string {
 //
 // It returns, per message, its ordinal and, when accepted, its id and
 // sender.
-func acceptBatchSQL(t db.Tenant) string {
+func acceptBatchSQL(t db.Tenant, window time.Duration) string {
 	sc := t.Quoted()
 	seq := "'" + strings.ReplaceAll(t.Table("messages_id_seq"), "'", "''") + "'::regclass"
 	return `WITH i AS (
@@ -118,14 +149,17 @@ func acceptBatchSQL(t db.Tenant) string {
 		   ORDER BY x.ord),
 		s AS (
 		  SELECT i.id AS mid, i.day, i.sender_phone, s.id, s.phone, s.status,
-		         coalesce(s.daily_limit_override, o.default_daily_limit) AS lim
+		         coalesce(s.daily_limit_override, o.default_daily_limit) AS lim,
+		         ` + sc + `.opted_out(i.to_phone) AS opted_out,
+		         ` + windowSQL(sc, window, "s.id", "i.to_phone", "i.type", "i.created_at") + ` AS window_open
 		    FROM i
 		    JOIN ` + sc + `.sender_numbers s ON s.id = CASE WHEN i.sender_id > 0 THEN i.sender_id
 		         ELSE (SELECT x.id FROM ` + sc + `.sender_numbers x WHERE x.phone = i.sender_phone) END
 		    JOIN central.organizations o ON o.id = $1::bigint),
 		ok AS (
 		  SELECT mid, day, id, lim FROM s
-		   WHERE status = 'active' AND (sender_phone = '' OR phone = sender_phone) AND lim >= 1),
+		   WHERE status = 'active' AND (sender_phone = '' OR phone = sender_phone) AND lim >= 1
+		     AND NOT opted_out AND window_open),
 		want AS (
 		  SELECT id, day, min(lim) AS lim, count(*) AS n FROM ok GROUP BY id, day),
 		u AS (` + reserveSQL(sc, "accept", "used", "id") + `),

@@ -1,0 +1,295 @@
+package consent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/audit"
+	"github.com/bizmsg/platform/platform/clock"
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/page"
+	"github.com/bizmsg/platform/platform/phone"
+	"github.com/bizmsg/platform/platform/webhooks"
+)
+
+// Actor is who changes the list through the API or the dashboard: the
+// member (UserID) and the API key they act through (KeyID, 0 on the
+// dashboard). It is written to the audit log.
+type Actor struct {
+	UserID int64
+	KeyID  int64
+}
+
+// auditActor is the audit log's actor of a: the member, else the key acting
+// for nobody, else the platform.
+func (a Actor) auditActor() audit.Actor {
+	switch {
+	case a.UserID > 0:
+		return audit.User(a.UserID)
+	case a.KeyID > 0:
+		return audit.APIKey(a.KeyID)
+	default:
+		return audit.System()
+	}
+}
+
+// AddRequest puts a phone on the list by request (POST /api/v1/opt-outs,
+// the dashboard).
+type AddRequest struct {
+	Phone string
+	// Note is optional (≤ MaxNoteLength characters, no control characters).
+	Note string
+	// Source is SourceAPI or SourceDashboard.
+	Source string
+}
+
+// Add puts req.Phone on organization t's opt-out list, and reports whether
+// it was added (false: it was on the list already, and the entry is the
+// existing one, unchanged). An addition records contact.opted_out and an
+// audit entry (opt_out.add) in its transaction. Errors: 422 with every
+// field error.
+func (s *Service) Add(ctx context.Context, t db.Tenant, by Actor, req AddRequest) (Entry, bool, error) {
+	var v apperr.Validation
+	p := requiredPhone(&v, "phone", req.Phone)
+	note := v.TrimmedText("note", req.Note, MaxNoteLength)
+	if err := v.Err(); err != nil {
+		return Entry{}, false, err
+	}
+	if req.Source != SourceAPI && req.Source != SourceDashboard {
+		return Entry{}, false, fmt.Errorf("consent: add by source %q", req.Source)
+	}
+	e := Entry{Phone: p, Source: req.Source, CreatedAt: clock.Stamp(s.clock.Now())}
+	if note != "" {
+		e.Note = &note
+	}
+	var added bool
+	err := db.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
+		var err error
+		if e, added, err = s.optOut(ctx, tx, t, e); err != nil || !added {
+			return err
+		}
+		return s.audit(ctx, tx, t, by, audit.ActionOptOutAdd, e)
+	})
+	if err != nil {
+		return Entry{}, false, err
+	}
+	return e, added, nil
+}
+
+// Remove takes phone off organization t's list (an opt-in by request):
+// contact.opted_in and an audit entry (opt_out.remove) are recorded in its
+// transaction. Errors: 404 when the phone is not on the list; 422 for a
+// phone that is not one.
+func (s *Service) Remove(ctx context.Context, t db.Tenant, by Actor, raw, source string) error {
+	var v apperr.Validation
+	p := requiredPhone(&v, "phone", raw)
+	if err := v.Err(); err != nil {
+		return err
+	}
+	return db.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
+		in := Entry{Phone: p, Source: source, CreatedAt: clock.Stamp(s.clock.Now())}
+		old, found, err := s.optIn(ctx, tx, t, in)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return apperr.NotFound("opt-out")
+		}
+		return s.audit(ctx, tx, t, by, audit.ActionOptOutRemove, old)
+	})
+}
+
+// optOut puts e on the list in tx, under the phone's exclusive lock, and
+// records contact.opted_out; added is false (and the entry the stored one)
+// when the phone was on the list already.
+func (s *Service) optOut(ctx context.Context, tx pgx.Tx, t db.Tenant, e Entry) (Entry, bool, error) {
+	if err := lock(ctx, tx, t, e.Phone); err != nil {
+		return Entry{}, false, err
+	}
+	rows, err := tx.Query(ctx, `INSERT INTO `+t.Table("opt_outs")+` AS o
+		    (phone, source, keyword, sender_number_id, note, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (phone) DO NOTHING
+		RETURNING `+entryColumns, e.Phone, e.Source, e.Keyword, e.SenderNumberID, e.Note, e.CreatedAt)
+	if err != nil {
+		return Entry{}, false, fmt.Errorf("opt out: %w", err)
+	}
+	stored, err := pgx.CollectRows(rows, scanEntry)
+	if err != nil {
+		return Entry{}, false, fmt.Errorf("opt out: %w", err)
+	}
+	if len(stored) == 0 {
+		old, err := s.get(ctx, tx, t, e.Phone)
+		return old, false, err
+	}
+	return stored[0], true, s.emit(ctx, tx, t, webhooks.EventContactOptedOut, stored[0])
+}
+
+// optIn takes in.Phone off the list in tx, under the phone's exclusive
+// lock, and records contact.opted_in with in (how and when the phone came
+// back); found is false when it was not on the list. It returns the entry
+// removed.
+func (s *Service) optIn(ctx context.Context, tx pgx.Tx, t db.Tenant, in Entry) (Entry, bool, error) {
+	if err := lock(ctx, tx, t, in.Phone); err != nil {
+		return Entry{}, false, err
+	}
+	rows, err := tx.Query(ctx, `DELETE FROM `+t.Table("opt_outs")+` AS o WHERE phone = $1 RETURNING `+entryColumns, in.Phone)
+	if err != nil {
+		return Entry{}, false, fmt.Errorf("opt in: %w", err)
+	}
+	old, err := pgx.CollectRows(rows, scanEntry)
+	if err != nil {
+		return Entry{}, false, fmt.Errorf("opt in: %w", err)
+	}
+	if len(old) == 0 {
+		return Entry{}, false, nil
+	}
+	return old[0], true, s.emit(ctx, tx, t, webhooks.EventContactOptedIn, in)
+}
+
+// lock takes phone's opt-out lock exclusively for tx (the tenant schema's
+// lock_opt_out; docs/design.md, §Consent).
+func lock(ctx context.Context, tx pgx.Tx, t db.Tenant, p string) error {
+	if _, err := tx.Exec(ctx, `SELECT `+t.Quoted()+`.lock_opt_out($1)`, p); err != nil {
+		return fmt.Errorf("lock opt-out of a phone: %w", err)
+	}
+	return nil
+}
+
+// emit records an opt-out event about e in tx, ordered per phone.
+func (s *Service) emit(ctx context.Context, tx pgx.Tx, t db.Tenant, typ string, e Entry) error {
+	if s.events == nil {
+		return nil
+	}
+	return s.events.Emit(ctx, tx, t, webhooks.Event{Type: typ, Key: "contact:" + e.Phone, Data: e, At: e.CreatedAt})
+}
+
+// audit writes a change by request to the audit log, in its transaction.
+func (s *Service) audit(ctx context.Context, tx pgx.Tx, t db.Tenant, by Actor, action string, e Entry) error {
+	details := map[string]any{"phone": e.Phone, "source": e.Source, "note": e.Note}
+	if by.KeyID > 0 {
+		details["via_api_key_id"] = by.KeyID
+	}
+	return audit.Record(ctx, tx, audit.Entry{
+		OrgID: t.OrgID, Actor: by.auditActor(), Action: action,
+		Target:  audit.Target{Type: audit.TargetOptOut, ID: e.ID},
+		Details: details, At: s.clock.Now(),
+	})
+}
+
+// entryColumns are an entry's columns, in scanEntry's order.
+const entryColumns = `o.id, o.phone, o.source, o.keyword, o.sender_number_id, o.note, o.created_at`
+
+// scanEntry reads entryColumns.
+func scanEntry(r pgx.CollectableRow) (Entry, error) {
+	var e Entry
+	err := r.Scan(&e.ID, &e.Phone, &e.Source, &e.Keyword, &e.SenderNumberID, &e.Note, &e.CreatedAt)
+	e.CreatedAt = e.CreatedAt.UTC()
+	return e, err
+}
+
+// get reads phone's entry in tx.
+func (s *Service) get(ctx context.Context, tx pgx.Tx, t db.Tenant, p string) (Entry, error) {
+	rows, err := tx.Query(ctx, `SELECT `+entryColumns+` FROM `+t.Table("opt_outs")+` o WHERE phone = $1`, p)
+	if err != nil {
+		return Entry{}, fmt.Errorf("read opt-out: %w", err)
+	}
+	e, err := pgx.CollectExactlyOneRow(rows, scanEntry)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Entry{}, apperr.NotFound("opt-out")
+	}
+	if err != nil {
+		return Entry{}, fmt.Errorf("read opt-out: %w", err)
+	}
+	return e, nil
+}
+
+// ListQuery filters the list: Phone and Source as given (validated by
+// List), and the page.
+type ListQuery struct {
+	Phone, Source, Limit, Cursor string
+}
+
+// List returns organization t's opt-out list, newest first, one page at a
+// time. Errors: 422 naming every bad parameter.
+func (s *Service) List(ctx context.Context, t db.Tenant, q ListQuery) (page.Of[Entry], error) {
+	var v apperr.Validation
+	p := page.ParseInto(&v, q.Limit, q.Cursor)
+	var ph *string
+	if strings.TrimSpace(q.Phone) != "" {
+		n, err := phone.Normalize(q.Phone)
+		if err != nil {
+			v.Add("phone", err.Error())
+		}
+		ph = &n
+	}
+	var src *string
+	if q.Source != "" {
+		if q.Source != SourceKeyword && q.Source != SourceAPI && q.Source != SourceDashboard {
+			v.Add("source", "must be keyword, api or dashboard")
+		}
+		src = &q.Source
+	}
+	if err := v.Err(); err != nil {
+		return page.Of[Entry]{}, err
+	}
+	after := p.After
+	if after == 0 {
+		after = 1<<63 - 1
+	}
+	rows, err := s.db.Pool.Query(ctx, `SELECT `+entryColumns+` FROM `+t.Table("opt_outs")+` o
+		WHERE o.id < $1 AND ($2::text IS NULL OR o.phone = $2) AND ($3::text IS NULL OR o.source = $3)
+		ORDER BY o.id DESC LIMIT $4`, after, ph, src, p.Limit+1)
+	if err != nil {
+		return page.Of[Entry]{}, fmt.Errorf("list opt-outs: %w", err)
+	}
+	list, err := pgx.CollectRows(rows, scanEntry)
+	if err != nil {
+		return page.Of[Entry]{}, fmt.Errorf("list opt-outs: %w", err)
+	}
+	items, next := page.Cut(p, list, func(e Entry) int64 { return e.ID })
+	return page.Of[Entry]{Items: items, NextCursor: next}, nil
+}
+
+// requiredPhone normalises a required phone field, recording a problem in v.
+func requiredPhone(v *apperr.Validation, field, raw string) string {
+	if strings.TrimSpace(raw) == "" {
+		v.Add(field, "is required")
+		return ""
+	}
+	p, err := phone.Normalize(raw)
+	if err != nil {
+		v.Add(field, err.Error())
+	}
+	return p
+}
+
+// Contact is what organization t knows of a phone.
+type Contact struct {
+	// OptedOut: the phone is on the opt-out list.
+	OptedOut bool
+	// LastInbound is when the phone last wrote to the sender asked about
+	// (nil: never, or no sender asked about).
+	LastInbound *time.Time
+}
+
+// Contact reads whether phone p is on organization t's list and, for
+// senderID > 0, when it last wrote to that sender number: the lookup's
+// opted_out and service window, as of now (a send asks inside its
+// acceptance statement).
+func (s *Service) Contact(ctx context.Context, t db.Tenant, p string, senderID int64) (Contact, error) {
+	var c Contact
+	err := s.db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+t.Table("opt_outs")+` WHERE phone = $1),
+		(SELECT at FROM `+t.Table("last_inbound")+` WHERE sender_number_id = $2 AND phone = $1)`, p, senderID).
+		Scan(&c.OptedOut, &c.LastInbound)
+	if err != nil {
+		return Contact{}, fmt.Errorf("read contact: %w", err)
+	}
+	return c, nil
+}
