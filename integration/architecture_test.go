@@ -51,6 +51,7 @@ var floors = map[string]string{
 	"platform/usage":               floorService,
 	"platform/webhooks":            floorService,
 	"platform/templates":           floorService,
+	"platform/consent":             floorService,
 	"platform/yield":               floorInfra,
 	"platform/apidoc":              floorInfra,
 	"platform/apikey":              floorInfra,
