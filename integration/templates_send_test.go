@@ -195,7 +195,7 @@ func TestTemplateSend(t *testing.T) {
 
 	positional := createTemplate(t, e.Env, key, templateBody("order_update", "en_US"))
 	named := createTemplate(t, e.Env, key, map[string]any{"name": "welcome", "language": "en", "category": "marketing",
-		"body": "Dear {{first_name}}, welcome to {{shop}}! Glad to have you, {{first_name}}.",
+		"body":     "Dear {{first_name}}, welcome to {{shop}}! Glad to have you, {{first_name}}.",
 		"examples": map[string]string{"first_name": "Ana", "shop": "Acme"}})
 	rejected := createTemplate(t, e.Env, key, map[string]any{"name": "code", "language": "en", "category": "authentication",
 		"body": "{{1}} is your code.", "examples": map[string]string{"1": "123"}})
