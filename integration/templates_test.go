@@ -214,7 +214,7 @@ func TestTemplateAPI(t *testing.T) {
 		for i, tpl := range got {
 			ids[i] = tpl.ID
 		}
-		if fmt.Sprint(ids) != fmt.Sprint(tc.want) && !(len(ids) == 0 && len(tc.want) == 0) {
+		if len(ids) != len(tc.want) || (len(ids) > 0 && fmt.Sprint(ids) != fmt.Sprint(tc.want)) {
 			t.Errorf("%s: %v, want %v", tc.q.Encode(), ids, tc.want)
 		}
 	}
