@@ -366,3 +366,43 @@ func TestTemplateApprovalAtAcceptance(t *testing.T) {
 		t.Fatalf("%d messages stored (%v)", n, err)
 	}
 }
+
+// TestTemplateReviewOverHTTP: with NETWORK=http a new template is posted
+// to the external network (POST /v1/templates), and the network's signed
+// template.reviewed event decides it: applied once, unchanged when
+// repeated, refused when the transition is not a review's, and a verdict
+// about nothing of ours changes nothing.
+func TestTemplateReviewOverHTTP(t *testing.T) {
+	t.Parallel()
+	e := startHTTPNetwork(t)
+	org := e.Register(t)
+	key := org.Key()
+	tpl := createTemplate(t, e.Env, key, templateBody("order_update", "en"))
+	poll(t, 20*time.Second, func() (bool, string) {
+		return e.networkCalls("POST /v1/templates") > 0, fmt.Sprintf("the template was not posted: %v", e.allCalls())
+	})
+	if got := getTemplate(t, e.Env, key, tpl.ID); got.Status != "pending" {
+		t.Fatalf("before the network's verdict: %s", got.Status)
+	}
+	ref := templates.Reference(org.Tenant, tpl.ID)
+	verdict := func(id, status string) []byte {
+		return event(id, "template.reviewed", map[string]any{"reference": ref, "status": status, "reason": "Too vague."})
+	}
+	e.apply(verdict("evt_t1", "rejected"), "applied")
+	got := getTemplate(t, e.Env, key, tpl.ID)
+	if got.Status != "rejected" || got.RejectedReason == nil || *got.RejectedReason != "Too vague." {
+		t.Fatalf("after the verdict: %+v", got)
+	}
+	e.apply(verdict("evt_t1", "rejected"), "unchanged")
+	body := verdict("evt_t2", "paused")
+	r := e.post(body, signed(e.secret, time.Now(), body))
+	if code := errorCode(t, r, http.StatusUnprocessableEntity); code != templates.CodeTransitionNotAllowed {
+		t.Fatalf("rejected → paused by the network = %s", r.Body)
+	}
+	body = event("evt_t3", "template.reviewed", map[string]any{"reference": ref, "status": "archived"})
+	r = e.post(body, signed(e.secret, time.Now(), body))
+	if fields := fieldErrors(t, r); len(fields["data.status"]) == 0 {
+		t.Fatalf("an unknown verdict = %s", r.Body)
+	}
+	e.apply(event("evt_t4", "template.reviewed", map[string]any{"reference": "tenant_999:template:1", "status": "approved"}), "unchanged")
+}
