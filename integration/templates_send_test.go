@@ -406,3 +406,24 @@ func TestTemplateReviewOverHTTP(t *testing.T) {
 	}
 	e.apply(event("evt_t4", "template.reviewed", map[string]any{"reference": "tenant_999:template:1", "status": "approved"}), "unchanged")
 }
+
+// TestTemplateOutsideServiceWindow: with the network's service window on,
+// a free-form message to a recipient who never wrote is refused, and a
+// template message is accepted (docs/api.md, §Service window).
+func TestTemplateOutsideServiceWindow(t *testing.T) {
+	t.Parallel()
+	e := startMsg(t, Options{Env: map[string]string{"NETWORK_SERVICE_WINDOW": "24h"}})
+	org := e.Register(t)
+	key := org.Key()
+	sender, to := e.activeSender(org, phoneN(1)), phoneN(2)
+	e.recipient(to)
+	tpl := createTemplate(t, e.Env, key, templateBody("order_update", "en"))
+	if _, _, err := e.App.Templates.SetStatus(context.Background(), org.Tenant, tpl.ID, templates.StatusApproved, ""); err != nil {
+		t.Fatal(err)
+	}
+	r := e.send(org, text(sender, to, "hello"))
+	if code := errorCode(t, r, http.StatusUnprocessableEntity); code != "outside_service_window" {
+		t.Fatalf("a text outside the window = %s", r.Body)
+	}
+	accepted(t, e.send(org, templateSend(sender, to, "order_update", "en", map[string]string{"1": "A", "2": "B"})))
+}
