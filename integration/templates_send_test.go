@@ -287,7 +287,18 @@ func TestTemplateSend(t *testing.T) {
 	if _, _, err := e.App.Templates.SetStatus(ctx, org.Tenant, named.ID, templates.StatusApproved, ""); err != nil {
 		t.Fatal(err)
 	}
-	accepted(t, e.send(org, templateSend(sender, to, "welcome", "en", map[string]string{"first_name": "Cy", "shop": "A"})))
+	// With an Idempotency-Key (the transaction path of acceptance): a
+	// repeat answers the first send, other variables are another request.
+	idem := map[string]string{"Idempotency-Key": "welcome-cy"}
+	first := accepted(t, e.send(org, templateSend(sender, to, "welcome", "en", map[string]string{"first_name": "Cy", "shop": "A"}), idem))
+	r = e.send(org, templateSend(sender, to, "welcome", "en", map[string]string{"first_name": "Cy", "shop": "A"}), idem)
+	if again := accepted(t, r); again.ID != first.ID || r.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("the repeat = %s", r.Body)
+	}
+	r = e.send(org, templateSend(sender, to, "welcome", "en", map[string]string{"first_name": "Di", "shop": "A"}), idem)
+	if code := errorCode(t, r, http.StatusUnprocessableEntity); code != "idempotency_key_reused" {
+		t.Fatalf("other variables under the same key = %s", r.Body)
+	}
 
 	// The history filters template messages; a deleted template's messages
 	// keep their content and template_id.
