@@ -2789,11 +2789,11 @@ type ClientInterface interface {
 	// TenantSendMessageWithBody Send a message
 	//
 	// Scope `messages.send`. Accepted messages are `queued` and delivered by a background job.
-	// Refusals after validation, in this order: the template of a `template` message (422
-	// `template_not_found`, `template_not_approved`, field errors under
-	// `template.variables.<name>`), the sender (422 `sender_not_found`,
+	// Refusals after validation, in this order: the sender (422 `sender_not_found`,
 	// `sender_not_active`, `sender_owner_unverified`), the recipient (422
-	// `recipient_unreachable` with `reason_code`), the sender's daily limit (429
+	// `recipient_unreachable` with `reason_code`), the template of a `template` message (422
+	// `template_not_found`, `template_not_approved`, field errors under
+	// `template.variables.<name>`), the sender's daily limit (429
 	// `daily_limit_exceeded` with `Retry-After`, `daily_limit`, `resets_at`), the network
 	// (503 `network_unavailable`).
 	//
@@ -2810,11 +2810,11 @@ type ClientInterface interface {
 	// TenantSendMessage Send a message
 	//
 	// Scope `messages.send`. Accepted messages are `queued` and delivered by a background job.
-	// Refusals after validation, in this order: the template of a `template` message (422
-	// `template_not_found`, `template_not_approved`, field errors under
-	// `template.variables.<name>`), the sender (422 `sender_not_found`,
+	// Refusals after validation, in this order: the sender (422 `sender_not_found`,
 	// `sender_not_active`, `sender_owner_unverified`), the recipient (422
-	// `recipient_unreachable` with `reason_code`), the sender's daily limit (429
+	// `recipient_unreachable` with `reason_code`), the template of a `template` message (422
+	// `template_not_found`, `template_not_approved`, field errors under
+	// `template.variables.<name>`), the sender's daily limit (429
 	// `daily_limit_exceeded` with `Retry-After`, `daily_limit`, `resets_at`), the network
 	// (503 `network_unavailable`).
 	//
@@ -3860,11 +3860,11 @@ func (c *Client) TenantListMessages(ctx context.Context, params *TenantListMessa
 // TenantSendMessageWithBody Send a message
 //
 // Scope `messages.send`. Accepted messages are `queued` and delivered by a background job.
-// Refusals after validation, in this order: the template of a `template` message (422
-// `template_not_found`, `template_not_approved`, field errors under
-// `template.variables.<name>`), the sender (422 `sender_not_found`,
+// Refusals after validation, in this order: the sender (422 `sender_not_found`,
 // `sender_not_active`, `sender_owner_unverified`), the recipient (422
-// `recipient_unreachable` with `reason_code`), the sender's daily limit (429
+// `recipient_unreachable` with `reason_code`), the template of a `template` message (422
+// `template_not_found`, `template_not_approved`, field errors under
+// `template.variables.<name>`), the sender's daily limit (429
 // `daily_limit_exceeded` with `Retry-After`, `daily_limit`, `resets_at`), the network
 // (503 `network_unavailable`).
 //
@@ -3891,11 +3891,11 @@ func (c *Client) TenantSendMessageWithBody(ctx context.Context, params *TenantSe
 // TenantSendMessage Send a message
 //
 // Scope `messages.send`. Accepted messages are `queued` and delivered by a background job.
-// Refusals after validation, in this order: the template of a `template` message (422
-// `template_not_found`, `template_not_approved`, field errors under
-// `template.variables.<name>`), the sender (422 `sender_not_found`,
+// Refusals after validation, in this order: the sender (422 `sender_not_found`,
 // `sender_not_active`, `sender_owner_unverified`), the recipient (422
-// `recipient_unreachable` with `reason_code`), the sender's daily limit (429
+// `recipient_unreachable` with `reason_code`), the template of a `template` message (422
+// `template_not_found`, `template_not_approved`, field errors under
+// `template.variables.<name>`), the sender's daily limit (429
 // `daily_limit_exceeded` with `Retry-After`, `daily_limit`, `resets_at`), the network
 // (503 `network_unavailable`).
 //
@@ -7588,11 +7588,11 @@ type ClientWithResponsesInterface interface {
 	// TenantSendMessageWithBodyWithResponse Send a message
 	//
 	// Scope `messages.send`. Accepted messages are `queued` and delivered by a background job.
-	// Refusals after validation, in this order: the template of a `template` message (422
-	// `template_not_found`, `template_not_approved`, field errors under
-	// `template.variables.<name>`), the sender (422 `sender_not_found`,
+	// Refusals after validation, in this order: the sender (422 `sender_not_found`,
 	// `sender_not_active`, `sender_owner_unverified`), the recipient (422
-	// `recipient_unreachable` with `reason_code`), the sender's daily limit (429
+	// `recipient_unreachable` with `reason_code`), the template of a `template` message (422
+	// `template_not_found`, `template_not_approved`, field errors under
+	// `template.variables.<name>`), the sender's daily limit (429
 	// `daily_limit_exceeded` with `Retry-After`, `daily_limit`, `resets_at`), the network
 	// (503 `network_unavailable`).
 	//
@@ -7609,11 +7609,11 @@ type ClientWithResponsesInterface interface {
 	// TenantSendMessageWithResponse Send a message
 	//
 	// Scope `messages.send`. Accepted messages are `queued` and delivered by a background job.
-	// Refusals after validation, in this order: the template of a `template` message (422
-	// `template_not_found`, `template_not_approved`, field errors under
-	// `template.variables.<name>`), the sender (422 `sender_not_found`,
+	// Refusals after validation, in this order: the sender (422 `sender_not_found`,
 	// `sender_not_active`, `sender_owner_unverified`), the recipient (422
-	// `recipient_unreachable` with `reason_code`), the sender's daily limit (429
+	// `recipient_unreachable` with `reason_code`), the template of a `template` message (422
+	// `template_not_found`, `template_not_approved`, field errors under
+	// `template.variables.<name>`), the sender's daily limit (429
 	// `daily_limit_exceeded` with `Retry-After`, `daily_limit`, `resets_at`), the network
 	// (503 `network_unavailable`).
 	//
@@ -16111,11 +16111,11 @@ func (c *ClientWithResponses) TenantListMessagesWithResponse(ctx context.Context
 // TenantSendMessageWithBodyWithResponse Send a message
 //
 // Scope `messages.send`. Accepted messages are `queued` and delivered by a background job.
-// Refusals after validation, in this order: the template of a `template` message (422
-// `template_not_found`, `template_not_approved`, field errors under
-// `template.variables.<name>`), the sender (422 `sender_not_found`,
+// Refusals after validation, in this order: the sender (422 `sender_not_found`,
 // `sender_not_active`, `sender_owner_unverified`), the recipient (422
-// `recipient_unreachable` with `reason_code`), the sender's daily limit (429
+// `recipient_unreachable` with `reason_code`), the template of a `template` message (422
+// `template_not_found`, `template_not_approved`, field errors under
+// `template.variables.<name>`), the sender's daily limit (429
 // `daily_limit_exceeded` with `Retry-After`, `daily_limit`, `resets_at`), the network
 // (503 `network_unavailable`).
 //
@@ -16138,11 +16138,11 @@ func (c *ClientWithResponses) TenantSendMessageWithBodyWithResponse(ctx context.
 // TenantSendMessageWithResponse Send a message
 //
 // Scope `messages.send`. Accepted messages are `queued` and delivered by a background job.
-// Refusals after validation, in this order: the template of a `template` message (422
-// `template_not_found`, `template_not_approved`, field errors under
-// `template.variables.<name>`), the sender (422 `sender_not_found`,
+// Refusals after validation, in this order: the sender (422 `sender_not_found`,
 // `sender_not_active`, `sender_owner_unverified`), the recipient (422
-// `recipient_unreachable` with `reason_code`), the sender's daily limit (429
+// `recipient_unreachable` with `reason_code`), the template of a `template` message (422
+// `template_not_found`, `template_not_approved`, field errors under
+// `template.variables.<name>`), the sender's daily limit (429
 // `daily_limit_exceeded` with `Retry-After`, `daily_limit`, `resets_at`), the network
 // (503 `network_unavailable`).
 //

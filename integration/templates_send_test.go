@@ -236,6 +236,7 @@ func TestTemplateSend(t *testing.T) {
 		field string
 	}{
 		{"unknown name", templateSend(sender, to, "nope", "en", nil), templates.CodeTemplateNotFound, ""},
+		{"unknown sender first", templateSend(999, to, "nope", "en", nil), "sender_not_found", ""},
 		{"unknown language", templateSend(sender, to, "welcome", "ar", nil), templates.CodeTemplateNotFound, ""},
 		{"rejected", templateSend(sender, to, "code", "en", map[string]string{"1": "1"}), templates.CodeTemplateNotApproved, ""},
 		{"missing variable", templateSend(sender, to, "welcome", "en", map[string]string{"first_name": "Bo"}),

@@ -93,6 +93,13 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (Send
 		// Its approval is checked again by the acceptance statement.
 		id, text, err := s.renderTemplate(ctx, t, d.Template)
 		if err != nil {
+			// A sender error comes before the template's, as before the
+			// recipient's.
+			if resolved == nil {
+				if _, serr := s.checkSender(ctx, t, ref); serr != nil {
+					return SendResult{}, serr
+				}
+			}
 			return SendResult{}, err
 		}
 		templateID, d.Content = &id, text
