@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,14 +31,16 @@ import (
 type httpNetEnv struct {
 	*msgEnv
 	secret string
-	// calls counts the network's signed requests by "METHOD path".
-	mu    sync.Mutex
-	calls map[string]int
+	// calls counts the network's signed requests by "METHOD path", and
+	// bodies keeps their bodies.
+	mu     sync.Mutex
+	calls  map[string]int
+	bodies map[string][][]byte
 }
 
 func startHTTPNetwork(t *testing.T) *httpNetEnv {
 	t.Helper()
-	e := &httpNetEnv{secret: strings.Repeat("n", 32), calls: map[string]int{}}
+	e := &httpNetEnv{secret: strings.Repeat("n", 32), calls: map[string]int{}, bodies: map[string][][]byte{}}
 	// The handler needs the test's database, which Start creates: the
 	// server answers 503 (transient, retried by the client) until it is set.
 	var handler atomic.Pointer[httpnet.Handler]
@@ -51,8 +55,15 @@ func startHTTPNetwork(t *testing.T) *httpNetEnv {
 			return
 		}
 		if r.Header.Get(httpnet.HeaderSignature) != "" {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				w.WriteHeader(http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
 			e.mu.Lock()
 			e.calls[r.Method+" "+r.URL.Path]++
+			e.bodies[r.Method+" "+r.URL.Path] = append(e.bodies[r.Method+" "+r.URL.Path], body)
 			e.mu.Unlock()
 		}
 		h.ServeHTTP(w, r)
@@ -83,6 +94,13 @@ func (e *httpNetEnv) networkCalls(op string) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.calls[op]
+}
+
+// networkBodies returns the bodies of the network's signed requests for op.
+func (e *httpNetEnv) networkBodies(op string) [][]byte {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.bodies[op])
 }
 
 // allCalls returns the counts of every operation.

@@ -417,6 +417,35 @@ func TestTemplateReviewOverHTTP(t *testing.T) {
 		t.Fatalf("an unknown verdict = %s", r.Body)
 	}
 	e.apply(event("evt_t4", "template.reviewed", map[string]any{"reference": "tenant_999:template:1", "status": "approved"}), "unchanged")
+
+	// Approved by the network's operator, the template is sent: the
+	// network gets the rendered text as a text message, with the template
+	// and its values beside it.
+	if _, _, err := e.App.Templates.SetStatus(context.Background(), org.Tenant, tpl.ID, templates.StatusApproved, ""); err != nil {
+		t.Fatal(err)
+	}
+	sender, to := e.activeSender(org, phoneN(1)), phoneN(2)
+	e.recipient(to)
+	m := accepted(t, e.send(org, templateSend(sender, to, "order_update", "en", map[string]string{"1": "A-1", "2": "Ana"})))
+	e.waitStatus(org, m.ID, "sent", 20*time.Second) // the HTTP network reports delivered later
+	var sent struct {
+		Reference, Type, Content string
+		Template                 *struct {
+			Name, Language string
+			Variables      map[string]string
+		}
+	}
+	for _, b := range e.networkBodies("POST /v1/messages") {
+		if strings.Contains(string(b), `"template"`) {
+			if err := json.Unmarshal(b, &sent); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if sent.Type != "text" || sent.Content != m.Content || sent.Template == nil || sent.Template.Name != "order_update" ||
+		sent.Template.Language != "en" || sent.Template.Variables["2"] != "Ana" {
+		t.Fatalf("the network got %+v", sent)
+	}
 }
 
 // TestTemplateOutsideServiceWindow: with the network's service window on,

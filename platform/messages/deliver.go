@@ -401,13 +401,17 @@ func (s *Service) nextOf(ctx context.Context, t db.Tenant, items []pendingDelive
 // networkMessage is message m as the network delivers it, from the sender's
 // phone. A template message goes as a text message of its rendered content
 // (docs/api.md, §Templates: every network delivers text; the template was
-// reviewed by the network already).
+// reviewed by the network already), with its template and values beside
+// it for a network that delivers templates as such.
 func networkMessage(t db.Tenant, m *row, phone string) network.Message {
 	typ := m.Type
+	var tpl *network.MessageTemplate
 	if typ == TypeTemplate {
 		typ = TypeText
+		tpl = messageTemplate(m.TemplateRef)
 	}
 	return network.Message{
+		Template:  tpl,
 		Reference: Reference(t, m.ID),
 		FromPhone: phone,
 		ToPhone:   m.ToPhone,

@@ -87,11 +87,14 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (Send
 		return SendResult{}, errUnreachable(reach.ReasonCode)
 	}
 
-	var templateID *int64
+	var (
+		templateID  *int64
+		templateRef *string
+	)
 	if d.Template != nil {
 		// The one extra read of a template send: the template, to render.
 		// Its approval is checked again by the acceptance statement.
-		id, text, err := s.renderTemplate(ctx, t, d.Template)
+		tr, err := s.renderTemplate(ctx, t, d.Template)
 		if err != nil {
 			// A sender error comes before the template's, as before the
 			// recipient's.
@@ -102,7 +105,7 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (Send
 			}
 			return SendResult{}, err
 		}
-		templateID, d.Content = &id, text
+		templateID, templateRef, d.Content = &tr.id, &tr.ref, tr.text
 	}
 
 	r := &row{
@@ -121,7 +124,8 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (Send
 			TemplateID:      templateID,
 			CreatedAt:       now,
 		},
-		UpdatedAt: now,
+		UpdatedAt:   now,
+		TemplateRef: templateRef,
 	}
 	if key == "" && templateID != nil {
 		// Template sends never batch: their statement checks the template
@@ -217,7 +221,7 @@ func (s *Service) accept(ctx context.Context, tx pgx.Tx, t db.Tenant, ref sender
 		r.FileType, r.Duration, r.ClientReference, r.CreatedAt}
 	template := r.TemplateID != nil
 	if template {
-		args = append(args, *r.TemplateID)
+		args = append(args, *r.TemplateID, r.TemplateRef)
 	}
 	if ref.ID > 0 {
 		args = append(args, ref.ID)

@@ -34,8 +34,9 @@ import (
 // message (recipient, recipient's user id, type, content, file name, size,
 // file type, duration, client reference, acceptance time, whose UTC day is
 // the day whose limit it counts against), and, by id, $13 the sender's
-// id; with template, $13 is the message's template (and the sender's id
-// $14). The duration is bigint, as in acceptBatchSQL.
+// id; with template, $13 is the message's template and $14 its
+// template_ref (and the sender's id $15). The duration is bigint, as in
+// acceptBatchSQL.
 // Its steps, each feeding the next, so that a refused step stores nothing
 // after it:
 //
@@ -68,7 +69,7 @@ func acceptSQL(t db.Tenant, byID bool, window time.Duration, template bool) stri
 	if byID {
 		find = "s.id = $13::bigint"
 		if template {
-			find = "s.id = $14::bigint"
+			find = "s.id = $15::bigint"
 		}
 	}
 	sc := t.Quoted()
@@ -84,7 +85,7 @@ func acceptSQL(t db.Tenant, byID bool, window time.Duration, template bool) stri
 		  SELECT x.id FROM ` + sc + `.templates x WHERE x.id = $13::bigint AND x.status = 'approved' FOR SHARE),
 		tp AS (
 		  SELECT EXISTS (SELECT 1 FROM tl) AS approved),`
-		tplOK, tplCol, tplVal, tplOut = " AND (SELECT approved FROM tp)", ", template_id", ", $13::bigint",
+		tplOK, tplCol, tplVal, tplOut = " AND (SELECT approved FROM tp)", ", template_id, template_ref", ", $13::bigint, $14::text",
 			", (SELECT approved FROM tp)"
 	}
 	return `WITH` + tpl + ` s AS (

@@ -5,12 +5,15 @@ import (
 	"time"
 )
 
-// row is a tenant's messages row: the Message callers see, and the two
+// row is a tenant's messages row: the Message callers see, and the
 // columns only the service reads.
 type row struct {
 	Message
 	DispatchedAt *time.Time
 	UpdatedAt    time.Time
+	// TemplateRef is a template message's network.MessageTemplate as
+	// JSON, for the network; nil for other messages.
+	TemplateRef *string
 }
 
 // messageFields are a message row's columns in one order, each with its
@@ -48,6 +51,7 @@ var messageFields = []struct {
 	{"read_at", func(r *row) any { return &r.ReadAt }},
 	{"received_at", func(r *row) any { return &r.ReceivedAt }},
 	{"template_id", func(r *row) any { return &r.TemplateID }},
+	{"template_ref", func(r *row) any { return &r.TemplateRef }},
 }
 
 // messageColumns lists messageFields' columns of the messages table aliased

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/templates"
 )
 
@@ -108,30 +109,67 @@ func validateTemplateRef(v *apperr.Validation, r *SendRequest, d *draft) {
 	d.Template = &TemplateRef{Name: name, Language: lang, Variables: vars}
 }
 
+// rendered is a template send's template, resolved and rendered.
+type rendered struct {
+	// id is the template's; text the rendered content; ref the
+	// template_ref to store.
+	id   int64
+	text string
+	ref  string
+}
+
 // renderTemplate resolves the template a send names (approved, else 422
 // template_not_found or template_not_approved) and renders it with the
-// send's variables (field errors under template.variables.<name>). It
-// returns the template's id and the rendered text, at most MaxTextLength
-// characters.
-func (s *Service) renderTemplate(ctx context.Context, t db.Tenant, ref *TemplateRef) (int64, string, error) {
+// send's variables (field errors under template.variables.<name>): the
+// template's id, the rendered text (at most MaxTextLength characters) and
+// the template_ref to store.
+func (s *Service) renderTemplate(ctx context.Context, t db.Tenant, ref *TemplateRef) (rendered, error) {
 	if s.cfg.Templates == nil {
-		return 0, "", fmt.Errorf("messages: no template service (Config.Templates)")
+		return rendered{}, fmt.Errorf("messages: no template service (Config.Templates)")
 	}
 	tpl, err := s.cfg.Templates.Resolve(ctx, t, ref.Name, ref.Language)
 	if err != nil {
-		return 0, "", err
+		return rendered{}, err
 	}
 	text, err := templates.Render(tpl, ref.Variables)
 	if err != nil {
-		return 0, "", err
+		return rendered{}, err
 	}
 	if utf8.RuneCountInString(text) > MaxTextLength {
 		var v apperr.Validation
 		v.Add("template.variables", fmt.Sprintf("make a message of %d characters; the most is %d",
 			utf8.RuneCountInString(text), MaxTextLength))
-		return 0, "", v.Err()
+		return rendered{}, v.Err()
 	}
-	return tpl.ID, text, nil
+	stored, err := templateRef(tpl, ref.Variables)
+	if err != nil {
+		return rendered{}, err
+	}
+	return rendered{id: tpl.ID, text: text, ref: stored}, nil
+}
+
+// templateRef is the message's network.MessageTemplate as stored (JSON
+// text in template_ref): the resolved template's name and language and the
+// send's values.
+func templateRef(tpl templates.Template, vars map[string]string) (string, error) {
+	b, err := json.Marshal(network.MessageTemplate{Name: tpl.Name, Language: tpl.Language, Variables: vars})
+	if err != nil {
+		return "", fmt.Errorf("encode template reference: %w", err)
+	}
+	return string(b), nil
+}
+
+// messageTemplate reads a stored template_ref; nil when there is none or it
+// does not decode (the message then goes as its text alone).
+func messageTemplate(ref *string) *network.MessageTemplate {
+	if ref == nil {
+		return nil
+	}
+	var mt network.MessageTemplate
+	if json.Unmarshal([]byte(*ref), &mt) != nil {
+		return nil
+	}
+	return &mt
 }
 
 // errTemplateNotApproved is the refusal of an acceptance whose template

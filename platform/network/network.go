@@ -97,6 +97,20 @@ type Message struct {
 	FileSize int64
 	FileType string
 	Duration int
+	// Template is the template a message was rendered from, with the
+	// send's values; nil for other messages. Type is then text and Content
+	// the rendered text: a network that delivers text only ignores it, one
+	// that delivers templates as such (the HTTP adapter passes it on) uses
+	// it.
+	Template *MessageTemplate
+}
+
+// MessageTemplate names the template of a message and the values of its
+// variables.
+type MessageTemplate struct {
+	Name      string            `json:"name"`
+	Language  string            `json:"language"`
+	Variables map[string]string `json:"variables"`
 }
 
 // Delivery is the network's record of a delivered message.

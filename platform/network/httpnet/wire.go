@@ -77,19 +77,22 @@ type messageJSON struct {
 	FileSize  int64  `json:"file_size,omitempty"`
 	FileType  string `json:"file_type,omitempty"`
 	Duration  int    `json:"duration,omitempty"`
+	// Template: a template message's template and values (its Type is
+	// text, its Content the rendered text).
+	Template *network.MessageTemplate `json:"template,omitempty"`
 }
 
 func messageToJSON(m network.Message) messageJSON {
 	return messageJSON{
 		Reference: m.Reference, FromPhone: m.FromPhone, ToPhone: m.ToPhone, Type: m.Type, Content: m.Content,
-		FileName: m.FileName, FileSize: m.FileSize, FileType: m.FileType, Duration: m.Duration,
+		FileName: m.FileName, FileSize: m.FileSize, FileType: m.FileType, Duration: m.Duration, Template: m.Template,
 	}
 }
 
 func (m messageJSON) message() network.Message {
 	return network.Message{
 		Reference: m.Reference, FromPhone: m.FromPhone, ToPhone: m.ToPhone, Type: m.Type, Content: m.Content,
-		FileName: m.FileName, FileSize: m.FileSize, FileType: m.FileType, Duration: m.Duration,
+		FileName: m.FileName, FileSize: m.FileSize, FileType: m.FileType, Duration: m.Duration, Template: m.Template,
 	}
 }
 
