@@ -30,12 +30,7 @@ CREATE INDEX templates_status_idx ON templates (status, id DESC);
 -- key: deleting a template keeps the messages sent with it (their content
 -- is the rendered text). Nullable without a default: adding it rewrites
 -- nothing. Its type is 'template'.
---
--- template_ref is the template's name and language and the send's
--- variables, as JSON text ({"name", "language", "variables"}): a network
--- that delivers templates as such (the HTTP adapter passes it on) gets
--- them even after the template is deleted. NULL for other messages.
-ALTER TABLE messages ADD COLUMN template_id bigint, ADD COLUMN template_ref text;
+ALTER TABLE messages ADD COLUMN template_id bigint;
 ALTER TABLE messages DROP CONSTRAINT messages_type_check;
 ALTER TABLE messages ADD CONSTRAINT messages_type_check
     CHECK (type IN ('text', 'image', 'voice', 'document', 'template'));
