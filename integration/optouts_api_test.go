@@ -284,3 +284,58 @@ func TestOptOutCommittedDuringSends(t *testing.T) {
 	}
 	t.Logf("%d sends accepted before the opt-out, %d refused after it", took, refused)
 }
+
+// The service window (NETWORK_SERVICE_WINDOW): a free-form message only
+// within the window after the recipient last wrote to that sender; the
+// lookup with a sender says when it closes. Without a window (the
+// default, every other test) nothing of this applies.
+func TestServiceWindow(t *testing.T) {
+	t.Parallel()
+	e := startMsg(t, Options{Workers: true, Env: map[string]string{"NETWORK_SERVICE_WINDOW": "24h"}})
+	org := e.Register(t)
+	s1, s2, p := phoneN(1), phoneN(2), phoneN(3)
+	id1, id2 := e.activeSender(org, s1), e.activeSender(org, s2)
+	e.recipient(p)
+	window := func(id int64) *string {
+		r := e.lookup(org, url.Values{"phone": {p}, "sender_number_id": {fmt.Sprint(id)}})
+		var res struct {
+			ExpiresAt *string `json:"service_window_expires_at"`
+		}
+		r.JSON(t, &res)
+		return res.ExpiresAt
+	}
+	wantError(t, e.send(org, text(id1, p, "cold")), http.StatusUnprocessableEntity, "outside_service_window")
+	if w := window(id1); w != nil {
+		t.Fatalf("window before any inbound = %s", *w)
+	}
+	wrote := e.Clock.Now()
+	e.writeTo(org, p, s1, "hello?")
+	accepted(t, e.send(org, text(id1, p, "hi, how can we help")))
+	if w := window(id1); w == nil || *w != wrote.Add(24*time.Hour).UTC().Truncate(time.Second).Format(time.RFC3339) {
+		t.Fatalf("window after the inbound = %v, want %s", w, wrote.Add(24*time.Hour))
+	}
+	// The window is per sender number.
+	wantError(t, e.send(org, text(id2, p, "from the other number")), http.StatusUnprocessableEntity, "outside_service_window")
+	if w := window(id2); w != nil {
+		t.Fatalf("window of the other number = %s", *w)
+	}
+	// It closes 24 h after the inbound; the batch path decides alike.
+	e.Clock.Advance(24*time.Hour + time.Second)
+	if w := window(id1); w != nil {
+		t.Fatalf("window after 24 h = %s", *w)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			r, err := e.Send(Request{Method: http.MethodPost, Path: messagesPath, Header: org.Key(), Body: text(id1, p, "late")})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if r.Status != http.StatusUnprocessableEntity {
+				t.Errorf("late send = %d %s", r.Status, r.Body)
+			}
+		})
+	}
+	wg.Wait()
+}
