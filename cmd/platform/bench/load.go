@@ -43,6 +43,11 @@ type loadResult struct {
 	Max float64 `json:"max_ms"`
 	// CPUBusy is the whole machine's CPU use during the run, in percent.
 	CPUBusy float64 `json:"machine_cpu_busy_pct"`
+	// CPUPerOK is the machine's CPU time (its processes and the kernel)
+	// during the run per OK answer, in milliseconds: the figure to compare
+	// two builds by in alternated runs, since it holds while the rate moves
+	// with what else the machine does.
+	CPUPerOK float64 `json:"machine_cpu_ms_per_ok"`
 	// FirstError is the first unexpected answer or transport error.
 	FirstError string `json:"first_error,omitempty"`
 }
@@ -190,6 +195,7 @@ func closedLoop(ctx context.Context, c int, d time.Duration, progress func(ok in
 	}
 	res := rec.result("closed", c, 0, elapsed)
 	res.CPUBusy = busySince(cpu)
+	res.CPUPerOK = cpuPerItem(cpu, res.OK)
 	return res, nil
 }
 

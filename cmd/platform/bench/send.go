@@ -1300,6 +1300,7 @@ func printSendReport(w io.Writer, r *sendReport) {
 	if r.Send.OK > 0 || r.Send.Errors > 0 {
 		line("accepted sends/s (closed loop, serve delivering)", rate(r.Send))
 		line("  accept latency (closed loop)", lat(r.Send))
+		line("  machine CPU per accepted message (closed loop)", fmt.Sprintf("%9.3f ms", r.Send.CPUPerOK))
 		line(fmt.Sprintf("open loop at %.0f/s: accepted", r.Open.TargetRate), rate(r.Open))
 		line("  accept latency (open loop, from schedule)", lat(r.Open)+fmt.Sprintf("  (%d checkpoint(s) started)", r.OpenCheckpoints))
 		line("delivery throughput during the run (to sent)", fmt.Sprintf("%9.0f /s", r.Delivery.Rate))
@@ -1351,6 +1352,7 @@ func printSendReport(w io.Writer, r *sendReport) {
 	if r.Drain.Jobs > 0 {
 		line("accepted sends/s, platform api alone (drain)", rate(r.DrainAccept))
 		line("  accept latency (api alone)", lat(r.DrainAccept))
+		line("  machine CPU per accepted message (api alone)", fmt.Sprintf("%9.3f ms", r.DrainAccept.CPUPerOK))
 		line("delivery drain (platform worker, backlog)", fmt.Sprintf("%9.0f /s  (%d messages, exactly once %v)", r.Drain.Rate, r.Drain.Jobs, r.DrainCheck.ExactlyOnce))
 	}
 	if w := r.DrainWorkers; w != nil && w.Spread.Jobs > 0 {
