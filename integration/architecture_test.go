@@ -50,6 +50,8 @@ var floors = map[string]string{
 	"platform/lookup":              floorService,
 	"platform/usage":               floorService,
 	"platform/webhooks":            floorService,
+	"platform/templates":           floorService,
+	"platform/consent":             floorService,
 	"platform/yield":               floorInfra,
 	"platform/apidoc":              floorInfra,
 	"platform/apikey":              floorInfra,
