@@ -44,6 +44,7 @@ var floors = map[string]string{
 	"platform/resource":            floorGlue,
 	"platform/accounts":            floorService,
 	"platform/audit":               floorService,
+	"platform/consent":             floorService,
 	"platform/keys":                floorService,
 	"platform/senders":             floorService,
 	"platform/messages":            floorService,
