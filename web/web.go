@@ -3,14 +3,15 @@
 // people up and in, and lets them add and confirm sender numbers (the OTP is
 // entered here, docs/api.md §Sender numbers), manage API keys ("Show key"
 // with encrypted storage), read the message history and usage, manage
-// members and webhook endpoints (with their delivery logs), read the audit
-// log (owners and admins) and copy a first curl command.
+// members and webhook endpoints (with their delivery logs), keep the
+// opt-out list and its confirmation texts, read the audit log (owners and
+// admins) and copy a first curl command.
 //
 // The pages are html/template files and one stylesheet and one small script
 // embedded in the binary: no build step. Handlers are thin: they read a form,
 // call the same services the APIs call (accounts.Service, keys.Service,
-// senders.Service, messages.Service, usage.Service, webhooks.Service) and
-// render the result, so no business rule lives here.
+// senders.Service, messages.Service, usage.Service, webhooks.Service,
+// consent.Service) and render the result, so no business rule lives here.
 //
 // # Sessions
 //
@@ -44,6 +45,7 @@ import (
 	"github.com/bizmsg/platform/platform/accounts"
 	"github.com/bizmsg/platform/platform/audit"
 	"github.com/bizmsg/platform/platform/clock"
+	"github.com/bizmsg/platform/platform/consent"
 	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/keys"
 	"github.com/bizmsg/platform/platform/messages"
@@ -89,6 +91,9 @@ type Config struct {
 	// Audit reads the audit log (the /audit page, owners and admins).
 	// Required.
 	Audit *audit.Service
+	// Consent is the opt-out list and its confirmation texts (the Tenant
+	// API's /opt-outs service). Required.
+	Consent *consent.Service
 	// Secret keys the CSRF tokens: at least 32 bytes, the same on every node
 	// (the platform passes API_KEY_PEPPER; a key is derived from it).
 	// Required.
@@ -127,6 +132,8 @@ func New(cfg Config) (*Dashboard, error) {
 		return nil, errors.New("web: the central, keys, senders, messages, usage and audit services are required")
 	case cfg.Webhooks == nil:
 		return nil, errors.New("web: Config.Webhooks is required")
+	case cfg.Consent == nil:
+		return nil, errors.New("web: Config.Consent is required")
 	case len(cfg.Secret) < 32:
 		return nil, errors.New("web: Config.Secret must be at least 32 bytes")
 	}
@@ -187,6 +194,10 @@ func New(cfg Config) (*Dashboard, error) {
 //	GET  /webhooks/:id/delete, POST confirm, delete
 //	POST /webhooks/:id/deliveries/:delivery_id/redeliver
 //	POST /webhooks/:id/deliveries/redeliver  every failed delivery since a time
+//	GET  /opt-outs                 the opt-out list (?phone=&source=&cursor=), reply texts
+//	POST /opt-outs                 add a phone (owners and admins, as every POST below)
+//	GET  /opt-outs/remove?phone=, POST /opt-outs/remove  confirm, remove (phone in the body)
+//	POST /opt-outs/settings        the confirmation texts
 //	GET  /static/*file             stylesheet and script
 func (d *Dashboard) Mount(r gin.IRouter) {
 	g := r.Group("/", d.headers, d.checkOrigin)
@@ -231,4 +242,9 @@ func (d *Dashboard) Mount(r gin.IRouter) {
 	s.POST("/webhooks/:id/delete", d.deleteWebhook)
 	s.POST("/webhooks/:id/deliveries/redeliver", d.redeliverFailedWebhooks)
 	s.POST("/webhooks/:id/deliveries/:delivery_id/redeliver", d.redeliverWebhook)
+	s.GET("/opt-outs", d.optOutsPage)
+	s.POST("/opt-outs", d.addOptOut)
+	s.GET("/opt-outs/remove", d.removeOptOutPage)
+	s.POST("/opt-outs/remove", d.removeOptOut)
+	s.POST("/opt-outs/settings", d.saveReplies)
 }

@@ -19,6 +19,7 @@ func (a *App) dashboardRoutes(r *gin.Engine) {
 		Usage:    a.Usage,
 		Webhooks: a.Webhooks,
 		Audit:    a.Audit,
+		Consent:  a.Consent,
 		Secret:   a.cfg.APIKeyPepper,
 		Clock:    a.clock,
 		Logger:   a.log,
