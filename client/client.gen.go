@@ -206,10 +206,11 @@ func (e MessageStatus) Valid() bool {
 
 // Defines values for MessageType.
 const (
-	Document MessageType = "document"
-	Image    MessageType = "image"
-	Text     MessageType = "text"
-	Voice    MessageType = "voice"
+	Document        MessageType = "document"
+	Image           MessageType = "image"
+	TemplateMessage MessageType = "template"
+	Text            MessageType = "text"
+	Voice           MessageType = "voice"
 )
 
 // Valid indicates whether the value is a known member of the MessageType enum.
@@ -218,6 +219,8 @@ func (e MessageType) Valid() bool {
 	case Document:
 		return true
 	case Image:
+		return true
+	case TemplateMessage:
 		return true
 	case Text:
 		return true
@@ -402,6 +405,54 @@ func (e SubscriptionStatus) Valid() bool {
 	case SubscriptionStatusPastDue:
 		return true
 	case SubscriptionStatusTrialing:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TemplateCategory.
+const (
+	Authentication TemplateCategory = "authentication"
+	Marketing      TemplateCategory = "marketing"
+	Utility        TemplateCategory = "utility"
+)
+
+// Valid indicates whether the value is a known member of the TemplateCategory enum.
+func (e TemplateCategory) Valid() bool {
+	switch e {
+	case Authentication:
+		return true
+	case Marketing:
+		return true
+	case Utility:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TemplateStatus.
+const (
+	TemplateStatusApproved TemplateStatus = "approved"
+	TemplateStatusDisabled TemplateStatus = "disabled"
+	TemplateStatusPaused   TemplateStatus = "paused"
+	TemplateStatusPending  TemplateStatus = "pending"
+	TemplateStatusRejected TemplateStatus = "rejected"
+)
+
+// Valid indicates whether the value is a known member of the TemplateStatus enum.
+func (e TemplateStatus) Valid() bool {
+	switch e {
+	case TemplateStatusApproved:
+		return true
+	case TemplateStatusDisabled:
+		return true
+	case TemplateStatusPaused:
+		return true
+	case TemplateStatusPending:
+		return true
+	case TemplateStatusRejected:
 		return true
 	default:
 		return false
@@ -685,6 +736,31 @@ type CreateOptOutRequest struct {
 	Phone string `json:"phone"`
 }
 
+// CreateTemplateRequest Variables are written `{{1}}`, `{{2}}`, ... (consecutive from 1) or `{{first_name}}`
+// (`a-z` and `_`), never both kinds in one template. Header, body and footer are trimmed of
+// surrounding white space; the body may hold line breaks and tabs, the header and footer
+// no control characters.
+type CreateTemplateRequest struct {
+	// Body 1..1024 characters.
+	Body     string           `json:"body"`
+	Category TemplateCategory `json:"category"`
+
+	// Examples An example value (1..1024 characters, no control characters) for each variable, and for nothing else: {"1": "Ana"}.
+	Examples *map[string]string `json:"examples,omitempty"`
+
+	// Footer At most 60 characters, no variables.
+	Footer *string `json:"footer,omitempty"`
+
+	// Header At most 60 characters and one variable.
+	Header *string `json:"header,omitempty"`
+
+	// Language `en`, `en_US`, `ar`, ... (BCP 47 with `_`).
+	Language string `json:"language"`
+
+	// Name 1..512 of a-z, 0-9 and _.
+	Name string `json:"name"`
+}
+
 // CreateWebhookRequest defines model for CreateWebhookRequest.
 type CreateWebhookRequest struct {
 	// Description Trimmed; at most 500 characters, no control characters.
@@ -807,7 +883,9 @@ type Message struct {
 	Id        Id     `json:"id"`
 
 	// MessageId The network's message; null until delivered.
-	MessageId   *int64      `json:"message_id"`
+	MessageId *int64 `json:"message_id"`
+
+	// MessageType `template`: rendered from a template (`template_id`); the network gets it as text.
 	MessageType MessageType `json:"message_type"`
 
 	// ReadAt When the recipient read the message; null until then.
@@ -828,6 +906,9 @@ type Message struct {
 	// Status Outbound: `queued` → `sent` → `delivered` → `read`, only forward, or `failed` from
 	// `queued`, `sent` or `delivered`. Inbound: `received`.
 	Status MessageStatus `json:"status"`
+
+	// TemplateId The template a `template` message was rendered from (kept when the template is deleted); null otherwise.
+	TemplateId *int64 `json:"template_id"`
 
 	// ToPhone The phone written to; the recipient's (outbound) or the sender number's (inbound).
 	ToPhone Phone `json:"to_phone"`
@@ -882,7 +963,7 @@ type MessageList struct {
 // `queued`, `sent` or `delivered`. Inbound: `received`.
 type MessageStatus string
 
-// MessageType defines model for MessageType.
+// MessageType `template`: rendered from a template (`template_id`); the network gets it as text.
 type MessageType string
 
 // NewMemberRequest defines model for NewMemberRequest.
@@ -1030,13 +1111,14 @@ type Scope string
 // SendMessageRequest Exactly one sender: `sender_number_id` or `sender_phone` (both only when they name the
 // same number). `null` is the same as an absent field; unknown fields are ignored. Every
 // invalid field is reported at once (422 `validation_failed`). File fields sent with a
-// text message are ignored.
+// text message are ignored. A `template` message gives `template` instead of `content`
+// (its content is the template rendered: header, body and footer joined by blank lines).
 type SendMessageRequest struct {
 	// ClientReference Stored, returned on the message and filterable; "" = none.
 	ClientReference *string `json:"client_reference,omitempty"`
 
 	// Content text: 1..4096 characters, not only white space. image, voice, document: the media URL (absolute https, at most 2048 characters, no credentials).
-	Content string `json:"content"`
+	Content *string `json:"content,omitempty"`
 
 	// Duration Seconds; required for voice.
 	Duration *int    `json:"duration,omitempty"`
@@ -1050,10 +1132,15 @@ type SendMessageRequest struct {
 	SenderNumberId *int64  `json:"sender_number_id,omitempty"`
 	SenderPhone    *string `json:"sender_phone,omitempty"`
 
+	// Template The template of a message of type `template`.
+	Template *SendTemplate `json:"template,omitempty"`
+
 	// ToPhone International format; normalised to E.164.
-	ToPhone string      `json:"to_phone"`
-	Type    MessageType `json:"type"`
-	union   json.RawMessage
+	ToPhone string `json:"to_phone"`
+
+	// Type `template`: rendered from a template (`template_id`); the network gets it as text.
+	Type  MessageType `json:"type"`
+	union json.RawMessage
 }
 
 // SendMessageRequest0 defines model for SendMessageRequest.0.
@@ -1064,6 +1151,17 @@ type SendMessageRequest0 struct {
 // SendMessageRequest1 defines model for SendMessageRequest.1.
 type SendMessageRequest1 struct {
 	SenderPhone string `json:"sender_phone"`
+}
+
+// SendTemplate The template of a message of type `template`.
+type SendTemplate struct {
+	Language string `json:"language"`
+	Name     string `json:"name"`
+
+	// Variables A value for each of the template's variables and nothing else, each 1..1024 characters
+	// without control characters: `{"1": "Ana"}` or `{"first_name": "Ana"}`. Problems are
+	// 422 field errors under `template.variables.<name>`.
+	Variables *map[string]string `json:"variables,omitempty"`
 }
 
 // Sender defines model for Sender.
@@ -1131,6 +1229,64 @@ type Subscription struct {
 
 // SubscriptionStatus defines model for SubscriptionStatus.
 type SubscriptionStatus string
+
+// Template defines model for Template.
+type Template struct {
+	Body     string           `json:"body"`
+	Category TemplateCategory `json:"category"`
+
+	// CreatedAt RFC 3339 in UTC.
+	CreatedAt Timestamp `json:"created_at"`
+
+	// Examples An example value of each variable.
+	Examples map[string]string `json:"examples"`
+
+	// Footer No variables; null when none.
+	Footer *string `json:"footer"`
+
+	// Header At most one variable; null when none.
+	Header *string `json:"header"`
+	Id     Id      `json:"id"`
+
+	// Language A BCP 47 tag written with `_`: `en`, `en_US`, `ar`.
+	Language string `json:"language"`
+	Name     string `json:"name"`
+
+	// RejectedReason Why the network rejected it; null unless rejected.
+	RejectedReason *string `json:"rejected_reason"`
+
+	// Status `pending` → `approved` or `rejected` (the network's review); `approved` → `paused` or
+	// `disabled` and back to `approved` (the network's operator, who may set any status).
+	// Only `approved` templates may be sent.
+	Status TemplateStatus `json:"status"`
+
+	// UpdatedAt RFC 3339 in UTC.
+	UpdatedAt Timestamp `json:"updated_at"`
+
+	// Variables The variables: positional ("1", "2", ...) in order, or named in order of first use.
+	Variables []string `json:"variables"`
+}
+
+// TemplateCategory defines model for TemplateCategory.
+type TemplateCategory string
+
+// TemplateEnvelope defines model for TemplateEnvelope.
+type TemplateEnvelope struct {
+	Data Template `json:"data"`
+}
+
+// TemplateList defines model for TemplateList.
+type TemplateList struct {
+	Data []Template `json:"data"`
+
+	// NextCursor The cursor of the next page; null on the last page.
+	NextCursor *NextCursor `json:"next_cursor"`
+}
+
+// TemplateStatus `pending` → `approved` or `rejected` (the network's review); `approved` → `paused` or
+// `disabled` and back to `approved` (the network's operator, who may set any status).
+// Only `approved` templates may be sent.
+type TemplateStatus string
 
 // TenantMe defines model for TenantMe.
 type TenantMe struct {
@@ -1410,7 +1566,7 @@ type MessageStatusParameter = MessageStatus
 // MessageToPhone defines model for MessageToPhone.
 type MessageToPhone = string
 
-// MessageTypeParameter defines model for MessageType.
+// MessageTypeParameter `template`: rendered from a template (`template_id`); the network gets it as text.
 type MessageTypeParameter = MessageType
 
 // MessageUntil defines model for MessageUntil.
@@ -1628,6 +1784,20 @@ type TenantListOptOutsParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// TenantListTemplatesParams defines parameters for TenantListTemplates.
+type TenantListTemplatesParams struct {
+	// Limit Page size, 1..100 (default 25); anything else is 422 naming `limit`.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page; anything else is 422 naming `cursor`.
+	Cursor   *Cursor           `form:"cursor,omitempty" json:"cursor,omitempty"`
+	Status   *TemplateStatus   `form:"status,omitempty" json:"status,omitempty"`
+	Category *TemplateCategory `form:"category,omitempty" json:"category,omitempty"`
+
+	// Name The exact name.
+	Name *string `form:"name,omitempty" json:"name,omitempty"`
+}
+
 // TenantUsageParams defines parameters for TenantUsage.
 type TenantUsageParams struct {
 	// From First UTC day (YYYY-MM-DD); default 29 days before `to`.
@@ -1699,6 +1869,9 @@ type TenantPutOptOutSettingsJSONRequestBody = OptOutSettingsRequest
 
 // TenantRegisterSenderJSONRequestBody defines body for TenantRegisterSender for application/json ContentType.
 type TenantRegisterSenderJSONRequestBody = RegisterSenderRequest
+
+// TenantCreateTemplateJSONRequestBody defines body for TenantCreateTemplate for application/json ContentType.
+type TenantCreateTemplateJSONRequestBody = CreateTemplateRequest
 
 // TenantCreateWebhookJSONRequestBody defines body for TenantCreateWebhook for application/json ContentType.
 type TenantCreateWebhookJSONRequestBody = CreateWebhookRequest
@@ -2023,9 +2196,11 @@ func (t SendMessageRequest) MarshalJSON() ([]byte, error) {
 		}
 	}
 
-	object["content"], err = json.Marshal(t.Content)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'content': %w", err)
+	if t.Content != nil {
+		object["content"], err = json.Marshal(t.Content)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'content': %w", err)
+		}
 	}
 
 	if t.Duration != nil {
@@ -2067,6 +2242,13 @@ func (t SendMessageRequest) MarshalJSON() ([]byte, error) {
 		object["sender_phone"], err = json.Marshal(t.SenderPhone)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'sender_phone': %w", err)
+		}
+	}
+
+	if t.Template != nil {
+		object["template"], err = json.Marshal(t.Template)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'template': %w", err)
 		}
 	}
 
@@ -2148,6 +2330,13 @@ func (t *SendMessageRequest) UnmarshalJSON(b []byte) error {
 		err = json.Unmarshal(raw, &t.SenderPhone)
 		if err != nil {
 			return fmt.Errorf("error reading 'sender_phone': %w", err)
+		}
+	}
+
+	if raw, found := object["template"]; found {
+		err = json.Unmarshal(raw, &t.Template)
+		if err != nil {
+			return fmt.Errorf("error reading 'template': %w", err)
 		}
 	}
 
@@ -2600,7 +2789,9 @@ type ClientInterface interface {
 	// TenantSendMessageWithBody Send a message
 	//
 	// Scope `messages.send`. Accepted messages are `queued` and delivered by a background job.
-	// Refusals after validation, in this order: the sender (422 `sender_not_found`,
+	// Refusals after validation, in this order: the template of a `template` message (422
+	// `template_not_found`, `template_not_approved`, field errors under
+	// `template.variables.<name>`), the sender (422 `sender_not_found`,
 	// `sender_not_active`, `sender_owner_unverified`), the recipient (422
 	// `recipient_unreachable` with `reason_code`), the sender's daily limit (429
 	// `daily_limit_exceeded` with `Retry-After`, `daily_limit`, `resets_at`), the network
@@ -2619,7 +2810,9 @@ type ClientInterface interface {
 	// TenantSendMessage Send a message
 	//
 	// Scope `messages.send`. Accepted messages are `queued` and delivered by a background job.
-	// Refusals after validation, in this order: the sender (422 `sender_not_found`,
+	// Refusals after validation, in this order: the template of a `template` message (422
+	// `template_not_found`, `template_not_approved`, field errors under
+	// `template.variables.<name>`), the sender (422 `sender_not_found`,
 	// `sender_not_active`, `sender_owner_unverified`), the recipient (422
 	// `recipient_unreachable` with `reason_code`), the sender's daily limit (429
 	// `daily_limit_exceeded` with `Retry-After`, `daily_limit`, `resets_at`), the network
@@ -2744,6 +2937,59 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/v1/sender-numbers (the `TenantRegisterSender` operationId).
 	TenantRegisterSender(ctx context.Context, body TenantRegisterSenderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TenantListTemplates List the organization's templates
+	//
+	// Scope `messages.send` or `messages.read`. Newest first; filters combine with AND; an
+	// unknown `status` or `category` is 422 naming it.
+	//
+	// Corresponds with GET /api/v1/templates (the `TenantListTemplates` operationId).
+	TenantListTemplates(ctx context.Context, params *TenantListTemplatesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TenantCreateTemplateWithBody Create a message template
+	//
+	// Scope `templates.manage`. The template is `pending` until the messaging network reviews
+	// it (the built-in network within seconds); each status change sends
+	// `template.status_changed` to the organization's webhooks. Every invalid field is
+	// reported at once (422 `validation_failed`, variables' examples under
+	// `examples.<name>`); the same `name` and `language` twice in the organization is 409
+	// `template_exists`. Content is immutable: to change a template, create another.
+	// docs/api.md, §Templates.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/templates (the `TenantCreateTemplate` operationId).
+	TenantCreateTemplateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TenantCreateTemplate Create a message template
+	//
+	// Scope `templates.manage`. The template is `pending` until the messaging network reviews
+	// it (the built-in network within seconds); each status change sends
+	// `template.status_changed` to the organization's webhooks. Every invalid field is
+	// reported at once (422 `validation_failed`, variables' examples under
+	// `examples.<name>`); the same `name` and `language` twice in the organization is 409
+	// `template_exists`. Content is immutable: to change a template, create another.
+	// docs/api.md, §Templates.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/templates (the `TenantCreateTemplate` operationId).
+	TenantCreateTemplate(ctx context.Context, body TenantCreateTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TenantDeleteTemplate Delete a template
+	//
+	// Scope `templates.manage`. Messages already sent with it keep their content and
+	// `template_id`; it can no longer be sent.
+	//
+	// Corresponds with DELETE /api/v1/templates/{id} (the `TenantDeleteTemplate` operationId).
+	TenantDeleteTemplate(ctx context.Context, id IdParameter, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TenantGetTemplate One template
+	//
+	// Scope `messages.send` or `messages.read`. Another organization's template is 404.
+	//
+	// Corresponds with GET /api/v1/templates/{id} (the `TenantGetTemplate` operationId).
+	TenantGetTemplate(ctx context.Context, id IdParameter, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// TenantUsage Usage statistics and limits
 	//
@@ -3614,7 +3860,9 @@ func (c *Client) TenantListMessages(ctx context.Context, params *TenantListMessa
 // TenantSendMessageWithBody Send a message
 //
 // Scope `messages.send`. Accepted messages are `queued` and delivered by a background job.
-// Refusals after validation, in this order: the sender (422 `sender_not_found`,
+// Refusals after validation, in this order: the template of a `template` message (422
+// `template_not_found`, `template_not_approved`, field errors under
+// `template.variables.<name>`), the sender (422 `sender_not_found`,
 // `sender_not_active`, `sender_owner_unverified`), the recipient (422
 // `recipient_unreachable` with `reason_code`), the sender's daily limit (429
 // `daily_limit_exceeded` with `Retry-After`, `daily_limit`, `resets_at`), the network
@@ -3643,7 +3891,9 @@ func (c *Client) TenantSendMessageWithBody(ctx context.Context, params *TenantSe
 // TenantSendMessage Send a message
 //
 // Scope `messages.send`. Accepted messages are `queued` and delivered by a background job.
-// Refusals after validation, in this order: the sender (422 `sender_not_found`,
+// Refusals after validation, in this order: the template of a `template` message (422
+// `template_not_found`, `template_not_approved`, field errors under
+// `template.variables.<name>`), the sender (422 `sender_not_found`,
 // `sender_not_active`, `sender_owner_unverified`), the recipient (422
 // `recipient_unreachable` with `reason_code`), the sender's daily limit (429
 // `daily_limit_exceeded` with `Retry-After`, `daily_limit`, `resets_at`), the network
@@ -3879,6 +4129,109 @@ func (c *Client) TenantRegisterSenderWithBody(ctx context.Context, contentType s
 // Corresponds with POST /api/v1/sender-numbers (the `TenantRegisterSender` operationId).
 func (c *Client) TenantRegisterSender(ctx context.Context, body TenantRegisterSenderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewTenantRegisterSenderRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TenantListTemplates List the organization's templates
+//
+// Scope `messages.send` or `messages.read`. Newest first; filters combine with AND; an
+// unknown `status` or `category` is 422 naming it.
+//
+// Corresponds with GET /api/v1/templates (the `TenantListTemplates` operationId).
+func (c *Client) TenantListTemplates(ctx context.Context, params *TenantListTemplatesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTenantListTemplatesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TenantCreateTemplateWithBody Create a message template
+//
+// Scope `templates.manage`. The template is `pending` until the messaging network reviews
+// it (the built-in network within seconds); each status change sends
+// `template.status_changed` to the organization's webhooks. Every invalid field is
+// reported at once (422 `validation_failed`, variables' examples under
+// `examples.<name>`); the same `name` and `language` twice in the organization is 409
+// `template_exists`. Content is immutable: to change a template, create another.
+// docs/api.md, §Templates.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/templates (the `TenantCreateTemplate` operationId).
+func (c *Client) TenantCreateTemplateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTenantCreateTemplateRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TenantCreateTemplate Create a message template
+//
+// Scope `templates.manage`. The template is `pending` until the messaging network reviews
+// it (the built-in network within seconds); each status change sends
+// `template.status_changed` to the organization's webhooks. Every invalid field is
+// reported at once (422 `validation_failed`, variables' examples under
+// `examples.<name>`); the same `name` and `language` twice in the organization is 409
+// `template_exists`. Content is immutable: to change a template, create another.
+// docs/api.md, §Templates.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/templates (the `TenantCreateTemplate` operationId).
+func (c *Client) TenantCreateTemplate(ctx context.Context, body TenantCreateTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTenantCreateTemplateRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TenantDeleteTemplate Delete a template
+//
+// Scope `templates.manage`. Messages already sent with it keep their content and
+// `template_id`; it can no longer be sent.
+//
+// Corresponds with DELETE /api/v1/templates/{id} (the `TenantDeleteTemplate` operationId).
+func (c *Client) TenantDeleteTemplate(ctx context.Context, id IdParameter, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTenantDeleteTemplateRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TenantGetTemplate One template
+//
+// Scope `messages.send` or `messages.read`. Another organization's template is 404.
+//
+// Corresponds with GET /api/v1/templates/{id} (the `TenantGetTemplate` operationId).
+func (c *Client) TenantGetTemplate(ctx context.Context, id IdParameter, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTenantGetTemplateRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -6081,6 +6434,216 @@ func NewTenantRegisterSenderRequestWithBody(server string, contentType string, b
 	return req, nil
 }
 
+// NewTenantListTemplatesRequest constructs an http.Request for the TenantListTemplates method
+func NewTenantListTemplatesRequest(server string, params *TenantListTemplatesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/templates")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Category != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "category", *params.Category, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Name != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "name", *params.Name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewTenantCreateTemplateRequest calls the generic TenantCreateTemplate builder with application/json body
+func NewTenantCreateTemplateRequest(server string, body TenantCreateTemplateJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewTenantCreateTemplateRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewTenantCreateTemplateRequestWithBody constructs an http.Request for the TenantCreateTemplate method, with any body, and a specified content type
+func NewTenantCreateTemplateRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/templates")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewTenantDeleteTemplateRequest constructs an http.Request for the TenantDeleteTemplate method
+func NewTenantDeleteTemplateRequest(server string, id IdParameter) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/templates/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewTenantGetTemplateRequest constructs an http.Request for the TenantGetTemplate method
+func NewTenantGetTemplateRequest(server string, id IdParameter) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/templates/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewTenantUsageRequest constructs an http.Request for the TenantUsage method
 func NewTenantUsageRequest(server string, params *TenantUsageParams) (*http.Request, error) {
 	var err error
@@ -7025,7 +7588,9 @@ type ClientWithResponsesInterface interface {
 	// TenantSendMessageWithBodyWithResponse Send a message
 	//
 	// Scope `messages.send`. Accepted messages are `queued` and delivered by a background job.
-	// Refusals after validation, in this order: the sender (422 `sender_not_found`,
+	// Refusals after validation, in this order: the template of a `template` message (422
+	// `template_not_found`, `template_not_approved`, field errors under
+	// `template.variables.<name>`), the sender (422 `sender_not_found`,
 	// `sender_not_active`, `sender_owner_unverified`), the recipient (422
 	// `recipient_unreachable` with `reason_code`), the sender's daily limit (429
 	// `daily_limit_exceeded` with `Retry-After`, `daily_limit`, `resets_at`), the network
@@ -7044,7 +7609,9 @@ type ClientWithResponsesInterface interface {
 	// TenantSendMessageWithResponse Send a message
 	//
 	// Scope `messages.send`. Accepted messages are `queued` and delivered by a background job.
-	// Refusals after validation, in this order: the sender (422 `sender_not_found`,
+	// Refusals after validation, in this order: the template of a `template` message (422
+	// `template_not_found`, `template_not_approved`, field errors under
+	// `template.variables.<name>`), the sender (422 `sender_not_found`,
 	// `sender_not_active`, `sender_owner_unverified`), the recipient (422
 	// `recipient_unreachable` with `reason_code`), the sender's daily limit (429
 	// `daily_limit_exceeded` with `Retry-After`, `daily_limit`, `resets_at`), the network
@@ -7179,6 +7746,65 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/v1/sender-numbers (the `TenantRegisterSender` operationId).
 	TenantRegisterSenderWithResponse(ctx context.Context, body TenantRegisterSenderJSONRequestBody, reqEditors ...RequestEditorFn) (*TenantRegisterSenderResponse, error)
+
+	// TenantListTemplatesWithResponse List the organization's templates
+	//
+	// Scope `messages.send` or `messages.read`. Newest first; filters combine with AND; an
+	// unknown `status` or `category` is 422 naming it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/templates (the `TenantListTemplates` operationId).
+	TenantListTemplatesWithResponse(ctx context.Context, params *TenantListTemplatesParams, reqEditors ...RequestEditorFn) (*TenantListTemplatesResponse, error)
+
+	// TenantCreateTemplateWithBodyWithResponse Create a message template
+	//
+	// Scope `templates.manage`. The template is `pending` until the messaging network reviews
+	// it (the built-in network within seconds); each status change sends
+	// `template.status_changed` to the organization's webhooks. Every invalid field is
+	// reported at once (422 `validation_failed`, variables' examples under
+	// `examples.<name>`); the same `name` and `language` twice in the organization is 409
+	// `template_exists`. Content is immutable: to change a template, create another.
+	// docs/api.md, §Templates.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/templates (the `TenantCreateTemplate` operationId).
+	TenantCreateTemplateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TenantCreateTemplateResponse, error)
+
+	// TenantCreateTemplateWithResponse Create a message template
+	//
+	// Scope `templates.manage`. The template is `pending` until the messaging network reviews
+	// it (the built-in network within seconds); each status change sends
+	// `template.status_changed` to the organization's webhooks. Every invalid field is
+	// reported at once (422 `validation_failed`, variables' examples under
+	// `examples.<name>`); the same `name` and `language` twice in the organization is 409
+	// `template_exists`. Content is immutable: to change a template, create another.
+	// docs/api.md, §Templates.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/templates (the `TenantCreateTemplate` operationId).
+	TenantCreateTemplateWithResponse(ctx context.Context, body TenantCreateTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*TenantCreateTemplateResponse, error)
+
+	// TenantDeleteTemplateWithResponse Delete a template
+	//
+	// Scope `templates.manage`. Messages already sent with it keep their content and
+	// `template_id`; it can no longer be sent.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/templates/{id} (the `TenantDeleteTemplate` operationId).
+	TenantDeleteTemplateWithResponse(ctx context.Context, id IdParameter, reqEditors ...RequestEditorFn) (*TenantDeleteTemplateResponse, error)
+
+	// TenantGetTemplateWithResponse One template
+	//
+	// Scope `messages.send` or `messages.read`. Another organization's template is 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/templates/{id} (the `TenantGetTemplate` operationId).
+	TenantGetTemplateWithResponse(ctx context.Context, id IdParameter, reqEditors ...RequestEditorFn) (*TenantGetTemplateResponse, error)
 
 	// TenantUsageWithResponse Usage statistics and limits
 	//
@@ -12601,6 +13227,631 @@ func (r TenantRegisterSenderResponse) ContentType() string {
 	return ""
 }
 
+// TenantListTemplatesResponse200Headers the declared response headers of an HTTP 200 response for TenantListTemplates
+type TenantListTemplatesResponse200Headers struct {
+	RateLimitLimit     int
+	RateLimitPolicy    string
+	RateLimitRemaining int
+	RateLimitReset     int
+	XRequestId         string
+}
+
+// TenantListTemplatesResponse401Headers the declared response headers of an HTTP 401 response for TenantListTemplates
+type TenantListTemplatesResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      string
+}
+
+// TenantListTemplatesResponse403Headers the declared response headers of an HTTP 403 response for TenantListTemplates
+type TenantListTemplatesResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitPolicy    *string
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// TenantListTemplatesResponse422Headers the declared response headers of an HTTP 422 response for TenantListTemplates
+type TenantListTemplatesResponse422Headers struct {
+	RateLimitLimit     *int
+	RateLimitPolicy    *string
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// TenantListTemplatesResponse429Headers the declared response headers of an HTTP 429 response for TenantListTemplates
+type TenantListTemplatesResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitPolicy    *string
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+	XRequestId         string
+}
+
+// TenantListTemplatesResponse503Headers the declared response headers of an HTTP 503 response for TenantListTemplates
+type TenantListTemplatesResponse503Headers struct {
+	RateLimitLimit     *int
+	RateLimitPolicy    *string
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type TenantListTemplatesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TemplateList
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *UnprocessableEntity
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *TenantListTemplatesResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *TenantListTemplatesResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *TenantListTemplatesResponse403Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *TenantListTemplatesResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TenantListTemplatesResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *TenantListTemplatesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TenantListTemplatesResponse) GetJSON200() *TemplateList {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TenantListTemplatesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r TenantListTemplatesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r TenantListTemplatesResponse) GetJSON422() *UnprocessableEntity {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r TenantListTemplatesResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r TenantListTemplatesResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r TenantListTemplatesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TenantListTemplatesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TenantListTemplatesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TenantListTemplatesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TenantCreateTemplateResponse201Headers the declared response headers of an HTTP 201 response for TenantCreateTemplate
+type TenantCreateTemplateResponse201Headers struct {
+	RateLimitLimit     int
+	RateLimitPolicy    string
+	RateLimitRemaining int
+	RateLimitReset     int
+	XRequestId         string
+}
+
+// TenantCreateTemplateResponse400Headers the declared response headers of an HTTP 400 response for TenantCreateTemplate
+type TenantCreateTemplateResponse400Headers struct {
+	RateLimitLimit     *int
+	RateLimitPolicy    *string
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// TenantCreateTemplateResponse401Headers the declared response headers of an HTTP 401 response for TenantCreateTemplate
+type TenantCreateTemplateResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      string
+}
+
+// TenantCreateTemplateResponse403Headers the declared response headers of an HTTP 403 response for TenantCreateTemplate
+type TenantCreateTemplateResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitPolicy    *string
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// TenantCreateTemplateResponse409Headers the declared response headers of an HTTP 409 response for TenantCreateTemplate
+type TenantCreateTemplateResponse409Headers struct {
+	RateLimitLimit     *int
+	RateLimitPolicy    *string
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// TenantCreateTemplateResponse413Headers the declared response headers of an HTTP 413 response for TenantCreateTemplate
+type TenantCreateTemplateResponse413Headers struct {
+	RateLimitLimit     *int
+	RateLimitPolicy    *string
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// TenantCreateTemplateResponse415Headers the declared response headers of an HTTP 415 response for TenantCreateTemplate
+type TenantCreateTemplateResponse415Headers struct {
+	RateLimitLimit     *int
+	RateLimitPolicy    *string
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// TenantCreateTemplateResponse422Headers the declared response headers of an HTTP 422 response for TenantCreateTemplate
+type TenantCreateTemplateResponse422Headers struct {
+	RateLimitLimit     *int
+	RateLimitPolicy    *string
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// TenantCreateTemplateResponse429Headers the declared response headers of an HTTP 429 response for TenantCreateTemplate
+type TenantCreateTemplateResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitPolicy    *string
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+	XRequestId         string
+}
+
+// TenantCreateTemplateResponse503Headers the declared response headers of an HTTP 503 response for TenantCreateTemplate
+type TenantCreateTemplateResponse503Headers struct {
+	RateLimitLimit     *int
+	RateLimitPolicy    *string
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type TenantCreateTemplateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *TemplateEnvelope
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *UnprocessableEntity
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *TenantCreateTemplateResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *TenantCreateTemplateResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *TenantCreateTemplateResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *TenantCreateTemplateResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *TenantCreateTemplateResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *TenantCreateTemplateResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *TenantCreateTemplateResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *TenantCreateTemplateResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TenantCreateTemplateResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *TenantCreateTemplateResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r TenantCreateTemplateResponse) GetJSON201() *TemplateEnvelope {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r TenantCreateTemplateResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TenantCreateTemplateResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r TenantCreateTemplateResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r TenantCreateTemplateResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r TenantCreateTemplateResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r TenantCreateTemplateResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r TenantCreateTemplateResponse) GetJSON422() *UnprocessableEntity {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r TenantCreateTemplateResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r TenantCreateTemplateResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r TenantCreateTemplateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TenantCreateTemplateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TenantCreateTemplateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TenantCreateTemplateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TenantDeleteTemplateResponse204Headers the declared response headers of an HTTP 204 response for TenantDeleteTemplate
+type TenantDeleteTemplateResponse204Headers struct {
+	RateLimitLimit     int
+	RateLimitPolicy    string
+	RateLimitRemaining int
+	RateLimitReset     int
+	XRequestId         string
+}
+
+// TenantDeleteTemplateResponse401Headers the declared response headers of an HTTP 401 response for TenantDeleteTemplate
+type TenantDeleteTemplateResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      string
+}
+
+// TenantDeleteTemplateResponse403Headers the declared response headers of an HTTP 403 response for TenantDeleteTemplate
+type TenantDeleteTemplateResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitPolicy    *string
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// TenantDeleteTemplateResponse404Headers the declared response headers of an HTTP 404 response for TenantDeleteTemplate
+type TenantDeleteTemplateResponse404Headers struct {
+	RateLimitLimit     *int
+	RateLimitPolicy    *string
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// TenantDeleteTemplateResponse429Headers the declared response headers of an HTTP 429 response for TenantDeleteTemplate
+type TenantDeleteTemplateResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitPolicy    *string
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+	XRequestId         string
+}
+
+// TenantDeleteTemplateResponse503Headers the declared response headers of an HTTP 503 response for TenantDeleteTemplate
+type TenantDeleteTemplateResponse503Headers struct {
+	RateLimitLimit     *int
+	RateLimitPolicy    *string
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type TenantDeleteTemplateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *TenantDeleteTemplateResponse204Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *TenantDeleteTemplateResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *TenantDeleteTemplateResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *TenantDeleteTemplateResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TenantDeleteTemplateResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *TenantDeleteTemplateResponse503Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TenantDeleteTemplateResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r TenantDeleteTemplateResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r TenantDeleteTemplateResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r TenantDeleteTemplateResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r TenantDeleteTemplateResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r TenantDeleteTemplateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TenantDeleteTemplateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TenantDeleteTemplateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TenantDeleteTemplateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TenantGetTemplateResponse200Headers the declared response headers of an HTTP 200 response for TenantGetTemplate
+type TenantGetTemplateResponse200Headers struct {
+	RateLimitLimit     int
+	RateLimitPolicy    string
+	RateLimitRemaining int
+	RateLimitReset     int
+	XRequestId         string
+}
+
+// TenantGetTemplateResponse401Headers the declared response headers of an HTTP 401 response for TenantGetTemplate
+type TenantGetTemplateResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      string
+}
+
+// TenantGetTemplateResponse403Headers the declared response headers of an HTTP 403 response for TenantGetTemplate
+type TenantGetTemplateResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitPolicy    *string
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// TenantGetTemplateResponse404Headers the declared response headers of an HTTP 404 response for TenantGetTemplate
+type TenantGetTemplateResponse404Headers struct {
+	RateLimitLimit     *int
+	RateLimitPolicy    *string
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// TenantGetTemplateResponse429Headers the declared response headers of an HTTP 429 response for TenantGetTemplate
+type TenantGetTemplateResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitPolicy    *string
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+	XRequestId         string
+}
+
+// TenantGetTemplateResponse503Headers the declared response headers of an HTTP 503 response for TenantGetTemplate
+type TenantGetTemplateResponse503Headers struct {
+	RateLimitLimit     *int
+	RateLimitPolicy    *string
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type TenantGetTemplateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TemplateEnvelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *TenantGetTemplateResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *TenantGetTemplateResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *TenantGetTemplateResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *TenantGetTemplateResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TenantGetTemplateResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *TenantGetTemplateResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TenantGetTemplateResponse) GetJSON200() *TemplateEnvelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TenantGetTemplateResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r TenantGetTemplateResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r TenantGetTemplateResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r TenantGetTemplateResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r TenantGetTemplateResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r TenantGetTemplateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TenantGetTemplateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TenantGetTemplateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TenantGetTemplateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // TenantUsageResponse200Headers the declared response headers of an HTTP 200 response for TenantUsage
 type TenantUsageResponse200Headers struct {
 	RateLimitLimit     int
@@ -14860,7 +16111,9 @@ func (c *ClientWithResponses) TenantListMessagesWithResponse(ctx context.Context
 // TenantSendMessageWithBodyWithResponse Send a message
 //
 // Scope `messages.send`. Accepted messages are `queued` and delivered by a background job.
-// Refusals after validation, in this order: the sender (422 `sender_not_found`,
+// Refusals after validation, in this order: the template of a `template` message (422
+// `template_not_found`, `template_not_approved`, field errors under
+// `template.variables.<name>`), the sender (422 `sender_not_found`,
 // `sender_not_active`, `sender_owner_unverified`), the recipient (422
 // `recipient_unreachable` with `reason_code`), the sender's daily limit (429
 // `daily_limit_exceeded` with `Retry-After`, `daily_limit`, `resets_at`), the network
@@ -14885,7 +16138,9 @@ func (c *ClientWithResponses) TenantSendMessageWithBodyWithResponse(ctx context.
 // TenantSendMessageWithResponse Send a message
 //
 // Scope `messages.send`. Accepted messages are `queued` and delivered by a background job.
-// Refusals after validation, in this order: the sender (422 `sender_not_found`,
+// Refusals after validation, in this order: the template of a `template` message (422
+// `template_not_found`, `template_not_approved`, field errors under
+// `template.variables.<name>`), the sender (422 `sender_not_found`,
 // `sender_not_active`, `sender_owner_unverified`), the recipient (422
 // `recipient_unreachable` with `reason_code`), the sender's daily limit (429
 // `daily_limit_exceeded` with `Retry-After`, `daily_limit`, `resets_at`), the network
@@ -15091,6 +16346,95 @@ func (c *ClientWithResponses) TenantRegisterSenderWithResponse(ctx context.Conte
 		return nil, err
 	}
 	return ParseTenantRegisterSenderResponse(rsp)
+}
+
+// TenantListTemplatesWithResponse List the organization's templates
+//
+// Scope `messages.send` or `messages.read`. Newest first; filters combine with AND; an
+// unknown `status` or `category` is 422 naming it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/templates (the `TenantListTemplates` operationId).
+func (c *ClientWithResponses) TenantListTemplatesWithResponse(ctx context.Context, params *TenantListTemplatesParams, reqEditors ...RequestEditorFn) (*TenantListTemplatesResponse, error) {
+	rsp, err := c.TenantListTemplates(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTenantListTemplatesResponse(rsp)
+}
+
+// TenantCreateTemplateWithBodyWithResponse Create a message template
+//
+// Scope `templates.manage`. The template is `pending` until the messaging network reviews
+// it (the built-in network within seconds); each status change sends
+// `template.status_changed` to the organization's webhooks. Every invalid field is
+// reported at once (422 `validation_failed`, variables' examples under
+// `examples.<name>`); the same `name` and `language` twice in the organization is 409
+// `template_exists`. Content is immutable: to change a template, create another.
+// docs/api.md, §Templates.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/templates (the `TenantCreateTemplate` operationId).
+func (c *ClientWithResponses) TenantCreateTemplateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TenantCreateTemplateResponse, error) {
+	rsp, err := c.TenantCreateTemplateWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTenantCreateTemplateResponse(rsp)
+}
+
+// TenantCreateTemplateWithResponse Create a message template
+//
+// Scope `templates.manage`. The template is `pending` until the messaging network reviews
+// it (the built-in network within seconds); each status change sends
+// `template.status_changed` to the organization's webhooks. Every invalid field is
+// reported at once (422 `validation_failed`, variables' examples under
+// `examples.<name>`); the same `name` and `language` twice in the organization is 409
+// `template_exists`. Content is immutable: to change a template, create another.
+// docs/api.md, §Templates.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/templates (the `TenantCreateTemplate` operationId).
+func (c *ClientWithResponses) TenantCreateTemplateWithResponse(ctx context.Context, body TenantCreateTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*TenantCreateTemplateResponse, error) {
+	rsp, err := c.TenantCreateTemplate(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTenantCreateTemplateResponse(rsp)
+}
+
+// TenantDeleteTemplateWithResponse Delete a template
+//
+// Scope `templates.manage`. Messages already sent with it keep their content and
+// `template_id`; it can no longer be sent.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/templates/{id} (the `TenantDeleteTemplate` operationId).
+func (c *ClientWithResponses) TenantDeleteTemplateWithResponse(ctx context.Context, id IdParameter, reqEditors ...RequestEditorFn) (*TenantDeleteTemplateResponse, error) {
+	rsp, err := c.TenantDeleteTemplate(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTenantDeleteTemplateResponse(rsp)
+}
+
+// TenantGetTemplateWithResponse One template
+//
+// Scope `messages.send` or `messages.read`. Another organization's template is 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/templates/{id} (the `TenantGetTemplate` operationId).
+func (c *ClientWithResponses) TenantGetTemplateWithResponse(ctx context.Context, id IdParameter, reqEditors ...RequestEditorFn) (*TenantGetTemplateResponse, error) {
+	rsp, err := c.TenantGetTemplate(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTenantGetTemplateResponse(rsp)
 }
 
 // TenantUsageWithResponse Usage statistics and limits
@@ -25407,6 +26751,1294 @@ func ParseTenantRegisterSenderResponse(rsp *http.Response) (*TenantRegisterSende
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers TenantRegisterSenderResponse503Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTenantListTemplatesResponse parses an HTTP response from a TenantListTemplatesWithResponse call
+func ParseTenantListTemplatesResponse(rsp *http.Response) (*TenantListTemplatesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TenantListTemplatesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TemplateList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers TenantListTemplatesResponse200Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers TenantListTemplatesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers TenantListTemplatesResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 422:
+		var headers TenantListTemplatesResponse422Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers TenantListTemplatesResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers TenantListTemplatesResponse503Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTenantCreateTemplateResponse parses an HTTP response from a TenantCreateTemplateWithResponse call
+func ParseTenantCreateTemplateResponse(rsp *http.Response) (*TenantCreateTemplateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TenantCreateTemplateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest TemplateEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers TenantCreateTemplateResponse201Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers TenantCreateTemplateResponse400Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers TenantCreateTemplateResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers TenantCreateTemplateResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers TenantCreateTemplateResponse409Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers TenantCreateTemplateResponse413Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers TenantCreateTemplateResponse415Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers TenantCreateTemplateResponse422Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers TenantCreateTemplateResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers TenantCreateTemplateResponse503Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTenantDeleteTemplateResponse parses an HTTP response from a TenantDeleteTemplateWithResponse call
+func ParseTenantDeleteTemplateResponse(rsp *http.Response) (*TenantDeleteTemplateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TenantDeleteTemplateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers TenantDeleteTemplateResponse204Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 401:
+		var headers TenantDeleteTemplateResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers TenantDeleteTemplateResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers TenantDeleteTemplateResponse404Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers TenantDeleteTemplateResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers TenantDeleteTemplateResponse503Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTenantGetTemplateResponse parses an HTTP response from a TenantGetTemplateWithResponse call
+func ParseTenantGetTemplateResponse(rsp *http.Response) (*TenantGetTemplateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TenantGetTemplateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TemplateEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers TenantGetTemplateResponse200Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers TenantGetTemplateResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers TenantGetTemplateResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers TenantGetTemplateResponse404Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers TenantGetTemplateResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers TenantGetTemplateResponse503Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -20,7 +20,7 @@ func Example() {
 	}
 	senderID := int64(1)
 	rsp, err := c.TenantSendMessageWithResponse(ctx, nil, client.SendMessageRequest{
-		SenderNumberId: &senderID, ToPhone: "+14155550199", Type: client.Text, Content: "Your order has shipped.",
+		SenderNumberId: &senderID, ToPhone: "+14155550199", Type: client.Text, Content: new("Your order has shipped."),
 	})
 	if err != nil {
 		fmt.Println(err)

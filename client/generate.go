@@ -13,7 +13,7 @@
 //
 //	c, err := client.NewClientWithResponses("http://localhost:8080", client.WithAPIKey(key))
 //	rsp, err := c.TenantSendMessageWithResponse(ctx, nil, client.SendMessageRequest{
-//		SenderNumberId: &senderID, ToPhone: "+14155550199", Type: client.Text, Content: "Hello",
+//		SenderNumberId: &senderID, ToPhone: "+14155550199", Type: client.Text, Content: new("Hello"),
 //	})
 //	if err == nil {
 //		err = client.Check(rsp.StatusCode(), rsp.Body)

@@ -51,6 +51,7 @@ var floors = map[string]string{
 	"platform/lookup":              floorService,
 	"platform/usage":               floorService,
 	"platform/webhooks":            floorService,
+	"platform/templates":           floorService,
 	"platform/yield":               floorInfra,
 	"platform/apidoc":              floorInfra,
 	"platform/apikey":              floorInfra,

@@ -88,7 +88,7 @@ func TestClientSendLookupAndHistory(t *testing.T) {
 	for i, to := range []string{phoneN(201), phoneN(202), phoneN(202)} {
 		ref := fmt.Sprintf("order-%d", i)
 		rsp, err := c.TenantSendMessageWithResponse(ctx, nil, client.SendMessageRequest{
-			SenderNumberId: &senderID, ToPhone: to, Type: client.Text, Content: "Your order has shipped.", ClientReference: &ref,
+			SenderNumberId: &senderID, ToPhone: to, Type: client.Text, Content: new("Your order has shipped."), ClientReference: &ref,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -200,7 +200,7 @@ func TestClientErrors(t *testing.T) {
 			name: "validation", key: org.APIKey, status: http.StatusUnprocessableEntity, code: "validation_failed",
 			call: func(t *testing.T, c *client.ClientWithResponses) (int, []byte, *client.Error) {
 				rsp, err := c.TenantSendMessageWithResponse(t.Context(), nil, client.SendMessageRequest{
-					SenderNumberId: &senderID, ToPhone: "4155550201", Type: client.Text, Content: "",
+					SenderNumberId: &senderID, ToPhone: "4155550201", Type: client.Text, Content: new(""),
 				})
 				if err != nil {
 					t.Fatal(err)
@@ -237,7 +237,7 @@ func TestClientErrors(t *testing.T) {
 			name: "scope", key: readOnly, status: http.StatusForbidden, code: "insufficient_scope",
 			call: func(t *testing.T, c *client.ClientWithResponses) (int, []byte, *client.Error) {
 				rsp, err := c.TenantSendMessageWithResponse(t.Context(), nil, client.SendMessageRequest{
-					SenderNumberId: &senderID, ToPhone: phoneN(201), Type: client.Text, Content: "hi",
+					SenderNumberId: &senderID, ToPhone: phoneN(201), Type: client.Text, Content: new("hi"),
 				})
 				if err != nil {
 					t.Fatal(err)

@@ -28,6 +28,8 @@ Commands:
   inbox           print the messages an account received, newest last
   read            make an account read the messages it received
   send            make an account write a text message to another
+  templates       review organizations' message templates (list, approve,
+                  reject, pause, disable)
 
 Every command prints JSON with --json. Run 'platform network <command> -h' for
 its flags.
@@ -48,6 +50,7 @@ func runNetwork(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		"inbox":          networkInbox,
 		"read":           networkRead,
 		"send":           networkSend,
+		"templates":      networkTemplates,
 	})
 }
 

@@ -55,6 +55,12 @@ func jsonLines(t *testing.T, out string) []map[string]any {
 type recordingSink struct {
 	receipts []network.Receipt
 	inbound  []network.Inbound
+	verdicts []network.TemplateVerdict
+}
+
+func (s *recordingSink) TemplateReviewed(_ context.Context, v network.TemplateVerdict) error {
+	s.verdicts = append(s.verdicts, v)
+	return nil
 }
 
 func (s *recordingSink) Receipt(_ context.Context, r network.Receipt) error {

@@ -41,6 +41,7 @@ import (
 	"github.com/bizmsg/platform/platform/pace"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
+	"github.com/bizmsg/platform/platform/templates"
 	"github.com/bizmsg/platform/platform/usage"
 	"github.com/bizmsg/platform/platform/webhooks"
 	"github.com/bizmsg/platform/platform/yield"
@@ -163,6 +164,10 @@ type App struct {
 	// Webhooks (endpoints, Emit, delivery) is the webhook service the
 	// Tenant API, the services that emit events and the worker share.
 	Webhooks *webhooks.Service
+	// Templates (message templates and their review) is the template
+	// service the Tenant API, the send path, the review worker and the
+	// network's verdicts share.
+	Templates *templates.Service
 
 	tenantAPI  *tenant.API
 	centralAPI *central.API
@@ -212,6 +217,10 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		return nil, err
 	}
 	if err := a.senderNumbers(); err != nil {
+		a.Close()
+		return nil, err
+	}
+	if err := a.templateService(); err != nil {
 		a.Close()
 		return nil, err
 	}
@@ -358,6 +367,7 @@ func (a *App) addWorkers(cfg queue.Config) {
 	a.senderWorkers(workers)
 	a.messagingWorkers(workers, cfg)
 	a.webhookWorkers(workers)
+	a.templateWorkers(workers)
 }
 
 // apiDoc serves the binary's own OpenAPI document. It is built once per
@@ -388,6 +398,7 @@ func (a *App) routes() *gin.Engine {
 	central.MountAudit(a.CentralRoutes, a.Audit)
 	a.messagingRoutes()
 	a.webhookRoutes()
+	a.templateRoutes()
 	a.networkEventRoutes(r)
 	a.dashboardRoutes(r)
 	return r

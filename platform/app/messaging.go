@@ -53,6 +53,7 @@ func (a *App) messaging() error {
 		DeliveryBatch:  a.batches("deliver"),
 		ClaimLease:     a.jobs.DeliveryRescueAfter,
 		Events:         a.Webhooks,
+		Templates:      a.Templates,
 		Clock:          a.clock,
 		Logger:         a.log,
 	}); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/network/builtin"
 	"github.com/bizmsg/platform/platform/network/httpnet"
+	"github.com/bizmsg/platform/platform/templates"
 )
 
 // NetworkEventsPath is where the external network posts its signed events.
@@ -77,6 +78,14 @@ func (a *App) networkEvent(c *gin.Context) {
 		outcome, err = a.Messages.ApplyReceipt(ctx, r)
 	} else if m, ok := d.Inbound(now); ok {
 		outcome, err = a.Messages.Receive(ctx, m)
+	} else if v, ok := d.Verdict(now); ok {
+		var changed bool
+		if changed, err = a.Templates.ApplyVerdict(ctx, v); err == nil {
+			outcome = messages.ReceiptUnchanged
+			if changed {
+				outcome = messages.ReceiptApplied
+			}
+		}
 	}
 	if err != nil {
 		httpx.Fail(c, err)
@@ -87,12 +96,20 @@ func (a *App) networkEvent(c *gin.Context) {
 }
 
 // networkSink applies what the network reports (network.Sink) to the
-// messages service: receipts move messages on, inbound messages land in
-// their organization. A report the service refuses as malformed (422) is
+// messages and template services: receipts move messages on, inbound
+// messages land in their organization, template verdicts set templates'
+// statuses. A report the service refuses as malformed (422) is
 // logged and dropped, not offered again: it will not get better.
 type networkSink struct {
-	msgs *messages.Service
-	log  *slog.Logger
+	msgs      *messages.Service
+	templates *templates.Service
+	log       *slog.Logger
+}
+
+// TemplateReviewed applies v.
+func (s networkSink) TemplateReviewed(ctx context.Context, v network.TemplateVerdict) error {
+	_, err := s.templates.ApplyVerdict(ctx, v)
+	return s.settle(ctx, err, "template verdict", v.Reference)
 }
 
 // Receipt applies r.
@@ -124,7 +141,7 @@ func (s networkSink) settle(ctx context.Context, err error, what, id string) err
 // tick: the report stays in the outbox.
 func (a *App) drainBuiltinNetwork(ctx context.Context, interval time.Duration) {
 	n := builtin.New(a.DB, builtin.Config{Clock: a.clock})
-	sink := networkSink{msgs: a.Messages, log: a.log}
+	sink := networkSink{msgs: a.Messages, templates: a.Templates, log: a.log}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {

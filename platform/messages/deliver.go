@@ -399,13 +399,19 @@ func (s *Service) nextOf(ctx context.Context, t db.Tenant, items []pendingDelive
 }
 
 // networkMessage is message m as the network delivers it, from the sender's
-// phone.
+// phone. A template message goes as a text message of its rendered content
+// (docs/api.md, §Templates: every network delivers text; the template was
+// reviewed by the network already).
 func networkMessage(t db.Tenant, m *row, phone string) network.Message {
+	typ := m.Type
+	if typ == TypeTemplate {
+		typ = TypeText
+	}
 	return network.Message{
 		Reference: Reference(t, m.ID),
 		FromPhone: phone,
 		ToPhone:   m.ToPhone,
-		Type:      m.Type,
+		Type:      typ,
 		Content:   m.Content,
 		FileName:  deref(m.FileName),
 		FileSize:  deref(m.FileSize),

@@ -121,10 +121,10 @@ func (q ListQuery) parse() (filter, error) {
 	}
 	if q.Type != "" {
 		switch q.Type {
-		case TypeText, TypeImage, TypeVoice, TypeDocument:
+		case TypeText, TypeImage, TypeVoice, TypeDocument, TypeTemplate:
 			f.typ = q.Type
 		default:
-			v.Add("type", "must be one of text, image, voice, document")
+			v.Add("type", "must be one of text, image, voice, document, template")
 		}
 	}
 	f.since = page.ParseTime(&v, "since", q.Since)

@@ -190,6 +190,9 @@ type Message struct {
 	FailedAt         *time.Time
 	// ReceivedAt is when the network took an inbound message.
 	ReceivedAt *time.Time
+	// TemplateID is the template a message of type template was rendered
+	// from; nil for other messages. It stays when the template is deleted.
+	TemplateID *int64
 	// Delivery is the state of the message's delivery job, filled by Get
 	// while River keeps the job (nil otherwise, and in lists).
 	Delivery *queue.DeliveryReport
@@ -260,6 +263,8 @@ func (m Message) AppendJSON(b []byte) []byte {
 	b = appendStamp(b, m.ReadAt)
 	b = append(b, `,"received_at":`...)
 	b = appendStamp(b, m.ReceivedAt)
+	b = append(b, `,"template_id":`...)
+	b = jsonenc.NullInt(b, m.TemplateID)
 	if d := m.Delivery; d != nil {
 		// The state of the message's delivery job (GET
 		// /api/v1/messages/{id}): attempts made, the last failed
@@ -367,6 +372,9 @@ type Config struct {
 	// when the recipient wrote to the sender within it. 0 (the default): no
 	// window.
 	ServiceWindow time.Duration
+	// Templates resolves the template of a send of type template. Nil:
+	// such sends fail.
+	Templates Templates
 	// Consent applies the opt-out keywords to every inbound text message,
 	// in the transaction that stores it. Nil: inbound messages are only
 	// stored.

@@ -87,6 +87,17 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (Send
 		return SendResult{}, errUnreachable(reach.ReasonCode)
 	}
 
+	var templateID *int64
+	if d.Template != nil {
+		// The one extra read of a template send: the template, to render.
+		// Its approval is checked again by the acceptance statement.
+		id, text, err := s.renderTemplate(ctx, t, d.Template)
+		if err != nil {
+			return SendResult{}, err
+		}
+		templateID, d.Content = &id, text
+	}
+
 	r := &row{
 		Message: Message{
 			Direction:       DirectionOutbound,
@@ -100,9 +111,21 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (Send
 			Duration:        d.Duration,
 			Status:          StatusQueued,
 			ClientReference: d.ClientReference,
+			TemplateID:      templateID,
 			CreatedAt:       now,
 		},
 		UpdatedAt: now,
+	}
+	if key == "" && templateID != nil {
+		// Template sends never batch: their statement checks the template
+		// too (acceptSQL), which the batch statement of the plain sends
+		// does not carry.
+		res, err := s.acceptAlone(ctx, t, ref, r)
+		if err != nil {
+			return SendResult{}, err
+		}
+		s.known.putPhone(t, r.SenderNumberID, senderPhone)
+		return res, nil
 	}
 	if key == "" {
 		// One statement, one commit, no transaction to open; concurrent
@@ -181,24 +204,34 @@ func (s *Service) accept(ctx context.Context, tx pgx.Tx, t db.Tenant, ref sender
 		status               *senders.Status
 		limit                *int
 		optedOut, windowOpen *bool
+		approved             = true
 	)
 	args := []any{t.OrgID, ref.Phone, r.ToPhone, r.RecipientUserID, r.Type, r.Content, r.FileName, r.FileSize,
 		r.FileType, r.Duration, r.ClientReference, r.CreatedAt}
+	template := r.TemplateID != nil
+	if template {
+		args = append(args, *r.TemplateID)
+	}
 	if ref.ID > 0 {
 		args = append(args, ref.ID)
 	}
-	err := s.prep.Query(ctx, tx, acceptSQL(t, ref.ID > 0, s.cfg.ServiceWindow), args, func(rows db.Rows) error {
+	err := s.prep.Query(ctx, tx, acceptSQL(t, ref.ID > 0, s.cfg.ServiceWindow, template), args, func(rows db.Rows) error {
 		if !rows.Next() {
 			return errors.New("no result row")
 		}
-		return rows.Scan(&senderID, &phone, &status, &limit, &messageID, &optedOut, &windowOpen)
+		dest := []any{&senderID, &phone, &status, &limit, &messageID, &optedOut, &windowOpen}
+		if template {
+			dest = append(dest, &approved)
+		}
+		return rows.Scan(dest...)
 	})
 	if err != nil {
 		return SendResult{}, fmt.Errorf("accept message: %w", err)
 	}
 	if messageID == nil {
 		return SendResult{}, &refused{ref: ref, id: senderID, phone: phone, status: status, limit: limit, at: r.CreatedAt,
-			optedOut: optedOut != nil && *optedOut, windowClosed: windowOpen != nil && !*windowOpen}
+			optedOut: optedOut != nil && *optedOut, windowClosed: windowOpen != nil && !*windowOpen,
+			templateNotApproved: !approved}
 	}
 	r.ID, r.SenderNumberID = *messageID, *senderID
 	if err := s.enqueue(ctx, tx, t, r); err != nil {
@@ -231,8 +264,9 @@ type refused struct {
 	limit  *int
 	at     time.Time
 	// optedOut: the recipient is on the opt-out list; windowClosed: the
-	// service window is closed for this message.
-	optedOut, windowClosed bool
+	// service window is closed for this message; templateNotApproved: its
+	// template is no longer approved.
+	optedOut, windowClosed, templateNotApproved bool
 }
 
 func (r *refused) Error() string { return "acceptance refused" }
@@ -275,7 +309,7 @@ func render(r *row) (SendResult, error) {
 
 // refusal is the error of an acceptance that stored nothing, in the order
 // of docs/api.md §Sending: the sender's (read by the statement), the
-// opt-out, the service window, else the daily limit's.
+// opt-out, the template, the service window, else the daily limit's.
 func (s *Service) refusal(ctx context.Context, t db.Tenant, r *refused) error {
 	if r.id == nil || (r.ref.Phone != "" && *r.phone != r.ref.Phone) {
 		// No such sender, or id and phone name different numbers: the
@@ -292,6 +326,8 @@ func (s *Service) refusal(ctx context.Context, t db.Tenant, r *refused) error {
 	case r.optedOut:
 		return apperr.Invalid(CodeRecipientOptedOut,
 			"The recipient has opted out of messages from this organization (they wrote STOP, or were added to the opt-out list).")
+	case r.templateNotApproved:
+		return errTemplateNotApproved()
 	case r.windowClosed:
 		return apperr.Invalid(CodeOutsideServiceWindow,
 			"The recipient has not written to this sender number within the service window: only a template message may be sent.")

@@ -7,6 +7,7 @@ package messages
 //	the sender exists and is the request's  acceptSQL / acceptBatchSQL: s
 //	the sender may send (active)            acceptSQL / acceptBatchSQL: ok
 //	the recipient has not opted out         acceptSQL / acceptBatchSQL: o / s (the schema's opted_out(), docs/design.md §Consent)
+//	the template is approved (template sends)  acceptSQL with template: tl, tp (template sends never batch)
 //	the service window (when the network has one)  acceptSQL / acceptBatchSQL: s (windowSQL)
 //	the daily limit                         acceptSQL / acceptBatchSQL: u (the 'accept' counter, WHERE used < limit)
 //	the message, queued                     acceptSQL / acceptBatchSQL: m
@@ -33,7 +34,8 @@ import (
 // message (recipient, recipient's user id, type, content, file name, size,
 // file type, duration, client reference, acceptance time, whose UTC day is
 // the day whose limit it counts against), and, by id, $13 the sender's
-// id. The duration is bigint, as in acceptBatchSQL.
+// id; with template, $13 is the message's template (and the sender's id
+// $14). The duration is bigint, as in acceptBatchSQL.
 // Its steps, each feeding the next, so that a refused step stores nothing
 // after it:
 //
@@ -61,13 +63,31 @@ import (
 //
 // The result row tells a refusal apart: no sender, a sender that may not
 // send, an opted-out recipient, a closed window, or (else) the daily limit.
-func acceptSQL(t db.Tenant, byID bool, window time.Duration) string {
+func acceptSQL(t db.Tenant, byID bool, window time.Duration, template bool) string {
 	find := "s.phone = $2::text"
 	if byID {
 		find = "s.id = $13::bigint"
+		if template {
+			find = "s.id = $14::bigint"
+		}
 	}
 	sc := t.Quoted()
-	return `WITH s AS (
+	// A template message (template) also needs its template approved at
+	// acceptance: step tp locks the template row in key-share mode, so a
+	// status change committed before the lock is seen (the row is read
+	// again at its newest version) and one that comes after waits for this
+	// commit. Other sends run the statement without it.
+	tpl, tplOK, tplCol, tplVal, tplOut := "", "", "", "", ""
+	if template {
+		tpl = `
+		tl AS (
+		  SELECT x.id FROM ` + sc + `.templates x WHERE x.id = $13::bigint AND x.status = 'approved' FOR KEY SHARE),
+		tp AS (
+		  SELECT EXISTS (SELECT 1 FROM tl) AS approved),`
+		tplOK, tplCol, tplVal, tplOut = " AND (SELECT approved FROM tp)", ", template_id", ", $13::bigint",
+			", (SELECT approved FROM tp)"
+	}
+	return `WITH` + tpl + ` s AS (
 		  SELECT s.id, s.phone, s.status, coalesce(s.daily_limit_override, o.default_daily_limit) AS lim,
 		         ` + windowSQL(sc, window, "s.id", "$3::text", "$5::text", "$12::timestamptz") + ` AS window_open
 		    FROM ` + sc + `.sender_numbers s JOIN central.organizations o ON o.id = $1::bigint
@@ -76,7 +96,7 @@ func acceptSQL(t db.Tenant, byID bool, window time.Duration) string {
 		  SELECT ` + sc + `.opted_out($3::text) AS opted_out),
 		ok AS (
 		  SELECT id, lim FROM s, o WHERE status = 'active' AND ($2::text = '' OR phone = $2::text) AND lim >= 1
-		     AND NOT o.opted_out AND s.window_open),
+		     AND NOT o.opted_out AND s.window_open` + tplOK + `),
 		u AS (
 		  INSERT INTO ` + sc + `.daily_usage AS u (sender_number_id, day, side, used)
 		  SELECT id, ($12::timestamptz AT TIME ZONE 'UTC')::date, 'accept', 1 FROM ok
@@ -85,12 +105,12 @@ func acceptSQL(t db.Tenant, byID bool, window time.Duration) string {
 		  RETURNING u.sender_number_id),
 		m AS (
 		  INSERT INTO ` + sc + `.messages (sender_number_id, to_phone, recipient_user_id, type, content,
-		         file_name, file_size, file_type, duration, status, client_reference, created_at, updated_at)
+		         file_name, file_size, file_type, duration, status, client_reference, created_at, updated_at` + tplCol + `)
 		  SELECT sender_number_id, $3::text, $4::bigint, $5::text, $6::text, $7::text, $8::bigint, $9::text,
-		         $10::bigint, 'queued', $11::text, $12::timestamptz, $12::timestamptz
+		         $10::bigint, 'queued', $11::text, $12::timestamptz, $12::timestamptz` + tplVal + `
 		    FROM u
 		  RETURNING id AS message_id)
-		SELECT s.id AS sender_id, s.phone, s.status, s.lim, m.message_id, o.opted_out, s.window_open
+		SELECT s.id AS sender_id, s.phone, s.status, s.lim, m.message_id, o.opted_out, s.window_open` + tplOut + `
 		  FROM (SELECT 1) one LEFT JOIN s ON true LEFT JOIN m ON true LEFT JOIN o ON true`
 }
 

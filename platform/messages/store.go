@@ -47,6 +47,7 @@ var messageFields = []struct {
 	{"from_phone", func(r *row) any { return &r.FromPhone }},
 	{"read_at", func(r *row) any { return &r.ReadAt }},
 	{"received_at", func(r *row) any { return &r.ReceivedAt }},
+	{"template_id", func(r *row) any { return &r.TemplateID }},
 }
 
 // messageColumns lists messageFields' columns of the messages table aliased

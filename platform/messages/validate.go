@@ -53,6 +53,8 @@ type SendRequest struct {
 	FileSize        *int64  `json:"file_size"`
 	FileType        *string `json:"file_type"`
 	ClientReference *string `json:"client_reference"`
+	// Template names the template of a message of type template.
+	Template *TemplateRef `json:"template"`
 	// IdempotencyKey comes from the Idempotency-Key header, not the body.
 	IdempotencyKey string `json:"-"`
 
@@ -118,6 +120,9 @@ func (r *SendRequest) UnmarshalJSON(b []byte) error {
 	setInt("file_size", &r.FileSize, s.FileSize)
 	set("file_type", &r.FileType, s.FileType)
 	set("client_reference", &r.ClientReference, s.ClientReference)
+	if present(raw, "template") {
+		r.decodeTemplate(raw["template"])
+	}
 	return nil
 }
 
@@ -128,15 +133,16 @@ func present(raw map[string]json.RawMessage, name string) bool {
 
 // draft is a validated, normalised send.
 type draft struct {
-	ToPhone         string  `json:"to_phone"`
-	Type            string  `json:"type"`
-	Sender          sender  `json:"sender"`
-	Content         string  `json:"content"`
-	FileName        *string `json:"file_name,omitempty"`
-	FileSize        *int64  `json:"file_size,omitempty"`
-	FileType        *string `json:"file_type,omitempty"`
-	Duration        *int    `json:"duration,omitempty"`
-	ClientReference *string `json:"client_reference,omitempty"`
+	ToPhone         string       `json:"to_phone"`
+	Type            string       `json:"type"`
+	Sender          sender       `json:"sender"`
+	Content         string       `json:"content"`
+	FileName        *string      `json:"file_name,omitempty"`
+	FileSize        *int64       `json:"file_size,omitempty"`
+	FileType        *string      `json:"file_type,omitempty"`
+	Duration        *int         `json:"duration,omitempty"`
+	ClientReference *string      `json:"client_reference,omitempty"`
+	Template        *TemplateRef `json:"template,omitempty"`
 }
 
 // sender is how the request named its sender number.
@@ -188,10 +194,10 @@ func (r *SendRequest) validate() (draft, error) {
 		v.Add("type", "is required")
 	case r.Type != nil:
 		switch *r.Type {
-		case TypeText, TypeImage, TypeVoice, TypeDocument:
+		case TypeText, TypeImage, TypeVoice, TypeDocument, TypeTemplate:
 			typ = *r.Type
 		default:
-			v.Add("type", "must be one of text, image, voice, document")
+			v.Add("type", "must be one of text, image, voice, document, template")
 		}
 	}
 	d.Type = typ
@@ -215,9 +221,15 @@ func (r *SendRequest) validate() (draft, error) {
 		d.Sender.Phone = p
 	}
 
-	// Content and the file fields.
-	if typ != "" {
+	// Content and the file fields, or the template.
+	switch {
+	case typ == TypeTemplate:
+		validateTemplateRef(v, r, &d)
+	case typ != "":
 		validateContent(v, r, typ, &d)
+		if r.Template != nil {
+			v.Add("template", "is only for messages of type template")
+		}
 	}
 
 	// Duration: bounded whenever given; required for voice.

@@ -177,6 +177,52 @@ type Sink interface {
 	Receipt(ctx context.Context, r Receipt) error
 	// Inbound applies a message written to an account.
 	Inbound(ctx context.Context, m Inbound) error
+	// TemplateReviewed applies the network's verdict on a template
+	// submitted with SubmitTemplate.
+	TemplateReviewed(ctx context.Context, v TemplateVerdict) error
+}
+
+// Template is a message template submitted for review
+// (docs/api.md, §Templates).
+type Template struct {
+	// Reference is the platform's reference of the template,
+	// "<tenant schema>:template:<id>": the verdict names it.
+	Reference string
+	Name      string
+	// Language is a BCP 47 tag written with _ (en, en_US).
+	Language string
+	// Category is marketing, utility or authentication.
+	Category string
+	// Header and Footer are "" when the template has none. Variables are
+	// written {{1}} or {{name}}.
+	Header string
+	Body   string
+	Footer string
+	// Examples maps each variable to an example value.
+	Examples map[string]string
+}
+
+// The statuses of a TemplateVerdict.
+const (
+	TemplateApproved = "approved"
+	TemplateRejected = "rejected"
+	TemplatePaused   = "paused"
+	TemplateDisabled = "disabled"
+)
+
+// TemplateVerdict is the network's word on a submitted template: its
+// first review (approved or rejected, with a reason), or a later change
+// (paused, disabled, approved again).
+type TemplateVerdict struct {
+	// Reference is Template.Reference.
+	Reference string
+	// Status is one of the Template* constants.
+	Status string
+	// Reason says why the template was rejected (or paused, disabled);
+	// "" when the network did not say.
+	Reason string
+	// At is when the network decided, in UTC.
+	At time.Time
 }
 
 // PermanentError is a refusal that retrying will not change (no such
@@ -248,6 +294,13 @@ type Network interface {
 	// Verified reports whether the account holding phone is verified
 	// (an error wrapping ErrNotFound when there is none).
 	Verified(ctx context.Context, phone string) (bool, error)
+	// SubmitTemplate submits tpl for review. The verdict comes later, to
+	// the Sink (TemplateReviewed): the built-in network's within seconds,
+	// an external network's when it has decided. Submitting a reference
+	// again is harmless (at most a repeated verdict). A refusal to take
+	// the template at all is a *PermanentError; any other error is
+	// transient.
+	SubmitTemplate(ctx context.Context, tpl Template) error
 }
 
 // Result is the outcome of delivering one message of a batch: what Deliver

@@ -83,6 +83,8 @@ func (f *fakeNetwork) Lookup(context.Context, string, string) (network.Account, 
 	return network.Account{}, network.ErrNotFound
 }
 
+func (f *fakeNetwork) SubmitTemplate(context.Context, network.Template) error { return nil }
+
 func (f *fakeNetwork) Verified(context.Context, string) (bool, error) {
 	return false, network.ErrNotFound
 }

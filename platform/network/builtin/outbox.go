@@ -289,6 +289,13 @@ func (e outboxEvent) apply(ctx context.Context, sink network.Sink) error {
 		}
 		p.At = p.At.UTC()
 		return sink.Inbound(ctx, network.Inbound(p))
+	case eventTemplate:
+		var p templatePayload
+		if err := json.Unmarshal(e.payload, &p); err != nil {
+			return fmt.Errorf("decode payload: %w", err)
+		}
+		p.At = p.At.UTC()
+		return sink.TemplateReviewed(ctx, network.TemplateVerdict(p))
 	default:
 		return fmt.Errorf("unknown kind %q", e.kind)
 	}

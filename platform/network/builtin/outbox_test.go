@@ -21,6 +21,7 @@ type recorder struct {
 	mu       sync.Mutex
 	receipts []network.Receipt
 	inbound  []network.Inbound
+	verdicts []network.TemplateVerdict
 	before   func(kind string) error
 }
 
@@ -33,6 +34,18 @@ func (r *recorder) Receipt(_ context.Context, rc network.Receipt) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.receipts = append(r.receipts, rc)
+	return nil
+}
+
+func (r *recorder) TemplateReviewed(_ context.Context, v network.TemplateVerdict) error {
+	if r.before != nil {
+		if err := r.before("template"); err != nil {
+			return err
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.verdicts = append(r.verdicts, v)
 	return nil
 }
 

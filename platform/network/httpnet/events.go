@@ -35,7 +35,7 @@ const (
 
 // eventTypes lists the event types, for the refusal of an unknown one.
 const eventTypes = EventAccountVerified + ", " + EventMessageDelivered + ", " + EventMessageFailed + ", " +
-	EventMessageRead + ", " + EventMessageReceived
+	EventMessageRead + ", " + EventMessageReceived + ", " + EventTemplateReviewed
 
 // CodeUnknownEventType (422) answers an event of a type the platform does not
 // know.
@@ -172,8 +172,8 @@ func (m *MessageReceived) validate(v *apperr.Validation) {
 }
 
 // Decoded is a validated event with its data decoded: exactly one of
-// AccountVerified, MessageDelivered, MessageFailed, MessageRead and
-// MessageReceived is set, by Type.
+// AccountVerified, MessageDelivered, MessageFailed, MessageRead,
+// MessageReceived and TemplateReviewed is set, by Type.
 type Decoded struct {
 	Event
 	AccountVerified  *AccountVerified
@@ -181,6 +181,7 @@ type Decoded struct {
 	MessageFailed    *MessageFailed
 	MessageRead      *MessageRead
 	MessageReceived  *MessageReceived
+	TemplateReviewed *TemplateReviewed
 }
 
 // Decode validates ev and decodes its data. Failures are *apperr.Error:
@@ -211,6 +212,8 @@ func Decode(ev Event) (Decoded, error) {
 		dst = alloc(&d.MessageRead)
 	case EventMessageReceived:
 		dst = alloc(&d.MessageReceived)
+	case EventTemplateReviewed:
+		dst = alloc(&d.TemplateReviewed)
 	case "":
 		v.Add("type", "is required")
 		return Decoded{}, v.Err()
@@ -246,6 +249,8 @@ func Decode(ev Event) (Decoded, error) {
 		v.Add("data.reference", "is required")
 	case d.MessageReceived != nil:
 		d.MessageReceived.validate(&v)
+	case d.TemplateReviewed != nil:
+		d.TemplateReviewed.validate(&v)
 	}
 	if err := v.Err(); err != nil {
 		return Decoded{}, err

@@ -13,13 +13,14 @@ import (
 	"time"
 
 	"github.com/bizmsg/platform/platform/network"
+	"github.com/bizmsg/platform/platform/network/builtin"
 	"github.com/bizmsg/platform/platform/network/httpnet"
 	"github.com/bizmsg/platform/platform/network/networktest"
 )
 
 // fakeNetwork is an external messaging network in memory, as the protocol
-// (docs/network-http.md) describes one: it serves GET /v1/accounts and POST
-// /v1/messages, and posts signed events to the platform's callback: a
+// (docs/network-http.md) describes one: it serves GET /v1/accounts, POST
+// /v1/messages and POST /v1/templates, and posts signed events to the platform's callback: a
 // message.delivered when it delivers a message, a message.read when an
 // account reads one, a message.received when an account writes one. Its
 // accounts all receive and block nobody.
@@ -110,6 +111,23 @@ func (f *fakeNetwork) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			f.post(httpnet.EventMessageDelivered, map[string]any{"reference": m.Reference, "delivered_at": reply.DeliveredAt})
 		}
 		fakeAnswer(w, http.StatusOK, reply)
+	case r.Method == http.MethodPost && r.URL.Path == httpnet.PathTemplates:
+		var tpl struct {
+			Reference string `json:"reference"`
+			Body      string `json:"body"`
+		}
+		if err := json.Unmarshal(body, &tpl); err != nil || tpl.Reference == "" {
+			fakeAnswer(w, http.StatusBadRequest, map[string]string{"code": httpnet.CodeMalformedRequest})
+			return
+		}
+		fakeAnswer(w, http.StatusAccepted, map[string]string{"reference": tpl.Reference, "status": "pending"})
+		// The fake reviews by the built-in network's rules, after it
+		// answered, as an external network's reviewers would.
+		verdict := map[string]any{"reference": tpl.Reference, "status": network.TemplateApproved}
+		if reason := builtin.ReviewTemplate(tpl.Body); reason != "" {
+			verdict["status"], verdict["reason"] = network.TemplateRejected, reason
+		}
+		f.post(httpnet.EventTemplateReviewed, verdict)
 	default:
 		fakeAnswer(w, http.StatusNotFound, map[string]string{"code": httpnet.CodeNotFound})
 	}
@@ -201,6 +219,8 @@ func (c *callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			err = c.rec.Receipt(r.Context(), rc)
 		} else if m, ok := d.Inbound(now); ok {
 			err = c.rec.Inbound(r.Context(), m)
+		} else if v, ok := d.Verdict(now); ok {
+			err = c.rec.TemplateReviewed(r.Context(), v)
 		} else {
 			err = fmt.Errorf("event %s is neither a receipt nor an inbound message", ev.Type)
 		}
@@ -286,6 +306,9 @@ func (h *fakeHarness) Write(t *testing.T, from, to, text string) {
 	f.post(httpnet.EventMessageReceived, map[string]any{"id": strconv.FormatInt(m.id, 10), "from_phone": from,
 		"to_phone": to, "conversation_id": m.conv, "type": "text", "content": text, "sent_at": m.occurredAt})
 }
+
+// Verdicts returns the template verdicts the callback recorded.
+func (h *fakeHarness) Verdicts(*testing.T) []network.TemplateVerdict { return h.cb.rec.Verdicts() }
 
 // Collect returns what the callback recorded: the fake posts each event
 // before the call that caused it returns.

@@ -84,6 +84,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.deliver(w, r, body)
 			return
 		}
+	case PathTemplates:
+		if allowed = http.MethodPost; r.Method == allowed {
+			h.submitTemplate(w, r, body)
+			return
+		}
 	default:
 		writeError(w, http.StatusNotFound, CodeNotFound, "no such endpoint")
 		return

@@ -35,6 +35,9 @@ type Harness interface {
 	// reported since the harness began, in the order reported: a second
 	// call returns what the first did and what came since.
 	Collect(t *testing.T) ([]network.Receipt, []network.Inbound)
+	// Verdicts returns every template verdict the network has reported
+	// since the harness began, in the order reported.
+	Verdicts(t *testing.T) []network.TemplateVerdict
 }
 
 // Recorder is a network.Sink that records what it is given, in order, and
@@ -43,6 +46,7 @@ type Recorder struct {
 	mu       sync.Mutex
 	receipts []network.Receipt
 	inbound  []network.Inbound
+	verdicts []network.TemplateVerdict
 }
 
 var _ network.Sink = (*Recorder)(nil)
@@ -61,6 +65,21 @@ func (r *Recorder) Inbound(_ context.Context, m network.Inbound) error {
 	defer r.mu.Unlock()
 	r.inbound = append(r.inbound, m)
 	return nil
+}
+
+// TemplateReviewed records v.
+func (r *Recorder) TemplateReviewed(_ context.Context, v network.TemplateVerdict) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.verdicts = append(r.verdicts, v)
+	return nil
+}
+
+// Verdicts returns a copy of the template verdicts recorded so far.
+func (r *Recorder) Verdicts() []network.TemplateVerdict {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.verdicts)
 }
 
 // Got returns copies of what was recorded so far.
@@ -90,6 +109,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"deliver once per reference", checkDeliverOnce},
 		{"read receipts once per message", checkReadReceipts},
 		{"inbound messages in the pair's conversation", checkInbound},
+		{"template review", checkTemplateReview},
 	}
 	for _, c := range checks {
 		t.Run(c.name, func(t *testing.T) {
@@ -279,4 +299,43 @@ func checkInbound(t *testing.T, h Harness) {
 		t.Fatalf("collected again: %+v\nfirst: %+v", again, inbound)
 	}
 	checkReceipts(t, receipts, map[string]network.Delivery{"tenant_1:1": d, "tenant_1:2": reply})
+}
+
+// checkTemplateReview submits a template every network approves and one
+// whose body is nothing but a variable, which every network rejects with a
+// reason, and waits for both verdicts. Submitting a reference again is not
+// an error.
+func checkTemplateReview(t *testing.T, h Harness) {
+	ctx := context.Background()
+	good := network.Template{Reference: "tenant_1:template:1", Name: "welcome", Language: "en", Category: "utility",
+		Body: "Hello {{1}}, welcome to our store.", Examples: map[string]string{"1": "Ana"}}
+	bad := network.Template{Reference: "tenant_1:template:2", Name: "code", Language: "en", Category: "authentication",
+		Body: "{{1}}", Examples: map[string]string{"1": "123456"}}
+	for _, tpl := range []network.Template{good, bad, good} {
+		if err := h.Network().SubmitTemplate(ctx, tpl); err != nil {
+			t.Fatalf("SubmitTemplate %s: %v", tpl.Reference, err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := map[string]network.TemplateVerdict{}
+		for _, v := range h.Verdicts(t) {
+			got[v.Reference] = v
+		}
+		g, okGood := got[good.Reference]
+		b, okBad := got[bad.Reference]
+		if okGood && okBad {
+			if g.Status != network.TemplateApproved || g.At.IsZero() {
+				t.Errorf("verdict on %q = %+v, want approved with a time", good.Body, g)
+			}
+			if b.Status != network.TemplateRejected || b.Reason == "" {
+				t.Errorf("verdict on %q = %+v, want rejected with a reason", bad.Body, b)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("verdicts after 10 s: %v", got)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -1,0 +1,143 @@
+package messages
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/templates"
+)
+
+// TypeTemplate is the type of a message sent from a template (docs/api.md,
+// §Templates): its content is the template rendered with the send's
+// variables, and it carries template_id. The network gets it as a text
+// message (networkMessage).
+const TypeTemplate = "template"
+
+// Templates is what the send path needs of the template service;
+// *templates.Service is one.
+type Templates interface {
+	// Resolve returns the organization's approved template of name and
+	// language, or 422 template_not_found / template_not_approved.
+	Resolve(ctx context.Context, t db.Tenant, name, language string) (templates.Template, error)
+}
+
+// TemplateRef is the template object of a send of type template:
+// {"name", "language", "variables": {"1": "Ana"} | {"first_name": "Ana"}}.
+type TemplateRef struct {
+	Name      string            `json:"name"`
+	Language  string            `json:"language"`
+	Variables map[string]string `json:"variables"`
+}
+
+// decodeTemplate decodes the template field of a send's body into r,
+// recording a part of the wrong JSON type (under template,
+// template.name, template.language, template.variables or
+// template.variables.<name>) instead of failing.
+func (r *SendRequest) decodeTemplate(raw json.RawMessage) {
+	bad := func(field, msg string) {
+		if r.typeErrors == nil {
+			r.typeErrors = make(map[string]string)
+		}
+		r.typeErrors[field] = msg
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		bad("template", "must be an object {name, language, variables}")
+		return
+	}
+	ref := &TemplateRef{}
+	str := func(name string, dst *string) {
+		if v, ok := obj[name]; ok && !bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+			if err := json.Unmarshal(v, dst); err != nil {
+				bad("template."+name, "must be a string")
+			}
+		}
+	}
+	str("name", &ref.Name)
+	str("language", &ref.Language)
+	if v, ok := obj["variables"]; ok && !bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+		var vars map[string]json.RawMessage
+		if err := json.Unmarshal(v, &vars); err != nil {
+			bad("template.variables", "must be an object of strings, such as {\"1\": \"Ana\"}")
+		}
+		ref.Variables = make(map[string]string, len(vars))
+		for name, value := range vars {
+			var s string
+			if err := json.Unmarshal(value, &s); err != nil {
+				bad(templates.VariablesField+name, "must be a string")
+				continue
+			}
+			ref.Variables[name] = s
+		}
+	}
+	r.Template = ref
+}
+
+// validateTemplateRef checks the template object of a send of type
+// template: a name and a language. Content may not be given: it is the
+// rendered template. The variables are checked against the template
+// (renderTemplate).
+func validateTemplateRef(v *apperr.Validation, r *SendRequest, d *draft) {
+	if r.Content != nil {
+		v.Add("content", "must not be given for template messages: the content is the template rendered with its variables")
+	}
+	ref := r.Template
+	if ref == nil {
+		if !v.Has("template") {
+			v.Add("template", "is required for template messages: {name, language, variables}")
+		}
+		return
+	}
+	name, lang := strings.TrimSpace(ref.Name), strings.TrimSpace(ref.Language)
+	if name == "" && !v.Has("template.name") {
+		v.Add("template.name", "is required")
+	}
+	if lang == "" && !v.Has("template.language") {
+		v.Add("template.language", "is required")
+	}
+	vars := ref.Variables
+	if vars == nil {
+		vars = map[string]string{}
+	}
+	d.Template = &TemplateRef{Name: name, Language: lang, Variables: vars}
+}
+
+// renderTemplate resolves the template a send names (approved, else 422
+// template_not_found or template_not_approved) and renders it with the
+// send's variables (field errors under template.variables.<name>). It
+// returns the template's id and the rendered text, at most MaxTextLength
+// characters.
+func (s *Service) renderTemplate(ctx context.Context, t db.Tenant, ref *TemplateRef) (int64, string, error) {
+	if s.cfg.Templates == nil {
+		return 0, "", fmt.Errorf("messages: no template service (Config.Templates)")
+	}
+	tpl, err := s.cfg.Templates.Resolve(ctx, t, ref.Name, ref.Language)
+	if err != nil {
+		return 0, "", err
+	}
+	text, err := templates.Render(tpl, ref.Variables)
+	if err != nil {
+		return 0, "", err
+	}
+	if utf8.RuneCountInString(text) > MaxTextLength {
+		var v apperr.Validation
+		v.Add("template.variables", fmt.Sprintf("make a message of %d characters; the most is %d",
+			utf8.RuneCountInString(text), MaxTextLength))
+		return 0, "", v.Err()
+	}
+	return tpl.ID, text, nil
+}
+
+// errTemplateNotApproved is the refusal of an acceptance whose template
+// stopped being approved between its resolution and the acceptance
+// statement.
+func errTemplateNotApproved() error {
+	return apperr.Invalid(templates.CodeTemplateNotApproved,
+		"The template is no longer approved for sending: the network paused, disabled or rejected it during the send.")
+}
