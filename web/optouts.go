@@ -144,9 +144,9 @@ func (d *Dashboard) renderOptOuts(c *gin.Context, status int, data pageData, q u
 // default, said to be in force while the organization has set no text.
 func replyHelp(unset bool, def string) string {
 	if unset {
-		return "You have not set this text: the English default is sent, “" + def + "”. Empty: no answer."
+		return "You have not set this text, so the English default is sent: “" + def + "” Empty: no answer."
 	}
-	return "The English default: “" + def + "”. Empty: no answer."
+	return "The English default: “" + def + "” Empty: no answer."
 }
 
 // senderPhones maps the organization's sender numbers' ids to their phones.
