@@ -73,7 +73,7 @@ func acceptSQL(t db.Tenant, byID bool, window time.Duration, template bool) stri
 	}
 	sc := t.Quoted()
 	// A template message (template) also needs its template approved at
-	// acceptance: step tp locks the template row in key-share mode, so a
+	// acceptance: step tl locks the template row in share mode, so a
 	// status change committed before the lock is seen (the row is read
 	// again at its newest version) and one that comes after waits for this
 	// commit. Other sends run the statement without it.
@@ -81,7 +81,7 @@ func acceptSQL(t db.Tenant, byID bool, window time.Duration, template bool) stri
 	if template {
 		tpl = `
 		tl AS (
-		  SELECT x.id FROM ` + sc + `.templates x WHERE x.id = $13::bigint AND x.status = 'approved' FOR KEY SHARE),
+		  SELECT x.id FROM ` + sc + `.templates x WHERE x.id = $13::bigint AND x.status = 'approved' FOR SHARE),
 		tp AS (
 		  SELECT EXISTS (SELECT 1 FROM tl) AS approved),`
 		tplOK, tplCol, tplVal, tplOut = " AND (SELECT approved FROM tp)", ", template_id", ", $13::bigint",

@@ -61,3 +61,21 @@ func fill(text string, vars map[string]string) string {
 	b.WriteString(text[last:])
 	return b.String()
 }
+
+// Render is the package's Render, for callers that hold the service (the
+// dashboard).
+func (s *Service) Render(tpl Template, vars map[string]string) (string, error) {
+	return Render(tpl, vars)
+}
+
+// Preview validates in as Create does, storing nothing, and renders it with
+// its examples: the text a recipient of the template would get, for a
+// live preview while a template is written. Its errors are Create's
+// validation errors.
+func (s *Service) Preview(in Input) (string, error) {
+	tpl, err := Validate(in)
+	if err != nil {
+		return "", err
+	}
+	return Render(tpl, tpl.Examples)
+}

@@ -6,8 +6,10 @@
 // template with a send's variables.
 //
 // The service is what the Tenant API, the dashboard, the review worker and
-// the operator commands share: Create, List, Get, Delete, SetStatus,
-// ApplyVerdict, Resolve and Render.
+// the operator commands share: Create, List, Get, Delete, SetStatus (the
+// operator), Review and ApplyVerdict (the network), Submit (the review
+// job), Resolve and Render (a send), Preview (a live preview), ListAll and
+// Locate (the operator, across organizations).
 package templates
 
 import (

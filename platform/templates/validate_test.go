@@ -191,3 +191,17 @@ func TestRender(t *testing.T) {
 		t.Errorf("control character and length not refused: %v", fields)
 	}
 }
+
+func TestPreview(t *testing.T) {
+	t.Parallel()
+	var svc *templates.Service // Preview and Render use no state of the service
+	got, err := svc.Preview(valid())
+	if want := "Order A-17\n\nHello Ana, your order ships by noon today.\n\nReply STOP to opt out"; err != nil || got != want {
+		t.Fatalf("Preview = %q, %v; want %q", got, err, want)
+	}
+	in := valid()
+	in.Footer = ptr("{{1}}")
+	if _, err := svc.Preview(in); len(fieldErrors(t, err)["footer"]) == 0 {
+		t.Fatalf("Preview of an invalid template: %v", err)
+	}
+}

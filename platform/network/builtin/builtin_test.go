@@ -654,12 +654,6 @@ func (h *harness) Collect(t *testing.T) ([]network.Receipt, []network.Inbound) {
 	return nil, nil
 }
 
-func (h *harness) Verdicts(t *testing.T) []network.TemplateVerdict {
-	t.Helper()
-	h.Collect(t)
-	return h.rec.Verdicts()
-}
-
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	networktest.Run(t, func(t *testing.T) networktest.Harness {

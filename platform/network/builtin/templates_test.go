@@ -4,8 +4,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/network/builtin"
 )
+
+// Verdicts drains the outbox (Collect) and returns the template verdicts
+// it gave, for the conformance test.
+func (h *harness) Verdicts(t *testing.T) []network.TemplateVerdict {
+	t.Helper()
+	h.Collect(t)
+	return h.rec.Verdicts()
+}
 
 func TestReviewTemplate(t *testing.T) {
 	t.Parallel()

@@ -13,13 +13,14 @@ import (
 	"github.com/bizmsg/platform/platform/network"
 )
 
-// PathTemplates: POST a template for review → 202 {"reference", "status":
-// "pending"}, 422 refusal. The verdict comes later as a template.reviewed
-// event.
+// PathTemplates is where a template is posted for review → 202
+// {"reference", "status": "pending"}, 422 refusal. The verdict comes later
+// as a template.reviewed event.
 const PathTemplates = "/v1/templates"
 
-// EventTemplateReviewed: the network reviewed a submitted template, or its
-// operator changed its status later; data TemplateReviewed.
+// EventTemplateReviewed is the event of the network's review of a
+// submitted template, or of its operator's later change of its status;
+// data TemplateReviewed.
 const EventTemplateReviewed = "template.reviewed"
 
 // templateJSON is a template submitted for review, on the wire.
