@@ -65,6 +65,19 @@ func TestDashboardTemplatesOptOutsBrowser(t *testing.T) {
 	}
 	b.Screenshot("30-template-new")
 
+	// "Check and preview": the service's rendering agrees, and the script
+	// keeps the server's example fields with their values.
+	if st := b.Submit("#check-template"); st != http.StatusOK || b.Path() != "/templates" {
+		t.Fatalf("check template: %d %s", st, b.Path())
+	}
+	b.WaitText(".notice", "passes every check")
+	if got := b.Eval(`document.querySelector("#preview-text").textContent`); got != want {
+		t.Fatalf("preview after the check %q, want %q", got, want)
+	}
+	if got := examples(); got != "examples.1 examples.2" || b.Value("#ex-2") != "Ana" {
+		t.Fatalf("example fields after the check: %q", got)
+	}
+
 	// Submitted, then approved by the built-in network within seconds.
 	if st := b.Submit("#create-template"); st != http.StatusOK {
 		t.Fatalf("create template: %d", st)

@@ -23,7 +23,8 @@ func templateFrom(t *testing.T, r *webResponse) string {
 
 // The dashboard's template pages over HTTP: the service's 422s and 409 on
 // the create form with the values kept, the example fields the service
-// asks for brought onto the form (no script needed), the network's
+// asks for brought onto the form and the server's preview (no script
+// needed), the network's
 // verdicts (approved with the rendered example, rejected with its reason),
 // filters, delete after confirmation, another organization's template 404
 // everywhere, and members reading only.
@@ -60,6 +61,18 @@ func TestDashboardTemplates(t *testing.T) {
 	wantPage(t, w.post("/templates", form("examples.1", "A-1042", "examples.2", "Ana", "examples.3", "stale", "footer", "By {{1}}")),
 		http.StatusUnprocessableEntity, `id="t-footer-err"`, "may not have variables", `id="ex-3-err"`, "is not a variable",
 		`id="ex-1" name="examples.1" autocomplete="off" required maxlength="1024" value="A-1042"`)
+	// "Check and preview" checks with the service's rules and renders the
+	// text on the server (the preview without script), creating nothing.
+	wantPage(t, w.post("/templates", form("examples.1", "A-1042", "preview", "1")), http.StatusUnprocessableEntity,
+		`id="ex-2-err"`, `id="preview" hidden`)
+	wantPage(t, w.post("/templates", form("examples.1", "A-1042", "examples.2", "Ana", "preview", "1")), http.StatusOK,
+		"passes every check", `<section class="card preview-card" aria-labelledby="preview-h" id="preview">`,
+		`id="preview-text">Order A-1042
+
+Hi Ana, your order A-1042 has shipped.
+
+Acme</div>`, `value="Ana"`)
+	wantPage(t, w.get("/templates"), http.StatusOK, "No templates yet")
 	// An emptied example field is an example not given.
 	wantPage(t, w.post("/templates", form("examples.1", "A-1042", "examples.2", "Ana", "examples.3", "")), http.StatusSeeOther)
 

@@ -131,6 +131,9 @@ type templateFormData struct {
 	Examples []exampleField
 	// Limits of the texts, for the fields' maxlength.
 	MaxName, MaxHeader, MaxBody, MaxFooter, MaxValue int
+	// Rendered is the service's rendering of the form's template with its
+	// examples, after "Check and preview" ("" otherwise).
+	Rendered string
 }
 
 // newTemplatePage is the create form with its live preview.
@@ -138,16 +141,18 @@ func (d *Dashboard) newTemplatePage(c *gin.Context) {
 	if _, ok := d.requireAdmin(c, "create templates"); !ok {
 		return
 	}
-	d.renderTemplateForm(c, http.StatusOK, pageData{}, nil)
+	d.renderTemplateForm(c, http.StatusOK, pageData{}, nil, "")
 }
 
 // renderTemplateForm renders the create form with an example field for
-// each of variables.
-func (d *Dashboard) renderTemplateForm(c *gin.Context, status int, pd pageData, variables []string) {
+// each of variables, and the text the template renders when the form was
+// checked.
+func (d *Dashboard) renderTemplateForm(c *gin.Context, status int, pd pageData, variables []string, rendered string) {
 	data := templateFormData{
 		Categories: templates.Categories(),
 		MaxName:    templates.MaxNameLength, MaxHeader: templates.MaxHeaderLength,
 		MaxBody: templates.MaxBodyLength, MaxFooter: templates.MaxFooterLength, MaxValue: templates.MaxValueLength,
+		Rendered: rendered,
 	}
 	for _, v := range variables {
 		data.Examples = append(data.Examples, exampleField{Variable: v})
@@ -158,7 +163,9 @@ func (d *Dashboard) renderTemplateForm(c *gin.Context, status int, pd pageData, 
 
 // createTemplate submits the form to the template service (the same
 // validation as POST /api/v1/templates); the new template waits for the
-// network's review on its own page.
+// network's review on its own page. With "Check and preview" (the preview
+// field) it only checks the template and shows the text it renders, which
+// is the preview of a browser without script.
 func (d *Dashboard) createTemplate(c *gin.Context) {
 	s, ok := d.requireAdmin(c, "create templates")
 	if !ok {
@@ -187,17 +194,25 @@ func (d *Dashboard) createTemplate(c *gin.Context) {
 	field := func(f string) *string { v := form[f]; return &v }
 	in := templates.Input{Name: field("name"), Language: field("language"), Category: field("category"),
 		Header: field("header"), Body: field("body"), Footer: field("footer"), Examples: examples}
-	tpl, err := d.cfg.Templates.Create(c.Request.Context(), s.Principal.Tenant, in)
-	if err == nil {
-		redirect(c, "/templates/"+strconv.FormatInt(tpl.ID, 10)+"?ok=template_created")
-		return
-	}
 	pd := pageData{Form: form}
+	var rendered string
+	var err error
+	if c.PostForm("preview") != "" {
+		if rendered, err = d.cfg.Templates.Preview(in); err == nil {
+			pd.Notice = "The template passes every check. Below is the message with your examples; submit it for review when it reads well."
+		}
+	} else {
+		var tpl templates.Template
+		if tpl, err = d.cfg.Templates.Create(c.Request.Context(), s.Principal.Tenant, in); err == nil {
+			redirect(c, "/templates/"+strconv.FormatInt(tpl.ID, 10)+"?ok=template_created")
+			return
+		}
+	}
 	status, ok := d.formStatus(c, err, &pd)
 	if !ok {
 		return
 	}
-	d.renderTemplateForm(c, status, pd, exampleVariables(form, pd.Fields))
+	d.renderTemplateForm(c, status, pd, exampleVariables(form, pd.Fields), rendered)
 }
 
 // exampleVariables are the variables whose example fields the form shows
