@@ -46,6 +46,8 @@ const (
 	AuditEntryActionApiKeyRevoke    AuditEntryAction = "api_key.revoke"
 	AuditEntryActionMemberAdd       AuditEntryAction = "member.add"
 	AuditEntryActionMemberRemove    AuditEntryAction = "member.remove"
+	AuditEntryActionOptOutAdd       AuditEntryAction = "opt_out.add"
+	AuditEntryActionOptOutRemove    AuditEntryAction = "opt_out.remove"
 	AuditEntryActionSenderActivate  AuditEntryAction = "sender.activate"
 	AuditEntryActionSenderReject    AuditEntryAction = "sender.reject"
 	AuditEntryActionSenderSetLimit  AuditEntryAction = "sender.set_limit"
@@ -65,6 +67,10 @@ func (e AuditEntryAction) Valid() bool {
 	case AuditEntryActionMemberAdd:
 		return true
 	case AuditEntryActionMemberRemove:
+		return true
+	case AuditEntryActionOptOutAdd:
+		return true
+	case AuditEntryActionOptOutRemove:
 		return true
 	case AuditEntryActionSenderActivate:
 		return true
@@ -111,6 +117,7 @@ func (e AuditEntryActorType) Valid() bool {
 // Defines values for AuditEntryTargetType.
 const (
 	AuditEntryTargetTypeApiKey       AuditEntryTargetType = "api_key"
+	AuditEntryTargetTypeOptOut       AuditEntryTargetType = "opt_out"
 	AuditEntryTargetTypeSenderNumber AuditEntryTargetType = "sender_number"
 	AuditEntryTargetTypeUser         AuditEntryTargetType = "user"
 )
@@ -119,6 +126,8 @@ const (
 func (e AuditEntryTargetType) Valid() bool {
 	switch e {
 	case AuditEntryTargetTypeApiKey:
+		return true
+	case AuditEntryTargetTypeOptOut:
 		return true
 	case AuditEntryTargetTypeSenderNumber:
 		return true
@@ -531,6 +540,9 @@ const (
 	CentralListAuditLogParamsActionMember          CentralListAuditLogParamsAction = "member"
 	CentralListAuditLogParamsActionMemberAdd       CentralListAuditLogParamsAction = "member.add"
 	CentralListAuditLogParamsActionMemberRemove    CentralListAuditLogParamsAction = "member.remove"
+	CentralListAuditLogParamsActionOptOut          CentralListAuditLogParamsAction = "opt_out"
+	CentralListAuditLogParamsActionOptOutAdd       CentralListAuditLogParamsAction = "opt_out.add"
+	CentralListAuditLogParamsActionOptOutRemove    CentralListAuditLogParamsAction = "opt_out.remove"
 	CentralListAuditLogParamsActionSender          CentralListAuditLogParamsAction = "sender"
 	CentralListAuditLogParamsActionSenderActivate  CentralListAuditLogParamsAction = "sender.activate"
 	CentralListAuditLogParamsActionSenderReject    CentralListAuditLogParamsAction = "sender.reject"
@@ -555,6 +567,12 @@ func (e CentralListAuditLogParamsAction) Valid() bool {
 	case CentralListAuditLogParamsActionMemberAdd:
 		return true
 	case CentralListAuditLogParamsActionMemberRemove:
+		return true
+	case CentralListAuditLogParamsActionOptOut:
+		return true
+	case CentralListAuditLogParamsActionOptOutAdd:
+		return true
+	case CentralListAuditLogParamsActionOptOutRemove:
 		return true
 	case CentralListAuditLogParamsActionSender:
 		return true
@@ -650,7 +668,7 @@ type ApiKeyWithSecret struct {
 	Status ApiKeyStatus `json:"status"`
 }
 
-// AuditEntry One change to the organization's keys, members or sender numbers (docs/api.md, §Audit log).
+// AuditEntry One change to the organization's keys, members, sender numbers or opt-out list (docs/api.md, §Audit log).
 type AuditEntry struct {
 	Action AuditEntryAction `json:"action"`
 	Actor  struct {
@@ -1654,7 +1672,7 @@ type CentralListAuditLogParams struct {
 	// `operator`, `network`, `system` (every change by that kind of actor).
 	Actor *string `form:"actor,omitempty" json:"actor,omitempty"`
 
-	// Action An action, or a family (`api_key`, `member`, `sender`) for all of its actions.
+	// Action An action, or a family (`api_key`, `member`, `sender`, `opt_out`) for all of its actions.
 	Action *CentralListAuditLogParamsAction `form:"action,omitempty" json:"action,omitempty"`
 
 	// Target What was changed, `<type>:<id>`.

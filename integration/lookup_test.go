@@ -79,8 +79,8 @@ func TestLookupReasons(t *testing.T) {
 				t.Fatalf("lookup = %d %s", r.Status, r.Body)
 			}
 			raw := r.Map(t)
-			if len(raw) != 7 {
-				t.Fatalf("lookup body %s: want exactly the seven fields, unwrapped", r.Body)
+			if len(raw) != 8 || raw["service_window_expires_at"] != nil {
+				t.Fatalf("lookup body %s: want exactly the eight fields, unwrapped, and no window (none configured)", r.Body)
 			}
 			if named := tt.q.Has("sender_number_id") || tt.q.Has("sender_phone"); named && raw["sender_status"] != "active" ||
 				!named && raw["sender_status"] != nil {

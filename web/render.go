@@ -25,7 +25,8 @@ import (
 var pageNames = []string{
 	"error", "login", "signup", "overview", "senders", "keys", "key_secret", "key_revoke",
 	"messages", "message", "conversation", "members", "member_remove", "start", "audit",
-	"webhooks", "webhook", "webhook_secret", "webhook_delete",
+	"webhooks", "webhook", "webhook_secret", "webhook_delete", "optouts", "optout_remove",
+	"templates_list", "template_new", "template_detail", "template_delete",
 }
 
 // pageData is what every page template receives.

@@ -3,14 +3,17 @@
 // people up and in, and lets them add and confirm sender numbers (the OTP is
 // entered here, docs/api.md §Sender numbers), manage API keys ("Show key"
 // with encrypted storage), read the message history and usage, manage
-// members and webhook endpoints (with their delivery logs), read the audit
-// log (owners and admins) and copy a first curl command.
+// members and webhook endpoints (with their delivery logs), write message
+// templates (with a live preview) and follow their review, keep the
+// opt-out list and its confirmation texts, read the audit log (owners and
+// admins) and copy a first curl command.
 //
 // The pages are html/template files and one stylesheet and one small script
 // embedded in the binary: no build step. Handlers are thin: they read a form,
 // call the same services the APIs call (accounts.Service, keys.Service,
-// senders.Service, messages.Service, usage.Service, webhooks.Service) and
-// render the result, so no business rule lives here.
+// senders.Service, messages.Service, usage.Service, webhooks.Service,
+// templates.Service, consent.Service) and render the result, so no
+// business rule lives here.
 //
 // # Sessions
 //
@@ -44,10 +47,12 @@ import (
 	"github.com/bizmsg/platform/platform/accounts"
 	"github.com/bizmsg/platform/platform/audit"
 	"github.com/bizmsg/platform/platform/clock"
+	"github.com/bizmsg/platform/platform/consent"
 	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/keys"
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/senders"
+	"github.com/bizmsg/platform/platform/templates"
 	"github.com/bizmsg/platform/platform/usage"
 	"github.com/bizmsg/platform/platform/webhooks"
 )
@@ -89,6 +94,12 @@ type Config struct {
 	// Audit reads the audit log (the /audit page, owners and admins).
 	// Required.
 	Audit *audit.Service
+	// Consent is the opt-out list and its confirmation texts (the Tenant
+	// API's /opt-outs service). Required.
+	Consent *consent.Service
+	// Templates is the organization's message templates and their review
+	// (the Tenant API's /templates service). Required.
+	Templates *templates.Service
 	// Secret keys the CSRF tokens: at least 32 bytes, the same on every node
 	// (the platform passes API_KEY_PEPPER; a key is derived from it).
 	// Required.
@@ -127,6 +138,8 @@ func New(cfg Config) (*Dashboard, error) {
 		return nil, errors.New("web: the central, keys, senders, messages, usage and audit services are required")
 	case cfg.Webhooks == nil:
 		return nil, errors.New("web: Config.Webhooks is required")
+	case cfg.Consent == nil || cfg.Templates == nil:
+		return nil, errors.New("web: Config.Consent and Config.Templates are required")
 	case len(cfg.Secret) < 32:
 		return nil, errors.New("web: Config.Secret must be at least 32 bytes")
 	}
@@ -187,6 +200,14 @@ func New(cfg Config) (*Dashboard, error) {
 //	GET  /webhooks/:id/delete, POST confirm, delete
 //	POST /webhooks/:id/deliveries/:delivery_id/redeliver
 //	POST /webhooks/:id/deliveries/redeliver  every failed delivery since a time
+//	GET  /templates                message templates (?status=&category=&name=&cursor=)
+//	GET  /templates/new, POST /templates  the create form with a live preview; create (owners and admins)
+//	GET  /templates/:id            one template: texts, examples, status, a rejection's reason
+//	GET  /templates/:id/delete, POST  confirm, delete (owners and admins)
+//	GET  /opt-outs                 the opt-out list (?phone=&source=&cursor=), reply texts
+//	POST /opt-outs                 add a phone (owners and admins, as every POST below)
+//	GET  /opt-outs/remove?phone=, POST /opt-outs/remove  confirm, remove (phone in the body)
+//	POST /opt-outs/settings        the confirmation texts
 //	GET  /static/*file             stylesheet and script
 func (d *Dashboard) Mount(r gin.IRouter) {
 	g := r.Group("/", d.headers, d.checkOrigin)
@@ -231,4 +252,15 @@ func (d *Dashboard) Mount(r gin.IRouter) {
 	s.POST("/webhooks/:id/delete", d.deleteWebhook)
 	s.POST("/webhooks/:id/deliveries/redeliver", d.redeliverFailedWebhooks)
 	s.POST("/webhooks/:id/deliveries/:delivery_id/redeliver", d.redeliverWebhook)
+	s.GET("/templates", d.templatesPage)
+	s.GET("/templates/new", d.newTemplatePage)
+	s.POST("/templates", d.createTemplate)
+	s.GET("/templates/:id", d.templatePage)
+	s.GET("/templates/:id/delete", d.deleteTemplatePage)
+	s.POST("/templates/:id/delete", d.deleteTemplate)
+	s.GET("/opt-outs", d.optOutsPage)
+	s.POST("/opt-outs", d.addOptOut)
+	s.GET("/opt-outs/remove", d.removeOptOutPage)
+	s.POST("/opt-outs/remove", d.removeOptOut)
+	s.POST("/opt-outs/settings", d.saveReplies)
 }

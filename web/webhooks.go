@@ -43,6 +43,12 @@ func eventText(typ string) string {
 		return "a sender number changed status"
 	case webhooks.EventAPIKeyExpiring:
 		return "an API key is about to expire"
+	case webhooks.EventContactOptedOut:
+		return "someone opted out (a keyword, the API or the dashboard)"
+	case webhooks.EventContactOptedIn:
+		return "someone opted in again"
+	case webhooks.EventTemplateStatus:
+		return "the network approved, rejected, paused or disabled a template"
 	}
 	return typ
 }

@@ -11,17 +11,19 @@ import (
 // operational endpoints, so it shadows none of them.
 func (a *App) dashboardRoutes(r *gin.Engine) {
 	d, err := web.New(web.Config{
-		Pool:     a.DB.Pool,
-		Accounts: a.Accounts,
-		Keys:     a.Keys,
-		Senders:  a.Senders,
-		Messages: a.Messages,
-		Usage:    a.Usage,
-		Webhooks: a.Webhooks,
-		Audit:    a.Audit,
-		Secret:   a.cfg.APIKeyPepper,
-		Clock:    a.clock,
-		Logger:   a.log,
+		Pool:      a.DB.Pool,
+		Accounts:  a.Accounts,
+		Keys:      a.Keys,
+		Senders:   a.Senders,
+		Messages:  a.Messages,
+		Usage:     a.Usage,
+		Webhooks:  a.Webhooks,
+		Audit:     a.Audit,
+		Consent:   a.Consent,
+		Templates: a.Templates,
+		Secret:    a.cfg.APIKeyPepper,
+		Clock:     a.clock,
+		Logger:    a.log,
 	})
 	if err != nil {
 		// The configuration was validated before (services built, secret

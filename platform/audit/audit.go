@@ -85,7 +85,7 @@ var Actions = []string{
 
 // Families are the actions' families (the part before the dot), each a
 // filter for all of its actions.
-var Families = []string{"api_key", "member", "sender"}
+var Families = []string{"api_key", "member", "sender", "opt_out"}
 
 // Actor is who made a change.
 type Actor struct {

@@ -112,7 +112,7 @@ func (q Query) Parse() (Filter, error) {
 	if q.Target != "" {
 		t, ok := ParseTarget(q.Target)
 		if !ok {
-			v.Add("target", "must be api_key:<id>, user:<id> or sender_number:<id>")
+			v.Add("target", "must be api_key:<id>, user:<id>, sender_number:<id> or opt_out:<id>")
 		}
 		f.Target = t
 	}

@@ -1,4 +1,5 @@
-// bizmsg dashboard: the copy buttons. Everything else works without script.
+// bizmsg dashboard: the copy buttons and the template editor's example
+// fields and live preview. Everything works without script.
 "use strict";
 document.addEventListener("click", function (event) {
   var button = event.target.closest("button[data-copy]");
@@ -33,4 +34,122 @@ function fallback(source) {
   } catch (e) {
     return false;
   }
+}
+
+// The template editor (/templates/new): one example field per variable of
+// the header and body, added and removed as they are typed, and a preview
+// of the message as the platform renders it (docs/api.md, §Templates):
+// header, body and footer, trimmed, joined by blank lines, each variable
+// replaced by its example. Variables without an example stay marked.
+var templateForm = document.getElementById("template-form");
+if (templateForm) templateEditor(templateForm);
+
+function templateEditor(form) {
+  var variableRE = /\{\{([1-9][0-9]*|[a-z_]+)\}\}/g;
+  var header = document.getElementById("t-header");
+  var body = document.getElementById("t-body");
+  var footer = document.getElementById("t-footer");
+  var box = document.getElementById("t-examples");
+  var none = document.getElementById("no-examples");
+  var preview = document.getElementById("preview");
+  var out = document.getElementById("preview-text");
+  var prefix = "examples.";
+  // Values of example fields taken away, in case their variable returns.
+  var kept = {};
+
+  // variables lists those of the header and body: numbers in order, then
+  // names in order of first use (the service's order).
+  function variables() {
+    var numbers = [], names = [];
+    (header.value + "\n" + body.value).replace(variableRE, function (all, name) {
+      var list = /^[0-9]/.test(name) ? numbers : names;
+      if (list.indexOf(name) < 0) list.push(name);
+      return all;
+    });
+    numbers.sort(function (a, b) { return a - b; });
+    return numbers.concat(names);
+  }
+
+  function exampleInputs() {
+    return Array.prototype.slice.call(box.querySelectorAll("input[name^='" + prefix + "']"));
+  }
+
+  // makeField builds the field the server renders for a variable.
+  function makeField(name) {
+    var field = document.createElement("div");
+    field.className = "field";
+    var label = document.createElement("label");
+    label.htmlFor = "ex-" + name;
+    label.textContent = "Example for {{" + name + "}}";
+    var input = document.createElement("input");
+    input.id = "ex-" + name;
+    input.name = prefix + name;
+    input.autocomplete = "off";
+    input.required = true;
+    input.maxLength = Number(box.getAttribute("data-max")) || 1024;
+    input.value = kept[name] || "";
+    field.appendChild(label);
+    field.appendChild(input);
+    return field;
+  }
+
+  function syncExamples() {
+    var vars = variables();
+    exampleInputs().forEach(function (input) {
+      var name = input.name.slice(prefix.length);
+      if (vars.indexOf(name) < 0) {
+        kept[name] = input.value;
+        input.closest(".field").remove();
+      }
+    });
+    var names = function () {
+      return exampleInputs().map(function (input) { return input.name.slice(prefix.length); });
+    };
+    var current = names();
+    vars.forEach(function (name) {
+      if (current.indexOf(name) < 0) box.appendChild(makeField(name));
+    });
+    if (names().join(" ") !== vars.join(" ")) {
+      vars.forEach(function (name) { box.appendChild(document.getElementById("ex-" + name).closest(".field")); });
+    }
+    none.hidden = vars.length > 0;
+  }
+
+  function renderPreview() {
+    var values = {};
+    exampleInputs().forEach(function (input) { values[input.name.slice(prefix.length)] = input.value; });
+    var parts = [header.value, body.value, footer.value]
+      .map(function (text) { return text.trim(); })
+      .filter(function (text) { return text !== ""; });
+    out.textContent = "";
+    if (parts.length === 0) {
+      out.textContent = "Type a body to see the message.";
+      return;
+    }
+    parts.forEach(function (text, i) {
+      if (i > 0) out.appendChild(document.createTextNode("\n\n"));
+      var last = 0, re = new RegExp(variableRE.source, "g"), m;
+      while ((m = re.exec(text)) !== null) {
+        out.appendChild(document.createTextNode(text.slice(last, m.index)));
+        var value = values[m[1]];
+        if (value && value.trim() !== "") {
+          out.appendChild(document.createTextNode(value));
+        } else {
+          var mark = document.createElement("mark");
+          mark.textContent = m[0];
+          out.appendChild(mark);
+        }
+        last = re.lastIndex;
+      }
+      out.appendChild(document.createTextNode(text.slice(last)));
+    });
+  }
+
+  form.addEventListener("input", function (event) {
+    if (event.target === header || event.target === body) syncExamples();
+    renderPreview();
+  });
+  syncExamples();
+  renderPreview();
+  preview.hidden = false;
 }

@@ -43,6 +43,15 @@ type loadResult struct {
 	Max float64 `json:"max_ms"`
 	// CPUBusy is the whole machine's CPU use during the run, in percent.
 	CPUBusy float64 `json:"machine_cpu_busy_pct"`
+	// CPUPerOK is the machine's CPU time (its processes and the kernel)
+	// during the run per OK answer, in milliseconds: the figure to compare
+	// two builds by in alternated runs, since it holds while the rate moves
+	// with what else the machine does.
+	CPUPerOK float64 `json:"machine_cpu_ms_per_ok"`
+	// ScopeCPUPerOK is the CPU time of the service process and of the
+	// Postgres backends of its database (loadGen.scope) per OK answer, in
+	// milliseconds: the same comparison, free of the rest of the machine.
+	ScopeCPUPerOK float64 `json:"service_db_cpu_ms_per_ok,omitempty"`
 	// FirstError is the first unexpected answer or transport error.
 	FirstError string `json:"first_error,omitempty"`
 }
@@ -53,6 +62,9 @@ type loadGen struct {
 	client   *http.Client
 	expect   int
 	progress func(done int64)
+	// scope, when set, reads the CPU time (clock ticks) of what a run
+	// measures: the service and its database (scopeCPU).
+	scope func() float64
 }
 
 func newLoadGen(concurrency, expect int) *loadGen {
@@ -133,7 +145,11 @@ func ms(d time.Duration) float64 { return math.Round(float64(d.Microseconds())/1
 // previous one answered. stop, when not nil, ends the run early once it
 // reports true (checked after each answer).
 func (g *loadGen) closed(ctx context.Context, c int, d time.Duration, build loadRequest, stop func(ok int64) bool) (loadResult, error) {
-	return closedLoop(ctx, c, d, g.progress, stop, func(ctx context.Context, i int64) (bool, string, error) {
+	var before float64
+	if g.scope != nil {
+		before = g.scope()
+	}
+	res, err := closedLoop(ctx, c, d, g.progress, stop, func(ctx context.Context, i int64) (bool, string, error) {
 		req, err := build(i)
 		if err != nil {
 			return false, "", err
@@ -141,6 +157,10 @@ func (g *loadGen) closed(ctx context.Context, c int, d time.Duration, build load
 		ok, msg := g.do(req.WithContext(context.WithoutCancel(ctx)))
 		return ok, msg, nil
 	})
+	if g.scope != nil && res.OK > 0 {
+		res.ScopeCPUPerOK = (g.scope() - before) * 1000 / userHZ / float64(res.OK)
+	}
+	return res, err
 }
 
 // closedLoop runs c workers for d, each calling op with the next sequence
@@ -190,6 +210,7 @@ func closedLoop(ctx context.Context, c int, d time.Duration, progress func(ok in
 	}
 	res := rec.result("closed", c, 0, elapsed)
 	res.CPUBusy = busySince(cpu)
+	res.CPUPerOK = cpuPerItem(cpu, res.OK)
 	return res, nil
 }
 

@@ -136,3 +136,50 @@ func cpuPerItem(s cpuTimes, n int64) float64 {
 	}
 	return (readCPU().work - s.work) * 1000 / userHZ / float64(n)
 }
+
+// scopeCPU is the CPU time, in clock ticks, that the process pid (all its
+// threads) and the Postgres backends connected to database db have used so
+// far (/proc/<pid>/stat utime + stime; a backend's command line reads
+// "postgres: <user> <db> ..."). Unlike cpuTimes it leaves out whatever
+// else the machine runs, so two builds compare on a busy machine too;
+// Postgres's shared background work (WAL writer, checkpointer) is not in
+// it.
+func scopeCPU(pid int, db string) float64 {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	var ticks float64
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if p != pid {
+			cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+			f := strings.Fields(strings.ReplaceAll(string(cmd), "\x00", " "))
+			if err != nil || len(f) < 3 || f[0] != "postgres:" || f[2] != db {
+				continue
+			}
+		}
+		ticks += procTicks(e.Name())
+	}
+	return ticks
+}
+
+// procTicks is utime + stime of /proc/<pid>/stat, in clock ticks.
+func procTicks(pid string) float64 {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0
+	}
+	// The command (field 2) is in parentheses and may hold spaces.
+	_, rest, ok := strings.Cut(string(b), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseFloat(f[11], 64)
+	s, _ := strconv.ParseFloat(f[12], 64)
+	return u + s
+}

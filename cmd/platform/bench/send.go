@@ -724,6 +724,7 @@ func (b *sendBench) service(ctx context.Context, rep *sendReport, pool *pgxpool.
 	g := newLoadGen(b.cfg.Concurrency*4, http.StatusAccepted)
 	defer g.close()
 	first := b.tenants[:b.cfg.Tenants[0]]
+	g.scope = func() float64 { return scopeCPU(svc.cmd.Process.Pid, b.cfg.Database) }
 
 	// Closed loop: accepted sends/s and latency under full load.
 	var prof <-chan error
@@ -1007,6 +1008,7 @@ func (b *sendBench) drain(ctx context.Context, rep *sendReport) error {
 	}
 	g := newLoadGen(b.cfg.Concurrency, http.StatusAccepted)
 	defer g.close()
+	g.scope = func() float64 { return scopeCPU(api.cmd.Process.Pid, b.cfg.Database) }
 	g.progress = b.prog.phase(fmt.Sprintf("drain: accepting %d messages (no workers)", b.cfg.Backlog))
 	n := int64(b.cfg.Backlog)
 	res, err := g.closed(ctx, b.cfg.Concurrency, 10*time.Minute, b.sendRequests(api.addr, first, "bench-drain"), func(ok int64) bool { return ok >= n })
@@ -1300,6 +1302,7 @@ func printSendReport(w io.Writer, r *sendReport) {
 	if r.Send.OK > 0 || r.Send.Errors > 0 {
 		line("accepted sends/s (closed loop, serve delivering)", rate(r.Send))
 		line("  accept latency (closed loop)", lat(r.Send))
+		line("  CPU per accepted message (closed loop)", fmt.Sprintf("%9.3f ms  (machine; service and its backends %.3f ms)", r.Send.CPUPerOK, r.Send.ScopeCPUPerOK))
 		line(fmt.Sprintf("open loop at %.0f/s: accepted", r.Open.TargetRate), rate(r.Open))
 		line("  accept latency (open loop, from schedule)", lat(r.Open)+fmt.Sprintf("  (%d checkpoint(s) started)", r.OpenCheckpoints))
 		line("delivery throughput during the run (to sent)", fmt.Sprintf("%9.0f /s", r.Delivery.Rate))
@@ -1351,6 +1354,7 @@ func printSendReport(w io.Writer, r *sendReport) {
 	if r.Drain.Jobs > 0 {
 		line("accepted sends/s, platform api alone (drain)", rate(r.DrainAccept))
 		line("  accept latency (api alone)", lat(r.DrainAccept))
+		line("  CPU per accepted message (api alone)", fmt.Sprintf("%9.3f ms  (machine; service and its backends %.3f ms)", r.DrainAccept.CPUPerOK, r.DrainAccept.ScopeCPUPerOK))
 		line("delivery drain (platform worker, backlog)", fmt.Sprintf("%9.0f /s  (%d messages, exactly once %v)", r.Drain.Rate, r.Drain.Jobs, r.DrainCheck.ExactlyOnce))
 	}
 	if w := r.DrainWorkers; w != nil && w.Spread.Jobs > 0 {
