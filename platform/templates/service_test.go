@@ -176,6 +176,13 @@ func TestCreateGetDelete(t *testing.T) {
 	b.create(acme, "welcome", "ar", "marketing", "Hello {{1}}, welcome.")
 	other := b.create(beta, "welcome", "en", "marketing", "Hello {{1}}, welcome.")
 
+	// A template without variables needs no examples.
+	plain := valid()
+	plain.Name, plain.Body, plain.Header, plain.Examples = ptr("plain"), ptr("Their text."), nil, nil
+	if p, err := b.svc.Create(ctx, acme, plain); err != nil || len(p.Variables) != 0 || len(p.Examples) != 0 {
+		t.Fatalf("template without variables: %+v, %v", p, err)
+	}
+
 	got, err := b.svc.Get(ctx, acme, tpl.ID)
 	if err != nil || got.Body != tpl.Body || got.Examples["1"] != "x" {
 		t.Fatalf("get: %+v, %v", got, err)

@@ -136,7 +136,8 @@ func Validate(in Input) (Template, error) {
 		v.Add("footer", "may not have variables")
 	}
 	body := placeholders(&v, "body", tpl.Body)
-	tpl.Variables = variableNames(&v, append(header, body...))
+	// Never nil: a template without variables stores an empty list.
+	tpl.Variables = append([]string{}, variableNames(&v, append(header, body...))...)
 	tpl.Examples = checkExamples(&v, tpl.Variables, in.Examples)
 	if err := v.Err(); err != nil {
 		return Template{}, err
