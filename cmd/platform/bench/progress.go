@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -149,6 +150,7 @@ func scopeCPU(pid int, db string) float64 {
 	if err != nil {
 		return 0
 	}
+	proc := os.DirFS("/proc")
 	var ticks float64
 	for _, e := range entries {
 		p, err := strconv.Atoi(e.Name())
@@ -156,20 +158,21 @@ func scopeCPU(pid int, db string) float64 {
 			continue
 		}
 		if p != pid {
-			cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+			cmd, err := fs.ReadFile(proc, e.Name()+"/cmdline")
 			f := strings.Fields(strings.ReplaceAll(string(cmd), "\x00", " "))
 			if err != nil || len(f) < 3 || f[0] != "postgres:" || f[2] != db {
 				continue
 			}
 		}
-		ticks += procTicks(e.Name())
+		ticks += procTicks(proc, e.Name())
 	}
 	return ticks
 }
 
-// procTicks is utime + stime of /proc/<pid>/stat, in clock ticks.
-func procTicks(pid string) float64 {
-	b, err := os.ReadFile("/proc/" + pid + "/stat")
+// procTicks is utime + stime of <pid>/stat in proc (/proc), in clock
+// ticks.
+func procTicks(proc fs.FS, pid string) float64 {
+	b, err := fs.ReadFile(proc, pid+"/stat")
 	if err != nil {
 		return 0
 	}
