@@ -55,21 +55,13 @@ type AddRequest struct {
 // audit entry (opt_out.add) in its transaction. Errors: 422 with every
 // field error.
 func (s *Service) Add(ctx context.Context, t db.Tenant, by Actor, req AddRequest) (Entry, bool, error) {
-	var v apperr.Validation
-	p := requiredPhone(&v, "phone", req.Phone)
-	note := v.TrimmedText("note", req.Note, MaxNoteLength)
-	if err := v.Err(); err != nil {
+	e, err := req.entry()
+	if err != nil {
 		return Entry{}, false, err
 	}
-	if req.Source != SourceAPI && req.Source != SourceDashboard {
-		return Entry{}, false, fmt.Errorf("consent: add by source %q", req.Source)
-	}
-	e := Entry{Phone: p, Source: req.Source, CreatedAt: clock.Stamp(s.clock.Now())}
-	if note != "" {
-		e.Note = &note
-	}
+	e.CreatedAt = clock.Stamp(s.clock.Now())
 	var added bool
-	err := db.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
+	err = db.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
 		var err error
 		if e, added, err = s.optOut(ctx, tx, t, e); err != nil || !added {
 			return err
@@ -80,6 +72,25 @@ func (s *Service) Add(ctx context.Context, t db.Tenant, by Actor, req AddRequest
 		return Entry{}, false, err
 	}
 	return e, added, nil
+}
+
+// entry validates req (422 with every field error) and returns its entry,
+// without a time.
+func (req AddRequest) entry() (Entry, error) {
+	var v apperr.Validation
+	p := requiredPhone(&v, "phone", req.Phone)
+	note := v.TrimmedText("note", req.Note, MaxNoteLength)
+	if err := v.Err(); err != nil {
+		return Entry{}, err
+	}
+	if req.Source != SourceAPI && req.Source != SourceDashboard {
+		return Entry{}, fmt.Errorf("consent: add by source %q", req.Source)
+	}
+	e := Entry{Phone: p, Source: req.Source}
+	if note != "" {
+		e.Note = &note
+	}
+	return e, nil
 }
 
 // Remove takes phone off organization t's list (an opt-in by request):
@@ -216,36 +227,49 @@ type ListQuery struct {
 	Phone, Source, Limit, Cursor string
 }
 
-// List returns organization t's opt-out list, newest first, one page at a
-// time. Errors: 422 naming every bad parameter.
-func (s *Service) List(ctx context.Context, t db.Tenant, q ListQuery) (page.Of[Entry], error) {
+// listFilter is a validated ListQuery.
+type listFilter struct {
+	page          page.Query
+	phone, source *string
+}
+
+// parse validates q: 422 naming every bad parameter.
+func (q ListQuery) parse() (listFilter, error) {
 	var v apperr.Validation
-	p := page.ParseInto(&v, q.Limit, q.Cursor)
-	var ph *string
+	f := listFilter{page: page.ParseInto(&v, q.Limit, q.Cursor)}
 	if strings.TrimSpace(q.Phone) != "" {
 		n, err := phone.Normalize(q.Phone)
 		if err != nil {
 			v.Add("phone", err.Error())
 		}
-		ph = &n
+		f.phone = &n
 	}
-	var src *string
 	if q.Source != "" {
 		if q.Source != SourceKeyword && q.Source != SourceAPI && q.Source != SourceDashboard {
 			v.Add("source", "must be keyword, api or dashboard")
 		}
-		src = &q.Source
+		f.source = &q.Source
 	}
 	if err := v.Err(); err != nil {
+		return listFilter{}, err
+	}
+	return f, nil
+}
+
+// List returns organization t's opt-out list, newest first, one page at a
+// time. Errors: 422 naming every bad parameter.
+func (s *Service) List(ctx context.Context, t db.Tenant, q ListQuery) (page.Of[Entry], error) {
+	f, err := q.parse()
+	if err != nil {
 		return page.Of[Entry]{}, err
 	}
-	after := p.After
+	after := f.page.After
 	if after == 0 {
 		after = 1<<63 - 1
 	}
 	rows, err := s.db.Pool.Query(ctx, `SELECT `+entryColumns+` FROM `+t.Table("opt_outs")+` o
 		WHERE o.id < $1 AND ($2::text IS NULL OR o.phone = $2) AND ($3::text IS NULL OR o.source = $3)
-		ORDER BY o.id DESC LIMIT $4`, after, ph, src, p.Limit+1)
+		ORDER BY o.id DESC LIMIT $4`, after, f.phone, f.source, f.page.Limit+1)
 	if err != nil {
 		return page.Of[Entry]{}, fmt.Errorf("list opt-outs: %w", err)
 	}
@@ -253,7 +277,7 @@ func (s *Service) List(ctx context.Context, t db.Tenant, q ListQuery) (page.Of[E
 	if err != nil {
 		return page.Of[Entry]{}, fmt.Errorf("list opt-outs: %w", err)
 	}
-	items, next := page.Cut(p, list, func(e Entry) int64 { return e.ID })
+	items, next := page.Cut(f.page, list, func(e Entry) int64 { return e.ID })
 	return page.Of[Entry]{Items: items, NextCursor: next}, nil
 }
 
