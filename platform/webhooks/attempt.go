@@ -44,8 +44,8 @@ const (
 	// orderSlack is added to the next attempt of the earlier delivery a
 	// delivery snoozes for, with up to as much again of jitter.
 	orderSlack = 250 * time.Millisecond
-	// yieldWait is how long a delivery waits in the worker while the send
-	// path has the machine (Config.Yield), before its job snoozes about
+	// yieldWait is how long a delivery waits in the worker while the API
+	// and the send path are busy (Config.Yield), before its job snoozes about
 	// capWait (±50%).
 	yieldWait = 10 * time.Second
 	// staleAfter: a delivery still pending this long after its retry
@@ -69,7 +69,7 @@ const errEndpointDisabled = "endpoint disabled"
 type Result struct {
 	// Snooze, when positive, means nothing was attempted: an earlier
 	// delivery of the same key to the endpoint is pending, the send path
-	// had the machine (Config.Yield) for as long as the attempt waited, or
+	// was busy (Config.Yield) for as long as the attempt waited, or
 	// the endpoint has Config.MaxInFlight attempts in flight in this
 	// process. The job runs again after it, without counting an attempt.
 	Snooze time.Duration
@@ -87,7 +87,7 @@ type Result struct {
 // and fails one whose endpoint is disabled (last_error "endpoint
 // disabled"). It waits (Result.Snooze) while an earlier delivery of the same
 // key to the endpoint is pending, so the events of a key arrive in order,
-// while the send path has the machine (Config.Yield), and while the
+// while the send path is busy (Config.Yield), and while the
 // endpoint has Config.MaxInFlight attempts in flight in this process.
 // Otherwise it signs the event's body with the endpoint's secrets,
 // POSTs it through the guarded client and records the attempt: a 2xx

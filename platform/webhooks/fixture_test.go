@@ -24,6 +24,7 @@ import (
 	"github.com/bizmsg/platform/platform/migrate"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/webhooks"
+	"github.com/bizmsg/platform/platform/yield"
 )
 
 // fixture is one test's database with the River schema, a fake clock (at
@@ -309,4 +310,40 @@ func errorCode(err error) string {
 		return e.Code
 	}
 	return ""
+}
+
+// gate is a yield gate on its own fake clock that admits busyRate tasks a
+// second while closed.
+type gate struct {
+	*yield.Gate
+	clock *clock.Fake
+}
+
+func newGate(t *testing.T, busyRate float64) *gate {
+	t.Helper()
+	clk := clock.NewFake(time.Now())
+	g, err := yield.New(yield.Config{Interval: time.Millisecond, BusyRate: busyRate, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &gate{Gate: g, clock: clk}
+}
+
+// busy starts a foreground run that lasts until free and closes the gate
+// (its sample finds the run in flight the whole time).
+func (g *gate) busy() {
+	g.Enter()
+	g.clock.Advance(time.Second)
+	if !g.Closed() {
+		panic("a gate whose foreground was never idle is open")
+	}
+}
+
+// free ends the foreground run of busy and opens the gate.
+func (g *gate) free() {
+	g.Leave()
+	g.clock.Advance(time.Second)
+	if g.Closed() {
+		panic("a gate whose foreground was idle is closed")
+	}
 }

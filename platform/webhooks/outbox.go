@@ -151,7 +151,7 @@ const outboxGateWait = 10 * time.Second
 
 // expandBatch expands the oldest rows of t's outbox in one transaction,
 // after the yield gate admits it: Config.OutboxBatch rows, or one while
-// the gate is closed (a busy machine and an active send path), so that
+// the gate is closed (a busy API and send path), so that
 // the writes deferred from the send path do not come back into it. It
 // returns how many rows it expanded (0: the outbox was empty).
 func (s *Service) expandBatch(ctx context.Context, t db.Tenant) (int, error) {

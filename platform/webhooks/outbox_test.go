@@ -11,7 +11,6 @@ import (
 
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/webhooks"
-	"github.com/bizmsg/platform/platform/yield"
 )
 
 // A commit wakes the process's expansion: the deliveries and their jobs
@@ -140,34 +139,33 @@ func TestOutboxBatchesYield(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name    string
-		idle    uint64 // of every 100 CPU ticks
+		busy    bool // the foreground, closing the gate
 		wantTxs int32
 		want    string
 	}{
-		{"open gate", 50, 1, "one transaction for the three rows"},
-		{"closed gate", 0, 3, "a transaction for each of the three rows"},
+		{"open gate", false, 1, "one transaction for the three rows"},
+		{"closed gate", true, 3, "a transaction for each of the three rows"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t)
-			var ticks, idle atomic.Uint64
-			gate := yield.New(yield.Config{Interval: time.Millisecond, ActiveFor: time.Hour, BusyRate: 1000,
-				CPU: func() (uint64, uint64, error) { return idle.Add(c.idle), ticks.Add(100), nil }})
-			gate.Mark()
+			gate := newGate(t, 1000)
+			if c.busy {
+				gate.busy()
+			}
 			var locks atomic.Int32
 			counted := db.NewPrepared(f.db, db.PreparedConfig{Observe: func(q string, _ error) {
 				if q == `SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))` {
 					locks.Add(1)
 				}
 			}})
-			svc := f.service(webhooks.Config{Yield: gate, Prepared: counted})
+			svc := f.service(webhooks.Config{Yield: gate.Gate, Prepared: counted})
 			tn := f.org()
 			e := f.create(svc, tn, "https://example.com/a")
 			for i := range 3 {
 				f.emitAlone(svc, tn, webhooks.Event{Type: webhooks.EventMessageSent, Key: "message:1", Data: i})
 			}
-			time.Sleep(2 * time.Millisecond) // a gate sample is due
 			if n, err := svc.ExpandOutbox(context.Background(), tn); err != nil || n != 3 {
 				t.Fatalf("ExpandOutbox = %d, %v; want 3 rows", n, err)
 			}

@@ -60,8 +60,9 @@ type Config struct {
 	// observe or delay requests with it). The address guard stays below
 	// it, in the dialer.
 	WrapTransport func(http.RoundTripper) http.RoundTripper
-	// Yield admits attempts: while the machine is busy and the send path
-	// active, it admits its BusyRate a second in this process, and the
+	// Yield admits attempts: while the process's API and send path are
+	// busy (their batches count their runs on it), it admits its BusyRate
+	// a second in this process, and the
 	// others wait in their workers, reading nothing (up to 10 s, then their
 	// jobs snooze). nil admits every attempt at once.
 	Yield *yield.Gate
