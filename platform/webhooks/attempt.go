@@ -1,21 +1,10 @@
 package webhooks
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"fmt"
-	"io"
+	"math"
 	"math/rand/v2"
-	"net"
-	"net/http"
-	"net/url"
-	"os"
-	"strconv"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -53,13 +42,6 @@ const (
 	// longer holds back the later events of its key.
 	staleAfter = 6 * time.Hour
 )
-
-// maxErrorLength bounds a recorded last_error.
-const maxErrorLength = 200
-
-// maxBodyRead is how much of an answer's body is read (and discarded), so
-// the connection can be reused.
-const maxBodyRead = 64 << 10
 
 // errEndpointDisabled is the last_error of a delivery failed because its
 // endpoint was disabled before its attempt.
@@ -107,7 +89,7 @@ func (s *Service) Attempt(ctx context.Context, t db.Tenant, endpointID, delivery
 	if err != nil || snooze > 0 || d == nil {
 		return Result{Snooze: snooze}, err
 	}
-	release, waited, ok := s.inflight.acquire(ctx, t.Schema, endpointID, capWait)
+	release, waited, ok := s.takePlace(ctx, t.Schema, endpointID, capWait)
 	if !ok {
 		return Result{Snooze: jitter(capWait, 0.5)}, nil
 	}
@@ -119,7 +101,7 @@ func (s *Service) Attempt(ctx context.Context, t db.Tenant, endpointID, delivery
 			return Result{Snooze: snooze}, err
 		}
 	}
-	defer s.turns.done(turnKey{t.Schema, d.endpointID, d.key})
+	defer s.turnRecorded(turnKey{t.Schema, d.endpointID, d.key})
 	res := s.post(ctx, *d, s.clock.Now())
 	if ctx.Err() != nil {
 		// Cancelled by the worker (a shutdown or the job's timeout): not
@@ -169,7 +151,7 @@ func (s *Service) ready(ctx context.Context, t db.Tenant, id int64) (*attemptRow
 // of d's key at d's endpoint, and reads d again. It reads d once more after
 // it starts listening, so an attempt recorded just before is not missed.
 func (s *Service) awaitTurn(ctx context.Context, t db.Tenant, d attemptRow) (attemptRow, error) {
-	recorded, leave := s.turns.wait(turnKey{t.Schema, d.endpointID, d.key})
+	recorded, leave, _ := s.turns.join(turnKey{t.Schema, d.endpointID, d.key}, math.MaxInt)
 	defer leave()
 	load := func() (attemptRow, error) {
 		next, found, err := s.loadAttempt(ctx, t, d.id, s.clock.Now())
@@ -236,99 +218,6 @@ func (s *Service) failDisabled(ctx context.Context, t db.Tenant, id int64, now t
 		return fmt.Errorf("fail webhook delivery %d: %w", id, err)
 	}
 	return nil
-}
-
-// attemptResult is one request's outcome.
-type attemptResult struct {
-	status  int // 0 when no answer came
-	latency time.Duration
-	// failure is "" for a 2xx answer, else why the attempt failed, short
-	// and without secrets or the URL.
-	failure string
-}
-
-// post makes the request of one attempt.
-func (s *Service) post(ctx context.Context, d attemptRow, now time.Time) attemptResult {
-	ts := now.Unix()
-	sig, err := signature(d.secrets, d.eventID, ts, d.body)
-	if err != nil {
-		return attemptResult{failure: "the endpoint's signing secret is unreadable"}
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.url, bytes.NewReader(d.body))
-	if err != nil {
-		return attemptResult{failure: "the endpoint's URL is unusable"}
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", UserAgent)
-	// Written as the specification spells them (Set would canonicalise).
-	req.Header[HeaderID] = []string{d.eventID}
-	req.Header[HeaderTimestamp] = []string{strconv.FormatInt(ts, 10)}
-	req.Header[HeaderSignature] = []string{sig}
-	start := time.Now()
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return attemptResult{latency: time.Since(start), failure: s.describe(err)}
-	}
-	_, readErr := io.Copy(io.Discard, io.LimitReader(resp.Body, maxBodyRead))
-	_ = resp.Body.Close()
-	res := attemptResult{status: resp.StatusCode, latency: time.Since(start)}
-	switch {
-	case resp.StatusCode >= 300 && resp.StatusCode < 400:
-		res.failure = fmt.Sprintf("redirects are not followed (the endpoint answered %d)", resp.StatusCode)
-	case resp.StatusCode < 200 || resp.StatusCode >= 300:
-		res.failure = fmt.Sprintf("the endpoint answered %d", resp.StatusCode)
-	case readErr != nil && isTimeout(readErr):
-		res.failure = "no complete answer within " + s.cfg.Timeout.String()
-	}
-	return res
-}
-
-// describe words a request's failure for last_error: short, and without the
-// URL (which may carry a token) or anything of the platform's.
-func (s *Service) describe(err error) string {
-	var (
-		blocked *blockedAddrError
-		dnsErr  *net.DNSError
-		certErr *tls.CertificateVerificationError
-		unknown x509.UnknownAuthorityError
-		host    x509.HostnameError
-		recErr  tls.RecordHeaderError
-	)
-	switch {
-	case errors.As(err, &blocked):
-		return blocked.Error()
-	case isTimeout(err):
-		return "no answer within " + s.cfg.Timeout.String()
-	case errors.As(err, &dnsErr):
-		if dnsErr.IsNotFound {
-			return "the endpoint's host name does not exist"
-		}
-		return "the endpoint's host name could not be resolved"
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return "connection refused"
-	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return "the connection was closed before an answer"
-	case errors.As(err, &certErr), errors.As(err, &unknown), errors.As(err, &host):
-		return "the endpoint's TLS certificate is not valid for its host"
-	case errors.As(err, &recErr):
-		return "the endpoint does not speak TLS (try http://)"
-	}
-	var urlErr *url.Error
-	if errors.As(err, &urlErr) {
-		err = urlErr.Err
-	}
-	msg := "request failed: " + err.Error()
-	if len(msg) > maxErrorLength {
-		msg = msg[:maxErrorLength]
-	}
-	return msg
-}
-
-// isTimeout reports a request that ran out of time.
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
-		(errors.As(err, &ne) && ne.Timeout())
 }
 
 // recordSuccess marks the delivery succeeded and ends its endpoint's
@@ -422,70 +311,36 @@ func humanDuration(d time.Duration) string {
 	return d.String()
 }
 
-// inflight holds the places of each endpoint in this process: at most max
-// attempts at once, and at most maxWaiting more deliveries waiting in their
-// workers for a place, so that a slow endpoint holds at most max +
-// maxWaiting of a process's webhook workers.
-type inflight struct {
-	max, maxWaiting int
-	mu              sync.Mutex
-	endpoints       map[inflightKey]*places
-}
-
-type inflightKey struct {
+// placeKey names one endpoint's places (Service.places).
+type placeKey struct {
 	schema   string
 	endpoint int64
 }
 
-// places is one endpoint's: a slot in sem per attempt, and users, the
-// attempts and the waiting deliveries (the entry is dropped at zero).
-type places struct {
-	sem   chan struct{}
-	users int
-}
-
-func newInflight(maxPerEndpoint int) *inflight {
-	return &inflight{max: maxPerEndpoint, maxWaiting: maxPerEndpoint, endpoints: map[inflightKey]*places{}}
-}
-
-// acquire takes one of the endpoint's places, waiting up to wait for one
-// when all are taken, and returns the function that gives it back and
-// whether it waited. It gives up at once when maxWaiting deliveries wait
-// already, and when ctx ends.
-func (f *inflight) acquire(ctx context.Context, schema string, endpoint int64, wait time.Duration) (release func(), waited, ok bool) {
-	k := inflightKey{schema, endpoint}
-	f.mu.Lock()
-	p := f.endpoints[k]
-	if p == nil {
-		p = &places{sem: make(chan struct{}, f.max)}
-		f.endpoints[k] = p
-	}
-	if p.users >= f.max+f.maxWaiting {
-		f.mu.Unlock()
+// takePlace takes one of the endpoint's Config.MaxInFlight places in this
+// process, waiting up to wait for one when all are taken, and returns the
+// function that gives it back and whether it waited. It gives up at once
+// when MaxInFlight deliveries wait already (so a slow endpoint holds at
+// most twice MaxInFlight of a process's webhook workers), and when ctx
+// ends.
+func (s *Service) takePlace(ctx context.Context, schema string, endpoint int64, wait time.Duration) (release func(), waited, ok bool) {
+	places, leave, ok := s.places.join(placeKey{schema, endpoint}, 2*s.cfg.MaxInFlight)
+	if !ok {
 		return nil, false, false
 	}
-	p.users++
-	f.mu.Unlock()
-	leave := func() {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if p.users--; p.users == 0 && f.endpoints[k] == p {
-			delete(f.endpoints, k)
-		}
-	}
 	release = func() {
-		<-p.sem
+		<-places
 		leave()
 	}
 	select {
-	case p.sem <- struct{}{}:
+	case places <- struct{}{}:
 		return release, false, true
 	default:
 	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
-	case p.sem <- struct{}{}:
+	case places <- struct{}{}:
 		return release, true, true
 	case <-timer.C:
 	case <-ctx.Done():
@@ -494,55 +349,17 @@ func (f *inflight) acquire(ctx context.Context, schema string, endpoint int64, w
 	return nil, true, false
 }
 
-// turnKey names the deliveries of one key to one endpoint.
+// turnKey names the deliveries of one key to one endpoint (Service.turns).
 type turnKey struct {
 	schema   string
 	endpoint int64
 	key      string
 }
 
-// turns tells the deliveries waiting in this process for an earlier one of
-// their key (awaitTurn) that an attempt of that key was recorded.
-type turns struct {
-	mu sync.Mutex
-	// waits holds, per key with deliveries waiting, the channel closed at
-	// the next recorded attempt, and how many wait on it.
-	waits map[turnKey]*turnWaits
-}
-
-type turnWaits struct {
-	ch      chan struct{}
-	waiting int
-}
-
-func newTurns() *turns { return &turns{waits: map[turnKey]*turnWaits{}} }
-
-// wait returns a channel closed when an attempt of k is next recorded, and
-// the function to call when no longer waiting.
-func (r *turns) wait(k turnKey) (<-chan struct{}, func()) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	w := r.waits[k]
-	if w == nil {
-		w = &turnWaits{ch: make(chan struct{})}
-		r.waits[k] = w
-	}
-	w.waiting++
-	return w.ch, func() {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if w.waiting--; w.waiting == 0 && r.waits[k] == w {
-			delete(r.waits, k)
-		}
-	}
-}
-
-// done tells the deliveries waiting on k that an attempt of k was recorded.
-func (r *turns) done(k turnKey) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if w := r.waits[k]; w != nil {
-		close(w.ch)
-		delete(r.waits, k)
+// turnRecorded tells the deliveries waiting in this process for an earlier
+// one of k (awaitTurn) that an attempt of k was recorded.
+func (s *Service) turnRecorded(k turnKey) {
+	if recorded, ok := s.turns.detach(k); ok {
+		close(recorded)
 	}
 }

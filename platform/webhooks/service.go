@@ -104,15 +104,18 @@ func (c *Config) setDefaults(d *db.DB) {
 // (Emit) and delivers them (Attempt, run by the River worker). It is safe
 // for concurrent use.
 type Service struct {
-	sql      *db.Prepared
-	jobs     queue.Inserter
-	clock    clock.Clock
-	log      *slog.Logger
-	cfg      Config
-	client   *http.Client
-	inflight *inflight
-	turns    *turns
-	outbox   *expander
+	sql    *db.Prepared
+	jobs   queue.Inserter
+	clock  clock.Clock
+	log    *slog.Logger
+	cfg    Config
+	client *http.Client
+	// places holds each endpoint's places in this process (takePlace),
+	// turns the channel closed at a key's next recorded attempt
+	// (awaitTurn).
+	places *waiters[placeKey, chan struct{}]
+	turns  *waiters[turnKey, chan struct{}]
+	outbox *expander
 	// loads and successes share statements between concurrent attempts
 	// of one tenant (batches.go).
 	loads     *batch.Batcher[db.Tenant, loadItem, loaded]
@@ -136,14 +139,14 @@ func New(d *db.DB, jobs queue.Inserter, clk clock.Clock, log *slog.Logger, cfg C
 		log.Warn("webhooks may be sent to loopback, private and link-local addresses (WEBHOOK_ALLOW_PRIVATE): use this in development and tests only")
 	}
 	s := &Service{
-		sql:      cfg.Prepared,
-		jobs:     jobs,
-		clock:    clk,
-		log:      log,
-		cfg:      cfg,
-		client:   newClient(cfg),
-		inflight: newInflight(cfg.MaxInFlight),
-		turns:    newTurns(),
+		sql:    cfg.Prepared,
+		jobs:   jobs,
+		clock:  clk,
+		log:    log,
+		cfg:    cfg,
+		client: newClient(cfg),
+		places: newWaiters[placeKey](func() chan struct{} { return make(chan struct{}, cfg.MaxInFlight) }),
+		turns:  newWaiters[turnKey](func() chan struct{} { return make(chan struct{}) }),
 	}
 	s.outbox = newExpander(s)
 	s.loads = batch.New(s.loadMany, cfg.Batch)
