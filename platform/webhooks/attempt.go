@@ -55,8 +55,6 @@ type Result struct {
 	// the endpoint has Config.MaxInFlight attempts in flight in this
 	// process. The job runs again after it, without counting an attempt.
 	Snooze time.Duration
-	// RetryIn, when Failure is set, is when the next attempt is due.
-	RetryIn time.Duration
 	// Failure says why the attempt failed, when the delivery will be
 	// attempted again ("" when it succeeded, failed for good, or there was
 	// nothing to do).
@@ -64,7 +62,7 @@ type Result struct {
 }
 
 // Attempt makes one attempt of delivery deliveryID to endpoint endpointID
-// (the River worker calls it; final is set on the job's last run). It does
+// (the River worker calls it in run, its job's run). It does
 // nothing for a delivery that is no longer pending (or no longer exists),
 // and fails one whose endpoint is disabled (last_error "endpoint
 // disabled"). It waits (Result.Snooze) while an earlier delivery of the same
@@ -75,13 +73,14 @@ type Result struct {
 // POSTs it through the guarded client and records the attempt: a 2xx
 // answer within Config.Timeout succeeds the delivery and ends the
 // endpoint's failure streak; anything else is retried with backoff
-// (Result.RetryIn), until the first failure Config.RetryFor after the
-// delivery's creation (or on the final run), which fails it. An endpoint
+// (RetryIn, recorded as the delivery's next attempt), until the first
+// failure Config.RetryFor after the delivery's creation (or on the job's
+// last run), which fails it. An endpoint
 // whose attempts have all failed for Config.DisableAfter is disabled.
 //
 // An error is a failure of the platform (the database), not of the
-// endpoint: the job is retried as River does.
-func (s *Service) Attempt(ctx context.Context, t db.Tenant, endpointID, deliveryID int64, final bool) (Result, error) {
+// endpoint: the job is retried after RetryIn as well.
+func (s *Service) Attempt(ctx context.Context, t db.Tenant, endpointID, deliveryID int64, run queue.DeliveryAttempt) (Result, error) {
 	if !s.cfg.Yield.Acquire(ctx, yieldWait) {
 		return Result{Snooze: jitter(capWait, 0.5)}, nil
 	}
@@ -111,7 +110,7 @@ func (s *Service) Attempt(ctx context.Context, t db.Tenant, endpointID, delivery
 	if res.failure == "" {
 		return Result{}, s.recordSuccess(ctx, t, deliveryID, res, s.clock.Now())
 	}
-	return s.recordFailure(ctx, t, *d, res, s.clock.Now(), final)
+	return s.recordFailure(ctx, t, *d, res, s.clock.Now(), run)
 }
 
 // ready reads delivery id for an attempt and returns it when it is its
@@ -234,7 +233,7 @@ func (s *Service) recordSuccess(ctx context.Context, t db.Tenant, id int64, res 
 // (disabling it after Config.DisableAfter), and the delivery's next attempt,
 // or its failure when its retry window is over, the run was the job's last
 // or the endpoint is disabled.
-func (s *Service) recordFailure(ctx context.Context, t db.Tenant, d attemptRow, res attemptResult, now time.Time, final bool) (Result, error) {
+func (s *Service) recordFailure(ctx context.Context, t db.Tenant, d attemptRow, res attemptResult, now time.Time, run queue.DeliveryAttempt) (Result, error) {
 	var out Result
 	err := s.sql.Tx(ctx, func(tx pgx.Tx) error {
 		out = Result{}
@@ -263,15 +262,12 @@ func (s *Service) recordFailure(ctx context.Context, t db.Tenant, d attemptRow, 
 				"failing_since", failingSince, "last_error", res.failure)
 		}
 		deadline := d.createdAt.Add(s.cfg.RetryFor)
-		next := now.Add(queue.Backoff(d.attempts+1, s.cfg.RetryBase, s.cfg.RetryMax))
-		if next.After(deadline) {
-			next = deadline
-		}
+		next := now.Add(s.RetryIn(run, deadline, now))
 		var nextAt *time.Time
 		state := StateFailed
-		if enabled && !final && now.Before(deadline) {
+		if enabled && !run.Last() && now.Before(deadline) {
 			state, nextAt = StatePending, &next
-			out = Result{RetryIn: next.Sub(now), Failure: res.failure}
+			out = Result{Failure: res.failure}
 		}
 		var status *int
 		if res.status != 0 {
@@ -290,6 +286,16 @@ func (s *Service) recordFailure(ctx context.Context, t db.Tenant, d attemptRow, 
 		return Result{}, err
 	}
 	return out, nil
+}
+
+// RetryIn is how long after a failed run of a delivery's job (run) the
+// next is due: Config.RetryBase·2^(attempt-1), at most RetryMax, ±10%, and
+// not past until, the end of the delivery's retry window
+// (queue.WebhookRetryIn). The service records it as the delivery's next
+// attempt and the worker's NextRetry schedules the job with it: both
+// compute the same time from the job, its attempt and until.
+func (s *Service) RetryIn(run queue.DeliveryAttempt, until, now time.Time) time.Duration {
+	return queue.WebhookRetryIn(run, s.cfg.RetryBase, s.cfg.RetryMax, until, now)
 }
 
 func latencyMS(d time.Duration) int { return int(d.Milliseconds()) }
