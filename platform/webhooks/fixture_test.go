@@ -136,13 +136,15 @@ func (f *fixture) emit(svc *webhooks.Service, tn db.Tenant, events ...webhooks.E
 	}
 }
 
-// emitAlone emits events in a transaction that db.BeginFunc did not begin:
-// its commit wakes no expansion, so the outbox row stays until someone
-// expands it.
-func (f *fixture) emitAlone(svc *webhooks.Service, tn db.Tenant, events ...webhooks.Event) {
+// emitLeft emits events through a service on cfg that is closed, as a
+// process that ended before it expanded its rows: the commit wakes no
+// expansion, so the outbox row stays until someone expands it.
+func (f *fixture) emitLeft(cfg webhooks.Config, tn db.Tenant, events ...webhooks.Event) {
 	f.t.Helper()
 	ctx := context.Background()
-	if err := pgx.BeginFunc(ctx, f.db.Pool, func(tx pgx.Tx) error {
+	svc := f.service(cfg)
+	svc.Close()
+	if err := db.BeginFunc(ctx, f.db.Pool, func(tx pgx.Tx) error {
 		return svc.Emit(ctx, tx, tn, events...)
 	}); err != nil {
 		f.t.Fatalf("emit: %v", err)
