@@ -211,7 +211,10 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		a.Close()
 		return nil, err
 	}
-	a.webhookService(opts.Webhooks)
+	if err := a.webhookService(opts.Webhooks); err != nil {
+		a.Close()
+		return nil, err
+	}
 	if err := a.identity(); err != nil {
 		a.Close()
 		return nil, err

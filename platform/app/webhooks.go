@@ -18,7 +18,7 @@ import (
 // on cfg.AllowPrivate (the service logs a warning then). Its attempts yield
 // to the API and the send path through a.yield (WEBHOOK_BUSY_RATE), on
 // which their batches count their runs (batches).
-func (a *App) webhookService(cfg webhooks.Config) {
+func (a *App) webhookService(cfg webhooks.Config) error {
 	if a.cfg.WebhookAllowPrivate {
 		cfg.AllowPrivate = true
 	}
@@ -33,8 +33,13 @@ func (a *App) webhookService(cfg webhooks.Config) {
 		cfg.Yield = a.yield
 	}
 	a.Metrics.CountWebhookYields(cfg.Yield.Yields)
-	a.Webhooks = webhooks.New(a.DB, a.River, a.clock, a.log, cfg)
+	cfg.DB, cfg.Jobs, cfg.Clock, cfg.Logger = a.DB, a.River, a.clock, a.log
+	var err error
+	if a.Webhooks, err = webhooks.New(cfg); err != nil {
+		return err
+	}
 	a.Metrics.CountWebhookOutbox(a.Webhooks.OutboxExpanded, a.Webhooks.OutboxFailures)
+	return nil
 }
 
 // webhookRoutes mounts the Tenant API's webhook endpoints.

@@ -78,7 +78,11 @@ func (f *fixture) org() db.Tenant {
 // service returns a webhook service on the fixture's database and clock,
 // closed when the test ends.
 func (f *fixture) service(cfg webhooks.Config) *webhooks.Service {
-	svc := webhooks.New(f.db, f.river, f.clock, f.quiet, cfg)
+	cfg.DB, cfg.Jobs, cfg.Clock, cfg.Logger = f.db, f.river, f.clock, f.quiet
+	svc, err := webhooks.New(cfg)
+	if err != nil {
+		f.t.Fatal(err)
+	}
 	f.t.Cleanup(svc.Close)
 	return svc
 }
