@@ -46,6 +46,7 @@ var floors = map[string]string{
 	"platform/audit":               floorService,
 	"platform/keys":                floorService,
 	"platform/senders":             floorService,
+	"platform/consent":             floorService,
 	"platform/messages":            floorService,
 	"platform/lookup":              floorService,
 	"platform/usage":               floorService,
