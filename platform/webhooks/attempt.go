@@ -185,7 +185,6 @@ type attemptRow struct {
 	endpointID   int64
 	key          string
 	state        string
-	attempts     int
 	createdAt    time.Time
 	eventID      string
 	body         []byte
