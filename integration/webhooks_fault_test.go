@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bizmsg/platform/platform/app"
+	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/webhooks"
 )
@@ -173,8 +174,9 @@ func TestWebhookDeliveryAfterWorkerKill(t *testing.T) {
 }
 
 // An event whose process never expanded it (a process killed between the
-// commit of its change and the expansion: here a transaction that wakes
-// no expansion) waits in its organization's webhook outbox until a worker
+// commit of its change and the expansion: here an event emitted through a
+// service already closed, whose commit wakes no expansion) waits in its
+// organization's webhook outbox until a worker
 // starts: its outbox sweep, run at start, finds the row, and the event
 // reaches the receiver (docs/design.md, §Webhooks).
 func TestWebhookOutboxSweptByWorker(t *testing.T) {
@@ -189,8 +191,13 @@ func TestWebhookOutboxSweptByWorker(t *testing.T) {
 	t.Cleanup(rcv.Close)
 	createWebhook(t, e, org.Key(), map[string]any{"url": rcv.URL, "events": []string{"message.failed"}})
 	ctx := context.Background()
-	if err := pgx.BeginFunc(ctx, e.App.DB.Pool, func(tx pgx.Tx) error {
-		return e.App.Webhooks.Emit(ctx, tx, org.Tenant, webhooks.Event{Type: webhooks.EventMessageFailed, Key: "message:1", Data: map[string]any{"id": 1}})
+	dead, err := webhooks.New(webhooks.Config{DB: e.App.DB, Jobs: e.App.River, Clock: e.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead.Close()
+	if err := db.BeginFunc(ctx, e.App.DB.Pool, func(tx pgx.Tx) error {
+		return dead.Emit(ctx, tx, org.Tenant, webhooks.Event{Type: webhooks.EventMessageFailed, Key: "message:1", Data: map[string]any{"id": 1}})
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -14,50 +14,65 @@ import (
 	"github.com/bizmsg/platform/platform/webhooks"
 )
 
-type attemptFunc func(final bool) (webhooks.Result, error)
-
-func (f attemptFunc) Attempt(_ context.Context, _ db.Tenant, _, _ int64, final bool) (webhooks.Result, error) {
-	return f(final)
+// attempter is a WebhookAttempter whose attempts return what attempt
+// says and whose retries come after retryIn.
+type attempter struct {
+	attempt func(run queue.DeliveryAttempt) (webhooks.Result, error)
+	retryIn time.Duration
+	// asked is the run and window NextRetry asked about.
+	asked struct {
+		run   queue.DeliveryAttempt
+		until time.Time
+	}
 }
 
-func (attemptFunc) AttemptTimeout() time.Duration { return 10 * time.Second }
+func (a *attempter) Attempt(_ context.Context, _ db.Tenant, _, _ int64, run queue.DeliveryAttempt) (webhooks.Result, error) {
+	return a.attempt(run)
+}
+
+func (a *attempter) RetryIn(run queue.DeliveryAttempt, until, _ time.Time) time.Duration {
+	a.asked.run, a.asked.until = run, until
+	return a.retryIn
+}
+
+func (*attempter) AttemptTimeout() time.Duration { return 10 * time.Second }
 
 // The webhook worker snoozes when the service waits, returns a failed
-// attempt to River with the service's delay as the next retry, retries a
-// platform failure with the default backoff, cancels a job naming no
-// tenant, and tells the service when a run is the job's last.
+// attempt to River, retries it and a platform failure after the service's
+// delay for the job's run and window, cancels a job naming no tenant, and
+// tells the service which run of the job it is.
 func TestWebhookWorker(t *testing.T) {
 	t.Parallel()
 	platform := errors.New("database gone")
 	tests := []struct {
-		name       string
-		schema     string
-		attempt    int
-		res        webhooks.Result
-		err        error
-		wantFinal  bool
-		want       string // "nil", "snooze", "failed", "error", "cancel"
-		wantRetry  time.Duration
-		retryLower time.Duration
+		name      string
+		schema    string
+		attempt   int
+		res       webhooks.Result
+		err       error
+		wantFinal bool
+		want      string // "nil", "snooze", "failed", "error", "cancel"
 	}{
-		{"done", "tenant_1", 1, webhooks.Result{}, nil, false, "nil", 0, 0},
-		{"snooze", "tenant_1", 1, webhooks.Result{Snooze: time.Second}, nil, false, "snooze", 0, 0},
-		{"failed", "tenant_1", 2, webhooks.Result{RetryIn: 40 * time.Second, Failure: "the endpoint answered 500"}, nil, false, "failed", 40 * time.Second, 0},
-		{"last run", "tenant_1", queue.DefaultWebhookMaxAttempts, webhooks.Result{}, nil, true, "nil", 0, 0},
-		{"platform failure", "tenant_1", 3, webhooks.Result{}, platform, false, "error", 0, 18 * time.Second},
-		{"bad tenant", "tenant_2", 1, webhooks.Result{}, nil, false, "cancel", 0, 0},
+		{"done", "tenant_1", 1, webhooks.Result{}, nil, false, "nil"},
+		{"snooze", "tenant_1", 1, webhooks.Result{Snooze: time.Second}, nil, false, "snooze"},
+		{"failed", "tenant_1", 2, webhooks.Result{Failure: "the endpoint answered 500"}, nil, false, "failed"},
+		{"last run", "tenant_1", queue.DefaultWebhookMaxAttempts, webhooks.Result{}, nil, true, "nil"},
+		{"platform failure", "tenant_1", 3, webhooks.Result{}, platform, false, "error"},
+		{"bad tenant", "tenant_2", 1, webhooks.Result{}, nil, false, "cancel"},
 	}
+	until := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var gotFinal bool
-			w := &WebhookWorker{Attempter: attemptFunc(func(final bool) (webhooks.Result, error) {
-				gotFinal = final
+			a := &attempter{retryIn: 40 * time.Second, attempt: func(run queue.DeliveryAttempt) (webhooks.Result, error) {
+				gotFinal = run.Last()
 				return tt.res, tt.err
-			})}
+			}}
+			w := &WebhookWorker{Attempter: a}
 			job := &river.Job[queue.WebhookDeliveryArgs]{
 				JobRow: &rivertype.JobRow{ID: 9, Attempt: tt.attempt, MaxAttempts: queue.DefaultWebhookMaxAttempts},
-				Args:   queue.WebhookDeliveryArgs{OrgID: 1, Schema: tt.schema, DeliveryID: 5, EndpointID: 3},
+				Args:   queue.WebhookDeliveryArgs{OrgID: 1, Schema: tt.schema, DeliveryID: 5, EndpointID: 3, RetryUntil: until},
 			}
 			if w.Timeout(job) <= 10*time.Second {
 				t.Fatalf("timeout %s does not leave room past the request", w.Timeout(job))
@@ -97,11 +112,11 @@ func TestWebhookWorker(t *testing.T) {
 				return
 			}
 			next := time.Until(w.NextRetry(job))
-			switch {
-			case tt.wantRetry > 0 && (next < tt.wantRetry-time.Second || next > tt.wantRetry):
-				t.Fatalf("next retry in %s, want %s", next, tt.wantRetry)
-			case tt.retryLower > 0 && (next < tt.retryLower || next > 2*tt.retryLower):
-				t.Fatalf("next retry in %s, want the default backoff (about %s)", next, tt.retryLower)
+			if next < a.retryIn-time.Second || next > a.retryIn {
+				t.Fatalf("next retry in %s, want the service's %s", next, a.retryIn)
+			}
+			if want := (queue.DeliveryAttempt{JobID: 9, Attempt: tt.attempt, MaxAttempts: queue.DefaultWebhookMaxAttempts}); a.asked.run != want || !a.asked.until.Equal(until) {
+				t.Fatalf("NextRetry asked for %+v until %s, want %+v until %s", a.asked.run, a.asked.until, want, until)
 			}
 		})
 	}

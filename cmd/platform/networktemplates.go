@@ -189,7 +189,10 @@ func withTemplates(ctx context.Context, stderr io.Writer,
 	if err != nil {
 		return err
 	}
-	emit := webhooks.New(d, rc, nil, log, webhooks.Config{})
+	emit, err := webhooks.New(webhooks.Config{DB: d, Jobs: rc, Logger: log})
+	if err != nil {
+		return err
+	}
 	defer emit.Close()
 	svc, err := templates.New(templates.Config{DB: d, Jobs: rc, Events: emit})
 	if err != nil {

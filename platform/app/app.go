@@ -133,7 +133,9 @@ type App struct {
 	// rescuer frees the deliveries of a dead worker process (with workers).
 	rescuer *queue.Rescuer
 	// yield is the gate through which webhook attempts give way to the
-	// API and the send path (webhookService, batches).
+	// API and the send path: their batches count their runs on it
+	// (batches), the webhook service's attempts and outbox expansions
+	// wait at it (webhookService). Built first, in New.
 	yield *yield.Gate
 	// pace holds the rates every process shares: the delivery throttle of
 	// each sender number and the request rate of each API key.
@@ -189,6 +191,10 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	}
 	cfg := opts.Config
 	a := &App{cfg: cfg, log: opts.Logger, clock: opts.Clock, Metrics: metrics.New(), Network: opts.Network}
+	var err error
+	if a.yield, err = yield.New(yield.Config{BusyRate: cfg.WebhookBusyRate}); err != nil {
+		return nil, err
+	}
 	if opts.Operator {
 		d, m, err := OpenExisting(ctx, cfg, opts.Name, cfg.DBMaxConns, a.log)
 		if err != nil {
@@ -198,7 +204,6 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	} else if err := a.openAndMigrate(ctx, opts.Name); err != nil {
 		return nil, err
 	}
-	var err error
 	if a.pace, err = pace.New(a.DB.Pool, pace.Config{}); err != nil {
 		a.Close()
 		return nil, err
@@ -211,7 +216,10 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		a.Close()
 		return nil, err
 	}
-	a.webhookService(opts.Webhooks)
+	if err := a.webhookService(opts.Webhooks); err != nil {
+		a.Close()
+		return nil, err
+	}
 	if err := a.identity(); err != nil {
 		a.Close()
 		return nil, err

@@ -74,16 +74,15 @@ func (a *App) messaging() error {
 	return err
 }
 
-// batches is the batch.Config of one kind of shared statement (BATCH_SIZE),
-// observed by the batch_size metric: "accept" and "deliver" (per tenant),
-// "auth" (API keys), "lookup" and "network" (the built-in network's lookups
-// and deliveries). Each run also marks a.yield: the API and the send path
-// are active, and webhook attempts give way to them on a busy machine.
+// batches is the batch.Config of one kind of foreground statement
+// (BATCH_SIZE): "accept" and "deliver" (per tenant), "auth" (API keys),
+// "lookup" and "network" (the built-in network's lookups and deliveries).
+// Each run is counted in flight on a.yield (Load), through which webhook
+// attempts give way to a busy API and send path, and its size observed by
+// the batch_size metric.
 func (a *App) batches(kind string) batch.Config {
-	c := batch.Config{MaxSize: a.cfg.BatchSize, OnRun: func(n int) {
-		a.yield.Mark()
-		a.Metrics.BatchSize.WithLabelValues(kind).Observe(float64(n))
-	}}
+	size := a.Metrics.BatchSize.WithLabelValues(kind)
+	c := batch.Config{MaxSize: a.cfg.BatchSize, Load: a.yield, OnRun: func(n int) { size.Observe(float64(n)) }}
 	if a.cfg.BatchSize == 1 {
 		// No batching: each call runs alone, with no bound of its own.
 		c.MaxInFlight = math.MaxInt32

@@ -9,7 +9,6 @@ import (
 	"github.com/bizmsg/platform/jobs"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/webhooks"
-	"github.com/bizmsg/platform/platform/yield"
 	"github.com/bizmsg/platform/tenant"
 )
 
@@ -17,9 +16,9 @@ import (
 // the services that emit events take, so it is built before them. Its
 // jobs go through a.River, which must exist. WEBHOOK_ALLOW_PRIVATE turns
 // on cfg.AllowPrivate (the service logs a warning then). Its attempts yield
-// to the send path through a.yield (WEBHOOK_BUSY_RATE), which the
-// messages service's runs mark (batches).
-func (a *App) webhookService(cfg webhooks.Config) {
+// to the API and the send path through a.yield (WEBHOOK_BUSY_RATE), on
+// which their batches count their runs (batches).
+func (a *App) webhookService(cfg webhooks.Config) error {
 	if a.cfg.WebhookAllowPrivate {
 		cfg.AllowPrivate = true
 	}
@@ -31,12 +30,16 @@ func (a *App) webhookService(cfg webhooks.Config) {
 		cfg.Prepared = db.NewPrepared(a.DB, db.PreparedConfig{MaxPerConn: prepared})
 	}
 	if cfg.Yield == nil {
-		cfg.Yield = yield.New(yield.Config{BusyRate: a.cfg.WebhookBusyRate})
+		cfg.Yield = a.yield
 	}
-	a.yield = cfg.Yield
-	a.Metrics.CountWebhookYields(a.yield.Yields)
-	a.Webhooks = webhooks.New(a.DB, a.River, a.clock, a.log, cfg)
+	a.Metrics.CountWebhookYields(cfg.Yield.Yields)
+	cfg.DB, cfg.Jobs, cfg.Clock, cfg.Logger = a.DB, a.River, a.clock, a.log
+	var err error
+	if a.Webhooks, err = webhooks.New(cfg); err != nil {
+		return err
+	}
 	a.Metrics.CountWebhookOutbox(a.Webhooks.OutboxExpanded, a.Webhooks.OutboxFailures)
+	return nil
 }
 
 // webhookRoutes mounts the Tenant API's webhook endpoints.

@@ -40,6 +40,17 @@ type Config struct {
 	// OnRun, when set, is told the number of items of each run as it
 	// starts (a metric of how much the batching saves).
 	OnRun func(items int)
+	// Load, when set, counts the runs in flight: Enter as a run starts,
+	// Leave as it ends. The platform's foreground batchers (the API's and
+	// the send path's) count theirs on the yield gate, which background
+	// work gives way to (yield.Gate).
+	Load Load
+}
+
+// Load counts runs in flight (yield.Gate).
+type Load interface {
+	Enter()
+	Leave()
 }
 
 // ReadMaxInFlight is the MaxInFlight of runs of read-only statements that a
@@ -200,6 +211,10 @@ func (b *Batcher[K, In, Out]) safeRun(ctx context.Context, key K, calls []*call[
 	}
 	if b.cfg.OnRun != nil {
 		b.cfg.OnRun(len(items))
+	}
+	if b.cfg.Load != nil {
+		b.cfg.Load.Enter()
+		defer b.cfg.Load.Leave()
 	}
 	outs, err = b.run(ctx, key, items)
 	switch {

@@ -384,3 +384,38 @@ func BenchmarkDeepRun(b *testing.B) {
 		}
 	}
 }
+
+// countingLoad is a Load that records the runs in flight.
+type countingLoad struct {
+	inFlight, entered atomic.Int32
+}
+
+func (l *countingLoad) Enter() { l.inFlight.Add(1); l.entered.Add(1) }
+func (l *countingLoad) Leave() { l.inFlight.Add(-1) }
+
+// Config.Load is told of each run while it is in flight, a panicking one
+// included.
+func TestLoadCountsRunsInFlight(t *testing.T) {
+	t.Parallel()
+	load := &countingLoad{}
+	r := newRecorder()
+	r.hold, r.started = make(chan struct{}), make(chan struct{}, 1)
+	b := New(r.run, Config{Load: load})
+	done := make(chan error, 1)
+	go func() { _, err := b.Do(context.Background(), "a", 1); done <- err }()
+	<-r.started
+	if got := load.inFlight.Load(); got != 1 {
+		t.Fatalf("%d runs in flight while one runs, want 1", got)
+	}
+	close(r.hold)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	p := New(func(context.Context, string, []int) ([]int, error) { panic("kaput") }, Config{Load: load})
+	if _, err := p.Do(context.Background(), "a", 1); err == nil {
+		t.Fatal("a panicking run succeeded")
+	}
+	if in, entered := load.inFlight.Load(), load.entered.Load(); in != 0 || entered != 2 {
+		t.Fatalf("after two runs: %d in flight, %d entered; want 0 and 2", in, entered)
+	}
+}

@@ -130,10 +130,10 @@ type Config struct {
 	// Default 100.
 	WebhookWorkers int
 	// WebhookBusyRate (WEBHOOK_BUSY_RATE) is how many webhook attempts
-	// and outbox expansions a second a process starts while the machine's CPUs are busy (idle
-	// under 10%, until they are 25% idle again) and its API or send path
-	// is active (yield.Config.BusyRate):
-	// webhooks give the machine to the sends and catch up after. Default 2.
+	// and outbox expansions a second a process starts while its API and
+	// send path are busy: their statements in flight over 90% of the time,
+	// until they are idle 25% of it again (yield.Config.BusyRate):
+	// webhooks give way to the sends and catch up after. Default 2.
 	WebhookBusyRate float64
 
 	// Generated lists the secrets that were unset and generated for this

@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -68,14 +69,20 @@ func commit(ctx context.Context, tx pgx.Tx) error {
 	return nil
 }
 
-// AfterCommit registers f to run when tx has committed, and reports whether
-// it could: tx must be a transaction BeginFunc began, or a savepoint
-// BeginFunc began in one (not a transaction begun elsewhere). f runs in the
-// goroutine that committed, so it must not block.
-func AfterCommit(tx pgx.Tx, f func()) bool {
+// ErrNoCommitHook is AfterCommit's answer on a transaction that BeginFunc
+// did not begin: nothing would run f after its commit.
+var ErrNoCommitHook = errors.New("db: the transaction was not begun by db.BeginFunc, so nothing runs after its commit")
+
+// AfterCommit registers f to run when tx has committed. tx must be a
+// transaction BeginFunc began, or a savepoint BeginFunc began in one; on
+// any other it returns ErrNoCommitHook, so a caller cannot lose f without
+// knowing (it fails its transaction, or decides f is not needed). f runs
+// in the goroutine that committed, so it must not block.
+func AfterCommit(tx pgx.Tx, f func()) error {
 	h, ok := tx.(*hookedTx)
-	if ok {
-		h.after = append(h.after, f)
+	if !ok {
+		return ErrNoCommitHook
 	}
-	return ok
+	h.after = append(h.after, f)
+	return nil
 }

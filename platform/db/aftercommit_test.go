@@ -13,8 +13,8 @@ import (
 )
 
 // BeginFunc runs what AfterCommit registered once the transaction has
-// committed, in order, and nothing after a rollback; a transaction begun
-// elsewhere (or a savepoint) cannot register anything.
+// committed, in order, and nothing after a rollback; on a transaction begun
+// elsewhere (or a savepoint of one) AfterCommit answers ErrNoCommitHook.
 func TestAfterCommit(t *testing.T) {
 	t.Parallel()
 	d := dbtest.Open(t, dbtest.NewDatabase(t))
@@ -37,15 +37,15 @@ func TestAfterCommit(t *testing.T) {
 			var ran []string
 			err := db.BeginFunc(ctx, d.Pool, func(tx pgx.Tx) error {
 				for _, name := range []string{"first", "second"} {
-					if !db.AfterCommit(tx, func() {
+					if err := db.AfterCommit(tx, func() {
 						// The commit is visible from another connection.
 						var n int
 						if err := d.Pool.QueryRow(ctx, `SELECT count(*) FROM marks`).Scan(&n); err != nil || n == 0 {
 							t.Errorf("after commit: %d rows, %v", n, err)
 						}
 						ran = append(ran, name)
-					}) {
-						t.Fatal("AfterCommit refused BeginFunc's transaction")
+					}); err != nil {
+						t.Fatalf("AfterCommit refused BeginFunc's transaction: %v", err)
 					}
 				}
 				if _, err := tx.Exec(ctx, `INSERT INTO marks VALUES (1)`); err != nil {
@@ -65,12 +65,12 @@ func TestAfterCommit(t *testing.T) {
 		})
 	}
 	err := pgx.BeginFunc(ctx, d.Pool, func(tx pgx.Tx) error {
-		if db.AfterCommit(tx, func() {}) {
-			t.Error("AfterCommit took a transaction begun by pgx.BeginFunc")
+		if err := db.AfterCommit(tx, func() {}); !errors.Is(err, db.ErrNoCommitHook) {
+			t.Errorf("AfterCommit on a transaction begun by pgx.BeginFunc = %v, want ErrNoCommitHook", err)
 		}
 		return db.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
-			if db.AfterCommit(sp, func() {}) {
-				t.Error("AfterCommit took a savepoint of a transaction begun by pgx.BeginFunc")
+			if err := db.AfterCommit(sp, func() {}); !errors.Is(err, db.ErrNoCommitHook) {
+				t.Errorf("AfterCommit on a savepoint of a transaction begun by pgx.BeginFunc = %v, want ErrNoCommitHook", err)
 			}
 			return nil
 		})
@@ -90,7 +90,9 @@ func TestAfterCommitSavepoint(t *testing.T) {
 	failed := errors.New("savepoint failed")
 	err := db.BeginFunc(ctx, d.Pool, func(tx pgx.Tx) error {
 		if err := db.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
-			db.AfterCommit(sp, func() { ran = append(ran, "released") })
+			if err := db.AfterCommit(sp, func() { ran = append(ran, "released") }); err != nil {
+				return err
+			}
 			return nil
 		}); err != nil {
 			return err
@@ -99,7 +101,9 @@ func TestAfterCommitSavepoint(t *testing.T) {
 			t.Error("a released savepoint's function ran before the commit")
 		}
 		if err := db.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
-			db.AfterCommit(sp, func() { ran = append(ran, "rolled back") })
+			if err := db.AfterCommit(sp, func() { ran = append(ran, "rolled back") }); err != nil {
+				return err
+			}
 			return failed
 		}); !errors.Is(err, failed) {
 			return fmt.Errorf("savepoint = %w", err)

@@ -85,12 +85,12 @@ func New() *Metrics {
 }
 
 // CountWebhookYields registers webhook_yields_total, read from yields:
-// the webhook attempts that waited because the machine was busy and the
-// send path active (yield.Gate.Yields).
+// the webhook attempts that waited because the API and the send path
+// were busy (yield.Gate.Yields).
 func (m *Metrics) CountWebhookYields(yields func() int64) {
 	m.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "webhook_yields_total",
-		Help: "Webhook attempts that waited for the send path: the machine's CPUs were busy and the API or send path active.",
+		Help: "Webhook attempts that waited for the send path: the API's and the send path's statements were in flight over 90% of the time.",
 	}, func() float64 { return float64(yields()) }))
 }
 

@@ -69,6 +69,11 @@ func (a DeliveryAttempt) Last() bool { return a.Attempt >= a.MaxAttempts }
 // base·2^(attempt-1) capped at maxDelay, with ±10% jitter. Zero base and
 // maxDelay mean 1 s and 10 min.
 func Backoff(attempt int, base, maxDelay time.Duration) time.Duration {
+	return backoff(attempt, base, maxDelay, rand.Float64()) //nolint:gosec // G404: retry jitter, not a secret
+}
+
+// backoff is Backoff with its jitter drawn from u, in [0, 1).
+func backoff(attempt int, base, maxDelay time.Duration, u float64) time.Duration {
 	defaults.Positive(&base, time.Second)
 	defaults.Positive(&maxDelay, 10*time.Minute)
 	d := maxDelay
@@ -78,6 +83,5 @@ func Backoff(attempt int, base, maxDelay time.Duration) time.Duration {
 	if shift := attempt - 1; shift < 32 && base<<shift > 0 && base<<shift < maxDelay {
 		d = base << shift
 	}
-	jitter := time.Duration((rand.Float64()*0.2 - 0.1) * float64(d)) //nolint:gosec // G404: retry jitter, not a secret
-	return d + jitter
+	return d + time.Duration((u*0.2-0.1)*float64(d))
 }

@@ -127,7 +127,8 @@ func (c *Config) setDefaults() {
 // deliveries, orphaned after DeliveryRescueAfter.
 func (c Config) Rescuer(pool *pgxpool.Pool) (*Rescuer, error) {
 	c.setDefaults()
-	return NewRescuer(pool, RescuerConfig{
+	return NewRescuer(RescuerConfig{
+		Pool:     pool,
 		Kinds:    map[string]time.Duration{DeliverArgs{}.Kind(): c.DeliveryRescueAfter},
 		Interval: c.RescueInterval,
 		Logger:   c.Logger,

@@ -31,6 +31,12 @@ import (
 // the dead process was the leader, no other process may lead for up to
 // 15 s (River's leadership term), and a delivery snoozed for its sender's
 // throttle would wait that long.
+//
+// Its two statements are the platform's only writes to River's tables
+// (everything else goes through River's API). rescue_river_test.go holds
+// them to River: the columns, types, states and migration they name, and
+// a rescued job that River then works and completes, reading the rescue's
+// error back; a River upgrade that changes any of it fails there.
 type Rescuer struct {
 	pool     *pgxpool.Pool
 	kinds    map[string]time.Duration
@@ -40,6 +46,8 @@ type Rescuer struct {
 
 // RescuerConfig configures a Rescuer.
 type RescuerConfig struct {
+	// Pool holds River's schema (migrate.RiverSchema). Required.
+	Pool *pgxpool.Pool
 	// Kinds maps each job kind to watch to its rescue time: how long a job
 	// of the kind may run before it is orphaned. Each must be longer than
 	// the kind's timeout. Required.
@@ -51,9 +59,9 @@ type RescuerConfig struct {
 	Logger *slog.Logger
 }
 
-// NewRescuer returns a Rescuer of the jobs in pool's River schema.
-func NewRescuer(pool *pgxpool.Pool, cfg RescuerConfig) (*Rescuer, error) {
-	if pool == nil {
+// NewRescuer returns a Rescuer of the jobs in cfg.Pool's River schema.
+func NewRescuer(cfg RescuerConfig) (*Rescuer, error) {
+	if cfg.Pool == nil {
 		return nil, errors.New("queue: NewRescuer needs a pool")
 	}
 	if len(cfg.Kinds) == 0 {
@@ -68,7 +76,7 @@ func NewRescuer(pool *pgxpool.Pool, cfg RescuerConfig) (*Rescuer, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Rescuer{pool: pool, kinds: cfg.Kinds, interval: cfg.Interval, log: cfg.Logger}, nil
+	return &Rescuer{pool: cfg.Pool, kinds: cfg.Kinds, interval: cfg.Interval, log: cfg.Logger}, nil
 }
 
 // rescueSQL frees the orphaned jobs of one kind ($1) running for longer

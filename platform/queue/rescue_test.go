@@ -28,7 +28,7 @@ func TestRescuer(t *testing.T) {
 		t.Fatal(err)
 	}
 	const after = 10 * time.Second
-	r, err := queue.NewRescuer(d.Pool, queue.RescuerConfig{
+	r, err := queue.NewRescuer(queue.RescuerConfig{Pool: d.Pool,
 		Kinds: map[string]time.Duration{queue.DeliverArgs{}.Kind(): after}, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)

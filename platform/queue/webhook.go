@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"math/rand/v2"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -26,6 +27,24 @@ const (
 	WebhookRetryMax  = time.Hour
 )
 
+// WebhookRetryIn is how long after a failed run of a webhook delivery job
+// (run: its job and River's attempt count, that run included) the next is
+// due: base·2^(attempt-1), at most maxDelay, ±10%, and not past until while
+// until is ahead of now (the last retry comes at the end of the delivery's
+// window). The jitter is drawn from the job and the attempt, not at
+// random, so that the webhook service, which records the next attempt,
+// and the worker's NextRetry, which schedules it, compute the same time
+// from what each has, without handing it from one River callback to the
+// other.
+func WebhookRetryIn(run DeliveryAttempt, base, maxDelay time.Duration, until, now time.Time) time.Duration {
+	u := rand.New(rand.NewPCG(uint64(run.JobID), uint64(run.Attempt))).Float64() //nolint:gosec // G404: retry jitter, not a secret
+	d := backoff(run.Attempt, base, maxDelay, u)
+	if left := until.Sub(now); !until.IsZero() && left > 0 && left < d {
+		d = left
+	}
+	return d
+}
+
 // WebhookDeliveryArgs is the job that delivers one webhook delivery (an
 // event to one endpoint). It is inserted in the transaction that writes the
 // delivery: the transaction of the change the event reports, or a
@@ -39,6 +58,10 @@ type WebhookDeliveryArgs struct {
 	// EndpointID is the delivery's endpoint, so that the worker checks the
 	// endpoint's limit of requests in flight before it reads anything.
 	EndpointID int64 `json:"endpoint_id"`
+	// RetryUntil is the end of the delivery's retry window (its creation
+	// plus the service's RetryFor): no retry is scheduled past it
+	// (WebhookRetryIn). Zero (a job inserted before it existed): no bound.
+	RetryUntil time.Time `json:"retry_until,omitzero"`
 }
 
 // Kind names the job in River.

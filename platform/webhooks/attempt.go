@@ -1,21 +1,10 @@
 package webhooks
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"fmt"
-	"io"
+	"math"
 	"math/rand/v2"
-	"net"
-	"net/http"
-	"net/url"
-	"os"
-	"strconv"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -44,8 +33,8 @@ const (
 	// orderSlack is added to the next attempt of the earlier delivery a
 	// delivery snoozes for, with up to as much again of jitter.
 	orderSlack = 250 * time.Millisecond
-	// yieldWait is how long a delivery waits in the worker while the send
-	// path has the machine (Config.Yield), before its job snoozes about
+	// yieldWait is how long a delivery waits in the worker while the API
+	// and the send path are busy (Config.Yield), before its job snoozes about
 	// capWait (±50%).
 	yieldWait = 10 * time.Second
 	// staleAfter: a delivery still pending this long after its retry
@@ -53,13 +42,6 @@ const (
 	// longer holds back the later events of its key.
 	staleAfter = 6 * time.Hour
 )
-
-// maxErrorLength bounds a recorded last_error.
-const maxErrorLength = 200
-
-// maxBodyRead is how much of an answer's body is read (and discarded), so
-// the connection can be reused.
-const maxBodyRead = 64 << 10
 
 // errEndpointDisabled is the last_error of a delivery failed because its
 // endpoint was disabled before its attempt.
@@ -69,12 +51,10 @@ const errEndpointDisabled = "endpoint disabled"
 type Result struct {
 	// Snooze, when positive, means nothing was attempted: an earlier
 	// delivery of the same key to the endpoint is pending, the send path
-	// had the machine (Config.Yield) for as long as the attempt waited, or
+	// was busy (Config.Yield) for as long as the attempt waited, or
 	// the endpoint has Config.MaxInFlight attempts in flight in this
 	// process. The job runs again after it, without counting an attempt.
 	Snooze time.Duration
-	// RetryIn, when Failure is set, is when the next attempt is due.
-	RetryIn time.Duration
 	// Failure says why the attempt failed, when the delivery will be
 	// attempted again ("" when it succeeded, failed for good, or there was
 	// nothing to do).
@@ -82,24 +62,25 @@ type Result struct {
 }
 
 // Attempt makes one attempt of delivery deliveryID to endpoint endpointID
-// (the River worker calls it; final is set on the job's last run). It does
+// (the River worker calls it in run, its job's run). It does
 // nothing for a delivery that is no longer pending (or no longer exists),
 // and fails one whose endpoint is disabled (last_error "endpoint
 // disabled"). It waits (Result.Snooze) while an earlier delivery of the same
 // key to the endpoint is pending, so the events of a key arrive in order,
-// while the send path has the machine (Config.Yield), and while the
+// while the send path is busy (Config.Yield), and while the
 // endpoint has Config.MaxInFlight attempts in flight in this process.
 // Otherwise it signs the event's body with the endpoint's secrets,
 // POSTs it through the guarded client and records the attempt: a 2xx
 // answer within Config.Timeout succeeds the delivery and ends the
 // endpoint's failure streak; anything else is retried with backoff
-// (Result.RetryIn), until the first failure Config.RetryFor after the
-// delivery's creation (or on the final run), which fails it. An endpoint
+// (RetryIn, recorded as the delivery's next attempt), until the first
+// failure Config.RetryFor after the delivery's creation (or on the job's
+// last run), which fails it. An endpoint
 // whose attempts have all failed for Config.DisableAfter is disabled.
 //
 // An error is a failure of the platform (the database), not of the
-// endpoint: the job is retried as River does.
-func (s *Service) Attempt(ctx context.Context, t db.Tenant, endpointID, deliveryID int64, final bool) (Result, error) {
+// endpoint: the job is retried after RetryIn as well.
+func (s *Service) Attempt(ctx context.Context, t db.Tenant, endpointID, deliveryID int64, run queue.DeliveryAttempt) (Result, error) {
 	if !s.cfg.Yield.Acquire(ctx, yieldWait) {
 		return Result{Snooze: jitter(capWait, 0.5)}, nil
 	}
@@ -107,7 +88,7 @@ func (s *Service) Attempt(ctx context.Context, t db.Tenant, endpointID, delivery
 	if err != nil || snooze > 0 || d == nil {
 		return Result{Snooze: snooze}, err
 	}
-	release, waited, ok := s.inflight.acquire(ctx, t.Schema, endpointID, capWait)
+	release, waited, ok := s.takePlace(ctx, t.Schema, endpointID, capWait)
 	if !ok {
 		return Result{Snooze: jitter(capWait, 0.5)}, nil
 	}
@@ -119,7 +100,7 @@ func (s *Service) Attempt(ctx context.Context, t db.Tenant, endpointID, delivery
 			return Result{Snooze: snooze}, err
 		}
 	}
-	defer s.turns.done(turnKey{t.Schema, d.endpointID, d.key})
+	defer s.turnRecorded(turnKey{t.Schema, d.endpointID, d.key})
 	res := s.post(ctx, *d, s.clock.Now())
 	if ctx.Err() != nil {
 		// Cancelled by the worker (a shutdown or the job's timeout): not
@@ -129,7 +110,7 @@ func (s *Service) Attempt(ctx context.Context, t db.Tenant, endpointID, delivery
 	if res.failure == "" {
 		return Result{}, s.recordSuccess(ctx, t, deliveryID, res, s.clock.Now())
 	}
-	return s.recordFailure(ctx, t, *d, res, s.clock.Now(), final)
+	return s.recordFailure(ctx, t, *d, res, s.clock.Now(), run)
 }
 
 // ready reads delivery id for an attempt and returns it when it is its
@@ -169,7 +150,7 @@ func (s *Service) ready(ctx context.Context, t db.Tenant, id int64) (*attemptRow
 // of d's key at d's endpoint, and reads d again. It reads d once more after
 // it starts listening, so an attempt recorded just before is not missed.
 func (s *Service) awaitTurn(ctx context.Context, t db.Tenant, d attemptRow) (attemptRow, error) {
-	recorded, leave := s.turns.wait(turnKey{t.Schema, d.endpointID, d.key})
+	recorded, leave, _ := s.turns.join(turnKey{t.Schema, d.endpointID, d.key}, math.MaxInt)
 	defer leave()
 	load := func() (attemptRow, error) {
 		next, found, err := s.loadAttempt(ctx, t, d.id, s.clock.Now())
@@ -204,7 +185,6 @@ type attemptRow struct {
 	endpointID   int64
 	key          string
 	state        string
-	attempts     int
 	createdAt    time.Time
 	eventID      string
 	body         []byte
@@ -238,99 +218,6 @@ func (s *Service) failDisabled(ctx context.Context, t db.Tenant, id int64, now t
 	return nil
 }
 
-// attemptResult is one request's outcome.
-type attemptResult struct {
-	status  int // 0 when no answer came
-	latency time.Duration
-	// failure is "" for a 2xx answer, else why the attempt failed, short
-	// and without secrets or the URL.
-	failure string
-}
-
-// post makes the request of one attempt.
-func (s *Service) post(ctx context.Context, d attemptRow, now time.Time) attemptResult {
-	ts := now.Unix()
-	sig, err := signature(d.secrets, d.eventID, ts, d.body)
-	if err != nil {
-		return attemptResult{failure: "the endpoint's signing secret is unreadable"}
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.url, bytes.NewReader(d.body))
-	if err != nil {
-		return attemptResult{failure: "the endpoint's URL is unusable"}
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", UserAgent)
-	// Written as the specification spells them (Set would canonicalise).
-	req.Header[HeaderID] = []string{d.eventID}
-	req.Header[HeaderTimestamp] = []string{strconv.FormatInt(ts, 10)}
-	req.Header[HeaderSignature] = []string{sig}
-	start := time.Now()
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return attemptResult{latency: time.Since(start), failure: s.describe(err)}
-	}
-	_, readErr := io.Copy(io.Discard, io.LimitReader(resp.Body, maxBodyRead))
-	_ = resp.Body.Close()
-	res := attemptResult{status: resp.StatusCode, latency: time.Since(start)}
-	switch {
-	case resp.StatusCode >= 300 && resp.StatusCode < 400:
-		res.failure = fmt.Sprintf("redirects are not followed (the endpoint answered %d)", resp.StatusCode)
-	case resp.StatusCode < 200 || resp.StatusCode >= 300:
-		res.failure = fmt.Sprintf("the endpoint answered %d", resp.StatusCode)
-	case readErr != nil && isTimeout(readErr):
-		res.failure = "no complete answer within " + s.cfg.Timeout.String()
-	}
-	return res
-}
-
-// describe words a request's failure for last_error: short, and without the
-// URL (which may carry a token) or anything of the platform's.
-func (s *Service) describe(err error) string {
-	var (
-		blocked *blockedAddrError
-		dnsErr  *net.DNSError
-		certErr *tls.CertificateVerificationError
-		unknown x509.UnknownAuthorityError
-		host    x509.HostnameError
-		recErr  tls.RecordHeaderError
-	)
-	switch {
-	case errors.As(err, &blocked):
-		return blocked.Error()
-	case isTimeout(err):
-		return "no answer within " + s.cfg.Timeout.String()
-	case errors.As(err, &dnsErr):
-		if dnsErr.IsNotFound {
-			return "the endpoint's host name does not exist"
-		}
-		return "the endpoint's host name could not be resolved"
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return "connection refused"
-	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return "the connection was closed before an answer"
-	case errors.As(err, &certErr), errors.As(err, &unknown), errors.As(err, &host):
-		return "the endpoint's TLS certificate is not valid for its host"
-	case errors.As(err, &recErr):
-		return "the endpoint does not speak TLS (try http://)"
-	}
-	var urlErr *url.Error
-	if errors.As(err, &urlErr) {
-		err = urlErr.Err
-	}
-	msg := "request failed: " + err.Error()
-	if len(msg) > maxErrorLength {
-		msg = msg[:maxErrorLength]
-	}
-	return msg
-}
-
-// isTimeout reports a request that ran out of time.
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
-		(errors.As(err, &ne) && ne.Timeout())
-}
-
 // recordSuccess marks the delivery succeeded and ends its endpoint's
 // failure streak. The successes of t that are recorded at the same time
 // share one statement (recordSuccesses).
@@ -345,7 +232,7 @@ func (s *Service) recordSuccess(ctx context.Context, t db.Tenant, id int64, res 
 // (disabling it after Config.DisableAfter), and the delivery's next attempt,
 // or its failure when its retry window is over, the run was the job's last
 // or the endpoint is disabled.
-func (s *Service) recordFailure(ctx context.Context, t db.Tenant, d attemptRow, res attemptResult, now time.Time, final bool) (Result, error) {
+func (s *Service) recordFailure(ctx context.Context, t db.Tenant, d attemptRow, res attemptResult, now time.Time, run queue.DeliveryAttempt) (Result, error) {
 	var out Result
 	err := s.sql.Tx(ctx, func(tx pgx.Tx) error {
 		out = Result{}
@@ -374,15 +261,12 @@ func (s *Service) recordFailure(ctx context.Context, t db.Tenant, d attemptRow, 
 				"failing_since", failingSince, "last_error", res.failure)
 		}
 		deadline := d.createdAt.Add(s.cfg.RetryFor)
-		next := now.Add(queue.Backoff(d.attempts+1, s.cfg.RetryBase, s.cfg.RetryMax))
-		if next.After(deadline) {
-			next = deadline
-		}
+		next := now.Add(s.RetryIn(run, deadline, now))
 		var nextAt *time.Time
 		state := StateFailed
-		if enabled && !final && now.Before(deadline) {
+		if enabled && !run.Last() && now.Before(deadline) {
 			state, nextAt = StatePending, &next
-			out = Result{RetryIn: next.Sub(now), Failure: res.failure}
+			out = Result{Failure: res.failure}
 		}
 		var status *int
 		if res.status != 0 {
@@ -401,6 +285,16 @@ func (s *Service) recordFailure(ctx context.Context, t db.Tenant, d attemptRow, 
 		return Result{}, err
 	}
 	return out, nil
+}
+
+// RetryIn is how long after a failed run of a delivery's job (run) the
+// next is due: Config.RetryBase·2^(attempt-1), at most RetryMax, ±10%, and
+// not past until, the end of the delivery's retry window
+// (queue.WebhookRetryIn). The service records it as the delivery's next
+// attempt and the worker's NextRetry schedules the job with it: both
+// compute the same time from the job, its attempt and until.
+func (s *Service) RetryIn(run queue.DeliveryAttempt, until, now time.Time) time.Duration {
+	return queue.WebhookRetryIn(run, s.cfg.RetryBase, s.cfg.RetryMax, until, now)
 }
 
 func latencyMS(d time.Duration) int { return int(d.Milliseconds()) }
@@ -422,70 +316,36 @@ func humanDuration(d time.Duration) string {
 	return d.String()
 }
 
-// inflight holds the places of each endpoint in this process: at most max
-// attempts at once, and at most maxWaiting more deliveries waiting in their
-// workers for a place, so that a slow endpoint holds at most max +
-// maxWaiting of a process's webhook workers.
-type inflight struct {
-	max, maxWaiting int
-	mu              sync.Mutex
-	endpoints       map[inflightKey]*places
-}
-
-type inflightKey struct {
+// placeKey names one endpoint's places (Service.places).
+type placeKey struct {
 	schema   string
 	endpoint int64
 }
 
-// places is one endpoint's: a slot in sem per attempt, and users, the
-// attempts and the waiting deliveries (the entry is dropped at zero).
-type places struct {
-	sem   chan struct{}
-	users int
-}
-
-func newInflight(maxPerEndpoint int) *inflight {
-	return &inflight{max: maxPerEndpoint, maxWaiting: maxPerEndpoint, endpoints: map[inflightKey]*places{}}
-}
-
-// acquire takes one of the endpoint's places, waiting up to wait for one
-// when all are taken, and returns the function that gives it back and
-// whether it waited. It gives up at once when maxWaiting deliveries wait
-// already, and when ctx ends.
-func (f *inflight) acquire(ctx context.Context, schema string, endpoint int64, wait time.Duration) (release func(), waited, ok bool) {
-	k := inflightKey{schema, endpoint}
-	f.mu.Lock()
-	p := f.endpoints[k]
-	if p == nil {
-		p = &places{sem: make(chan struct{}, f.max)}
-		f.endpoints[k] = p
-	}
-	if p.users >= f.max+f.maxWaiting {
-		f.mu.Unlock()
+// takePlace takes one of the endpoint's Config.MaxInFlight places in this
+// process, waiting up to wait for one when all are taken, and returns the
+// function that gives it back and whether it waited. It gives up at once
+// when MaxInFlight deliveries wait already (so a slow endpoint holds at
+// most twice MaxInFlight of a process's webhook workers), and when ctx
+// ends.
+func (s *Service) takePlace(ctx context.Context, schema string, endpoint int64, wait time.Duration) (release func(), waited, ok bool) {
+	places, leave, ok := s.places.join(placeKey{schema, endpoint}, 2*s.cfg.MaxInFlight)
+	if !ok {
 		return nil, false, false
 	}
-	p.users++
-	f.mu.Unlock()
-	leave := func() {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if p.users--; p.users == 0 && f.endpoints[k] == p {
-			delete(f.endpoints, k)
-		}
-	}
 	release = func() {
-		<-p.sem
+		<-places
 		leave()
 	}
 	select {
-	case p.sem <- struct{}{}:
+	case places <- struct{}{}:
 		return release, false, true
 	default:
 	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
-	case p.sem <- struct{}{}:
+	case places <- struct{}{}:
 		return release, true, true
 	case <-timer.C:
 	case <-ctx.Done():
@@ -494,55 +354,17 @@ func (f *inflight) acquire(ctx context.Context, schema string, endpoint int64, w
 	return nil, true, false
 }
 
-// turnKey names the deliveries of one key to one endpoint.
+// turnKey names the deliveries of one key to one endpoint (Service.turns).
 type turnKey struct {
 	schema   string
 	endpoint int64
 	key      string
 }
 
-// turns tells the deliveries waiting in this process for an earlier one of
-// their key (awaitTurn) that an attempt of that key was recorded.
-type turns struct {
-	mu sync.Mutex
-	// waits holds, per key with deliveries waiting, the channel closed at
-	// the next recorded attempt, and how many wait on it.
-	waits map[turnKey]*turnWaits
-}
-
-type turnWaits struct {
-	ch      chan struct{}
-	waiting int
-}
-
-func newTurns() *turns { return &turns{waits: map[turnKey]*turnWaits{}} }
-
-// wait returns a channel closed when an attempt of k is next recorded, and
-// the function to call when no longer waiting.
-func (r *turns) wait(k turnKey) (<-chan struct{}, func()) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	w := r.waits[k]
-	if w == nil {
-		w = &turnWaits{ch: make(chan struct{})}
-		r.waits[k] = w
-	}
-	w.waiting++
-	return w.ch, func() {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if w.waiting--; w.waiting == 0 && r.waits[k] == w {
-			delete(r.waits, k)
-		}
-	}
-}
-
-// done tells the deliveries waiting on k that an attempt of k was recorded.
-func (r *turns) done(k turnKey) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if w := r.waits[k]; w != nil {
-		close(w.ch)
-		delete(r.waits, k)
+// turnRecorded tells the deliveries waiting in this process for an earlier
+// one of k (awaitTurn) that an attempt of k was recorded.
+func (s *Service) turnRecorded(k turnKey) {
+	if recorded, ok := s.turns.detach(k); ok {
+		close(recorded)
 	}
 }

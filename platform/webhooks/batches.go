@@ -49,7 +49,7 @@ func (s *Service) loadMany(ctx context.Context, t db.Tenant, items []loadItem) (
 		body             string
 	}
 	byItem := make(map[int]*found, len(items))
-	err := s.sql.Query(ctx, nil, sqlFor(t, `SELECT q.n, d.endpoint_id, d.key, d.state, d.attempts, d.created_at, d.event_id, d.body,
+	err := s.sql.Query(ctx, nil, sqlFor(t, `SELECT q.n, d.endpoint_id, d.key, d.state, d.created_at, d.event_id, d.body,
 		       e.url, e.enabled, e.secret, coalesce(e.previous_secret, ''), e.previous_secret_until,
 		       b.id, b.next_attempt_at
 		  FROM unnest($1::bigint[], $2::timestamptz[]) WITH ORDINALITY AS q(id, stale_before, n)
@@ -65,7 +65,7 @@ func (s *Service) loadMany(ctx context.Context, t db.Tenant, items []loadItem) (
 				n int
 				f found
 			)
-			if err := r.Scan(&n, &f.row.endpointID, &f.row.key, &f.row.state, &f.row.attempts, &f.row.createdAt,
+			if err := r.Scan(&n, &f.row.endpointID, &f.row.key, &f.row.state, &f.row.createdAt,
 				&f.row.eventID, &f.body, &f.row.url, &f.row.enabled, &f.secret, &f.previous, &f.previousUntil,
 				&f.blockedBy, &f.blockedUntil); err != nil {
 				return err

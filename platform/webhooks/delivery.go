@@ -180,7 +180,7 @@ func (s *Service) Redeliver(ctx context.Context, t db.Tenant, endpointID, delive
 		case !found:
 			return apperr.NotFound("webhook delivery")
 		}
-		return s.queueJobs(ctx, tx, t, endpointID, []int64{out.ID})
+		return s.queueJobs(ctx, tx, t, endpointID, []int64{out.ID}, now)
 	})
 	if err != nil {
 		return Delivery{}, err
@@ -199,6 +199,7 @@ func (s *Service) RedeliverFailed(ctx context.Context, t db.Tenant, endpointID i
 			return err
 		}
 		var ids []int64
+		now := s.clock.Now()
 		// The latest delivery of each event to the endpoint created since
 		// then (a later one of the same event was created later still).
 		err := s.sql.Query(ctx, tx, sqlFor(t, `INSERT INTO {deliveries} (`+copiedColumns+`, next_attempt_at, created_at, updated_at)
@@ -208,7 +209,7 @@ func (s *Service) RedeliverFailed(ctx context.Context, t db.Tenant, endpointID i
 			         ORDER BY event_id, id DESC) o
 			 WHERE o.state = 'failed'
 			 ORDER BY o.id
-			RETURNING id`), []any{endpointID, since, s.clock.Now()}, func(r db.Rows) error {
+			RETURNING id`), []any{endpointID, since, now}, func(r db.Rows) error {
 			for r.Next() {
 				var id int64
 				if err := r.Scan(&id); err != nil {
@@ -222,7 +223,7 @@ func (s *Service) RedeliverFailed(ctx context.Context, t db.Tenant, endpointID i
 			return fmt.Errorf("redeliver failed webhook deliveries: %w", err)
 		}
 		n = len(ids)
-		return s.queueJobs(ctx, tx, t, endpointID, ids)
+		return s.queueJobs(ctx, tx, t, endpointID, ids, now)
 	})
 	if err != nil {
 		return 0, err
@@ -250,8 +251,9 @@ func (s *Service) checkEnabled(ctx context.Context, tx pgx.Tx, t db.Tenant, endp
 	return nil
 }
 
-// queueJobs inserts the jobs of the endpoint's deliveries ids in tx.
-func (s *Service) queueJobs(ctx context.Context, tx pgx.Tx, t db.Tenant, endpointID int64, ids []int64) error {
+// queueJobs inserts the jobs of the endpoint's deliveries ids, created at
+// created, in tx.
+func (s *Service) queueJobs(ctx context.Context, tx pgx.Tx, t db.Tenant, endpointID int64, ids []int64, created time.Time) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -259,6 +261,7 @@ func (s *Service) queueJobs(ctx context.Context, tx pgx.Tx, t db.Tenant, endpoin
 	for i, id := range ids {
 		jobs[i] = queue.WebhookDeliveryJob(queue.WebhookDeliveryArgs{
 			OrgID: t.OrgID, Schema: t.Schema, DeliveryID: id, EndpointID: endpointID,
+			RetryUntil: created.Add(s.cfg.RetryFor),
 		})
 	}
 	if _, err := s.jobs.InsertManyFastTx(ctx, tx, jobs); err != nil {

@@ -17,7 +17,6 @@ import (
 
 	"github.com/bizmsg/platform/platform/batch"
 	"github.com/bizmsg/platform/platform/webhooks"
-	"github.com/bizmsg/platform/platform/yield"
 )
 
 // roundTripFunc adapts a function to http.RoundTripper.
@@ -638,7 +637,7 @@ func TestConcurrentAttemptsShareStatements(t *testing.T) {
 	}
 }
 
-// While the machine is busy and the send path active (Config.Yield closed),
+// While the API and the send path are busy (Config.Yield closed),
 // attempts start at the gate's busy rate (here 20 a second, so 8 start over
 // at least 350 ms; their requests reach the server up to a few
 // milliseconds earlier or later than they start, so the test asks for
@@ -659,13 +658,11 @@ func TestAttemptsYieldToTheSendPath(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t)
-			var ticks atomic.Uint64
-			busy := func() (uint64, uint64, error) { return 0, ticks.Add(100), nil } // never idle
-			gate := yield.New(yield.Config{Interval: time.Millisecond, ActiveFor: time.Hour, BusyRate: 20, CPU: busy})
+			gate := newGate(t, 20)
 			if c.sendPath {
-				gate.Mark()
+				gate.busy()
 			}
-			svc := f.service(webhooks.Config{AllowPrivate: true, MaxInFlight: events, Yield: gate})
+			svc := f.service(webhooks.Config{AllowPrivate: true, MaxInFlight: events, Yield: gate.Gate})
 			f.work(svc, events)
 			tn := f.org()
 			var inFlight, most atomic.Int32
@@ -699,11 +696,9 @@ func TestAttemptsYieldToTheSendPath(t *testing.T) {
 func TestOrderPerKeyAtAClosedGate(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	var ticks atomic.Uint64
-	busy := func() (uint64, uint64, error) { return 0, ticks.Add(100), nil } // never idle
-	gate := yield.New(yield.Config{Interval: time.Millisecond, ActiveFor: time.Hour, BusyRate: 20, CPU: busy})
-	gate.Mark()
-	svc := f.service(webhooks.Config{AllowPrivate: true, Yield: gate})
+	gate := newGate(t, 20)
+	gate.busy()
+	svc := f.service(webhooks.Config{AllowPrivate: true, Yield: gate.Gate})
 	f.work(svc, 10)
 	tn := f.org()
 	rc := newReceiver(t, nil)
@@ -742,21 +737,29 @@ func TestOrderPerKeyAtAClosedGate(t *testing.T) {
 // snoozes its job instead of attempting: the delivery stays pending, no
 // attempt is counted, and it goes out once the send path eases. Here the
 // gate admits one attempt (its rate's first token) and then stays closed
-// for 12 s (the send path marked once, active that long).
+// until the snooze is recorded.
 func TestAttemptSnoozesAtAGateClosedTooLong(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	var ticks atomic.Uint64
-	busy := func() (uint64, uint64, error) { return 0, ticks.Add(100), nil } // never idle
-	gate := yield.New(yield.Config{Interval: time.Millisecond, ActiveFor: 12 * time.Second, BusyRate: 0.001, CPU: busy})
-	svc := f.service(webhooks.Config{AllowPrivate: true, Yield: gate})
+	gate := newGate(t, 0.001)
+	svc := f.service(webhooks.Config{AllowPrivate: true, Yield: gate.Gate})
 	tn := f.org()
 	rc := newReceiver(t, nil)
 	e := f.create(svc, tn, rc.URL)
 	f.emitUnordered(svc, tn, 2)
-	gate.Mark()
+	gate.busy()
 	start := time.Now()
 	f.work(svc, 2)
+	snoozed := func() int {
+		var n int
+		if err := f.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM river.river_job
+			WHERE kind = 'webhook_delivery' AND (metadata ? 'snoozes') AND errors IS NULL`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	waitWithin(t, 30*time.Second, "an attempt to snooze at the closed gate", func() bool { return snoozed() == 1 })
+	gate.free()
 	waitWithin(t, 30*time.Second, "both deliveries to succeed", func() bool {
 		ds := f.deliveries(svc, tn, e.ID)
 		return len(ds) == 2 && ds[0].State == webhooks.StateSucceeded && ds[1].State == webhooks.StateSucceeded
@@ -771,12 +774,7 @@ func TestAttemptSnoozesAtAGateClosedTooLong(t *testing.T) {
 			t.Errorf("delivery %d: %d attempts, want 1 (a wait at the gate is not an attempt)", d.ID, d.Attempts)
 		}
 	}
-	var snoozed int
-	if err := f.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM river.river_job
-		WHERE kind = 'webhook_delivery' AND (metadata ? 'snoozes') AND errors IS NULL`).Scan(&snoozed); err != nil {
-		t.Fatal(err)
-	}
-	if snoozed != 1 {
-		t.Fatalf("%d jobs snoozed without an error, want 1", snoozed)
+	if n := snoozed(); n != 1 {
+		t.Fatalf("%d jobs snoozed without an error, want 1", n)
 	}
 }

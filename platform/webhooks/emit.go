@@ -51,11 +51,12 @@ func marshalPayload(typ string, at time.Time, data any) ([]byte, error) {
 // and writes nothing. Otherwise it marshals each such event's payload
 // once (marshalPayload: the bytes every attempt sends) and writes them, with
 // the endpoints subscribed to each, as one row of the organization's
-// webhook outbox, in one statement. After tx commits (tx must come from
-// db.BeginFunc for the process to learn it at once; otherwise the sweep
-// finds the row, SweepOutbox) the process turns the row into one pending
-// delivery per event and subscribed endpoint and its River job, in that
-// order (outbox.go).
+// webhook outbox, in one statement. After tx commits the process turns
+// the row into one pending delivery per event and subscribed endpoint and
+// its River job, in that order (outbox.go): tx must come from
+// db.BeginFunc, which tells the process of the commit; on any other Emit
+// fails (db.ErrNoCommitHook) rather than leave the row for the sweep, a
+// minute later.
 //
 // An event without a Key is ordered with no other; an event without At is
 // stamped with the service clock. An unknown Type is an error.
@@ -91,11 +92,10 @@ func (s *Service) Emit(ctx context.Context, tx pgx.Tx, t db.Tenant, events ...Ev
 	if len(subs) == 0 {
 		return nil
 	}
-	if err := s.record(ctx, tx, t, events, subs); err != nil {
-		return err
+	if err := db.AfterCommit(tx, func() { s.outbox.wake(t) }); err != nil {
+		return fmt.Errorf("emit webhook events: %w", err)
 	}
-	db.AfterCommit(tx, func() { s.outbox.wake(t) })
-	return nil
+	return s.record(ctx, tx, t, events, subs)
 }
 
 // subscriber is an enabled endpoint and the event types it takes.

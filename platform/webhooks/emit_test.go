@@ -61,7 +61,7 @@ func TestEmit(t *testing.T) {
 			tt.setup(f, svc, tn)
 			statements.Store(0)
 			// Nothing wakes the expansion: the count is Emit's alone.
-			f.emitAlone(svc, tn, tt.events...)
+			f.emitLeft(webhooks.Config{Prepared: counted}, tn, tt.events...)
 			if got := statements.Load(); got != tt.wantStatements {
 				t.Errorf("Emit ran %d statements, want %d", got, tt.wantStatements)
 			}

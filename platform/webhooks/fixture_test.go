@@ -24,6 +24,7 @@ import (
 	"github.com/bizmsg/platform/platform/migrate"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/webhooks"
+	"github.com/bizmsg/platform/platform/yield"
 )
 
 // fixture is one test's database with the River schema, a fake clock (at
@@ -77,7 +78,11 @@ func (f *fixture) org() db.Tenant {
 // service returns a webhook service on the fixture's database and clock,
 // closed when the test ends.
 func (f *fixture) service(cfg webhooks.Config) *webhooks.Service {
-	svc := webhooks.New(f.db, f.river, f.clock, f.quiet, cfg)
+	cfg.DB, cfg.Jobs, cfg.Clock, cfg.Logger = f.db, f.river, f.clock, f.quiet
+	svc, err := webhooks.New(cfg)
+	if err != nil {
+		f.t.Fatal(err)
+	}
 	f.t.Cleanup(svc.Close)
 	return svc
 }
@@ -135,13 +140,15 @@ func (f *fixture) emit(svc *webhooks.Service, tn db.Tenant, events ...webhooks.E
 	}
 }
 
-// emitAlone emits events in a transaction that db.BeginFunc did not begin:
-// its commit wakes no expansion, so the outbox row stays until someone
-// expands it.
-func (f *fixture) emitAlone(svc *webhooks.Service, tn db.Tenant, events ...webhooks.Event) {
+// emitLeft emits events through a service on cfg that is closed, as a
+// process that ended before it expanded its rows: the commit wakes no
+// expansion, so the outbox row stays until someone expands it.
+func (f *fixture) emitLeft(cfg webhooks.Config, tn db.Tenant, events ...webhooks.Event) {
 	f.t.Helper()
 	ctx := context.Background()
-	if err := pgx.BeginFunc(ctx, f.db.Pool, func(tx pgx.Tx) error {
+	svc := f.service(cfg)
+	svc.Close()
+	if err := db.BeginFunc(ctx, f.db.Pool, func(tx pgx.Tx) error {
 		return svc.Emit(ctx, tx, tn, events...)
 	}); err != nil {
 		f.t.Fatalf("emit: %v", err)
@@ -309,4 +316,40 @@ func errorCode(err error) string {
 		return e.Code
 	}
 	return ""
+}
+
+// gate is a yield gate on its own fake clock that admits busyRate tasks a
+// second while closed.
+type gate struct {
+	*yield.Gate
+	clock *clock.Fake
+}
+
+func newGate(t *testing.T, busyRate float64) *gate {
+	t.Helper()
+	clk := clock.NewFake(time.Now())
+	g, err := yield.New(yield.Config{Interval: time.Millisecond, BusyRate: busyRate, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &gate{Gate: g, clock: clk}
+}
+
+// busy starts a foreground run that lasts until free and closes the gate
+// (its sample finds the run in flight the whole time).
+func (g *gate) busy() {
+	g.Enter()
+	g.clock.Advance(time.Second)
+	if !g.Closed() {
+		panic("a gate whose foreground was never idle is open")
+	}
+}
+
+// free ends the foreground run of busy and opens the gate.
+func (g *gate) free() {
+	g.Leave()
+	g.clock.Advance(time.Second)
+	if g.Closed() {
+		panic("a gate whose foreground was idle is closed")
+	}
 }

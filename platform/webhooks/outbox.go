@@ -151,7 +151,7 @@ const outboxGateWait = 10 * time.Second
 
 // expandBatch expands the oldest rows of t's outbox in one transaction,
 // after the yield gate admits it: Config.OutboxBatch rows, or one while
-// the gate is closed (a busy machine and an active send path), so that
+// the gate is closed (a busy API and send path), so that
 // the writes deferred from the send path do not come back into it. It
 // returns how many rows it expanded (0: the outbox was empty).
 func (s *Service) expandBatch(ctx context.Context, t db.Tenant) (int, error) {
@@ -206,6 +206,7 @@ func (s *Service) expand(ctx context.Context, tx pgx.Tx, t db.Tenant, limit int)
 	}
 	var rows int
 	var ids, endpoints []int64
+	var created []time.Time
 	_, err := s.queryRow(ctx, tx, sqlFor(t, `WITH o AS (
 		  DELETE FROM {outbox} WHERE id IN (SELECT id FROM {outbox} ORDER BY id LIMIT $1)
 		  RETURNING *),
@@ -216,11 +217,12 @@ func (s *Service) expand(ctx context.Context, tx pgx.Tx, t db.Tenant, limit int)
 		    FROM o CROSS JOIN LATERAL unnest(o.delivery_events, o.endpoint_ids) WITH ORDINALITY AS p(place, endpoint_id, n)
 		    JOIN {endpoints} e ON e.id = p.endpoint_id
 		   ORDER BY o.id, p.n
-		  RETURNING id, endpoint_id)
+		  RETURNING id, endpoint_id, created_at)
 		SELECT (SELECT count(*) FROM o)::int,
 		       coalesce((SELECT array_agg(id ORDER BY id) FROM d), '{}'),
-		       coalesce((SELECT array_agg(endpoint_id ORDER BY id) FROM d), '{}')`),
-		[]any{limit, s.clock.Now()}, &rows, &ids, &endpoints)
+		       coalesce((SELECT array_agg(endpoint_id ORDER BY id) FROM d), '{}'),
+		       coalesce((SELECT array_agg(created_at ORDER BY id) FROM d), '{}')`),
+		[]any{limit, s.clock.Now()}, &rows, &ids, &endpoints, &created)
 	if err != nil {
 		return 0, err
 	}
@@ -231,6 +233,7 @@ func (s *Service) expand(ctx context.Context, tx pgx.Tx, t db.Tenant, limit int)
 	for i, id := range ids {
 		jobs[i] = queue.WebhookDeliveryJob(queue.WebhookDeliveryArgs{
 			OrgID: t.OrgID, Schema: t.Schema, DeliveryID: id, EndpointID: endpoints[i],
+			RetryUntil: created[i].Add(s.cfg.RetryFor),
 		})
 	}
 	if _, err := s.jobs.InsertManyFastTx(ctx, tx, jobs); err != nil {

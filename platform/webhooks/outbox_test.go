@@ -11,7 +11,6 @@ import (
 
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/webhooks"
-	"github.com/bizmsg/platform/platform/yield"
 )
 
 // A commit wakes the process's expansion: the deliveries and their jobs
@@ -52,6 +51,32 @@ func TestOutboxExpandsAfterCommit(t *testing.T) {
 	}
 }
 
+// Emit in a transaction db.BeginFunc did not begin fails: nothing would
+// wake the expansion at its commit, and the events would wait a minute for
+// the sweep. With no subscriber there is nothing to wake, and it succeeds.
+func TestEmitNeedsACommitHook(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	svc := f.service(webhooks.Config{})
+	tn := f.org()
+	ctx := context.Background()
+	emit := func() error {
+		return pgx.BeginFunc(ctx, f.db.Pool, func(tx pgx.Tx) error {
+			return svc.Emit(ctx, tx, tn, webhooks.Event{Type: webhooks.EventMessageSent, Key: "message:1", Data: 1})
+		})
+	}
+	if err := emit(); err != nil {
+		t.Fatalf("Emit without subscribers in a plain pgx transaction = %v, want nil", err)
+	}
+	f.create(svc, tn, "https://example.com/a")
+	if err := emit(); !errors.Is(err, db.ErrNoCommitHook) {
+		t.Fatalf("Emit in a plain pgx transaction = %v, want db.ErrNoCommitHook", err)
+	}
+	if got := f.count(tn, "webhook_outbox"); got != 0 {
+		t.Fatalf("%d outbox rows after the failed Emit, want 0", got)
+	}
+}
+
 // Rows expand in the order their transactions recorded them, into
 // deliveries dated when the events were recorded; an endpoint deleted in
 // between gets none, one disabled in between gets its deliveries (they
@@ -67,7 +92,7 @@ func TestOutboxExpansion(t *testing.T) {
 	c := f.create(svc, tn, "https://example.com/c")
 	recorded := f.clock.Now().Truncate(time.Microsecond)
 	for i := range 3 {
-		f.emitAlone(svc, tn,
+		f.emitLeft(webhooks.Config{}, tn,
 			webhooks.Event{Type: webhooks.EventMessageSent, Key: "message:1", Data: i},
 			webhooks.Event{Type: webhooks.EventMessageDelivered, Key: "message:1", Data: i})
 	}
@@ -120,8 +145,7 @@ func TestSweepOutbox(t *testing.T) {
 	if woke, err := svc.SweepOutbox(ctx, tn); err != nil || woke {
 		t.Fatalf("SweepOutbox on an empty outbox = %t, %v", woke, err)
 	}
-	f.emitAlone(svc, tn, webhooks.Event{Type: webhooks.EventMessageSent, Key: "message:1", Data: 1})
-	time.Sleep(50 * time.Millisecond)
+	f.emitLeft(webhooks.Config{}, tn, webhooks.Event{Type: webhooks.EventMessageSent, Key: "message:1", Data: 1})
 	if got := f.count(tn, "webhook_outbox"); got != 1 {
 		t.Fatalf("%d outbox rows before the sweep, want 1 (nothing woke an expansion)", got)
 	}
@@ -140,34 +164,33 @@ func TestOutboxBatchesYield(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name    string
-		idle    uint64 // of every 100 CPU ticks
+		busy    bool // the foreground, closing the gate
 		wantTxs int32
 		want    string
 	}{
-		{"open gate", 50, 1, "one transaction for the three rows"},
-		{"closed gate", 0, 3, "a transaction for each of the three rows"},
+		{"open gate", false, 1, "one transaction for the three rows"},
+		{"closed gate", true, 3, "a transaction for each of the three rows"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t)
-			var ticks, idle atomic.Uint64
-			gate := yield.New(yield.Config{Interval: time.Millisecond, ActiveFor: time.Hour, BusyRate: 1000,
-				CPU: func() (uint64, uint64, error) { return idle.Add(c.idle), ticks.Add(100), nil }})
-			gate.Mark()
+			gate := newGate(t, 1000)
+			if c.busy {
+				gate.busy()
+			}
 			var locks atomic.Int32
 			counted := db.NewPrepared(f.db, db.PreparedConfig{Observe: func(q string, _ error) {
 				if q == `SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))` {
 					locks.Add(1)
 				}
 			}})
-			svc := f.service(webhooks.Config{Yield: gate, Prepared: counted})
+			svc := f.service(webhooks.Config{Yield: gate.Gate, Prepared: counted})
 			tn := f.org()
 			e := f.create(svc, tn, "https://example.com/a")
 			for i := range 3 {
-				f.emitAlone(svc, tn, webhooks.Event{Type: webhooks.EventMessageSent, Key: "message:1", Data: i})
+				f.emitLeft(webhooks.Config{}, tn, webhooks.Event{Type: webhooks.EventMessageSent, Key: "message:1", Data: i})
 			}
-			time.Sleep(2 * time.Millisecond) // a gate sample is due
 			if n, err := svc.ExpandOutbox(context.Background(), tn); err != nil || n != 3 {
 				t.Fatalf("ExpandOutbox = %d, %v; want 3 rows", n, err)
 			}

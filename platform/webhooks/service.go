@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -20,9 +21,19 @@ import (
 // UserAgent is the User-Agent of every webhook request.
 const UserAgent = "bizmsg-webhooks/1.0"
 
-// Config tunes a Service. The zero value takes every default
-// (docs/api.md, §Webhooks).
+// Config configures a Service: DB and Jobs are required, every other
+// field takes its default at zero (docs/api.md, §Webhooks).
 type Config struct {
+	// DB holds the tenants' webhook tables. Required.
+	DB *db.DB
+	// Jobs inserts the delivery jobs in the transactions that write the
+	// deliveries (the process's River client). Required.
+	Jobs queue.Inserter
+	// Clock stamps events and deliveries. Default clock.Real{}.
+	Clock clock.Clock
+	// Logger receives disabled endpoints and failed expansions. Default
+	// slog.Default().
+	Logger *slog.Logger
 	// Timeout bounds one attempt: connecting, sending the request and
 	// reading the answer. Only a 2xx answer within it is a success.
 	// Default 10 s.
@@ -60,8 +71,9 @@ type Config struct {
 	// observe or delay requests with it). The address guard stays below
 	// it, in the dialer.
 	WrapTransport func(http.RoundTripper) http.RoundTripper
-	// Yield admits attempts: while the machine is busy and the send path
-	// active, it admits its BusyRate a second in this process, and the
+	// Yield admits attempts: while the process's API and send path are
+	// busy (their batches count their runs on it), it admits its BusyRate
+	// a second in this process, and the
 	// others wait in their workers, reading nothing (up to 10 s, then their
 	// jobs snooze). nil admits every attempt at once.
 	Yield *yield.Gate
@@ -82,7 +94,7 @@ type Config struct {
 	Prepared *db.Prepared
 }
 
-func (c *Config) setDefaults(d *db.DB) {
+func (c *Config) setDefaults() {
 	defaults.Positive(&c.Timeout, 10*time.Second)
 	defaults.Positive(&c.MaxInFlight, 4)
 	defaults.Positive(&c.RetryFor, 24*time.Hour)
@@ -95,7 +107,13 @@ func (c *Config) setDefaults(d *db.DB) {
 	defaults.Positive(&c.OutboxBatch, 64)
 	defaults.Positive(&c.Expansions, 2)
 	if c.Prepared == nil {
-		c.Prepared = db.NewPrepared(d, db.PreparedConfig{})
+		c.Prepared = db.NewPrepared(c.DB, db.PreparedConfig{})
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
 	}
 }
 
@@ -103,51 +121,53 @@ func (c *Config) setDefaults(d *db.DB) {
 // (Emit) and delivers them (Attempt, run by the River worker). It is safe
 // for concurrent use.
 type Service struct {
-	sql      *db.Prepared
-	jobs     queue.Inserter
-	clock    clock.Clock
-	log      *slog.Logger
-	cfg      Config
-	client   *http.Client
-	inflight *inflight
-	turns    *turns
-	outbox   *expander
+	sql    *db.Prepared
+	jobs   queue.Inserter
+	clock  clock.Clock
+	log    *slog.Logger
+	cfg    Config
+	client *http.Client
+	// places holds each endpoint's places in this process (takePlace),
+	// turns the channel closed at a key's next recorded attempt
+	// (awaitTurn).
+	places *waiters[placeKey, chan struct{}]
+	turns  *waiters[turnKey, chan struct{}]
+	outbox *expander
 	// loads and successes share statements between concurrent attempts
 	// of one tenant (batches.go).
 	loads     *batch.Batcher[db.Tenant, loadItem, loaded]
 	successes *batch.Batcher[db.Tenant, success, struct{}]
 }
 
-// New returns the webhook service on d (its statements are pgx statements
-// with $n arguments, run through cfg.Prepared), inserting delivery jobs
-// with jobs (the process's River client) in the transactions that write
-// the deliveries. Close stops its outbox expansions. d and jobs are required; clk defaults to clock.Real{}
-// and log to slog.Default().
-func New(d *db.DB, jobs queue.Inserter, clk clock.Clock, log *slog.Logger, cfg Config) *Service {
-	cfg.setDefaults(d)
-	if clk == nil {
-		clk = clock.Real{}
+// New returns the webhook service on cfg.DB (its statements are pgx
+// statements with $n arguments, run through cfg.Prepared), inserting
+// delivery jobs with cfg.Jobs in the transactions that write the
+// deliveries. Close stops its outbox expansions.
+func New(cfg Config) (*Service, error) {
+	switch {
+	case cfg.DB == nil:
+		return nil, errors.New("webhooks: New needs a DB")
+	case cfg.Jobs == nil:
+		return nil, errors.New("webhooks: New needs Jobs (a River client)")
 	}
-	if log == nil {
-		log = slog.Default()
-	}
+	cfg.setDefaults()
 	if cfg.AllowPrivate {
-		log.Warn("webhooks may be sent to loopback, private and link-local addresses (WEBHOOK_ALLOW_PRIVATE): use this in development and tests only")
+		cfg.Logger.Warn("webhooks may be sent to loopback, private and link-local addresses (WEBHOOK_ALLOW_PRIVATE): use this in development and tests only")
 	}
 	s := &Service{
-		sql:      cfg.Prepared,
-		jobs:     jobs,
-		clock:    clk,
-		log:      log,
-		cfg:      cfg,
-		client:   newClient(cfg),
-		inflight: newInflight(cfg.MaxInFlight),
-		turns:    newTurns(),
+		sql:    cfg.Prepared,
+		jobs:   cfg.Jobs,
+		clock:  cfg.Clock,
+		log:    cfg.Logger,
+		cfg:    cfg,
+		client: newClient(cfg),
+		places: newWaiters[placeKey](func() chan struct{} { return make(chan struct{}, cfg.MaxInFlight) }),
+		turns:  newWaiters[turnKey](func() chan struct{} { return make(chan struct{}) }),
 	}
 	s.outbox = newExpander(s)
 	s.loads = batch.New(s.loadMany, cfg.Batch)
 	s.successes = batch.New(s.recordSuccesses, cfg.Batch)
-	return s
+	return s, nil
 }
 
 // AttemptTimeout is the longest one attempt takes apart from its reads and

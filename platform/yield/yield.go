@@ -1,54 +1,60 @@
 // Package yield lets background work give way to foreground work, the way
-// a low scheduling priority ("nice") would, for work that shares a machine
-// with the database and the send path: a Gate admits background tasks
-// freely, except while the machine's CPUs are busy and foreground work is
-// active; then it admits Config.BusyRate tasks a second.
+// a low scheduling priority ("nice") would: a Gate admits background tasks
+// freely, except while the foreground is busy; then it admits
+// Config.BusyRate tasks a second.
+//
+// The foreground is the service's own, counted where it runs: each
+// foreground run is bracketed by Enter and Leave (batch.Config.Load: the
+// send path's and the API's shared statements). The foreground is busy when
+// it had a run in flight for more than 90% of the last 100 ms, and free
+// again when it is idle for at least 25% of a sample. It measures what the
+// service's own work waits on, CPU or database, wherever they run: it
+// holds in a container (whose CPU quota the machine's /proc/stat does not
+// show) and with the database on another host.
 //
 // The platform's webhook attempts are its background work, and the API and
 // the send path (acceptance and delivery) its foreground: a webhook may
-// wait, a send should not (docs/design.md, §Webhooks).
-// Foreground work must be active for the gate to close, so background work
-// alone (a webhook backlog drained after a burst of sends) never throttles
-// itself, however busy it makes the machine.
+// wait, a send should not (docs/design.md, §Webhooks: yielding). Background
+// work alone (a webhook backlog drained after a burst of sends) never
+// throttles itself, however busy it makes the machine.
 package yield
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
 
+	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/defaults"
 )
 
 // Config tunes a Gate. The zero value takes every default.
 type Config struct {
-	// Interval is the shortest time between two samples of the machine's
-	// CPU use: the gate's view of "busy" is at most this old, and a task
-	// waiting at a closed gate looks again this often. Default 100 ms.
+	// Interval is the shortest time between two samples of the
+	// foreground's load: the gate's view of "busy" is at most this old,
+	// and a task waiting at a closed gate looks again this often.
+	// Default 100 ms.
 	Interval time.Duration
-	// BusyIdle: the machine becomes busy when its CPUs were idle for less
-	// than this share of the time since the previous sample. Default 0.10.
+	// BusyIdle: the foreground becomes busy when it was idle (no run in
+	// flight) for less than this share of the time since the previous
+	// sample. Default 0.10.
 	BusyIdle float64
-	// FreeIdle: a busy machine is free again when its CPUs were idle for
-	// at least this share of the time since the previous sample, so that
-	// the short lulls of a saturated machine do not let a crowd of
-	// background tasks through. Default 0.25.
+	// FreeIdle: a busy foreground is free again when it was idle for at
+	// least this share of the time since the previous sample, so that the
+	// short lulls of a saturated send path do not let a crowd of
+	// background tasks through. Default 0.25; never below BusyIdle.
 	FreeIdle float64
-	// ActiveFor is how long foreground work counts as active after its
-	// last Mark. Default 250 ms.
-	ActiveFor time.Duration
 	// BusyRate is how many tasks a second the gate admits while it is
-	// closed (the machine busy and foreground work active), one at a time:
-	// background work goes on, slowly, however long the foreground keeps
-	// the machine busy. Default 2.
+	// closed, one at a time: background work goes on, slowly, however long
+	// the foreground stays busy. Default 2.
 	BusyRate float64
-	// CPU returns the machine's cumulative idle and total CPU time, in any
-	// unit. Default ProcStat (Linux's /proc/stat). On a machine without
-	// it the gate never finds the machine busy and admits every task.
-	CPU func() (idle, total uint64, err error)
+	// Clock times the foreground's runs and the samples. Default
+	// clock.Real{} (tests move a clock.Fake instead of sleeping).
+	Clock clock.Clock
 }
 
 func (c *Config) setDefaults() {
@@ -56,57 +62,83 @@ func (c *Config) setDefaults() {
 	defaults.Positive(&c.BusyIdle, 0.10)
 	defaults.Positive(&c.FreeIdle, 0.25)
 	c.FreeIdle = max(c.FreeIdle, c.BusyIdle)
-	defaults.Positive(&c.ActiveFor, 250*time.Millisecond)
 	defaults.Positive(&c.BusyRate, 2)
-	if c.CPU == nil {
-		c.CPU = ProcStat
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
 	}
 }
 
-// Gate admits background tasks (Acquire) and learns of foreground work
-// (Mark). It is safe for concurrent use; a nil *Gate admits every task at
-// once and ignores Mark.
+// Gate admits background tasks (Acquire) and counts foreground runs (Enter,
+// Leave). It is safe for concurrent use; a nil *Gate admits every task at
+// once and counts nothing.
 type Gate struct {
-	cfg   Config
-	start time.Time
-	// lastMark is when foreground work was last marked, in nanoseconds
-	// since start (0: never).
-	lastMark atomic.Int64
+	cfg Config
 	// busyPace admits BusyRate tasks a second while the gate is closed.
 	busyPace *rate.Limiter
 	// yields counts the tasks that had to wait.
 	yields atomic.Int64
 
 	mu sync.Mutex
-	// The last sample, when it was taken, and whether it found the
-	// machine busy.
-	sampledAt         time.Time
-	idle, total       uint64
-	busy, cpuReadable bool
+	// inFlight is how many foreground runs are in flight, since busySince
+	// when there is any; busy is the foreground's time with a run in
+	// flight, up to busySince.
+	inFlight  int
+	busySince time.Time
+	busy      time.Duration
+	// The last sample: when it was taken, busy then, and whether it found
+	// the foreground busy (the gate closed).
+	sampledAt    time.Time
+	busyAtSample time.Duration
+	closed       bool
 }
 
 // New returns a Gate.
-func New(cfg Config) *Gate {
+func New(cfg Config) (*Gate, error) {
 	cfg.setDefaults()
-	g := &Gate{cfg: cfg, start: time.Now(), busyPace: rate.NewLimiter(rate.Limit(cfg.BusyRate), 1)}
-	g.idle, g.total, g.cpuReadable = g.readCPU()
-	g.sampledAt = time.Now()
-	return g
+	if cfg.BusyIdle >= 1 {
+		return nil, errors.New("yield: BusyIdle must be below 1")
+	}
+	return &Gate{
+		cfg:       cfg,
+		busyPace:  rate.NewLimiter(rate.Limit(cfg.BusyRate), 1),
+		sampledAt: cfg.Clock.Now(),
+	}, nil
 }
 
-// readCPU samples the machine's CPU time; ok is false when it cannot.
-func (g *Gate) readCPU() (idle, total uint64, ok bool) {
-	idle, total, err := g.cfg.CPU()
-	return idle, total, err == nil
-}
-
-// Mark tells the gate that foreground work is running now. It costs an
-// atomic store.
-func (g *Gate) Mark() {
+// Enter tells the gate that a foreground run started; Leave, that it
+// ended. Each Enter must be followed by one Leave.
+func (g *Gate) Enter() {
 	if g == nil {
 		return
 	}
-	g.lastMark.Store(max(int64(time.Since(g.start)), 1))
+	now := g.cfg.Clock.Now()
+	g.mu.Lock()
+	if g.inFlight == 0 {
+		g.busySince = now
+	}
+	g.inFlight++
+	g.mu.Unlock()
+}
+
+// Leave tells the gate that a foreground run that Enter counted ended.
+func (g *Gate) Leave() {
+	if g == nil {
+		return
+	}
+	now := g.cfg.Clock.Now()
+	g.mu.Lock()
+	if g.inFlight--; g.inFlight == 0 {
+		g.busy += now.Sub(g.busySince)
+	}
+	g.mu.Unlock()
+}
+
+// busyAt is the foreground's time with a run in flight, up to now.
+func (g *Gate) busyAt(now time.Time) time.Duration {
+	if g.inFlight > 0 {
+		return g.busy + now.Sub(g.busySince)
+	}
+	return g.busy
 }
 
 // Acquire admits one background task, waiting up to wait while the gate is
@@ -126,7 +158,7 @@ func (g *Gate) Acquire(ctx context.Context, wait time.Duration) bool {
 			g.yields.Add(1)
 		}
 		// Look again when the next task is due at BusyRate, or sooner (the
-		// gate may open: the foreground stops, the machine idles).
+		// gate may open: the foreground eases).
 		pause := g.cfg.Interval
 		if tokens := g.busyPace.TokensAt(now); tokens < 1 {
 			pause = min(pause, time.Duration((1-tokens)/g.cfg.BusyRate*float64(time.Second)))
@@ -153,30 +185,24 @@ func (g *Gate) Yields() int64 {
 }
 
 // Closed reports whether the gate admits only BusyRate tasks a second now:
-// the machine is busy and foreground work is active. It samples the CPU
-// when the last sample is older than Interval.
+// the foreground is busy. It samples the foreground's load when the last
+// sample is older than Interval.
 func (g *Gate) Closed() bool {
 	if g == nil {
 		return false
 	}
-	now := time.Now()
-	mark := g.lastMark.Load()
-	if mark == 0 || now.Sub(g.start.Add(time.Duration(mark))) > g.cfg.ActiveFor {
-		return false // no foreground work: background work goes as fast as it can
-	}
+	now := g.cfg.Clock.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if now.Sub(g.sampledAt) >= g.cfg.Interval {
-		idle, total, ok := g.readCPU()
-		if ok && g.cpuReadable && total > g.total {
-			share := float64(idle-min(idle, g.idle)) / float64(total-g.total)
-			if g.busy {
-				g.busy = share < g.cfg.FreeIdle
-			} else {
-				g.busy = share < g.cfg.BusyIdle
-			}
+	if elapsed := now.Sub(g.sampledAt); elapsed >= g.cfg.Interval {
+		busy := g.busyAt(now)
+		idle := float64(elapsed - (busy - g.busyAtSample))
+		if g.closed {
+			g.closed = idle < g.cfg.FreeIdle*float64(elapsed)
+		} else {
+			g.closed = idle < g.cfg.BusyIdle*float64(elapsed)
 		}
-		g.idle, g.total, g.cpuReadable, g.sampledAt = idle, total, ok, now
+		g.sampledAt, g.busyAtSample = now, busy
 	}
-	return g.busy
+	return g.closed
 }
