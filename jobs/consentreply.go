@@ -32,13 +32,20 @@ func (w *ConsentReplyWorker) Timeout(*river.Job[queue.ConsentReplyArgs]) time.Du
 
 // Work sends the confirmation.
 func (w *ConsentReplyWorker) Work(ctx context.Context, job *river.Job[queue.ConsentReplyArgs]) error {
-	err := w.Replier.SendReply(ctx, job.Args)
+	return networkOutcome(w.Replier.SendReply(ctx, job.Args), "confirmation in "+job.Args.Schema)
+}
+
+// networkOutcome is a network job's answer to River for err, the outcome of
+// its work on what: nil when done, the job cancelled when the network
+// refused for good (a *network.PermanentError), else err to retry with
+// River's backoff.
+func networkOutcome(err error, what string) error {
 	switch {
 	case err == nil:
 		return nil
 	case network.IsPermanent(err):
-		return river.JobCancel(fmt.Errorf("confirmation in %s: %w", job.Args.Schema, err))
+		return river.JobCancel(fmt.Errorf("%s: %w", what, err))
 	default:
-		return fmt.Errorf("confirmation in %s: %w", job.Args.Schema, err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 }

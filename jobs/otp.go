@@ -7,7 +7,6 @@ import (
 
 	"github.com/riverqueue/river"
 
-	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/queue"
 )
 
@@ -32,13 +31,6 @@ func (w *OTPWorker) Timeout(*river.Job[queue.OTPArgs]) time.Duration { return 30
 
 // Work delivers the code.
 func (w *OTPWorker) Work(ctx context.Context, job *river.Job[queue.OTPArgs]) error {
-	err := w.Deliverer.DeliverOTP(ctx, job.Args)
-	switch {
-	case err == nil:
-		return nil
-	case network.IsPermanent(err):
-		return river.JobCancel(fmt.Errorf("otp for sender %d in %s: %w", job.Args.SenderID, job.Args.Schema, err))
-	default:
-		return fmt.Errorf("otp for sender %d in %s: %w", job.Args.SenderID, job.Args.Schema, err)
-	}
+	return networkOutcome(w.Deliverer.DeliverOTP(ctx, job.Args),
+		fmt.Sprintf("otp for sender %d in %s", job.Args.SenderID, job.Args.Schema))
 }

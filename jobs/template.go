@@ -7,7 +7,6 @@ import (
 
 	"github.com/riverqueue/river"
 
-	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/queue"
 )
 
@@ -36,13 +35,6 @@ func (w *TemplateReviewWorker) Timeout(*river.Job[queue.TemplateReviewArgs]) tim
 
 // Work submits the template.
 func (w *TemplateReviewWorker) Work(ctx context.Context, job *river.Job[queue.TemplateReviewArgs]) error {
-	err := w.Submitter.Submit(ctx, job.Args)
-	switch {
-	case err == nil:
-		return nil
-	case network.IsPermanent(err):
-		return river.JobCancel(fmt.Errorf("template %d in %s: %w", job.Args.TemplateID, job.Args.Schema, err))
-	default:
-		return fmt.Errorf("template %d in %s: %w", job.Args.TemplateID, job.Args.Schema, err)
-	}
+	return networkOutcome(w.Submitter.Submit(ctx, job.Args),
+		fmt.Sprintf("template %d in %s", job.Args.TemplateID, job.Args.Schema))
 }

@@ -222,17 +222,11 @@ func checkExamples(v *apperr.Validation, vars []string, examples map[string]stri
 // characters, not blank, no control characters. It reports whether it
 // passed.
 func checkValue(v *apperr.Validation, field, value string) bool {
-	switch {
-	case strings.TrimSpace(value) == "":
+	if strings.TrimSpace(value) == "" {
 		v.Add(field, "must not be empty")
-	case utf8.RuneCountInString(value) > MaxValueLength:
-		v.Add(field, fmt.Sprintf("must be at most %d characters", MaxValueLength))
-	case strings.ContainsFunc(value, unicode.IsControl):
-		v.Add(field, "must not contain control characters")
-	default:
-		return true
+		return false
 	}
-	return false
+	return v.Text(field, value, MaxValueLength)
 }
 
 func deref(s *string) string {
