@@ -194,7 +194,7 @@ type webhookData struct {
 	Deliveries []deliveryView
 	// States and Events are the log's filter options.
 	States, Events []string
-	// web.Pager pages the log, filtered by state or event type: older
+	// Pager pages the log, filtered by state or event type: older
 	// deliveries next, the newest first.
 	web.Pager
 	// Overlap is how long a replaced secret still signs.
