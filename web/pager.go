@@ -7,16 +7,19 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-// pager is the paging of a filtered, cursor-paged list (the message
+// Pager is the paging of a filtered, cursor-paged list (the message
 // history, the audit log, an endpoint's delivery log), which the page's
 // "pager" template links.
-type pager struct {
+type Pager struct {
 	// NextURL fetches the next page with the same filters; "" on the last
 	// page. FirstURL goes back to the first page when not on it.
 	NextURL, FirstURL string
 	// Filtered: the list is filtered.
 	Filtered bool
 }
+
+// pager is the core's own name of Pager.
+type pager = Pager
 
 // newPager returns the paging of the list at path filtered by q and shown
 // from cursor ("" on the first page), whose next page starts at next (""

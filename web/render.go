@@ -29,8 +29,8 @@ var pageNames = []string{
 	"templates_list", "template_new", "template_detail", "template_delete",
 }
 
-// pageData is what every page template receives.
-type pageData struct {
+// PageData is what every page template receives.
+type PageData struct {
 	// Title is the page's <title> and heading.
 	Title string
 	// Nav names the active navigation entry.
@@ -56,13 +56,16 @@ type pageData struct {
 	Data any
 }
 
+// pageData is the core's own name of PageData.
+type pageData = PageData
+
 // FieldError returns the errors of a form field, joined, or "".
-func (p pageData) FieldError(field string) string {
+func (p PageData) FieldError(field string) string {
 	return strings.Join(p.Fields[field], "; ")
 }
 
 // Value returns a form value to put back after an error.
-func (p pageData) Value(field string) string { return p.Form[field] }
+func (p PageData) Value(field string) string { return p.Form[field] }
 
 var funcs = template.FuncMap{
 	"datetime": func(t any) string {
@@ -104,19 +107,19 @@ func args(kv ...any) (map[string]any, error) {
 	return m, nil
 }
 
-// checkItem is a checkbox of the "checks" partial (a key's scopes, an
+// CheckItem is a checkbox of the "checks" partial (a key's scopes, an
 // endpoint's event types).
-type checkItem struct {
+type CheckItem struct {
 	Value, Help string
 	Checked     bool
 }
 
-// checkItems returns a checkbox for each of values, with its help text,
+// CheckItems returns a checkbox for each of values, with its help text,
 // ticked when checked holds it.
-func checkItems(values []string, help func(string) string, checked []string) []checkItem {
-	out := make([]checkItem, 0, len(values))
+func CheckItems(values []string, help func(string) string, checked []string) []CheckItem {
+	out := make([]CheckItem, 0, len(values))
 	for _, v := range values {
-		out = append(out, checkItem{Value: v, Help: help(v), Checked: slices.Contains(checked, v)})
+		out = append(out, CheckItem{Value: v, Help: help(v), Checked: slices.Contains(checked, v)})
 	}
 	return out
 }
@@ -261,10 +264,10 @@ func (d *Dashboard) pathID(c *gin.Context, thing string) (int64, bool) {
 	return id, ok
 }
 
-// adminAction reads the id of an owner/admin action on one thing (what it
+// AdminAction reads the id of an owner/admin action on one thing (what it
 // does, for the refusal). When the id is malformed or the member is not an
 // owner or admin it renders the error page and returns ok false.
-func (d *Dashboard) adminAction(c *gin.Context, thing, what string) (*Session, int64, bool) {
+func (d *Dashboard) AdminAction(c *gin.Context, thing, what string) (*Session, int64, bool) {
 	s := session(c)
 	id, ok := d.pathID(c, thing)
 	if !ok {
@@ -275,6 +278,17 @@ func (d *Dashboard) adminAction(c *gin.Context, thing, what string) (*Session, i
 		return nil, 0, false
 	}
 	return s, id, true
+}
+
+// RequireAdmin renders the refusal of what (an action for owners and
+// admins) and returns false when the member is neither.
+func (d *Dashboard) RequireAdmin(c *gin.Context, what string) (*Session, bool) {
+	s := session(c)
+	if !s.IsAdmin() {
+		d.internal(c, errNotAdmin(what))
+		return nil, false
+	}
+	return s, true
 }
 
 // errNotAdmin is the refusal of an action for owners and admins only (the

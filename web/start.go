@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/bizmsg/platform/platform/page"
 	"github.com/bizmsg/platform/platform/senders"
 )
 
@@ -118,4 +120,11 @@ func baseURL(c *gin.Context, secure bool) string {
 // single quote closed, escaped and reopened.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// hasKey reports whether the organization has created an API key (the
+// onboarding steps of the overview and first-send pages).
+func (d *Dashboard) hasKey(ctx context.Context, orgID int64) (bool, error) {
+	ks, _, err := d.cfg.Keys.List(ctx, orgID, page.Query{Limit: 1})
+	return len(ks) > 0, err
 }

@@ -15,6 +15,14 @@
 // templates.Service, consent.Service) and render the result, so no
 // business rule lives here.
 //
+// This package is the dashboard's core (sessions, CSRF, rendering, sign-up
+// and log-in) and its home pages (overview, sender numbers, messages,
+// first send). The other pages are groups in packages of their own that
+// render through the core (pages.go is what they use of it) and mount on
+// its signed-in routes: web/accesspages (API keys, members, audit log),
+// web/optoutpages, web/templatepages and web/webhookpages. They never
+// import each other.
+//
 // # Sessions
 //
 // A session is a row of central.web_sessions found by the SHA-256 of a
@@ -45,16 +53,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bizmsg/platform/platform/accounts"
-	"github.com/bizmsg/platform/platform/audit"
 	"github.com/bizmsg/platform/platform/clock"
-	"github.com/bizmsg/platform/platform/consent"
 	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/keys"
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/senders"
-	"github.com/bizmsg/platform/platform/templates"
 	"github.com/bizmsg/platform/platform/usage"
-	"github.com/bizmsg/platform/platform/webhooks"
 )
 
 //go:embed templates/*.html
@@ -88,18 +92,6 @@ type Config struct {
 	Senders  *senders.Service
 	Messages *messages.Service
 	Usage    *usage.Service
-	// Webhooks manages the organization's webhook endpoints and their
-	// delivery logs (the Tenant API's /webhooks service). Required.
-	Webhooks *webhooks.Service
-	// Audit reads the audit log (the /audit page, owners and admins).
-	// Required.
-	Audit *audit.Service
-	// Consent is the opt-out list and its confirmation texts (the Tenant
-	// API's /opt-outs service). Required.
-	Consent *consent.Service
-	// Templates is the organization's message templates and their review
-	// (the Tenant API's /templates service). Required.
-	Templates *templates.Service
 	// Secret keys the CSRF tokens: at least 32 bytes, the same on every node
 	// (the platform passes API_KEY_PEPPER; a key is derived from it).
 	// Required.
@@ -134,12 +126,8 @@ func New(cfg Config) (*Dashboard, error) {
 	switch {
 	case cfg.Pool == nil:
 		return nil, errors.New("web: Config.Pool is required")
-	case cfg.Accounts == nil || cfg.Keys == nil || cfg.Senders == nil || cfg.Messages == nil || cfg.Usage == nil || cfg.Audit == nil:
-		return nil, errors.New("web: the central, keys, senders, messages, usage and audit services are required")
-	case cfg.Webhooks == nil:
-		return nil, errors.New("web: Config.Webhooks is required")
-	case cfg.Consent == nil || cfg.Templates == nil:
-		return nil, errors.New("web: Config.Consent and Config.Templates are required")
+	case cfg.Accounts == nil || cfg.Keys == nil || cfg.Senders == nil || cfg.Messages == nil || cfg.Usage == nil:
+		return nil, errors.New("web: the central, keys, senders, messages and usage services are required")
 	case len(cfg.Secret) < 32:
 		return nil, errors.New("web: Config.Secret must be at least 32 bytes")
 	}
@@ -171,9 +159,12 @@ func New(cfg Config) (*Dashboard, error) {
 	}, nil
 }
 
-// Mount registers the dashboard's pages on r. Its paths are outside /api
-// and the operational endpoints (/healthz, /readyz, /metrics), so it
-// shadows nothing; an unknown path still gets the engine's JSON 404.
+// Mount registers the dashboard's pages on r: the core's own and those of
+// each page group (web/accesspages, web/optoutpages, web/templatepages,
+// web/webhookpages), which come after the same session and CSRF checks.
+// Its paths are outside /api and the operational endpoints (/healthz,
+// /readyz, /metrics), so it shadows nothing; an unknown path still gets the
+// engine's JSON 404.
 //
 //	GET  /                         overview (today, quota per sender, 30-day chart)
 //	GET  /signup, POST /signup     create an organization and its owner
@@ -183,33 +174,16 @@ func New(cfg Config) (*Dashboard, error) {
 //	POST /senders/:id/verify       enter the OTP
 //	POST /senders/:id/resend       send a new OTP
 //	POST /senders/:id/limit        daily limit (owners and admins)
-//	GET  /keys, POST /keys         API keys; create one (shown once)
-//	POST /keys/:id/reveal          "Show key" (encrypted storage)
-//	GET  /keys/:id/revoke, POST    confirm, revoke
 //	GET  /messages                 history with the API's filters and paging
 //	GET  /messages/:id             one message, with its delivery (attempts, why not yet sent)
 //	GET  /conversations/:id        one conversation's messages as a thread, both ways
-//	GET  /members, POST /members   members; add one with a role
-//	GET  /members/:id/remove, POST confirm, remove
-//	GET  /audit                    the audit log with the API's filters and paging (owners and admins)
 //	GET  /start                    the organization's first send, as curl
-//	GET  /webhooks, POST /webhooks endpoints; add one (its secret shown once; owners and admins)
-//	GET  /webhooks/:id             one endpoint and its delivery log (?state=&event_type=&cursor=)
-//	POST /webhooks/:id/rotate      new secret, shown once (owners and admins, as every POST below)
-//	POST /webhooks/:id/enable, /disable
-//	GET  /webhooks/:id/delete, POST confirm, delete
-//	POST /webhooks/:id/deliveries/:delivery_id/redeliver
-//	POST /webhooks/:id/deliveries/redeliver  every failed delivery since a time
-//	GET  /templates                message templates (?status=&category=&name=&cursor=)
-//	GET  /templates/new, POST /templates  the create form with a live preview; create (owners and admins)
-//	GET  /templates/:id            one template: texts, examples, status, a rejection's reason
-//	GET  /templates/:id/delete, POST  confirm, delete (owners and admins)
-//	GET  /opt-outs                 the opt-out list (?phone=&source=&cursor=), reply texts
-//	POST /opt-outs                 add a phone (owners and admins, as every POST below)
-//	GET  /opt-outs/remove?phone=, POST /opt-outs/remove  confirm, remove (phone in the body)
-//	POST /opt-outs/settings        the confirmation texts
 //	GET  /static/*file             stylesheet and script
-func (d *Dashboard) Mount(r gin.IRouter) {
+//
+// The groups list their own routes: keys, members and audit
+// (accesspages), /opt-outs (optoutpages), /templates (templatepages) and
+// /webhooks (webhookpages).
+func (d *Dashboard) Mount(r gin.IRouter, groups ...PageGroup) {
 	g := r.Group("/", d.headers, d.checkOrigin)
 	g.GET("/static/*file", d.serveStatic)
 
@@ -228,39 +202,11 @@ func (d *Dashboard) Mount(r gin.IRouter) {
 	s.POST("/senders/:id/verify", d.verifySender)
 	s.POST("/senders/:id/resend", d.resendOTP)
 	s.POST("/senders/:id/limit", d.setLimit)
-	s.GET("/keys", d.keysPage)
-	s.POST("/keys", d.createKey)
-	s.POST("/keys/:id/reveal", d.revealKey)
-	s.GET("/keys/:id/revoke", d.revokeKeyPage)
-	s.POST("/keys/:id/revoke", d.revokeKey)
 	s.GET("/messages", d.messagesPage)
 	s.GET("/messages/:id", d.messagePage)
 	s.GET("/conversations/:id", d.conversationPage)
-	s.GET("/members", d.membersPage)
-	s.POST("/members", d.addMember)
-	s.GET("/members/:id/remove", d.removeMemberPage)
-	s.POST("/members/:id/remove", d.removeMember)
-	s.GET("/audit", d.auditPage)
 	s.GET("/start", d.startPage)
-	s.GET("/webhooks", d.webhooksPage)
-	s.POST("/webhooks", d.createWebhook)
-	s.GET("/webhooks/:id", d.webhookPage)
-	s.POST("/webhooks/:id/rotate", d.rotateWebhookSecret)
-	s.POST("/webhooks/:id/enable", d.enableWebhook)
-	s.POST("/webhooks/:id/disable", d.disableWebhook)
-	s.GET("/webhooks/:id/delete", d.deleteWebhookPage)
-	s.POST("/webhooks/:id/delete", d.deleteWebhook)
-	s.POST("/webhooks/:id/deliveries/redeliver", d.redeliverFailedWebhooks)
-	s.POST("/webhooks/:id/deliveries/:delivery_id/redeliver", d.redeliverWebhook)
-	s.GET("/templates", d.templatesPage)
-	s.GET("/templates/new", d.newTemplatePage)
-	s.POST("/templates", d.createTemplate)
-	s.GET("/templates/:id", d.templatePage)
-	s.GET("/templates/:id/delete", d.deleteTemplatePage)
-	s.POST("/templates/:id/delete", d.deleteTemplate)
-	s.GET("/opt-outs", d.optOutsPage)
-	s.POST("/opt-outs", d.addOptOut)
-	s.GET("/opt-outs/remove", d.removeOptOutPage)
-	s.POST("/opt-outs/remove", d.removeOptOut)
-	s.POST("/opt-outs/settings", d.saveReplies)
+	for _, p := range groups {
+		p.Mount(s)
+	}
 }

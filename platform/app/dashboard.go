@@ -1,35 +1,41 @@
 package app
 
 import (
+	"errors"
+
 	"github.com/gin-gonic/gin"
 
 	"github.com/bizmsg/platform/web"
+	"github.com/bizmsg/platform/web/accesspages"
+	"github.com/bizmsg/platform/web/optoutpages"
+	"github.com/bizmsg/platform/web/templatepages"
+	"github.com/bizmsg/platform/web/webhookpages"
 )
 
-// dashboardRoutes mounts the dashboard (package web) on r, over the same
-// services the Central API uses. Its paths are outside /api and the
-// operational endpoints, so it shadows none of them.
+// dashboardRoutes mounts the dashboard (package web and its page groups)
+// on r, over the same services the Central API uses. Its paths are outside
+// /api and the operational endpoints, so it shadows none of them.
 func (a *App) dashboardRoutes(r *gin.Engine) {
 	d, err := web.New(web.Config{
-		Pool:      a.DB.Pool,
-		Accounts:  a.Accounts,
-		Keys:      a.Keys,
-		Senders:   a.Senders,
-		Messages:  a.Messages,
-		Usage:     a.Usage,
-		Webhooks:  a.Webhooks,
-		Audit:     a.Audit,
-		Consent:   a.Consent,
-		Templates: a.Templates,
-		Secret:    a.cfg.APIKeyPepper,
-		Clock:     a.clock,
-		Logger:    a.log,
+		Pool:     a.DB.Pool,
+		Accounts: a.Accounts,
+		Keys:     a.Keys,
+		Senders:  a.Senders,
+		Messages: a.Messages,
+		Usage:    a.Usage,
+		Secret:   a.cfg.APIKeyPepper,
+		Clock:    a.clock,
+		Logger:   a.log,
 	})
-	if err != nil {
+	access, errA := accesspages.New(accesspages.Config{Dashboard: d, Accounts: a.Accounts, Keys: a.Keys, Audit: a.Audit})
+	optOuts, errO := optoutpages.New(optoutpages.Config{Dashboard: d, Consent: a.Consent, Senders: a.Senders})
+	tmpls, errT := templatepages.New(templatepages.Config{Dashboard: d, Templates: a.Templates})
+	hooks, errH := webhookpages.New(webhookpages.Config{Dashboard: d, Webhooks: a.Webhooks})
+	if err := errors.Join(err, errA, errO, errT, errH); err != nil {
 		// The configuration was validated before (services built, secret
 		// length checked by config), and the templates are embedded: a
 		// failure here is a programming error.
 		panic(err)
 	}
-	d.Mount(r)
+	d.Mount(r, access, optOuts, tmpls, hooks)
 }

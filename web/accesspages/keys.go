@@ -1,7 +1,6 @@
-package web
+package accesspages
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"github.com/bizmsg/platform/platform/apikey"
 	"github.com/bizmsg/platform/platform/keys"
 	"github.com/bizmsg/platform/platform/page"
+	"github.com/bizmsg/platform/web"
 )
 
 // keyView is an API key as the keys page shows it.
@@ -25,7 +25,7 @@ type keyView struct {
 // keysData is the keys page's data.
 type keysData struct {
 	Keys   []keyView
-	Scopes []checkItem
+	Scopes []web.CheckItem
 	// Encrypted: keys are stored encrypted too, so they can be shown again.
 	Encrypted bool
 	// More: the organization has more keys than the page shows.
@@ -57,15 +57,15 @@ const maxKeysShown = 100
 
 // keysPage lists the organization's keys and, for owners and admins, the
 // creation form.
-func (d *Dashboard) keysPage(c *gin.Context) {
-	d.renderKeys(c, http.StatusOK, pageData{Notice: notice(c)}, nil)
+func (d *Pages) keysPage(c *gin.Context) {
+	d.renderKeys(c, http.StatusOK, web.PageData{Notice: web.Notice(c)}, nil)
 }
 
-func (d *Dashboard) renderKeys(c *gin.Context, status int, data pageData, checked []string) {
-	s := session(c)
+func (d *Pages) renderKeys(c *gin.Context, status int, data web.PageData, checked []string) {
+	s := web.SessionOf(c)
 	list, next, err := d.cfg.Keys.List(c.Request.Context(), s.Principal.OrgID, page.Query{Limit: maxKeysShown})
 	if err != nil {
-		d.internal(c, err)
+		d.Internal(c, err)
 		return
 	}
 	now := d.cfg.Keys.Now()
@@ -79,19 +79,12 @@ func (d *Dashboard) renderKeys(c *gin.Context, status int, data pageData, checke
 			CanRevoke: active && s.IsAdmin(),
 		})
 	}
-	out.Scopes = checkItems(apikey.Scopes(), scopeText, checked)
+	out.Scopes = web.CheckItems(apikey.Scopes(), scopeText, checked)
 	data.Title, data.Nav, data.Data = "API keys", "keys", out
 	if data.Form == nil {
 		data.Form = map[string]string{"expires_in_days": "90"}
 	}
-	d.renderStatus(c, status, "keys", data)
-}
-
-// hasKey reports whether the organization has created an API key (the
-// onboarding steps of the overview and first-send pages).
-func (d *Dashboard) hasKey(ctx context.Context, orgID int64) (bool, error) {
-	ks, _, err := d.cfg.Keys.List(ctx, orgID, page.Query{Limit: 1})
-	return len(ks) > 0, err
+	d.RenderStatus(c, status, "keys", data)
 }
 
 // keySecretData is the data of the page that shows a key's value.
@@ -104,11 +97,11 @@ type keySecretData struct {
 // createKey creates a key through the keys service and shows its value
 // this once, in the response to the POST (never in a URL, never stored
 // for a later page); the response is not cached.
-func (d *Dashboard) createKey(c *gin.Context) {
-	s := session(c)
+func (d *Pages) createKey(c *gin.Context) {
+	s := web.SessionOf(c)
 	scopes := c.PostFormArray("scopes")
 	if !s.IsAdmin() {
-		d.internal(c, errNotAdmin("create API keys"))
+		d.Internal(c, web.ErrNotAdmin("create API keys"))
 		return
 	}
 	// The form becomes the API's request body, so that it is validated by
@@ -127,59 +120,59 @@ func (d *Dashboard) createKey(c *gin.Context) {
 		var created *keys.Created
 		created, err = d.cfg.Keys.Create(c.Request.Context(), s.Principal.OrgID, keys.Actor{UserID: s.Principal.UserID}, spec)
 		if err == nil {
-			d.render(c, "key_secret", pageData{Title: "API key created", Nav: "keys",
+			d.Render(c, "key_secret", web.PageData{Title: "API key created", Nav: "keys",
 				Data: keySecretData{Key: created.Resource(d.cfg.Keys.Now()), Created: true, Encrypted: created.Key.Sealed}})
 			return
 		}
 	}
-	pd := pageData{Form: map[string]string{
+	pd := web.PageData{Form: map[string]string{
 		"name": c.PostForm("name"), "expires_in_days": c.PostForm("expires_in_days"),
 	}}
-	if status, ok := d.formStatus(c, err, &pd); ok {
+	if status, ok := d.FormStatus(c, err, &pd); ok {
 		d.renderKeys(c, status, pd, scopes)
 	}
 }
 
 // revealKey shows a key again from its encrypted copy ("Show key"); the
 // keys service records the reveal in the audit log.
-func (d *Dashboard) revealKey(c *gin.Context) {
-	s, id, ok := d.adminAction(c, "API key", "show API keys")
+func (d *Pages) revealKey(c *gin.Context) {
+	s, id, ok := d.AdminAction(c, "API key", "show API keys")
 	if !ok {
 		return
 	}
 	out, err := d.cfg.Keys.Reveal(c.Request.Context(), s.Principal.OrgID, s.Principal.UserID, id)
 	if err != nil {
-		d.internal(c, err)
+		d.Internal(c, err)
 		return
 	}
-	d.render(c, "key_secret", pageData{Title: "Show API key", Nav: "keys",
+	d.Render(c, "key_secret", web.PageData{Title: "Show API key", Nav: "keys",
 		Data: keySecretData{Key: out.Resource(d.cfg.Keys.Now())}})
 }
 
 // revokeKeyPage asks for confirmation before revoking.
-func (d *Dashboard) revokeKeyPage(c *gin.Context) {
-	s := session(c)
-	id, ok := d.pathID(c, "API key")
+func (d *Pages) revokeKeyPage(c *gin.Context) {
+	s := web.SessionOf(c)
+	id, ok := d.PathID(c, "API key")
 	if !ok {
 		return
 	}
 	k, err := d.cfg.Keys.Get(c.Request.Context(), s.Principal.OrgID, id)
 	if err != nil {
-		d.internal(c, err)
+		d.Internal(c, err)
 		return
 	}
-	d.render(c, "key_revoke", pageData{Title: "Revoke API key", Nav: "keys", Data: k.Resource(d.cfg.Keys.Now())})
+	d.Render(c, "key_revoke", web.PageData{Title: "Revoke API key", Nav: "keys", Data: k.Resource(d.cfg.Keys.Now())})
 }
 
 // revokeKey revokes a key; it stops working at once on every node.
-func (d *Dashboard) revokeKey(c *gin.Context) {
-	s, id, ok := d.adminAction(c, "API key", "revoke API keys")
+func (d *Pages) revokeKey(c *gin.Context) {
+	s, id, ok := d.AdminAction(c, "API key", "revoke API keys")
 	if !ok {
 		return
 	}
 	if err := d.cfg.Keys.Revoke(c.Request.Context(), s.Principal.OrgID, keys.Actor{UserID: s.Principal.UserID}, id); err != nil {
-		d.internal(c, err)
+		d.Internal(c, err)
 		return
 	}
-	redirect(c, "/keys?ok=key_revoked")
+	web.Redirect(c, "/keys?ok=key_revoked")
 }

@@ -1,4 +1,4 @@
-package web
+package optoutpages
 
 import (
 	"net/http"
@@ -12,6 +12,7 @@ import (
 	"github.com/bizmsg/platform/platform/consent"
 	"github.com/bizmsg/platform/platform/page"
 	"github.com/bizmsg/platform/platform/phone"
+	"github.com/bizmsg/platform/web"
 )
 
 // The opt-outs page is the organization's opt-out list and its
@@ -57,29 +58,29 @@ type optOutsData struct {
 	Entries []optOutView
 	// Filter holds the filter form's values and errors, apart from the add
 	// form's, whose phone field has the same name.
-	Filter  pageData
+	Filter  web.PageData
 	Sources []string
 	// OptOutHelp and OptInHelp describe the confirmation texts' fields:
 	// the English default, and whether it is in force (no text set).
 	OptOutHelp, OptInHelp string
 	MaxNote, MaxReply     int
-	pager
+	web.Pager
 }
 
 // optOutsPage is the opt-out list, filtered and paged as the API's, with
 // the add and reply-text forms for owners and admins.
-func (d *Dashboard) optOutsPage(c *gin.Context) {
-	d.renderOptOuts(c, http.StatusOK, pageData{Notice: optOutNotice(c.Query("ok"))}, c.Request.URL.Query())
+func (d *Pages) optOutsPage(c *gin.Context) {
+	d.renderOptOuts(c, http.StatusOK, web.PageData{Notice: optOutNotice(c.Query("ok"))}, c.Request.URL.Query())
 }
 
 // renderOptOuts renders the opt-outs page with the list filtered by q. A
 // form error in data keeps its status; a bad filter is a 422 naming it on
 // the filter form. Reply texts not in data.Form are the ones in force.
-func (d *Dashboard) renderOptOuts(c *gin.Context, status int, data pageData, q url.Values) {
-	s := session(c)
+func (d *Pages) renderOptOuts(c *gin.Context, status int, data web.PageData, q url.Values) {
+	s := web.SessionOf(c)
 	ctx := c.Request.Context()
 	out := optOutsData{
-		Filter:   pageData{Form: map[string]string{}},
+		Filter:   web.PageData{Form: map[string]string{}},
 		Sources:  []string{consent.SourceKeyword, consent.SourceAPI, consent.SourceDashboard},
 		MaxNote:  consent.MaxNoteLength,
 		MaxReply: consent.MaxReplyLength,
@@ -96,9 +97,9 @@ func (d *Dashboard) renderOptOuts(c *gin.Context, status int, data pageData, q u
 		Phone: phone.FromQuery(filters.Get("phone")), Source: filters.Get("source"),
 		Limit: strconv.Itoa(page.DefaultLimit), Cursor: cursor})
 	if err != nil {
-		st, msg, fields, ok := formError(err)
+		st, msg, fields, ok := web.FormError(err)
 		if !ok {
-			d.internal(c, err)
+			d.Internal(c, err)
 			return
 		}
 		out.Filter.Fields = fields
@@ -108,7 +109,7 @@ func (d *Dashboard) renderOptOuts(c *gin.Context, status int, data pageData, q u
 	}
 	set, err := d.cfg.Consent.Settings(ctx, s.Principal.Tenant)
 	if err != nil {
-		d.internal(c, err)
+		d.Internal(c, err)
 		return
 	}
 	if data.Form == nil {
@@ -125,7 +126,7 @@ func (d *Dashboard) renderOptOuts(c *gin.Context, status int, data pageData, q u
 	}
 	senderPhones, err := d.senderPhones(c, s)
 	if err != nil {
-		d.internal(c, err)
+		d.Internal(c, err)
 		return
 	}
 	for _, e := range list.Items {
@@ -135,9 +136,9 @@ func (d *Dashboard) renderOptOuts(c *gin.Context, status int, data pageData, q u
 		}
 		out.Entries = append(out.Entries, v)
 	}
-	out.pager = newPager("/opt-outs", filters, cursor, list.NextCursor, "#opt-outs-h")
+	out.Pager = web.NewPager("/opt-outs", filters, cursor, list.NextCursor, "#opt-outs-h")
 	data.Title, data.Nav, data.Data = "Opt-outs", "opt-outs", out
-	d.renderStatus(c, status, "optouts", data)
+	d.RenderStatus(c, status, "optouts", data)
 }
 
 // replyHelp is the help of a confirmation text's field: its English
@@ -150,7 +151,7 @@ func replyHelp(unset bool, def string) string {
 }
 
 // senderPhones maps the organization's sender numbers' ids to their phones.
-func (d *Dashboard) senderPhones(c *gin.Context, s *Session) (map[int64]string, error) {
+func (d *Pages) senderPhones(c *gin.Context, s *web.Session) (map[int64]string, error) {
 	list, err := d.cfg.Senders.List(c.Request.Context(), s.Principal.Tenant)
 	if err != nil {
 		return nil, err
@@ -164,25 +165,14 @@ func (d *Dashboard) senderPhones(c *gin.Context, s *Session) (map[int64]string, 
 
 // consentActor is the signed-in member as the consent service records them
 // in the audit log.
-func consentActor(s *Session) consent.Actor {
+func consentActor(s *web.Session) consent.Actor {
 	return consent.Actor{UserID: s.Principal.UserID}
-}
-
-// requireAdmin renders the refusal of what (an action for owners and
-// admins) and returns false when the member is neither.
-func (d *Dashboard) requireAdmin(c *gin.Context, what string) (*Session, bool) {
-	s := session(c)
-	if !s.IsAdmin() {
-		d.internal(c, errNotAdmin(what))
-		return nil, false
-	}
-	return s, true
 }
 
 // addOptOut puts a phone on the list (source dashboard) through the
 // service's validation; a phone already on it keeps its entry.
-func (d *Dashboard) addOptOut(c *gin.Context) {
-	s, ok := d.requireAdmin(c, "change the opt-out list")
+func (d *Pages) addOptOut(c *gin.Context) {
+	s, ok := d.RequireAdmin(c, "change the opt-out list")
 	if !ok {
 		return
 	}
@@ -194,19 +184,19 @@ func (d *Dashboard) addOptOut(c *gin.Context) {
 		if !added {
 			code = "opt_out_exists"
 		}
-		redirect(c, "/opt-outs?ok="+code)
+		web.Redirect(c, "/opt-outs?ok="+code)
 		return
 	}
-	pd := pageData{Form: map[string]string{"phone": raw, "note": note}}
-	if status, ok := d.formStatus(c, err, &pd); ok {
+	pd := web.PageData{Form: map[string]string{"phone": raw, "note": note}}
+	if status, ok := d.FormStatus(c, err, &pd); ok {
 		d.renderOptOuts(c, status, pd, url.Values{})
 	}
 }
 
 // removeOptOutPage asks for confirmation before taking a phone off the
 // list. A phone not on it is the 404 page.
-func (d *Dashboard) removeOptOutPage(c *gin.Context) {
-	s, ok := d.requireAdmin(c, "change the opt-out list")
+func (d *Pages) removeOptOutPage(c *gin.Context) {
+	s, ok := d.RequireAdmin(c, "change the opt-out list")
 	if !ok {
 		return
 	}
@@ -216,24 +206,24 @@ func (d *Dashboard) removeOptOutPage(c *gin.Context) {
 		err = apperr.NotFound("opt-out")
 	}
 	if err != nil {
-		d.internal(c, err)
+		d.Internal(c, err)
 		return
 	}
-	d.render(c, "optout_remove", pageData{Title: "Remove opt-out", Nav: "opt-outs", Data: list.Items[0]})
+	d.Render(c, "optout_remove", web.PageData{Title: "Remove opt-out", Nav: "opt-outs", Data: list.Items[0]})
 }
 
 // removeOptOut takes a phone off the list: the phone opts back in, which
 // the service writes to the audit log.
-func (d *Dashboard) removeOptOut(c *gin.Context) {
-	s, ok := d.requireAdmin(c, "change the opt-out list")
+func (d *Pages) removeOptOut(c *gin.Context) {
+	s, ok := d.RequireAdmin(c, "change the opt-out list")
 	if !ok {
 		return
 	}
 	err := d.cfg.Consent.Remove(c.Request.Context(), s.Principal.Tenant, consentActor(s), c.PostForm("phone"), consent.SourceDashboard)
 	if err != nil {
-		status, msg, fields, ok := formError(err)
+		status, msg, fields, ok := web.FormError(err)
 		if !ok || status == http.StatusNotFound {
-			d.internal(c, err)
+			d.Internal(c, err)
 			return
 		}
 		// The phone came from a hidden field: say what is wrong with it
@@ -241,15 +231,15 @@ func (d *Dashboard) removeOptOut(c *gin.Context) {
 		if len(fields["phone"]) > 0 {
 			msg = "Not removed: the phone " + strings.Join(fields["phone"], "; ") + "."
 		}
-		d.renderOptOuts(c, status, pageData{Error: msg}, url.Values{})
+		d.renderOptOuts(c, status, web.PageData{Error: msg}, url.Values{})
 		return
 	}
-	redirect(c, "/opt-outs?ok=opt_out_removed")
+	web.Redirect(c, "/opt-outs?ok=opt_out_removed")
 }
 
 // saveReplies sets both confirmation texts (empty: no confirmation).
-func (d *Dashboard) saveReplies(c *gin.Context) {
-	s, ok := d.requireAdmin(c, "change the confirmation texts")
+func (d *Pages) saveReplies(c *gin.Context) {
+	s, ok := d.RequireAdmin(c, "change the confirmation texts")
 	if !ok {
 		return
 	}
@@ -257,11 +247,11 @@ func (d *Dashboard) saveReplies(c *gin.Context) {
 	_, err := d.cfg.Consent.PutSettings(c.Request.Context(), s.Principal.Tenant,
 		consent.SettingsRequest{OptOutReply: &optOut, OptInReply: &optIn})
 	if err == nil {
-		redirect(c, "/opt-outs?ok=replies_saved#replies-h")
+		web.Redirect(c, "/opt-outs?ok=replies_saved#replies-h")
 		return
 	}
-	pd := pageData{Form: map[string]string{"opt_out_reply": optOut, "opt_in_reply": optIn}}
-	if status, ok := d.formStatus(c, err, &pd); ok {
+	pd := web.PageData{Form: map[string]string{"opt_out_reply": optOut, "opt_in_reply": optIn}}
+	if status, ok := d.FormStatus(c, err, &pd); ok {
 		d.renderOptOuts(c, status, pd, url.Values{})
 	}
 }

@@ -1,4 +1,4 @@
-package web
+package accesspages
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/audit"
+	"github.com/bizmsg/platform/web"
 )
 
 // auditFilterFields are the audit page's filters: the query parameters of
@@ -38,35 +39,35 @@ type auditData struct {
 	Entries []auditView
 	Actors  []auditOption
 	Actions []auditOption
-	pager
+	web.Pager
 }
 
 // auditPage is the organization's audit log, for owners and admins: the
 // API's filters and cursor paging through the same service call
 // (audit.Service.List).
-func (d *Dashboard) auditPage(c *gin.Context) {
-	s := session(c)
+func (d *Pages) auditPage(c *gin.Context) {
+	s := web.SessionOf(c)
 	if !s.IsAdmin() {
-		d.internal(c, apperr.Forbidden("insufficient_role", "Only owners and admins can read the audit log."))
+		d.Internal(c, apperr.Forbidden("insufficient_role", "Only owners and admins can read the audit log."))
 		return
 	}
-	form, q := readFilters(c, auditFilterFields)
+	form, q := web.ReadFilters(c, auditFilterFields)
 	apiQuery := audit.QueryFrom(q)
-	apiQuery.Since, apiQuery.Until = rfc3339(apiQuery.Since), rfc3339(apiQuery.Until)
+	apiQuery.Since, apiQuery.Until = web.RFC3339(apiQuery.Since), web.RFC3339(apiQuery.Until)
 	apiQuery.Cursor = c.Query("cursor")
 	data := auditData{Actors: auditActors(), Actions: auditActions()}
-	pd := pageData{Title: "Audit log", Nav: "audit", Form: form}
+	pd := web.PageData{Title: "Audit log", Nav: "audit", Form: form}
 	result, err := d.cfg.Audit.List(c.Request.Context(), s.Principal.OrgID, apiQuery)
-	status, ok := d.formStatus(c, err, &pd)
+	status, ok := d.FormStatus(c, err, &pd)
 	if !ok {
 		return
 	}
 	for _, e := range result.Items {
 		data.Entries = append(data.Entries, viewEntry(e))
 	}
-	data.pager = newPager("/audit", q, apiQuery.Cursor, result.NextCursor, "")
+	data.Pager = web.NewPager("/audit", q, apiQuery.Cursor, result.NextCursor, "")
 	pd.Data = data
-	d.renderStatus(c, status, "audit", pd)
+	d.RenderStatus(c, status, "audit", pd)
 }
 
 // auditActors are the actor menu's kinds of actor (a member is chosen by

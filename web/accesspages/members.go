@@ -1,4 +1,4 @@
-package web
+package accesspages
 
 import (
 	"net/http"
@@ -8,6 +8,7 @@ import (
 	"github.com/bizmsg/platform/platform/accounts"
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/page"
+	"github.com/bizmsg/platform/web"
 )
 
 // membersData is the members page's data.
@@ -42,21 +43,21 @@ const maxMembersShown = 100
 
 // membersPage lists the organization's members and, for owners and
 // admins, the form that adds one.
-func (d *Dashboard) membersPage(c *gin.Context) {
-	d.renderMembers(c, http.StatusOK, pageData{Notice: notice(c)})
+func (d *Pages) membersPage(c *gin.Context) {
+	d.renderMembers(c, http.StatusOK, web.PageData{Notice: web.Notice(c)})
 }
 
-func (d *Dashboard) renderMembers(c *gin.Context, status int, data pageData) {
-	s := session(c)
+func (d *Pages) renderMembers(c *gin.Context, status int, data web.PageData) {
+	s := web.SessionOf(c)
 	ctx := c.Request.Context()
 	list, next, err := d.cfg.Accounts.Members(ctx, s.Principal.OrgID, page.Query{Limit: maxMembersShown})
 	if err != nil {
-		d.internal(c, err)
+		d.Internal(c, err)
 		return
 	}
 	owners, err := d.cfg.Accounts.Owners(ctx, s.Principal.OrgID)
 	if err != nil {
-		d.internal(c, err)
+		d.Internal(c, err)
 		return
 	}
 	roles := []string{accounts.RoleMember, accounts.RoleAdmin}
@@ -68,13 +69,13 @@ func (d *Dashboard) renderMembers(c *gin.Context, status int, data pageData) {
 	}
 	data.Title, data.Nav, data.Data = "Members", "members", membersData{Members: list, Roles: roles, More: next != "",
 		viewer: s.Principal.Role, owners: owners}
-	d.renderStatus(c, status, "members", data)
+	d.RenderStatus(c, status, "members", data)
 }
 
 // addMember adds a member with a role and an initial password (the Central
 // API's model of an invitation); the service enforces who may add whom.
-func (d *Dashboard) addMember(c *gin.Context) {
-	s := session(c)
+func (d *Pages) addMember(c *gin.Context) {
+	s := web.SessionOf(c)
 	m := accounts.NewMember{
 		Name:     c.PostForm("name"),
 		Email:    c.PostForm("email"),
@@ -82,19 +83,19 @@ func (d *Dashboard) addMember(c *gin.Context) {
 		Password: c.PostForm("password"),
 	}
 	if _, err := d.cfg.Accounts.AddMember(c.Request.Context(), s.Principal, m); err != nil {
-		pd := pageData{Form: map[string]string{"name": m.Name, "email": m.Email, "role": m.Role}}
-		if status, ok := d.formStatus(c, err, &pd); ok {
+		pd := web.PageData{Form: map[string]string{"name": m.Name, "email": m.Email, "role": m.Role}}
+		if status, ok := d.FormStatus(c, err, &pd); ok {
 			d.renderMembers(c, status, pd)
 		}
 		return
 	}
-	redirect(c, "/members?ok=member_added")
+	web.Redirect(c, "/members?ok=member_added")
 }
 
 // member finds member :id for the confirmation page.
-func (d *Dashboard) member(c *gin.Context) (*accounts.User, bool) {
-	s := session(c)
-	id, ok := d.pathID(c, "member")
+func (d *Pages) member(c *gin.Context) (*accounts.User, bool) {
+	s := web.SessionOf(c)
+	id, ok := d.PathID(c, "member")
 	if !ok {
 		return nil, false
 	}
@@ -103,42 +104,42 @@ func (d *Dashboard) member(c *gin.Context) (*accounts.User, bool) {
 		err = apperr.NotFound("member")
 	}
 	if err != nil {
-		d.internal(c, err)
+		d.Internal(c, err)
 		return nil, false
 	}
 	return u, true
 }
 
 // removeMemberPage asks for confirmation before removing a member.
-func (d *Dashboard) removeMemberPage(c *gin.Context) {
+func (d *Pages) removeMemberPage(c *gin.Context) {
 	u, ok := d.member(c)
 	if !ok {
 		return
 	}
-	d.render(c, "member_remove", pageData{Title: "Remove member", Nav: "members", Data: u})
+	d.Render(c, "member_remove", web.PageData{Title: "Remove member", Nav: "members", Data: u})
 }
 
 // removeMember removes a member (their account and sessions go with it).
 // Removing oneself ends one's own session too.
-func (d *Dashboard) removeMember(c *gin.Context) {
-	s := session(c)
-	id, ok := d.pathID(c, "member")
+func (d *Pages) removeMember(c *gin.Context) {
+	s := web.SessionOf(c)
+	id, ok := d.PathID(c, "member")
 	if !ok {
 		return
 	}
 	if err := d.cfg.Accounts.RemoveMember(c.Request.Context(), s.Principal, id); err != nil {
-		status, msg, _, ok := formError(err)
+		status, msg, _, ok := web.FormError(err)
 		if !ok || status == http.StatusNotFound {
-			d.internal(c, err)
+			d.Internal(c, err)
 			return
 		}
-		d.renderMembers(c, status, pageData{Error: msg})
+		d.renderMembers(c, status, web.PageData{Error: msg})
 		return
 	}
 	if id == s.Principal.UserID {
-		d.clearCookie(c, SessionCookie)
-		redirect(c, "/login")
+		d.ClearCookie(c, web.SessionCookie)
+		web.Redirect(c, "/login")
 		return
 	}
-	redirect(c, "/members?ok=member_removed")
+	web.Redirect(c, "/members?ok=member_removed")
 }

@@ -1,4 +1,4 @@
-package web
+package webhookpages
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/accounts"
 	"github.com/bizmsg/platform/platform/webhooks"
+	"github.com/bizmsg/platform/web"
 )
 
 func TestWebhookTexts(t *testing.T) {
@@ -50,7 +51,7 @@ func TestWebhookTexts(t *testing.T) {
 // read; a disabled endpoint shows why; no read shows a secret.
 func TestWebhookPageRender(t *testing.T) {
 	t.Parallel()
-	pages, err := parsePages()
+	pages, err := web.ParsePages()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,8 +87,8 @@ func TestWebhookPageRender(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			data := pageData{Title: "Webhook endpoint", Nav: "webhooks", CSRF: "tok",
-				Session: &Session{Principal: accounts.Principal{Role: tc.role}},
+			data := web.PageData{Title: "Webhook endpoint", Nav: "webhooks", CSRF: "tok",
+				Session: &web.Session{Principal: accounts.Principal{Role: tc.role}},
 				Data: webhookData{Endpoint: endpoint(tc.enabled), Deliveries: []deliveryView{delivery},
 					States: []string{webhooks.StatePending, webhooks.StateSucceeded, webhooks.StateFailed},
 					Events: webhooks.EventTypes(), Overlap: "24 hours"}}

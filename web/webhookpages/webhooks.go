@@ -1,4 +1,4 @@
-package web
+package webhookpages
 
 import (
 	"fmt"
@@ -14,6 +14,7 @@ import (
 	"github.com/bizmsg/platform/platform/httpx"
 	"github.com/bizmsg/platform/platform/page"
 	"github.com/bizmsg/platform/platform/webhooks"
+	"github.com/bizmsg/platform/web"
 )
 
 // The webhooks pages manage the organization's webhook endpoints through
@@ -87,33 +88,33 @@ func viewEndpoint(e webhooks.Endpoint) endpointView {
 // webhooksData is the webhooks page's data.
 type webhooksData struct {
 	Endpoints []endpointView
-	Events    []checkItem
+	Events    []web.CheckItem
 	// More: the organization has more endpoints than the page shows.
 	More bool
 }
 
 // webhooksPage lists the organization's endpoints and, for owners and
 // admins, the form that adds one.
-func (d *Dashboard) webhooksPage(c *gin.Context) {
-	d.renderWebhooks(c, http.StatusOK, pageData{Notice: webhookNotice(c.Query("ok"))}, webhooks.EventTypes())
+func (d *Pages) webhooksPage(c *gin.Context) {
+	d.renderWebhooks(c, http.StatusOK, web.PageData{Notice: webhookNotice(c.Query("ok"))}, webhooks.EventTypes())
 }
 
 // renderWebhooks renders the webhooks page with the event types checked
 // ticked in the add form.
-func (d *Dashboard) renderWebhooks(c *gin.Context, status int, data pageData, checked []string) {
-	s := session(c)
+func (d *Pages) renderWebhooks(c *gin.Context, status int, data web.PageData, checked []string) {
+	s := web.SessionOf(c)
 	list, err := d.cfg.Webhooks.List(c.Request.Context(), s.Principal.Tenant, strconv.Itoa(page.MaxLimit), "")
 	if err != nil {
-		d.internal(c, err)
+		d.Internal(c, err)
 		return
 	}
 	out := webhooksData{More: list.NextCursor != ""}
 	for _, e := range list.Items {
 		out.Endpoints = append(out.Endpoints, viewEndpoint(e))
 	}
-	out.Events = checkItems(webhooks.EventTypes(), eventText, checked)
+	out.Events = web.CheckItems(webhooks.EventTypes(), eventText, checked)
 	data.Title, data.Nav, data.Data = "Webhooks", "webhooks", out
-	d.renderStatus(c, status, "webhooks", data)
+	d.RenderStatus(c, status, "webhooks", data)
 }
 
 // webhookSecretData is the data of the page that shows an endpoint's secret.
@@ -127,10 +128,10 @@ type webhookSecretData struct {
 // createWebhook adds an endpoint through the webhook service (the same
 // validation as POST /api/v1/webhooks) and shows its secret this once, in
 // the response to the POST: never in a URL, never on a later page.
-func (d *Dashboard) createWebhook(c *gin.Context) {
-	s := session(c)
+func (d *Pages) createWebhook(c *gin.Context) {
+	s := web.SessionOf(c)
 	if !s.IsAdmin() {
-		d.internal(c, errNotAdmin("add webhook endpoints"))
+		d.Internal(c, web.ErrNotAdmin("add webhook endpoints"))
 		return
 	}
 	rawURL, desc := c.PostForm("url"), c.PostForm("description")
@@ -143,12 +144,12 @@ func (d *Dashboard) createWebhook(c *gin.Context) {
 	e, err := d.cfg.Webhooks.Create(c.Request.Context(), s.Principal.Tenant,
 		webhooks.EndpointInput{URL: &rawURL, Events: &events, Description: &desc})
 	if err == nil {
-		d.render(c, "webhook_secret", pageData{Title: "Webhook endpoint added", Nav: "webhooks",
+		d.Render(c, "webhook_secret", web.PageData{Title: "Webhook endpoint added", Nav: "webhooks",
 			Data: webhookSecretData{Endpoint: viewEndpoint(e)}})
 		return
 	}
-	pd := pageData{Form: map[string]string{"url": rawURL, "description": desc}}
-	if status, ok := d.formStatus(c, err, &pd); ok {
+	pd := web.PageData{Form: map[string]string{"url": rawURL, "description": desc}}
+	if status, ok := d.FormStatus(c, err, &pd); ok {
 		d.renderWebhooks(c, status, pd, events)
 	}
 }
@@ -193,32 +194,32 @@ type webhookData struct {
 	Deliveries []deliveryView
 	// States and Events are the log's filter options.
 	States, Events []string
-	// pager pages the log, filtered by state or event type: older
+	// Pager pages the log, filtered by state or event type: older
 	// deliveries next, the newest first.
-	pager
+	web.Pager
 	// Overlap is how long a replaced secret still signs.
 	Overlap string
 }
 
 // webhookPage is one endpoint: its settings, its actions and its delivery
 // log, filtered as the API's (state, event type) and paged with its cursor.
-func (d *Dashboard) webhookPage(c *gin.Context) {
-	id, ok := d.pathID(c, "webhook endpoint")
+func (d *Pages) webhookPage(c *gin.Context) {
+	id, ok := d.PathID(c, "webhook endpoint")
 	if !ok {
 		return
 	}
-	d.renderWebhook(c, http.StatusOK, pageData{Notice: webhookNotice(c.Query("ok"))}, id, c.Request.URL.Query())
+	d.renderWebhook(c, http.StatusOK, web.PageData{Notice: webhookNotice(c.Query("ok"))}, id, c.Request.URL.Query())
 }
 
 // renderWebhook renders endpoint id's page with the log filtered by q. A
 // form error in data (of an action on the page) keeps its status; a bad
 // filter is a 422 naming it.
-func (d *Dashboard) renderWebhook(c *gin.Context, status int, data pageData, id int64, q url.Values) {
-	s := session(c)
+func (d *Pages) renderWebhook(c *gin.Context, status int, data web.PageData, id int64, q url.Values) {
+	s := web.SessionOf(c)
 	ctx := c.Request.Context()
 	e, err := d.cfg.Webhooks.Get(ctx, s.Principal.Tenant, id)
 	if err != nil {
-		d.internal(c, err)
+		d.Internal(c, err)
 		return
 	}
 	if data.Form == nil {
@@ -235,7 +236,7 @@ func (d *Dashboard) renderWebhook(c *gin.Context, status int, data pageData, id 
 	}
 	if _, set := data.Form["since"]; !set {
 		// Redeliver what failed in the last day, unless told otherwise.
-		data.Form["since"] = d.clock.Now().UTC().Add(-24 * time.Hour).Format("2006-01-02T15:04")
+		data.Form["since"] = d.Now().UTC().Add(-24 * time.Hour).Format("2006-01-02T15:04")
 	}
 	out := webhookData{
 		Endpoint: viewEndpoint(e),
@@ -247,9 +248,9 @@ func (d *Dashboard) renderWebhook(c *gin.Context, status int, data pageData, id 
 	log, err := d.cfg.Webhooks.Deliveries(ctx, s.Principal.Tenant, id, webhooks.DeliveryQuery{
 		State: filters.Get("state"), EventType: filters.Get("event_type"), Limit: strconv.Itoa(webhookPageSize), Cursor: cursor})
 	if err != nil {
-		st, msg, fields, ok := formError(err)
+		st, msg, fields, ok := web.FormError(err)
 		if !ok || st == http.StatusNotFound {
-			d.internal(c, err)
+			d.Internal(c, err)
 			return
 		}
 		if data.Error == "" {
@@ -259,9 +260,9 @@ func (d *Dashboard) renderWebhook(c *gin.Context, status int, data pageData, id 
 	for _, dl := range log.Items {
 		out.Deliveries = append(out.Deliveries, deliveryView{Delivery: dl, Tone: deliveryTone(dl.State)})
 	}
-	out.pager = newPager("/webhooks/"+strconv.FormatInt(id, 10), filters, cursor, log.NextCursor, "#deliveries")
+	out.Pager = web.NewPager("/webhooks/"+strconv.FormatInt(id, 10), filters, cursor, log.NextCursor, "#deliveries")
 	data.Title, data.Nav, data.Data = "Webhook endpoint", "webhooks", out
-	d.renderStatus(c, status, "webhook", data)
+	d.RenderStatus(c, status, "webhook", data)
 }
 
 // hoursText renders a duration of whole hours as people say it ("24
@@ -273,98 +274,98 @@ func hoursText(d time.Duration) string {
 	case d > time.Hour && d%time.Hour == 0:
 		return fmt.Sprintf("%d hours", d/time.Hour)
 	}
-	return roundUp(d)
+	return web.RoundUp(d)
 }
 
 // rotateWebhookSecret gives the endpoint a new secret and shows it this
 // once; the previous one still signs for the overlap.
-func (d *Dashboard) rotateWebhookSecret(c *gin.Context) {
-	s, id, ok := d.adminAction(c, "webhook endpoint", "rotate webhook secrets")
+func (d *Pages) rotateWebhookSecret(c *gin.Context) {
+	s, id, ok := d.AdminAction(c, "webhook endpoint", "rotate webhook secrets")
 	if !ok {
 		return
 	}
 	e, err := d.cfg.Webhooks.RotateSecret(c.Request.Context(), s.Principal.Tenant, id)
 	if err != nil {
-		d.internal(c, err)
+		d.Internal(c, err)
 		return
 	}
-	d.render(c, "webhook_secret", pageData{Title: "Webhook secret rotated", Nav: "webhooks",
+	d.Render(c, "webhook_secret", web.PageData{Title: "Webhook secret rotated", Nav: "webhooks",
 		Data: webhookSecretData{Endpoint: viewEndpoint(e), Rotated: true, Overlap: hoursText(d.cfg.Webhooks.SecretOverlap())}})
 }
 
 // enableWebhook re-enables a disabled endpoint (clearing its reason and
 // failure streak).
-func (d *Dashboard) enableWebhook(c *gin.Context) { d.setWebhookEnabled(c, true) }
+func (d *Pages) enableWebhook(c *gin.Context) { d.setWebhookEnabled(c, true) }
 
 // disableWebhook disables an endpoint by request.
-func (d *Dashboard) disableWebhook(c *gin.Context) { d.setWebhookEnabled(c, false) }
+func (d *Pages) disableWebhook(c *gin.Context) { d.setWebhookEnabled(c, false) }
 
-func (d *Dashboard) setWebhookEnabled(c *gin.Context, enabled bool) {
+func (d *Pages) setWebhookEnabled(c *gin.Context, enabled bool) {
 	what, code := "disable webhook endpoints", "webhook_disabled"
 	if enabled {
 		what, code = "enable webhook endpoints", "webhook_enabled"
 	}
-	s, id, ok := d.adminAction(c, "webhook endpoint", what)
+	s, id, ok := d.AdminAction(c, "webhook endpoint", what)
 	if !ok {
 		return
 	}
 	if _, err := d.cfg.Webhooks.Update(c.Request.Context(), s.Principal.Tenant, id, webhooks.EndpointPatch{Enabled: &enabled}); err != nil {
-		d.internal(c, err)
+		d.Internal(c, err)
 		return
 	}
-	redirect(c, "/webhooks/"+strconv.FormatInt(id, 10)+"?ok="+code)
+	web.Redirect(c, "/webhooks/"+strconv.FormatInt(id, 10)+"?ok="+code)
 }
 
 // deleteWebhookPage asks for confirmation before deleting an endpoint.
-func (d *Dashboard) deleteWebhookPage(c *gin.Context) {
-	s, id, ok := d.adminAction(c, "webhook endpoint", "delete webhook endpoints")
+func (d *Pages) deleteWebhookPage(c *gin.Context) {
+	s, id, ok := d.AdminAction(c, "webhook endpoint", "delete webhook endpoints")
 	if !ok {
 		return
 	}
 	e, err := d.cfg.Webhooks.Get(c.Request.Context(), s.Principal.Tenant, id)
 	if err != nil {
-		d.internal(c, err)
+		d.Internal(c, err)
 		return
 	}
-	d.render(c, "webhook_delete", pageData{Title: "Delete webhook endpoint", Nav: "webhooks", Data: viewEndpoint(e)})
+	d.Render(c, "webhook_delete", web.PageData{Title: "Delete webhook endpoint", Nav: "webhooks", Data: viewEndpoint(e)})
 }
 
 // deleteWebhook deletes an endpoint and its delivery log.
-func (d *Dashboard) deleteWebhook(c *gin.Context) {
-	s, id, ok := d.adminAction(c, "webhook endpoint", "delete webhook endpoints")
+func (d *Pages) deleteWebhook(c *gin.Context) {
+	s, id, ok := d.AdminAction(c, "webhook endpoint", "delete webhook endpoints")
 	if !ok {
 		return
 	}
 	if err := d.cfg.Webhooks.Delete(c.Request.Context(), s.Principal.Tenant, id); err != nil {
-		d.internal(c, err)
+		d.Internal(c, err)
 		return
 	}
-	redirect(c, "/webhooks?ok=webhook_deleted")
+	web.Redirect(c, "/webhooks?ok=webhook_deleted")
 }
 
 // redeliverWebhook sends one delivery's event to the endpoint again, as a
 // new delivery.
-func (d *Dashboard) redeliverWebhook(c *gin.Context) {
-	s, id, ok := d.adminAction(c, "webhook endpoint", "redeliver webhooks")
+func (d *Pages) redeliverWebhook(c *gin.Context) {
+	s, id, ok := d.AdminAction(c, "webhook endpoint", "redeliver webhooks")
 	if !ok {
 		return
 	}
 	deliveryID, ok := httpx.ParseID(c.Param("delivery_id"))
 	if !ok {
-		d.internal(c, apperr.NotFound("webhook delivery"))
+		d.Internal(c, apperr.NotFound("webhook delivery"))
 		return
 	}
 	if _, err := d.cfg.Webhooks.Redeliver(c.Request.Context(), s.Principal.Tenant, id, deliveryID); err != nil {
 		d.webhookActionFailed(c, id, err, nil)
 		return
 	}
-	redirect(c, "/webhooks/"+strconv.FormatInt(id, 10)+"?ok=redelivered#deliveries")
+	web.Redirect(c, "/webhooks/"+strconv.FormatInt(id, 10)+"?ok=redelivered#deliveries")
 }
 
 // redeliverFailedWebhooks redelivers every event whose latest delivery to
 // the endpoint failed since the time given (a datetime-local value, UTC).
-func (d *Dashboard) redeliverFailedWebhooks(c *gin.Context) {
-	s, id, ok := d.adminAction(c, "webhook endpoint", "redeliver webhooks")
+func (d *Pages) redeliverFailedWebhooks(c *gin.Context) {
+	s, id, ok := d.AdminAction(c, "webhook endpoint", "redeliver webhooks")
 	if !ok {
 		return
 	}
@@ -375,7 +376,7 @@ func (d *Dashboard) redeliverFailedWebhooks(c *gin.Context) {
 	if raw == "" {
 		v.Add("since", "is required")
 	} else {
-		t, err := time.Parse(time.RFC3339Nano, rfc3339(raw))
+		t, err := time.Parse(time.RFC3339Nano, web.RFC3339(raw))
 		if err != nil {
 			v.Add("since", "must be a date and time such as 2026-11-22T14:03 (UTC)")
 		}
@@ -394,17 +395,17 @@ func (d *Dashboard) redeliverFailedWebhooks(c *gin.Context) {
 	if n == 0 {
 		code = "nothing_to_redeliver"
 	}
-	redirect(c, "/webhooks/"+strconv.FormatInt(id, 10)+"?ok="+code+"#deliveries")
+	web.Redirect(c, "/webhooks/"+strconv.FormatInt(id, 10)+"?ok="+code+"#deliveries")
 }
 
 // webhookActionFailed answers a failed action of the endpoint page: the
 // page again with the error next to its forms (a 422 such as a disabled
 // endpoint), or the error page (404, internal failures).
-func (d *Dashboard) webhookActionFailed(c *gin.Context, id int64, err error, form map[string]string) {
-	status, msg, fields, ok := formError(err)
+func (d *Pages) webhookActionFailed(c *gin.Context, id int64, err error, form map[string]string) {
+	status, msg, fields, ok := web.FormError(err)
 	if !ok || status == http.StatusNotFound {
-		d.internal(c, err)
+		d.Internal(c, err)
 		return
 	}
-	d.renderWebhook(c, status, pageData{Error: msg, Fields: fields, Form: form}, id, url.Values{})
+	d.renderWebhook(c, status, web.PageData{Error: msg, Fields: fields, Form: form}, id, url.Values{})
 }

@@ -1,4 +1,4 @@
-package web
+package templatepages
 
 import (
 	"net/http"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/page"
 	"github.com/bizmsg/platform/platform/templates"
+	"github.com/bizmsg/platform/web"
 )
 
 // The templates pages manage the organization's message templates through
@@ -79,20 +80,20 @@ type templatesData struct {
 	Templates  []templateView
 	Statuses   []string
 	Categories []string
-	pager
+	web.Pager
 }
 
 // templatesPage lists the organization's templates, filtered and paged as
 // the API's.
-func (d *Dashboard) templatesPage(c *gin.Context) {
-	s := session(c)
-	form, q := readFilters(c, templateFilterFields)
-	pd := pageData{Title: "Templates", Nav: "templates", Form: form, Notice: templateNotice(c.Query("ok"))}
+func (d *Pages) templatesPage(c *gin.Context) {
+	s := web.SessionOf(c)
+	form, q := web.ReadFilters(c, templateFilterFields)
+	pd := web.PageData{Title: "Templates", Nav: "templates", Form: form, Notice: templateNotice(c.Query("ok"))}
 	cursor := c.Query("cursor")
 	list, err := d.cfg.Templates.List(c.Request.Context(), s.Principal.Tenant, templates.ListQuery{
 		Status: q.Get("status"), Category: q.Get("category"), Name: q.Get("name"),
 		Limit: strconv.Itoa(page.DefaultLimit), Cursor: cursor})
-	status, ok := d.formStatus(c, err, &pd)
+	status, ok := d.FormStatus(c, err, &pd)
 	if !ok {
 		return
 	}
@@ -103,9 +104,9 @@ func (d *Dashboard) templatesPage(c *gin.Context) {
 	for _, t := range list.Items {
 		data.Templates = append(data.Templates, viewTemplate(t))
 	}
-	data.pager = newPager("/templates", q, cursor, list.NextCursor, "")
+	data.Pager = web.NewPager("/templates", q, cursor, list.NextCursor, "")
 	pd.Data = data
-	d.renderStatus(c, status, "templates_list", pd)
+	d.RenderStatus(c, status, "templates_list", pd)
 }
 
 // exampleField is an example field of the create form.
@@ -137,17 +138,17 @@ type templateFormData struct {
 }
 
 // newTemplatePage is the create form with its live preview.
-func (d *Dashboard) newTemplatePage(c *gin.Context) {
-	if _, ok := d.requireAdmin(c, "create templates"); !ok {
+func (d *Pages) newTemplatePage(c *gin.Context) {
+	if _, ok := d.RequireAdmin(c, "create templates"); !ok {
 		return
 	}
-	d.renderTemplateForm(c, http.StatusOK, pageData{}, nil, "")
+	d.renderTemplateForm(c, http.StatusOK, web.PageData{}, nil, "")
 }
 
 // renderTemplateForm renders the create form with an example field for
 // each of variables, and the text the template renders when the form was
 // checked.
-func (d *Dashboard) renderTemplateForm(c *gin.Context, status int, pd pageData, variables []string, rendered string) {
+func (d *Pages) renderTemplateForm(c *gin.Context, status int, pd web.PageData, variables []string, rendered string) {
 	data := templateFormData{
 		Categories: templates.Categories(),
 		MaxName:    templates.MaxNameLength, MaxHeader: templates.MaxHeaderLength,
@@ -158,7 +159,7 @@ func (d *Dashboard) renderTemplateForm(c *gin.Context, status int, pd pageData, 
 		data.Examples = append(data.Examples, exampleField{Variable: v})
 	}
 	pd.Title, pd.Nav, pd.Data = "New template", "templates", data
-	d.renderStatus(c, status, "template_new", pd)
+	d.RenderStatus(c, status, "template_new", pd)
 }
 
 // createTemplate submits the form to the template service (the same
@@ -166,13 +167,13 @@ func (d *Dashboard) renderTemplateForm(c *gin.Context, status int, pd pageData, 
 // network's review on its own page. With "Check and preview" (the preview
 // field) it only checks the template and shows the text it renders, which
 // is the preview of a browser without script.
-func (d *Dashboard) createTemplate(c *gin.Context) {
-	s, ok := d.requireAdmin(c, "create templates")
+func (d *Pages) createTemplate(c *gin.Context) {
+	s, ok := d.RequireAdmin(c, "create templates")
 	if !ok {
 		return
 	}
 	if err := c.Request.ParseForm(); err != nil {
-		d.internal(c, err)
+		d.Internal(c, err)
 		return
 	}
 	form := map[string]string{}
@@ -194,7 +195,7 @@ func (d *Dashboard) createTemplate(c *gin.Context) {
 	field := func(f string) *string { v := form[f]; return &v }
 	in := templates.Input{Name: field("name"), Language: field("language"), Category: field("category"),
 		Header: field("header"), Body: field("body"), Footer: field("footer"), Examples: examples}
-	pd := pageData{Form: form}
+	pd := web.PageData{Form: form}
 	var rendered string
 	var err error
 	if c.PostForm("preview") != "" {
@@ -204,11 +205,11 @@ func (d *Dashboard) createTemplate(c *gin.Context) {
 	} else {
 		var tpl templates.Template
 		if tpl, err = d.cfg.Templates.Create(c.Request.Context(), s.Principal.Tenant, in); err == nil {
-			redirect(c, "/templates/"+strconv.FormatInt(tpl.ID, 10)+"?ok=template_created")
+			web.Redirect(c, "/templates/"+strconv.FormatInt(tpl.ID, 10)+"?ok=template_created")
 			return
 		}
 	}
-	status, ok := d.formStatus(c, err, &pd)
+	status, ok := d.FormStatus(c, err, &pd)
 	if !ok {
 		return
 	}
@@ -250,45 +251,45 @@ func exampleVariables(form map[string]string, fields map[string][]string) []stri
 
 // templatePage is one template: its texts, examples and the text they
 // render, its review status and a rejection's reason.
-func (d *Dashboard) templatePage(c *gin.Context) {
-	s := session(c)
-	id, ok := d.pathID(c, "template")
+func (d *Pages) templatePage(c *gin.Context) {
+	s := web.SessionOf(c)
+	id, ok := d.PathID(c, "template")
 	if !ok {
 		return
 	}
 	t, err := d.cfg.Templates.Get(c.Request.Context(), s.Principal.Tenant, id)
 	if err != nil {
-		d.internal(c, err)
+		d.Internal(c, err)
 		return
 	}
-	d.render(c, "template_detail", pageData{Title: "Template " + t.Name, Nav: "templates",
+	d.Render(c, "template_detail", web.PageData{Title: "Template " + t.Name, Nav: "templates",
 		Notice: templateNotice(c.Query("ok")), Data: viewTemplate(t)})
 }
 
 // deleteTemplatePage asks for confirmation before deleting a template.
-func (d *Dashboard) deleteTemplatePage(c *gin.Context) {
-	s, id, ok := d.adminAction(c, "template", "delete templates")
+func (d *Pages) deleteTemplatePage(c *gin.Context) {
+	s, id, ok := d.AdminAction(c, "template", "delete templates")
 	if !ok {
 		return
 	}
 	t, err := d.cfg.Templates.Get(c.Request.Context(), s.Principal.Tenant, id)
 	if err != nil {
-		d.internal(c, err)
+		d.Internal(c, err)
 		return
 	}
-	d.render(c, "template_delete", pageData{Title: "Delete template", Nav: "templates", Data: t})
+	d.Render(c, "template_delete", web.PageData{Title: "Delete template", Nav: "templates", Data: t})
 }
 
 // deleteTemplate deletes a template; messages sent with it keep their
 // content.
-func (d *Dashboard) deleteTemplate(c *gin.Context) {
-	s, id, ok := d.adminAction(c, "template", "delete templates")
+func (d *Pages) deleteTemplate(c *gin.Context) {
+	s, id, ok := d.AdminAction(c, "template", "delete templates")
 	if !ok {
 		return
 	}
 	if err := d.cfg.Templates.Delete(c.Request.Context(), s.Principal.Tenant, id); err != nil {
-		d.internal(c, err)
+		d.Internal(c, err)
 		return
 	}
-	redirect(c, "/templates?ok=template_deleted")
+	web.Redirect(c, "/templates?ok=template_deleted")
 }
