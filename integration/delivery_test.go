@@ -50,17 +50,12 @@ func (e *msgEnv) statusCounts(org *Org) map[string]int {
 // waitCounts polls until cond holds for the tenant's status counts.
 func (e *msgEnv) waitCounts(org *Org, timeout time.Duration, what string, cond func(map[string]int) bool) map[string]int {
 	e.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		c := e.statusCounts(org)
-		if cond(c) {
-			return c
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("timed out after %s waiting for %s; counts %v", timeout, what, c)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	var c map[string]int
+	poll(e.t, timeout, func() (bool, string) {
+		c = e.statusCounts(org)
+		return cond(c), fmt.Sprintf("waiting for %s; counts %v", what, c)
+	})
+	return c
 }
 
 // 50 parallel sends against a daily limit of 10: exactly 10 accepted, 40
@@ -268,13 +263,10 @@ func TestDeliveryAfterNetworkRecovers(t *testing.T) {
 	flaky.failing.Store(true)
 	m := accepted(t, e.send(org, text(sid, phoneN(10), "through the outage")))
 	blocked := accepted(t, e.send(org, text(sid, phoneN(11), "blocked meanwhile")))
-	deadline := time.Now().Add(10 * time.Second)
-	for flaky.attempts.Load() < 6 {
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d delivery attempts during the outage", flaky.attempts.Load())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll(t, 10*time.Second, func() (bool, string) {
+		n := flaky.attempts.Load()
+		return n >= 6, fmt.Sprintf("only %d delivery attempts during the outage", n)
+	})
 	if got := e.getMessage(org, m.ID); got.Status != "queued" {
 		t.Fatalf("message during the outage: %s", got.Status)
 	}
@@ -364,16 +356,10 @@ func TestDeliveryAfterWorkerCrash(t *testing.T) {
 		}
 		return ids
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if c := e.statusCounts(org); c["delivered"] >= 5 && len(running()) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the worker did not get going: %v, %d running", e.statusCounts(org), len(running()))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll(t, 30*time.Second, func() (bool, string) {
+		c, r := e.statusCounts(org), len(running())
+		return c["delivered"] >= 5 && r > 0, fmt.Sprintf("the worker did not get going: %v, %d running", c, r)
+	})
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -411,26 +397,21 @@ func TestDeliveryAfterWorkerCrash(t *testing.T) {
 	// messages before them in their conversations; the rescue itself comes
 	// about 11 s after the kill (docs/design.md, §Orphaned deliveries).
 	var rescued int
-	deadline = killedAt.Add(within + 5*time.Second)
-	for {
+	if !until(time.Until(killedAt.Add(within+5*time.Second)), func() bool {
 		if err := e.App.DB.Pool.QueryRow(ctx, `SELECT count(*) FROM river.river_job
 			WHERE id = ANY($1) AND state = 'completed' AND (metadata ->> 'river:rescue_count')::int = 1
 			  AND errors[array_upper(errors, 1)] ->> 'error' LIKE '%its worker stopped answering%'`, orphans).Scan(&rescued); err != nil {
 			t.Fatal(err)
 		}
-		if rescued == len(orphans) {
-			break
+		return rescued == len(orphans)
+	}) {
+		rows, err := e.App.DB.Pool.Query(ctx, `SELECT format('%s %s %s %s', id, state, metadata, errors)
+			FROM river.river_job WHERE id = ANY($1)`, orphans)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if time.Now().After(deadline) {
-			rows, err := e.App.DB.Pool.Query(ctx, `SELECT format('%s %s %s %s', id, state, metadata, errors)
-				FROM river.river_job WHERE id = ANY($1)`, orphans)
-			if err != nil {
-				t.Fatal(err)
-			}
-			jobs, _ := pgx.CollectRows(rows, pgx.RowTo[string])
-			t.Fatalf("%d of the %d orphaned jobs were rescued once and completed: %q", rescued, len(orphans), jobs)
-		}
-		time.Sleep(50 * time.Millisecond)
+		jobs, _ := pgx.CollectRows(rows, pgx.RowTo[string])
+		t.Fatalf("%d of the %d orphaned jobs were rescued once and completed: %q", rescued, len(orphans), jobs)
 	}
 }
 

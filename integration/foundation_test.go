@@ -92,17 +92,10 @@ func TestReadyzDatabaseUnavailable(t *testing.T) {
 		t.Fatalf("readyz took %s with the database down; want a fast answer", d)
 	}
 	setAllow(true)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll(t, 10*time.Second, func() (bool, string) {
 		r = e.Do(Request{Method: http.MethodGet, Path: "/readyz"})
-		if r.Status == http.StatusOK {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("readyz did not recover: %d %s", r.Status, r.Body)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return r.Status == http.StatusOK, fmt.Sprintf("readyz did not recover: %d %s", r.Status, r.Body)
+	})
 }
 
 // A request in flight when shutdown begins (the signal context is cancelled)
@@ -250,23 +243,7 @@ func TestServeCommandOnFreshDatabase(t *testing.T) {
 		logs <- b.String()
 	}()
 	start := time.Now()
-	ready := false
-	readyz, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+addr+"/readyz", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for time.Since(start) < 20*time.Second {
-		resp, err := http.DefaultClient.Do(readyz)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				ready = true
-				break
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if !ready {
+	if !waitReady(t, "http://"+addr+"/readyz", 20*time.Second) {
 		_ = cmd.Process.Kill()
 		t.Fatalf("serve did not become ready within 20s; logs:\n%s", <-logs)
 	}

@@ -136,13 +136,7 @@ func (e *senderEnv) otp(p string, n int) string {
 // eventually polls cond until it holds or timeout passes.
 func (e *senderEnv) eventually(timeout time.Duration, what string, cond func() bool) {
 	e.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	poll(e.t, timeout, func() (bool, string) { return cond(), "waiting for " + what })
 }
 
 // otpJobsDone waits until no OTP job is pending and returns how many
