@@ -10,3 +10,6 @@ import (
 func (s *Service) TouchKeys(ctx context.Context, ids []int64) ([]time.Time, error) {
 	return s.touchKeys(ctx, struct{}{}, ids)
 }
+
+// TouchesWaiting is how many touches wait for the toucher's next run.
+func (s *Service) TouchesWaiting() int { return s.toucher.Waiting(struct{}{}) }
