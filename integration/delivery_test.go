@@ -167,30 +167,69 @@ func TestThrottlePerSender(t *testing.T) {
 	}
 }
 
+// gatedNetwork holds the first delivery of the content hold until release is
+// closed, and closes held when it arrives: a test acts while a message is on
+// its way, however fast or slow the machine.
+type gatedNetwork struct {
+	network.Network
+	hold          string
+	once          sync.Once
+	held, release chan struct{}
+}
+
+func newGatedNetwork(hold string) *gatedNetwork {
+	return &gatedNetwork{hold: hold, held: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (g *gatedNetwork) Deliver(ctx context.Context, m network.Message) (network.Delivery, error) {
+	first := false
+	if m.Content == g.hold {
+		g.once.Do(func() { first = true })
+	}
+	if first {
+		close(g.held)
+		select {
+		case <-g.release:
+		case <-ctx.Done():
+			return network.Delivery{}, ctx.Err()
+		}
+	}
+	return g.Network.Deliver(ctx, m)
+}
+
 // A limit lowered after acceptance holds for messages not yet delivered: they
 // fail with daily_limit_exceeded and are not delivered.
+//
+// Five messages of one conversation go one after another, each claimed (its
+// place under the daily limit taken) only once the one before it is
+// delivered. The limit is lowered from 5 to 2 while the second message is
+// held inside the network's Deliver: two have claimed their places, three
+// have not. (This test once lowered the limit inside a 2-second throttle
+// window, which a loaded machine missed.)
 func TestLoweredLimitHonouredByDelivery(t *testing.T) {
 	t.Parallel()
-	e := startMsg(t, Options{Workers: true})
+	gate := newGatedNetwork("m1")
+	e := startMsg(t, Options{Workers: true, Network: func(base network.Network) network.Network { gate.Network = base; return gate }})
 	org := e.Register(t)
 	sid := e.activeSender(org, phoneN(1))
 	e.recipient(phoneN(10))
-	// The organization's own throttle, slow enough that messages wait:
-	// one now, the next every two seconds.
-	if _, err := e.App.DB.Pool.Exec(context.Background(),
-		`UPDATE central.organizations SET sender_rate = 0.5, sender_burst = 1 WHERE id = $1`, org.ID); err != nil {
-		t.Fatal(err)
-	}
 	five := 5
 	e.setLimit(org, sid, &five)
 	var ids []int64
 	for i := range 5 {
 		ids = append(ids, accepted(t, e.send(org, text(sid, phoneN(10), fmt.Sprintf("m%d", i)))).ID)
 	}
-	// The first token goes to one of them at once; the next is two seconds away.
-	e.waitCounts(org, 5*time.Second, "the first message delivered", func(c map[string]int) bool { return c["delivered"] == 1 })
+	select {
+	case <-gate.held:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the second message never reached the network; counts %v", e.statusCounts(org))
+	}
+	if c := e.statusCounts(org); c["delivered"] != 1 || c["queued"] != 4 {
+		t.Fatalf("counts %v while the second message is on its way, want 1 delivered and 4 queued", c)
+	}
 	two := 2
 	e.setLimit(org, sid, &two)
+	close(gate.release)
 	c := e.waitCounts(org, 20*time.Second, "every message sent or failed", func(c map[string]int) bool { return c["queued"] == 0 })
 	if c["delivered"] != 2 || c["failed"] != 3 {
 		t.Fatalf("counts %v, want 2 delivered and 3 failed", c)
