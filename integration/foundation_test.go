@@ -116,10 +116,12 @@ func TestGracefulShutdownCompletesInFlightRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	entered := make(chan struct{})
+	// The handler answers only once shutdown has begun, so that the request
+	// is in flight when it does, however slowly the machine runs.
+	entered, shuttingDown := make(chan struct{}), make(chan struct{})
 	a.Engine.GET("/test/slow", func(c *gin.Context) {
 		close(entered)
-		time.Sleep(700 * time.Millisecond)
+		<-shuttingDown
 		c.JSON(http.StatusOK, gin.H{"done": true})
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -153,6 +155,17 @@ func TestGracefulShutdownCompletesInFlightRequest(t *testing.T) {
 	}()
 	<-entered
 	cancel() // what SIGTERM does through signal.NotifyContext
+	// Shutdown closes the listener first: once a new connection is refused,
+	// the server is shutting down with the request in flight.
+	poll(t, 15*time.Second, func() (bool, string) {
+		c, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second)
+		if err != nil {
+			return true, ""
+		}
+		_ = c.Close()
+		return false, "the listener still accepts connections after the cancel"
+	})
+	close(shuttingDown)
 	res := <-got
 	if res.err != nil || res.status != http.StatusOK || !strings.Contains(res.body, `"done":true`) {
 		t.Fatalf("in-flight request = %+v, want 200 done", res)
