@@ -364,7 +364,7 @@ func TestAuthenticationsShareReads(t *testing.T) {
 			})
 		}
 		wg.Wait()
-	})
+	}, func() bool { return svc.FindsWaiting() == len(tests) })
 	for i, tt := range tests {
 		o := got[i]
 		if tt.wantCode != "" {
