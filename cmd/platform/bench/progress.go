@@ -169,7 +169,7 @@ func scopeCPU(pid int, db string) float64 {
 
 // procTicks is utime + stime of /proc/<pid>/stat, in clock ticks.
 func procTicks(pid string) float64 {
-	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	b, err := os.ReadFile("/proc/" + pid + "/stat") //nolint:gosec // G304: pid is a /proc entry name that parsed as a number
 	if err != nil {
 		return 0
 	}
