@@ -10,8 +10,9 @@ import (
 // holds or a deadline passes. A deadline only bounds a wait for something
 // that must happen; it is never how long a test expects something to take.
 
-// pollEvery is how often poll and until re-check their condition.
-const pollEvery = 20 * time.Millisecond
+// pollEvery is how often poll and until re-check their condition: most
+// conditions are a query or a request, and many tests wait at once.
+const pollEvery = 50 * time.Millisecond
 
 // until checks cond every pollEvery until it holds, and reports whether it
 // did before timeout (cond is checked once more at the deadline).
