@@ -525,14 +525,13 @@ func TestMalformedKeyNeedsNoDatabase(t *testing.T) {
 	}
 	allow(false)
 	defer allow(true)
+	// What shows that a malformed key is refused without the database is
+	// the answer itself: a request that needed the database gets 503 here,
+	// as the well-formed key below does, not how fast it came.
 	for _, bad := range []string{wrongChecksum(org.APIKey), "bmk_short", org.APIKey[:30]} {
-		start := time.Now()
 		r := e.Do(Request{Method: http.MethodGet, Path: tenantMe, Header: KeyHeader(bad)})
 		if r.Status != http.StatusUnauthorized || r.Map(t)["code"] != "invalid_api_key" {
 			t.Fatalf("malformed key with the database down = %d %s", r.Status, r.Body)
-		}
-		if d := time.Since(start); d > 500*time.Millisecond {
-			t.Fatalf("malformed key took %s", d)
 		}
 	}
 	if r := e.Do(Request{Method: http.MethodGet, Path: tenantMe, Header: org.Key()}); r.Status != http.StatusServiceUnavailable {

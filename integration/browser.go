@@ -243,6 +243,8 @@ func (b *Browser) Eval(expr string) string {
 func (b *Browser) WaitText(sel, want string) {
 	b.t.Helper()
 	deadline := time.Now().Add(browserStep)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		if b.Has(sel) && strings.Contains(b.Text(sel), want) {
 			return
@@ -254,7 +256,7 @@ func (b *Browser) WaitText(sel, want string) {
 			}
 			b.t.Fatalf("browser: %s never contained %q; it has %q (page %s)", sel, want, got, b.location())
 		}
-		time.Sleep(100 * time.Millisecond)
+		<-tick.C
 	}
 }
 

@@ -106,8 +106,7 @@ func TestClientSendLookupAndHistory(t *testing.T) {
 	// stores it in the recipient's conversation), with the network's ids.
 	for _, id := range ids {
 		var m client.Message
-		deadline := time.Now().Add(20 * time.Second)
-		for {
+		until(20*time.Second, func() bool {
 			rsp, err := c.TenantGetMessageWithResponse(ctx, id)
 			if err != nil {
 				t.Fatal(err)
@@ -115,11 +114,9 @@ func TestClientSendLookupAndHistory(t *testing.T) {
 			if err := client.Check(rsp.StatusCode(), rsp.Body); err != nil {
 				t.Fatalf("get message %d: %v", id, err)
 			}
-			if m = rsp.JSON200.Data; m.Status != client.MessageStatusQueued || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			m = rsp.JSON200.Data
+			return m.Status != client.MessageStatusQueued
+		})
 		if m.Id != id || m.Status != client.MessageStatusDelivered || m.SentAt == nil || m.DeliveredAt == nil || m.MessageId == nil {
 			t.Fatalf("message %d = %s (sent_at %v, delivered_at %v, message_id %v), want delivered", id, m.Status, m.SentAt, m.DeliveredAt, m.MessageId)
 		}

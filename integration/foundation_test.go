@@ -92,17 +92,10 @@ func TestReadyzDatabaseUnavailable(t *testing.T) {
 		t.Fatalf("readyz took %s with the database down; want a fast answer", d)
 	}
 	setAllow(true)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll(t, 10*time.Second, func() (bool, string) {
 		r = e.Do(Request{Method: http.MethodGet, Path: "/readyz"})
-		if r.Status == http.StatusOK {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("readyz did not recover: %d %s", r.Status, r.Body)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return r.Status == http.StatusOK, fmt.Sprintf("readyz did not recover: %d %s", r.Status, r.Body)
+	})
 }
 
 // A request in flight when shutdown begins (the signal context is cancelled)
@@ -123,10 +116,12 @@ func TestGracefulShutdownCompletesInFlightRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	entered := make(chan struct{})
+	// The handler answers only once shutdown has begun, so that the request
+	// is in flight when it does, however slowly the machine runs.
+	entered, shuttingDown := make(chan struct{}), make(chan struct{})
 	a.Engine.GET("/test/slow", func(c *gin.Context) {
 		close(entered)
-		time.Sleep(700 * time.Millisecond)
+		<-shuttingDown
 		c.JSON(http.StatusOK, gin.H{"done": true})
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -160,6 +155,17 @@ func TestGracefulShutdownCompletesInFlightRequest(t *testing.T) {
 	}()
 	<-entered
 	cancel() // what SIGTERM does through signal.NotifyContext
+	// Shutdown closes the listener first: once a new connection is refused,
+	// the server is shutting down with the request in flight.
+	poll(t, 15*time.Second, func() (bool, string) {
+		c, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second)
+		if err != nil {
+			return true, ""
+		}
+		_ = c.Close()
+		return false, "the listener still accepts connections after the cancel"
+	})
+	close(shuttingDown)
 	res := <-got
 	if res.err != nil || res.status != http.StatusOK || !strings.Contains(res.body, `"done":true`) {
 		t.Fatalf("in-flight request = %+v, want 200 done", res)
@@ -250,23 +256,7 @@ func TestServeCommandOnFreshDatabase(t *testing.T) {
 		logs <- b.String()
 	}()
 	start := time.Now()
-	ready := false
-	readyz, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+addr+"/readyz", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for time.Since(start) < 20*time.Second {
-		resp, err := http.DefaultClient.Do(readyz)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				ready = true
-				break
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if !ready {
+	if !waitReady(t, "http://"+addr+"/readyz", 20*time.Second) {
 		_ = cmd.Process.Kill()
 		t.Fatalf("serve did not become ready within 20s; logs:\n%s", <-logs)
 	}

@@ -241,17 +241,12 @@ func (e *msgEnv) getMessage(org *Org, id int64) message {
 // waitStatus polls the message until it has status.
 func (e *msgEnv) waitStatus(org *Org, id int64, status string, timeout time.Duration) message {
 	e.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		m := e.getMessage(org, id)
-		if m.Status == status {
-			return m
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("message %d is %s after %s, want %s", id, m.Status, timeout, status)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	var m message
+	poll(e.t, timeout, func() (bool, string) {
+		m = e.getMessage(org, id)
+		return m.Status == status, fmt.Sprintf("message %d is %s, want %s", id, m.Status, status)
+	})
+	return m
 }
 
 // networkMessages counts messages the network holds for the tenant's

@@ -37,15 +37,11 @@ func TestOperatorConsoleShowsAStuckMessage(t *testing.T) {
 	flaky.failing.Store(true)
 	m := accepted(t, e.send(org, text(sid, phoneN(10), "stuck behind the outage")))
 
-	deadline := time.Now().Add(20 * time.Second)
-	got := e.getMessage(org, m.ID)
-	for got.Delivery == nil || got.Delivery.State != queue.DeliveryRetrying {
-		if time.Now().After(deadline) {
-			t.Fatalf("no failed attempt shown: %+v", got.Delivery)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var got message
+	poll(t, 20*time.Second, func() (bool, string) {
 		got = e.getMessage(org, m.ID)
-	}
+		return got.Delivery != nil && got.Delivery.State == queue.DeliveryRetrying, fmt.Sprintf("no failed attempt shown: %+v", got.Delivery)
+	})
 	d := got.Delivery
 	if got.Status != "queued" || d.Attempts != 1 || d.LastError == nil || *d.LastError != queue.ReasonNetwork ||
 		d.NextAttemptAt == nil || d.LastAttemptAt == nil {

@@ -41,27 +41,6 @@ func (e *msgEnv) optOuts(org *Org, q url.Values) ([]optOut, *string) {
 	return body.Data, body.NextCursor
 }
 
-// poll checks cond every 20 ms until it holds, failing the test with
-// what cond last said after timeout.
-func poll(t *testing.T, timeout time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		select {
-		case <-deadline.C:
-			t.Fatalf("timed out after %s: %s", timeout, state)
-		case <-tick.C:
-		}
-	}
-}
-
 // writeTo has the network account from write text to the organization's
 // number to, and waits until the platform stored it.
 func (e *msgEnv) writeTo(org *Org, from, to, text string) {

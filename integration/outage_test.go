@@ -113,17 +113,12 @@ func (tr *outageTraffic) since(from time.Time) []sendAttempt {
 // the test with what after timeout.
 func (tr *outageTraffic) waitFor(from time.Time, timeout time.Duration, what string, cond func([]sendAttempt) bool) []sendAttempt {
 	tr.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		as := tr.since(from)
-		if cond(as) {
-			return as
-		}
-		if time.Now().After(deadline) {
-			tr.t.Fatalf("timed out after %s waiting for %s; %s", timeout, what, summarize(as))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var as []sendAttempt
+	poll(tr.t, timeout, func() (bool, string) {
+		as = tr.since(from)
+		return cond(as), fmt.Sprintf("waiting for %s; %s", what, summarize(as))
+	})
+	return as
 }
 
 // summarize counts attempts by api and outcome.
@@ -445,22 +440,16 @@ func databaseOutage(t *testing.T, mode string) {
 
 	// River elects a leader again (its maintenance: periodic jobs, the
 	// scheduling of retries), after its own backoff.
-	for deadline := restored.Add(60 * time.Second); ; {
-		var leader string
+	var leader string
+	poll(t, time.Until(restored.Add(60*time.Second)), func() (bool, string) {
 		err := e.App.DB.Pool.QueryRow(context.Background(),
 			`SELECT leader_id FROM river.river_leader WHERE expires_at > now()`).Scan(&leader)
-		if err == nil {
-			t.Logf("River leader %s elected by %s after the server was back", leader, time.Since(restored).Round(time.Second))
-			break
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			t.Fatal(err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no River leader elected within 60s of the server's return")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err == nil, "no River leader elected within 60s of the server's return"
+	})
+	t.Logf("River leader %s elected by %s after the server was back", leader, time.Since(restored).Round(time.Second))
 
 	// All four stop cleanly: worker 1 after the outage too.
 	for _, p := range []*platformProc{apiA, apiB, w1, w2} {

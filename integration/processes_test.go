@@ -124,16 +124,8 @@ func (p *platformProc) Stop(timeout time.Duration) {
 // want, and reports whether it did (false also once the process exited
 // without it).
 func (p *platformProc) WaitLog(want string, timeout time.Duration) bool {
-	deadline := time.Now().Add(timeout)
-	for {
-		if strings.Contains(p.Log(), want) {
-			return true
-		}
-		if p.Exited() || time.Now().After(deadline) {
-			return strings.Contains(p.Log(), want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	until(timeout, func() bool { return strings.Contains(p.Log(), want) || p.Exited() })
+	return strings.Contains(p.Log(), want)
 }
 
 // MustBeRunning fails the test if the process has exited.

@@ -72,7 +72,9 @@ func TestAPIRateLimit(t *testing.T) {
 		t.Errorf("org with its own limit: %d Limit=%q Remaining=%q", r.Status, r.Header.Get("RateLimit-Limit"), r.Header.Get("RateLimit-Remaining"))
 	}
 
-	// The bucket refills at 2/s: one token after half a second.
+	// The bucket refills at 2/s: one token after half a second. Time itself
+	// is what is tested here (the buckets run on the database's clock, which
+	// a test cannot advance).
 	time.Sleep(550 * time.Millisecond)
 	if r := e.Do(me); r.Status != http.StatusOK {
 		t.Errorf("after refilling = %d %s, want 200", r.Status, r.Body)

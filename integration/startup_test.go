@@ -154,21 +154,18 @@ func TestServeWaitsForLateDatabase(t *testing.T) {
 // waitReady polls url until it answers 200 or timeout passes.
 func waitReady(t *testing.T, url string, timeout time.Duration) bool {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
+	return until(timeout, func() bool {
 		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return true
-			}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return false
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 }
 
 // tcpProxy forwards TCP connections on addr to target until the test ends,

@@ -93,13 +93,10 @@ func TestWebhookDeliveryAfterWorkerKill(t *testing.T) {
 		defer mu.Unlock()
 		return total
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for received() < 3 || running() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the worker did not get going: %d requests received, %d webhook jobs running", received(), running())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll(t, 60*time.Second, func() (bool, string) {
+		got, r := received(), running()
+		return got >= 3 && r > 0, fmt.Sprintf("the worker did not get going: %d requests received, %d webhook jobs running", got, r)
+	})
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -136,19 +133,12 @@ func TestWebhookDeliveryAfterWorkerKill(t *testing.T) {
 		}
 		return ids, pending
 	}
-	deadline = time.Now().Add(90 * time.Second)
 	var ids []string
-	for {
+	poll(t, 90*time.Second, func() (bool, string) {
 		var pending int
 		ids, pending = events()
-		if len(ids) == 2*n && pending == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d events of %d, %d deliveries not succeeded", len(ids), 2*n, pending)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return len(ids) == 2*n && pending == 0, fmt.Sprintf("%d events of %d, %d deliveries not succeeded", len(ids), 2*n, pending)
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	repeated := 0

@@ -272,13 +272,7 @@ func TestWebhookDeliveryAPI(t *testing.T) {
 	}
 	wait := func(what string, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-			time.Sleep(25 * time.Millisecond)
-		}
+		poll(t, 20*time.Second, func() (bool, string) { return cond(), "waiting for " + what })
 	}
 
 	emit(webhooks.Event{Type: webhooks.EventMessageDelivered, Key: "message:1", Data: map[string]any{"id": 1, "status": "delivered"}},

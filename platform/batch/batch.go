@@ -122,6 +122,17 @@ func (b *Batcher[K, In, Out]) Do(ctx context.Context, key K, in In) (Out, error)
 	}
 }
 
+// Waiting reports how many calls of key wait for a run to start: the state a
+// test waits on to know that calls have queued behind a busy key.
+func (b *Batcher[K, In, Out]) Waiting(key K) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if q := b.keys[key]; q != nil {
+		return len(q.pending)
+	}
+	return 0
+}
+
 // DoAll is Do for several items at once: they are queued together, in
 // order, so that they share a run (up to MaxSize; the rest go in the next
 // runs, in order), and it returns each item's result and error once every

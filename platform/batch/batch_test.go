@@ -62,18 +62,32 @@ func TestAloneRunsAtOnce(t *testing.T) {
 		t.Fatalf("runs = %v, want one run of one item", r.runs)
 	}
 	// The run hands the caller its result before it lets go of the key.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	waitFor(t, func() (bool, string) {
 		b.mu.Lock()
 		left := len(b.keys)
 		b.mu.Unlock()
-		if left == 0 {
-			break
+		return left == 0, fmt.Sprintf("keys left after the last run: %d", left)
+	})
+}
+
+// waitFor re-checks cond every millisecond until it holds, failing the test
+// with what cond last said after 5 s.
+func waitFor(t *testing.T, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.NewTimer(5 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		ok, state := cond()
+		if ok {
+			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("keys left after the last run: %d", left)
+		select {
+		case <-deadline.C:
+			t.Fatalf("timed out after 5s: %s", state)
+		case <-tick.C:
 		}
-		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -178,22 +192,10 @@ func TestGroupsWaitingCalls(t *testing.T) {
 // waitPending waits until key has n calls waiting.
 func waitPending[K comparable, In, Out any](t *testing.T, b *Batcher[K, In, Out], key K, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		b.mu.Lock()
-		got := 0
-		if q := b.keys[key]; q != nil {
-			got = len(q.pending)
-		}
-		b.mu.Unlock()
-		if got == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d calls waiting, want %d", got, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, func() (bool, string) {
+		got := b.Waiting(key)
+		return got == n, fmt.Sprintf("%d calls waiting, want %d", got, n)
+	})
 }
 
 func TestRunFailures(t *testing.T) {
@@ -324,15 +326,38 @@ func goroutineID() string {
 	return id
 }
 
+// parked reports whether goroutine id is blocked in a worker's wait for its
+// next run (workers.loop's select), or gone (its wait ended), read from the
+// goroutines' stacks.
+func parked(id string) bool {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	for g := range strings.SplitSeq(string(buf), "\n\n") {
+		if strings.HasPrefix(g, "goroutine "+id+" [") {
+			return strings.HasPrefix(g, "goroutine "+id+" [select") && strings.Contains(g, ".(*workers).loop(")
+		}
+	}
+	return true
+}
+
 // Runs one after another reuse the goroutine of the run before them (its
 // stack already grown), and workers with no run to do exit.
 func TestWorkersReused(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	seen := map[string]int{}
+	var last string
 	run := func(_ context.Context, _ string, items []int) ([]int, error) {
 		mu.Lock()
-		seen[goroutineID()]++
+		last = goroutineID()
+		seen[last]++
 		mu.Unlock()
 		return items, nil
 	}
@@ -343,7 +368,12 @@ func TestWorkersReused(t *testing.T) {
 		if _, err := b.Do(context.Background(), "a", i); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(2 * time.Millisecond) // let the worker reach its wait
+		// The next call comes once the run's worker waits for it (or, on a
+		// machine too loaded to look within its 200 ms wait, has exited).
+		mu.Lock()
+		id := last
+		mu.Unlock()
+		waitFor(t, func() (bool, string) { return parked(id), "worker " + id + " never waited for the next run" })
 	}
 	mu.Lock()
 	goroutines := len(seen)
@@ -351,13 +381,10 @@ func TestWorkersReused(t *testing.T) {
 	if goroutines > calls/2 {
 		t.Errorf("%d runs ran on %d goroutines; want them reused", calls, goroutines)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for b.workers.live.Load() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d workers still live long after their idle wait", b.workers.live.Load())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitFor(t, func() (bool, string) {
+		n := b.workers.live.Load()
+		return n == 0, fmt.Sprintf("%d workers still live long after their idle wait", n)
+	})
 }
 
 // BenchmarkDeepRun: a lone call whose run goes as deep as a database read

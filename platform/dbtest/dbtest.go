@@ -191,6 +191,8 @@ func Migrated(t testing.TB) (*db.DB, string) {
 func WaitForLockWaits(t testing.TB, d *db.DB, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		var waiting int
 		if err := d.Pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
@@ -203,7 +205,7 @@ func WaitForLockWaits(t testing.TB, d *db.DB, n int) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d backends wait on a lock, want %d", waiting, n)
 		}
-		time.Sleep(10 * time.Millisecond)
+		<-tick.C
 	}
 }
 
@@ -234,10 +236,11 @@ func LockTable(t testing.TB, d *db.DB, table string) (release func()) {
 // builds the code under test with the batch.Config it is given (one run at a
 // time, each run's size recorded) and returns the call that runs first,
 // which is held behind an ACCESS EXCLUSIVE lock on table until queue has
-// made the calls that wait for it (queue returns when they have returned).
-// It fails the test if the held call fails, and returns the runs' sizes:
-// [1 n] when the n queued calls shared one run.
-func SharedRuns(t testing.TB, d *db.DB, table string, on func(batch.Config) func() error, queue func()) []int {
+// made the calls that wait for it (queue returns when they have returned)
+// and queued reports that they all wait (batch.Batcher.Waiting). It fails
+// the test if the held call fails, and returns the runs' sizes: [1 n] when
+// the n queued calls shared one run.
+func SharedRuns(t testing.TB, d *db.DB, table string, on func(batch.Config) func() error, queue func(), queued func() bool) []int {
 	t.Helper()
 	var mu sync.Mutex
 	var runs []int
@@ -255,7 +258,15 @@ func SharedRuns(t testing.TB, d *db.DB, table string, on func(batch.Config) func
 		queue()
 		close(done)
 	}()
-	time.Sleep(300 * time.Millisecond) // the queued calls wait behind the held run
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for !queued() {
+		if time.Now().After(deadline) {
+			t.Fatal("the calls did not queue behind the held run within 10s")
+		}
+		<-tick.C
+	}
 	release()
 	<-done
 	if err := <-held; err != nil {

@@ -652,10 +652,12 @@ func TestServeGracefulShutdown(t *testing.T) {
 	t.Parallel()
 
 	e := httpx.NewEngine(httpx.Config{Logger: slog.New(slog.DiscardHandler)})
-	started := make(chan struct{})
+	// The handler answers once shutdown has begun, so that the request is in
+	// flight while it runs, however slowly the machine goes.
+	started, shuttingDown := make(chan struct{}), make(chan struct{})
 	e.GET("/slow", func(c *gin.Context) {
 		close(started)
-		time.Sleep(300 * time.Millisecond)
+		<-shuttingDown
 		httpx.JSON(c, http.StatusOK, gin.H{"done": true})
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -665,7 +667,9 @@ func TestServeGracefulShutdown(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	served := make(chan error, 1)
-	go func() { served <- httpx.Serve(ctx, httpx.NewServer(ln.Addr().String(), e), ln, 5*time.Second) }()
+	srv := httpx.NewServer(ln.Addr().String(), e)
+	srv.RegisterOnShutdown(func() { close(shuttingDown) })
+	go func() { served <- httpx.Serve(ctx, srv, ln, 5*time.Second) }()
 
 	type result struct {
 		status int
@@ -696,7 +700,12 @@ func TestServeGracefulShutdown(t *testing.T) {
 	}
 	cancel()
 
-	r := <-got
+	var r result
+	select {
+	case r = <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the in-flight request never completed: shutdown did not begin")
+	}
 	if r.err != nil || r.status != http.StatusOK || r.body != `{"done":true}` {
 		t.Errorf("in-flight request: status %d body %q err %v", r.status, r.body, r.err)
 	}

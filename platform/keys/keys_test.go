@@ -364,7 +364,7 @@ func TestAuthenticationsShareReads(t *testing.T) {
 			})
 		}
 		wg.Wait()
-	})
+	}, func() bool { return svc.FindsWaiting() == len(tests) })
 	for i, tt := range tests {
 		o := got[i]
 		if tt.wantCode != "" {
@@ -523,7 +523,14 @@ func TestQueuedTouchesShareARun(t *testing.T) {
 	aDone := auth(a.Plain)
 	dbtest.WaitForLockWaits(t, f.db, 1) // a's touch waits for ta
 	bDone, cDone := auth(b.Plain), auth(c.Plain)
-	time.Sleep(300 * time.Millisecond) // b's and c's touches queue behind a's
+	// b's and c's touches queue behind a's.
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(10 * time.Second); f.svc.TouchesWaiting() != 2; <-tick.C {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d touches queued behind a's, want b's and c's", f.svc.TouchesWaiting())
+		}
+	}
 	if err := ta.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -293,7 +293,7 @@ func (b *sendBench) webhookWarmup(ctx context.Context, g *loadGen, addr string, 
 // the next write of each page a full-page image: a slower run, with or
 // without the endpoint at random. One just before each run keeps them out
 // (the round line counts those that started anyway; none did in the runs
-// of docs/performance.md, §Webhooks, on machine D). CHECKPOINT needs
+// on machine D, docs/performance-log.md). CHECKPOINT needs
 // superuser or pg_checkpoint; without, the first refusal is kept for the
 // report and runs go on.
 func (b *sendBench) settleWebhooks(ctx context.Context, ts []benchTenant) error {

@@ -634,12 +634,14 @@ func TestDeliverBatchConversationRace(t *testing.T) {
 	go func() { done <- f.net.DeliverBatch(ctx, msgs) }()
 	// The batch's insert waits for that transaction's conversation...
 	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
 	for f.count(`SELECT count(*) FROM pg_stat_activity
 	    WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'WITH input AS%'`) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the batch does not wait for the other transaction's conversation")
 		}
-		time.Sleep(10 * time.Millisecond)
+		<-tick.C
 	}
 	// ... which commits.
 	if err := tx.Commit(ctx); err != nil {
@@ -714,7 +716,7 @@ func TestDeliveriesShareStatements(t *testing.T) {
 			})
 		}
 		wg.Wait()
-	})
+	}, func() bool { return shared.DeliveriesWaiting() == len(tests) })
 	for i, tt := range tests {
 		if tt.refused != "" {
 			var pe *network.PermanentError

@@ -442,7 +442,9 @@ func TestRetryAfter(t *testing.T) {
 		begin := time.Now()
 		_, err := f.client().Lookup(context.Background(), ph(1), "")
 		var se *httpnet.StatusError
-		if !errors.As(err, &se) || se.Status != 429 || time.Since(begin) > time.Second || f.calls.Load() != 1 {
+		// Waiting would take an hour: 10 s tells refusing at once from that
+		// on a loaded machine.
+		if !errors.As(err, &se) || se.Status != 429 || time.Since(begin) > 10*time.Second || f.calls.Load() != 1 {
 			t.Fatalf("err = %v after %d calls in %s", err, f.calls.Load(), time.Since(begin))
 		}
 	})
@@ -456,9 +458,13 @@ func hang(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(io.Discard, r.Body)
 	select {
 	case <-r.Context().Done():
-	case <-time.After(5 * time.Second):
+	case <-time.After(hangFor):
 	}
 }
+
+// hangFor is the longest hang answers nothing: the time bounds of the tests
+// that use it stay well under it, and well over what a loaded machine adds.
+const hangFor = 30 * time.Second
 
 func TestTimeoutPerAttempt(t *testing.T) {
 	t.Parallel()
@@ -471,7 +477,7 @@ func TestTimeoutPerAttempt(t *testing.T) {
 	if err != nil || a.Phone != ph(1) || f.calls.Load() != 2 {
 		t.Fatalf("lookup = %+v, %v after %d calls; want the retry to succeed", a, err, f.calls.Load())
 	}
-	if took := time.Since(begin); took < 100*time.Millisecond || took > 2*time.Second {
+	if took := time.Since(begin); took < 100*time.Millisecond || took > hangFor/3 {
 		t.Fatalf("took %s, want the 100ms timeout then a retry", took)
 	}
 
@@ -505,7 +511,7 @@ func TestContextCancellation(t *testing.T) {
 			defer cancel()
 			begin := time.Now()
 			_, err := c.Deliver(ctx, text("cancel", ph(1), ph(2)))
-			if !errors.Is(err, context.DeadlineExceeded) || time.Since(begin) > 2*time.Second {
+			if !errors.Is(err, context.DeadlineExceeded) || time.Since(begin) > 10*time.Second {
 				t.Fatalf("err = %v after %s, want the context's deadline promptly", err, time.Since(begin))
 			}
 		})
