@@ -1,6 +1,7 @@
 package tenant
 
 import (
+	"net/http"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
@@ -50,12 +51,15 @@ func (h *messageHandlers) send(c *gin.Context) {
 	writeSendResult(c, res)
 }
 
-// writeSendResult writes an accepted send's answer: the stored status and
-// body, so a replay is byte for byte the first answer.
+// writeSendResult writes an accepted send's answer: 202 with
+// {"data": <the message's resource>}; for a replay the resource is the
+// first acceptance's bytes, so the answer is byte for byte the first one.
 func writeSendResult(c *gin.Context, res messages.SendResult) {
 	if res.Replayed {
 		c.Header(IdempotentReplayedHeader, "true")
 	}
 	c.Header("Location", BasePath+"/messages/"+strconv.FormatInt(res.MessageID, 10))
-	c.Data(res.Status, "application/json; charset=utf-8", res.Body)
+	body := make([]byte, 0, len(`{"data":}`)+len(res.Resource))
+	body = append(append(append(body, `{"data":`...), res.Resource...), '}')
+	c.Data(http.StatusAccepted, "application/json; charset=utf-8", body)
 }

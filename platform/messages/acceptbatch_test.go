@@ -112,12 +112,7 @@ func TestAcceptBatch(t *testing.T) {
 			continue
 		}
 		accepted++
-		var sent struct {
-			Data json.RawMessage `json:"data"`
-		}
-		if err := json.Unmarshal(results[i].Body, &sent); err != nil {
-			t.Fatal(err)
-		}
+		sent := struct{ Data json.RawMessage }{results[i].Resource}
 		stored, err := json.Marshal(f.get(tn, results[i].MessageID))
 		if err != nil {
 			t.Fatal(err)

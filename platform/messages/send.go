@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,15 +18,19 @@ import (
 	"github.com/bizmsg/platform/platform/senders"
 )
 
-// SendResult is the answer to an accepted send.
+// SendResult is an accepted send: a domain value, which the doors render
+// (202 with {"data": <Resource>}).
 type SendResult struct {
-	// Status is the HTTP status of the answer (202).
-	Status int
-	// Body is the answer's body, {"data": <message>}. A replay returns the
-	// first answer's bytes unchanged.
-	Body []byte
 	// MessageID is the accepted message's id.
 	MessageID int64
+	// Message is the message as accepted (queued); zero for a replay, whose
+	// message is the first acceptance's (Resource).
+	Message Message
+	// Resource is the message as the API showed it when it was accepted
+	// (its JSON, Message.AppendJSON). A replay returns the first
+	// acceptance's bytes unchanged, as stored under the Idempotency-Key, so
+	// that its answer is byte for byte the first one.
+	Resource json.RawMessage
 	// Replayed reports that the answer is an earlier send's under the same
 	// Idempotency-Key: nothing was sent this time.
 	Replayed bool
@@ -307,15 +310,44 @@ func (s *Service) enqueue(ctx context.Context, tx pgx.Tx, t db.Tenant, rows ...*
 	return nil
 }
 
-// render is the answer to the acceptance of r: 202 with {"data": message}.
+// render is the result of the acceptance of r: the message and its
+// resource, as json.Marshal writes it (the bytes the doors answered with
+// before they rendered the answer themselves).
 func render(r *row) (SendResult, error) {
-	body, err := json.Marshal(struct {
-		Data Message `json:"data"`
-	}{r.message()})
+	m := r.message()
+	res, err := json.Marshal(m)
 	if err != nil {
 		return SendResult{}, fmt.Errorf("render message %d: %w", r.ID, err)
 	}
-	return SendResult{Status: http.StatusAccepted, Body: body, MessageID: r.ID}, nil
+	return SendResult{MessageID: r.ID, Message: m, Resource: res}, nil
+}
+
+// The answer stored under an Idempotency-Key is the doors' answer to the
+// send, as the idempotency_keys table has always held it: the status 202
+// and the body {"data": <resource>}, so that a key stored by one version
+// replays in another. storedStatus and storedBody write it; resourceOf
+// reads the resource back.
+const (
+	storedStatus = 202
+	storedPrefix = `{"data":`
+	storedSuffix = `}`
+)
+
+// storedBody is the body stored for an accepted send's resource.
+func storedBody(resource []byte) []byte {
+	b := make([]byte, 0, len(storedPrefix)+len(resource)+len(storedSuffix))
+	b = append(b, storedPrefix...)
+	b = append(b, resource...)
+	return append(b, storedSuffix...)
+}
+
+// resourceOf is the resource of a stored body (storedBody), unchanged.
+func resourceOf(body []byte) ([]byte, bool) {
+	if !bytes.HasPrefix(body, []byte(storedPrefix)) || !bytes.HasSuffix(body, []byte(storedSuffix)) ||
+		len(body) < len(storedPrefix)+len(storedSuffix)+1 {
+		return nil, false
+	}
+	return body[len(storedPrefix) : len(body)-len(storedSuffix)], true
 }
 
 // refusal is the error of an acceptance that stored nothing, in the order
@@ -416,7 +448,11 @@ func (s *Service) replay(ctx context.Context, tx pgx.Tx, t db.Tenant, key string
 	if err := json.Unmarshal(body, &parsed); err != nil {
 		return SendResult{}, true, fmt.Errorf("stored answer of idempotency key: %w", err)
 	}
-	return SendResult{Status: *status, Body: body, MessageID: parsed.Data.ID, Replayed: true}, true, nil
+	resource, ok := resourceOf(body)
+	if !ok || *status != storedStatus {
+		return SendResult{}, true, fmt.Errorf("idempotency key %q has an answer of another form (%d)", key, *status)
+	}
+	return SendResult{MessageID: parsed.Data.ID, Resource: resource, Replayed: true}, true, nil
 }
 
 // claimKey records key for this send as the transaction's first write. A key
@@ -444,7 +480,7 @@ func (s *Service) claimKey(ctx context.Context, tx pgx.Tx, t db.Tenant, key stri
 // storeAnswer keeps the answer under the key for replays.
 func (s *Service) storeAnswer(ctx context.Context, tx pgx.Tx, t db.Tenant, key string, res SendResult) error {
 	if err := s.prep.Exec(ctx, tx, `UPDATE `+t.Table("idempotency_keys")+`
-		SET status_code = $1, response_body = $2 WHERE key = $3`, res.Status, res.Body, key); err != nil {
+		SET status_code = $1, response_body = $2 WHERE key = $3`, storedStatus, storedBody(res.Resource), key); err != nil {
 		return fmt.Errorf("store idempotency answer: %w", err)
 	}
 	return nil

@@ -790,7 +790,7 @@ func TestIdempotencyKeyLifetime(t *testing.T) {
 		t.Fatalf("purged %d (%v), want 1 (k2; k1 was renewed)", n, err)
 	}
 	replay, err := f.send(tn, body, "k1")
-	if err != nil || !replay.Replayed || replay.MessageID != again.MessageID || string(replay.Body) != string(again.Body) {
+	if err != nil || !replay.Replayed || replay.MessageID != again.MessageID || string(replay.Resource) != string(again.Resource) {
 		t.Fatalf("replay %+v %v", replay, err)
 	}
 }
