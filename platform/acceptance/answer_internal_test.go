@@ -1,9 +1,11 @@
-package messages
+package acceptance
 
 import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/bizmsg/platform/platform/messages"
 )
 
 // The answer stored under an Idempotency-Key is what the doors answered
@@ -14,15 +16,16 @@ import (
 func TestStoredAnswerRoundTrip(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 11, 22, 14, 3, 5, 0, time.UTC)
-	r := &row{Message: fullMessage()}
+	r := &messages.Row{Message: messages.Message{ID: 7, Direction: messages.DirectionOutbound, SenderNumberID: 2,
+		ToPhone: "+14155550100", Type: messages.TypeText, Content: "<b>&\u2028 \"hi\"</b>", Status: messages.StatusQueued}}
 	r.CreatedAt = at
 	res, err := render(r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	before, err := json.Marshal(struct {
-		Data Message `json:"data"`
-	}{r.message()})
+		Data messages.Message `json:"data"`
+	}{r.Message})
 	if err != nil {
 		t.Fatal(err)
 	}
