@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -204,8 +205,10 @@ func (f *fixture) sendBehindLock(tn db.Tenant, held int64, bodies []string) ([]a
 	results := make([]acceptance.Result, len(bodies))
 	errs := make([]error, len(bodies))
 	var wg sync.WaitGroup
+	var returned atomic.Int32 // sends answered before the commit: refused before they reach the queue
 	send := func(i int) {
 		defer wg.Done()
+		defer returned.Add(1)
 		var r acceptance.SendRequest
 		if errs[i] = json.Unmarshal([]byte(bodies[i]), &r); errs[i] == nil {
 			results[i], errs[i] = f.Svc.Send(ctx, tn, &r)
@@ -218,8 +221,10 @@ func (f *fixture) sendBehindLock(tn db.Tenant, held int64, bodies []string) ([]a
 		wg.Add(1)
 		go send(i)
 	}
-	// Let every send reach the queue: they have nothing else to wait on.
-	time.Sleep(200 * time.Millisecond)
+	// Every other send waits for the held one's run to end, or was
+	// refused before it reached the queue (a sender this process does not
+	// know is read and checked first).
+	messagestest.WaitFor(f.T, func() bool { return f.SendsQueued.Load()+returned.Load() == int32(len(bodies)-1) })
 	if err := tx.Commit(ctx); err != nil {
 		f.T.Fatal(err)
 	}

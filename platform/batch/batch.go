@@ -40,6 +40,10 @@ type Config struct {
 	// OnRun, when set, is told the number of items of each run as it
 	// starts (a metric of how much the batching saves).
 	OnRun func(items int)
+	// OnQueue, when set, is told the number of items of a key that wait
+	// for a run each time items join them (a test's sign that its calls
+	// have gathered, instead of a sleep).
+	OnQueue func(waiting int)
 }
 
 // ReadMaxInFlight is the MaxInFlight of runs of read-only statements that a
@@ -100,7 +104,9 @@ func (b *Batcher[K, In, Out]) Do(ctx context.Context, key K, in In) (Out, error)
 	}
 	q.pending = append(q.pending, c)
 	b.startLocked(key, q)
+	waiting := len(q.pending)
 	b.mu.Unlock()
+	b.queued(waiting)
 
 	select {
 	case <-c.done:
@@ -129,7 +135,9 @@ func (b *Batcher[K, In, Out]) DoAll(ctx context.Context, key K, ins []In) ([]Out
 	}
 	q.pending = append(q.pending, calls...)
 	b.startLocked(key, q)
+	waiting := len(q.pending)
 	b.mu.Unlock()
+	b.queued(waiting)
 
 	outs, errs := make([]Out, len(ins)), make([]error, len(ins))
 	for i, c := range calls {
@@ -141,6 +149,13 @@ func (b *Batcher[K, In, Out]) DoAll(ctx context.Context, key K, ins []In) ([]Out
 		}
 	}
 	return outs, errs
+}
+
+// queued tells Config.OnQueue that waiting items wait for a run.
+func (b *Batcher[K, In, Out]) queued(waiting int) {
+	if b.cfg.OnQueue != nil {
+		b.cfg.OnQueue(waiting)
+	}
 }
 
 // startLocked starts runs of key's waiting items while key has room for

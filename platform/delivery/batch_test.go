@@ -81,11 +81,13 @@ func TestDeliverBatchOutcomes(t *testing.T) {
 	wg.Add(1)
 	go run(0, ids[0])
 	messagestest.WaitFor(t, func() bool { return f.Net.Batches.Load() == 1 })
-	for i, id := range append(ids[1:], openIDs[0], 999_999) {
+	others := append(append([]int64(nil), ids[1:]...), openIDs[0], 999_999)
+	for i, id := range others {
 		wg.Add(1)
 		go run(i+1, id)
 	}
-	time.Sleep(200 * time.Millisecond) // let them queue
+	// Every other job waits for the held batch's run to end.
+	messagestest.WaitFor(t, func() bool { return f.DeliveriesQueued.Load() == int32(len(others)) })
 	close(hold)
 	wg.Wait()
 
@@ -261,7 +263,7 @@ func TestDeliverSmallBatch(t *testing.T) {
 	go run(1, ids[1])
 	go run(2, ids[2])
 	go run(3, 999_999)
-	time.Sleep(200 * time.Millisecond) // let them queue
+	messagestest.WaitFor(t, func() bool { return f.DeliveriesQueued.Load() == 3 })
 	close(hold)
 	wg.Wait()
 	for i, id := range ids {

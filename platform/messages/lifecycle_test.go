@@ -306,7 +306,8 @@ func TestBatchEventsInOneCall(t *testing.T) {
 			messagestest.WaitFor(t, func() bool { return f.Net.Batches.Load() == 1 })
 		}
 	}
-	time.Sleep(200 * time.Millisecond) // let them queue, as TestDeliverBatchOutcomes does
+	// The others wait for the held batch's run to end.
+	messagestest.WaitFor(t, func() bool { return f.DeliveriesQueued.Load() == int32(len(ids)-1) })
 	close(hold)
 	wg.Wait()
 	for i, err := range errs {

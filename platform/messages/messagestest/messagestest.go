@@ -173,6 +173,11 @@ type Fixture struct {
 	// first step: the one test hook that reads a statement's text, as
 	// acceptance offers no other sign of a batch statement that ran).
 	Batches *atomic.Int32
+	// Queued are how many sends (acceptance's batcher) and deliveries
+	// (delivery's) last waited for a run of their tenant's batch
+	// (batch.Config.OnQueue): a test waits on them for its calls to have
+	// gathered.
+	SendsQueued, DeliveriesQueued *atomic.Int32
 }
 
 // Setup builds a bundle whose senders' throttle is rate and burst, with
@@ -217,6 +222,9 @@ func Setup(t *testing.T, rate float64, burst int, edit func(*Config)) *Fixture {
 	if edit != nil {
 		edit(&cfg)
 	}
+	sendsQueued, deliveriesQueued := &atomic.Int32{}, &atomic.Int32{}
+	cfg.Acceptance.Batch.OnQueue = countQueued(cfg.Acceptance.Batch.OnQueue, sendsQueued)
+	cfg.Delivery.Batch.OnQueue = countQueued(cfg.Delivery.Batch.OnQueue, deliveriesQueued)
 	acc, err := acceptance.New(cfg.Acceptance)
 	if err != nil {
 		t.Fatal(err)
@@ -234,7 +242,19 @@ func Setup(t *testing.T, rate float64, burst int, edit func(*Config)) *Fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Fixture{T: t, DB: d, Net: net, Clock: clk, Wall: wall, Svc: svc, Mig: mig, Batches: batches}
+	return &Fixture{T: t, DB: d, Net: net, Clock: clk, Wall: wall, Svc: svc, Mig: mig, Batches: batches,
+		SendsQueued: sendsQueued, DeliveriesQueued: deliveriesQueued}
+}
+
+// countQueued is an OnQueue hook that keeps the count in n, and tells next
+// (nil: none).
+func countQueued(next func(int), n *atomic.Int32) func(int) {
+	return func(waiting int) {
+		n.Store(int32(waiting))
+		if next != nil {
+			next(waiting)
+		}
+	}
 }
 
 // Org creates an organization with its tenant schema.
