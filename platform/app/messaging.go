@@ -26,9 +26,8 @@ import (
 const idempotencyTTL = 24 * time.Hour
 
 // messaging builds the consent, acceptance, delivery, message, lookup and
-// usage services. The delivery
-// throttle is shared (throttle.Shared): a sender's rate holds in total
-// across every worker process.
+// usage services. The delivery throttle is shared (throttle.Shared): a
+// sender's rate holds in total across every worker process.
 func (a *App) messaging() error {
 	var err error
 	prepared := a.cfg.DBPreparedStatements
