@@ -37,7 +37,7 @@ func TestAdminMessageShowAndJobsRetry(t *testing.T) {
 	// The last attempt meets the outage: the message fails network_error.
 	flaky.failing.Store(true)
 	last := queue.DeliveryAttempt{JobID: job.ID, Attempt: queue.DefaultDeliveryMaxAttempts, MaxAttempts: queue.DefaultDeliveryMaxAttempts}
-	if _, err := e.App.Messages.DeliverMessage(ctx, args, last); !network.IsTransient(err) {
+	if _, err := e.App.Delivery.DeliverMessage(ctx, args, last); !network.IsTransient(err) {
 		t.Fatalf("last attempt: %v, want the network's error", err)
 	}
 	flaky.failing.Store(false)
@@ -99,7 +99,7 @@ func TestAdminMessageShowAndJobsRetry(t *testing.T) {
 	if err != nil || row.State != rivertype.JobStateAvailable {
 		t.Fatalf("job after the retry: %+v %v", row, err)
 	}
-	if _, err := e.App.Messages.DeliverMessage(ctx, args, queue.DeliveryAttempt{JobID: job.ID, Attempt: 1, MaxAttempts: 25}); err != nil {
+	if _, err := e.App.Delivery.DeliverMessage(ctx, args, queue.DeliveryAttempt{JobID: job.ID, Attempt: 1, MaxAttempts: 25}); err != nil {
 		t.Fatalf("delivery after the retry: %v", err)
 	}
 	if got := e.getMessage(org, m.ID); got.Status != "delivered" {

@@ -41,62 +41,65 @@ const (
 
 // floors maps each package (path relative to the module) to its floor.
 var floors = map[string]string{
-	"cmd/platform":                 floorMain,
-	"cmd/platform/bench":           floorMain,
-	"cmd/platform/internal/term":   floorMain,
-	"platform/app":                 floorApp,
-	"central":                      floorDoor,
-	"tenant":                       floorDoor,
-	"web":                          floorDoor,
-	"web/accesspages":              floorDoor,
-	"web/optoutpages":              floorDoor,
-	"web/templatepages":            floorDoor,
-	"web/webhookpages":             floorDoor,
-	"jobs":                         floorJobs,
-	"platform/resource":            floorGlue,
-	"platform/accounts":            floorService,
-	"platform/audit":               floorService,
-	"platform/keys":                floorService,
-	"platform/senders":             floorService,
-	"platform/consent":             floorService,
-	"platform/messages":            floorService,
-	"platform/lookup":              floorService,
-	"platform/usage":               floorService,
-	"platform/webhooks":            floorService,
-	"platform/templates":           floorService,
-	"platform/yield":               floorInfra,
-	"platform/apidoc":              floorInfra,
-	"platform/apikey":              floorInfra,
-	"platform/apperr":              floorInfra,
-	"platform/batch":               floorInfra,
-	"platform/clock":               floorInfra,
-	"platform/config":              floorInfra,
-	"platform/defaults":            floorInfra,
-	"platform/db":                  floorInfra,
-	"platform/devsecrets":          floorInfra,
-	"platform/httpx":               floorInfra,
-	"platform/jsonenc":             floorInfra,
-	"platform/metrics":             floorInfra,
-	"platform/migrate":             floorInfra,
-	"platform/network":             floorInfra,
-	"platform/network/builtin":     floorInfra,
-	"platform/network/httpnet":     floorInfra,
-	"platform/network/networktest": floorTest,
-	"platform/ops":                 floorInfra,
-	"platform/page":                floorInfra,
-	"platform/pace":                floorInfra,
-	"platform/password":            floorInfra,
-	"platform/phone":               floorInfra,
-	"platform/queue":               floorInfra,
-	"platform/ratelimit":           floorInfra,
-	"platform/throttle":            floorInfra,
-	"platform/token":               floorInfra,
-	"platform/dbtest":              floorTest,
-	"platform/fuzzcheck":           floorTest,
-	"integration":                  floorTest,
-	"docs":                         floorEmbedded,
-	"migrations":                   floorEmbedded,
-	"client":                       floorClient,
+	"cmd/platform":                   floorMain,
+	"cmd/platform/bench":             floorMain,
+	"cmd/platform/internal/term":     floorMain,
+	"platform/app":                   floorApp,
+	"central":                        floorDoor,
+	"tenant":                         floorDoor,
+	"web":                            floorDoor,
+	"web/accesspages":                floorDoor,
+	"web/optoutpages":                floorDoor,
+	"web/templatepages":              floorDoor,
+	"web/webhookpages":               floorDoor,
+	"jobs":                           floorJobs,
+	"platform/resource":              floorGlue,
+	"platform/accounts":              floorService,
+	"platform/audit":                 floorService,
+	"platform/keys":                  floorService,
+	"platform/senders":               floorService,
+	"platform/consent":               floorService,
+	"platform/messages":              floorService,
+	"platform/acceptance":            floorService,
+	"platform/delivery":              floorService,
+	"platform/messages/messagestest": floorTest,
+	"platform/lookup":                floorService,
+	"platform/usage":                 floorService,
+	"platform/webhooks":              floorService,
+	"platform/templates":             floorService,
+	"platform/yield":                 floorInfra,
+	"platform/apidoc":                floorInfra,
+	"platform/apikey":                floorInfra,
+	"platform/apperr":                floorInfra,
+	"platform/batch":                 floorInfra,
+	"platform/clock":                 floorInfra,
+	"platform/config":                floorInfra,
+	"platform/defaults":              floorInfra,
+	"platform/db":                    floorInfra,
+	"platform/devsecrets":            floorInfra,
+	"platform/httpx":                 floorInfra,
+	"platform/jsonenc":               floorInfra,
+	"platform/metrics":               floorInfra,
+	"platform/migrate":               floorInfra,
+	"platform/network":               floorInfra,
+	"platform/network/builtin":       floorInfra,
+	"platform/network/httpnet":       floorInfra,
+	"platform/network/networktest":   floorTest,
+	"platform/ops":                   floorInfra,
+	"platform/page":                  floorInfra,
+	"platform/pace":                  floorInfra,
+	"platform/password":              floorInfra,
+	"platform/phone":                 floorInfra,
+	"platform/queue":                 floorInfra,
+	"platform/ratelimit":             floorInfra,
+	"platform/throttle":              floorInfra,
+	"platform/token":                 floorInfra,
+	"platform/dbtest":                floorTest,
+	"platform/fuzzcheck":             floorTest,
+	"integration":                    floorTest,
+	"docs":                           floorEmbedded,
+	"migrations":                     floorEmbedded,
+	"client":                         floorClient,
 }
 
 // allowed says which floors a floor's packages may import (besides their
@@ -192,14 +195,6 @@ var httpClients = map[string]string{
 	"platform/webhooks": "posts events to the organization's endpoints and judges each answer by its status",
 }
 
-// splitting are the packages being split on another branch, each with its
-// branch: the line budgets and the status rule do not hold them until the
-// split merges. A package here that breaks none of them fails the test, so
-// that the list is emptied when the split lands.
-var splitting = map[string]string{
-	"platform/messages": "being split into acceptance, delivery and lifecycle on another branch (issue 50)",
-}
-
 // goFile is what the rules read of a production Go file.
 type goFile struct {
 	// Name is the file's path relative to the module.
@@ -286,24 +281,11 @@ func fileViolations(pkgs []pkgFiles) map[string][]string {
 	return out
 }
 
-// excepted returns the violations of byPkg outside the packages of except
-// (sorted), logging those inside with logf, and a violation for each
-// package of except that has none: its exception is stale.
-func excepted(byPkg map[string][]string, except map[string]string, logf func(string, ...any)) []string {
+// allViolations returns the violations of byPkg, sorted.
+func allViolations(byPkg map[string][]string) []string {
 	var out []string
-	for pkg, v := range byPkg {
-		if _, ok := except[pkg]; !ok {
-			out = append(out, v...)
-		}
-	}
-	for pkg, why := range except {
-		if len(byPkg[pkg]) == 0 {
-			out = append(out, fmt.Sprintf("%s breaks no rule any more: remove it from splitting in integration/architecture_test.go", pkg))
-			continue
-		}
-		for _, v := range byPkg[pkg] {
-			logf("excepted (%s): %s", why, v)
-		}
+	for _, v := range byPkg {
+		out = append(out, v...)
 	}
 	sort.Strings(out)
 	return out
@@ -373,12 +355,12 @@ func modulePackages(t *testing.T) ([]pkgImports, []pkgFiles) {
 
 // TestArchitecture holds the module's import graph to the floor plan, and
 // its production code to the line budgets and to rendering HTTP only in
-// the doors (except the packages being split, listed in splitting).
+// the doors.
 func TestArchitecture(t *testing.T) {
 	t.Parallel()
 	pkgs, files := modulePackages(t)
 	v := violations(pkgs)
-	v = append(v, excepted(fileViolations(files), splitting, t.Logf)...)
+	v = append(v, allViolations(fileViolations(files))...)
 	if len(v) > 0 {
 		t.Fatalf("the code breaks the floor plan:\n  %s", strings.Join(v, "\n  "))
 	}
@@ -440,9 +422,7 @@ func goSource(t *testing.T, n int, name, body string) []byte {
 }
 
 // TestArchitectureFileRules shows the line budgets and the status rule
-// catch what they forbid, from Go source, and let pass what they allow; and
-// that an exception of splitting hides its package's violations until it
-// has none.
+// catch what they forbid, from Go source, and let pass what they allow.
 func TestArchitectureFileRules(t *testing.T) {
 	t.Parallel()
 	file := func(t *testing.T, pkg string, lines int, httpName, body string) goFile {
@@ -491,7 +471,7 @@ func TestArchitectureFileRules(t *testing.T) {
 			for _, n := range tt.lines {
 				p.Files = append(p.Files, file(t, tt.pkg, n, tt.httpName, tt.body))
 			}
-			v := excepted(fileViolations([]pkgFiles{p}), nil, t.Logf)
+			v := allViolations(fileViolations([]pkgFiles{p}))
 			if tt.want == "" && len(v) != 0 {
 				t.Fatalf("violations = %q, want none", v)
 			}
@@ -501,21 +481,4 @@ func TestArchitectureFileRules(t *testing.T) {
 		})
 	}
 
-	t.Run("splitting", func(t *testing.T) {
-		t.Parallel()
-		except := map[string]string{"platform/messages": "being split"}
-		big := pkgFiles{Path: "platform/messages", Files: []goFile{file(t, "platform/messages", 601, "http", status)}}
-		var logged []string
-		logf := func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }
-		if v := excepted(fileViolations([]pkgFiles{big}), except, logf); len(v) != 0 || len(logged) != 2 {
-			t.Fatalf("an excepted package: violations %q, logged %q; want none and two", v, logged)
-		}
-		small := pkgFiles{Path: "platform/messages", Files: []goFile{file(t, "platform/messages", 10, "", "")}}
-		if v := excepted(fileViolations([]pkgFiles{small}), except, logf); len(v) != 1 || !strings.Contains(v[0], "breaks no rule any more") {
-			t.Fatalf("a stale exception: violations %q, want one naming it", v)
-		}
-		if v := excepted(fileViolations([]pkgFiles{big}), nil, logf); len(v) != 2 {
-			t.Fatalf("without the exception: violations %q, want two", v)
-		}
-	})
 }

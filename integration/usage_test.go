@@ -75,7 +75,7 @@ func (e *msgEnv) deliverNow(org *Org, messageID int64) {
 		org.Tenant.Schema, messageID).Scan(&jobID); err != nil {
 		e.t.Fatalf("delivery job of message %d: %v", messageID, err)
 	}
-	d, err := e.App.Messages.DeliverMessage(context.Background(),
+	d, err := e.App.Delivery.DeliverMessage(context.Background(),
 		queue.DeliverArgs{OrgID: org.ID, Schema: org.Tenant.Schema, MessageID: messageID},
 		queue.DeliveryAttempt{JobID: jobID, Attempt: 1, MaxAttempts: 25})
 	if err != nil || d != 0 {

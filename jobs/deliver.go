@@ -11,7 +11,7 @@ import (
 	"github.com/bizmsg/platform/platform/queue"
 )
 
-// MessageDeliverer delivers the message of a queue.DeliverArgs job (the messages
+// MessageDeliverer delivers the message of a queue.DeliverArgs job (the delivery
 // service). It returns:
 //   - 0, nil when the job is done: delivered, refused for good (the message is
 //     marked failed), or nothing left to do (already sent or failed);

@@ -10,14 +10,14 @@
 package jobs
 
 import (
-	"github.com/bizmsg/platform/platform/messages"
+	"github.com/bizmsg/platform/platform/delivery"
 	"github.com/bizmsg/platform/platform/senders"
 	"github.com/bizmsg/platform/platform/webhooks"
 )
 
 // The services are the workers' deliverers.
 var (
-	_ MessageDeliverer = (*messages.Service)(nil)
+	_ MessageDeliverer = (*delivery.Service)(nil)
 	_ OTPDeliverer     = (*senders.Service)(nil)
 	_ AccountSweeper   = (*senders.Service)(nil)
 	_ WebhookAttempter = (*webhooks.Service)(nil)

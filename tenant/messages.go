@@ -1,10 +1,12 @@
 package tenant
 
 import (
+	"net/http"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/bizmsg/platform/platform/acceptance"
 	"github.com/bizmsg/platform/platform/apikey"
 	"github.com/bizmsg/platform/platform/httpx"
 	"github.com/bizmsg/platform/platform/messages"
@@ -16,7 +18,7 @@ const IdempotentReplayedHeader = "Idempotent-Replayed"
 
 // messageHandlers serves the Tenant API's message routes.
 type messageHandlers struct {
-	svc *messages.Service
+	svc *acceptance.Service
 }
 
 // MountMessages registers the message routes on g, the authenticated group
@@ -25,9 +27,9 @@ type messageHandlers struct {
 //	POST /messages       messages.send  202 {"data": message}
 //	GET  /messages       messages.read  200 {"data": [...], "next_cursor": ...}
 //	GET  /messages/{id}  messages.read  200 {"data": message}
-func MountMessages(g gin.IRoutes, svc *messages.Service) {
-	h := &messageHandlers{svc: svc}
-	r := resource.Messages{Svc: svc, Caller: caller}
+func MountMessages(g gin.IRoutes, accept *acceptance.Service, msgs *messages.Service) {
+	h := &messageHandlers{svc: accept}
+	r := resource.Messages{Svc: msgs, Caller: caller}
 	g.POST("/messages", RequireScope(apikey.ScopeMessagesSend), h.send)
 	g.GET("/messages", RequireScope(apikey.ScopeMessagesRead), r.List)
 	g.GET("/messages/:id", RequireScope(apikey.ScopeMessagesRead), r.Get)
@@ -37,11 +39,11 @@ func MountMessages(g gin.IRoutes, svc *messages.Service) {
 // again for a repeated Idempotency-Key.
 func (h *messageHandlers) send(c *gin.Context) {
 	p := MustPrincipal(c)
-	var req messages.SendRequest
+	var req acceptance.SendRequest
 	if !httpx.Bind(c, &req) {
 		return
 	}
-	req.IdempotencyKey = c.GetHeader(messages.IdempotencyKeyHeader)
+	req.IdempotencyKey = c.GetHeader(acceptance.IdempotencyKeyHeader)
 	res, err := h.svc.Send(c.Request.Context(), p.Tenant, &req)
 	if err != nil {
 		httpx.Fail(c, err)
@@ -50,12 +52,15 @@ func (h *messageHandlers) send(c *gin.Context) {
 	writeSendResult(c, res)
 }
 
-// writeSendResult writes an accepted send's answer: the stored status and
-// body, so a replay is byte for byte the first answer.
-func writeSendResult(c *gin.Context, res messages.SendResult) {
+// writeSendResult writes an accepted send's answer: 202 with
+// {"data": <the message's resource>}; for a replay the resource is the
+// first acceptance's bytes, so the answer is byte for byte the first one.
+func writeSendResult(c *gin.Context, res acceptance.Result) {
 	if res.Replayed {
 		c.Header(IdempotentReplayedHeader, "true")
 	}
 	c.Header("Location", BasePath+"/messages/"+strconv.FormatInt(res.MessageID, 10))
-	c.Data(res.Status, "application/json; charset=utf-8", res.Body)
+	body := make([]byte, 0, len(`{"data":}`)+len(res.Resource))
+	body = append(append(append(body, `{"data":`...), res.Resource...), '}')
+	c.Data(http.StatusAccepted, "application/json; charset=utf-8", body)
 }

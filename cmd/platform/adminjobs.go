@@ -227,7 +227,7 @@ type retrier struct {
 }
 
 // retry makes job available again. A delivery job's message is requeued in
-// the same transaction (messages.Service.Requeue); one whose message was
+// the same transaction (delivery.Service.Requeue); one whose message was
 // refused for a reason of its own is left alone.
 func (r *retrier) retry(ctx context.Context, job *rivertype.JobRow) error {
 	var args queue.DeliverArgs
@@ -247,7 +247,7 @@ func (r *retrier) retry(ctx context.Context, job *rivertype.JobRow) error {
 		if err != nil {
 			return err
 		}
-		ok, err := r.a.Messages.Requeue(ctx, tx, t, args.MessageID)
+		ok, err := r.a.Delivery.Requeue(ctx, tx, t, args.MessageID)
 		if err != nil {
 			return err
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/bizmsg/platform/central"
 	"github.com/bizmsg/platform/docs"
 	"github.com/bizmsg/platform/jobs"
+	"github.com/bizmsg/platform/platform/acceptance"
 	"github.com/bizmsg/platform/platform/accounts"
 	"github.com/bizmsg/platform/platform/apidoc"
 	"github.com/bizmsg/platform/platform/apperr"
@@ -30,6 +31,7 @@ import (
 	"github.com/bizmsg/platform/platform/consent"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/defaults"
+	"github.com/bizmsg/platform/platform/delivery"
 	"github.com/bizmsg/platform/platform/devsecrets"
 	"github.com/bizmsg/platform/platform/httpx"
 	"github.com/bizmsg/platform/platform/keys"
@@ -156,10 +158,13 @@ type App struct {
 	Network network.Network
 	// Senders is the sender-number service both APIs and the workers share.
 	Senders *senders.Service
-	// Messages (send, delivery, history), Lookup and Usage are the messaging
-	// services both APIs and the delivery worker share.
-	Messages *messages.Service
-	Lookup   *lookup.Service
+	// Acceptance (sends), Delivery (the delivery worker's) and Messages
+	// (receipts, inbound messages, history), with Lookup and Usage, are
+	// the messaging services both APIs and the delivery worker share.
+	Acceptance *acceptance.Service
+	Delivery   *delivery.Service
+	Messages   *messages.Service
+	Lookup     *lookup.Service
 	// Consent is the organizations' opt-out lists (platform/consent).
 	Consent *consent.Service
 	Usage   *usage.Service

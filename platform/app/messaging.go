@@ -9,9 +9,11 @@ import (
 
 	"github.com/bizmsg/platform/central"
 	"github.com/bizmsg/platform/jobs"
+	"github.com/bizmsg/platform/platform/acceptance"
 	"github.com/bizmsg/platform/platform/batch"
 	"github.com/bizmsg/platform/platform/consent"
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/delivery"
 	"github.com/bizmsg/platform/platform/lookup"
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/queue"
@@ -23,9 +25,9 @@ import (
 // idempotencyTTL is how long a send's Idempotency-Key is remembered.
 const idempotencyTTL = 24 * time.Hour
 
-// messaging builds the consent, message, lookup and usage services. The delivery
-// throttle is shared (throttle.Shared): a sender's rate holds in total
-// across every worker process.
+// messaging builds the consent, acceptance, delivery, message, lookup and
+// usage services. The delivery throttle is shared (throttle.Shared): a
+// sender's rate holds in total across every worker process.
 func (a *App) messaging() error {
 	var err error
 	prepared := a.cfg.DBPreparedStatements
@@ -37,25 +39,46 @@ func (a *App) messaging() error {
 	}); err != nil {
 		return err
 	}
-	if a.Messages, err = messages.New(messages.Config{
-		DB:             a.DB,
-		Prepared:       db.NewPrepared(a.DB, db.PreparedConfig{MaxPerConn: prepared}),
+	// One statement cache for the three stages of a message: each
+	// connection keeps the statements of all of them, up to one bound.
+	prep := db.NewPrepared(a.DB, db.PreparedConfig{MaxPerConn: prepared})
+	if a.Acceptance, err = acceptance.New(acceptance.Config{
+		Prepared:       prep,
 		Jobs:           a.River,
 		Senders:        a.Senders,
 		Network:        a.Network,
-		Throttle:       throttle.NewShared(a.pace),
-		SenderRate:     a.cfg.SenderRate,
-		SenderBurst:    a.cfg.SenderBurst,
 		IdempotencyTTL: idempotencyTTL,
 		ServiceWindow:  a.cfg.NetworkServiceWindow,
-		Consent:        a.Consent,
-		AcceptBatch:    a.batches("accept"),
-		DeliveryBatch:  a.batches("deliver"),
-		ClaimLease:     a.jobs.DeliveryRescueAfter,
-		Events:         a.Webhooks,
+		Batch:          a.batches("accept"),
 		Templates:      a.Templates,
 		Clock:          a.clock,
-		Logger:         a.log,
+	}); err != nil {
+		return err
+	}
+	if a.Delivery, err = delivery.New(delivery.Config{
+		DB:          a.DB,
+		Prepared:    prep,
+		Jobs:        a.River,
+		Network:     a.Network,
+		Throttle:    throttle.NewShared(a.pace),
+		SenderRate:  a.cfg.SenderRate,
+		SenderBurst: a.cfg.SenderBurst,
+		Batch:       a.batches("deliver"),
+		ClaimLease:  a.jobs.DeliveryRescueAfter,
+		Events:      a.Webhooks,
+		Clock:       a.clock,
+		Logger:      a.log,
+	}); err != nil {
+		return err
+	}
+	if a.Messages, err = messages.New(messages.Config{
+		DB:       a.DB,
+		Prepared: prep,
+		Jobs:     a.River,
+		Consent:  a.Consent,
+		Events:   a.Webhooks,
+		Clock:    a.clock,
+		Logger:   a.log,
 	}); err != nil {
 		return err
 	}
@@ -92,7 +115,7 @@ func (a *App) batches(kind string) batch.Config {
 
 // messagingRoutes mounts the messaging endpoints of both APIs.
 func (a *App) messagingRoutes() {
-	tenant.MountMessages(a.TenantRoutes, a.Messages)
+	tenant.MountMessages(a.TenantRoutes, a.Acceptance, a.Messages)
 	tenant.MountLookup(a.TenantRoutes, a.Lookup)
 	tenant.MountOptOuts(a.TenantRoutes, a.Consent)
 	tenant.MountUsage(a.TenantRoutes, a.Usage)
@@ -104,7 +127,7 @@ func (a *App) messagingRoutes() {
 func (a *App) messagingWorkers(workers *river.Workers, cfg queue.Config) {
 	river.AddWorker(workers, &jobs.ConsentReplyWorker{Replier: a.Consent})
 	river.AddWorker(workers, &jobs.DeliverWorker{
-		Deliverer:  a.Messages,
+		Deliverer:  a.Delivery,
 		RetryBase:  cfg.DeliveryRetryBase,
 		RetryMax:   cfg.DeliveryRetryMax,
 		RunTimeout: cfg.DeliveryTimeout,
@@ -115,6 +138,6 @@ func (a *App) messagingWorkers(workers *river.Workers, cfg queue.Config) {
 // their lifetime. A failing tenant does not stop the others.
 func (a *App) purgeIdempotencyKeys(ctx context.Context, now time.Time) (int64, error) {
 	return a.sumTenants(ctx, func(t db.Tenant) (int64, error) {
-		return messages.PurgeIdempotencyKeys(ctx, a.DB, t, now.Add(-idempotencyTTL))
+		return acceptance.PurgeIdempotencyKeys(ctx, a.DB, t, now.Add(-idempotencyTTL))
 	})
 }

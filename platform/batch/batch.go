@@ -45,6 +45,10 @@ type Config struct {
 	// the send path's) count theirs on the yield gate, which background
 	// work gives way to (yield.Gate).
 	Load Load
+	// OnQueue, when set, is told the number of items of a key that wait
+	// for a run each time items join them (a test's sign that its calls
+	// have gathered, instead of a sleep).
+	OnQueue func(waiting int)
 }
 
 // Load counts runs in flight (yield.Gate).
@@ -111,7 +115,9 @@ func (b *Batcher[K, In, Out]) Do(ctx context.Context, key K, in In) (Out, error)
 	}
 	q.pending = append(q.pending, c)
 	b.startLocked(key, q)
+	waiting := len(q.pending)
 	b.mu.Unlock()
+	b.queued(waiting)
 
 	select {
 	case <-c.done:
@@ -151,7 +157,9 @@ func (b *Batcher[K, In, Out]) DoAll(ctx context.Context, key K, ins []In) ([]Out
 	}
 	q.pending = append(q.pending, calls...)
 	b.startLocked(key, q)
+	waiting := len(q.pending)
 	b.mu.Unlock()
+	b.queued(waiting)
 
 	outs, errs := make([]Out, len(ins)), make([]error, len(ins))
 	for i, c := range calls {
@@ -163,6 +171,13 @@ func (b *Batcher[K, In, Out]) DoAll(ctx context.Context, key K, ins []In) ([]Out
 		}
 	}
 	return outs, errs
+}
+
+// queued tells Config.OnQueue that waiting items wait for a run.
+func (b *Batcher[K, In, Out]) queued(waiting int) {
+	if b.cfg.OnQueue != nil {
+		b.cfg.OnQueue(waiting)
+	}
 }
 
 // startLocked starts runs of key's waiting items while key has room for

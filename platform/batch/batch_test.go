@@ -446,3 +446,53 @@ func TestLoadCountsRunsInFlight(t *testing.T) {
 		t.Fatalf("after two runs: %d in flight, %d entered; want 0 and 2", in, entered)
 	}
 }
+
+// OnQueue tells how many items of a key wait for a run as calls join them:
+// none while a run can take them at once, and each call behind a held run
+// (and the items of a DoAll together).
+func TestOnQueue(t *testing.T) {
+	t.Parallel()
+	r := newRecorder()
+	r.hold = make(chan struct{})
+	r.started = make(chan struct{}, 8)
+	var mu sync.Mutex
+	var told []int
+	b := New(r.run, Config{MaxInFlight: 1, OnQueue: func(n int) {
+		mu.Lock()
+		defer mu.Unlock()
+		told = append(told, n)
+	}})
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	wg.Go(func() { _, _ = b.Do(ctx, "a", 0) })
+	<-r.started
+	for i := 1; i <= 2; i++ {
+		wg.Go(func() { _, _ = b.Do(ctx, "a", i) })
+	}
+	waitTold := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			mu.Lock()
+			got := len(told)
+			mu.Unlock()
+			if got == n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("OnQueue told %d times, want %d", got, n)
+			}
+			runtime.Gosched()
+		}
+	}
+	waitTold(3)
+	wg.Go(func() { _, _ = b.DoAll(ctx, "a", []int{3, 4}) })
+	waitTold(4)
+	close(r.hold)
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if told[0] != 0 || told[1]+told[2] != 3 || told[3] != 4 {
+		t.Fatalf("OnQueue told %v, want 0, then 1 and 2, then 4", told)
+	}
+}

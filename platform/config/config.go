@@ -91,7 +91,7 @@ type Config struct {
 	APIRateBurst int
 	// BatchSize (BATCH_SIZE) is the most sends, and the most deliveries, of
 	// one tenant that share one statement when they arrive together
-	// (messages.Config.AcceptBatch and DeliveryBatch), and the most key
+	// (acceptance.Config.Batch and delivery.Config.Batch), and the most key
 	// authentications and network lookups that share one read
 	// (keys.Config.Batch, builtin.Config.Batch), and of lone deliveries
 	// that share the built-in network's statements

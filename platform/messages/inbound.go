@@ -69,7 +69,7 @@ func (s *Service) Receive(ctx context.Context, in Inbound) (ReceiptOutcome, erro
 	outcome := ReceiptIgnored
 	err = s.prep.Tx(ctx, func(tx pgx.Tx) error {
 		outcome = ReceiptIgnored
-		n, evs, err := s.changedRows(ctx, tx, `WITH s AS (
+		n, evs, err := s.changes.Run(ctx, tx, `WITH s AS (
 			  SELECT id, phone FROM `+sc+`.sender_numbers
 			   WHERE id = $1::bigint AND phone = $2::text AND status = 'active'),
 			m AS (
@@ -90,7 +90,7 @@ func (s *Service) Receive(ctx context.Context, in Inbound) (ReceiptOutcome, erro
 			  INSERT INTO `+sc+`.last_inbound AS l (sender_number_id, phone, at)
 			  SELECT sender_number_id, from_phone, received_at FROM m
 			  ON CONFLICT (sender_number_id, phone) DO UPDATE SET at = greatest(l.at, EXCLUDED.at))
-			SELECT `+changedColumns+` FROM m`,
+			SELECT `+ChangedColumns+` FROM m`,
 			[]any{senderID, to, in.FromPhone, db.Null(in.ConversationID), in.Type, in.Content,
 				db.Null(in.FileName), db.Null(in.FileSize), db.Null(in.FileType), db.Null(int64(in.Duration)),
 				in.At, in.ID, s.clock.Now()}, 1)
@@ -119,7 +119,7 @@ func (s *Service) Receive(ctx context.Context, in Inbound) (ReceiptOutcome, erro
 				outcome = ReceiptUnchanged
 			}
 		}
-		return s.emit(ctx, tx, t, evs)
+		return s.changes.Emit(ctx, tx, t, evs)
 	})
 	if err != nil {
 		return "", err

@@ -15,10 +15,11 @@ import (
 	"github.com/bizmsg/platform/platform/batch"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/messages"
+	"github.com/bizmsg/platform/platform/messages/messagestest"
 	"github.com/bizmsg/platform/platform/webhooks"
 )
 
-// recorder is the test's messages.EventRecorder: it writes each event into
+// recorder is the test's webhooks.Emitter: it writes each event into
 // the table test_events in the transaction it is given, with that
 // transaction's id and the number of its Emit call, so that an event is
 // there exactly when its change committed. While fail is set, Emit writes
@@ -72,32 +73,32 @@ func (r *recorder) Emit(ctx context.Context, tx pgx.Tx, t db.Tenant, events ...w
 // newRecorded is a fixture whose service records events with a recorder;
 // confirms makes its network's deliveries confirmed deliveries to the
 // recipient, as the built-in network's are.
-func newRecorded(t *testing.T, confirms bool, edit func(*messages.Config)) (*fixture, *recorder) {
+func newRecorded(t *testing.T, confirms bool, edit func(*messagestest.Config)) (*fixture, *recorder) {
 	t.Helper()
 	rec := &recorder{}
-	f := newFixtureWith(t, 1000, 1000, func(c *messages.Config) {
-		c.Events = rec
+	f := setupWith(t, 1000, 1000, func(c *messagestest.Config) {
+		c.SetEvents(rec)
 		if edit != nil {
 			edit(c)
 		}
 	})
-	if _, err := f.db.Pool.Exec(context.Background(), `CREATE TABLE public.test_events (
+	if _, err := f.DB.Pool.Exec(context.Background(), `CREATE TABLE public.test_events (
 		seq bigserial PRIMARY KEY, call int NOT NULL, txid bigint NOT NULL, schema_name text NOT NULL,
 		type text NOT NULL, key text NOT NULL, status text NOT NULL, delivered_at text, at timestamptz NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}
-	f.net.confirms.Store(confirms)
+	f.Net.Confirms.Store(confirms)
 	return f, rec
 }
 
 // events returns the recorded events of key, in the order they were
 // written.
 func (f *fixture) events(key string) []recordedEvent {
-	f.t.Helper()
-	rows, err := f.db.Pool.Query(context.Background(), `SELECT call, txid, schema_name, type, key, status, delivered_at, at
+	f.T.Helper()
+	rows, err := f.DB.Pool.Query(context.Background(), `SELECT call, txid, schema_name, type, key, status, delivered_at, at
 		FROM public.test_events WHERE key = $1 ORDER BY seq`, key)
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (recordedEvent, error) {
 		var e recordedEvent
@@ -105,7 +106,7 @@ func (f *fixture) events(key string) []recordedEvent {
 		return e, err
 	})
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	return out
 }
@@ -169,12 +170,12 @@ func TestLifecycleEvents(t *testing.T) {
 			f.receipt(messages.Receipt{Reference: messages.Reference(tn, id), Status: messages.StatusFailed, At: at})
 		}, want: []string{webhooks.EventMessageSent, webhooks.EventMessageDelivered, webhooks.EventMessageFailed}, status: messages.StatusFailed},
 		{name: "failed by the sender's suspension", run: func(f *fixture, tn db.Tenant, sid, id int64) {
-			f.exec(fmt.Sprintf(`UPDATE %s SET status = 'suspended' WHERE id = %d`, tn.Table("sender_numbers"), sid))
+			f.Exec(fmt.Sprintf(`UPDATE %s SET status = 'suspended' WHERE id = %d`, tn.Table("sender_numbers"), sid))
 			mustDeliver(f, tn, id)
 		}, want: []string{webhooks.EventMessageFailed}, status: messages.StatusFailed},
 		{name: "failed by the network's refusal", run: func(f *fixture, tn db.Tenant, sid, id int64) {
-			if err := f.net.Block(context.Background(), ph(999), f.phoneOf(tn, sid)); err != nil {
-				f.t.Fatal(err)
+			if err := f.Net.Block(context.Background(), ph(999), f.phoneOf(tn, sid)); err != nil {
+				f.T.Fatal(err)
 			}
 			mustDeliver(f, tn, id)
 		}, want: []string{webhooks.EventMessageFailed}, status: messages.StatusFailed},
@@ -182,16 +183,16 @@ func TestLifecycleEvents(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f, _ := newRecorded(t, tc.confirms, nil)
-			tn := f.org()
-			sid := f.sender(tn, ph(1))
-			f.account(ph(999))
-			id := f.mustSend(tn, sid, ph(999), "hello")
+			tn := f.Org()
+			sid := f.Sender(tn, ph(1))
+			f.Account(ph(999))
+			id := f.MustSend(tn, sid, ph(999), "hello")
 			tc.run(f, tn, sid, id)
 			evs := f.events(key(id))
 			if got := eventTypes(evs); !sameStrings(got, tc.want) {
 				t.Fatalf("events %v, want %v", got, tc.want)
 			}
-			m := f.get(tn, id)
+			m := f.Get(tn, id)
 			if m.Status != tc.status {
 				t.Fatalf("status %s, want %s", m.Status, tc.status)
 			}
@@ -220,19 +221,19 @@ func TestLifecycleEvents(t *testing.T) {
 }
 
 func mustDeliver(f *fixture, tn db.Tenant, id int64) {
-	f.t.Helper()
-	if _, err := f.deliver(tn, id, id, 1); err != nil {
-		f.t.Fatalf("deliver: %v", err)
+	f.T.Helper()
+	if _, err := f.Deliver(tn, id, id, 1); err != nil {
+		f.T.Fatalf("deliver: %v", err)
 	}
 }
 
 // phoneOf is sender sid's phone.
 func (f *fixture) phoneOf(tn db.Tenant, sid int64) string {
-	f.t.Helper()
+	f.T.Helper()
 	var p string
-	if err := f.db.Pool.QueryRow(context.Background(), fmt.Sprintf(`SELECT phone FROM %s WHERE id = $1`,
+	if err := f.DB.Pool.QueryRow(context.Background(), fmt.Sprintf(`SELECT phone FROM %s WHERE id = $1`,
 		tn.Table("sender_numbers")), sid).Scan(&p); err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	return p
 }
@@ -244,32 +245,32 @@ func (f *fixture) phoneOf(tn db.Tenant, sid int64) string {
 func TestEventsShareTheChangesTransaction(t *testing.T) {
 	t.Parallel()
 	f, rec := newRecorded(t, true, nil)
-	tn := f.org()
-	sid := f.sender(tn, ph(1))
-	f.account(ph(999))
-	id := f.mustSend(tn, sid, ph(999), "x")
+	tn := f.Org()
+	sid := f.Sender(tn, ph(1))
+	f.Account(ph(999))
+	id := f.MustSend(tn, sid, ph(999), "x")
 
 	rec.fail = true
-	if _, err := f.deliver(tn, id, id, 1); err == nil {
+	if _, err := f.Deliver(tn, id, id, 1); err == nil {
 		t.Fatal("the delivery's record succeeded with a failing recorder")
 	}
-	if m := f.get(tn, id); m.Status != messages.StatusQueued || m.SentAt != nil {
+	if m := f.Get(tn, id); m.Status != messages.StatusQueued || m.SentAt != nil {
 		t.Fatalf("the record committed without its events: %+v", m)
 	}
 	rec.fail = false
 	mustDeliver(f, tn, id)
 	rec.fail = true
-	if _, err := f.svc.ApplyReceipt(context.Background(), messages.Receipt{Reference: messages.Reference(tn, id),
+	if _, err := f.Svc.ApplyReceipt(context.Background(), messages.Receipt{Reference: messages.Reference(tn, id),
 		Status: messages.StatusRead, At: at}); err == nil {
 		t.Fatal("the receipt succeeded with a failing recorder")
 	}
-	if m := f.get(tn, id); m.Status != messages.StatusDelivered || m.ReadAt != nil {
+	if m := f.Get(tn, id); m.Status != messages.StatusDelivered || m.ReadAt != nil {
 		t.Fatalf("the receipt committed without its event: %+v", m)
 	}
 	if got := eventTypes(f.events(key(id))); !sameStrings(got, []string{webhooks.EventMessageSent, webhooks.EventMessageDelivered}) {
 		t.Fatalf("events %v: a rolled back change left its events", got)
 	}
-	if got := f.usage(tn, sid); got != (usage{used: 1, delivered: 1}) {
+	if got := f.Usage(tn, sid); got != (messagestest.Usage{Used: 1, Delivered: 1}) {
 		t.Fatalf("usage %+v", got)
 	}
 }
@@ -279,33 +280,34 @@ func TestEventsShareTheChangesTransaction(t *testing.T) {
 // events together, and the batch's messages in the same call.
 func TestBatchEventsInOneCall(t *testing.T) {
 	t.Parallel()
-	f, _ := newRecorded(t, true, func(c *messages.Config) { c.DeliveryBatch = batch.Config{MaxInFlight: 1} })
-	tn := f.org()
-	sid := f.sender(tn, ph(1))
+	f, _ := newRecorded(t, true, func(c *messagestest.Config) { c.Delivery.Batch = batch.Config{MaxInFlight: 1} })
+	tn := f.Org()
+	sid := f.Sender(tn, ph(1))
 	// One recipient each: a conversation's messages would go one per
 	// network call (deliverBatch's rounds).
 	ids := make([]int64, 8)
 	for i := range ids {
-		f.account(ph(900 + i))
-		ids[i] = f.mustSend(tn, sid, ph(900+i), fmt.Sprint(i))
+		f.Account(ph(900 + i))
+		ids[i] = f.MustSend(tn, sid, ph(900+i), fmt.Sprint(i))
 	}
 	// The first job's batch is held in the network while the others
 	// gather behind it.
 	hold := make(chan struct{})
-	f.net.hold.Store(&hold)
+	f.Net.Hold.Store(&hold)
 	var wg sync.WaitGroup
 	errs := make([]error, len(ids))
 	for i, id := range ids {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = f.deliver(tn, id, id, 1)
+			_, errs[i] = f.Deliver(tn, id, id, 1)
 		}()
 		if i == 0 {
-			waitFor(t, func() bool { return f.net.batches.Load() == 1 })
+			messagestest.WaitFor(t, func() bool { return f.Net.Batches.Load() == 1 })
 		}
 	}
-	time.Sleep(200 * time.Millisecond) // let them queue, as TestDeliverBatchOutcomes does
+	// The others wait for the held batch's run to end.
+	messagestest.WaitFor(t, func() bool { return f.DeliveriesQueued.Load() == int32(len(ids)-1) })
 	close(hold)
 	wg.Wait()
 	for i, err := range errs {
@@ -313,7 +315,7 @@ func TestBatchEventsInOneCall(t *testing.T) {
 			t.Fatalf("job %d: %v", i, err)
 		}
 	}
-	if f.net.multi.Load() == 0 {
+	if f.Net.Multi.Load() == 0 {
 		t.Fatal("nothing was batched")
 	}
 	// Each message's two events come in one call; a batch's messages share
@@ -336,7 +338,7 @@ func TestBatchEventsInOneCall(t *testing.T) {
 	if !shared {
 		t.Fatalf("every message's events came in an Emit call of its own: %v", calls)
 	}
-	if got := f.usage(tn, sid); got != (usage{used: 8, delivered: 8}) {
+	if got := f.Usage(tn, sid); got != (messagestest.Usage{Used: 8, Delivered: 8}) {
 		t.Fatalf("usage %+v", got)
 	}
 }
@@ -344,9 +346,9 @@ func TestBatchEventsInOneCall(t *testing.T) {
 // activeNumber stores an active sender number of tn with phone p, and its
 // entries in the central directory, as the senders service writes them.
 func (f *fixture) activeNumber(tn db.Tenant, p string) int64 {
-	f.t.Helper()
-	sid := f.sender(tn, p)
-	f.exec(
+	f.T.Helper()
+	sid := f.Sender(tn, p)
+	f.Exec(
 		fmt.Sprintf(`INSERT INTO central.sender_number_directory (organization_id, sender_id, phone, status)
 			VALUES (%d, %d, '%s', 'active')`, tn.OrgID, sid, p),
 		fmt.Sprintf(`INSERT INTO central.active_sender_phones (phone, organization_id, sender_id)
@@ -364,20 +366,20 @@ func TestReceive(t *testing.T) {
 	t.Parallel()
 	f, _ := newRecorded(t, true, nil)
 	ctx := context.Background()
-	a, b := f.org(), f.org()
+	a, b := f.Org(), f.Org()
 	sa, sb := f.activeNumber(a, ph(1)), f.activeNumber(b, ph(2))
 	// A number registered but not active, with its directory entry.
-	pending := f.sender(b, ph(3))
-	f.exec(fmt.Sprintf(`UPDATE %s SET status = 'pending_verification' WHERE id = %d`, b.Table("sender_numbers"), pending),
+	pending := f.Sender(b, ph(3))
+	f.Exec(fmt.Sprintf(`UPDATE %s SET status = 'pending_verification' WHERE id = %d`, b.Table("sender_numbers"), pending),
 		fmt.Sprintf(`INSERT INTO central.sender_number_directory (organization_id, sender_id, phone, status)
 			VALUES (%d, %d, '%s', 'pending_verification')`, b.OrgID, pending, ph(3)))
 	writer := ph(500)
-	f.account(writer)
+	f.Account(writer)
 
 	// An outbound message to the writer gives the conversation.
-	out := f.mustSend(a, sa, writer, "hello")
+	out := f.MustSend(a, sa, writer, "hello")
 	mustDeliver(f, a, out)
-	conv := f.get(a, out).ConversationID
+	conv := f.Get(a, out).ConversationID
 	if conv == nil {
 		t.Fatal("no conversation")
 	}
@@ -401,7 +403,7 @@ func TestReceive(t *testing.T) {
 		{"a voice message", messages.Inbound{ID: "in-6", FromPhone: writer, ToPhone: ph(1), Type: messages.TypeVoice,
 			Content: "https://x.example/v.ogg", FileName: "v.ogg", FileType: "audio/ogg", FileSize: 100, Duration: 3}, messages.ReceiptApplied},
 	} {
-		got, err := f.svc.Receive(ctx, tc.in)
+		got, err := f.Svc.Receive(ctx, tc.in)
 		if err != nil || got != tc.want {
 			t.Fatalf("%s: %s %v, want %s", tc.name, got, err, tc.want)
 		}
@@ -409,7 +411,7 @@ func TestReceive(t *testing.T) {
 
 	list := func(tn db.Tenant, q messages.ListQuery) []messages.Message {
 		t.Helper()
-		p, err := f.svc.List(ctx, tn, q)
+		p, err := f.Svc.List(ctx, tn, q)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -429,7 +431,7 @@ func TestReceive(t *testing.T) {
 		!v.ReceivedAt.Equal(start) || v.ConversationID != nil {
 		t.Fatalf("voice message %+v", v)
 	}
-	got, err := f.svc.Get(ctx, a, m.ID)
+	got, err := f.Svc.Get(ctx, a, m.ID)
 	if err != nil || got.Delivery != nil || got.Direction != messages.DirectionInbound {
 		t.Fatalf("get: %+v %v", got, err)
 	}
@@ -473,10 +475,10 @@ func TestReceive(t *testing.T) {
 	if len(inboundB) != 1 || inboundB[0].SenderNumberID != sb || inboundB[0].ToPhone != ph(2) {
 		t.Fatalf("b's inbound messages: %+v", inboundB)
 	}
-	if got := f.usage(a, sa); got != (usage{used: 1, delivered: 1, received: 2}) {
+	if got := f.Usage(a, sa); got != (messagestest.Usage{Used: 1, Delivered: 1, Received: 2}) {
 		t.Fatalf("a's usage %+v", got)
 	}
-	if got := f.usage(b, sb); got != (usage{received: 1}) {
+	if got := f.Usage(b, sb); got != (messagestest.Usage{Received: 1}) {
 		t.Fatalf("b's usage %+v", got)
 	}
 	// A receipt never touches an inbound message.
@@ -489,8 +491,8 @@ func TestReceive(t *testing.T) {
 // and the history's new filters refuse bad values like the others.
 func TestReceiveAndFilterValidation(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, 1000, 1000)
-	tn := f.org()
+	f := setup(t, 1000, 1000)
+	tn := f.Org()
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name   string
@@ -498,15 +500,15 @@ func TestReceiveAndFilterValidation(t *testing.T) {
 		fields []string
 	}{
 		{"inbound without id, writer or type", func() error {
-			_, err := f.svc.Receive(ctx, messages.Inbound{ToPhone: ph(1), FromPhone: "x", Type: "sticker"})
+			_, err := f.Svc.Receive(ctx, messages.Inbound{ToPhone: ph(1), FromPhone: "x", Type: "sticker"})
 			return err
 		}, []string{"from_phone", "id", "type"}},
 		{"direction", func() error {
-			_, err := f.svc.List(ctx, tn, messages.ListQuery{Direction: "sideways"})
+			_, err := f.Svc.List(ctx, tn, messages.ListQuery{Direction: "sideways"})
 			return err
 		}, []string{"direction"}},
 		{"conversation_id and status", func() error {
-			_, err := f.svc.List(ctx, tn, messages.ListQuery{ConversationID: "-1", Status: "seen"})
+			_, err := f.Svc.List(ctx, tn, messages.ListQuery{ConversationID: "-1", Status: "seen"})
 			return err
 		}, []string{"conversation_id", "status"}},
 	} {

@@ -23,6 +23,10 @@ const (
 	MaxPageLimit     = 100
 )
 
+// MaxClientReferenceLength bounds a message's client_reference: at a send
+// (package acceptance) and in the history's filter.
+const MaxClientReferenceLength = 128
+
 // ListQuery is a history request as it arrives: raw query parameters. Empty
 // means "not given".
 type ListQuery struct {
@@ -221,7 +225,7 @@ func (s *Service) List(ctx context.Context, t db.Tenant, q ListQuery) (page.Of[M
 	if f.conversationID > 0 {
 		cond("m.conversation_id = ?", f.conversationID)
 	}
-	query := `SELECT ` + messageColumns + ` FROM ` + t.Table("messages") + ` AS m`
+	query := `SELECT ` + Columns + ` FROM ` + t.Table("messages") + ` AS m`
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
@@ -230,9 +234,9 @@ func (s *Service) List(ctx context.Context, t db.Tenant, q ListQuery) (page.Of[M
 	if err != nil {
 		return page.Of[Message]{}, fmt.Errorf("list messages: %w", err)
 	}
-	rows, err := pgx.CollectRows(res, func(r pgx.CollectableRow) (row, error) {
-		var m row
-		err := r.Scan(m.scanDest()...)
+	rows, err := pgx.CollectRows(res, func(r pgx.CollectableRow) (Row, error) {
+		var m Row
+		err := r.Scan(m.ScanDest()...)
 		return m, err
 	})
 	if err != nil {
@@ -251,14 +255,14 @@ func (s *Service) List(ctx context.Context, t db.Tenant, q ListQuery) (page.Of[M
 	return p, nil
 }
 
-// readRows runs query, whose result is messageColumns, on a pool
+// readRows runs query, whose result is Columns, on a pool
 // connection (db.Prepared) and returns its rows.
-func (s *Service) readRows(ctx context.Context, query string, args []any, capacity int) ([]row, error) {
-	rows := make([]row, 0, capacity)
+func (s *Service) readRows(ctx context.Context, query string, args []any, capacity int) ([]Row, error) {
+	rows := make([]Row, 0, capacity)
 	err := s.prep.Query(ctx, nil, query, args, func(r db.Rows) error {
 		for r.Next() {
-			rows = append(rows, row{})
-			if err := r.Scan(rows[len(rows)-1].scanDest()...); err != nil {
+			rows = append(rows, Row{})
+			if err := r.Scan(rows[len(rows)-1].ScanDest()...); err != nil {
 				return err
 			}
 		}
@@ -276,7 +280,7 @@ func (s *Service) Get(ctx context.Context, t db.Tenant, id int64) (Message, erro
 	if id <= 0 {
 		return Message{}, apperr.NotFound("message")
 	}
-	rows, err := s.readRows(ctx, `SELECT `+messageColumns+` FROM `+t.Table("messages")+` m WHERE m.id = $1::bigint`,
+	rows, err := s.readRows(ctx, `SELECT `+Columns+` FROM `+t.Table("messages")+` m WHERE m.id = $1::bigint`,
 		[]any{id}, 1)
 	if err != nil {
 		return Message{}, fmt.Errorf("load message %d: %w", id, err)

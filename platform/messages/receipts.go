@@ -26,7 +26,7 @@ const (
 )
 
 // Receipt is the network's word on a message it accepted (network.Receipt):
-// Reference is the one DeliverMessage passed to the network
+// Reference is the one delivery.Service.DeliverMessage passed to the network
 // ("<schema>:<message id>", see Reference); Status is StatusDelivered,
 // StatusRead or StatusFailed; At defaults to now; ErrorCode and
 // ErrorMessage say why it failed (defaults CodeDeliveryFailed and a generic
@@ -54,7 +54,7 @@ const (
 )
 
 // ApplyReceipt records a receipt. The reference is mapped back to its
-// tenant only through the central organizations row: the organization id
+// tenant only through the central organizations Row: the organization id
 // is parsed from it, the organization's stored schema is read, and the
 // reference's schema must be exactly that one (db.NewTenant); anything else
 // is ignored, so a receipt can never reach into another tenant.
@@ -65,8 +65,8 @@ const (
 //
 //   - delivered: a queued or sent message becomes delivered (delivered_at
 //     = At). A queued one means the receipt overtook the delivery worker's
-//     own record of the delivery (markSent then fills the network's ids and
-//     keeps the status). A read message stays read and gets delivered_at if
+//     own record of the delivery (package delivery's sent record then
+//     fills the network's ids and keeps the status). A read message stays read and gets delivered_at if
 //     it had none (the receipts came in the wrong order);
 //   - read: a queued, sent or delivered message becomes read (read_at =
 //     At); delivered_at stays as it is (null until a delivered receipt
@@ -118,14 +118,14 @@ func (s *Service) ApplyReceipt(ctx context.Context, r Receipt) (ReceiptOutcome, 
 			    failed_at = $5::timestamptz, error_code = $6::text, error_message = $7::text,
 			    updated_at = $8::timestamptz
 			WHERE m.id = $1::bigint
-			RETURNING ` + messageColumns
-		var after row
+			RETURNING ` + Columns
+		var after Row
 		err = s.prep.Query(ctx, tx, q, []any{id, next.Status, next.DeliveredAt, next.ReadAt, next.FailedAt,
 			next.ErrorCode, next.ErrorMessage, s.clock.Now()}, func(rows db.Rows) error {
 			if !rows.Next() {
 				return errors.New("the locked message is gone")
 			}
-			return rows.Scan(after.scanDest()...)
+			return rows.Scan(after.ScanDest()...)
 		})
 		if err != nil {
 			return fmt.Errorf("record receipt of message %d: %w", id, err)
@@ -134,8 +134,8 @@ func (s *Service) ApplyReceipt(ctx context.Context, r Receipt) (ReceiptOutcome, 
 			return err
 		}
 		outcome = ReceiptApplied
-		if s.events != nil {
-			return s.emit(ctx, tx, t, appendEvents(nil, m.Status, &after))
+		if s.changes.Recording() {
+			return s.changes.Emit(ctx, tx, t, AppendEvents(nil, m.Status, &after))
 		}
 		return nil
 	})
@@ -149,7 +149,7 @@ func (s *Service) ApplyReceipt(ctx context.Context, r Receipt) (ReceiptOutcome, 
 
 // afterReceipt is message m as receipt r leaves it (the fields a receipt
 // may change), and whether r changes it at all.
-func afterReceipt(m *row, r Receipt) (row, bool) {
+func afterReceipt(m *Row, r Receipt) (Row, bool) {
 	next := *m
 	// A message the worker failed with network_error reached the network
 	// after all when it is delivered or read.
@@ -176,16 +176,16 @@ func afterReceipt(m *row, r Receipt) (row, bool) {
 
 // lockRow reads message id of tenant t in tx and locks it FOR UPDATE;
 // found is false when there is none.
-func (s *Service) lockRow(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64) (*row, bool, error) {
-	m := new(row)
+func (s *Service) lockRow(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64) (*Row, bool, error) {
+	m := new(Row)
 	found := false
-	err := s.prep.Query(ctx, tx, `SELECT `+messageColumns+` FROM `+t.Table("messages")+` m
+	err := s.prep.Query(ctx, tx, `SELECT `+Columns+` FROM `+t.Table("messages")+` m
 		WHERE m.id = $1::bigint FOR UPDATE`, []any{id}, func(r db.Rows) error {
 		if !r.Next() {
 			return nil
 		}
 		found = true
-		return r.Scan(m.scanDest()...)
+		return r.Scan(m.ScanDest()...)
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("lock message %d of %s: %w", id, t.Schema, err)
@@ -196,7 +196,7 @@ func (s *Service) lockRow(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64)
 // moveCounters moves message m from its status's counter of its acceptance
 // day to the counter of status (queued messages have no counter of their
 // own; a status that did not change moves nothing).
-func (s *Service) moveCounters(ctx context.Context, tx pgx.Tx, t db.Tenant, m *row, status string) error {
+func (s *Service) moveCounters(ctx context.Context, tx pgx.Tx, t db.Tenant, m *Row, status string) error {
 	if m.Status == status {
 		return nil
 	}
@@ -215,7 +215,7 @@ func (s *Service) moveCounters(ctx context.Context, tx pgx.Tx, t db.Tenant, m *r
 		ON CONFLICT (sender_number_id, day, side) DO UPDATE
 		   SET sent = u.sent + $3::int, delivered = u.delivered + $4::int, read = u.read + $5::int,
 		       failed = u.failed + $6::int`,
-		m.SenderNumberID, dayOf(m.CreatedAt), delta[0], delta[1], delta[2], delta[3])
+		m.SenderNumberID, Day(m.CreatedAt), delta[0], delta[1], delta[2], delta[3])
 	if err != nil {
 		return fmt.Errorf("move usage counters of message %d: %w", m.ID, err)
 	}

@@ -10,34 +10,21 @@ import (
 	"time"
 
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/delivery"
 	"github.com/bizmsg/platform/platform/messages"
+	"github.com/bizmsg/platform/platform/messages/messagestest"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
 	"github.com/bizmsg/platform/platform/throttle"
 )
 
-// usage is one sender's daily_usage counters of the fixture's day.
-type usage struct{ used, sent, delivered, failed, read, received int }
-
-func (f *fixture) usage(tn db.Tenant, sid int64) usage {
-	f.t.Helper()
-	var u usage
-	if err := f.db.Pool.QueryRow(context.Background(), fmt.Sprintf(`SELECT coalesce(sum(used), 0), coalesce(sum(sent), 0),
-		       coalesce(sum(delivered), 0), coalesce(sum(failed), 0), coalesce(sum(read), 0), coalesce(sum(received), 0)
-		FROM %s WHERE sender_number_id = $1 AND day = $2::date`, tn.Table("daily_usage")),
-		sid, start.Format(time.DateOnly)).Scan(&u.used, &u.sent, &u.delivered, &u.failed, &u.read, &u.received); err != nil {
-		f.t.Fatalf("daily usage of sender %d: %v", sid, err)
-	}
-	return u
-}
-
 // receipt applies r, failing the test on error.
 func (f *fixture) receipt(r messages.Receipt) messages.ReceiptOutcome {
-	f.t.Helper()
-	out, err := f.svc.ApplyReceipt(context.Background(), r)
+	f.T.Helper()
+	out, err := f.Svc.ApplyReceipt(context.Background(), r)
 	if err != nil {
-		f.t.Fatalf("apply receipt %+v: %v", r, err)
+		f.T.Fatalf("apply receipt %+v: %v", r, err)
 	}
 	return out
 }
@@ -55,46 +42,46 @@ var (
 var (
 	// toSent delivers the message (worker run, first attempt).
 	toSent step = func(f *fixture, tn db.Tenant, _, id int64) {
-		f.t.Helper()
-		if _, err := f.deliver(tn, id, id, 1); err != nil {
-			f.t.Fatalf("deliver: %v", err)
+		f.T.Helper()
+		if _, err := f.Deliver(tn, id, id, 1); err != nil {
+			f.T.Fatalf("deliver: %v", err)
 		}
 	}
 	// toDelivered applies a delivered receipt at prepAt.
 	toDelivered step = func(f *fixture, tn db.Tenant, _, id int64) {
-		f.t.Helper()
+		f.T.Helper()
 		f.receipt(messages.Receipt{Reference: messages.Reference(tn, id), Status: messages.StatusDelivered, At: prepAt})
 	}
 	// toRead applies a read receipt at prepAt.
 	toRead step = func(f *fixture, tn db.Tenant, _, id int64) {
-		f.t.Helper()
+		f.T.Helper()
 		f.receipt(messages.Receipt{Reference: messages.Reference(tn, id), Status: messages.StatusRead, At: prepAt})
 	}
 	// toFailed applies a failed receipt (default code) at prepAt.
 	toFailed step = func(f *fixture, tn db.Tenant, _, id int64) {
-		f.t.Helper()
+		f.T.Helper()
 		f.receipt(messages.Receipt{Reference: messages.Reference(tn, id), Status: messages.StatusFailed, At: prepAt})
 	}
 	// toNetworkError fails the message as the worker's last attempt does when
 	// the network cannot be reached.
 	toNetworkError step = func(f *fixture, tn db.Tenant, _, id int64) {
-		f.t.Helper()
-		f.net.failing.Store(true)
-		defer f.net.failing.Store(false)
-		if _, err := f.deliver(tn, id, id, 5); !network.IsTransient(err) {
-			f.t.Fatalf("last attempt: %v, want the network's transient error (the job ends discarded)", err)
+		f.T.Helper()
+		f.Net.Failing.Store(true)
+		defer f.Net.Failing.Store(false)
+		if _, err := f.Deliver(tn, id, id, 5); !network.IsTransient(err) {
+			f.T.Fatalf("last attempt: %v, want the network's transient error (the job ends discarded)", err)
 		}
 	}
 	// toSenderNotActive fails the message undelivered: its sender was
 	// suspended before the worker ran.
 	toSenderNotActive step = func(f *fixture, tn db.Tenant, sid, id int64) {
-		f.t.Helper()
-		if _, err := f.db.Pool.Exec(context.Background(), fmt.Sprintf(`UPDATE %s SET status = 'suspended' WHERE id = $1`,
+		f.T.Helper()
+		if _, err := f.DB.Pool.Exec(context.Background(), fmt.Sprintf(`UPDATE %s SET status = 'suspended' WHERE id = $1`,
 			tn.Table("sender_numbers")), sid); err != nil {
-			f.t.Fatal(err)
+			f.T.Fatal(err)
 		}
-		if _, err := f.deliver(tn, id, id, 1); err != nil {
-			f.t.Fatalf("deliver: %v", err)
+		if _, err := f.Deliver(tn, id, id, 1); err != nil {
+			f.T.Fatalf("deliver: %v", err)
 		}
 	}
 )
@@ -108,9 +95,9 @@ var (
 // off for a moment.
 func TestApplyReceipt(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, 1000, 1000)
-	tn := f.org()
-	f.account(ph(999))
+	f := setup(t, 1000, 1000)
+	tn := f.Org()
+	f.Account(ph(999))
 	generic := "The messaging network could not deliver the message."
 	long := strings.Repeat("é", 600) // 1200 bytes
 	for i, tc := range []struct {
@@ -126,72 +113,73 @@ func TestApplyReceipt(t *testing.T) {
 		wantStatus                          string
 		wantDelivered, wantRead, wantFailed time.Time
 		wantCode, wantText                  string
-		wantUsage                           usage
+		wantUsage                           messagestest.Usage
 	}{
 		{name: "queued to delivered", status: messages.StatusDelivered, want: messages.ReceiptApplied,
-			wantStatus: messages.StatusDelivered, wantDelivered: at, wantUsage: usage{used: 1, delivered: 1}},
+			wantStatus: messages.StatusDelivered, wantDelivered: at, wantUsage: messagestest.Usage{Used: 1, Delivered: 1}},
 		{name: "sent to delivered", prepare: []step{toSent}, status: messages.StatusDelivered, want: messages.ReceiptApplied,
-			wantStatus: messages.StatusDelivered, wantDelivered: at, wantUsage: usage{used: 1, delivered: 1}},
+			wantStatus: messages.StatusDelivered, wantDelivered: at, wantUsage: messagestest.Usage{Used: 1, Delivered: 1}},
 		{name: "sent to delivered without a time: now", prepare: []step{toSent}, status: messages.StatusDelivered, zeroAt: true,
-			want: messages.ReceiptApplied, wantStatus: messages.StatusDelivered, wantDelivered: start, wantUsage: usage{used: 1, delivered: 1}},
+			want: messages.ReceiptApplied, wantStatus: messages.StatusDelivered, wantDelivered: start, wantUsage: messagestest.Usage{Used: 1, Delivered: 1}},
 		{name: "delivered to read", prepare: []step{toSent, toDelivered}, status: messages.StatusRead, want: messages.ReceiptApplied,
-			wantStatus: messages.StatusRead, wantDelivered: prepAt, wantRead: at, wantUsage: usage{used: 1, read: 1}},
+			wantStatus: messages.StatusRead, wantDelivered: prepAt, wantRead: at, wantUsage: messagestest.Usage{Used: 1, Read: 1}},
 		{name: "sent to read: delivered_at stays null", prepare: []step{toSent}, status: messages.StatusRead, want: messages.ReceiptApplied,
-			wantStatus: messages.StatusRead, wantRead: at, wantUsage: usage{used: 1, read: 1}},
+			wantStatus: messages.StatusRead, wantRead: at, wantUsage: messagestest.Usage{Used: 1, Read: 1}},
 		{name: "queued to read", status: messages.StatusRead, want: messages.ReceiptApplied,
-			wantStatus: messages.StatusRead, wantRead: at, wantUsage: usage{used: 1, read: 1}},
+			wantStatus: messages.StatusRead, wantRead: at, wantUsage: messagestest.Usage{Used: 1, Read: 1}},
 		{name: "delivered after read (reordered): stays read, delivered_at filled", prepare: []step{toSent, toRead},
 			status: messages.StatusDelivered, want: messages.ReceiptApplied,
-			wantStatus: messages.StatusRead, wantDelivered: at, wantRead: prepAt, wantUsage: usage{used: 1, read: 1}},
+			wantStatus: messages.StatusRead, wantDelivered: at, wantRead: prepAt, wantUsage: messagestest.Usage{Used: 1, Read: 1}},
 		{name: "delivered after delivered and read: unchanged", prepare: []step{toSent, toDelivered, toRead},
 			status: messages.StatusDelivered, want: messages.ReceiptUnchanged,
-			wantStatus: messages.StatusRead, wantDelivered: prepAt, wantRead: prepAt, wantUsage: usage{used: 1, read: 1}},
+			wantStatus: messages.StatusRead, wantDelivered: prepAt, wantRead: prepAt, wantUsage: messagestest.Usage{Used: 1, Read: 1}},
 		{name: "read again: unchanged", prepare: []step{toSent, toRead}, status: messages.StatusRead, want: messages.ReceiptUnchanged,
-			wantStatus: messages.StatusRead, wantRead: prepAt, wantUsage: usage{used: 1, read: 1}},
+			wantStatus: messages.StatusRead, wantRead: prepAt, wantUsage: messagestest.Usage{Used: 1, Read: 1}},
 		{name: "sent to failed with the default code", prepare: []step{toSent}, status: messages.StatusFailed, want: messages.ReceiptApplied,
 			wantStatus: messages.StatusFailed, wantFailed: at, wantCode: messages.CodeDeliveryFailed, wantText: generic,
-			wantUsage: usage{used: 1, failed: 1}},
+			wantUsage: messagestest.Usage{Used: 1, Failed: 1}},
 		{name: "queued to failed with the network's code", status: messages.StatusFailed, code: " recipient_deleted ", text: "Gone.",
 			want: messages.ReceiptApplied, wantStatus: messages.StatusFailed, wantFailed: at, wantCode: "recipient_deleted", wantText: "Gone.",
-			wantUsage: usage{used: 1, failed: 1}},
+			wantUsage: messagestest.Usage{Used: 1, Failed: 1}},
 		{name: "failed with an overlong code and text: clipped", prepare: []step{toSent}, status: messages.StatusFailed,
 			code: strings.Repeat("c", 80), text: long, want: messages.ReceiptApplied, wantStatus: messages.StatusFailed, wantFailed: at,
-			wantCode: strings.Repeat("c", 64), wantText: long[:1024], wantUsage: usage{used: 1, failed: 1}},
+			wantCode: strings.Repeat("c", 64), wantText: long[:1024], wantUsage: messagestest.Usage{Used: 1, Failed: 1}},
 		{name: "delivered again: unchanged", prepare: []step{toSent, toDelivered}, status: messages.StatusDelivered,
-			want: messages.ReceiptUnchanged, wantStatus: messages.StatusDelivered, wantDelivered: prepAt, wantUsage: usage{used: 1, delivered: 1}},
+			want: messages.ReceiptUnchanged, wantStatus: messages.StatusDelivered, wantDelivered: prepAt, wantUsage: messagestest.Usage{Used: 1, Delivered: 1}},
 		{name: "failed again: unchanged", prepare: []step{toSent, toFailed}, status: messages.StatusFailed, code: "other",
 			want: messages.ReceiptUnchanged, wantStatus: messages.StatusFailed, wantFailed: prepAt,
-			wantCode: messages.CodeDeliveryFailed, wantText: generic, wantUsage: usage{used: 1, failed: 1}},
+			wantCode: messages.CodeDeliveryFailed, wantText: generic, wantUsage: messagestest.Usage{Used: 1, Failed: 1}},
 		{name: "failed after delivered: failed, delivered_at kept", prepare: []step{toSent, toDelivered}, status: messages.StatusFailed,
 			want: messages.ReceiptApplied, wantStatus: messages.StatusFailed, wantDelivered: prepAt, wantFailed: at,
-			wantCode: messages.CodeDeliveryFailed, wantText: generic, wantUsage: usage{used: 1, failed: 1}},
+			wantCode: messages.CodeDeliveryFailed, wantText: generic, wantUsage: messagestest.Usage{Used: 1, Failed: 1}},
 		{name: "failed after read: unchanged", prepare: []step{toSent, toDelivered, toRead}, status: messages.StatusFailed,
 			want: messages.ReceiptUnchanged, wantStatus: messages.StatusRead, wantDelivered: prepAt, wantRead: prepAt,
-			wantUsage: usage{used: 1, read: 1}},
+			wantUsage: messagestest.Usage{Used: 1, Read: 1}},
 		{name: "delivered after failed: unchanged", prepare: []step{toSent, toFailed}, status: messages.StatusDelivered,
 			want: messages.ReceiptUnchanged, wantStatus: messages.StatusFailed, wantFailed: prepAt,
-			wantCode: messages.CodeDeliveryFailed, wantText: generic, wantUsage: usage{used: 1, failed: 1}},
+			wantCode: messages.CodeDeliveryFailed, wantText: generic, wantUsage: messagestest.Usage{Used: 1, Failed: 1}},
 		{name: "read after failed: unchanged", prepare: []step{toSent, toFailed}, status: messages.StatusRead,
 			want: messages.ReceiptUnchanged, wantStatus: messages.StatusFailed, wantFailed: prepAt,
-			wantCode: messages.CodeDeliveryFailed, wantText: generic, wantUsage: usage{used: 1, failed: 1}},
+			wantCode: messages.CodeDeliveryFailed, wantText: generic, wantUsage: messagestest.Usage{Used: 1, Failed: 1}},
 		{name: "delivered after failed undelivered (sender not active): unchanged", prepare: []step{toSenderNotActive},
 			status: messages.StatusDelivered, want: messages.ReceiptUnchanged, wantStatus: messages.StatusFailed, wantFailed: start,
-			wantCode: messages.CodeSenderNotActive, wantText: "*", wantUsage: usage{used: 1, failed: 1}},
+			wantCode: messages.CodeSenderNotActive, wantText: "*", wantUsage: messagestest.Usage{Used: 1, Failed: 1}},
 		{name: "delivered after network_error: delivered after all", prepare: []step{toNetworkError}, status: messages.StatusDelivered,
-			want: messages.ReceiptApplied, wantStatus: messages.StatusDelivered, wantDelivered: at, wantUsage: usage{used: 1, delivered: 1}},
+			want: messages.ReceiptApplied, wantStatus: messages.StatusDelivered, wantDelivered: at, wantUsage: messagestest.Usage{Used: 1, Delivered: 1}},
 		{name: "read after network_error: read after all", prepare: []step{toNetworkError}, status: messages.StatusRead,
-			want: messages.ReceiptApplied, wantStatus: messages.StatusRead, wantRead: at, wantUsage: usage{used: 1, read: 1}},
+			want: messages.ReceiptApplied, wantStatus: messages.StatusRead, wantRead: at, wantUsage: messagestest.Usage{Used: 1, Read: 1}},
 		{name: "failed after network_error: unchanged", prepare: []step{toNetworkError}, status: messages.StatusFailed,
 			want: messages.ReceiptUnchanged, wantStatus: messages.StatusFailed, wantFailed: start,
-			wantCode: messages.CodeNetworkError, wantText: "*", wantUsage: usage{used: 1, failed: 1}},
+			wantCode: messages.CodeNetworkError, wantText: "*", wantUsage: messagestest.Usage{Used: 1, Failed: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := *f
-			f.t = t
-			sid := f.sender(tn, ph(i+1))
-			id := f.mustSend(tn, sid, ph(999), tc.name)
+			fx := *f.Fixture
+			fx.T = t
+			f := &fixture{&fx}
+			sid := f.Sender(tn, ph(i+1))
+			id := f.MustSend(tn, sid, ph(999), tc.name)
 			for _, s := range tc.prepare {
-				s(&f, tn, sid, id)
+				s(f, tn, sid, id)
 			}
 			r := messages.Receipt{Reference: messages.Reference(tn, id), Status: tc.status, At: at,
 				ErrorCode: tc.code, ErrorMessage: tc.text}
@@ -201,7 +189,7 @@ func TestApplyReceipt(t *testing.T) {
 			if got := f.receipt(r); got != tc.want {
 				t.Errorf("outcome %s, want %s", got, tc.want)
 			}
-			m := f.get(tn, id)
+			m := f.Get(tn, id)
 			if m.Status != tc.wantStatus {
 				t.Fatalf("status %s, want %s", m.Status, tc.wantStatus)
 			}
@@ -220,7 +208,7 @@ func TestApplyReceipt(t *testing.T) {
 			if got := str(m.ErrorMessage); tc.wantText == "*" && got == "" || tc.wantText != "*" && got != tc.wantText {
 				t.Errorf("error_message %q, want %q", got, tc.wantText)
 			}
-			if got := f.usage(tn, sid); got != tc.wantUsage {
+			if got := f.Usage(tn, sid); got != tc.wantUsage {
 				t.Errorf("usage %+v, want %+v", got, tc.wantUsage)
 			}
 		})
@@ -238,28 +226,28 @@ func str(p *string) string {
 // error and touch nothing; a receipt of another status is an error.
 func TestApplyReceiptIgnored(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, 1000, 1000)
+	f := setup(t, 1000, 1000)
 	ctx := context.Background()
-	tn, other := f.org(), f.org()
-	sid := f.sender(tn, ph(1))
-	f.account(ph(2))
-	id := f.mustSend(tn, sid, ph(2), "x")
-	if _, err := f.deliver(tn, id, 1, 1); err != nil {
+	tn, other := f.Org(), f.Org()
+	sid := f.Sender(tn, ph(1))
+	f.Account(ph(2))
+	id := f.MustSend(tn, sid, ph(2), "x")
+	if _, err := f.Deliver(tn, id, 1, 1); err != nil {
 		t.Fatal(err)
 	}
 	// An organization without a schema yet, and one whose stored schema is
 	// not its own (a corrupted row): neither may route a receipt.
 	var bare, corrupt int64
-	if err := f.db.Pool.QueryRow(ctx, `INSERT INTO central.organizations (name) VALUES ('bare') RETURNING id`).Scan(&bare); err != nil {
+	if err := f.DB.Pool.QueryRow(ctx, `INSERT INTO central.organizations (name) VALUES ('bare') RETURNING id`).Scan(&bare); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.db.Pool.QueryRow(ctx, `INSERT INTO central.organizations (name) VALUES ('corrupt') RETURNING id`).Scan(&corrupt); err != nil {
+	if err := f.DB.Pool.QueryRow(ctx, `INSERT INTO central.organizations (name) VALUES ('corrupt') RETURNING id`).Scan(&corrupt); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.db.Pool.Exec(ctx, `UPDATE central.organizations SET schema_name = $2 WHERE id = $1`, corrupt, tn.Schema); err == nil {
+	if _, err := f.DB.Pool.Exec(ctx, `UPDATE central.organizations SET schema_name = $2 WHERE id = $1`, corrupt, tn.Schema); err == nil {
 		t.Fatal("two organizations share a schema name")
 	}
-	if _, err := f.db.Pool.Exec(ctx, `UPDATE central.organizations SET schema_name = 'public' WHERE id = $1`, corrupt); err != nil {
+	if _, err := f.DB.Pool.Exec(ctx, `UPDATE central.organizations SET schema_name = 'public' WHERE id = $1`, corrupt); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ name, ref string }{
@@ -282,20 +270,20 @@ func TestApplyReceiptIgnored(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, status := range []string{messages.StatusDelivered, messages.StatusRead, messages.StatusFailed} {
-				got, err := f.svc.ApplyReceipt(ctx, messages.Receipt{Reference: tc.ref, Status: status, At: at})
+				got, err := f.Svc.ApplyReceipt(ctx, messages.Receipt{Reference: tc.ref, Status: status, At: at})
 				if err != nil || got != messages.ReceiptIgnored {
 					t.Errorf("%s %q: %s %v, want ignored", status, tc.ref, got, err)
 				}
 			}
 		})
 	}
-	if _, err := f.svc.ApplyReceipt(ctx, messages.Receipt{Reference: messages.Reference(tn, id), Status: messages.StatusSent}); err == nil {
+	if _, err := f.Svc.ApplyReceipt(ctx, messages.Receipt{Reference: messages.Reference(tn, id), Status: messages.StatusSent}); err == nil {
 		t.Error("a receipt of status sent was accepted")
 	}
-	if m := f.get(tn, id); m.Status != messages.StatusSent || m.DeliveredAt != nil || m.FailedAt != nil {
+	if m := f.Get(tn, id); m.Status != messages.StatusSent || m.DeliveredAt != nil || m.FailedAt != nil {
 		t.Fatalf("the message moved: %+v", m)
 	}
-	if got := f.usage(tn, sid); got != (usage{used: 1, sent: 1}) {
+	if got := f.Usage(tn, sid); got != (messagestest.Usage{Used: 1, Sent: 1}) {
 		t.Fatalf("usage %+v", got)
 	}
 }
@@ -305,12 +293,12 @@ func itoa(n int64) string { return fmt.Sprint(n) }
 // overtaking delivers through the built-in network and then, before the
 // worker records the delivery, runs the network's receipt.
 type overtaking struct {
-	*countingNetwork
+	*messagestest.CountingNetwork
 	receipt func()
 }
 
 func (n *overtaking) Deliver(ctx context.Context, m network.Message) (network.Delivery, error) {
-	d, err := n.countingNetwork.Deliver(ctx, m)
+	d, err := n.CountingNetwork.Deliver(ctx, m)
 	if err == nil {
 		n.receipt()
 	}
@@ -319,7 +307,7 @@ func (n *overtaking) Deliver(ctx context.Context, m network.Message) (network.De
 
 // DeliverBatch runs the receipt after each delivery of the batch.
 func (n *overtaking) DeliverBatch(ctx context.Context, ms []network.Message) []network.Result {
-	rs := n.countingNetwork.DeliverBatch(ctx, ms)
+	rs := n.CountingNetwork.DeliverBatch(ctx, ms)
 	for _, r := range rs {
 		if r.Err == nil {
 			n.receipt()
@@ -332,38 +320,34 @@ func (n *overtaking) DeliverBatch(ctx context.Context, ms []network.Message) []n
 // keeps the receipt's status, gets the network's ids, and is counted once.
 func TestReceiptOvertakesDeliveryRecord(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, 1000, 1000)
-	tn := f.org()
-	f.account(ph(999))
-	net := &overtaking{countingNetwork: f.net}
+	f := setup(t, 1000, 1000)
+	tn := f.Org()
+	f.Account(ph(999))
+	net := &overtaking{CountingNetwork: f.Net}
 	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	ins, err := queue.NewClient(f.db.Pool, nil, nil, queue.Config{})
+	ins, err := queue.NewClient(f.DB.Pool, nil, nil, queue.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	snd, err := senders.New(senders.Config{DB: f.db, Jobs: ins, Network: net, Clock: f.clock, Logger: quiet,
-		Secret: []byte(strings.Repeat("s", 32))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	worker, err := messages.New(messages.Config{DB: f.db, Prepared: db.NewPrepared(f.db, db.PreparedConfig{}), Jobs: ins, Senders: snd, Network: net, Clock: f.clock, Logger: quiet,
-		Throttle: throttle.NewLocal(throttle.Config{Now: f.wall.Now}), SenderRate: 1000, SenderBurst: 1000})
+	worker, err := delivery.New(delivery.Config{DB: f.DB, Prepared: db.NewPrepared(f.DB, db.PreparedConfig{}), Jobs: ins, Network: net, Clock: f.Clock, Logger: quiet,
+		Throttle: throttle.NewLocal(throttle.Config{Now: f.Wall.Now}), SenderRate: 1000, SenderBurst: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, tc := range []struct {
 		status string
-		want   usage
+		want   messagestest.Usage
 	}{
-		{messages.StatusDelivered, usage{used: 1, delivered: 1}},
-		{messages.StatusRead, usage{used: 1, read: 1}},
-		{messages.StatusFailed, usage{used: 1, failed: 1}},
+		{messages.StatusDelivered, messagestest.Usage{Used: 1, Delivered: 1}},
+		{messages.StatusRead, messagestest.Usage{Used: 1, Read: 1}},
+		{messages.StatusFailed, messagestest.Usage{Used: 1, Failed: 1}},
 	} {
 		t.Run(tc.status, func(t *testing.T) {
-			f := *f
-			f.t = t
-			sid := f.sender(tn, ph(i+1))
-			id := f.mustSend(tn, sid, ph(999), "x")
+			fx := *f.Fixture
+			fx.T = t
+			f := &fixture{&fx}
+			sid := f.Sender(tn, ph(i+1))
+			id := f.MustSend(tn, sid, ph(999), "x")
 			net.receipt = func() {
 				f.receipt(messages.Receipt{Reference: messages.Reference(tn, id), Status: tc.status, At: at})
 			}
@@ -371,11 +355,11 @@ func TestReceiptOvertakesDeliveryRecord(t *testing.T) {
 				queue.DeliveryAttempt{JobID: id, Attempt: 1, MaxAttempts: 5}); err != nil {
 				t.Fatal(err)
 			}
-			m := f.get(tn, id)
+			m := f.Get(tn, id)
 			if m.Status != tc.status || m.NetworkMessageID == nil || m.ConversationID == nil || m.SentAt == nil {
 				t.Fatalf("message %+v: want %s with the network's ids", m, tc.status)
 			}
-			if got := f.usage(tn, sid); got != tc.want {
+			if got := f.Usage(tn, sid); got != tc.want {
 				t.Fatalf("usage %+v, want %+v", got, tc.want)
 			}
 		})

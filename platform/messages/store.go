@@ -1,13 +1,15 @@
 package messages
 
 import (
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 )
 
-// row is a tenant's messages row: the Message callers see, and the
-// columns only the service reads.
-type row struct {
+// Row is a tenant's messages row: the Message callers see, and the columns
+// only the services read.
+type Row struct {
 	Message
 	DispatchedAt *time.Time
 	UpdatedAt    time.Time
@@ -17,50 +19,50 @@ type row struct {
 }
 
 // messageFields are a message row's columns in one order, each with its
-// field: the column list of the delivery statements (messageColumns) and the
-// destinations of a positional scan (scanDest) come from this one list, so
-// they cannot disagree.
+// field: the column list of the statements that read messages (Columns) and
+// the destinations of a positional scan (ScanDest) come from this one list,
+// so they cannot disagree.
 var messageFields = []struct {
 	col string
-	ptr func(*row) any
+	ptr func(*Row) any
 }{
-	{"id", func(r *row) any { return &r.ID }},
-	{"sender_number_id", func(r *row) any { return &r.SenderNumberID }},
-	{"to_phone", func(r *row) any { return &r.ToPhone }},
-	{"recipient_user_id", func(r *row) any { return &r.RecipientUserID }},
-	{"conversation_id", func(r *row) any { return &r.ConversationID }},
-	{"message_id", func(r *row) any { return &r.NetworkMessageID }},
-	{"type", func(r *row) any { return &r.Type }},
-	{"content", func(r *row) any { return &r.Content }},
-	{"file_name", func(r *row) any { return &r.FileName }},
-	{"file_size", func(r *row) any { return &r.FileSize }},
-	{"file_type", func(r *row) any { return &r.FileType }},
-	{"duration", func(r *row) any { return &r.Duration }},
-	{"status", func(r *row) any { return &r.Status }},
-	{"error_code", func(r *row) any { return &r.ErrorCode }},
-	{"error_message", func(r *row) any { return &r.ErrorMessage }},
-	{"client_reference", func(r *row) any { return &r.ClientReference }},
-	{"created_at", func(r *row) any { return &r.CreatedAt }},
-	{"sent_at", func(r *row) any { return &r.SentAt }},
-	{"delivered_at", func(r *row) any { return &r.DeliveredAt }},
-	{"failed_at", func(r *row) any { return &r.FailedAt }},
-	{"dispatched_at", func(r *row) any { return &r.DispatchedAt }},
-	{"updated_at", func(r *row) any { return &r.UpdatedAt }},
-	{"direction", func(r *row) any { return &r.Direction }},
-	{"from_phone", func(r *row) any { return &r.FromPhone }},
-	{"read_at", func(r *row) any { return &r.ReadAt }},
-	{"received_at", func(r *row) any { return &r.ReceivedAt }},
-	{"template_id", func(r *row) any { return &r.TemplateID }},
-	{"template_ref", func(r *row) any { return &r.TemplateRef }},
+	{"id", func(r *Row) any { return &r.ID }},
+	{"sender_number_id", func(r *Row) any { return &r.SenderNumberID }},
+	{"to_phone", func(r *Row) any { return &r.ToPhone }},
+	{"recipient_user_id", func(r *Row) any { return &r.RecipientUserID }},
+	{"conversation_id", func(r *Row) any { return &r.ConversationID }},
+	{"message_id", func(r *Row) any { return &r.NetworkMessageID }},
+	{"type", func(r *Row) any { return &r.Type }},
+	{"content", func(r *Row) any { return &r.Content }},
+	{"file_name", func(r *Row) any { return &r.FileName }},
+	{"file_size", func(r *Row) any { return &r.FileSize }},
+	{"file_type", func(r *Row) any { return &r.FileType }},
+	{"duration", func(r *Row) any { return &r.Duration }},
+	{"status", func(r *Row) any { return &r.Status }},
+	{"error_code", func(r *Row) any { return &r.ErrorCode }},
+	{"error_message", func(r *Row) any { return &r.ErrorMessage }},
+	{"client_reference", func(r *Row) any { return &r.ClientReference }},
+	{"created_at", func(r *Row) any { return &r.CreatedAt }},
+	{"sent_at", func(r *Row) any { return &r.SentAt }},
+	{"delivered_at", func(r *Row) any { return &r.DeliveredAt }},
+	{"failed_at", func(r *Row) any { return &r.FailedAt }},
+	{"dispatched_at", func(r *Row) any { return &r.DispatchedAt }},
+	{"updated_at", func(r *Row) any { return &r.UpdatedAt }},
+	{"direction", func(r *Row) any { return &r.Direction }},
+	{"from_phone", func(r *Row) any { return &r.FromPhone }},
+	{"read_at", func(r *Row) any { return &r.ReadAt }},
+	{"received_at", func(r *Row) any { return &r.ReceivedAt }},
+	{"template_id", func(r *Row) any { return &r.TemplateID }},
+	{"template_ref", func(r *Row) any { return &r.TemplateRef }},
 }
 
-// messageColumns lists messageFields' columns of the messages table aliased
-// m (m.id, m.sender_number_id, ...).
-var messageColumns = columnsOf("m")
+// Columns lists a message row's columns of the messages table aliased m
+// (m.id, m.sender_number_id, ...), in ScanDest's order.
+var Columns = ColumnsOf("m")
 
-// columnsOf lists messageFields' columns of the messages table (or of a
+// ColumnsOf lists a message row's columns of the messages table (or of a
 // statement's result with its columns) aliased alias.
-func columnsOf(alias string) string {
+func ColumnsOf(alias string) string {
 	cols := make([]string, len(messageFields))
 	for i, f := range messageFields {
 		cols[i] = alias + "." + f.col
@@ -68,8 +70,8 @@ func columnsOf(alias string) string {
 	return strings.Join(cols, ", ")
 }
 
-// scanDest returns the destinations of r's columns in messageColumns order.
-func (r *row) scanDest() []any {
+// ScanDest returns the destinations of r's columns in Columns order.
+func (r *Row) ScanDest() []any {
 	dest := make([]any, len(messageFields))
 	for i, f := range messageFields {
 		dest[i] = f.ptr(r)
@@ -78,20 +80,32 @@ func (r *row) scanDest() []any {
 }
 
 // message is the row as callers see it.
-func (r *row) message() Message { return r.Message }
+func (r *Row) message() Message { return r.Message }
 
-// dayOf is the UTC calendar day of t as the database's date type reads it.
-func dayOf(t time.Time) string { return t.UTC().Format(time.DateOnly) }
+// Day is the UTC calendar day of t as the database's date type reads it:
+// the day of a message's daily_usage counters is its acceptance's.
+func Day(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 
-// nextMidnight is the start of the UTC day after t.
-func nextMidnight(t time.Time) time.Time {
-	y, m, d := t.UTC().Date()
-	return time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
+// ReserveSQL is the daily-limit reservation of a batch statement of tenant
+// schema sc (acceptance's and delivery's), on the counter column of its
+// side's daily_usage rows (used on 'accept', dispatched on 'deliver'): for
+// each sender (want's column sender) and day of the statement's CTE want (n
+// messages, limit lim), the counter goes up by n only while it stays within
+// lim, all or none. The rows are locked in sender and day order, so
+// concurrent batches cannot deadlock. It returns the sender_number_id and
+// day of each row reserved on.
+func ReserveSQL(sc, side, counter, sender string) string {
+	return `
+	  INSERT INTO ` + sc + `.daily_usage AS d (sender_number_id, day, side, ` + counter + `)
+	  SELECT ` + sender + `, day, '` + side + `', n FROM want WHERE n <= lim ORDER BY ` + sender + `, day
+	  ON CONFLICT (sender_number_id, day, side) DO UPDATE SET ` + counter + ` = d.` + counter + ` + EXCLUDED.` + counter + `
+	   WHERE d.` + counter + ` + EXCLUDED.` + counter + ` <=
+	         (SELECT w.lim FROM want w WHERE w.` + sender + ` = d.sender_number_id AND w.day = d.day)
+	  RETURNING d.sender_number_id, d.day`
 }
 
-// orgSettings are the organization's limits as the message paths need them.
-type orgSettings struct {
-	DefaultDailyLimit int
-	SenderRate        *float64
-	SenderBurst       *int
+func hasControl(s string) bool {
+	return strings.IndexFunc(s, unicode.IsControl) >= 0
 }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -86,7 +86,7 @@ type Config struct {
 // deliveries).
 const (
 	// DeliveryThrottleWait is the longest a delivery waits in its run
-	// (messages.Config.MaxInlineWait), for its throttle token and then for
+	// (delivery.Config.MaxInlineWait), for its throttle token and then for
 	// an earlier message of its conversation; a longer wait snoozes the
 	// job, which then does not run.
 	DeliveryThrottleWait = time.Second

@@ -14,7 +14,7 @@
 // so a sender's rate holds in total across any number of worker processes;
 // the service runs on it. Local keeps them in one process's memory (N worker
 // processes would together deliver up to N times the rate for one sender): it
-// is the default of a messages.Service built without one, and the measure of
+// is the default of a delivery.Service built without one, and the measure of
 // what sharing costs in the benchmark.
 package throttle
 

@@ -1,216 +1,38 @@
-package messages
+package delivery
 
-// The statements every message runs, each in its one-message and its batch
-// form side by side. The rules of a send and where each is enforced:
+// The statements of delivery, each in its one-message and its batch form
+// side by side. The rules of a delivery and where each is enforced:
 //
 //	rule                                   statement step
-//	the sender exists and is the request's  acceptSQL / acceptBatchSQL: s
-//	the sender may send (active)            acceptSQL / acceptBatchSQL: ok
-//	the recipient has not opted out         acceptSQL / acceptBatchSQL: o / s (the schema's opted_out(), docs/design.md §Consent)
-//	the template is approved (template sends)  acceptSQL with template: tl, tp (template sends never batch)
-//	the service window (when the network has one)  acceptSQL / acceptBatchSQL: s (windowSQL)
-//	the daily limit                         acceptSQL / acceptBatchSQL: u (the 'accept' counter, WHERE used < limit)
-//	the message, queued                     acceptSQL / acceptBatchSQL: m
-//	its delivery job                        River's InsertManyFastTx in the same transaction (enqueue)
 //	one job delivers a message at a time    claimOneSQL / claimManySQL (lockMessagesSQL: rows locked in id order; heldSQL)
 //	a conversation's messages go in order   claimOneSQL / claimManySQL (blockerSQL: an earlier one still queued)
+//	the daily limit, as it is now            claimOneSQL / claimManySQL (the 'deliver' counter, messages.ReserveSQL), claimLocked
 //	a conversation's next message           nextSQL (after each record, for the job that carries on)
 //	the sent record and its counters        markOneSentSQL / markSentSQL (sentSetSQL, sentCountersSQL)
 //
+// The acceptance's rules are enforced by package acceptance's statements.
 // Each takes $n arguments and runs through db.Prepared; the tenant's schema
 // is written into the text (db.Tenant), so each tenant has texts of its own.
 
 import (
-	"strconv"
-	"strings"
-	"time"
-
 	"github.com/bizmsg/platform/platform/db"
+
+	"github.com/bizmsg/platform/platform/messages"
 )
 
-// acceptSQL is the acceptance statement of tenant t for a sender named by
-// id (byID) or by phone, with $n arguments for db.Prepared: $1 the
-// organization, $2 the request's sender phone ("" if none), $3 to $12 the
-// message (recipient, recipient's user id, type, content, file name, size,
-// file type, duration, client reference, acceptance time, whose UTC day is
-// the day whose limit it counts against), and, by id, $13 the sender's
-// id; with template, $13 is the message's template and $14 its
-// template_ref (and the sender's id $15). The duration is bigint, as in
-// acceptBatchSQL.
-// Its steps, each feeding the next, so that a refused step stores nothing
-// after it:
-//
-//   - s: the sender (by id, else by phone) with its daily limit (its
-//     override, else the organization's default);
-//   - o: whether the recipient is on the opt-out list: the schema's
-//     opted_out function, which takes the phone's opt-out lock in share mode
-//     for the transaction and reads the list with a snapshot of its own, so
-//     that an opt-out committing meanwhile is either waited for and seen, or
-//     waits for this send's commit (docs/design.md, §Consent);
-//   - ok: the sender if it is active, the request's phone, if any, is its,
-//     the recipient has not opted out and, with a service window, the
-//     message is a template or the recipient wrote to the sender within the
-//     window (windowSQL);
-//   - u: the daily-limit reservation: the sender's acceptance counter for
-//     the day (its 'accept' row) goes up only while it is under the limit
-//     (INSERT ... ON CONFLICT DO UPDATE ... WHERE used < limit), so
-//     concurrent sends never pass it. Its row lock is held from here to the
-//     commit: for the two inserts below, in the same statement, and the
-//     commit. Delivery counts in the day's 'deliver' row, so a delivery
-//     never holds this lock;
-//   - m: the message, queued.
-//
-// Its delivery job is inserted by River in the same transaction (accept).
-//
-// The result row tells a refusal apart: no sender, a sender that may not
-// send, an opted-out recipient, a closed window, or (else) the daily limit.
-func acceptSQL(t db.Tenant, byID bool, window time.Duration, template bool) string {
-	find := "s.phone = $2::text"
-	if byID {
-		find = "s.id = $13::bigint"
-		if template {
-			find = "s.id = $15::bigint"
-		}
-	}
-	sc := t.Quoted()
-	// A template message (template) also needs its template approved at
-	// acceptance: step tl locks the template row in share mode, so a
-	// status change committed before the lock is seen (the row is read
-	// again at its newest version) and one that comes after waits for this
-	// commit. Other sends run the statement without it.
-	tpl, tplOK, tplCol, tplVal, tplOut := "", "", "", "", ""
-	if template {
-		tpl = `
-		tl AS (
-		  SELECT x.id FROM ` + sc + `.templates x WHERE x.id = $13::bigint AND x.status = 'approved' FOR SHARE),
-		tp AS (
-		  SELECT EXISTS (SELECT 1 FROM tl) AS approved),`
-		tplOK, tplCol, tplVal, tplOut = " AND (SELECT approved FROM tp)", ", template_id, template_ref", ", $13::bigint, $14::text",
-			", (SELECT approved FROM tp)"
-	}
-	return `WITH` + tpl + ` s AS (
-		  SELECT s.id, s.phone, s.status, coalesce(s.daily_limit_override, o.default_daily_limit) AS lim,
-		         ` + windowSQL(sc, window, "s.id", "$3::text", "$5::text", "$12::timestamptz") + ` AS window_open
-		    FROM ` + sc + `.sender_numbers s JOIN central.organizations o ON o.id = $1::bigint
-		   WHERE ` + find + `),
-		o AS (
-		  SELECT ` + sc + `.opted_out($3::text) AS opted_out),
-		ok AS (
-		  SELECT id, lim FROM s, o WHERE status = 'active' AND ($2::text = '' OR phone = $2::text) AND lim >= 1
-		     AND NOT o.opted_out AND s.window_open` + tplOK + `),
-		u AS (
-		  INSERT INTO ` + sc + `.daily_usage AS u (sender_number_id, day, side, used)
-		  SELECT id, ($12::timestamptz AT TIME ZONE 'UTC')::date, 'accept', 1 FROM ok
-		  ON CONFLICT (sender_number_id, day, side) DO UPDATE SET used = u.used + 1
-		   WHERE u.used < (SELECT lim FROM ok)
-		  RETURNING u.sender_number_id),
-		m AS (
-		  INSERT INTO ` + sc + `.messages (sender_number_id, to_phone, recipient_user_id, type, content,
-		         file_name, file_size, file_type, duration, status, client_reference, created_at, updated_at` + tplCol + `)
-		  SELECT sender_number_id, $3::text, $4::bigint, $5::text, $6::text, $7::text, $8::bigint, $9::text,
-		         $10::bigint, 'queued', $11::text, $12::timestamptz, $12::timestamptz` + tplVal + `
-		    FROM u
-		  RETURNING id AS message_id)
-		SELECT s.id AS sender_id, s.phone, s.status, s.lim, m.message_id, o.opted_out, s.window_open` + tplOut + `
-		  FROM (SELECT 1) one LEFT JOIN s ON true LEFT JOIN m ON true LEFT JOIN o ON true`
-}
+// deliveryColumns and deliveryFrom read a message (alias m) with its sender
+// and its organization's limits, as deliveryJoin scans them; deliveryDest is
+// the positional scan of deliveryColumns.
+var deliveryColumns = messages.Columns + `, s.phone AS sn_phone, s.status AS sn_status,
+		       s.daily_limit_override AS sn_daily_limit_override,
+		       o.default_daily_limit, o.sender_rate, o.sender_burst`
 
-// windowSQL is the service window's condition in tenant schema sc (docs/api.md,
-// §Service window): true without a window (0) or for a template message,
-// else whether the recipient wrote to the sender within the window before
-// the acceptance time. Its arguments are SQL: the sender's id, the
-// recipient, the message type and the acceptance time.
-func windowSQL(sc string, window time.Duration, sender, recipient, typ, at string) string {
-	if window <= 0 {
-		return "true"
-	}
-	return `(` + typ + ` = 'template' OR EXISTS (SELECT 1 FROM ` + sc + `.last_inbound l
-		  WHERE l.sender_number_id = ` + sender + ` AND l.phone = ` + recipient + `
-		    AND l.at > ` + at + ` - make_interval(secs => ` + strconv.FormatFloat(window.Seconds(), 'f', -1, 64) + `)))`
-}
-
-// acceptBatchSQL is acceptSQL of tenant t for several messages at once, with
-// $n arguments for db.Prepared, the i-th element of each array $2..$13 being
-// the i-th message: sender id $2 (0 when named by phone), sender phone $3
-// ("" when named by id; when both are given they must name one number),
-// recipient $4, recipient's user id $5, type $6, content $7, file name $8,
-// size $9, file type $10, duration $11, client reference $12 and
-// acceptance time $13 (its UTC day is the day whose limit it counts
-// against). Durations are bigint, so that a value past the integer column
-// is the database's data error (which makes the batch fall back), not the
-// driver's when it encodes a prepared statement's argument. $1 is the
-// organization; the messages' id sequence is named in
-// the text (a constant, so that the name is resolved once per statement, not
-// once per row).
-//
-//   - i: the messages, each with its ordinal and a message id drawn from
-//     the table's sequence in that order;
-//   - s, ok: each message's sender, whether its recipient opted out and
-//     its window, and those that may send (as acceptSQL);
-//   - want: per sender and day, its messages in the batch;
-//   - u: the daily-limit reservation, per sender and day all its messages
-//     or none: the counter goes up by their number only while it stays
-//     within the limit. Counters ('accept' rows) are locked in sender and
-//     day order, so concurrent batches cannot deadlock;
-//   - m: the messages of the counters u reserved for (their delivery jobs
-//     are inserted by River in the same transaction, acceptMany).
-//
-// It returns, per message, its ordinal and, when accepted, its id and
-// sender.
-func acceptBatchSQL(t db.Tenant, window time.Duration) string {
-	sc := t.Quoted()
-	seq := "'" + strings.ReplaceAll(t.Table("messages_id_seq"), "'", "''") + "'::regclass"
-	return `WITH i AS (
-		  SELECT nextval(` + seq + `) AS id, (x.created_at AT TIME ZONE 'UTC')::date AS day, x.*
-		    FROM unnest($2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[],
-		                $8::text[], $9::bigint[], $10::text[], $11::bigint[], $12::text[],
-		                $13::timestamptz[]) WITH ORDINALITY
-		         AS x(sender_id, sender_phone, to_phone, recipient_user_id, type, content,
-		              file_name, file_size, file_type, duration, client_reference, created_at, ord)
-		   ORDER BY x.ord),
-		s AS (
-		  SELECT i.id AS mid, i.day, i.sender_phone, s.id, s.phone, s.status,
-		         coalesce(s.daily_limit_override, o.default_daily_limit) AS lim,
-		         ` + sc + `.opted_out(i.to_phone) AS opted_out,
-		         ` + windowSQL(sc, window, "s.id", "i.to_phone", "i.type", "i.created_at") + ` AS window_open
-		    FROM i
-		    JOIN ` + sc + `.sender_numbers s ON s.id = CASE WHEN i.sender_id > 0 THEN i.sender_id
-		         ELSE (SELECT x.id FROM ` + sc + `.sender_numbers x WHERE x.phone = i.sender_phone) END
-		    JOIN central.organizations o ON o.id = $1::bigint),
-		ok AS (
-		  SELECT mid, day, id, lim FROM s
-		   WHERE status = 'active' AND (sender_phone = '' OR phone = sender_phone) AND lim >= 1
-		     AND NOT opted_out AND window_open),
-		want AS (
-		  SELECT id, day, min(lim) AS lim, count(*) AS n FROM ok GROUP BY id, day),
-		u AS (` + reserveSQL(sc, "accept", "used", "id") + `),
-		m AS (
-		  INSERT INTO ` + sc + `.messages (id, sender_number_id, to_phone, recipient_user_id, type, content,
-		         file_name, file_size, file_type, duration, status, client_reference, created_at, updated_at)
-		  SELECT i.id, ok.id, i.to_phone, i.recipient_user_id, i.type, i.content, i.file_name, i.file_size,
-		         i.file_type, i.duration, 'queued', i.client_reference, i.created_at, i.created_at
-		    FROM i JOIN ok ON ok.mid = i.id JOIN u ON u.sender_number_id = ok.id AND u.day = ok.day
-		   ORDER BY i.id
-		  RETURNING id AS message_id, sender_number_id AS sender_id)
-		SELECT i.ord, m.message_id, m.sender_id FROM i LEFT JOIN m ON m.message_id = i.id`
-}
-
-// reserveSQL is the daily-limit reservation of a batch statement of tenant
-// schema sc, on the counter column of its side's daily_usage rows (used on
-// 'accept', dispatched on 'deliver'): for each sender (want's column
-// sender) and day of the statement's CTE want (n messages, limit lim), the
-// counter goes up by n only while it stays within lim, all or none. The
-// rows are locked in sender and day order, so concurrent batches cannot
-// deadlock. It returns the sender_number_id and day of each row reserved
-// on.
-func reserveSQL(sc, side, counter, sender string) string {
-	return `
-	  INSERT INTO ` + sc + `.daily_usage AS d (sender_number_id, day, side, ` + counter + `)
-	  SELECT ` + sender + `, day, '` + side + `', n FROM want WHERE n <= lim ORDER BY ` + sender + `, day
-	  ON CONFLICT (sender_number_id, day, side) DO UPDATE SET ` + counter + ` = d.` + counter + ` + EXCLUDED.` + counter + `
-	   WHERE d.` + counter + ` + EXCLUDED.` + counter + ` <=
-	         (SELECT w.lim FROM want w WHERE w.` + sender + ` = d.sender_number_id AND w.day = d.day)
-	  RETURNING d.sender_number_id, d.day`
+// deliveryFrom is the FROM clause of deliveryColumns: sc is the tenant
+// schema (its quoted name), org the organization's id (a placeholder).
+func deliveryFrom(sc, org string) string {
+	return sc + `.messages m
+		  JOIN ` + sc + `.sender_numbers s ON s.id = m.sender_number_id
+		  JOIN central.organizations o ON o.id = ` + org
 }
 
 // lockMessagesSQL locks messages ids (an array of ids) of tenant schema sc
@@ -313,7 +135,7 @@ func claimManySQL(t db.Tenant) string {
 	    FROM m WHERE status = 'queued' AND dispatched_at IS NULL AND sn_status = 'active' AND blocker_id IS NULL
 	     AND NOT held
 	   GROUP BY 1, 2),
-	u AS (` + reserveSQL(sc, "deliver", "dispatched", "sender_number_id") + `),
+	u AS (` + messages.ReserveSQL(sc, "deliver", "dispatched", "sender_number_id") + `),
 	x AS (
 	  UPDATE ` + sc + `.messages x SET ` + claimSetSQL("m.claimant", "$3::timestamptz") + `
 	    FROM m LEFT JOIN u ON u.sender_number_id = m.sender_number_id
@@ -363,7 +185,7 @@ func sentSetSQL(now string) string {
 // messages with their old_status: the delivery-side counters of each
 // sender's day go up by its messages that were queued, in sent or in
 // delivered, locked in sender and day order (l). With rows, the statement
-// returns the changed messages (changedColumns); else its last step is the
+// returns the changed messages (messages.ChangedColumns); else its last step is the
 // counters' update.
 func sentCountersSQL(sc string, rows bool) string {
 	update := `UPDATE ` + sc + `.daily_usage u SET sent = u.sent + l.ns, delivered = u.delivered + l.nd FROM l
@@ -384,7 +206,7 @@ func sentCountersSQL(sc string, rows bool) string {
 	return counters + `,
 	u AS (
 	  ` + update + `)
-	SELECT ` + changedColumns + ` FROM m`
+	SELECT ` + messages.ChangedColumns + ` FROM m`
 }
 
 // markOneSentSQL is markSentSQL for one message: the same effect, from a
@@ -411,7 +233,7 @@ func markOneSentSQL(t db.Tenant, rows bool) string {
 // db.Prepared: $1 the message ids, $2 to $6 each one's network message,
 // conversation and recipient ids, sent time and whether the network
 // confirms its delivery, $7 the time. With rows it returns the changed
-// messages (changedColumns).
+// messages (messages.ChangedColumns).
 func markSentSQL(t db.Tenant, rows bool) string {
 	sc := t.Quoted()
 	return `WITH o AS (

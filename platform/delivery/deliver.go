@@ -1,4 +1,4 @@
-package messages
+package delivery
 
 import (
 	"context"
@@ -15,8 +15,10 @@ import (
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/queue"
-	"github.com/bizmsg/platform/platform/senders"
-	"github.com/bizmsg/platform/platform/throttle"
+
+	"encoding/json"
+
+	"github.com/bizmsg/platform/platform/messages"
 )
 
 // DeliverMessage delivers the message of a delivery job (jobs.MessageDeliverer),
@@ -152,7 +154,7 @@ type delivered struct {
 
 // msgTicket is message id's throttle ticket: the reservation a claim of it
 // made, found again by the next claim of it, in any job and any process.
-func msgTicket(t db.Tenant, id int64) string { return "msg:" + Reference(t, id) }
+func msgTicket(t db.Tenant, id int64) string { return "msg:" + messages.Reference(t, id) }
 
 // sentMessage is a message the network delivered, to record.
 type sentMessage struct {
@@ -403,16 +405,16 @@ func (s *Service) nextOf(ctx context.Context, t db.Tenant, items []pendingDelive
 // (docs/api.md, §Templates: every network delivers text; the template was
 // reviewed by the network already), with its template and values beside
 // it for a network that delivers templates as such.
-func networkMessage(t db.Tenant, m *row, phone string) network.Message {
+func networkMessage(t db.Tenant, m *messages.Row, phone string) network.Message {
 	typ := m.Type
 	var tpl *network.MessageTemplate
-	if typ == TypeTemplate {
-		typ = TypeText
+	if typ == messages.TypeTemplate {
+		typ = messages.TypeText
 		tpl = messageTemplate(m.TemplateRef)
 	}
 	return network.Message{
 		Template:  tpl,
-		Reference: Reference(t, m.ID),
+		Reference: messages.Reference(t, m.ID),
 		FromPhone: phone,
 		ToPhone:   m.ToPhone,
 		Type:      typ,
@@ -421,45 +423,6 @@ func networkMessage(t db.Tenant, m *row, phone string) network.Message {
 		FileSize:  deref(m.FileSize),
 		FileType:  deref(m.FileType),
 		Duration:  deref(m.Duration),
-	}
-}
-
-// outcome handles the network's result r for the message of it (the batch's
-// item i): a delivery is returned, to record; a refusal fails the message; a
-// transient failure is the job's error, marks the message failing (its
-// failing_since, the start of the time after which it no longer holds its
-// conversation back: blockerSQL), and on the job's last attempt at its own
-// message fails the message with network_error as well. A transient failure
-// of a message the job carried its conversation on to releases the job's
-// claim of it: its retries are its own job's (DeliverMessage hands it over).
-func (s *Service) outcome(ctx context.Context, t db.Tenant, it pendingDelivery, i int, r network.Result) (*sentMessage, error) {
-	id, at := it.id, it.at
-	var refusal *network.PermanentError
-	switch {
-	case errors.As(r.Err, &refusal):
-		return nil, s.fail(ctx, nil, t, id, refusal.Code, refusal.Message)
-	case r.Err != nil && it.own && at.Last():
-		s.log.WarnContext(ctx, "message delivery gave up", "schema", t.Schema, "message_id", id,
-			"attempts", at.Attempt, "error", r.Err)
-		if err := s.fail(ctx, nil, t, id, CodeNetworkError,
-			fmt.Sprintf("The messaging network could not be reached after %d attempts.", at.Attempt)); err != nil {
-			return nil, err
-		}
-		// The job ends discarded with the cause in its errors, where an
-		// operator finds it (platform admin jobs retry requeues the message
-		// once the cause is gone).
-		return nil, fmt.Errorf("deliver (last attempt; message failed %s): %w", CodeNetworkError, network.Transient(r.Err))
-	case r.Err != nil:
-		if err := s.prep.Exec(ctx, nil, `UPDATE `+t.Table("messages")+`
-			SET failing_since = coalesce(failing_since, $2::timestamptz),
-			    claimed_by = CASE WHEN $3::boolean THEN claimed_by END
-			WHERE id = $1::bigint AND status = 'queued'`,
-			id, s.clock.Now(), it.own); err != nil {
-			s.log.WarnContext(ctx, "marking a message failing", "schema", t.Schema, "message_id", id, "error", err)
-		}
-		return nil, fmt.Errorf("deliver: %w", network.Transient(r.Err))
-	default:
-		return &sentMessage{id: id, d: r.Delivery, item: i, delivered: r.Delivery.Delivered}, nil
 	}
 }
 
@@ -473,77 +436,23 @@ func missing(t db.Tenant, id int64, err error) error {
 	return err
 }
 
-// senderState is the sender as delivery sees it.
-type senderState struct {
-	phone    string
-	status   senders.Status
-	override *int
-}
-
-// dailyLimit is the sender's override, else the organization's default.
-func (sn senderState) dailyLimit(org orgSettings) int {
-	if sn.override != nil {
-		return *sn.override
-	}
-	return org.DefaultDailyLimit
-}
-
-// deliveryColumns and deliveryFrom read a message (alias m) with its sender
-// and its organization's limits, as deliveryJoin scans them; deliveryDest is
-// the positional scan of deliveryColumns.
-var deliveryColumns = messageColumns + `, s.phone AS sn_phone, s.status AS sn_status,
-		       s.daily_limit_override AS sn_daily_limit_override,
-		       o.default_daily_limit, o.sender_rate, o.sender_burst`
-
-// deliveryFrom is the FROM clause of deliveryColumns: sc is the tenant
-// schema (its quoted name), org the organization's id (a placeholder).
-func deliveryFrom(sc, org string) string {
-	return sc + `.messages m
-		  JOIN ` + sc + `.sender_numbers s ON s.id = m.sender_number_id
-		  JOIN central.organizations o ON o.id = ` + org
-}
-
-// deliveryJoin is what delivery reads of a message's sender and organization.
-type deliveryJoin struct {
-	SenderPhone       string
-	SenderStatus      senders.Status
-	Override          *int
-	DefaultDailyLimit int
-	SenderRate        *float64
-	SenderBurst       *int
-}
-
-// deliveryDest returns the destinations of deliveryColumns, in order.
-func (c *claimRow) deliveryDest() []any {
-	j := &c.deliveryJoin
-	return append(c.row.scanDest(), &j.SenderPhone, &j.SenderStatus, &j.Override,
-		&j.DefaultDailyLimit, &j.SenderRate, &j.SenderBurst)
-}
-
-func (j deliveryJoin) split() (senderState, orgSettings) {
-	return senderState{phone: j.SenderPhone, status: j.SenderStatus, override: j.Override},
-		orgSettings{DefaultDailyLimit: j.DefaultDailyLimit, SenderRate: j.SenderRate, SenderBurst: j.SenderBurst}
-}
-
-// limitOf is the organization's sender throttle, else the configured default.
-func (s *Service) limitOf(o orgSettings) throttle.Limit {
-	l := throttle.Limit{Rate: s.cfg.SenderRate, Burst: s.cfg.SenderBurst}
-	if o.SenderRate != nil && *o.SenderRate > 0 {
-		l.Rate = *o.SenderRate
-	}
-	if o.SenderBurst != nil && *o.SenderBurst > 0 {
-		l.Burst = *o.SenderBurst
-	}
-	return l
-}
-
-// throttleKey names a sender's bucket.
-func throttleKey(t db.Tenant, senderID int64) string { return t.Schema + ":" + itoa(senderID) }
-
 func deref[T any](p *T) T {
 	var zero T
 	if p == nil {
 		return zero
 	}
 	return *p
+}
+
+// messageTemplate reads a stored template_ref; nil when there is none or it
+// does not decode (the message then goes as its text alone).
+func messageTemplate(ref *string) *network.MessageTemplate {
+	if ref == nil {
+		return nil
+	}
+	var mt network.MessageTemplate
+	if json.Unmarshal([]byte(*ref), &mt) != nil {
+		return nil
+	}
+	return &mt
 }

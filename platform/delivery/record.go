@@ -1,4 +1,4 @@
-package messages
+package delivery
 
 import (
 	"context"
@@ -9,11 +9,11 @@ import (
 
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/network"
-	"github.com/bizmsg/platform/platform/webhooks"
-)
 
-// The records of a delivery's outcome: sent (markSent) or failed (fail),
-// each with its day's counters and its webhook events.
+	"errors"
+
+	"github.com/bizmsg/platform/platform/messages"
+)
 
 // markSent records deliveries in one statement (prepared, db.Prepared):
 // status sent with the network's ids, or delivered as well when the network
@@ -38,7 +38,7 @@ func (s *Service) markSent(ctx context.Context, t db.Tenant, sent []sentMessage)
 		return nil
 	}
 	now := s.clock.Now()
-	rows := s.events != nil
+	rows := s.changes.Recording()
 	var query string
 	var args []any
 	if len(sent) == 1 {
@@ -64,11 +64,11 @@ func (s *Service) markSent(ctx context.Context, t db.Tenant, sent []sentMessage)
 		err = s.prep.Exec(ctx, nil, query, args...)
 	} else {
 		err = s.prep.Tx(ctx, func(tx pgx.Tx) error {
-			_, evs, err := s.changedRows(ctx, tx, query, args, 2*len(sent))
+			_, evs, err := s.changes.Run(ctx, tx, query, args, 2*len(sent))
 			if err != nil {
 				return err
 			}
-			return s.emit(ctx, tx, t, evs)
+			return s.changes.Emit(ctx, tx, t, evs)
 		})
 	}
 	if err != nil {
@@ -85,38 +85,6 @@ func sentAt(d network.Delivery, now time.Time) time.Time {
 	}
 	return d.DeliveredAt
 }
-
-// changedRows runs query, whose rows are a status each message had before
-// the statement and the message after it (changedColumns), in tx, and
-// returns how many messages it changed and the events of those changes (appendEvents; none without an event
-// recorder), with room for about capacity of them.
-func (s *Service) changedRows(ctx context.Context, tx pgx.Tx, query string, args []any, capacity int) (int, []webhooks.Event, error) {
-	n := 0
-	var evs []webhooks.Event
-	if s.events != nil {
-		evs = make([]webhooks.Event, 0, capacity)
-	}
-	err := s.prep.Query(ctx, tx, query, args, func(r db.Rows) error {
-		for r.Next() {
-			var old string
-			var m row
-			if err := r.Scan(append([]any{&old}, m.scanDest()...)...); err != nil {
-				return err
-			}
-			n++
-			if s.events != nil {
-				evs = appendEvents(evs, old, &m)
-			}
-		}
-		return nil
-	})
-	return n, evs, err
-}
-
-// changedColumns is the result of a statement whose CTE m changed messages
-// and returned, as old_status, the status each had before: the rows
-// changedRows reads.
-var changedColumns = "m.old_status, " + messageColumns
 
 // recordableSQL is whether message x may take a sent record (markSent): it
 // is queued, or a receipt moved it on (delivered, read or failed) before
@@ -149,11 +117,11 @@ func markedColumns(rows bool) string {
 // event: in tx (claimLocked's), or, when tx is nil, in a transaction of its
 // own with an event recorder and alone without one.
 func (s *Service) fail(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64, code, text string) error {
-	if tx == nil && s.events != nil {
+	if tx == nil && s.changes.Recording() {
 		return s.prep.Tx(ctx, func(tx pgx.Tx) error { return s.fail(ctx, tx, t, id, code, text) })
 	}
 	sc := t.Quoted()
-	_, evs, err := s.changedRows(ctx, tx, `WITH m AS (
+	_, evs, err := s.changes.Run(ctx, tx, `WITH m AS (
 		  UPDATE `+sc+`.messages
 		     SET status = 'failed', error_code = $1::text, error_message = $2::text,
 		         failed_at = $3::timestamptz, updated_at = $3::timestamptz
@@ -163,13 +131,52 @@ func (s *Service) fail(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64, co
 		  INSERT INTO `+sc+`.daily_usage AS u (sender_number_id, day, side, failed)
 		  SELECT sender_number_id, (created_at AT TIME ZONE 'UTC')::date, 'deliver', 1 FROM m
 		  ON CONFLICT (sender_number_id, day, side) DO UPDATE SET failed = u.failed + 1)
-		SELECT `+changedColumns+` FROM m`, []any{code, text, s.clock.Now(), id}, 1)
+		SELECT `+messages.ChangedColumns+` FROM m`, []any{code, text, s.clock.Now(), id}, 1)
 	if err != nil {
 		return fmt.Errorf("record failure of message %d: %w", id, err)
 	}
-	if err := s.emit(ctx, tx, t, evs); err != nil {
+	if err := s.changes.Emit(ctx, tx, t, evs); err != nil {
 		return err
 	}
 	s.log.InfoContext(ctx, "message failed", "schema", t.Schema, "message_id", id, "error_code", code)
 	return nil
+}
+
+// outcome handles the network's result r for the message of it (the batch's
+// item i): a delivery is returned, to record; a refusal fails the message; a
+// transient failure is the job's error, marks the message failing (its
+// failing_since, the start of the time after which it no longer holds its
+// conversation back: blockerSQL), and on the job's last attempt at its own
+// message fails the message with network_error as well. A transient failure
+// of a message the job carried its conversation on to releases the job's
+// claim of it: its retries are its own job's (DeliverMessage hands it over).
+func (s *Service) outcome(ctx context.Context, t db.Tenant, it pendingDelivery, i int, r network.Result) (*sentMessage, error) {
+	id, at := it.id, it.at
+	var refusal *network.PermanentError
+	switch {
+	case errors.As(r.Err, &refusal):
+		return nil, s.fail(ctx, nil, t, id, refusal.Code, refusal.Message)
+	case r.Err != nil && it.own && at.Last():
+		s.log.WarnContext(ctx, "message delivery gave up", "schema", t.Schema, "message_id", id,
+			"attempts", at.Attempt, "error", r.Err)
+		if err := s.fail(ctx, nil, t, id, messages.CodeNetworkError,
+			fmt.Sprintf("The messaging network could not be reached after %d attempts.", at.Attempt)); err != nil {
+			return nil, err
+		}
+		// The job ends discarded with the cause in its errors, where an
+		// operator finds it (platform admin jobs retry requeues the message
+		// once the cause is gone).
+		return nil, fmt.Errorf("deliver (last attempt; message failed %s): %w", messages.CodeNetworkError, network.Transient(r.Err))
+	case r.Err != nil:
+		if err := s.prep.Exec(ctx, nil, `UPDATE `+t.Table("messages")+`
+			SET failing_since = coalesce(failing_since, $2::timestamptz),
+			    claimed_by = CASE WHEN $3::boolean THEN claimed_by END
+			WHERE id = $1::bigint AND status = 'queued'`,
+			id, s.clock.Now(), it.own); err != nil {
+			s.log.WarnContext(ctx, "marking a message failing", "schema", t.Schema, "message_id", id, "error", err)
+		}
+		return nil, fmt.Errorf("deliver: %w", network.Transient(r.Err))
+	default:
+		return &sentMessage{id: id, d: r.Delivery, item: i, delivered: r.Delivery.Delivered}, nil
+	}
 }

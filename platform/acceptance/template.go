@@ -1,4 +1,4 @@
-package messages
+package acceptance
 
 import (
 	"bytes"
@@ -13,12 +13,6 @@ import (
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/templates"
 )
-
-// TypeTemplate is the type of a message sent from a template (docs/api.md,
-// §Templates): its content is the template rendered with the send's
-// variables, and it carries template_id. The network gets it as a text
-// message (networkMessage).
-const TypeTemplate = "template"
 
 // Templates is what the send path needs of the template service;
 // *templates.Service is one.
@@ -157,19 +151,6 @@ func templateRef(tpl templates.Template, vars map[string]string) (string, error)
 		return "", fmt.Errorf("encode template reference: %w", err)
 	}
 	return string(b), nil
-}
-
-// messageTemplate reads a stored template_ref; nil when there is none or it
-// does not decode (the message then goes as its text alone).
-func messageTemplate(ref *string) *network.MessageTemplate {
-	if ref == nil {
-		return nil
-	}
-	var mt network.MessageTemplate
-	if json.Unmarshal([]byte(*ref), &mt) != nil {
-		return nil
-	}
-	return &mt
 }
 
 // errTemplateNotApproved is the refusal of an acceptance whose template

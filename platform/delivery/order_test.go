@@ -1,4 +1,4 @@
-package messages_test
+package delivery_test
 
 import (
 	"context"
@@ -11,7 +11,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/delivery"
 	"github.com/bizmsg/platform/platform/messages"
+	"github.com/bizmsg/platform/platform/messages/messagestest"
 	"github.com/bizmsg/platform/platform/network"
 )
 
@@ -19,11 +21,11 @@ import (
 
 // dispatchedAt is when message id was claimed, nil while it is not.
 func (f *fixture) dispatchedAt(tn db.Tenant, id int64) *time.Time {
-	f.t.Helper()
+	f.T.Helper()
 	var at *time.Time
-	if err := f.db.Pool.QueryRow(context.Background(), fmt.Sprintf(`SELECT dispatched_at FROM %s WHERE id = $1`,
+	if err := f.DB.Pool.QueryRow(context.Background(), fmt.Sprintf(`SELECT dispatched_at FROM %s WHERE id = $1`,
 		tn.Table("messages")), id).Scan(&at); err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	return at
 }
@@ -31,15 +33,15 @@ func (f *fixture) dispatchedAt(tn db.Tenant, id int64) *time.Time {
 // networkOrder is the ids of tn's messages on the network, in the order the
 // network took them.
 func (f *fixture) networkOrder(tn db.Tenant) []int64 {
-	f.t.Helper()
-	rows, err := f.db.Pool.Query(context.Background(), `SELECT split_part(reference, ':', 2)::bigint
+	f.T.Helper()
+	rows, err := f.DB.Pool.Query(context.Background(), `SELECT split_part(reference, ':', 2)::bigint
 		FROM network.messages WHERE reference LIKE $1 || ':%' ORDER BY id`, tn.Schema)
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	return ids
 }
@@ -70,20 +72,20 @@ func TestDeliveryWaitsForEarlierMessage(t *testing.T) {
 		{name: "earlier queued, its job not run yet", sender: 1, to: ph(10), waits: true},
 		{name: "earlier taken by the network, not recorded", sender: 1, to: ph(10), waits: true,
 			earlier: func(f *fixture, tn db.Tenant, a int64) {
-				if _, err := f.net.Network.Deliver(context.Background(), network.Message{Reference: messages.Reference(tn, a),
+				if _, err := f.Net.Network.Deliver(context.Background(), network.Message{Reference: messages.Reference(tn, a),
 					FromPhone: ph(1), ToPhone: ph(10), Type: messages.TypeText, Content: "a"}); err != nil {
-					f.t.Fatal(err)
+					f.T.Fatal(err)
 				}
 			}},
 		{name: "earlier between retries", sender: 1, to: ph(10), waits: true,
 			earlier: func(f *fixture, tn db.Tenant, a int64) {
-				f.net.failing.Store(true)
-				defer f.net.failing.Store(false)
-				if _, err := f.deliver(tn, a, 1, 1); !network.IsTransient(err) {
-					f.t.Fatalf("earlier message's first attempt: %v, want a transient failure", err)
+				f.Net.Failing.Store(true)
+				defer f.Net.Failing.Store(false)
+				if _, err := f.Deliver(tn, a, 1, 1); !network.IsTransient(err) {
+					f.T.Fatalf("earlier message's first attempt: %v, want a transient failure", err)
 				}
 				if f.dispatchedAt(tn, a) == nil {
-					f.t.Fatal("the earlier message was not claimed before its network failure")
+					f.T.Fatal("the earlier message was not claimed before its network failure")
 				}
 			}},
 		{name: "earlier accepted long ago, waiting", sender: 1, to: ph(10), age: time.Hour, waits: true},
@@ -91,13 +93,13 @@ func TestDeliveryWaitsForEarlierMessage(t *testing.T) {
 			earlier: failingEarlier},
 		{name: "earlier failed", sender: 1, to: ph(10),
 			earlier: func(f *fixture, tn db.Tenant, a int64) {
-				f.net.failing.Store(true)
-				defer f.net.failing.Store(false)
-				if _, err := f.deliver(tn, a, 1, 5); !network.IsTransient(err) {
-					f.t.Fatalf("earlier message's last attempt: %v", err)
+				f.Net.Failing.Store(true)
+				defer f.Net.Failing.Store(false)
+				if _, err := f.Deliver(tn, a, 1, 5); !network.IsTransient(err) {
+					f.T.Fatalf("earlier message's last attempt: %v", err)
 				}
-				if m := f.get(tn, a); m.Status != messages.StatusFailed {
-					f.t.Fatalf("earlier message %s, want failed", m.Status)
+				if m := f.Get(tn, a); m.Status != messages.StatusFailed {
+					f.T.Fatalf("earlier message %s, want failed", m.Status)
 				}
 			}},
 		{name: "earlier failing past the window", sender: 1, to: ph(10), age: 10*time.Minute + time.Second,
@@ -108,32 +110,32 @@ func TestDeliveryWaitsForEarlierMessage(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := newFixture(t, 1000, 1000)
-			tn := f.org()
-			sids := map[int]int64{1: f.sender(tn, ph(1)), 2: f.sender(tn, ph(2))}
-			f.account(ph(10))
-			f.account(ph(11))
-			a := f.mustSend(tn, sids[tc.sender], tc.to, "a")
+			f := setup(t, 1000, 1000)
+			tn := f.Org()
+			sids := map[int]int64{1: f.Sender(tn, ph(1)), 2: f.Sender(tn, ph(2))}
+			f.Account(ph(10))
+			f.Account(ph(11))
+			a := f.MustSend(tn, sids[tc.sender], tc.to, "a")
 			if tc.earlier != nil {
 				tc.earlier(f, tn, a)
 			}
-			f.clock.Advance(tc.age)
-			b := f.mustSend(tn, sids[1], ph(10), "b")
+			f.Clock.Advance(tc.age)
+			b := f.MustSend(tn, sids[1], ph(10), "b")
 
-			d, err := f.deliver(tn, b, 2, 1)
+			d, err := f.Deliver(tn, b, 2, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !tc.waits {
-				if d != 0 || f.get(tn, b).Status != messages.StatusSent {
-					t.Fatalf("b: snooze %s, %s; want sent at once", d, f.get(tn, b).Status)
+				if d != 0 || f.Get(tn, b).Status != messages.StatusSent {
+					t.Fatalf("b: snooze %s, %s; want sent at once", d, f.Get(tn, b).Status)
 				}
 				return
 			}
 			if d != time.Millisecond {
 				t.Fatalf("b: snooze %s, want Config.OrderWait (1ms in the fixture)", d)
 			}
-			if m := f.get(tn, b); m.Status != messages.StatusQueued || f.dispatchedAt(tn, b) != nil {
+			if m := f.Get(tn, b); m.Status != messages.StatusQueued || f.dispatchedAt(tn, b) != nil {
 				t.Fatalf("b after its wait: %s, dispatched %v; want queued and unclaimed", m.Status, f.dispatchedAt(tn, b))
 			}
 			if got := f.networkOrder(tn); slices.Contains(got, b) {
@@ -141,14 +143,14 @@ func TestDeliveryWaitsForEarlierMessage(t *testing.T) {
 			}
 			// The earlier one is recorded (its job runs again), and its job
 			// carries the conversation on: b goes in the same run.
-			f.svc.SetMaxInlineWait(time.Minute)
-			if d, err := f.deliver(tn, a, 1, 2); d != 0 || err != nil {
+			f.Svc.SetMaxInlineWait(time.Minute)
+			if d, err := f.Deliver(tn, a, 1, 2); d != 0 || err != nil {
 				t.Fatalf("a's job: %s, %v", d, err)
 			}
-			if m := f.get(tn, b); m.Status != messages.StatusSent {
+			if m := f.Get(tn, b); m.Status != messages.StatusSent {
 				t.Fatalf("b after a's job: %s, want sent by it", m.Status)
 			}
-			if d, err := f.deliver(tn, b, 2, 1); d != 0 || err != nil {
+			if d, err := f.Deliver(tn, b, 2, 1); d != 0 || err != nil {
 				t.Fatalf("b's own job once b is sent: %s, %v", d, err)
 			}
 			if got := f.networkOrder(tn); !slices.Equal(got, []int64{a, b}) {
@@ -161,10 +163,10 @@ func TestDeliveryWaitsForEarlierMessage(t *testing.T) {
 // failingEarlier fails the earlier message a's first delivery attempt
 // transiently: it stays queued, failing since the fixture's clock's now.
 func failingEarlier(f *fixture, tn db.Tenant, a int64) {
-	f.net.failing.Store(true)
-	defer f.net.failing.Store(false)
-	if _, err := f.deliver(tn, a, 1, 1); !network.IsTransient(err) {
-		f.t.Fatalf("earlier message's first attempt: %v, want a transient failure", err)
+	f.Net.Failing.Store(true)
+	defer f.Net.Failing.Store(false)
+	if _, err := f.Deliver(tn, a, 1, 1); !network.IsTransient(err) {
+		f.T.Fatalf("earlier message's first attempt: %v, want a transient failure", err)
 	}
 }
 
@@ -187,25 +189,25 @@ func TestDeliverBatchOrdersConversation(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := newFixture(t, 1000, 1000)
-			tn := f.org()
-			s1, s2 := f.sender(tn, ph(1)), f.sender(tn, ph(2))
-			f.account(ph(10))
-			f.account(ph(11))
-			conv := []int64{f.mustSend(tn, s1, ph(10), "a"), f.mustSend(tn, s1, ph(10), "b"), f.mustSend(tn, s1, ph(10), "c")}
-			other1, other2 := f.mustSend(tn, s1, ph(11), "d"), f.mustSend(tn, s2, ph(10), "e")
+			f := setup(t, 1000, 1000)
+			tn := f.Org()
+			s1, s2 := f.Sender(tn, ph(1)), f.Sender(tn, ph(2))
+			f.Account(ph(10))
+			f.Account(ph(11))
+			conv := []int64{f.MustSend(tn, s1, ph(10), "a"), f.MustSend(tn, s1, ph(10), "b"), f.MustSend(tn, s1, ph(10), "c")}
+			other1, other2 := f.MustSend(tn, s1, ph(11), "d"), f.MustSend(tn, s2, ph(10), "e")
 			if tc.fault != nil {
-				f.net.faults.Store(messages.Reference(tn, conv[0]), tc.fault)
+				f.Net.Faults.Store(messages.Reference(tn, conv[0]), tc.fault)
 			}
 			// The jobs in another order than the messages'.
 			ids := []int64{conv[2], other1, conv[0], other2, conv[1]}
-			errs, err := f.svc.DeliverTogether(context.Background(), tn, ids, 1)
+			errs, err := f.Svc.DeliverTogether(context.Background(), tn, ids, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
 			want := []string{tc.first, "queued", "queued"}
 			for i, id := range conv {
-				if got := f.get(tn, id).Status; got != want[i] {
+				if got := f.Get(tn, id).Status; got != want[i] {
 					t.Errorf("message %d of the conversation: %s, want %s", i, got, want[i])
 				}
 			}
@@ -215,12 +217,12 @@ func TestDeliverBatchOrdersConversation(t *testing.T) {
 				}
 			}
 			for _, id := range []int64{other1, other2} {
-				if got := f.get(tn, id).Status; got != messages.StatusSent {
+				if got := f.Get(tn, id).Status; got != messages.StatusSent {
 					t.Errorf("message %d of another conversation: %s, want sent", id, got)
 				}
 			}
 			for i, id := range ids {
-				if slices.Contains(conv[1:], id) && !messages.IsOrderWait(errs[i]) {
+				if slices.Contains(conv[1:], id) && !delivery.IsOrderWait(errs[i]) {
 					t.Errorf("message %d: outcome %v, want a wait for order", id, errs[i])
 				}
 			}
@@ -249,25 +251,25 @@ func TestDeliverBatchOrdersConversation(t *testing.T) {
 // ticket.
 func TestWaitingDeliveryTakesNoToken(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, 1, 1) // one token a second
-	tn := f.org()
-	sid := f.sender(tn, ph(1))
-	f.account(ph(10))
-	a, b := f.mustSend(tn, sid, ph(10), "a"), f.mustSend(tn, sid, ph(10), "b")
-	if d, err := f.deliver(tn, b, 2, 1); d != time.Millisecond || err != nil {
+	f := setup(t, 1, 1) // one token a second
+	tn := f.Org()
+	sid := f.Sender(tn, ph(1))
+	f.Account(ph(10))
+	a, b := f.MustSend(tn, sid, ph(10), "a"), f.MustSend(tn, sid, ph(10), "b")
+	if d, err := f.Deliver(tn, b, 2, 1); d != time.Millisecond || err != nil {
 		t.Fatalf("b: %s %v, want a wait for a", d, err)
 	}
-	if d, err := f.deliver(tn, a, 1, 1); d != 0 || err != nil {
+	if d, err := f.Deliver(tn, a, 1, 1); d != 0 || err != nil {
 		t.Fatalf("a: %s %v, want delivered on the bucket's one token", d, err)
 	}
 	if n := f.deliveryJobs(tn, b); n != 2 {
 		t.Fatalf("b has %d delivery jobs, want 2: its own and the one a's job handed it to", n)
 	}
-	if d, err := f.deliver(tn, b, 3, 1); d != time.Second || err != nil {
+	if d, err := f.Deliver(tn, b, 3, 1); d != time.Second || err != nil {
 		t.Fatalf("b's new job: %s %v, want a snooze of 1s for its token", d, err)
 	}
-	f.wall.Advance(time.Second)
-	if d, err := f.deliver(tn, b, 3, 1); d != 0 || err != nil {
+	f.Wall.Advance(time.Second)
+	if d, err := f.Deliver(tn, b, 3, 1); d != 0 || err != nil {
 		t.Fatalf("b on its reserved token: %s %v", d, err)
 	}
 	if got := f.networkOrder(tn); !slices.Equal(got, []int64{a, b}) {
@@ -280,22 +282,22 @@ func TestWaitingDeliveryTakesNoToken(t *testing.T) {
 // conversation (sid to ph(10)).
 func newConversation(t *testing.T) (f *fixture, tn db.Tenant, sid, a, b, c int64) {
 	t.Helper()
-	f = newFixtureWith(t, 1000, 1000, func(c *messages.Config) { c.MaxInlineWait = time.Minute })
-	tn = f.org()
-	sid = f.sender(tn, ph(1))
-	f.account(ph(10))
-	a, b, c = f.mustSend(tn, sid, ph(10), "a"), f.mustSend(tn, sid, ph(10), "b"), f.mustSend(tn, sid, ph(10), "c")
+	f = setupWith(t, 1000, 1000, func(c *messagestest.Config) { c.Delivery.MaxInlineWait = time.Minute })
+	tn = f.Org()
+	sid = f.Sender(tn, ph(1))
+	f.Account(ph(10))
+	a, b, c = f.MustSend(tn, sid, ph(10), "a"), f.MustSend(tn, sid, ph(10), "b"), f.MustSend(tn, sid, ph(10), "c")
 	return f, tn, sid, a, b, c
 }
 
 // deliveryJobs counts message id's delivery jobs.
 func (f *fixture) deliveryJobs(tn db.Tenant, id int64) int {
-	f.t.Helper()
+	f.T.Helper()
 	var n int
-	if err := f.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM river.river_job
+	if err := f.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM river.river_job
 		WHERE kind = 'message_delivery' AND args->>'schema' = $1 AND (args->>'message_id')::bigint = $2`,
 		tn.Schema, id).Scan(&n); err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	return n
 }
@@ -311,14 +313,14 @@ func TestJobCarriesConversationOn(t *testing.T) {
 
 	// a's job is in its network call, holding a: another job of a waits.
 	hold := make(chan struct{})
-	f.net.hold.Store(&hold)
+	f.Net.Hold.Store(&hold)
 	done := make(chan error, 1)
 	go func() {
-		_, err := f.deliver(tn, a, 1, 1)
+		_, err := f.Deliver(tn, a, 1, 1)
 		done <- err
 	}()
-	waitFor(t, func() bool { return f.net.batches.Load() == 1 })
-	if d, err := f.deliver(tn, a, 9, 1); d != time.Millisecond || err != nil {
+	messagestest.WaitFor(t, func() bool { return f.Net.Batches.Load() == 1 })
+	if d, err := f.Deliver(tn, a, 9, 1); d != time.Millisecond || err != nil {
 		t.Fatalf("another job of a while a's job holds it: %s %v, want a snooze", d, err)
 	}
 	close(hold)
@@ -326,11 +328,11 @@ func TestJobCarriesConversationOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range []int64{a, b, c} {
-		if m := f.get(tn, id); m.Status != messages.StatusSent {
+		if m := f.Get(tn, id); m.Status != messages.StatusSent {
 			t.Fatalf("message %d after a's job: %s, want sent by it", id, m.Status)
 		}
 	}
-	if n := f.net.batches.Load(); n != 3 {
+	if n := f.Net.Batches.Load(); n != 3 {
 		t.Errorf("%d network calls, want 3 (one each)", n)
 	}
 	if got := f.networkOrder(tn); !slices.Equal(got, []int64{a, b, c}) {
@@ -341,24 +343,24 @@ func TestJobCarriesConversationOn(t *testing.T) {
 	// takes it back at once.
 	// claim stamps message id claimed by job age ago.
 	claim := func(id, job int64, age time.Duration) {
-		if _, err := f.db.Pool.Exec(context.Background(), fmt.Sprintf(`UPDATE %s
+		if _, err := f.DB.Pool.Exec(context.Background(), fmt.Sprintf(`UPDATE %s
 			SET claimed_by = $2, claimed_at = statement_timestamp() - make_interval(secs => $3) WHERE id = $1`,
 			tn.Table("messages")), id, job, age.Seconds()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	d := f.mustSend(tn, sid, ph(10), "d")
+	d := f.MustSend(tn, sid, ph(10), "d")
 	claim(d, 7, time.Second)
-	if got, err := f.deliver(tn, d, 8, 1); got != time.Millisecond || err != nil {
+	if got, err := f.Deliver(tn, d, 8, 1); got != time.Millisecond || err != nil {
 		t.Fatalf("d held by job 7: %s %v, want a snooze", got, err)
 	}
-	if got, err := f.deliver(tn, d, 7, 2); got != 0 || err != nil || f.get(tn, d).Status != messages.StatusSent {
-		t.Fatalf("job 7's own next run: %s %v %s, want d sent", got, err, f.get(tn, d).Status)
+	if got, err := f.Deliver(tn, d, 7, 2); got != 0 || err != nil || f.Get(tn, d).Status != messages.StatusSent {
+		t.Fatalf("job 7's own next run: %s %v %s, want d sent", got, err, f.Get(tn, d).Status)
 	}
-	e := f.mustSend(tn, sid, ph(10), "e")
+	e := f.MustSend(tn, sid, ph(10), "e")
 	claim(e, 7, 11*time.Second)
-	if got, err := f.deliver(tn, e, 8, 1); got != 0 || err != nil || f.get(tn, e).Status != messages.StatusSent {
-		t.Fatalf("e after job 7's claim lapsed: %s %v %s, want sent", got, err, f.get(tn, e).Status)
+	if got, err := f.Deliver(tn, e, 8, 1); got != 0 || err != nil || f.Get(tn, e).Status != messages.StatusSent {
+		t.Fatalf("e after job 7's claim lapsed: %s %v %s, want sent", got, err, f.Get(tn, e).Status)
 	}
 }
 
@@ -369,25 +371,25 @@ func TestJobCarriesConversationOn(t *testing.T) {
 func TestCarriedMessageFailureGoesToItsOwnJob(t *testing.T) {
 	t.Parallel()
 	f, tn, _, a, b, c := newConversation(t)
-	f.net.faults.Store(messages.Reference(tn, b), errors.New("network: timeout"))
-	if d, err := f.deliver(tn, a, 1, 1); d != 0 || err != nil {
+	f.Net.Faults.Store(messages.Reference(tn, b), errors.New("network: timeout"))
+	if d, err := f.Deliver(tn, a, 1, 1); d != 0 || err != nil {
 		t.Fatalf("a's job: %s %v, want done", d, err)
 	}
 	var claimedBy *int64
 	var failing *time.Time
-	if err := f.db.Pool.QueryRow(context.Background(), fmt.Sprintf(`SELECT claimed_by, failing_since FROM %s WHERE id = $1`,
+	if err := f.DB.Pool.QueryRow(context.Background(), fmt.Sprintf(`SELECT claimed_by, failing_since FROM %s WHERE id = $1`,
 		tn.Table("messages")), b).Scan(&claimedBy, &failing); err != nil {
 		t.Fatal(err)
 	}
-	if claimedBy != nil || failing == nil || f.get(tn, b).Status != messages.StatusQueued || f.get(tn, c).Status != messages.StatusQueued {
+	if claimedBy != nil || failing == nil || f.Get(tn, b).Status != messages.StatusQueued || f.Get(tn, c).Status != messages.StatusQueued {
 		t.Fatalf("b: claimed by %v, failing since %v, %s; c %s: want b queued, unclaimed and failing, c waiting",
-			claimedBy, failing, f.get(tn, b).Status, f.get(tn, c).Status)
+			claimedBy, failing, f.Get(tn, b).Status, f.Get(tn, c).Status)
 	}
 	if n := f.deliveryJobs(tn, b); n != 2 {
 		t.Fatalf("b has %d delivery jobs, want 2: its own and the one it was handed back to", n)
 	}
-	f.net.faults.Delete(messages.Reference(tn, b))
-	if d, err := f.deliver(tn, b, 5, 1); d != 0 || err != nil {
+	f.Net.Faults.Delete(messages.Reference(tn, b))
+	if d, err := f.Deliver(tn, b, 5, 1); d != 0 || err != nil {
 		t.Fatalf("b's new job: %s %v", d, err)
 	}
 	if got := f.networkOrder(tn); !slices.Equal(got, []int64{a, b, c}) {

@@ -1,4 +1,4 @@
-package messages
+package acceptance
 
 import (
 	"context"
@@ -10,18 +10,20 @@ import (
 
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/senders"
+
+	"github.com/bizmsg/platform/platform/messages"
 )
 
-// acceptance is a send waiting for its tenant's next acceptance batch: the
+// pendingSend is a send waiting for its tenant's next acceptance batch: the
 // sender it names and its message, filled by the batch (id, sender).
-type acceptance struct {
+type pendingSend struct {
 	ref senders.SenderRef
-	r   *row
+	r   *messages.Row
 }
 
-// accepted is an acceptance's outcome: the answer, or the refusal.
-type accepted struct {
-	res SendResult
+// sendOutcome is a pending send's outcome: the answer, or the refusal.
+type sendOutcome struct {
+	res Result
 	err error
 }
 
@@ -45,8 +47,8 @@ type accepted struct {
 // A send whose client goes away while its batch runs may still be stored,
 // as when a lone send's commit races the disconnect; an Idempotency-Key
 // (which never batches) makes the retry safe.
-func (s *Service) acceptBatch(ctx context.Context, t db.Tenant, items []acceptance) ([]accepted, error) {
-	out := make([]accepted, len(items))
+func (s *Service) acceptBatch(ctx context.Context, t db.Tenant, items []pendingSend) ([]sendOutcome, error) {
+	out := make([]sendOutcome, len(items))
 	alone := func(i int) {
 		out[i].res, out[i].err = s.acceptAlone(ctx, t, items[i].ref, items[i].r)
 	}
@@ -90,7 +92,7 @@ const minBatch = 4
 // acceptMany runs acceptBatchSQL over items and River's insert of the
 // accepted messages' jobs, in one transaction, and reports which were
 // accepted, filling their rows' ids and senders.
-func (s *Service) acceptMany(ctx context.Context, t db.Tenant, items []acceptance) ([]bool, error) {
+func (s *Service) acceptMany(ctx context.Context, t db.Tenant, items []pendingSend) ([]bool, error) {
 	var ok []bool
 	err := s.prep.Tx(ctx, func(tx pgx.Tx) error {
 		var err error
@@ -104,7 +106,7 @@ func (s *Service) acceptMany(ctx context.Context, t db.Tenant, items []acceptanc
 }
 
 // acceptManyTx is acceptMany in tx.
-func (s *Service) acceptManyTx(ctx context.Context, tx pgx.Tx, t db.Tenant, items []acceptance) ([]bool, error) {
+func (s *Service) acceptManyTx(ctx context.Context, tx pgx.Tx, t db.Tenant, items []pendingSend) ([]bool, error) {
 	n := len(items)
 	var (
 		senderIDs, sizes, recipients = make([]int64, n), make([]*int64, n), make([]*int64, n)
@@ -141,7 +143,7 @@ func (s *Service) acceptManyTx(ctx context.Context, tx pgx.Tx, t db.Tenant, item
 	if err != nil {
 		return ok, fmt.Errorf("accept %d messages: %w", n, err)
 	}
-	accepted := make([]*row, 0, len(rows))
+	accepted := make([]*messages.Row, 0, len(rows))
 	for _, r := range rows {
 		i := int(r.ord) - 1
 		if i < 0 || i >= n || r.messageID == nil {

@@ -1,11 +1,16 @@
-package messages
+package delivery
 
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/dbtest"
+	"github.com/bizmsg/platform/platform/migrate"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -18,7 +23,7 @@ import (
 // never in the status index either.
 func TestDeliveryPlansStartFromIDs(t *testing.T) {
 	t.Parallel()
-	f := newAcceptFixture(t)
+	f := newPlanFixture(t)
 	ctx := context.Background()
 	msgs := f.tn.Table("messages")
 	insert := func(status string, n int) {
@@ -81,4 +86,42 @@ func TestDeliveryPlansStartFromIDs(t *testing.T) {
 			})
 		}
 	}
+}
+
+// planFixture is a database of its own with one tenant and one active
+// sender.
+type planFixture struct {
+	d   *db.DB
+	tn  db.Tenant
+	sid int64
+}
+
+func newPlanFixture(t *testing.T) *planFixture {
+	t.Helper()
+	d, _ := dbtest.Migrated(t)
+	ctx := context.Background()
+	var org int64
+	if err := d.Pool.QueryRow(ctx, `INSERT INTO central.organizations (name) VALUES ('org') RETURNING id`).Scan(&org); err != nil {
+		t.Fatal(err)
+	}
+	tn, err := db.NewTenant(org, db.SchemaFor(org))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Pool.Exec(ctx, `UPDATE central.organizations SET schema_name = $2 WHERE id = $1`, org, tn.Schema); err != nil {
+		t.Fatal(err)
+	}
+	mig, err := migrate.New(d.Pool, migrate.Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mig.Tenant(ctx, tn); err != nil {
+		t.Fatal(err)
+	}
+	var sid int64
+	if err := d.Pool.QueryRow(ctx, fmt.Sprintf(`INSERT INTO %s (phone, status, verification_status, verified_at, activated_at)
+		VALUES ('+14155550001', 'active', 'verified', now(), now()) RETURNING id`, tn.Table("sender_numbers"))).Scan(&sid); err != nil {
+		t.Fatal(err)
+	}
+	return &planFixture{d: d, tn: tn, sid: sid}
 }

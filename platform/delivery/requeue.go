@@ -1,4 +1,4 @@
-package messages
+package delivery
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bizmsg/platform/platform/db"
+
+	"github.com/bizmsg/platform/platform/messages"
 )
 
 // Requeue makes message id of tenant t deliverable again, in tx, for an
@@ -31,12 +33,12 @@ func (s *Service) Requeue(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64)
 		     AND d.day = (m.created_at AT TIME ZONE 'UTC')::date AND d.failed > 0)
 		SELECT CASE WHEN EXISTS (SELECT 1 FROM m) THEN 'requeued'
 		            ELSE coalesce((SELECT status FROM `+t.Table("messages")+` WHERE id = $1::bigint), '') END`,
-		id, CodeNetworkError, s.clock.Now()).Scan(&status)
+		id, messages.CodeNetworkError, s.clock.Now()).Scan(&status)
 	if err != nil {
 		return false, fmt.Errorf("requeue message %d of %s: %w", id, t.Schema, err)
 	}
 	if status == "requeued" {
 		s.log.InfoContext(ctx, "message requeued", "schema", t.Schema, "message_id", id)
 	}
-	return status == "requeued" || status == StatusQueued, nil
+	return status == "requeued" || status == messages.StatusQueued, nil
 }

@@ -1,4 +1,4 @@
-package messages
+package delivery
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/senders"
 	"github.com/bizmsg/platform/platform/throttle"
+
+	"github.com/bizmsg/platform/platform/messages"
 )
 
 // claim is what claimMany or claimLocked decided for a message: proceed
@@ -20,7 +22,7 @@ type claim struct {
 	proceed bool
 	blocker int64
 	held    bool
-	m       *row
+	m       *messages.Row
 	phone   string
 	limit   throttle.Limit
 }
@@ -67,9 +69,9 @@ func (s *Service) claimMany(ctx context.Context, t db.Tenant, ids, jobs []int64)
 	for i := range rows {
 		r := &rows[i]
 		sn, org := r.split()
-		c := claim{m: &r.row, phone: sn.phone, limit: s.limitOf(org)}
+		c := claim{m: &r.Row, phone: sn.phone, limit: s.limitOf(org)}
 		switch {
-		case r.Status != StatusQueued:
+		case r.Status != messages.StatusQueued:
 		case c.waits(r):
 		case r.Claimed:
 			c.proceed = true
@@ -87,7 +89,7 @@ func (s *Service) claimMany(ctx context.Context, t db.Tenant, ids, jobs []int64)
 // for (blockerSQL; nil when none), whether another job's claim holds it,
 // the job claiming it, and whether this claim claimed it.
 type claimRow struct {
-	row
+	messages.Row
 	deliveryJoin
 	Blocker  *int64
 	Held     bool
@@ -183,8 +185,8 @@ func (s *Service) claimLocked(ctx context.Context, t db.Tenant, ids, jobs []int6
 		for i := range rows {
 			r := &rows[i]
 			sn, _ := r.split()
-			if r.Status == StatusQueued && r.Blocker == nil && !r.Held && r.DispatchedAt == nil && sn.status == senders.StatusActive {
-				k := usageKey{r.SenderNumberID, dayOf(r.CreatedAt)}
+			if r.Status == messages.StatusQueued && r.Blocker == nil && !r.Held && r.DispatchedAt == nil && sn.status == senders.StatusActive {
+				k := usageKey{r.SenderNumberID, messages.Day(r.CreatedAt)}
 				if _, seen := want[k]; !seen {
 					want[k] = 0
 					sids, days = append(sids, k.sender), append(days, k.day)
@@ -200,19 +202,19 @@ func (s *Service) claimLocked(ctx context.Context, t db.Tenant, ids, jobs []int6
 		for i := range rows {
 			r := &rows[i]
 			sn, org := r.split()
-			c := claim{m: &r.row, phone: sn.phone, limit: s.limitOf(org)}
-			k := usageKey{r.SenderNumberID, dayOf(r.CreatedAt)}
+			c := claim{m: &r.Row, phone: sn.phone, limit: s.limitOf(org)}
+			k := usageKey{r.SenderNumberID, messages.Day(r.CreatedAt)}
 			n, counted := count[k]
 			switch {
-			case r.Status != StatusQueued:
+			case r.Status != messages.StatusQueued:
 			case c.waits(r):
 			case r.DispatchedAt != nil:
 				c.proceed = true
 			case sn.status != senders.StatusActive:
-				err = s.fail(ctx, tx, t, r.ID, CodeSenderNotActive,
+				err = s.fail(ctx, tx, t, r.ID, messages.CodeSenderNotActive,
 					fmt.Sprintf("The sender number became %s before the message was delivered.", sn.status))
 			case !counted || n >= sn.dailyLimit(org):
-				err = s.fail(ctx, tx, t, r.ID, CodeDailyLimitExceeded,
+				err = s.fail(ctx, tx, t, r.ID, messages.CodeDailyLimitExceeded,
 					fmt.Sprintf("The sender number's daily limit (now %d) was reached before the message was delivered.", sn.dailyLimit(org)))
 			default:
 				count[k] = n + 1
@@ -284,4 +286,63 @@ func (s *Service) lockUsage(ctx context.Context, tx pgx.Tx, t db.Tenant, sids []
 		return nil, fmt.Errorf("lock daily usage: %w", err)
 	}
 	return count, nil
+}
+
+// senderState is the sender as delivery sees it.
+type senderState struct {
+	phone    string
+	status   senders.Status
+	override *int
+}
+
+// dailyLimit is the sender's override, else the organization's default.
+func (sn senderState) dailyLimit(org orgSettings) int {
+	if sn.override != nil {
+		return *sn.override
+	}
+	return org.DefaultDailyLimit
+}
+
+// deliveryJoin is what delivery reads of a message's sender and organization.
+type deliveryJoin struct {
+	SenderPhone       string
+	SenderStatus      senders.Status
+	Override          *int
+	DefaultDailyLimit int
+	SenderRate        *float64
+	SenderBurst       *int
+}
+
+// deliveryDest returns the destinations of deliveryColumns, in order.
+func (c *claimRow) deliveryDest() []any {
+	j := &c.deliveryJoin
+	return append(c.Row.ScanDest(), &j.SenderPhone, &j.SenderStatus, &j.Override,
+		&j.DefaultDailyLimit, &j.SenderRate, &j.SenderBurst)
+}
+
+func (j deliveryJoin) split() (senderState, orgSettings) {
+	return senderState{phone: j.SenderPhone, status: j.SenderStatus, override: j.Override},
+		orgSettings{DefaultDailyLimit: j.DefaultDailyLimit, SenderRate: j.SenderRate, SenderBurst: j.SenderBurst}
+}
+
+// limitOf is the organization's sender throttle, else the configured default.
+func (s *Service) limitOf(o orgSettings) throttle.Limit {
+	l := throttle.Limit{Rate: s.cfg.SenderRate, Burst: s.cfg.SenderBurst}
+	if o.SenderRate != nil && *o.SenderRate > 0 {
+		l.Rate = *o.SenderRate
+	}
+	if o.SenderBurst != nil && *o.SenderBurst > 0 {
+		l.Burst = *o.SenderBurst
+	}
+	return l
+}
+
+// throttleKey names a sender's bucket.
+func throttleKey(t db.Tenant, senderID int64) string { return t.Schema + ":" + itoa(senderID) }
+
+// orgSettings are the organization's limits as the message paths need them.
+type orgSettings struct {
+	DefaultDailyLimit int
+	SenderRate        *float64
+	SenderBurst       *int
 }

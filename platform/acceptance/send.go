@@ -1,12 +1,10 @@
-package messages
+package acceptance
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -17,17 +15,23 @@ import (
 	"github.com/bizmsg/platform/platform/lookup"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
+
+	"github.com/bizmsg/platform/platform/messages"
 )
 
-// SendResult is the answer to an accepted send.
-type SendResult struct {
-	// Status is the HTTP status of the answer (202).
-	Status int
-	// Body is the answer's body, {"data": <message>}. A replay returns the
-	// first answer's bytes unchanged.
-	Body []byte
+// Result is an accepted send: a domain value, which the doors render
+// (202 with {"data": <Resource>}).
+type Result struct {
 	// MessageID is the accepted message's id.
 	MessageID int64
+	// Message is the message as accepted (queued); zero for a replay,
+	// whose message is the first acceptance's (Resource).
+	Message messages.Message
+	// Resource is the message as the API showed it when it was accepted
+	// (its JSON, messages.Message.AppendJSON). A replay returns the first
+	// acceptance's bytes unchanged, as stored under the Idempotency-Key, so
+	// that its answer is byte for byte the first one.
+	Resource json.RawMessage
 	// Replayed reports that the answer is an earlier send's under the same
 	// Idempotency-Key: nothing was sent this time.
 	Replayed bool
@@ -42,10 +46,10 @@ type SendResult struct {
 // recipient_unreachable with a reason_code; 429 daily_limit_exceeded with a
 // Retry-After up to the next UTC midnight; 422 idempotency_key_reused; 503
 // network_unavailable.
-func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (SendResult, error) {
+func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (Result, error) {
 	d, err := req.validate()
 	if err != nil {
-		return SendResult{}, err
+		return Result{}, err
 	}
 	now := s.clock.Now()
 	key, fp := req.IdempotencyKey, d.fingerprint()
@@ -68,23 +72,23 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (Send
 		} else {
 			sn, err := s.checkSender(ctx, t, ref)
 			if err != nil {
-				return SendResult{}, err
+				return Result{}, err
 			}
 			resolved, senderPhone = &sn, sn.Phone
 		}
 	}
 	reach, err := lookup.Check(ctx, s.net, d.ToPhone, senderPhone)
 	if err != nil {
-		return SendResult{}, err
+		return Result{}, err
 	}
 	if !reach.CanReceive {
 		// A sender error comes before the recipient's.
 		if resolved == nil {
 			if _, err := s.checkSender(ctx, t, ref); err != nil {
-				return SendResult{}, err
+				return Result{}, err
 			}
 		}
-		return SendResult{}, errUnreachable(reach.ReasonCode)
+		return Result{}, errUnreachable(reach.ReasonCode)
 	}
 
 	var (
@@ -100,17 +104,17 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (Send
 			// recipient's.
 			if resolved == nil {
 				if _, serr := s.checkSender(ctx, t, ref); serr != nil {
-					return SendResult{}, serr
+					return Result{}, serr
 				}
 			}
-			return SendResult{}, err
+			return Result{}, err
 		}
 		templateID, templateRef, d.Content = &tr.id, &tr.ref, tr.text
 	}
 
-	r := &row{
-		Message: Message{
-			Direction:       DirectionOutbound,
+	r := &messages.Row{
+		Message: messages.Message{
+			Direction:       messages.DirectionOutbound,
 			ToPhone:         d.ToPhone,
 			RecipientUserID: reach.RecipientID,
 			Type:            d.Type,
@@ -119,7 +123,7 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (Send
 			FileSize:        d.FileSize,
 			FileType:        d.FileType,
 			Duration:        d.Duration,
-			Status:          StatusQueued,
+			Status:          messages.StatusQueued,
 			ClientReference: d.ClientReference,
 			TemplateID:      templateID,
 			CreatedAt:       now,
@@ -133,7 +137,7 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (Send
 		// does not carry.
 		res, err := s.acceptAlone(ctx, t, ref, r)
 		if err != nil {
-			return SendResult{}, err
+			return Result{}, err
 		}
 		s.known.putPhone(t, r.SenderNumberID, senderPhone)
 		return res, nil
@@ -141,19 +145,19 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (Send
 	if key == "" {
 		// One statement, one commit, no transaction to open; concurrent
 		// sends of the tenant share it (acceptBatch).
-		a, err := s.acceptances.Do(ctx, t, acceptance{ref: ref, r: r})
+		a, err := s.acceptances.Do(ctx, t, pendingSend{ref: ref, r: r})
 		if err == nil {
 			err = a.err
 		}
 		if err != nil {
-			return SendResult{}, err
+			return Result{}, err
 		}
 		res := a.res
 		s.known.putPhone(t, r.SenderNumberID, senderPhone)
 		return res, nil
 	}
 
-	var res SendResult
+	var res Result
 	err = s.prep.Tx(ctx, func(tx pgx.Tx) error {
 		claimed, err := s.claimKey(ctx, tx, t, key, fp, now, now.Add(-s.cfg.IdempotencyTTL))
 		if err != nil {
@@ -181,7 +185,7 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (Send
 		return res, nil
 	}
 	if err != nil {
-		return SendResult{}, s.word(ctx, t, err)
+		return Result{}, s.word(ctx, t, err)
 	}
 	s.known.putPhone(t, r.SenderNumberID, senderPhone)
 	return res, nil
@@ -208,7 +212,7 @@ func (s *Service) checkSender(ctx context.Context, t db.Tenant, ref senders.Send
 // sender. A refusal stores nothing and is a *refused error, which the
 // caller words (refusal) once the transaction is over: wording may read the
 // sender on another connection, and must not hold tx's meanwhile.
-func (s *Service) accept(ctx context.Context, tx pgx.Tx, t db.Tenant, ref senders.SenderRef, r *row) (SendResult, error) {
+func (s *Service) accept(ctx context.Context, tx pgx.Tx, t db.Tenant, ref senders.SenderRef, r *messages.Row) (Result, error) {
 	var (
 		senderID, messageID  *int64
 		phone                *string
@@ -237,30 +241,30 @@ func (s *Service) accept(ctx context.Context, tx pgx.Tx, t db.Tenant, ref sender
 		return rows.Scan(dest...)
 	})
 	if err != nil {
-		return SendResult{}, fmt.Errorf("accept message: %w", err)
+		return Result{}, fmt.Errorf("accept message: %w", err)
 	}
 	if messageID == nil {
-		return SendResult{}, &refused{ref: ref, id: senderID, phone: phone, status: status, limit: limit, at: r.CreatedAt,
+		return Result{}, &refused{ref: ref, id: senderID, phone: phone, status: status, limit: limit, at: r.CreatedAt,
 			optedOut: optedOut != nil && *optedOut, windowClosed: windowOpen != nil && !*windowOpen,
 			templateNotApproved: !approved}
 	}
 	r.ID, r.SenderNumberID = *messageID, *senderID
 	if err := s.enqueue(ctx, tx, t, r); err != nil {
-		return SendResult{}, err
+		return Result{}, err
 	}
 	return render(r)
 }
 
 // acceptAlone accepts r in a transaction of its own (accept).
-func (s *Service) acceptAlone(ctx context.Context, t db.Tenant, ref senders.SenderRef, r *row) (SendResult, error) {
-	var res SendResult
+func (s *Service) acceptAlone(ctx context.Context, t db.Tenant, ref senders.SenderRef, r *messages.Row) (Result, error) {
+	var res Result
 	err := s.prep.Tx(ctx, func(tx pgx.Tx) error {
 		var err error
 		res, err = s.accept(ctx, tx, t, ref, r)
 		return err
 	})
 	if err != nil {
-		return SendResult{}, s.word(ctx, t, err)
+		return Result{}, s.word(ctx, t, err)
 	}
 	return res, nil
 }
@@ -294,7 +298,7 @@ func (s *Service) word(ctx context.Context, t db.Tenant, err error) error {
 
 // enqueue inserts the delivery jobs of the accepted messages rows in tx,
 // with River's InsertManyFastTx.
-func (s *Service) enqueue(ctx context.Context, tx pgx.Tx, t db.Tenant, rows ...*row) error {
+func (s *Service) enqueue(ctx context.Context, tx pgx.Tx, t db.Tenant, rows ...*messages.Row) error {
 	params := make([]river.InsertManyParams, len(rows))
 	for i, r := range rows {
 		params[i] = queue.DeliveryJob(queue.DeliverArgs{
@@ -307,15 +311,16 @@ func (s *Service) enqueue(ctx context.Context, tx pgx.Tx, t db.Tenant, rows ...*
 	return nil
 }
 
-// render is the answer to the acceptance of r: 202 with {"data": message}.
-func render(r *row) (SendResult, error) {
-	body, err := json.Marshal(struct {
-		Data Message `json:"data"`
-	}{r.message()})
+// render is the result of the acceptance of r: the message and its
+// resource, as json.Marshal writes it (the bytes the doors answered with
+// before they rendered the answer themselves).
+func render(r *messages.Row) (Result, error) {
+	m := r.Message
+	res, err := json.Marshal(m)
 	if err != nil {
-		return SendResult{}, fmt.Errorf("render message %d: %w", r.ID, err)
+		return Result{}, fmt.Errorf("render message %d: %w", r.ID, err)
 	}
-	return SendResult{Status: http.StatusAccepted, Body: body, MessageID: r.ID}, nil
+	return Result{MessageID: r.ID, Message: m, Resource: res}, nil
 }
 
 // refusal is the error of an acceptance that stored nothing, in the order
@@ -335,12 +340,12 @@ func (s *Service) refusal(ctx context.Context, t db.Tenant, r *refused) error {
 	}
 	switch {
 	case r.optedOut:
-		return apperr.Invalid(CodeRecipientOptedOut,
+		return apperr.Invalid(messages.CodeRecipientOptedOut,
 			"The recipient has opted out of messages from this organization (they wrote STOP, or were added to the opt-out list).")
 	case r.templateNotApproved:
 		return errTemplateNotApproved()
 	case r.windowClosed:
-		return apperr.Invalid(CodeOutsideServiceWindow,
+		return apperr.Invalid(messages.CodeOutsideServiceWindow,
 			"The recipient has not written to this sender number within the service window: only a template message may be sent.")
 	}
 	return errDailyLimit(*r.limit, r.at)
@@ -356,7 +361,7 @@ func errUnreachable(reason string) *apperr.Error {
 	if r := lookup.Explain(reason); r != "" {
 		msg = "The recipient cannot receive messages: " + r
 	}
-	e := apperr.Invalid(CodeRecipientUnreachable, msg)
+	e := apperr.Invalid(messages.CodeRecipientUnreachable, msg)
 	e.Details = map[string]any{"reason_code": reason}
 	return e
 }
@@ -365,7 +370,7 @@ func errUnreachable(reason string) *apperr.Error {
 // today.
 func errDailyLimit(limit int, now time.Time) error {
 	resets := nextMidnight(now)
-	e := apperr.RateLimited(CodeDailyLimitExceeded,
+	e := apperr.RateLimited(messages.CodeDailyLimitExceeded,
 		fmt.Sprintf("The sender number has reached its daily limit of %d messages. The limit resets at %s.",
 			limit, resets.Format(time.RFC3339)),
 		resets.Sub(now))
@@ -375,87 +380,8 @@ func errDailyLimit(limit int, now time.Time) error {
 
 // Idempotency keys.
 
-// replay answers a send whose key was already used within the TTL: the first
-// answer when the request is the same, 422 idempotency_key_reused when it is
-// not. found is false when the key is unused or expired. It reads in tx, or
-// on a pool connection when tx is nil.
-func (s *Service) replay(ctx context.Context, tx pgx.Tx, t db.Tenant, key string, fp []byte, now time.Time) (SendResult, bool, error) {
-	var (
-		found     bool
-		hash      []byte
-		status    *int
-		body      []byte
-		createdAt time.Time
-	)
-	err := s.prep.Query(ctx, tx, `SELECT request_hash, status_code, response_body, created_at
-		FROM `+t.Table("idempotency_keys")+` WHERE key = $1`, []any{key}, func(r db.Rows) error {
-		if !r.Next() {
-			return nil
-		}
-		found = true
-		return r.Scan(&hash, &status, &body, &createdAt)
-	})
-	if err != nil {
-		return SendResult{}, false, fmt.Errorf("read idempotency key: %w", err)
-	}
-	if !found || !createdAt.After(now.Add(-s.cfg.IdempotencyTTL)) {
-		return SendResult{}, false, nil
-	}
-	if !bytes.Equal(hash, fp) {
-		return SendResult{}, true, apperr.Invalid(CodeIdempotencyKeyReused,
-			"This Idempotency-Key was already used with a different request. Use a new key for a new message.")
-	}
-	if status == nil {
-		return SendResult{}, true, fmt.Errorf("idempotency key %q has no stored answer", key)
-	}
-	var parsed struct {
-		Data struct {
-			ID int64 `json:"id"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(body, &parsed); err != nil {
-		return SendResult{}, true, fmt.Errorf("stored answer of idempotency key: %w", err)
-	}
-	return SendResult{Status: *status, Body: body, MessageID: parsed.Data.ID, Replayed: true}, true, nil
-}
-
-// claimKey records key for this send as the transaction's first write. A key
-// held by a send in progress makes this statement wait until that send
-// commits or rolls back; a key older than expired is taken over. It reports
-// false when the key belongs to another live send (read its answer).
-func (s *Service) claimKey(ctx context.Context, tx pgx.Tx, t db.Tenant, key string, fp []byte, now, expired time.Time) (bool, error) {
-	claimed := false
-	err := s.prep.Query(ctx, tx, `INSERT INTO `+t.Table("idempotency_keys")+` AS k (key, request_hash, created_at)
-		VALUES ($1, $2, $3)
-		ON CONFLICT (key) DO UPDATE
-		   SET request_hash = EXCLUDED.request_hash, status_code = NULL, response_body = NULL,
-		       created_at = EXCLUDED.created_at
-		 WHERE k.created_at <= $4
-		RETURNING k.key`, []any{key, fp, now, expired}, func(r db.Rows) error {
-		claimed = r.Next()
-		return nil
-	})
-	if err != nil {
-		return false, fmt.Errorf("claim idempotency key: %w", err)
-	}
-	return claimed, nil
-}
-
-// storeAnswer keeps the answer under the key for replays.
-func (s *Service) storeAnswer(ctx context.Context, tx pgx.Tx, t db.Tenant, key string, res SendResult) error {
-	if err := s.prep.Exec(ctx, tx, `UPDATE `+t.Table("idempotency_keys")+`
-		SET status_code = $1, response_body = $2 WHERE key = $3`, res.Status, res.Body, key); err != nil {
-		return fmt.Errorf("store idempotency answer: %w", err)
-	}
-	return nil
-}
-
-// PurgeIdempotencyKeys deletes the keys of tenant t created before before,
-// and reports how many went.
-func PurgeIdempotencyKeys(ctx context.Context, d *db.DB, t db.Tenant, before time.Time) (int64, error) {
-	tag, err := d.Pool.Exec(ctx, `DELETE FROM `+t.Table("idempotency_keys")+` WHERE created_at < $1`, before)
-	if err != nil {
-		return 0, fmt.Errorf("purge idempotency keys of %s: %w", t.Schema, err)
-	}
-	return tag.RowsAffected(), nil
+// nextMidnight is the start of the UTC day after t.
+func nextMidnight(t time.Time) time.Time {
+	y, m, d := t.UTC().Date()
+	return time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
 }

@@ -1,4 +1,4 @@
-package messages_test
+package acceptance_test
 
 import (
 	"context"
@@ -6,14 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/bizmsg/platform/platform/acceptance"
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/batch"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/dbtest"
 	"github.com/bizmsg/platform/platform/messages"
+	"github.com/bizmsg/platform/platform/messages/messagestest"
 )
 
 // Sends that arrive while their tenant's earlier acceptance is in the
@@ -26,19 +29,19 @@ import (
 // send stores nothing.
 func TestAcceptBatch(t *testing.T) {
 	t.Parallel()
-	f := newFixtureWith(t, 1000, 1000, func(c *messages.Config) {
-		c.AcceptBatch = batch.Config{MaxInFlight: 1}
+	f := setupWith(t, 1000, 1000, func(c *messagestest.Config) {
+		c.Acceptance.Batch = batch.Config{MaxInFlight: 1}
 	})
-	before := f.batches.Load()
-	tn := f.org()
-	capped, open, suspended, byPhone := f.sender(tn, ph(1)), f.sender(tn, ph(2)), f.sender(tn, ph(3)), f.sender(tn, ph(4))
-	f.account(ph(10))
+	before := f.Batches.Load()
+	tn := f.Org()
+	capped, open, suspended, byPhone := f.Sender(tn, ph(1)), f.Sender(tn, ph(2)), f.Sender(tn, ph(3)), f.Sender(tn, ph(4))
+	f.Account(ph(10))
 	ctx := context.Background()
-	f.exec(
+	f.Exec(
 		fmt.Sprintf(`UPDATE %s SET daily_limit_override = 5 WHERE id = %d`, tn.Table("sender_numbers"), capped),
 		fmt.Sprintf(`UPDATE %s SET status = 'suspended' WHERE id = %d`, tn.Table("sender_numbers"), suspended),
 	)
-	f.mustSend(tn, capped, ph(10), "first") // capped: 1 of 5 used
+	f.MustSend(tn, capped, ph(10), "first") // capped: 1 of 5 used
 
 	text := func(sender, content string) string {
 		return fmt.Sprintf(`{%s,"to_phone":%q,"type":"text","content":%q}`, sender, ph(10), content)
@@ -66,7 +69,7 @@ func TestAcceptBatch(t *testing.T) {
 	// tenant's only acceptance slot while the others queue.
 	results, errs := f.sendBehindLock(tn, capped, bodies)
 
-	if f.batches.Load() == before {
+	if f.Batches.Load() == before {
 		t.Fatal("no acceptance statement stored several messages: nothing was batched")
 	}
 	code := func(err error) string {
@@ -112,13 +115,8 @@ func TestAcceptBatch(t *testing.T) {
 			continue
 		}
 		accepted++
-		var sent struct {
-			Data json.RawMessage `json:"data"`
-		}
-		if err := json.Unmarshal(results[i].Body, &sent); err != nil {
-			t.Fatal(err)
-		}
-		stored, err := json.Marshal(f.get(tn, results[i].MessageID))
+		sent := struct{ Data json.RawMessage }{results[i].Resource}
+		stored, err := json.Marshal(f.Get(tn, results[i].MessageID))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,17 +127,17 @@ func TestAcceptBatch(t *testing.T) {
 			t.Errorf("send %d answered %s\nbut stored %s", i, sent.Data, stored)
 		}
 	}
-	if got := f.get(tn, results[len(bodies)-5].MessageID).Content; got != tricky {
+	if got := f.Get(tn, results[len(bodies)-5].MessageID).Content; got != tricky {
 		t.Errorf("content stored as %q, want %q", got, tricky)
 	}
 
 	var jobs int
-	if err := f.db.Pool.QueryRow(ctx, `SELECT count(*) FROM river.river_job
+	if err := f.DB.Pool.QueryRow(ctx, `SELECT count(*) FROM river.river_job
 		WHERE kind = 'message_delivery' AND args->>'schema' = $1`, tn.Schema).Scan(&jobs); err != nil {
 		t.Fatal(err)
 	}
 	var stored int
-	if err := f.db.Pool.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %s`, tn.Table("messages"))).Scan(&stored); err != nil {
+	if err := f.DB.Pool.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %s`, tn.Table("messages"))).Scan(&stored); err != nil {
 		t.Fatal(err)
 	}
 	if jobs != accepted+1 || stored != accepted+1 {
@@ -149,8 +147,8 @@ func TestAcceptBatch(t *testing.T) {
 		sid  int64
 		used int
 	}{{capped, 5}, {open, 8}, {byPhone, 2}} {
-		if u := f.usage(tn, tc.sid); u.used != tc.used {
-			t.Errorf("sender %d used %d, want %d", tc.sid, u.used, tc.used)
+		if u := f.Usage(tn, tc.sid); u.Used != tc.used {
+			t.Errorf("sender %d used %d, want %d", tc.sid, u.Used, tc.used)
 		}
 	}
 }
@@ -160,25 +158,25 @@ func TestAcceptBatch(t *testing.T) {
 // its own answer.
 func TestAcceptSmallBatch(t *testing.T) {
 	t.Parallel()
-	f := newFixtureWith(t, 1000, 1000, func(c *messages.Config) {
-		c.AcceptBatch = batch.Config{MaxInFlight: 1}
+	f := setupWith(t, 1000, 1000, func(c *messagestest.Config) {
+		c.Acceptance.Batch = batch.Config{MaxInFlight: 1}
 	})
-	before := f.batches.Load()
-	tn := f.org()
-	held, other := f.sender(tn, ph(1)), f.sender(tn, ph(2))
-	f.account(ph(10))
-	f.mustSend(tn, held, ph(10), "first")
+	before := f.Batches.Load()
+	tn := f.Org()
+	held, other := f.Sender(tn, ph(1)), f.Sender(tn, ph(2))
+	f.Account(ph(10))
+	f.MustSend(tn, held, ph(10), "first")
 	bodies := []string{
 		fmt.Sprintf(`{"sender_number_id":%d,"to_phone":%q,"type":"text","content":"held"}`, held, ph(10)),
 		fmt.Sprintf(`{"sender_number_id":%d,"to_phone":%q,"type":"text","content":"ok"}`, other, ph(10)),
 		fmt.Sprintf(`{"sender_number_id":%d,"sender_phone":%q,"to_phone":%q,"type":"text","content":"mismatch"}`, other, ph(1), ph(10)),
 	}
 	results, errs := f.sendBehindLock(tn, held, bodies)
-	if n := f.batches.Load() - before; n != 0 {
+	if n := f.Batches.Load() - before; n != 0 {
 		t.Errorf("the batch statement ran %d times for two waiting sends", n)
 	}
 	for i := range 2 {
-		if errs[i] != nil || f.get(tn, results[i].MessageID).Content != []string{"held", "ok"}[i] {
+		if errs[i] != nil || f.Get(tn, results[i].MessageID).Content != []string{"held", "ok"}[i] {
 			t.Errorf("send %d: %v", i, errs[i])
 		}
 	}
@@ -192,50 +190,44 @@ func TestAcceptSmallBatch(t *testing.T) {
 // tenant's only acceptance slot (the fixture's AcceptBatch has MaxInFlight
 // 1); then the others, which queue behind it; then it commits the lock and
 // returns each send's answer.
-func (f *fixture) sendBehindLock(tn db.Tenant, held int64, bodies []string) ([]messages.SendResult, []error) {
-	f.t.Helper()
+func (f *fixture) sendBehindLock(tn db.Tenant, held int64, bodies []string) ([]acceptance.Result, []error) {
+	f.T.Helper()
 	ctx := context.Background()
-	tx, err := f.db.Pool.Begin(ctx)
+	tx, err := f.DB.Pool.Begin(ctx)
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // committed below
 	if _, err := tx.Exec(ctx, fmt.Sprintf(`SELECT 1 FROM %s WHERE sender_number_id = $1 AND side = 'accept' FOR UPDATE`,
 		tn.Table("daily_usage")), held); err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
-	results := make([]messages.SendResult, len(bodies))
+	results := make([]acceptance.Result, len(bodies))
 	errs := make([]error, len(bodies))
 	var wg sync.WaitGroup
+	var returned atomic.Int32 // sends answered before the commit: refused before they reach the queue
 	send := func(i int) {
 		defer wg.Done()
-		var r messages.SendRequest
+		defer returned.Add(1)
+		var r acceptance.SendRequest
 		if errs[i] = json.Unmarshal([]byte(bodies[i]), &r); errs[i] == nil {
-			results[i], errs[i] = f.svc.Send(ctx, tn, &r)
+			results[i], errs[i] = f.Svc.Send(ctx, tn, &r)
 		}
 	}
 	wg.Add(1)
 	go send(0)
-	dbtest.WaitForLockWaits(f.t, f.db, 1)
+	dbtest.WaitForLockWaits(f.T, f.DB, 1)
 	for i := 1; i < len(bodies); i++ {
 		wg.Add(1)
 		go send(i)
 	}
-	// Let every send reach the queue: they have nothing else to wait on.
-	time.Sleep(200 * time.Millisecond)
+	// Every other send waits for the held one's run to end, or was
+	// refused before it reached the queue (a sender this process does not
+	// know is read and checked first).
+	messagestest.WaitFor(f.T, func() bool { return f.SendsQueued.Load()+returned.Load() == int32(len(bodies)-1) })
 	if err := tx.Commit(ctx); err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	wg.Wait()
 	return results, errs
-}
-
-// exec runs each statement, failing the test on error.
-func (f *fixture) exec(statements ...string) {
-	f.t.Helper()
-	for _, q := range statements {
-		if _, err := f.db.Pool.Exec(context.Background(), q); err != nil {
-			f.t.Fatal(err)
-		}
-	}
 }

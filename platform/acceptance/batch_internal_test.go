@@ -1,4 +1,4 @@
-package messages
+package acceptance
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/dbtest"
+	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/migrate"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/queue"
@@ -90,7 +91,7 @@ func newAcceptFixture(t *testing.T) *acceptFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := New(Config{DB: one, Prepared: prep, Jobs: rc, Senders: unusedSenders{}, Network: unusedNetwork{}, Logger: quiet})
+	svc, err := New(Config{Prepared: prep, Jobs: rc, Senders: unusedSenders{}, Network: unusedNetwork{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,9 +99,9 @@ func newAcceptFixture(t *testing.T) *acceptFixture {
 }
 
 // voice is an acceptance of a voice message of duration seconds, at at.
-func (f *acceptFixture) voice(duration int, at time.Time) acceptance {
-	return acceptance{ref: senders.SenderRef{ID: f.sid}, r: &row{Message: Message{ToPhone: "+14155550002", Type: TypeVoice,
-		Content: "https://x.example/v.ogg", Duration: &duration, Status: StatusQueued, CreatedAt: at}, UpdatedAt: at}}
+func (f *acceptFixture) voice(duration int, at time.Time) pendingSend {
+	return pendingSend{ref: senders.SenderRef{ID: f.sid}, r: &messages.Row{Message: messages.Message{ToPhone: "+14155550002", Type: messages.TypeVoice,
+		Content: "https://x.example/v.ogg", Duration: &duration, Status: messages.StatusQueued, CreatedAt: at}, UpdatedAt: at}}
 }
 
 // A batch whose statement the database refuses for one message's data (a
@@ -112,8 +113,8 @@ func TestAcceptBatchDataErrorFallsBack(t *testing.T) {
 	f := newAcceptFixture(t)
 	ctx := context.Background()
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	batchOf := func(durations ...int) []acceptance {
-		items := make([]acceptance, len(durations))
+	batchOf := func(durations ...int) []pendingSend {
+		items := make([]pendingSend, len(durations))
 		for i, d := range durations {
 			items[i] = f.voice(d, now)
 		}
@@ -176,7 +177,7 @@ func TestAcceptBatchAcrossMidnight(t *testing.T) {
 	ctx := context.Background()
 	before := time.Date(2026, 11, 22, 23, 59, 59, 500_000_000, time.UTC)
 	after := time.Date(2026, 11, 23, 0, 0, 0, 250_000_000, time.UTC)
-	items := []acceptance{f.voice(1, before), f.voice(2, before), f.voice(3, after), f.voice(4, after), f.voice(5, after)}
+	items := []pendingSend{f.voice(1, before), f.voice(2, before), f.voice(3, after), f.voice(4, after), f.voice(5, after)}
 	out, err := f.svc.acceptBatch(ctx, f.tn, items)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package messages_test
+package delivery_test
 
 import (
 	"context"
@@ -10,17 +10,18 @@ import (
 	"github.com/bizmsg/platform/platform/batch"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/messages"
+	"github.com/bizmsg/platform/platform/messages/messagestest"
 	"github.com/bizmsg/platform/platform/network"
 )
 
 // dispatched is the sender's dispatched counter of the fixture's day.
 func (f *fixture) dispatched(tn db.Tenant, sid int64) int {
-	f.t.Helper()
+	f.T.Helper()
 	var n int
-	if err := f.db.Pool.QueryRow(context.Background(), fmt.Sprintf(`SELECT dispatched FROM %s
+	if err := f.DB.Pool.QueryRow(context.Background(), fmt.Sprintf(`SELECT dispatched FROM %s
 		WHERE sender_number_id = $1 AND day = $2::date AND side = 'deliver'`, tn.Table("daily_usage")),
 		sid, start.Format(time.DateOnly)).Scan(&n); err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	return n
 }
@@ -36,18 +37,18 @@ func (f *fixture) dispatched(tn db.Tenant, sid int64) int {
 // again after its snooze, as River would.)
 func TestDeliverBatchOutcomes(t *testing.T) {
 	t.Parallel()
-	f := newFixtureWith(t, 1000, 1000, func(c *messages.Config) {
-		c.DeliveryBatch = batch.Config{MaxInFlight: 1}
+	f := setupWith(t, 1000, 1000, func(c *messagestest.Config) {
+		c.Delivery.Batch = batch.Config{MaxInFlight: 1}
 	})
-	tn := f.org()
-	capped, suspended, open := f.sender(tn, ph(1)), f.sender(tn, ph(2)), f.sender(tn, ph(3))
-	f.account(ph(10))
-	f.account(ph(11))
+	tn := f.Org()
+	capped, suspended, open := f.Sender(tn, ph(1)), f.Sender(tn, ph(2)), f.Sender(tn, ph(3))
+	f.Account(ph(10))
+	f.Account(ph(11))
 	var ids []int64
 	send := func(sid int64, to string, n int) []int64 {
 		var out []int64
 		for i := range n {
-			out = append(out, f.mustSend(tn, sid, to, fmt.Sprintf("m%d", i)))
+			out = append(out, f.MustSend(tn, sid, to, fmt.Sprintf("m%d", i)))
 		}
 		ids = append(ids, out...)
 		return out
@@ -58,11 +59,11 @@ func TestDeliverBatchOutcomes(t *testing.T) {
 	blockedID := send(open, ph(11), 1)[0]
 
 	ctx := context.Background()
-	f.exec(
+	f.Exec(
 		fmt.Sprintf(`UPDATE %s SET daily_limit_override = 5 WHERE id = %d`, tn.Table("sender_numbers"), capped),
 		fmt.Sprintf(`UPDATE %s SET status = 'suspended' WHERE id = %d`, tn.Table("sender_numbers"), suspended),
 	)
-	if err := f.net.Block(ctx, ph(11), ph(3)); err != nil {
+	if err := f.Net.Block(ctx, ph(11), ph(3)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -70,21 +71,23 @@ func TestDeliverBatchOutcomes(t *testing.T) {
 	// (and a second job of one message, and a job of a message that does
 	// not exist) queues behind it.
 	hold := make(chan struct{})
-	f.net.hold.Store(&hold)
+	f.Net.Hold.Store(&hold)
 	errs := make([]error, len(ids)+2)
 	var wg sync.WaitGroup
 	run := func(i int, id int64) {
 		defer wg.Done()
-		errs[i] = f.deliverDone(tn, id, int64(1000+i), 1)
+		errs[i] = f.DeliverDone(tn, id, int64(1000+i), 1)
 	}
 	wg.Add(1)
 	go run(0, ids[0])
-	waitFor(t, func() bool { return f.net.batches.Load() == 1 })
-	for i, id := range append(ids[1:], openIDs[0], 999_999) {
+	messagestest.WaitFor(t, func() bool { return f.Net.Batches.Load() == 1 })
+	others := append(append([]int64(nil), ids[1:]...), openIDs[0], 999_999)
+	for i, id := range others {
 		wg.Add(1)
 		go run(i+1, id)
 	}
-	time.Sleep(200 * time.Millisecond) // let them queue
+	// Every other job waits for the held batch's run to end.
+	messagestest.WaitFor(t, func() bool { return f.DeliveriesQueued.Load() == int32(len(others)) })
 	close(hold)
 	wg.Wait()
 
@@ -96,14 +99,14 @@ func TestDeliverBatchOutcomes(t *testing.T) {
 	if err := errs[len(errs)-1]; !network.IsPermanent(err) {
 		t.Errorf("job of a missing message: %v, want a permanent error", err)
 	}
-	if f.net.multi.Load() == 0 {
-		t.Fatalf("%d network batches, none of more than one message: nothing was batched", f.net.batches.Load())
+	if f.Net.Multi.Load() == 0 {
+		t.Fatalf("%d network batches, none of more than one message: nothing was batched", f.Net.Batches.Load())
 	}
 
 	status := func(ids []int64) map[string]int {
 		out := map[string]int{}
 		for _, id := range ids {
-			m := f.get(tn, id)
+			m := f.Get(tn, id)
 			k := m.Status
 			if m.ErrorCode != nil {
 				k += " " + *m.ErrorCode
@@ -131,27 +134,27 @@ func TestDeliverBatchOutcomes(t *testing.T) {
 		for _, tc := range []struct {
 			sid        int64
 			dispatched int
-			usage      usage
+			usage      messagestest.Usage
 		}{
-			{capped, 5, usage{used: 8, sent: 5, failed: 3}},
-			{suspended, 0, usage{used: 3, failed: 3}},
-			{open, 11, usage{used: 11, sent: 10, failed: 1}},
+			{capped, 5, messagestest.Usage{Used: 8, Sent: 5, Failed: 3}},
+			{suspended, 0, messagestest.Usage{Used: 3, Failed: 3}},
+			{open, 11, messagestest.Usage{Used: 11, Sent: 10, Failed: 1}},
 		} {
-			if got := f.usage(tn, tc.sid); got != tc.usage {
+			if got := f.Usage(tn, tc.sid); got != tc.usage {
 				t.Errorf("sender %d usage %+v, want %+v", tc.sid, got, tc.usage)
 			}
 			if got := f.dispatched(tn, tc.sid); got != tc.dispatched {
 				t.Errorf("sender %d dispatched %d, want %d", tc.sid, got, tc.dispatched)
 			}
 		}
-		if n := f.networkCount(); n != 15 {
+		if n := f.NetworkCount(); n != 15 {
 			t.Errorf("the network holds %d messages, want 15", n)
 		}
 	}
 	check()
 
 	// Every job again, as River would after a crash: nothing changes.
-	before := f.net.deliveries.Load()
+	before := f.Net.Deliveries.Load()
 	for i, id := range ids {
 		wg.Add(1)
 		go run(i, id)
@@ -162,7 +165,7 @@ func TestDeliverBatchOutcomes(t *testing.T) {
 			t.Errorf("rerun of job %d: %v", i, err)
 		}
 	}
-	if got := f.net.deliveries.Load(); got != before {
+	if got := f.Net.Deliveries.Load(); got != before {
 		t.Errorf("the rerun asked the network for %d deliveries", got-before)
 	}
 	check()
@@ -175,8 +178,8 @@ func TestDeliverBatchOutcomes(t *testing.T) {
 // waits for an earlier message of its conversation and runs again.
 func TestDeliverBatchesConcurrently(t *testing.T) {
 	t.Parallel()
-	f := newFixtureWith(t, 1e6, 1e6, func(c *messages.Config) {
-		c.DeliveryBatch = batch.Config{MaxInFlight: 4, MaxSize: 8}
+	f := setupWith(t, 1e6, 1e6, func(c *messagestest.Config) {
+		c.Delivery.Batch = batch.Config{MaxInFlight: 4, MaxSize: 8}
 	})
 	type job struct {
 		tn db.Tenant
@@ -185,15 +188,15 @@ func TestDeliverBatchesConcurrently(t *testing.T) {
 	var all []job
 	senders := map[db.Tenant][]int64{}
 	for o := range 2 {
-		tn := f.org()
+		tn := f.Org()
 		for s := range 5 {
-			sid := f.sender(tn, ph(100*o+s+1))
+			sid := f.Sender(tn, ph(100*o+s+1))
 			senders[tn] = append(senders[tn], sid)
 		}
-		f.account(ph(900 + o))
+		f.Account(ph(900 + o))
 		for i := range 60 {
 			sid := senders[tn][i%5]
-			all = append(all, job{tn, f.mustSend(tn, sid, ph(900+o), fmt.Sprint(i))})
+			all = append(all, job{tn, f.MustSend(tn, sid, ph(900+o), fmt.Sprint(i))})
 		}
 	}
 	var wg sync.WaitGroup
@@ -202,7 +205,7 @@ func TestDeliverBatchesConcurrently(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = f.deliverDone(j.tn, j.id, int64(i+1), 1)
+			errs[i] = f.DeliverDone(j.tn, j.id, int64(i+1), 1)
 		}()
 	}
 	wg.Wait()
@@ -212,33 +215,22 @@ func TestDeliverBatchesConcurrently(t *testing.T) {
 		}
 	}
 	for _, j := range all {
-		if m := f.get(j.tn, j.id); m.Status != messages.StatusSent {
+		if m := f.Get(j.tn, j.id); m.Status != messages.StatusSent {
 			t.Fatalf("message %d of %s: %s", j.id, j.tn.Schema, m.Status)
 		}
 	}
 	for tn, sids := range senders {
 		for _, sid := range sids {
-			if u, d := f.usage(tn, sid), f.dispatched(tn, sid); u != (usage{used: 12, sent: 12}) || d != 12 {
+			if u, d := f.Usage(tn, sid), f.dispatched(tn, sid); u != (messagestest.Usage{Used: 12, Sent: 12}) || d != 12 {
 				t.Errorf("sender %d of %s: usage %+v, dispatched %d; want 12 used, sent and dispatched", sid, tn.Schema, u, d)
 			}
 		}
 	}
-	if n := f.networkCount(); n != len(all) {
+	if n := f.NetworkCount(); n != len(all) {
 		t.Errorf("the network holds %d messages, want %d", n, len(all))
 	}
-	if f.net.multi.Load() == 0 {
-		t.Errorf("no batch of more than one message in %d batches", f.net.batches.Load())
-	}
-}
-
-// waitFor polls cond for up to 5 s.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out waiting")
-		}
-		time.Sleep(time.Millisecond)
+	if f.Net.Multi.Load() == 0 {
+		t.Errorf("no batch of more than one message in %d batches", f.Net.Batches.Load())
 	}
 }
 
@@ -249,43 +241,43 @@ func waitFor(t *testing.T, cond func() bool) {
 // the earlier one, and its job runs again).
 func TestDeliverSmallBatch(t *testing.T) {
 	t.Parallel()
-	f := newFixtureWith(t, 1000, 1000, func(c *messages.Config) {
-		c.DeliveryBatch = batch.Config{MaxInFlight: 1}
+	f := setupWith(t, 1000, 1000, func(c *messagestest.Config) {
+		c.Delivery.Batch = batch.Config{MaxInFlight: 1}
 	})
-	tn := f.org()
-	sid := f.sender(tn, ph(1))
-	f.account(ph(10))
-	ids := []int64{f.mustSend(tn, sid, ph(10), "a"), f.mustSend(tn, sid, ph(10), "b"), f.mustSend(tn, sid, ph(10), "c")}
+	tn := f.Org()
+	sid := f.Sender(tn, ph(1))
+	f.Account(ph(10))
+	ids := []int64{f.MustSend(tn, sid, ph(10), "a"), f.MustSend(tn, sid, ph(10), "b"), f.MustSend(tn, sid, ph(10), "c")}
 	hold := make(chan struct{})
-	f.net.hold.Store(&hold)
+	f.Net.Hold.Store(&hold)
 	errs := make([]error, len(ids)+1)
 	var wg sync.WaitGroup
 	run := func(i int, id int64) {
 		defer wg.Done()
-		errs[i] = f.deliverDone(tn, id, int64(i+1), 1)
+		errs[i] = f.DeliverDone(tn, id, int64(i+1), 1)
 	}
 	wg.Add(1)
 	go run(0, ids[0])
-	waitFor(t, func() bool { return f.net.batches.Load() == 1 })
+	messagestest.WaitFor(t, func() bool { return f.Net.Batches.Load() == 1 })
 	wg.Add(3)
 	go run(1, ids[1])
 	go run(2, ids[2])
 	go run(3, 999_999)
-	time.Sleep(200 * time.Millisecond) // let them queue
+	messagestest.WaitFor(t, func() bool { return f.DeliveriesQueued.Load() == 3 })
 	close(hold)
 	wg.Wait()
 	for i, id := range ids {
-		if errs[i] != nil || f.get(tn, id).Status != messages.StatusSent {
-			t.Errorf("message %d: %v, %s", id, errs[i], f.get(tn, id).Status)
+		if errs[i] != nil || f.Get(tn, id).Status != messages.StatusSent {
+			t.Errorf("message %d: %v, %s", id, errs[i], f.Get(tn, id).Status)
 		}
 	}
 	if !network.IsPermanent(errs[3]) {
 		t.Errorf("job of a missing message: %v, want a permanent error", errs[3])
 	}
-	if n := f.net.multi.Load(); n != 0 {
+	if n := f.Net.Multi.Load(); n != 0 {
 		t.Errorf("%d network batches of several messages, want none", n)
 	}
-	if u := f.usage(tn, sid); u.sent != 3 || f.dispatched(tn, sid) != 3 {
+	if u := f.Usage(tn, sid); u.Sent != 3 || f.dispatched(tn, sid) != 3 {
 		t.Errorf("usage %+v, dispatched %d; want 3 sent and dispatched", u, f.dispatched(tn, sid))
 	}
 }

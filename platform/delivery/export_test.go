@@ -1,4 +1,4 @@
-package messages
+package delivery
 
 import (
 	"context"

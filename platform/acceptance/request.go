@@ -1,4 +1,4 @@
-package messages
+package acceptance
 
 import (
 	"bytes"
@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"mime"
 	"net/url"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -15,22 +14,23 @@ import (
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/phone"
 	"github.com/bizmsg/platform/platform/senders"
+
+	"github.com/bizmsg/platform/platform/messages"
 )
 
 // Limits of a send (docs/api.md, §Sending). Sizes are in bytes; a megabyte
 // is 1,048,576 bytes.
 const (
-	MaxTextLength            = 4096
-	MaxMediaURLLength        = 2048
-	MaxFileNameLength        = 255
-	MaxFileTypeLength        = 255
-	MaxClientReferenceLength = 128
-	MaxIdempotencyKeyLength  = 255
-	MinDuration              = 1
-	MaxDuration              = 300
-	MaxImageSize             = 5 << 20
-	MaxVoiceSize             = 16 << 20
-	MaxDocumentSize          = 100 << 20
+	MaxTextLength           = 4096
+	MaxMediaURLLength       = 2048
+	MaxFileNameLength       = 255
+	MaxFileTypeLength       = 255
+	MaxIdempotencyKeyLength = 255
+	MinDuration             = 1
+	MaxDuration             = 300
+	MaxImageSize            = 5 << 20
+	MaxVoiceSize            = 16 << 20
+	MaxDocumentSize         = 100 << 20
 )
 
 // IdempotencyKeyHeader carries a send's idempotency key.
@@ -194,7 +194,7 @@ func (r *SendRequest) validate() (draft, error) {
 		v.Add("type", "is required")
 	case r.Type != nil:
 		switch *r.Type {
-		case TypeText, TypeImage, TypeVoice, TypeDocument, TypeTemplate:
+		case messages.TypeText, messages.TypeImage, messages.TypeVoice, messages.TypeDocument, messages.TypeTemplate:
 			typ = *r.Type
 		default:
 			v.Add("type", "must be one of text, image, voice, document, template")
@@ -223,7 +223,7 @@ func (r *SendRequest) validate() (draft, error) {
 
 	// Content and the file fields, or the template.
 	switch {
-	case typ == TypeTemplate:
+	case typ == messages.TypeTemplate:
 		validateTemplateRef(v, r, &d)
 	case typ != "":
 		validateContent(v, r, typ, &d)
@@ -236,18 +236,18 @@ func (r *SendRequest) validate() (draft, error) {
 	if r.Duration != nil {
 		if *r.Duration < MinDuration || *r.Duration > MaxDuration {
 			v.Add("duration", fmt.Sprintf("must be an integer from %d to %d (seconds)", MinDuration, MaxDuration))
-		} else if typ == TypeVoice {
+		} else if typ == messages.TypeVoice {
 			n := int(*r.Duration)
 			d.Duration = &n
 		}
-	} else if typ == TypeVoice && !v.Has("duration") {
+	} else if typ == messages.TypeVoice && !v.Has("duration") {
 		v.Add("duration", "is required for voice messages")
 	}
 
 	// Client reference.
 	if r.ClientReference != nil && *r.ClientReference != "" {
 		ref := *r.ClientReference
-		if v.Text("client_reference", ref, MaxClientReferenceLength) {
+		if v.Text("client_reference", ref, messages.MaxClientReferenceLength) {
 			d.ClientReference = &ref
 		}
 	}
@@ -269,7 +269,7 @@ func (r *SendRequest) validate() (draft, error) {
 
 // validateContent checks content and the file fields of a message of type typ.
 func validateContent(v *apperr.Validation, r *SendRequest, typ string, d *draft) {
-	if typ == TypeText {
+	if typ == messages.TypeText {
 		switch {
 		case r.Content == nil:
 			if !v.Has("content") {
@@ -348,9 +348,9 @@ func validateContent(v *apperr.Validation, r *SendRequest, typ string, d *draft)
 // maxFileSize is the largest file_size of a media type.
 func maxFileSize(typ string) int64 {
 	switch typ {
-	case TypeImage:
+	case messages.TypeImage:
 		return MaxImageSize
-	case TypeVoice:
+	case messages.TypeVoice:
 		return MaxVoiceSize
 	default:
 		return MaxDocumentSize
@@ -393,9 +393,9 @@ func checkMIME(raw, typ string) (string, string) {
 		return "", "must be a MIME type such as image/png"
 	}
 	switch {
-	case typ == TypeImage && main != "image":
+	case typ == messages.TypeImage && main != "image":
 		return "", "must be an image/* type for image messages"
-	case typ == TypeVoice && main != "audio":
+	case typ == messages.TypeVoice && main != "audio":
 		return "", "must be an audio/* type for voice messages"
 	}
 	if f := mime.FormatMediaType(mt, params); f != "" {
@@ -416,5 +416,3 @@ func printableASCII(s string) bool {
 	}
 	return true
 }
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -1,0 +1,151 @@
+// Package acceptance accepts a send: it validates the request, answers a
+// repeated Idempotency-Key with its first answer, checks the recipient on
+// the network, and stores the message (queued) with its delivery job, or
+// refuses it with the reason the client reads. It returns domain values
+// (Result); the doors render them.
+//
+// A send is validated in full first (every field error at once, nothing
+// touched). Then: an Idempotency-Key already answered replays its answer;
+// the recipient is checked on the network (lookup.Check, the rule the
+// contacts lookup uses), outside any transaction so that no database
+// connection is held while the network answers. The lookup needs the
+// sender's phone: the request's, or the one this process remembers for the
+// sender's id (a sender's phone never changes), or else the sender's row,
+// read and checked first. Then one transaction accepts the message: one
+// statement (acceptSQL) and River's insert of its delivery job:
+//
+//  1. the sender, which must be active (the sender errors are worded from
+//     its row when it is not: sender_not_found, sender_not_active,
+//     sender_owner_unverified);
+//  2. the daily limit: INSERT ... ON CONFLICT DO UPDATE SET used = used + 1
+//     WHERE used < limit, so concurrent sends never pass the limit (429
+//     daily_limit_exceeded when it refuses);
+//  3. the message row (queued), inserted only when the steps before it
+//     succeeded, and then its delivery job (River's InsertManyFastTx, in
+//     the same transaction: no message without its job, no job without
+//     its message).
+//
+// Sends of one tenant that arrive while its earlier ones are in the database
+// share one transaction (acceptBatch, acceptBatchSQL): each sender's counter is
+// raised once for all its messages, all or none; whatever that statement
+// does not accept is decided again by the one-message statement.
+//
+// The sender row is not locked: a suspension that commits while a send is
+// being accepted may let that one message in, and its delivery then fails it
+// sender_not_active (the delivery re-checks the sender). With an
+// Idempotency-Key the same statements run in a transaction that first claims
+// the key (so concurrent repeats of one key queue on its unique index and the
+// later ones read the answer) and then stores the answer under it.
+//
+// The statements (acceptance, alone or batched; idempotency keys) take $n
+// arguments and go through db.Prepared, which keeps them prepared on each
+// pool connection up to a bound, so that Postgres parses, analyses and
+// plans them once per connection instead of at every run. Their texts name
+// the tenant's schema, so each tenant has texts of its own.
+package acceptance
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/bizmsg/platform/platform/batch"
+	"github.com/bizmsg/platform/platform/clock"
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/defaults"
+	"github.com/bizmsg/platform/platform/network"
+	"github.com/bizmsg/platform/platform/senders"
+)
+
+// Senders is what acceptance needs of the sender-number service, to word
+// the sender errors; *senders.Service is one.
+type Senders interface {
+	Resolve(ctx context.Context, t db.Tenant, ref senders.SenderRef) (senders.Sender, error)
+}
+
+// Jobs inserts the delivery jobs of accepted messages in their acceptance
+// transaction: the process's River client is one.
+type Jobs interface {
+	InsertManyFastTx(ctx context.Context, tx pgx.Tx, params []river.InsertManyParams) (int, error)
+}
+
+// Config configures a Service.
+type Config struct {
+	// Prepared runs the statements of acceptance and idempotency keys
+	// (prepared per connection, up to its bound). Required.
+	Prepared *db.Prepared
+	// Senders resolves sender numbers for the send path's errors. Required.
+	Senders Senders
+	// Network is the messaging network: the recipient's lookup. Required.
+	Network network.Network
+	// Jobs inserts each accepted message's delivery job in its acceptance
+	// transaction. Required.
+	Jobs Jobs
+	// SenderCache bounds how many senders the process remembers the phone
+	// of (see senderCache). Default 100,000.
+	SenderCache int
+	// Batch bounds the acceptance batches of a tenant (see acceptBatch):
+	// sends without an Idempotency-Key that arrive while the tenant's
+	// earlier ones are being stored share one statement. Defaults 64 and 2
+	// (batch.Config).
+	Batch batch.Config
+	// IdempotencyTTL is how long an Idempotency-Key is remembered. Default 24 h.
+	IdempotencyTTL time.Duration
+	// ServiceWindow is the network's service window (docs/api.md, §Service
+	// window): with one, a message that is not a template is accepted only
+	// when the recipient wrote to the sender within it. 0 (the default): no
+	// window.
+	ServiceWindow time.Duration
+	// Templates resolves the template of a send of type template. Nil:
+	// such sends fail.
+	Templates Templates
+	// Clock is the time source of acceptance (the UTC day of the daily
+	// limit) and of idempotency keys. Default clock.Real{}.
+	Clock clock.Clock
+}
+
+// Service accepts sends. It is safe for concurrent use.
+type Service struct {
+	prep    *db.Prepared
+	senders Senders
+	net     network.Network
+	jobs    Jobs
+	known   *senderCache
+	// acceptances batches the sends of each tenant (acceptBatch).
+	acceptances *batch.Batcher[db.Tenant, pendingSend, sendOutcome]
+	clock       clock.Clock
+	cfg         Config
+}
+
+// New validates cfg and returns a Service.
+func New(cfg Config) (*Service, error) {
+	switch {
+	case cfg.Prepared == nil:
+		return nil, errors.New("acceptance: Config.Prepared is required")
+	case cfg.Senders == nil:
+		return nil, errors.New("acceptance: Config.Senders is required")
+	case cfg.Network == nil:
+		return nil, errors.New("acceptance: Config.Network is required")
+	case cfg.Jobs == nil:
+		return nil, errors.New("acceptance: Config.Jobs is required")
+	}
+	defaults.Positive(&cfg.SenderCache, 100_000)
+	defaults.Positive(&cfg.IdempotencyTTL, 24*time.Hour)
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	s := &Service{
+		prep:    cfg.Prepared,
+		senders: cfg.Senders,
+		net:     cfg.Network,
+		jobs:    cfg.Jobs,
+		known:   newSenderCache(cfg.SenderCache),
+		clock:   cfg.Clock,
+		cfg:     cfg,
+	}
+	s.acceptances = batch.New(s.acceptBatch, cfg.Batch)
+	return s, nil
+}
