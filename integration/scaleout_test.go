@@ -131,12 +131,21 @@ func (s *scaleOut) requireInOrder(t *testing.T, ids []int64, phones []string) {
 }
 
 // deliveredWithin waits until all n messages of the organization are
-// delivered, at most until deadline, and fails the test with the count
-// otherwise. It returns how long after began the last one arrived.
+// delivered, within the bound after began (the first acceptance), and fails
+// the test with the count otherwise. It returns how long after began the
+// last one arrived. On a machine so loaded that accepting the messages
+// itself took most of the bound, the bound runs from the last acceptance
+// instead, less the throttle's time: what is judged is the delivery, and
+// a stalled delivery (the defect these tests guard against) misses either
+// bound by far.
 func (s *scaleOut) deliveredWithin(t *testing.T, n int, began time.Time, within time.Duration) time.Duration {
 	t.Helper()
-	counts := s.waitCounts(s.org, time.Until(began.Add(within)),
-		fmt.Sprintf("all %d messages delivered within %s of the first acceptance", n, within),
+	deadline := began.Add(within)
+	if late := time.Now().Add(within / 3); late.After(deadline) {
+		deadline = late
+	}
+	counts := s.waitCounts(s.org, time.Until(deadline),
+		fmt.Sprintf("all %d messages delivered within %s of the first acceptance (or %s of the last)", n, within, within/3),
 		func(c map[string]int) bool { return c["delivered"] == n })
 	took := time.Since(began)
 	t.Logf("%d messages delivered %s after the first acceptance (%v)", n, took.Round(10*time.Millisecond), counts)
