@@ -55,11 +55,13 @@ func TestDeliveryReport(t *testing.T) {
 	t.Cleanup(func() { _ = client.Stop(context.Background()) })
 
 	deadline := time.Now().Add(20 * time.Second)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
 	for m = read(); m.Delivery == nil || m.Delivery.State != queue.DeliveryRetrying; m = read() {
 		if time.Now().After(deadline) {
 			t.Fatalf("no failed attempt recorded: %+v", m.Delivery)
 		}
-		time.Sleep(50 * time.Millisecond)
+		<-tick.C
 	}
 	d := m.Delivery
 	if d.Attempts != 1 || d.LastError != queue.ReasonNetwork || d.LastAttemptAt == nil || d.NextAttemptAt == nil {

@@ -354,7 +354,7 @@ func (f *Fixture) DeliverDone(tn db.Tenant, id, jobID int64, attempt int) error 
 		if err != nil || d == 0 {
 			return err
 		}
-		time.Sleep(d) // the snooze
+		time.Sleep(d) // time is what River's snooze is: the job runs again after d
 	}
 	return fmt.Errorf("message %d: its job snoozed 10,000 times", id)
 }
@@ -419,10 +419,11 @@ func (f *Fixture) Exec(statements ...string) {
 // WaitFor polls cond for up to 5 s.
 func WaitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); {
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); <-tick.C {
 		if time.Now().After(deadline) {
 			t.Fatal("timed out waiting")
 		}
-		time.Sleep(time.Millisecond)
 	}
 }

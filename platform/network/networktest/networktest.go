@@ -317,6 +317,8 @@ func checkTemplateReview(t *testing.T, h Harness) {
 		}
 	}
 	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		got := map[string]network.TemplateVerdict{}
 		for _, v := range h.Verdicts(t) {
@@ -336,6 +338,6 @@ func checkTemplateReview(t *testing.T, h Harness) {
 		if time.Now().After(deadline) {
 			t.Fatalf("verdicts after 10 s: %v", got)
 		}
-		time.Sleep(10 * time.Millisecond)
+		<-tick.C
 	}
 }
