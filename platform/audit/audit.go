@@ -114,6 +114,19 @@ func Network() Actor { return Actor{Type: ActorNetwork} }
 // System is the actor of the platform acting on its own.
 func System() Actor { return Actor{Type: ActorSystem} }
 
+// Requester is the actor of a change made by request: the member userID
+// (acting on the dashboard, or through an API key they created), else the
+// API key keyID acting for nobody, else the platform.
+func Requester(userID, keyID int64) Actor {
+	switch {
+	case userID > 0:
+		return User(userID)
+	case keyID > 0:
+		return APIKey(keyID)
+	}
+	return System()
+}
+
 // columns are the actor's actor_user_id and actor_api_key_id columns: its
 // ID in the one of its type, 0 (NULL) in the other.
 func (a Actor) columns() (userID, keyID int64) {

@@ -28,16 +28,7 @@ type Actor struct {
 
 // auditActor is the audit log's actor of a: the member, else the key acting
 // for nobody, else the platform.
-func (a Actor) auditActor() audit.Actor {
-	switch {
-	case a.UserID > 0:
-		return audit.User(a.UserID)
-	case a.KeyID > 0:
-		return audit.APIKey(a.KeyID)
-	default:
-		return audit.System()
-	}
-}
+func (a Actor) auditActor() audit.Actor { return audit.Requester(a.UserID, a.KeyID) }
 
 // AddRequest puts a phone on the list by request (POST /api/v1/opt-outs,
 // the dashboard).

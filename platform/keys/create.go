@@ -237,15 +237,7 @@ func record(ctx context.Context, tx pgx.Tx, orgID int64, actor Actor, action str
 }
 
 // auditActor is the audit log's actor of a.
-func (a Actor) auditActor() audit.Actor {
-	switch {
-	case a.UserID > 0:
-		return audit.User(a.UserID)
-	case a.KeyID > 0:
-		return audit.APIKey(a.KeyID)
-	}
-	return audit.System()
-}
+func (a Actor) auditActor() audit.Actor { return audit.Requester(a.UserID, a.KeyID) }
 
 // errNotFound is the 404 for a key id that does not exist in the caller's
 // organization (whether or not it exists in another).
