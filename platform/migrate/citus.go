@@ -76,14 +76,14 @@ func distributeTx(ctx context.Context, tx pgx.Tx, schema string) error {
 
 // Distribution is one tenant schema's placement on a Citus cluster.
 type Distribution struct {
-	Schema string
+	Schema string `json:"schema"`
 	// Distributed is false for a schema that is still a regular schema of
 	// the coordinator.
-	Distributed bool
+	Distributed bool `json:"distributed"`
 	// Node is the node (host:port) holding the schema, when distributed.
-	Node string
+	Node string `json:"node"`
 	// Moved reports that DistributeTenants distributed it in this run.
-	Moved bool
+	Moved bool `json:"moved"`
 }
 
 // DistributeTenants makes every organization's tenant schema that is still a
