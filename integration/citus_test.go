@@ -120,15 +120,30 @@ func TestCitusCluster(t *testing.T) {
 		sid  int64
 		hook webhookEndpoint
 	}
-	runs := make([]*tenantRun, orgs)
-	for i := range runs {
-		org := e.Register(t)
-		r := &tenantRun{org: org}
-		r.sid = e.activeSender(org, phoneN(100+i))
-		r.hook = createWebhook(t, e.Env, org.Key(), map[string]any{"url": fmt.Sprintf("https://hooks%d.example.com/in", i),
-			"events": []string{"message.delivered"}})
-		runs[i] = r
+	// Each step's two-phase commits, counted in pg_dist_transaction.
+	twoPC := func() int {
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_dist_transaction`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
 	}
+	runs := make([]*tenantRun, orgs)
+	before := twoPC()
+	for i := range runs {
+		runs[i] = &tenantRun{org: e.Register(t)}
+	}
+	registered := twoPC()
+	for i, r := range runs {
+		r.sid = e.activeSender(r.org, phoneN(100+i))
+	}
+	confirmed := twoPC()
+	for i, r := range runs {
+		r.hook = createWebhook(t, e.Env, r.org.Key(), map[string]any{"url": fmt.Sprintf("https://hooks%d.example.com/in", i),
+			"events": []string{"message.delivered"}})
+	}
+	t.Logf("pg_dist_transaction records: %d for %d registrations, %d for %d sender numbers registered and confirmed, %d for %d webhook endpoints",
+		registered-before, orgs, confirmed-registered, orgs, twoPC()-confirmed, orgs)
 
 	// Each tenant schema is distributed, whole on one worker, and the
 	// organizations are on both workers.
