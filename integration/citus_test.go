@@ -95,8 +95,8 @@ func execSQL(t *testing.T, url, sql string) {
 // workers, detecting Citus by itself. Every organization's schema is a
 // distributed schema living whole on one worker, the organizations land on
 // both workers, each registers, confirms a sender number (OTP through the
-// network, the sender directory, River jobs) and adds a webhook endpoint, and
-// none sees another's. The send path is not run: its statements are refused
+// network, the sender directory, River jobs), adds a webhook endpoint and
+// receives an inbound message, and none sees another's. The send path is not run: its statements are refused
 // on distributed tables (docs/scaling.md, §Measured). The test also measures,
 // without asserting a fix, the transactions that write a tenant schema and a
 // coordinator table, and whether Citus makes them two-phase commits.
@@ -208,6 +208,38 @@ func TestCitusCluster(t *testing.T) {
 			t.Fatalf("%s reads another organization's webhook %d: %d", r.org.Name, other.hook.ID, resp.Status)
 		}
 	}
+
+	// An inbound message (a recipient writes to the sender number) lands in
+	// its organization's schema on its worker, and in no other.
+	beforeInbound := twoPC()
+	for i := range runs {
+		from := phoneN(200 + i)
+		e.recipient(from)
+		if _, err := e.net.Send(ctx, from, phoneN(100+i), "hello from "+from); err != nil {
+			t.Fatal(err)
+		}
+	}
+	poll := time.NewTicker(50 * time.Millisecond)
+	defer poll.Stop()
+	for i, r := range runs {
+		want := phoneN(200 + i)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			var list struct {
+				Data []message `json:"data"`
+			}
+			e.Do(Request{Method: http.MethodGet, Path: messagesPath + "?direction=inbound", Header: r.org.Key()}).JSON(t, &list)
+			if len(list.Data) == 1 && list.Data[0].FromPhone != nil && *list.Data[0].FromPhone == want {
+				break
+			}
+			if len(list.Data) > 1 || time.Now().After(deadline) {
+				t.Fatalf("%s's inbound messages: %+v, want one from %s", r.org.Name, list.Data, want)
+			}
+			<-poll.C
+		}
+	}
+
+	t.Logf("pg_dist_transaction records: %d for %d inbound messages", twoPC()-beforeInbound, orgs)
 
 	measureSpanning(t, cluster, pool)
 	measureOnePhase(t, url, runs[0].org.Tenant.Schema)
