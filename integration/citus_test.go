@@ -17,6 +17,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/bizmsg/platform/migrations"
+	"github.com/bizmsg/platform/platform/migrate"
 )
 
 // citusCluster is a local 3-node Citus cluster started by
@@ -241,8 +244,83 @@ func TestCitusCluster(t *testing.T) {
 
 	t.Logf("pg_dist_transaction records: %d for %d inbound messages", twoPC()-beforeInbound, orgs)
 
+	// An installation that began on one server: a tenant schema that is a
+	// regular coordinator schema (made as a single server makes it, with a
+	// row) is distributed by DistributeTenants (platform admin citus
+	// distribute), with its rows. (citus_schema_undistribute cannot make
+	// one: it refuses the identity column of opt_outs.)
+	const oldOrg = 9000
+	old := singleServerTenant(t, url, oldOrg)
+	placed, err := e.App.Migrator.DistributeTenants(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(placed) != orgs+1 {
+		t.Fatalf("DistributeTenants placed %d schemas, want %d", len(placed), orgs+1)
+	}
+	for _, p := range placed {
+		if !p.Distributed || p.Node == "" || p.Moved != (p.Schema == old) {
+			t.Fatalf("DistributeTenants: %+v (the single-server schema: %s)", p, old)
+		}
+	}
+	var kept string
+	if err := pool.QueryRow(ctx, `SELECT phone FROM `+pgx.Identifier{old, "opt_outs"}.Sanitize()).Scan(&kept); err != nil || kept != "+14155559999" {
+		t.Fatalf("the distributed schema's row: %q, %v", kept, err)
+	}
+	first := runs[0]
+	var senders struct {
+		Data []struct {
+			ID int64 `json:"id"`
+		} `json:"data"`
+	}
+	e.Do(Request{Method: http.MethodGet, Path: "/api/v1/sender-numbers", Header: first.org.Key()}).JSON(t, &senders)
+	if len(senders.Data) != 1 || senders.Data[0].ID != first.sid {
+		t.Fatalf("after its redistribution %s lists sender numbers %+v, want %d", first.org.Name, senders.Data, first.sid)
+	}
+
 	measureSpanning(t, cluster, pool)
 	measureOnePhase(t, url, runs[0].org.Tenant.Schema)
+}
+
+// singleServerTenant makes organization id's tenant schema as a single
+// server has it: a regular schema, migrated, with an opt-out row.
+func singleServerTenant(t *testing.T, url string, id int64) string {
+	t.Helper()
+	schema := fmt.Sprintf("tenant_%d", id)
+	set, err := migrate.LoadSet(migrations.Tenant())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close(context.Background()) }()
+	err = pgx.BeginFunc(t.Context(), conn, func(tx pgx.Tx) error {
+		stmts := []string{
+			`INSERT INTO central.organizations (id, name, subscription_status, default_daily_limit, created_at, schema_name)
+			 VALUES (` + fmt.Sprint(id) + `, 'single server', 'trialing', 100, now(), '` + schema + `')`,
+			"SET LOCAL citus.enable_schema_based_sharding TO off",
+			"CREATE SCHEMA " + schema,
+			"SET LOCAL search_path TO " + schema,
+			"CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())",
+		}
+		for _, m := range set {
+			stmts = append(stmts, migrate.Statements(m.SQL)...)
+			stmts = append(stmts, fmt.Sprintf("INSERT INTO schema_migrations (version, name) VALUES (%d, '%s')", m.Version, m.Name))
+		}
+		stmts = append(stmts, "INSERT INTO opt_outs (phone, source, created_at) VALUES ('+14155559999', 'api', now())")
+		for _, s := range stmts {
+			if _, err := tx.Exec(t.Context(), s); err != nil {
+				return fmt.Errorf("%s: %w", s, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return schema
 }
 
 // dbName is the database a URL names.
