@@ -26,13 +26,17 @@ type citusState struct {
 
 // Citus reports whether the migrator's database is a Citus coordinator (the
 // citus extension exists in it).
-func (m *Migrator) Citus(ctx context.Context) (bool, error) {
+func (m *Migrator) Citus(ctx context.Context) (bool, error) { return m.citusVia(ctx, m.pool) }
+
+// citusVia is Citus, asking q (a transaction the caller holds, so that no
+// second connection is needed) when the answer is not known yet.
+func (m *Migrator) citusVia(ctx context.Context, q querier) (bool, error) {
 	m.citusState.mu.Lock()
 	defer m.citusState.mu.Unlock()
 	if m.citusState.known {
 		return m.citusState.on, nil
 	}
-	on, err := HasCitus(ctx, m.pool)
+	on, err := HasCitus(ctx, q)
 	if err != nil {
 		return false, err
 	}
@@ -40,10 +44,15 @@ func (m *Migrator) Citus(ctx context.Context) (bool, error) {
 	return on, nil
 }
 
-// HasCitus reports whether the citus extension exists in the pool's database.
-func HasCitus(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
+// querier is what HasCitus asks: a pool, a connection or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// HasCitus reports whether the citus extension exists in q's database.
+func HasCitus(ctx context.Context, q querier) (bool, error) {
 	var on bool
-	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')`).Scan(&on); err != nil {
+	if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')`).Scan(&on); err != nil {
 		return false, fmt.Errorf("detect citus: %w", err)
 	}
 	return on, nil

@@ -183,7 +183,7 @@ func (m *Migrator) Tenant(ctx context.Context, t db.Tenant) (applied int, err er
 // TenantTx provisions a tenant schema inside the caller's transaction, so that
 // creating an organization and its schema commit or roll back together.
 func (m *Migrator) TenantTx(ctx context.Context, tx pgx.Tx, t db.Tenant) (applied int, err error) {
-	citus, err := m.Citus(ctx)
+	citus, err := m.citusVia(ctx, tx)
 	if err != nil {
 		return 0, err
 	}
