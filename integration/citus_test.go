@@ -110,6 +110,8 @@ func TestCitusCluster(t *testing.T) {
 	// Every statement of this database in the coordinator's log, with its
 	// virtual transaction id; 2PC records kept (no recovery sweeps them).
 	execSQL(t, url, fmt.Sprintf("ALTER DATABASE %s SET log_statement = 'all'", pgx.Identifier{dbName(t, url)}.Sanitize()))
+	execSQL(t, url, fmt.Sprintf("ALTER DATABASE %s SET citus.log_remote_commands = on", pgx.Identifier{dbName(t, url)}.Sanitize()))
+	execSQL(t, url, fmt.Sprintf("ALTER DATABASE %s SET log_min_messages = notice", pgx.Identifier{dbName(t, url)}.Sanitize()))
 	execSQL(t, url, "ALTER SYSTEM SET citus.recover_2pc_interval = -1")
 	execSQL(t, url, "SELECT pg_reload_conf()")
 
@@ -350,7 +352,10 @@ func measureSpanning(t *testing.T, c *citusCluster, pool interface {
 		t.Fatal(err)
 	}
 	defer func() { _ = f.Close() }()
-	type txn struct{ tenant, river, central bool }
+	type txn struct {
+		tenant, river, central, prepared bool
+		first                            string
+	}
 	txns := map[string]*txn{}
 	var cur *txn
 	sc := bufio.NewScanner(f)
@@ -360,13 +365,25 @@ func measureSpanning(t *testing.T, c *citusCluster, pool interface {
 		line := sc.Text()
 		if m := logEntry.FindStringSubmatch(line); m != nil {
 			cur = nil
-			if m[1] == "" || !strings.Contains(m[3], "statement:") && !strings.Contains(m[3], "execute") {
+			if m[1] == "" || !strings.Contains(m[3], "statement:") && !strings.Contains(m[3], "execute") && !strings.Contains(m[3], "issuing") {
 				continue
 			}
 			if txns[m[1]] == nil {
 				txns[m[1]] = &txn{}
 			}
 			cur, line = txns[m[1]], m[3]
+			if low := strings.ToLower(line); cur.first == "" && !strings.Contains(low, "begin") && !strings.Contains(low, "issuing") &&
+				!strings.Contains(low, "set local") {
+				_, text, _ := strings.Cut(line, ": ")
+				_, text, _ = strings.Cut(text, ": ")
+				cur.first = strings.Join(strings.Fields(text), " ")
+				if len(cur.first) > 90 {
+					cur.first = cur.first[:90]
+				}
+			}
+		}
+		if strings.Contains(line, "issuing PREPARE TRANSACTION") {
+			cur.prepared = true
 		}
 		if cur == nil {
 			continue
@@ -399,6 +416,13 @@ func measureSpanning(t *testing.T, c *citusCluster, pool interface {
 			withCentral++
 		}
 	}
+	prepared := map[string]int{}
+	for _, x := range txns {
+		if x.prepared {
+			prepared[x.first]++
+		}
+	}
+	t.Logf("transactions Citus committed in two phases, by their first statement: %v", prepared)
 	var twoPC int
 	if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM pg_dist_transaction`).Scan(&twoPC); err != nil {
 		t.Fatal(err)
