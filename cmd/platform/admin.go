@@ -49,6 +49,11 @@ Messages and jobs:
                 message that failed with network_error is queued again
                 in the same transaction, one refused for its own reason is
                 left alone
+
+Citus (docs/scaling.md):
+  citus distribute  [--json]
+                distribute every tenant schema still on the coordinator
+                (citus_schema_distribute), one at a time
 `
 
 // runAdmin runs `platform admin <area> <command>`.
@@ -57,6 +62,7 @@ func runAdmin(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"sender":  runAdminSender,
 		"message": runAdminMessage,
 		"jobs":    runAdminJobs,
+		"citus":   runAdminCitus,
 	})
 }
 

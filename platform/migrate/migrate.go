@@ -109,6 +109,9 @@ type Migrator struct {
 	// after River's migrations (run by the river migrator below).
 	riverSet Set
 	river    *rivermigrate.Migrator[pgx.Tx]
+	// citusState caches whether the database is a Citus coordinator
+	// (citus.go).
+	citusState citusState
 }
 
 // New returns a Migrator over pool with the embedded migration sets.
@@ -180,7 +183,11 @@ func (m *Migrator) Tenant(ctx context.Context, t db.Tenant) (applied int, err er
 // TenantTx provisions a tenant schema inside the caller's transaction, so that
 // creating an organization and its schema commit or roll back together.
 func (m *Migrator) TenantTx(ctx context.Context, tx pgx.Tx, t db.Tenant) (applied int, err error) {
-	n, err := applySetTx(ctx, tx, t.Schema, m.tenant, true)
+	citus, err := m.citusVia(ctx, tx)
+	if err != nil {
+		return 0, err
+	}
+	n, err := applySetTx(ctx, tx, t.Schema, m.tenant, true, citus)
 	if err != nil {
 		return 0, fmt.Errorf("migrate %s: %w", t.Schema, err)
 	}
@@ -196,11 +203,15 @@ func (m *Migrator) applySet(ctx context.Context, schema string, set Set) (int, e
 	// a transaction that waited for an advisory lock may still hold stale catalog
 	// caches (advisory locks do not process invalidations), so CREATE SCHEMA IF
 	// NOT EXISTS could miss a schema the other process just committed.
+	citus, err := m.Citus(ctx)
+	if err != nil {
+		return 0, err
+	}
 	var applied int
-	err := m.withLock(ctx, schema, func(conn *pgxpool.Conn) error {
+	err = m.withLock(ctx, schema, func(conn *pgxpool.Conn) error {
 		return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			var err error
-			applied, err = applySetTx(ctx, tx, schema, set, false)
+			applied, err = applySetTx(ctx, tx, schema, set, false, citus)
 			return err
 		})
 	})
@@ -227,13 +238,19 @@ func (m *Migrator) withLock(ctx context.Context, schema string, f func(*pgxpool.
 
 // applySetTx applies the pending migrations of set to schema inside tx. With
 // xactLock it first takes the schema's advisory lock for the transaction (used
-// when the caller owns the transaction and the schema is new to it).
-func applySetTx(ctx context.Context, tx pgx.Tx, schema string, set Set, xactLock bool) (int, error) {
+// when the caller owns the transaction and the schema is new to it). On Citus
+// (citus) every schema is created a regular one and migrated one statement at
+// a time, and a tenant schema is then distributed in the same transaction
+// (citus.go).
+func applySetTx(ctx context.Context, tx pgx.Tx, schema string, set Set, xactLock, citus bool) (int, error) {
 	q := pgx.Identifier{schema}.Sanitize()
 	if xactLock {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", lockKey(schema)); err != nil {
 			return 0, fmt.Errorf("lock: %w", err)
 		}
+	}
+	if err := localSchemas(ctx, tx, citus); err != nil {
+		return 0, err
 	}
 	if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+q); err != nil {
 		return 0, fmt.Errorf("create schema: %w", err)
@@ -258,13 +275,24 @@ func applySetTx(ctx context.Context, tx pgx.Tx, schema string, set Set, xactLock
 		if _, err := tx.Exec(ctx, "SET LOCAL search_path TO "+q); err != nil {
 			return applied, fmt.Errorf("set search_path: %w", err)
 		}
-		if _, err := tx.Exec(ctx, mig.SQL); err != nil {
-			return applied, fmt.Errorf("apply %04d_%s: %w", mig.Version, mig.Name, err)
+		stmts := []string{mig.SQL}
+		if citus {
+			stmts = Statements(mig.SQL) // one at a time on Citus (split.go)
+		}
+		for _, stmt := range stmts {
+			if _, err := tx.Exec(ctx, stmt); err != nil {
+				return applied, fmt.Errorf("apply %04d_%s: %w", mig.Version, mig.Name, err)
+			}
 		}
 		if _, err := tx.Exec(ctx, "INSERT INTO "+q+".schema_migrations (version, name) VALUES ($1, $2)", mig.Version, mig.Name); err != nil {
 			return applied, fmt.Errorf("record %04d_%s: %w", mig.Version, mig.Name, err)
 		}
 		applied++
+	}
+	if citus && schema != CentralSchema && schema != NetworkSchema && schema != RiverSchema {
+		if err := distributeTx(ctx, tx, schema); err != nil {
+			return applied, err
+		}
 	}
 	return applied, nil
 }
@@ -292,9 +320,20 @@ func (m *Migrator) migrateRiver(ctx context.Context) (int, error) {
 	if current, err := m.riverCurrent(ctx); err == nil && current {
 		return 0, nil
 	}
+	citus, err := m.Citus(ctx)
+	if err != nil {
+		return 0, err
+	}
 	var applied int
-	err := m.withLock(ctx, RiverSchema, func(conn *pgxpool.Conn) error {
-		if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{RiverSchema}.Sanitize()); err != nil {
+	err = m.withLock(ctx, RiverSchema, func(conn *pgxpool.Conn) error {
+		// River's schema is a regular coordinator schema on Citus.
+		if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if err := localSchemas(ctx, tx, citus); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{RiverSchema}.Sanitize())
+			return err
+		}); err != nil {
 			return fmt.Errorf("create schema: %w", err)
 		}
 		res, err := m.river.Migrate(ctx, rivermigrate.DirectionUp, nil)
