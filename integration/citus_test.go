@@ -30,7 +30,7 @@ type citusCluster struct {
 }
 
 // startCitusCluster starts a coordinator and two workers under a fresh
-// directory (installing Citus with ../shared/citus/install.sh where it is
+// directory (installing Citus with the installer scripts/citus-cluster finds where it is
 // missing) and stops and deletes them when the test ends. It fails, never
 // skips, when the cluster cannot start.
 func startCitusCluster(t *testing.T) *citusCluster {
@@ -56,7 +56,7 @@ func startCitusCluster(t *testing.T) *citusCluster {
 	out, err := exec.CommandContext(ctx, script, "start", dir).CombinedOutput()
 	if err != nil {
 		t.Fatalf("the Citus tests need a local 3-node Citus cluster (scripts/citus-cluster start, which installs Citus "+
-			"with ../shared/citus/install.sh as root where it is missing), and it did not start: %v\n%s", err, out)
+			"with its installer (CITUS_INSTALLER) as root where it is missing), and it did not start: %v\n%s", err, out)
 	}
 	return c
 }
