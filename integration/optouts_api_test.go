@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -103,6 +104,14 @@ func TestOptOutAPI(t *testing.T) {
 	wantError(t, del(phoneN(3)), http.StatusNotFound, "not_found")
 	wantError(t, del("not-a-phone"), http.StatusUnprocessableEntity, "validation_failed")
 	accepted(t, e.send(org, text(sid, phoneN(3), "hi again")))
+	// The path's phone with its + URL-encoded, as the contract writes it.
+	r = e.Do(Request{Method: http.MethodDelete, Path: optOutsPath + "/" + strings.Replace(phoneN(4), "+", "%2B", 1), Header: org.Key()})
+	if r.Status != http.StatusNoContent {
+		t.Fatalf("delete %%2B-encoded = %d %s", r.Status, r.Body)
+	}
+	if list, _ := e.optOuts(org, url.Values{"phone": {phoneN(4)}}); len(list) != 0 {
+		t.Fatalf("%s still opted out after its delete: %+v", phoneN(4), list)
+	}
 
 	// The audit log names both changes.
 	r = e.Do(Request{Method: http.MethodGet, Path: "/api/v1/central/audit-log?action=opt_out", Header: org.Bearer()})
@@ -116,19 +125,25 @@ func TestOptOutAPI(t *testing.T) {
 	for _, a := range audit.Data {
 		actions[a.Action]++
 	}
-	if actions["opt_out.add"] != 6 || actions["opt_out.remove"] != 1 {
+	if actions["opt_out.add"] != 6 || actions["opt_out.remove"] != 2 {
 		t.Fatalf("audit = %d %s", r.Status, r.Body)
 	}
 
-	// Webhooks: six opted_out, one opted_in, with the entry as data.
-	hs := rcv.until(t, 7, "contact events")
+	// Webhooks: six opted_out, two opted_in, with the entry as data.
+	hs := rcv.until(t, 8, "contact events")
 	var in struct {
 		Data optOut `json:"data"`
 	}
 	for _, h := range hs {
 		if h.Type == "contact.opted_in" {
-			if err := json.Unmarshal(h.body, &in); err != nil {
+			var one struct {
+				Data optOut `json:"data"`
+			}
+			if err := json.Unmarshal(h.body, &one); err != nil {
 				t.Fatal(err)
+			}
+			if one.Data.Phone == phoneN(3) {
+				in = one
 			}
 		}
 	}
