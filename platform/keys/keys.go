@@ -74,7 +74,8 @@ type Config struct {
 	// Batch bounds the shared statements of Authenticate, its reads and its
 	// last_used_at writes: how many keys one statement takes, and how many
 	// such statements of each kind run at once. Defaults 64 and
-	// batch.ReadMaxInFlight. Its OnRun is told of the reads only.
+	// batch.ReadMaxInFlight. Its OnRun is told of the reads only, its
+	// OnQueue of both.
 	Batch batch.Config
 	// Events records api_key.expiring for webhooks (NotifyExpiring). Nil:
 	// no events.

@@ -364,7 +364,7 @@ func TestAuthenticationsShareReads(t *testing.T) {
 			})
 		}
 		wg.Wait()
-	}, func() bool { return svc.FindsWaiting() == len(tests) })
+	}, len(tests))
 	for i, tt := range tests {
 		o := got[i]
 		if tt.wantCode != "" {
@@ -497,7 +497,18 @@ func TestConcurrentTouchesOfManyKeys(t *testing.T) {
 // authentications return while tc still holds c.
 func TestQueuedTouchesShareARun(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, false, func(c *keys.Config) { c.Batch.MaxInFlight = 1 })
+	// Two waiting at once can only be touches: a's find has run, and b's
+	// and c's finds have no more than each other to wait behind.
+	touchesQueued := make(chan struct{})
+	var once sync.Once
+	f := newFixture(t, false, func(c *keys.Config) {
+		c.Batch.MaxInFlight = 1
+		c.Batch.OnQueue = func(waiting int) {
+			if waiting == 2 {
+				once.Do(func() { close(touchesQueued) })
+			}
+		}
+	})
 	ctx := context.Background()
 	a, b, c := f.create(t, keys.Actor{}, 1, "*"), f.create(t, keys.Actor{}, 1, "*"), f.create(t, keys.Actor{}, 1, "*")
 	hold := func(id int64) pgx.Tx {
@@ -524,12 +535,10 @@ func TestQueuedTouchesShareARun(t *testing.T) {
 	dbtest.WaitForLockWaits(t, f.db, 1) // a's touch waits for ta
 	bDone, cDone := auth(b.Plain), auth(c.Plain)
 	// b's and c's touches queue behind a's.
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for deadline := time.Now().Add(10 * time.Second); f.svc.TouchesWaiting() != 2; <-tick.C {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d touches queued behind a's, want b's and c's", f.svc.TouchesWaiting())
-		}
+	select {
+	case <-touchesQueued:
+	case <-time.After(10 * time.Second):
+		t.Fatal("b's and c's touches did not queue behind a's within 10s")
 	}
 	if err := ta.Rollback(ctx); err != nil {
 		t.Fatal(err)
