@@ -55,12 +55,16 @@ func (a *App) messaging() error {
 	}); err != nil {
 		return err
 	}
+	senderPace, err := throttle.NewShared(throttle.SharedConfig{Store: a.pace})
+	if err != nil {
+		return err
+	}
 	if a.Delivery, err = delivery.New(delivery.Config{
 		DB:          a.DB,
 		Prepared:    prep,
 		Jobs:        a.River,
 		Network:     a.Network,
-		Throttle:    throttle.NewShared(a.pace),
+		Throttle:    senderPace,
 		SenderRate:  a.cfg.SenderRate,
 		SenderBurst: a.cfg.SenderBurst,
 		Batch:       a.batches("deliver"),
@@ -88,12 +92,12 @@ func (a *App) messaging() error {
 	}); err != nil {
 		return err
 	}
-	a.Usage, err = usage.New(a.DB.Pool, a.clock, usage.Defaults{
+	a.Usage, err = usage.New(usage.Config{Pool: a.DB.Pool, Clock: a.clock, Defaults: usage.Defaults{
 		SenderRate:   a.cfg.SenderRate,
 		SenderBurst:  a.cfg.SenderBurst,
 		APIRateLimit: a.cfg.APIRateLimit,
 		APIRateBurst: a.cfg.APIRateBurst,
-	})
+	}})
 	return err
 }
 

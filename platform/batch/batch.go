@@ -96,7 +96,10 @@ type call[In, Out any] struct {
 	done chan struct{}
 }
 
-// New returns a Batcher that works items with run.
+// New returns a Batcher that works items with run. It keeps a shape of its
+// own rather than New(Config) (*T, error): run is what the Batcher does, not
+// a dependency to check, and Config (embedded in its users' configs) has a
+// default for every field, so there is nothing it could fail on.
 func New[K comparable, In, Out any](run Func[K, In, Out], cfg Config) *Batcher[K, In, Out] {
 	cfg.setDefaults()
 	return &Batcher[K, In, Out]{run: run, cfg: cfg, keys: make(map[K]*queue[In, Out]),

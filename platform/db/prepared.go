@@ -70,7 +70,9 @@ func (c *PreparedConfig) setDefaults() {
 	}
 }
 
-// NewPrepared returns a Prepared over d's pool.
+// NewPrepared returns a Prepared over d's pool. It is still to take d into
+// PreparedConfig and return an error (the one constructor shape) once the
+// send path's packages that call it are free to change.
 func NewPrepared(d *DB, cfg PreparedConfig) *Prepared {
 	cfg.setDefaults()
 	return &Prepared{db: d, cfg: cfg}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bizmsg/platform/platform/apikey"
 	"github.com/bizmsg/platform/platform/apperr"
@@ -128,7 +129,7 @@ func newFixture(t testing.TB, sealed bool, opts ...func(*keys.Config)) *fixture 
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := keys.Config{Hasher: h, Clock: f.clock}
+	cfg := keys.Config{Pool: d.Pool, Hasher: h, Clock: f.clock}
 	if sealed {
 		if cfg.Sealer, err = apikey.NewSealer(bytes.Repeat([]byte("s"), 32)); err != nil {
 			t.Fatal(err)
@@ -137,7 +138,7 @@ func newFixture(t testing.TB, sealed bool, opts ...func(*keys.Config)) *fixture 
 	for _, opt := range opts {
 		opt(&cfg)
 	}
-	if f.svc, err = keys.New(d.Pool, cfg); err != nil {
+	if f.svc, err = keys.New(cfg); err != nil {
 		t.Fatal(err)
 	}
 	f.cfg = cfg
@@ -292,8 +293,25 @@ func TestTouchOncePerInterval(t *testing.T) {
 
 func TestNewValidates(t *testing.T) {
 	t.Parallel()
-	if _, err := keys.New(nil, keys.Config{}); err == nil {
-		t.Fatal("New without a pool succeeded")
+	h, err := apikey.NewHasher(bytes.Repeat([]byte("p"), 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		cfg  keys.Config
+		want string
+	}{
+		{"no pool", keys.Config{Hasher: h}, "Config.Pool is required"},
+		{"no hasher", keys.Config{Pool: new(pgxpool.Pool)}, "Config.Hasher is required"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if _, err := keys.New(tt.cfg); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("New = %v, want an error containing %q", err, tt.want)
+			}
+		})
 	}
 }
 
@@ -345,7 +363,7 @@ func TestAuthenticationsShareReads(t *testing.T) {
 		cfg := f.cfg
 		cfg.Batch = b
 		var err error
-		if svc, err = keys.New(f.db.Pool, cfg); err != nil {
+		if svc, err = keys.New(cfg); err != nil {
 			t.Fatal(err)
 		}
 		return func() error {
