@@ -29,7 +29,10 @@ const idempotencyTTL = 24 * time.Hour
 // usage services. The delivery throttle is shared (throttle.Shared): a
 // sender's rate holds in total across every worker process.
 func (a *App) messaging() error {
-	var err error
+	senderPace, err := throttle.NewShared(throttle.SharedConfig{Store: a.pace})
+	if err != nil {
+		return err
+	}
 	prepared := a.cfg.DBPreparedStatements
 	if prepared == 0 {
 		prepared = -1 // DB_PREPARED_STATEMENTS=0: prepare nothing
@@ -53,10 +56,6 @@ func (a *App) messaging() error {
 		Templates:      a.Templates,
 		Clock:          a.clock,
 	}); err != nil {
-		return err
-	}
-	senderPace, err := throttle.NewShared(throttle.SharedConfig{Store: a.pace})
-	if err != nil {
 		return err
 	}
 	if a.Delivery, err = delivery.New(delivery.Config{
