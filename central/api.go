@@ -30,12 +30,24 @@ type API struct {
 	keys *keys.Service
 }
 
-// NewAPI returns the Central API over svc and the API-key service.
-func NewAPI(svc *accounts.Service, keySvc *keys.Service) (*API, error) {
-	if svc == nil || keySvc == nil {
-		return nil, errors.New("central: the service and the keys service are required")
+// Config configures an API.
+type Config struct {
+	// Accounts is registration, login, tokens and members. Required.
+	Accounts *accounts.Service
+	// Keys is the API-key service the dashboard manages keys through.
+	// Required.
+	Keys *keys.Service
+}
+
+// New validates cfg and returns the Central API.
+func New(cfg Config) (*API, error) {
+	switch {
+	case cfg.Accounts == nil:
+		return nil, errors.New("central: Config.Accounts is required")
+	case cfg.Keys == nil:
+		return nil, errors.New("central: Config.Keys is required")
 	}
-	return &API{svc: svc, keys: keySvc}, nil
+	return &API{svc: cfg.Accounts, keys: cfg.Keys}, nil
 }
 
 // Mount registers the Central API under BasePath on r and returns the

@@ -8,6 +8,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	gotypes "go/types"
 	"io"
 	"os"
 	"os/exec"
@@ -204,6 +205,8 @@ type goFile struct {
 	// Statuses are the names of net/http's status codes it uses, as
 	// written (http.StatusAccepted), sorted, once each.
 	Statuses []string
+	// Constructors are its constructors (constructorsOf).
+	Constructors []constructor
 }
 
 // pkgFiles is a package (relative to the module path) and its production
@@ -226,6 +229,7 @@ func readGoFile(name string, src []byte) (goFile, error) {
 	if err != nil {
 		return f, fmt.Errorf("parse %s: %w", name, err)
 	}
+	f.Constructors = constructorsOf(path.Dir(name), af)
 	local := ""
 	for _, imp := range af.Imports {
 		if p, _ := strconv.Unquote(imp.Path.Value); p == "net/http" {
@@ -361,6 +365,7 @@ func TestArchitecture(t *testing.T) {
 	pkgs, files := modulePackages(t)
 	v := violations(pkgs)
 	v = append(v, allViolations(fileViolations(files))...)
+	v = append(v, constructorViolations(files)...)
 	if len(v) > 0 {
 		t.Fatalf("the code breaks the floor plan:\n  %s", strings.Join(v, "\n  "))
 	}
@@ -481,4 +486,143 @@ func TestArchitectureFileRules(t *testing.T) {
 		})
 	}
 
+}
+
+// constructorShapes are the constructors that keep a shape other than
+// New(Config) (*T, error), each with its reason (docs/design.md,
+// §Constructors). A new exception is decided here, where it is seen.
+var constructorShapes = map[string]string{
+	"platform/app.New":             "the assembly: it connects to the database and migrates while it builds, under the context it is given",
+	"platform/apperr.New":          "an error value, as errors.New makes one: nothing to depend on, nothing to fail",
+	"platform/apikey.NewHasher":    "a primitive over one secret, as crypto/hmac.New: the pepper is all it takes, and its length is checked",
+	"platform/apikey.NewSealer":    "a primitive over one secret, as crypto/cipher.NewGCM: the key is all it takes, and its length is checked",
+	"platform/batch.New":           "a generic building block: its Func is what it does, not a dependency, and its Config (embedded in its users' configs) has a default for every field, so it cannot fail",
+	"platform/clock.NewFake":       "a test clock: a value set to a time",
+	"platform/metrics.New":         "nothing to configure and nothing to fail",
+	"platform/ratelimit.NewLocal":  "every LocalConfig field has a default and none is required: nothing to fail",
+	"platform/throttle.NewLocal":   "every Config field has a default and none is required: nothing to fail",
+	"platform/db.NewPrepared":      "to move: its callers in platform/acceptance and platform/messages change on other branches; it takes the DB into PreparedConfig once they have merged",
+	"platform/migrate.New":         "to move: its callers in platform/acceptance and platform/messages change on other branches; it takes the pool into Config once they have merged",
+	"platform/network/builtin.New": "to move: its caller in platform/messages/messagestest changes on another branch; it takes the DB into Config once that has merged",
+}
+
+// constructor is what the shape rule reads of an exported function whose
+// name begins with New and whose first result is a pointer to a type of
+// its own package.
+type constructor struct {
+	// Name is the package (relative to the module) and the function:
+	// platform/keys.New.
+	Name string
+	// Params are the types of its parameters, as written.
+	Params []string
+	// Results are the types of its results, as written.
+	Results []string
+}
+
+// constructorsOf finds the constructors of af, a file of package pkg.
+func constructorsOf(pkg string, af *ast.File) []constructor {
+	typesOf := func(fl *ast.FieldList) []string {
+		if fl == nil {
+			return nil
+		}
+		var out []string
+		for _, f := range fl.List {
+			for range max(len(f.Names), 1) {
+				out = append(out, gotypes.ExprString(f.Type))
+			}
+		}
+		return out
+	}
+	var out []constructor
+	for _, d := range af.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if !ok || fd.Recv != nil || !fd.Name.IsExported() || !strings.HasPrefix(fd.Name.Name, "New") {
+			continue
+		}
+		res := typesOf(fd.Type.Results)
+		if len(res) == 0 {
+			continue
+		}
+		if elem, ok := strings.CutPrefix(res[0], "*"); !ok || strings.Contains(elem, ".") {
+			continue // not a pointer to a type of its own package
+		}
+		out = append(out, constructor{Name: pkg + "." + fd.Name.Name, Params: typesOf(fd.Type.Params), Results: res})
+	}
+	return out
+}
+
+// constructorViolations returns the constructors of pkgs that have neither
+// the one shape, New(Config) (*T, error) (one parameter of a Config type,
+// a pointer and an error out), nor a reason in constructorShapes, as
+// sentences. Test harnesses and the packages the line budgets do not hold
+// (generated, or tools beside the service) are not read.
+func constructorViolations(pkgs []pkgFiles) []string {
+	var out []string
+	for _, p := range pkgs {
+		if _, exempt := unbudgeted[p.Path]; exempt || floors[p.Path] == floorTest {
+			continue
+		}
+		for _, f := range p.Files {
+			for _, c := range f.Constructors {
+				oneConfig := len(c.Params) == 1 && strings.HasSuffix(c.Params[0], "Config")
+				if oneConfig && len(c.Results) == 2 && c.Results[1] == "error" {
+					continue
+				}
+				if _, ok := constructorShapes[c.Name]; ok {
+					continue
+				}
+				out = append(out, fmt.Sprintf("%s(%s) (%s) in %s is not New(Config) (*T, error): take one Config and check its required fields, or give the reason in constructorShapes",
+					c.Name, strings.Join(c.Params, ", "), strings.Join(c.Results, ", "), f.Name))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestArchitectureConstructorRules shows the shape rule catches each
+// constructor that strays from New(Config) (*T, error), from Go source,
+// and lets pass the one shape, the listed exceptions and functions that
+// construct nothing of their package.
+func TestArchitectureConstructorRules(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		pkg  string
+		src  string
+		want string // "" for no violation
+	}{
+		{"the one shape", "platform/usage", "func New(cfg Config) (*Service, error) { return nil, nil }", ""},
+		{"a second type's config", "platform/throttle", "func NewShared(cfg SharedConfig) (*Shared, error) { return nil, nil }", ""},
+		{"a dependency beside the config", "platform/keys", "func New(pool *pgxpool.Pool, cfg Config) (*Service, error) { return nil, nil }",
+			"platform/keys.New(*pgxpool.Pool, Config) (*Service, error)"},
+		{"dependencies without a config", "platform/usage", "func New(pool *pgxpool.Pool, clk clock.Clock) (*Service, error) { return nil, nil }",
+			"platform/usage.New(*pgxpool.Pool, clock.Clock)"},
+		{"no error", "platform/audit", "func New(cfg Config) *Service { return nil }", "platform/audit.New(Config) (*Service)"},
+		{"another name", "central", "func NewAPI(a, b *Service) (*API, error) { return nil, nil }", "central.NewAPI(*Service, *Service) (*API, error)"},
+		{"a door too", "tenant", "func New(keys *Keys) (*API, error) { return nil, nil }", "tenant.New(*Keys)"},
+		{"a listed exception", "platform/batch", "func New[K comparable](run Func[K], cfg Config) *Batcher[K] { return nil }", ""},
+		{"another package's type", "platform/queue", "func NewClient(pool *pgxpool.Pool) (*river.Client, error) { return nil, nil }", ""},
+		{"not a pointer", "platform/db", "func NewTenant(id int64) (Tenant, error) { return Tenant{}, nil }", ""},
+		{"unexported", "platform/usage", "func newService(pool *pgxpool.Pool) *Service { return nil }", ""},
+		{"a method", "platform/usage", "func (s *Service) NewReport(q Query) *Report { return nil }", ""},
+		{"a test harness", "platform/dbtest", "func NewCluster(t testing.TB) *Cluster { return nil }", ""},
+		{"the generated client", "client", "func NewClient(server string) (*Client, error) { return nil, nil }", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f, err := readGoFile(tt.pkg+"/f.go", []byte("package p\n"+tt.src+"\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := constructorViolations([]pkgFiles{{Path: tt.pkg, Files: []goFile{f}}})
+			if tt.want == "" && len(v) != 0 {
+				t.Fatalf("violations = %q, want none", v)
+			}
+			if tt.want != "" && (len(v) != 1 || !strings.Contains(v[0], tt.want)) {
+				t.Fatalf("violations = %q, want one containing %q", v, tt.want)
+			}
+		})
+	}
 }

@@ -88,7 +88,7 @@ func TestAuthenticateWithoutDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := keys.New(pool, keys.Config{Hasher: h})
+	svc, err := keys.New(keys.Config{Pool: pool, Hasher: h})
 	if err != nil {
 		t.Fatal(err)
 	}

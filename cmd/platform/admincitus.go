@@ -8,7 +8,6 @@ import (
 	"io"
 
 	"github.com/bizmsg/platform/cmd/platform/internal/term"
-	"github.com/bizmsg/platform/platform/app"
 	"github.com/bizmsg/platform/platform/migrate"
 )
 
@@ -33,11 +32,7 @@ func runAdminCitus(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
-	cfg, log, err := setup(stderr)
-	if err != nil {
-		return err
-	}
-	d, m, err := app.OpenExisting(ctx, cfg, "bizmsg operator", 4, log)
+	d, m, _, err := openOperator(ctx, stderr)
 	if err != nil {
 		return err
 	}

@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 
 	"github.com/bizmsg/platform/platform/app"
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/migrate"
 	"github.com/bizmsg/platform/platform/phone"
 )
 
@@ -21,12 +23,19 @@ import (
 // server, it does not warn about generated secrets, which operator commands
 // do not use. The caller closes the returned DB.
 func openDB(ctx context.Context, stderr io.Writer) (*db.DB, error) {
+	d, _, _, err := openOperator(ctx, stderr)
+	return d, err
+}
+
+// openOperator is openDB for the commands that also need the database's
+// migrator (its tenants, its schemas) and the command's logger.
+func openOperator(ctx context.Context, stderr io.Writer) (*db.DB, *migrate.Migrator, *slog.Logger, error) {
 	cfg, log, err := setup(stderr)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	d, _, err := app.OpenExisting(ctx, cfg, "bizmsg operator", 4, log)
-	return d, err
+	d, m, err := app.OpenExisting(ctx, cfg, "bizmsg operator", 4, log)
+	return d, m, log, err
 }
 
 // The helpers below are shared by the operator commands (network, admin).

@@ -7,7 +7,6 @@ import (
 	"io"
 	"text/tabwriter"
 
-	"github.com/bizmsg/platform/platform/app"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/templates"
@@ -174,11 +173,7 @@ func networkTemplateList(ctx context.Context, args []string, stdout, stderr io.W
 // and the organizations' tenants.
 func withTemplates(ctx context.Context, stderr io.Writer,
 	f func(*templates.Service, *webhooks.Service, []db.Tenant) error) error {
-	cfg, log, err := setup(stderr)
-	if err != nil {
-		return err
-	}
-	d, m, err := app.OpenExisting(ctx, cfg, "bizmsg operator", 4, log)
+	d, m, log, err := openOperator(ctx, stderr)
 	if err != nil {
 		return err
 	}

@@ -37,6 +37,8 @@ const (
 
 // Config configures the Service.
 type Config struct {
+	// Pool is the central database the Service owns tables of. Required.
+	Pool *pgxpool.Pool
 	// Migrator provisions a new organization's tenant schema. Required.
 	Migrator *migrate.Migrator
 	// Issuer signs and verifies access tokens. Required.
@@ -65,16 +67,15 @@ type Service struct {
 	cfg  Config
 }
 
-// NewService returns a Service over pool.
-func NewService(pool *pgxpool.Pool, cfg Config) (*Service, error) {
-	if pool == nil {
-		return nil, errors.New("central: a database pool is required")
-	}
-	if cfg.Migrator == nil {
-		return nil, errors.New("central: a migrator is required")
-	}
-	if cfg.Issuer == nil {
-		return nil, errors.New("central: a token issuer is required")
+// New validates cfg and returns a Service.
+func New(cfg Config) (*Service, error) {
+	switch {
+	case cfg.Pool == nil:
+		return nil, errors.New("accounts: Config.Pool is required")
+	case cfg.Migrator == nil:
+		return nil, errors.New("accounts: Config.Migrator is required")
+	case cfg.Issuer == nil:
+		return nil, errors.New("accounts: Config.Issuer is required")
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
@@ -85,5 +86,5 @@ func NewService(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Service{pool: pool, cfg: cfg}, nil
+	return &Service{pool: cfg.Pool, cfg: cfg}, nil
 }

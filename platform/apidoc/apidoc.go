@@ -105,11 +105,21 @@ type Docs struct {
 	vendored map[string]file
 }
 
-// New builds the handlers for document, an OpenAPI document in YAML (the
-// bytes of docs/openapi.yaml): it converts the document to JSON once and
-// renders the reference page. It fails when document is not YAML or has no
-// "openapi" version.
-func New(document []byte) (*Docs, error) {
+// Config configures the Docs.
+type Config struct {
+	// Document is the OpenAPI document in YAML (the bytes of
+	// docs/openapi.yaml). Required.
+	Document []byte
+}
+
+// New builds the handlers for cfg.Document: it converts the document to
+// JSON once and renders the reference page. It fails when the document is
+// missing, is not YAML or has no "openapi" version.
+func New(cfg Config) (*Docs, error) {
+	document := cfg.Document
+	if len(document) == 0 {
+		return nil, errors.New("apidoc: Config.Document is required")
+	}
 	js, err := toJSON(document)
 	if err != nil {
 		return nil, err

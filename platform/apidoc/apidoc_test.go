@@ -25,7 +25,7 @@ type response struct {
 
 func serve(t *testing.T, document []byte) func(path string, header map[string]string) *response {
 	t.Helper()
-	d, err := apidoc.New(document)
+	d, err := apidoc.New(apidoc.Config{Document: document})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestJSONKeepsScalarsAsWritten(t *testing.T) {
 func TestNewRefusesWhatIsNotAnOpenAPIDocument(t *testing.T) {
 	t.Parallel()
 	for _, doc := range []string{"", "a: [", "- 1\n- 2\n", "info: {title: t}\n"} {
-		if _, err := apidoc.New([]byte(doc)); err == nil {
+		if _, err := apidoc.New(apidoc.Config{Document: []byte(doc)}); err == nil {
 			t.Errorf("New(%q): no error", doc)
 		}
 	}

@@ -26,7 +26,8 @@ type Hasher struct {
 }
 
 // NewHasher returns a Hasher keyed with pepper, which must be at least
-// MinPepperLength bytes. The pepper is copied.
+// MinPepperLength bytes. The pepper is copied. Like crypto/hmac.New it takes
+// its secret alone, not a Config: the secret is all there is to configure.
 func NewHasher(pepper []byte) (*Hasher, error) {
 	if len(pepper) < MinPepperLength {
 		return nil, fmt.Errorf("%w: %d bytes, need at least %d", ErrShortPepper, len(pepper), MinPepperLength)

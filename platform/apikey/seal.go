@@ -36,6 +36,8 @@ type Sealer struct {
 }
 
 // NewSealer returns a Sealer using key, which must be SealKeyLength bytes.
+// Like crypto/cipher.NewGCM it takes its key alone, not a Config: the key is
+// all there is to configure.
 func NewSealer(key []byte) (*Sealer, error) {
 	if len(key) != SealKeyLength {
 		return nil, fmt.Errorf("%w: got %d bytes", ErrSealKey, len(key))

@@ -187,6 +187,8 @@ type App struct {
 // network and river schemas, and builds the HTTP engine and, with
 // opts.Workers, the River worker client; with opts.Operator it opens the
 // existing database only (OpenExisting). Close releases what it opened.
+// Unlike the components it builds it takes a context: it connects and
+// migrates while it builds, and ctx bounds that.
 func New(ctx context.Context, opts Options) (*App, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -209,7 +211,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	} else if err := a.openAndMigrate(ctx, opts.Name); err != nil {
 		return nil, err
 	}
-	if a.pace, err = pace.New(a.DB.Pool, pace.Config{}); err != nil {
+	if a.pace, err = pace.New(pace.Config{Pool: a.DB.Pool}); err != nil {
 		a.Close()
 		return nil, err
 	}
@@ -387,7 +389,7 @@ func (a *App) addWorkers(cfg queue.Config) {
 // process (the conversion to JSON takes tens of milliseconds, ten times that
 // under the race detector, and tests start many Apps) and is read-only, so
 // every App shares it.
-var apiDoc = sync.OnceValues(func() (*apidoc.Docs, error) { return apidoc.New(docs.OpenAPIYAML()) })
+var apiDoc = sync.OnceValues(func() (*apidoc.Docs, error) { return apidoc.New(apidoc.Config{Document: docs.OpenAPIYAML()}) })
 
 // routes builds the engine: operational endpoints, the API document and
 // its reference page, then the APIs.

@@ -26,7 +26,7 @@ func (a *App) identity() error {
 			return fmt.Errorf("api key sealer: %w", err)
 		}
 	}
-	if a.Keys, err = keys.New(a.DB.Pool, keys.Config{Hasher: hasher, Sealer: sealer, Clock: a.clock, Logger: a.log,
+	if a.Keys, err = keys.New(keys.Config{Pool: a.DB.Pool, Hasher: hasher, Sealer: sealer, Clock: a.clock, Logger: a.log,
 		Batch: a.batches("auth"), Events: a.Webhooks}); err != nil {
 		return err
 	}
@@ -37,7 +37,7 @@ func (a *App) identity() error {
 	if err != nil {
 		return fmt.Errorf("token issuer: %w", err)
 	}
-	if a.Accounts, err = accounts.NewService(a.DB.Pool, accounts.Config{
+	if a.Accounts, err = accounts.New(accounts.Config{Pool: a.DB.Pool,
 		Migrator:          a.Migrator,
 		Issuer:            issuer,
 		Clock:             a.clock,
@@ -46,21 +46,25 @@ func (a *App) identity() error {
 	}); err != nil {
 		return err
 	}
+	// One bucket per key for all API processes. Request rates are
+	// wall-clock pace, not business time: the store keeps the database's
+	// time even when the app runs on a test clock.
+	limiter, err := ratelimit.NewShared(ratelimit.SharedConfig{Store: a.pace})
+	if err != nil {
+		return err
+	}
 	if a.tenantAPI, err = tenant.New(tenant.Config{
-		Keys:   a.Keys,
-		Logger: a.log,
-		// One bucket per key for all API processes. Request rates are
-		// wall-clock pace, not business time: the store keeps the
-		// database's time even when the app runs on a test clock.
-		Limiter:   ratelimit.NewShared(a.pace),
+		Keys:      a.Keys,
+		Logger:    a.log,
+		Limiter:   limiter,
 		RateLimit: ratelimit.Limit{Rate: a.cfg.APIRateLimit, Burst: a.cfg.APIRateBurst},
 	}); err != nil {
 		return err
 	}
-	if a.centralAPI, err = central.NewAPI(a.Accounts, a.Keys); err != nil {
+	if a.centralAPI, err = central.New(central.Config{Accounts: a.Accounts, Keys: a.Keys}); err != nil {
 		return err
 	}
-	if a.Audit, err = audit.New(a.DB.Pool); err != nil {
+	if a.Audit, err = audit.New(audit.Config{Pool: a.DB.Pool}); err != nil {
 		return err
 	}
 	return nil

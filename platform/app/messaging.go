@@ -29,7 +29,10 @@ const idempotencyTTL = 24 * time.Hour
 // usage services. The delivery throttle is shared (throttle.Shared): a
 // sender's rate holds in total across every worker process.
 func (a *App) messaging() error {
-	var err error
+	senderPace, err := throttle.NewShared(throttle.SharedConfig{Store: a.pace})
+	if err != nil {
+		return err
+	}
 	prepared := a.cfg.DBPreparedStatements
 	if prepared == 0 {
 		prepared = -1 // DB_PREPARED_STATEMENTS=0: prepare nothing
@@ -60,7 +63,7 @@ func (a *App) messaging() error {
 		Prepared:    prep,
 		Jobs:        a.River,
 		Network:     a.Network,
-		Throttle:    throttle.NewShared(a.pace),
+		Throttle:    senderPace,
 		SenderRate:  a.cfg.SenderRate,
 		SenderBurst: a.cfg.SenderBurst,
 		Batch:       a.batches("deliver"),
@@ -88,12 +91,12 @@ func (a *App) messaging() error {
 	}); err != nil {
 		return err
 	}
-	a.Usage, err = usage.New(a.DB.Pool, a.clock, usage.Defaults{
+	a.Usage, err = usage.New(usage.Config{Pool: a.DB.Pool, Clock: a.clock, Defaults: usage.Defaults{
 		SenderRate:   a.cfg.SenderRate,
 		SenderBurst:  a.cfg.SenderBurst,
 		APIRateLimit: a.cfg.APIRateLimit,
 		APIRateBurst: a.cfg.APIRateBurst,
-	})
+	}})
 	return err
 }
 

@@ -129,7 +129,8 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // New returns an Error of the given kind. An empty code or message is
-// replaced by the kind's default.
+// replaced by the kind's default. It makes an error value, as errors.New
+// does, so it has the shape of one rather than New(Config) (*T, error).
 func New(kind Kind, code, msg string) *Error {
 	if code == "" {
 		code = kind.DefaultCode()

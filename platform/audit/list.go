@@ -22,12 +22,18 @@ type Service struct {
 	pool *pgxpool.Pool
 }
 
-// New returns the audit log's reader over pool.
-func New(pool *pgxpool.Pool) (*Service, error) {
-	if pool == nil {
-		return nil, errors.New("audit: a database pool is required")
+// Config configures a Service.
+type Config struct {
+	// Pool is the database the audit log is read from. Required.
+	Pool *pgxpool.Pool
+}
+
+// New validates cfg and returns the audit log's reader.
+func New(cfg Config) (*Service, error) {
+	if cfg.Pool == nil {
+		return nil, errors.New("audit: Config.Pool is required")
 	}
-	return &Service{pool: pool}, nil
+	return &Service{pool: cfg.Pool}, nil
 }
 
 // Query is a list request as it arrives: the query parameters of GET

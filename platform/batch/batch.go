@@ -46,8 +46,10 @@ type Config struct {
 	// work gives way to (yield.Gate).
 	Load Load
 	// OnQueue, when set, is told the number of items of a key that wait
-	// for a run each time items join them (a test's sign that its calls
-	// have gathered, instead of a sleep).
+	// for a run each time items join them: the one way a test learns that
+	// its calls have gathered behind a busy key, instead of a sleep. Calls
+	// that join at once may tell their counts out of order; the largest
+	// told is how many waited together.
 	OnQueue func(waiting int)
 }
 
@@ -94,7 +96,10 @@ type call[In, Out any] struct {
 	done chan struct{}
 }
 
-// New returns a Batcher that works items with run.
+// New returns a Batcher that works items with run. It keeps a shape of its
+// own rather than New(Config) (*T, error): run is what the Batcher does, not
+// a dependency to check, and Config (embedded in its users' configs) has a
+// default for every field, so there is nothing it could fail on.
 func New[K comparable, In, Out any](run Func[K, In, Out], cfg Config) *Batcher[K, In, Out] {
 	cfg.setDefaults()
 	return &Batcher[K, In, Out]{run: run, cfg: cfg, keys: make(map[K]*queue[In, Out]),
@@ -126,17 +131,6 @@ func (b *Batcher[K, In, Out]) Do(ctx context.Context, key K, in In) (Out, error)
 		var zero Out
 		return zero, ctx.Err()
 	}
-}
-
-// Waiting reports how many calls of key wait for a run to start: the state a
-// test waits on to know that calls have queued behind a busy key.
-func (b *Batcher[K, In, Out]) Waiting(key K) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if q := b.keys[key]; q != nil {
-		return len(q.pending)
-	}
-	return 0
 }
 
 // DoAll is Do for several items at once: they are queued together, in

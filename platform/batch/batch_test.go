@@ -115,7 +115,8 @@ func TestGroupsWaitingCalls(t *testing.T) {
 			r.started = make(chan struct{}, 100)
 			var sizes []int
 			var sizesMu sync.Mutex
-			b := New(r.run, Config{MaxSize: tc.maxSize, MaxInFlight: tc.inFlight, OnRun: func(n int) {
+			var queued queueWatch
+			b := New(r.run, Config{MaxSize: tc.maxSize, MaxInFlight: tc.inFlight, OnQueue: queued.onQueue, OnRun: func(n int) {
 				sizesMu.Lock()
 				defer sizesMu.Unlock()
 				sizes = append(sizes, n)
@@ -142,7 +143,7 @@ func TestGroupsWaitingCalls(t *testing.T) {
 				wg.Add(1)
 				go do(i)
 			}
-			waitPending(t, b, "a", tc.waiting)
+			queued.wait(t, tc.waiting)
 
 			// Key b is not held up by key a's full slots.
 			done := make(chan struct{})
@@ -189,12 +190,25 @@ func TestGroupsWaitingCalls(t *testing.T) {
 	}
 }
 
-// waitPending waits until key has n calls waiting.
-func waitPending[K comparable, In, Out any](t *testing.T, b *Batcher[K, In, Out], key K, n int) {
+// queueWatch is an OnQueue hook that keeps the most items it was told wait
+// for a run.
+type queueWatch struct{ most atomic.Int64 }
+
+func (w *queueWatch) onQueue(n int) {
+	for {
+		m := w.most.Load()
+		if int64(n) <= m || w.most.CompareAndSwap(m, int64(n)) {
+			return
+		}
+	}
+}
+
+// wait waits until OnQueue has told of n items waiting together.
+func (w *queueWatch) wait(t *testing.T, n int) {
 	t.Helper()
 	waitFor(t, func() (bool, string) {
-		got := b.Waiting(key)
-		return got == n, fmt.Sprintf("%d calls waiting, want %d", got, n)
+		got := w.most.Load()
+		return got == int64(n), fmt.Sprintf("%d calls waiting, want %d", got, n)
 	})
 }
 
@@ -244,7 +258,8 @@ func TestCallerGone(t *testing.T) {
 		}
 		return out, err
 	}
-	b := New(run, Config{MaxInFlight: 1})
+	var queued queueWatch
+	b := New(run, Config{MaxInFlight: 1, OnQueue: queued.onQueue})
 
 	first, cancelFirst := context.WithCancel(context.WithValue(context.Background(), ctxKey{}, "v"))
 	firstDone := make(chan error, 1)
@@ -254,7 +269,7 @@ func TestCallerGone(t *testing.T) {
 	gone, cancelGone := context.WithCancel(context.Background())
 	goneDone := make(chan error, 1)
 	go func() { _, err := b.Do(gone, "a", 2); goneDone <- err }()
-	waitPending(t, b, "a", 1)
+	queued.wait(t, 1)
 	cancelGone()
 	if err := <-goneDone; !errors.Is(err, context.Canceled) {
 		t.Fatalf("gone caller: err = %v, want context.Canceled", err)
@@ -266,7 +281,7 @@ func TestCallerGone(t *testing.T) {
 
 	stays := make(chan string, 1)
 	go func() { out, _ := b.Do(context.Background(), "a", 3); stays <- out }()
-	waitPending(t, b, "a", 2)
+	queued.wait(t, 2)
 	close(r.hold)
 	if out := <-stays; out != "a/3" {
 		t.Fatalf("later caller got %q, want a/3", out)

@@ -26,7 +26,8 @@ type Fake struct {
 	now time.Time
 }
 
-// NewFake returns a Fake clock set to t.
+// NewFake returns a Fake clock set to t: a test's value, set to a time, not
+// a component with dependencies, hence no Config and no error.
 func NewFake(t time.Time) *Fake { return &Fake{now: t.UTC()} }
 
 // Now returns the fake current time.

@@ -70,7 +70,9 @@ func (c *PreparedConfig) setDefaults() {
 	}
 }
 
-// NewPrepared returns a Prepared over d's pool.
+// NewPrepared returns a Prepared over d's pool. It is still to take d into
+// PreparedConfig and return an error (the one constructor shape) once the
+// send path's packages that call it are free to change.
 func NewPrepared(d *DB, cfg PreparedConfig) *Prepared {
 	cfg.setDefaults()
 	return &Prepared{db: d, cfg: cfg}
@@ -100,6 +102,21 @@ func (p *Prepared) Query(ctx context.Context, tx pgx.Tx, query string, args []an
 		p.cfg.Observe(query, err)
 	}
 	return err
+}
+
+// QueryFirst runs query as Query does and hands its first row, if it has
+// one, to scan; it reports whether there was one. It is the read of one row
+// by its key, where no row is an answer (404), not an error.
+func (p *Prepared) QueryFirst(ctx context.Context, tx pgx.Tx, query string, args []any, scan func(Rows) error) (bool, error) {
+	found := false
+	err := p.Query(ctx, tx, query, args, func(r Rows) error {
+		if !r.Next() {
+			return nil
+		}
+		found = true
+		return scan(r)
+	})
+	return found, err
 }
 
 func (p *Prepared) query(ctx context.Context, tx pgx.Tx, query string, args []any, scan func(Rows) error) error {

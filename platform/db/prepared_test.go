@@ -404,3 +404,41 @@ func TestPreparedStatementErrorWinsOverScan(t *testing.T) {
 		})
 	}
 }
+
+// QueryFirst hands the first row to scan and says whether there was one:
+// a key that matches no row is found false without an error, and a scan
+// error is the call's.
+func TestPreparedQueryFirst(t *testing.T) {
+	t.Parallel()
+	d := onePool(t)
+	p := db.NewPrepared(d, db.PreparedConfig{})
+	boom := errors.New("boom")
+	tests := []struct {
+		name      string
+		query     string
+		scanErr   error
+		wantFound bool
+		wantV     string
+		wantErr   error
+	}{
+		{"a row", `SELECT v FROM t WHERE id = $1`, nil, true, "two", nil},
+		{"the first of several", `SELECT v FROM t WHERE id >= $1 ORDER BY id`, nil, true, "two", nil},
+		{"no row", `SELECT v FROM t WHERE id = $1 + 10`, nil, false, "", nil},
+		{"scan fails", `SELECT v FROM t WHERE id = $1`, boom, true, "", boom},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var v string
+			found, err := p.QueryFirst(context.Background(), nil, tt.query, []any{2}, func(r db.Rows) error {
+				if tt.scanErr != nil {
+					return tt.scanErr
+				}
+				return r.Scan(&v)
+			})
+			if found != tt.wantFound || v != tt.wantV || !errors.Is(err, tt.wantErr) {
+				t.Fatalf("QueryFirst = %v, %q, %v; want %v, %q, %v", found, v, err, tt.wantFound, tt.wantV, tt.wantErr)
+			}
+		})
+	}
+}

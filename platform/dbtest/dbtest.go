@@ -234,20 +234,26 @@ func LockTable(t testing.TB, d *db.DB, table string) (release func()) {
 
 // SharedRuns drives a test of calls that share a batch.Batcher's runs. on
 // builds the code under test with the batch.Config it is given (one run at a
-// time, each run's size recorded) and returns the call that runs first,
-// which is held behind an ACCESS EXCLUSIVE lock on table until queue has
-// made the calls that wait for it (queue returns when they have returned)
-// and queued reports that they all wait (batch.Batcher.Waiting). It fails
-// the test if the held call fails, and returns the runs' sizes: [1 n] when
-// the n queued calls shared one run.
-func SharedRuns(t testing.TB, d *db.DB, table string, on func(batch.Config) func() error, queue func(), queued func() bool) []int {
+// time, each run's size recorded, its OnQueue watched) and returns the call
+// that runs first, which is held behind an ACCESS EXCLUSIVE lock on table
+// until queue has made the n calls that wait for it (queue returns when they
+// have returned) and the batcher has told that n wait together
+// (batch.Config.OnQueue). It fails the test if the held call fails, and
+// returns the runs' sizes: [1 n] when the n queued calls shared one run.
+func SharedRuns(t testing.TB, d *db.DB, table string, on func(batch.Config) func() error, queue func(), n int) []int {
 	t.Helper()
 	var mu sync.Mutex
 	var runs []int
-	first := on(batch.Config{MaxInFlight: 1, OnRun: func(n int) {
+	gathered := make(chan struct{})
+	var once sync.Once
+	first := on(batch.Config{MaxInFlight: 1, OnRun: func(items int) {
 		mu.Lock()
-		runs = append(runs, n)
+		runs = append(runs, items)
 		mu.Unlock()
+	}, OnQueue: func(waiting int) {
+		if waiting == n {
+			once.Do(func() { close(gathered) })
+		}
 	}})
 	release := LockTable(t, d, table)
 	held := make(chan error, 1)
@@ -258,14 +264,10 @@ func SharedRuns(t testing.TB, d *db.DB, table string, on func(batch.Config) func
 		queue()
 		close(done)
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for !queued() {
-		if time.Now().After(deadline) {
-			t.Fatal("the calls did not queue behind the held run within 10s")
-		}
-		<-tick.C
+	select {
+	case <-gathered:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the %d calls did not queue behind the held run within 10s", n)
 	}
 	release()
 	<-done

@@ -49,7 +49,7 @@ func TestNotifyExpiring(t *testing.T) {
 	rec := &recorder{}
 	cfg := f.cfg
 	cfg.Events = rec
-	svc, err := keys.New(f.db.Pool, cfg)
+	svc, err := keys.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,9 +10,3 @@ import (
 func (s *Service) TouchKeys(ctx context.Context, ids []int64) ([]time.Time, error) {
 	return s.touchKeys(ctx, struct{}{}, ids)
 }
-
-// TouchesWaiting is how many touches wait for the toucher's next run.
-func (s *Service) TouchesWaiting() int { return s.toucher.Waiting(struct{}{}) }
-
-// FindsWaiting is how many key reads wait for the finder's next run.
-func (s *Service) FindsWaiting() int { return s.finder.Waiting(struct{}{}) }

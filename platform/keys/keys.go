@@ -57,6 +57,8 @@ const DefaultTouchInterval = time.Minute
 
 // Config configures a Service.
 type Config struct {
+	// Pool is the central database the keys are stored in. Required.
+	Pool *pgxpool.Pool
 	// Hasher makes and checks the stored keyed hashes. Required.
 	Hasher *apikey.Hasher
 	// Sealer, when set, keeps an encrypted copy of every new key so that
@@ -74,7 +76,8 @@ type Config struct {
 	// Batch bounds the shared statements of Authenticate, its reads and its
 	// last_used_at writes: how many keys one statement takes, and how many
 	// such statements of each kind run at once. Defaults 64 and
-	// batch.ReadMaxInFlight. Its OnRun is told of the reads only.
+	// batch.ReadMaxInFlight. Its OnRun is told of the reads only, its
+	// OnQueue of both.
 	Batch batch.Config
 	// Events records api_key.expiring for webhooks (NotifyExpiring). Nil:
 	// no events.
@@ -96,13 +99,13 @@ type Service struct {
 	lastUsedWrites atomic.Int64
 }
 
-// New returns a Service over pool.
-func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
-	if pool == nil {
-		return nil, errors.New("keys: a database pool is required")
-	}
-	if cfg.Hasher == nil {
-		return nil, errors.New("keys: a Hasher is required")
+// New validates cfg and returns a Service.
+func New(cfg Config) (*Service, error) {
+	switch {
+	case cfg.Pool == nil:
+		return nil, errors.New("keys: Config.Pool is required")
+	case cfg.Hasher == nil:
+		return nil, errors.New("keys: Config.Hasher is required")
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
@@ -114,7 +117,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	if cfg.Batch.MaxInFlight == 0 {
 		cfg.Batch.MaxInFlight = batch.ReadMaxInFlight
 	}
-	s := &Service{pool: pool, cfg: cfg}
+	s := &Service{pool: cfg.Pool, cfg: cfg}
 	s.finder = batch.New(s.findKeys, cfg.Batch)
 	touches := cfg.Batch
 	touches.OnRun = nil // Batch.OnRun counts the reads

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bizmsg/platform/platform/apikey"
 	"github.com/bizmsg/platform/platform/apperr"
@@ -128,7 +129,7 @@ func newFixture(t testing.TB, sealed bool, opts ...func(*keys.Config)) *fixture 
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := keys.Config{Hasher: h, Clock: f.clock}
+	cfg := keys.Config{Pool: d.Pool, Hasher: h, Clock: f.clock}
 	if sealed {
 		if cfg.Sealer, err = apikey.NewSealer(bytes.Repeat([]byte("s"), 32)); err != nil {
 			t.Fatal(err)
@@ -137,7 +138,7 @@ func newFixture(t testing.TB, sealed bool, opts ...func(*keys.Config)) *fixture 
 	for _, opt := range opts {
 		opt(&cfg)
 	}
-	if f.svc, err = keys.New(d.Pool, cfg); err != nil {
+	if f.svc, err = keys.New(cfg); err != nil {
 		t.Fatal(err)
 	}
 	f.cfg = cfg
@@ -292,8 +293,25 @@ func TestTouchOncePerInterval(t *testing.T) {
 
 func TestNewValidates(t *testing.T) {
 	t.Parallel()
-	if _, err := keys.New(nil, keys.Config{}); err == nil {
-		t.Fatal("New without a pool succeeded")
+	h, err := apikey.NewHasher(bytes.Repeat([]byte("p"), 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		cfg  keys.Config
+		want string
+	}{
+		{"no pool", keys.Config{Hasher: h}, "Config.Pool is required"},
+		{"no hasher", keys.Config{Pool: new(pgxpool.Pool)}, "Config.Hasher is required"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if _, err := keys.New(tt.cfg); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("New = %v, want an error containing %q", err, tt.want)
+			}
+		})
 	}
 }
 
@@ -345,7 +363,7 @@ func TestAuthenticationsShareReads(t *testing.T) {
 		cfg := f.cfg
 		cfg.Batch = b
 		var err error
-		if svc, err = keys.New(f.db.Pool, cfg); err != nil {
+		if svc, err = keys.New(cfg); err != nil {
 			t.Fatal(err)
 		}
 		return func() error {
@@ -364,7 +382,7 @@ func TestAuthenticationsShareReads(t *testing.T) {
 			})
 		}
 		wg.Wait()
-	}, func() bool { return svc.FindsWaiting() == len(tests) })
+	}, len(tests))
 	for i, tt := range tests {
 		o := got[i]
 		if tt.wantCode != "" {
@@ -497,7 +515,18 @@ func TestConcurrentTouchesOfManyKeys(t *testing.T) {
 // authentications return while tc still holds c.
 func TestQueuedTouchesShareARun(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, false, func(c *keys.Config) { c.Batch.MaxInFlight = 1 })
+	// Two waiting at once can only be touches: a's find has run, and b's
+	// and c's finds have no more than each other to wait behind.
+	touchesQueued := make(chan struct{})
+	var once sync.Once
+	f := newFixture(t, false, func(c *keys.Config) {
+		c.Batch.MaxInFlight = 1
+		c.Batch.OnQueue = func(waiting int) {
+			if waiting == 2 {
+				once.Do(func() { close(touchesQueued) })
+			}
+		}
+	})
 	ctx := context.Background()
 	a, b, c := f.create(t, keys.Actor{}, 1, "*"), f.create(t, keys.Actor{}, 1, "*"), f.create(t, keys.Actor{}, 1, "*")
 	hold := func(id int64) pgx.Tx {
@@ -524,12 +553,10 @@ func TestQueuedTouchesShareARun(t *testing.T) {
 	dbtest.WaitForLockWaits(t, f.db, 1) // a's touch waits for ta
 	bDone, cDone := auth(b.Plain), auth(c.Plain)
 	// b's and c's touches queue behind a's.
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for deadline := time.Now().Add(10 * time.Second); f.svc.TouchesWaiting() != 2; <-tick.C {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d touches queued behind a's, want b's and c's", f.svc.TouchesWaiting())
-		}
+	select {
+	case <-touchesQueued:
+	case <-time.After(10 * time.Second):
+		t.Fatal("b's and c's touches did not queue behind a's within 10s")
 	}
 	if err := ta.Rollback(ctx); err != nil {
 		t.Fatal(err)

@@ -43,7 +43,8 @@ type Metrics struct {
 }
 
 // New returns Metrics with a fresh registry holding the Go runtime and
-// process collectors and the HTTP metrics.
+// process collectors and the HTTP metrics. It takes no Config and returns
+// no error: there is nothing to configure and nothing to fail on.
 func New() *Metrics {
 	reg := prometheus.NewRegistry()
 	m := &Metrics{

@@ -114,7 +114,9 @@ type Migrator struct {
 	citusState citusState
 }
 
-// New returns a Migrator over pool with the embedded migration sets.
+// New returns a Migrator over pool with the embedded migration sets. It is
+// still to take pool into Config (the one constructor shape) once the send
+// path's packages that call it are free to change.
 func New(pool *pgxpool.Pool, cfg Config) (*Migrator, error) {
 	defaults.Positive(&cfg.Concurrency, 4)
 	if cfg.Logger == nil {

@@ -13,7 +13,7 @@ import (
 func TestBatchOfOneKey(t *testing.T) {
 	t.Parallel()
 	d, _ := dbtest.Migrated(t)
-	s, err := New(d.Pool, Config{})
+	s, err := New(Config{Pool: d.Pool})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,6 +66,8 @@ func (l Limit) tolerance() float64 { return float64(l.Burst) / l.Rate }
 
 // Config configures a Store.
 type Config struct {
+	// Pool is the central database the buckets are kept in. Required.
+	Pool *pgxpool.Pool
 	// TicketTTL is how long a reserved slot stays under its ticket after it
 	// falls due, for the job that reserved it to come back (a snoozed job may
 	// run a little late). Default 1 minute.
@@ -102,13 +104,13 @@ type Store struct {
 	lastSweep time.Time
 }
 
-// New returns a Store over pool.
-func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
-	if pool == nil {
-		return nil, errors.New("pace: a pool is required")
+// New validates cfg and returns a Store.
+func New(cfg Config) (*Store, error) {
+	if cfg.Pool == nil {
+		return nil, errors.New("pace: Config.Pool is required")
 	}
 	cfg.setDefaults()
-	s := &Store{pool: pool, cfg: cfg, lastSweep: cfg.Now()}
+	s := &Store{pool: cfg.Pool, cfg: cfg, lastSweep: cfg.Now()}
 	s.takes = batch.New(s.takeMany, batch.Config{MaxInFlight: batch.ReadMaxInFlight})
 	s.allow = batch.New(s.allowMany, batch.Config{MaxInFlight: batch.ReadMaxInFlight})
 	return s, nil

@@ -19,7 +19,7 @@ func newStores(t *testing.T, n int) []*pace.Store {
 	_, url := dbtest.Migrated(t)
 	stores := make([]*pace.Store, n)
 	for i := range stores {
-		s, err := pace.New(dbtest.Open(t, url).Pool, pace.Config{})
+		s, err := pace.New(pace.Config{Pool: dbtest.Open(t, url).Pool})
 		if err != nil {
 			t.Fatal(err)
 		}

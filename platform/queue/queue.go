@@ -137,7 +137,9 @@ func (c Config) Rescuer(pool *pgxpool.Pool) (*Rescuer, error) {
 
 // NewClient returns the process's River client. With workers it can also
 // work jobs (add every worker to the bundle before Start) and schedules
-// periodic; with workers nil it only inserts and reads jobs.
+// periodic; with workers nil it only inserts and reads jobs. It is still to
+// take pool, workers and periodic into Config (the one constructor shape)
+// once the send path's packages that call it are free to change.
 func NewClient(pool *pgxpool.Pool, workers *river.Workers, periodic []*river.PeriodicJob, cfg Config) (*river.Client[pgx.Tx], error) {
 	cfg.setDefaults()
 	rc := &river.Config{

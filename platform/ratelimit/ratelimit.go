@@ -15,6 +15,7 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"math"
@@ -112,7 +113,9 @@ type bucket struct {
 	lastSeen time.Time
 }
 
-// NewLocal returns an in-process limiter.
+// NewLocal returns an in-process limiter. It keeps a shape of its own, no
+// error: every field of cfg has a default and nothing is required, so
+// there is nothing it could fail on.
 func NewLocal(cfg LocalConfig) *Local {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -199,8 +202,19 @@ type Shared struct {
 
 var _ Limiter = (*Shared)(nil)
 
-// NewShared returns a Limiter over store.
-func NewShared(store *pace.Store) *Shared { return &Shared{store: store} }
+// SharedConfig configures a Shared limiter.
+type SharedConfig struct {
+	// Store keeps the buckets. Required.
+	Store *pace.Store
+}
+
+// NewShared validates cfg and returns a Limiter over its store.
+func NewShared(cfg SharedConfig) (*Shared, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("ratelimit: SharedConfig.Store is required")
+	}
+	return &Shared{store: cfg.Store}, nil
+}
 
 // Allow implements Limiter with one statement (pace.Store.Allow). An invalid
 // l allows everything, as Local does.

@@ -46,7 +46,7 @@ func (s *Service) ListAll(ctx context.Context, tenants []db.Tenant, status Statu
 func (s *Service) Locate(ctx context.Context, tenants []db.Tenant, id int64) (db.Tenant, error) {
 	var found []db.Tenant
 	for _, t := range tenants {
-		ok, err := s.queryRow(ctx, nil, sqlFor(t, `SELECT t.id FROM {templates} t WHERE t.id = $1`), []any{id},
+		ok, err := s.sql.QueryFirst(ctx, nil, sqlFor(t, `SELECT t.id FROM {templates} t WHERE t.id = $1`), []any{id},
 			func(r db.Rows) error { var got int64; return r.Scan(&got) })
 		if err != nil {
 			return db.Tenant{}, fmt.Errorf("find template %d in %s: %w", id, t.Schema, err)

@@ -175,7 +175,7 @@ func (s *Service) referenceTenant(ctx context.Context, ref string) (db.Tenant, i
 		return db.Tenant{}, 0, false, nil //nolint:nilerr // a reference that does not parse is not ours
 	}
 	var stored sql.NullString
-	_, err := s.queryRow(ctx, nil, `SELECT schema_name FROM central.organizations WHERE id = $1`, []any{orgID},
+	_, err := s.sql.QueryFirst(ctx, nil, `SELECT schema_name FROM central.organizations WHERE id = $1`, []any{orgID},
 		func(r db.Rows) error { return r.Scan(&stored) })
 	if err != nil {
 		return db.Tenant{}, 0, false, fmt.Errorf("organization of reference %q: %w", ref, err)

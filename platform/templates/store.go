@@ -49,7 +49,7 @@ func (s *Service) Create(ctx context.Context, t db.Tenant, in Input) (Template, 
 	now := s.clock.Now()
 	tpl.CreatedAt, tpl.UpdatedAt = now, now
 	err = s.sql.Tx(ctx, func(tx pgx.Tx) error {
-		found, err := s.queryRow(ctx, tx, sqlFor(t, `INSERT INTO {templates}
+		found, err := s.sql.QueryFirst(ctx, tx, sqlFor(t, `INSERT INTO {templates}
 			(name, language, category, header, body, footer, variables, examples, status, created_at, updated_at)
 			VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text[], $8::jsonb, $9::text,
 			        $10::timestamptz, $10::timestamptz)
@@ -139,7 +139,7 @@ func (s *Service) load(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64, lo
 		q += ` FOR UPDATE`
 	}
 	var tpl Template
-	found, err := s.queryRow(ctx, tx, sqlFor(t, q), []any{id}, func(r db.Rows) error { return scan(r, &tpl) })
+	found, err := s.sql.QueryFirst(ctx, tx, sqlFor(t, q), []any{id}, func(r db.Rows) error { return scan(r, &tpl) })
 	switch {
 	case err != nil:
 		return Template{}, fmt.Errorf("read template %d: %w", id, err)
@@ -155,7 +155,7 @@ func (s *Service) Delete(ctx context.Context, t db.Tenant, id int64) error {
 	if id <= 0 {
 		return errNotFound()
 	}
-	found, err := s.queryRow(ctx, nil, sqlFor(t, `DELETE FROM {templates} WHERE id = $1 RETURNING id`), []any{id},
+	found, err := s.sql.QueryFirst(ctx, nil, sqlFor(t, `DELETE FROM {templates} WHERE id = $1 RETURNING id`), []any{id},
 		func(r db.Rows) error { var gone int64; return r.Scan(&gone) })
 	switch {
 	case err != nil:
@@ -173,7 +173,7 @@ func (s *Service) Delete(ctx context.Context, t db.Tenant, id int64) error {
 // is refused there).
 func (s *Service) Resolve(ctx context.Context, t db.Tenant, name, language string) (Template, error) {
 	var tpl Template
-	found, err := s.queryRow(ctx, nil, sqlFor(t, `SELECT `+columns+` FROM {templates} t
+	found, err := s.sql.QueryFirst(ctx, nil, sqlFor(t, `SELECT `+columns+` FROM {templates} t
 		WHERE t.name = $1 AND t.language = $2`), []any{name, language}, func(r db.Rows) error { return scan(r, &tpl) })
 	switch {
 	case err != nil:

@@ -13,13 +13,10 @@
 package templates
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
@@ -189,18 +186,4 @@ func New(cfg Config) (*Service, error) {
 // table.
 func sqlFor(t db.Tenant, query string) string {
 	return strings.ReplaceAll(query, "{templates}", t.Table("templates"))
-}
-
-// queryRow runs query (in tx, or on the pool when tx is nil) and scans its
-// first row with scan; it reports whether there was one.
-func (s *Service) queryRow(ctx context.Context, tx pgx.Tx, query string, args []any, scan func(db.Rows) error) (bool, error) {
-	found := false
-	err := s.sql.Query(ctx, tx, query, args, func(r db.Rows) error {
-		if !r.Next() {
-			return nil
-		}
-		found = true
-		return scan(r)
-	})
-	return found, err
 }

@@ -73,7 +73,9 @@ type Local struct {
 
 var _ Limiter = (*Local)(nil)
 
-// NewLocal returns an in-process Limiter.
+// NewLocal returns an in-process Limiter. It keeps a shape of its own, no
+// error: every field of cfg has a default and nothing is required, so
+// there is nothing it could fail on.
 func NewLocal(cfg Config) *Local {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -170,8 +172,19 @@ type Shared struct {
 
 var _ Limiter = (*Shared)(nil)
 
-// NewShared returns a Limiter over store.
-func NewShared(store *pace.Store) *Shared { return &Shared{store: store} }
+// SharedConfig configures a Shared limiter.
+type SharedConfig struct {
+	// Store keeps the buckets and tickets. Required.
+	Store *pace.Store
+}
+
+// NewShared validates cfg and returns a Limiter over its store.
+func NewShared(cfg SharedConfig) (*Shared, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("throttle: SharedConfig.Store is required")
+	}
+	return &Shared{store: cfg.Store}, nil
+}
 
 // Reserve implements Limiter with one statement (pace.Store.Take).
 func (s *Shared) Reserve(ctx context.Context, key, ticket string, lim Limit) (time.Duration, error) {

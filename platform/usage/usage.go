@@ -125,21 +125,33 @@ type Service struct {
 	defaults Defaults
 }
 
-// New returns a Service. Zero defaults are the documented ones (docs/api.md,
-// §Delivery and §Request-rate limit): 20/s burst 40 per sender, 50/s burst
-// 100 per API key.
-func New(pool *pgxpool.Pool, clk clock.Clock, def Defaults) (*Service, error) {
-	if pool == nil {
-		return nil, errors.New("usage: a database is required")
+// Config configures a Service.
+type Config struct {
+	// Pool is the database the report reads. Required.
+	Pool *pgxpool.Pool
+	// Clock is the time source of "today". Default clock.Real{}.
+	Clock clock.Clock
+	// Defaults are the platform-wide limits the report shows an
+	// organization without its own. Zero fields are the documented ones
+	// (docs/api.md, §Delivery and §Request-rate limit): 20/s burst 40 per
+	// sender, 50/s burst 100 per API key.
+	Defaults Defaults
+}
+
+// New validates cfg and returns a Service.
+func New(cfg Config) (*Service, error) {
+	if cfg.Pool == nil {
+		return nil, errors.New("usage: Config.Pool is required")
 	}
-	if clk == nil {
-		clk = clock.Real{}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
 	}
+	def := cfg.Defaults
 	defaults.Positive(&def.SenderRate, 20)
 	defaults.Positive(&def.SenderBurst, 40)
 	defaults.Positive(&def.APIRateLimit, 50)
 	defaults.Positive(&def.APIRateBurst, 100)
-	return &Service{pool: pool, clock: clk, defaults: def}, nil
+	return &Service{pool: cfg.Pool, clock: cfg.Clock, defaults: def}, nil
 }
 
 // parse validates q against today (UTC): the default period is the 30 days

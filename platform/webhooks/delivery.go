@@ -162,18 +162,11 @@ func (s *Service) Redeliver(ctx context.Context, t db.Tenant, endpointID, delive
 			return err
 		}
 		now := s.clock.Now()
-		found := false
-		err := s.sql.Query(ctx, tx, sqlFor(t, `INSERT INTO {deliveries} AS d (`+copiedColumns+`, next_attempt_at, created_at, updated_at)
+		found, err := s.sql.QueryFirst(ctx, tx, sqlFor(t, `INSERT INTO {deliveries} AS d (`+copiedColumns+`, next_attempt_at, created_at, updated_at)
 			SELECT `+copiedColumns+`, $3::timestamptz, $3::timestamptz, $3::timestamptz
 			  FROM {deliveries} o WHERE o.id = $2 AND o.endpoint_id = $1
 			RETURNING `+deliveryColumns),
-			[]any{endpointID, deliveryID, now}, func(r db.Rows) error {
-				if !r.Next() {
-					return nil
-				}
-				found = true
-				return scanDelivery(r, &out)
-			})
+			[]any{endpointID, deliveryID, now}, func(r db.Rows) error { return scanDelivery(r, &out) })
 		switch {
 		case err != nil:
 			return fmt.Errorf("redeliver webhook delivery %d: %w", deliveryID, err)

@@ -198,14 +198,7 @@ func (s *Service) load(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64, lo
 		q += ` FOR UPDATE`
 	}
 	var e Endpoint
-	found := false
-	err := s.sql.Query(ctx, tx, sqlFor(t, q), []any{id}, func(r db.Rows) error {
-		if !r.Next() {
-			return nil
-		}
-		found = true
-		return scanEndpoint(r, &e)
-	})
+	found, err := s.sql.QueryFirst(ctx, tx, sqlFor(t, q), []any{id}, func(r db.Rows) error { return scanEndpoint(r, &e) })
 	switch {
 	case err != nil:
 		return Endpoint{}, fmt.Errorf("read webhook endpoint %d: %w", id, err)

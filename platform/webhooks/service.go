@@ -195,15 +195,7 @@ func sqlFor(t db.Tenant, query string) string {
 // queryRow runs query (in tx, or on the pool when tx is nil) and scans its
 // first row into dest; it reports whether there was one.
 func (s *Service) queryRow(ctx context.Context, tx pgx.Tx, query string, args []any, dest ...any) (bool, error) {
-	found := false
-	err := s.sql.Query(ctx, tx, query, args, func(r db.Rows) error {
-		if !r.Next() {
-			return nil
-		}
-		found = true
-		return r.Scan(dest...)
-	})
-	return found, err
+	return s.sql.QueryFirst(ctx, tx, query, args, func(r db.Rows) error { return r.Scan(dest...) })
 }
 
 // exec runs a statement and discards its rows.

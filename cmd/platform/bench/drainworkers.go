@@ -192,7 +192,7 @@ func (b *sendBench) conversationTenant(ctx context.Context) (benchTenant, error)
 	if err != nil {
 		return benchTenant{}, fmt.Errorf("api key hasher: %w", err)
 	}
-	ks, err := keys.New(b.d.Pool, keys.Config{Hasher: hasher, Logger: quietLogger()})
+	ks, err := keys.New(keys.Config{Pool: b.d.Pool, Hasher: hasher, Logger: quietLogger()})
 	if err != nil {
 		return benchTenant{}, fmt.Errorf("key service: %w", err)
 	}

@@ -550,7 +550,7 @@ func (b *sendBench) setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ks, err := keys.New(b.d.Pool, keys.Config{Hasher: hasher, Logger: quietLogger()})
+	ks, err := keys.New(keys.Config{Pool: b.d.Pool, Hasher: hasher, Logger: quietLogger()})
 	if err != nil {
 		return err
 	}

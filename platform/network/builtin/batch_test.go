@@ -716,7 +716,7 @@ func TestDeliveriesShareStatements(t *testing.T) {
 			})
 		}
 		wg.Wait()
-	}, func() bool { return shared.DeliveriesWaiting() == len(tests) })
+	}, len(tests))
 	for i, tt := range tests {
 		if tt.refused != "" {
 			var pe *network.PermanentError

@@ -71,7 +71,9 @@ var (
 )
 
 // New returns the built-in network on d, whose `network` schema must be
-// migrated (migrate.Migrator.Base does it).
+// migrated (migrate.Migrator.Base does it). It is still to take d into
+// Config and return an error (the one constructor shape) once the send
+// path's test harness that calls it is free to change.
 func New(d *db.DB, cfg Config) *Network {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}

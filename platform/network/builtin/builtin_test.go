@@ -593,7 +593,7 @@ func TestLookupsShareReads(t *testing.T) {
 			})
 		}
 		wg.Wait()
-	}, func() bool { return shared.LookupsWaiting() == len(asks) })
+	}, len(asks))
 	for i, q := range asks {
 		g, w := got[i], alone[i]
 		if errors.Is(w.err, network.ErrNotFound) != errors.Is(g.err, network.ErrNotFound) ||

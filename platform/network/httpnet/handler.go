@@ -126,6 +126,20 @@ func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, body []byte) {
 		return
 	}
 	d, err := h.cfg.Network.Deliver(r.Context(), m.message())
+	h.answer(w, r, err, http.StatusOK, func() any {
+		return deliveryJSON{
+			MessageID:      d.MessageID,
+			ConversationID: d.ConversationID,
+			RecipientID:    d.RecipientID,
+			DeliveredAt:    d.DeliveredAt.UTC(),
+		}
+	})
+}
+
+// answer writes the answer to a network call that may refuse: 422 with the
+// refusal's code when err is a *network.PermanentError, 503 for another
+// error (unavailable), else status with body().
+func (h *Handler) answer(w http.ResponseWriter, r *http.Request, err error, status int, body func() any) {
 	var refusal *network.PermanentError
 	switch {
 	case errors.As(err, &refusal):
@@ -133,12 +147,7 @@ func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, body []byte) {
 	case err != nil:
 		h.unavailable(w, r, err)
 	default:
-		writeJSON(w, http.StatusOK, deliveryJSON{
-			MessageID:      d.MessageID,
-			ConversationID: d.ConversationID,
-			RecipientID:    d.RecipientID,
-			DeliveredAt:    d.DeliveredAt.UTC(),
-		})
+		writeJSON(w, status, body())
 	}
 }
 

@@ -3,7 +3,6 @@ package httpnet
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -111,13 +110,7 @@ func (h *Handler) submitTemplate(w http.ResponseWriter, r *http.Request, body []
 		Reference: t.Reference, Name: t.Name, Language: t.Language, Category: t.Category,
 		Header: t.Header, Body: t.Body, Footer: t.Footer, Examples: t.Examples,
 	})
-	var refusal *network.PermanentError
-	switch {
-	case errors.As(err, &refusal):
-		writeError(w, http.StatusUnprocessableEntity, refusal.Code, refusal.Message)
-	case err != nil:
-		h.unavailable(w, r, err)
-	default:
-		writeJSON(w, http.StatusAccepted, submittedJSON{Reference: t.Reference, Status: "pending"})
-	}
+	h.answer(w, r, err, http.StatusAccepted, func() any {
+		return submittedJSON{Reference: t.Reference, Status: "pending"}
+	})
 }
