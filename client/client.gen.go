@@ -872,7 +872,7 @@ type CampaignRecipient struct {
 	// ErrorCode Why it was skipped: a send check's code, or `campaign_canceled`.
 	ErrorCode *string `json:"error_code"`
 
-	// MessageId Its message
+	// MessageId Its message, once released.
 	MessageId *int64 `json:"message_id"`
 
 	// Phone E.164, leading `+` (requests accept any international format and normalise it).
@@ -885,15 +885,18 @@ type CampaignRecipient struct {
 	Status CampaignRecipientStatus `json:"status"`
 }
 
-// CampaignRecipientInput defines model for CampaignRecipientInput.
+// CampaignRecipientInput `{phone, variables?, client_reference?}`. An item that is not such an object, or whose
+// fields are of the wrong type, is not refused as a whole: it comes back as an `invalid`
+// row, as a bad phone does.
 type CampaignRecipientInput struct {
-	ClientReference *string `json:"client_reference,omitempty"`
+	// ClientReference A string of at most 128 characters.
+	ClientReference interface{} `json:"client_reference,omitempty"`
 
-	// Phone International format; normalised to E.164.
-	Phone *string `json:"phone,omitempty"`
+	// Phone A string: the phone in international format; normalised to E.164.
+	Phone interface{} `json:"phone,omitempty"`
 
-	// Variables A template campaign's values of each variable of its template.
-	Variables *map[string]string `json:"variables,omitempty"`
+	// Variables An object of strings: a template campaign's value of each variable of its template.
+	Variables interface{} `json:"variables,omitempty"`
 }
 
 // CampaignRecipientList defines model for CampaignRecipientList.
@@ -911,7 +914,7 @@ type CampaignRecipientStatus string
 type CampaignRecipientsAdded struct {
 	Added int `json:"added"`
 
-	// Duplicates Phones given twice in the request
+	// Duplicates Phones given twice in the request, or already in the campaign.
 	Duplicates int `json:"duplicates"`
 	Invalid    []struct {
 		Error string `json:"error"`
@@ -990,7 +993,7 @@ type CreateCampaignRequest struct {
 	Name           string  `json:"name"`
 	ReservePercent *int    `json:"reserve_percent,omitempty"`
 
-	// SendAt In the future
+	// SendAt In the future, at most 35 days ahead.
 	SendAt *time.Time `json:"send_at,omitempty"`
 
 	// SenderNumberIds 1 to 50 distinct sender numbers of the organization.
