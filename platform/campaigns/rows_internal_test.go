@@ -15,7 +15,9 @@ import (
 func TestCheckRows(t *testing.T) {
 	t.Parallel()
 	tpl := &templates.Template{Body: "Hi {{first_name}} from {{shop}}", Variables: []string{"first_name", "shop"}}
-	vars := func(first, shop string) map[string]string { return map[string]string{"first_name": first, "shop": shop} }
+	vars := func(first, shop string) map[string]string {
+		return map[string]string{"first_name": first, "shop": shop}
+	}
 	rows := []Row{
 		{N: 1, Phone: "+1 (415) 555-0100", Variables: vars("Ana", "Acme"), ClientReference: "r1"},
 		{N: 2, Phone: "+14155550100", Variables: vars("Bo", "Acme")},
