@@ -14,7 +14,7 @@ import (
 // template at creation and needs it approved only when it starts.
 func (s *Service) Find(ctx context.Context, t db.Tenant, name, language string) (Template, bool, error) {
 	var tpl Template
-	found, err := s.queryRow(ctx, nil, sqlFor(t, `SELECT `+columns+` FROM {templates} t
+	found, err := s.sql.QueryFirst(ctx, nil, sqlFor(t, `SELECT `+columns+` FROM {templates} t
 		WHERE t.name = $1 AND t.language = $2`), []any{name, language}, func(r db.Rows) error { return scan(r, &tpl) })
 	if err != nil {
 		return Template{}, false, fmt.Errorf("read template %s/%s: %w", name, language, err)
@@ -30,7 +30,7 @@ func (s *Service) Status(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64) 
 	if tx != nil {
 		q += ` FOR SHARE`
 	}
-	found, err = s.queryRow(ctx, tx, sqlFor(t, q), []any{id}, func(r db.Rows) error {
+	found, err = s.sql.QueryFirst(ctx, tx, sqlFor(t, q), []any{id}, func(r db.Rows) error {
 		var raw string
 		err := r.Scan(&raw)
 		st = Status(raw)
