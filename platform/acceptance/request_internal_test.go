@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bizmsg/platform/platform/apperr"
 )
@@ -94,7 +95,7 @@ func TestValidate(t *testing.T) {
 			t.Parallel()
 			r := decode(t, tt.body)
 			r.IdempotencyKey = tt.key
-			_, err := r.validate()
+			_, err := r.validate(time.Now())
 			if got := fieldsOf(t, err); !slices.Equal(got, tt.fields) {
 				t.Fatalf("field errors %v (%v), want %v", got, err, tt.fields)
 			}
@@ -107,7 +108,7 @@ func TestValidate(t *testing.T) {
 func TestFingerprint(t *testing.T) {
 	t.Parallel()
 	fp := func(body string) []byte {
-		d, err := decode(t, body).validate()
+		d, err := decode(t, body).validate(time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -45,6 +45,10 @@ type Config struct {
 	// attempts per endpoint run at once, so one slow endpoint holds only
 	// that many slots.
 	WebhookMaxWorkers int
+	// ReleaseMaxWorkers is the number of concurrent jobs in the release
+	// queue (QueueRelease) of scheduled sends. Default 50: a release is a
+	// network lookup and one short transaction.
+	ReleaseMaxWorkers int
 	// DeliveryRetryBase and DeliveryRetryMax bound the backoff of failed
 	// deliveries (DeliverWorker.RetryBase/RetryMax). Defaults 1 s and 10 min.
 	DeliveryRetryBase time.Duration
@@ -114,6 +118,7 @@ func (c *Config) setDefaults() {
 	defaults.Positive(&c.MaxWorkers, 100)
 	defaults.Positive(&c.DeliveryMaxWorkers, 100)
 	defaults.Positive(&c.WebhookMaxWorkers, 100)
+	defaults.Positive(&c.ReleaseMaxWorkers, 50)
 	defaults.Positive(&c.FetchCooldown, 25*time.Millisecond)
 	defaults.Positive(&c.FetchPollInterval, 250*time.Millisecond)
 	defaults.Positive(&c.JobTimeout, time.Minute)
@@ -149,6 +154,7 @@ func NewClient(pool *pgxpool.Pool, workers *river.Workers, periodic []*river.Per
 			river.QueueDefault: {MaxWorkers: cfg.MaxWorkers},
 			QueueDelivery:      {MaxWorkers: cfg.DeliveryMaxWorkers},
 			QueueWebhooks:      {MaxWorkers: cfg.WebhookMaxWorkers},
+			QueueRelease:       {MaxWorkers: cfg.ReleaseMaxWorkers},
 		}
 		rc.Workers = workers
 		rc.PeriodicJobs = periodic

@@ -172,6 +172,21 @@ func (s *Service) Delete(ctx context.Context, t db.Tenant, id int64) error {
 // checks approval again in its own statement (a template paused meanwhile
 // is refused there).
 func (s *Service) Resolve(ctx context.Context, t db.Tenant, name, language string) (Template, error) {
+	tpl, err := s.Find(ctx, t, name, language)
+	if err != nil {
+		return Template{}, err
+	}
+	if tpl.Status != StatusApproved {
+		return Template{}, ErrNotApproved(tpl.Name, tpl.Language, tpl.Status)
+	}
+	return tpl, nil
+}
+
+// Find returns the organization's template of name and language, whatever
+// its status, or 422 template_not_found: what a scheduled send checks when
+// it is scheduled; its approval is checked at its release (docs/api.md,
+// §Scheduled sends).
+func (s *Service) Find(ctx context.Context, t db.Tenant, name, language string) (Template, error) {
 	var tpl Template
 	found, err := s.queryRow(ctx, nil, sqlFor(t, `SELECT `+columns+` FROM {templates} t
 		WHERE t.name = $1 AND t.language = $2`), []any{name, language}, func(r db.Rows) error { return scan(r, &tpl) })
@@ -180,8 +195,6 @@ func (s *Service) Resolve(ctx context.Context, t db.Tenant, name, language strin
 		return Template{}, fmt.Errorf("read template %s/%s: %w", name, language, err)
 	case !found:
 		return Template{}, ErrNotFoundForSend(name, language)
-	case tpl.Status != StatusApproved:
-		return Template{}, ErrNotApproved(tpl.Name, tpl.Language, tpl.Status)
 	}
 	return tpl, nil
 }
