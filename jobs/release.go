@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/riverqueue/river"
 
@@ -26,7 +27,15 @@ type ScheduledReleaser interface {
 type ReleaseWorker struct {
 	river.WorkerDefaults[queue.ReleaseArgs]
 	Releaser ScheduledReleaser
+	// RunTimeout bounds one run (queue.Config.ReleaseTimeout); River
+	// cancels the run's context at it. Zero: the client's JobTimeout.
+	RunTimeout time.Duration
 }
+
+// Timeout is the job's run bound, RunTimeout, below the Rescuer's rescue
+// time of releases, so that a live worker's run has always ended when the
+// Rescuer takes a job for orphaned.
+func (w *ReleaseWorker) Timeout(*river.Job[queue.ReleaseArgs]) time.Duration { return w.RunTimeout }
 
 // Work releases the job's message.
 func (w *ReleaseWorker) Work(ctx context.Context, job *river.Job[queue.ReleaseArgs]) error {

@@ -119,11 +119,15 @@ func acceptSQL(t db.Tenant, byID bool, window time.Duration, template, release b
 		}
 		// The release time is the message's acceptance time (created_at):
 		// its UTC day is the day whose limit the message counts against,
-		// on acceptance's side (u) and on delivery's.
+		// on acceptance's side (u) and on delivery's. The other columns
+		// are set to the draft's values (the stored ones), so that every
+		// argument has its type.
 		m = `
 		m AS (
 		  UPDATE ` + sc + `.messages x
-		     SET status = 'queued', recipient_user_id = $4::bigint, content = $6::text,
+		     SET status = 'queued', to_phone = $3::text, recipient_user_id = $4::bigint, type = $5::text,
+		         content = $6::text, file_name = $7::text, file_size = $8::bigint, file_type = $9::text,
+		         duration = $10::bigint, client_reference = $11::text,
 		         created_at = $12::timestamptz, updated_at = $12::timestamptz` + set + `
 		    FROM u
 		   WHERE x.id = ` + msgArg + ` AND x.sender_number_id = u.sender_number_id AND x.status = 'scheduled'

@@ -127,7 +127,7 @@ func (a *App) messagingRoutes() {
 // release and the opt-out confirmation workers.
 func (a *App) messagingWorkers(workers *river.Workers, cfg queue.Config) {
 	river.AddWorker(workers, &jobs.ConsentReplyWorker{Replier: a.Consent})
-	river.AddWorker(workers, &jobs.ReleaseWorker{Releaser: a.Acceptance})
+	river.AddWorker(workers, &jobs.ReleaseWorker{Releaser: a.Acceptance, RunTimeout: cfg.ReleaseTimeout})
 	river.AddWorker(workers, &jobs.DeliverWorker{
 		Deliverer:  a.Delivery,
 		RetryBase:  cfg.DeliveryRetryBase,

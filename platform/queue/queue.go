@@ -81,8 +81,16 @@ type Config struct {
 	// Rescuer takes it for orphaned (its worker process died) and makes it
 	// available again. Default DeliveryTimeout + DeliveryRescueMargin.
 	DeliveryRescueAfter time.Duration
+	// ReleaseTimeout bounds one run of a scheduled send's release
+	// (jobs.ReleaseWorker.RunTimeout): a network lookup and one
+	// transaction. Default DeliveryTimeout.
+	ReleaseTimeout time.Duration
+	// ReleaseRescueAfter is how long a release job may run before the
+	// Rescuer takes it for orphaned and makes it available again. Default
+	// ReleaseTimeout + DeliveryRescueMargin.
+	ReleaseRescueAfter time.Duration
 	// RescueInterval is how often each worker process's Rescuer looks for
-	// orphaned deliveries. Default 1 s.
+	// orphaned deliveries and releases. Default 1 s.
 	RescueInterval time.Duration
 }
 
@@ -125,16 +133,25 @@ func (c *Config) setDefaults() {
 	defaults.Positive(&c.RescueStuckJobsAfter, c.JobTimeout+15*time.Second)
 	defaults.Positive(&c.DeliveryTimeout, 5*time.Second+DeliveryTimeoutMargin)
 	defaults.Positive(&c.DeliveryRescueAfter, c.DeliveryTimeout+DeliveryRescueMargin)
+	defaults.Positive(&c.ReleaseTimeout, c.DeliveryTimeout)
+	defaults.Positive(&c.ReleaseRescueAfter, c.ReleaseTimeout+DeliveryRescueMargin)
 	defaults.Positive(&c.RescueInterval, time.Second)
 }
 
 // Rescuer returns the Rescuer of the kinds whose timeouts c sets: the
-// deliveries, orphaned after DeliveryRescueAfter.
+// deliveries, orphaned after DeliveryRescueAfter, and the scheduled sends'
+// releases, orphaned after ReleaseRescueAfter. The Rescuer also makes
+// their due scheduled jobs available every RescueInterval on every worker
+// process, so a release is due within seconds even while River has no
+// leader (its scheduler runs on the leader only).
 func (c Config) Rescuer(pool *pgxpool.Pool) (*Rescuer, error) {
 	c.setDefaults()
 	return NewRescuer(RescuerConfig{
-		Pool:     pool,
-		Kinds:    map[string]time.Duration{DeliverArgs{}.Kind(): c.DeliveryRescueAfter},
+		Pool: pool,
+		Kinds: map[string]time.Duration{
+			DeliverArgs{}.Kind(): c.DeliveryRescueAfter,
+			ReleaseArgs{}.Kind(): c.ReleaseRescueAfter,
+		},
 		Interval: c.RescueInterval,
 		Logger:   c.Logger,
 	})
