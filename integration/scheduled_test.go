@@ -29,7 +29,9 @@ type scheduledMsg struct {
 func at(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // dueIn is a send_at d from now, on a whole second.
-func dueIn(d time.Duration) time.Time { return time.Now().Add(d).Truncate(time.Second).Add(time.Second) }
+func dueIn(d time.Duration) time.Time {
+	return time.Now().Add(d).Truncate(time.Second).Add(time.Second)
+}
 
 // scheduled is the body of a text message from sender id to p, due at sendAt.
 func scheduled(id int64, p, content string, sendAt time.Time) map[string]any {
