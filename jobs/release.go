@@ -15,9 +15,10 @@ import (
 // it returns the message's status after the release and an error only for
 // a transient failure worth retrying; a refused check fails the message
 // (a result, not an error), and a message no longer scheduled is left as
-// it is.
+// it is. last tells the job's last attempt: a transient failure then fails
+// the message (network_error) rather than leave it scheduled for good.
 type ScheduledReleaser interface {
-	ReleaseScheduled(ctx context.Context, t db.Tenant, id int64) (string, error)
+	ReleaseScheduled(ctx context.Context, t db.Tenant, id int64, last bool) (string, error)
 }
 
 // ReleaseWorker works queue.ReleaseArgs jobs, each due at its message's
@@ -43,7 +44,8 @@ func (w *ReleaseWorker) Work(ctx context.Context, job *river.Job[queue.ReleaseAr
 	if err != nil {
 		return river.JobCancel(fmt.Errorf("release job %d: %w", job.ID, err))
 	}
-	if _, err := w.Releaser.ReleaseScheduled(ctx, t, job.Args.MessageID); err != nil {
+	last := job.Attempt >= job.MaxAttempts
+	if _, err := w.Releaser.ReleaseScheduled(ctx, t, job.Args.MessageID, last); err != nil {
 		return queue.Explain(fmt.Errorf("release message %d in %s: %w", job.Args.MessageID, t.Schema, err))
 	}
 	return nil

@@ -220,8 +220,11 @@ func Refusal(err error) (*apperr.Error, bool) {
 // earlier run of the job) is left as it is, so a job run twice releases
 // once. It returns the message's status after it (queued, failed, or
 // whatever it already was) and an error only for a transient failure,
-// after which the release is retried.
-func (s *Service) ReleaseScheduled(ctx context.Context, t db.Tenant, id int64) (string, error) {
+// after which the release is retried. On the last attempt (last) a
+// transient failure fails the message instead (network_error), so that no
+// message waits as scheduled with no release to come; if even that fails,
+// the error is returned.
+func (s *Service) ReleaseScheduled(ctx context.Context, t db.Tenant, id int64, last bool) (string, error) {
 	var (
 		row   messages.Row
 		found bool
@@ -260,7 +263,11 @@ func (s *Service) ReleaseScheduled(ctx context.Context, t db.Tenant, id int64) (
 	}
 	refusal, ok := Refusal(err)
 	if !ok {
-		return "", err
+		if !last {
+			return "", err
+		}
+		refusal = apperr.Wrap(err, apperr.KindUnavailable, messages.CodeNetworkError,
+			"The message could not be released: the network or the platform failed at every attempt.")
 	}
 	m, changed, err := s.endScheduled(ctx, t, id, refusal)
 	if err != nil || !changed {
