@@ -514,13 +514,15 @@ func TestCancelRacingRelease(t *testing.T) {
 	if got := e.acceptCounter(org, sid, e.Clock.Now()); got != released {
 		t.Fatalf("accept counter %d for %d released", got, released)
 	}
+	// A delivery job may hand the next message of its conversation over to
+	// a new job: jobs are counted by the messages they name.
 	var jobs int
-	if err := e.App.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM river.river_job
+	if err := e.App.DB.Pool.QueryRow(context.Background(), `SELECT count(DISTINCT args->>'message_id') FROM river.river_job
 		WHERE kind = 'message_delivery' AND args->>'schema' = $1`, org.Tenant.Schema).Scan(&jobs); err != nil {
 		t.Fatal(err)
 	}
 	if jobs != released {
-		t.Fatalf("%d delivery jobs for %d released", jobs, released)
+		t.Fatalf("%d messages with a delivery job for %d released", jobs, released)
 	}
 }
 
@@ -546,7 +548,7 @@ func TestScheduledReleaseAcrossWorkerProcesses(t *testing.T) {
 	var jobs, used int
 	var p50, p99, maxLate float64
 	ctx := context.Background()
-	if err := s.App.DB.Pool.QueryRow(ctx, `SELECT count(*) FROM river.river_job
+	if err := s.App.DB.Pool.QueryRow(ctx, `SELECT count(DISTINCT args->>'message_id') FROM river.river_job
 		WHERE kind = 'message_delivery' AND args->>'schema' = $1`, s.org.Tenant.Schema).Scan(&jobs); err != nil {
 		t.Fatal(err)
 	}
@@ -555,7 +557,7 @@ func TestScheduledReleaseAcrossWorkerProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	if jobs != n || used != n {
-		t.Fatalf("%d delivery jobs and %d counted for %d messages", jobs, used, n)
+		t.Fatalf("%d messages with a delivery job and %d counted for %d messages", jobs, used, n)
 	}
 	// The worker processes run on the real clock: a message's created_at
 	// is its release time.

@@ -142,12 +142,18 @@ func (b *scheduledBench) run(ctx context.Context, keep bool, stdout io.Writer) e
 		return err
 	}
 
+	workers := make([]*child, 0, b.cfg.Workers)
+	defer func() {
+		for _, w := range workers {
+			_ = w.stop()
+		}
+	}()
 	for i := range b.cfg.Workers {
 		w, err := startChild(ctx, []string{"worker"}, b.env(), false)
 		if err != nil {
 			return fmt.Errorf("worker %d: %w", i+1, err)
 		}
-		defer func() { _ = w.stop() }()
+		workers = append(workers, w)
 	}
 	fmt.Fprintf(b.stderr, "scheduled in %s; waiting for send_at (%s) and the releases\n",
 		scheduling.Round(time.Millisecond), time.Until(sendAt).Round(time.Second))
@@ -289,14 +295,23 @@ type sweepFigures struct{ warm, cold float64 }
 // sweepCost times the release sweep's query, one per tenant schema, as a
 // sweep would run it each tick: on connections that have seen the tenants
 // (warm) and on a new connection (cold: each tenant's catalog entries
-// loaded on first use).
+// loaded on first use). It first gives each tenant the partial index on
+// send_at such a sweep would have (the scratch database's only change to
+// the schema), so that the figure is the sweep's floor: one indexed query
+// that finds nothing due.
 func (b *scheduledBench) sweepCost(ctx context.Context) (sweepFigures, error) {
 	var f sweepFigures
+	for _, t := range b.tenants {
+		if _, err := b.d.Pool.Exec(ctx, `CREATE INDEX IF NOT EXISTS messages_due_idx ON `+
+			t.Tenant.Table("messages")+` (send_at) WHERE status = 'scheduled'`); err != nil {
+			return f, fmt.Errorf("sweep index: %w", err)
+		}
+	}
 	run := func(c *db.DB) (float64, error) {
 		t0 := time.Now()
 		for _, t := range b.tenants {
 			rows, err := c.Pool.Query(ctx, `SELECT id FROM `+t.Tenant.Table("messages")+`
-				WHERE status = 'scheduled' AND send_at <= now() ORDER BY id LIMIT 100`)
+				WHERE status = 'scheduled' AND send_at <= now() ORDER BY send_at LIMIT 100`)
 			if err != nil {
 				return 0, err
 			}
@@ -388,7 +403,7 @@ func (c onceCheck) String() string {
 	if !c.ok() {
 		verdict = "FAILED"
 	}
-	return fmt.Sprintf("%s: %d messages, %d released (%d before send_at), %d counted, %d delivery jobs, %d network messages (%d distinct)",
+	return fmt.Sprintf("%s: %d messages, %d released (%d before send_at), %d counted, %d with a delivery job, %d network messages (%d distinct)",
 		verdict, c.messages, c.released, c.early, c.counted, c.deliveryJobs, c.networkRows, c.network)
 }
 
@@ -406,8 +421,11 @@ func (b *scheduledBench) exactlyOnce(ctx context.Context) (onceCheck, error) {
 		}
 		c.messages, c.released, c.early, c.counted = c.messages+m, c.released+r, c.early+e, c.counted+u
 	}
-	if err := b.d.Pool.QueryRow(ctx, `SELECT count(*) FROM river.river_job WHERE kind = $1`,
-		queue.DeliverArgs{}.Kind()).Scan(&c.deliveryJobs); err != nil {
+	// A delivery job may hand its conversation's next message over to a
+	// new job (docs/design.md, §Delivery order), so jobs are counted by the
+	// messages they name: every released message has one.
+	if err := b.d.Pool.QueryRow(ctx, `SELECT count(DISTINCT (args->>'schema', args->>'message_id')) FROM river.river_job
+		WHERE kind = $1`, queue.DeliverArgs{}.Kind()).Scan(&c.deliveryJobs); err != nil {
 		return c, err
 	}
 	if err := b.d.Pool.QueryRow(ctx, `SELECT count(DISTINCT reference) FROM network.messages
