@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -19,7 +20,7 @@ import (
 // release time, in two steps so that no transaction is held while the
 // network answers:
 //
-//	c, err := svc.Check(ctx, t, d)           // outside any transaction: the
+//	c, err := svc.Check(ctx, t, d, now)      // outside any transaction: the
 //	                                         // recipient's lookup, the template
 //	err = db.Tx(func(tx) { m, err = svc.Release(ctx, tx, t, c) })
 //	                                         // acceptSQL's release variant
@@ -74,14 +75,14 @@ type Checked struct {
 }
 
 // Check runs the checks of draft d that need the network or a read of
-// their own, as a send made now would, outside any transaction: the
+// their own, as a send made at now would, outside any transaction: the
 // sender's state when the process does not know its phone (a sender error
 // comes first, as at a send), the recipient's lookup (422
 // recipient_unreachable with its reason_code) and, for a template send,
 // the template (template_not_found, template_not_approved) rendered with
-// its values. The time of the check is the acceptance time Release uses.
-func (s *Service) Check(ctx context.Context, t db.Tenant, d Draft) (*Checked, error) {
-	now := s.clock.Now()
+// its values. now is the acceptance time Release uses (its UTC day is the
+// day whose limit the message counts against).
+func (s *Service) Check(ctx context.Context, t db.Tenant, d Draft, now time.Time) (*Checked, error) {
 	ref := senders.SenderRef{ID: d.SenderID}
 	phone, known := s.known.phone(t, d.SenderID)
 	if !known {
@@ -138,8 +139,8 @@ func (s *Service) Check(ctx context.Context, t db.Tenant, d Draft) (*Checked, er
 	return c, nil
 }
 
-// Release runs the checks of a send made at the check's time for the
-// checked draft c and, if they pass, accepts it inside tx: the stored
+// Release runs the checks of a send made at the check's time (now) for
+// the checked draft c and, if they pass, accepts it inside tx: the stored
 // message, locked FOR UPDATE while it is still scheduled, becomes queued
 // (its created_at the release time), the 'accept' counter of that UTC day
 // is raised, and its delivery job is inserted, by acceptSQL's release
@@ -248,7 +249,7 @@ func (s *Service) ReleaseScheduled(ctx context.Context, t db.Tenant, id int64, l
 	if err != nil {
 		return "", err
 	}
-	c, err := s.Check(ctx, t, d)
+	c, err := s.Check(ctx, t, d, s.clock.Now())
 	if err == nil {
 		err = s.prep.Tx(ctx, func(tx pgx.Tx) error {
 			_, err := s.Release(ctx, tx, t, c)
