@@ -37,6 +37,14 @@
 // the key (so concurrent repeats of one key queue on its unique index and the
 // later ones read the answer) and then stores the answer under it.
 //
+// A send with send_at is scheduled instead (schedule.go): stored as
+// scheduled with its release job, nothing counted. Its release
+// (ReleaseScheduled, release.go) runs the checks of a send made at that
+// moment through Check (outside a transaction) and Release (acceptSQL's
+// release variant, which turns the locked scheduled row queued); Cancel
+// ends it before. Campaigns release their messages through the same Check
+// and Release.
+//
 // The statements (acceptance, alone or batched; idempotency keys) take $n
 // arguments and go through db.Prepared, which keeps them prepared on each
 // pool connection up to a bound, so that Postgres parses, analyses and
