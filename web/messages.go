@@ -143,7 +143,8 @@ func (d *Dashboard) messagePage(c *gin.Context) {
 	if sn, err := d.cfg.Senders.Get(c.Request.Context(), s.Principal.Tenant, m.SenderNumberID); err == nil {
 		view.SenderPhone = sn.Phone
 	}
-	d.render(c, "message", pageData{Title: "Message " + strconv.FormatInt(m.ID, 10), Nav: "messages", Data: view})
+	d.render(c, "message", pageData{Title: "Message " + strconv.FormatInt(m.ID, 10), Nav: "messages", Data: view,
+		Notice: notice(c)})
 }
 
 // conversationData is the conversation page's data.
