@@ -323,3 +323,4 @@ func TestBenchSendCommand(t *testing.T) {
 		t.Errorf("peak RSS %d, %d targets", rep.PeakRSS, len(rep.Targets))
 	}
 }
+
