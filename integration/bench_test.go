@@ -323,4 +323,3 @@ func TestBenchSendCommand(t *testing.T) {
 		t.Errorf("peak RSS %d, %d targets", rep.PeakRSS, len(rep.Targets))
 	}
 }
-
