@@ -122,7 +122,12 @@ func (b *scheduledBench) run(ctx context.Context, keep bool, stdout io.Writer) e
 	if err != nil {
 		return err
 	}
-	defer func() { _ = api.stop() }()
+	apiRunning := true
+	defer func() {
+		if apiRunning {
+			_ = api.stop()
+		}
+	}()
 	fmt.Fprintf(b.stderr, "scheduling %d messages due at %s\n", b.cfg.Messages, sendAt.UTC().Format(time.RFC3339))
 	t0 := time.Now()
 	if err := b.schedule(ctx, "http://"+api.addr, sendAt); err != nil {
@@ -132,6 +137,9 @@ func (b *scheduledBench) run(ctx context.Context, keep bool, stdout io.Writer) e
 	if time.Now().After(sendAt.Add(-2 * time.Second)) {
 		return fmt.Errorf("scheduling took %s and outlasted the lead (-lead %s): raise -lead", scheduling.Round(time.Millisecond), b.cfg.Lead)
 	}
+	// The api process is done: the releases are the workers' alone (a
+	// child is stopped once; a second stop would wait for it forever).
+	apiRunning = false
 	_ = api.stop()
 	dueScan, err := b.dueScan(ctx)
 	if err != nil {
