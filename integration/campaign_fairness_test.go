@@ -68,7 +68,7 @@ func TestCampaignFairness(t *testing.T) {
 	// A's throttle is its own (as the operator sets it); B's, the
 	// processes' default, never binds at 20/s.
 	if _, err := e.App.DB.Pool.Exec(context.Background(), `UPDATE central.organizations
-		SET sender_rate = $2, sender_burst = $2 WHERE id = $1`, orgA.ID, fairRate); err != nil {
+		SET sender_rate = $2, sender_burst = $3 WHERE id = $1`, orgA.ID, float64(fairRate), fairRate); err != nil {
 		t.Fatal(err)
 	}
 	procs := startCampProcs(t, e.DatabaseURL, 2, map[string]string{
