@@ -230,8 +230,10 @@ func TestCampaignSurvivesFaults(t *testing.T) {
 	}
 	msgs := c.campaignMessages(camp.ID)
 	to := map[string]int{}
+	bySender := map[int64]int{}
 	for _, m := range msgs {
 		to[m.ToPhone]++
+		bySender[m.SenderNumberID]++
 		if m.Status != "delivered" {
 			t.Errorf("campaign message %d to %s is %s, want delivered", m.ID, m.ToPhone, m.Status)
 		}
@@ -241,6 +243,10 @@ func TestCampaignSurvivesFaults(t *testing.T) {
 	}
 	if len(msgs) != len(eligible) || len(to) != len(eligible) {
 		t.Errorf("GET /messages?campaign_id= lists %d messages to %d recipients, want %d each", len(msgs), len(to), len(eligible))
+	}
+	// The recipients are spread over the pool.
+	if len(bySender) != faultSenders {
+		t.Errorf("messages by sender %v: want every one of the pool's %d senders used", bySender, faultSenders)
 	}
 	procs.stopAll()
 	t.Logf("took %s", time.Since(began).Round(time.Millisecond))
