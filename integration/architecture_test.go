@@ -67,6 +67,7 @@ var floors = map[string]string{
 	"platform/usage":                 floorService,
 	"platform/webhooks":              floorService,
 	"platform/templates":             floorService,
+	"platform/campaigns":             floorService,
 	"platform/yield":                 floorInfra,
 	"platform/apidoc":                floorInfra,
 	"platform/apikey":                floorInfra,

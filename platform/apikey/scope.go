@@ -25,13 +25,16 @@ const (
 	// ScopeTemplatesManage allows creating and deleting message templates
 	// (reading them needs messages.send or messages.read).
 	ScopeTemplatesManage = "templates.manage"
+	// ScopeCampaignsManage allows creating, reading and running campaigns
+	// and adding their recipients.
+	ScopeCampaignsManage = "campaigns.manage"
 	// ScopeAll covers every scope, including ones added later.
 	ScopeAll = "*"
 )
 
 // knownScopes lists every valid scope, sorted. It is never modified.
-var knownScopes = []string{ScopeAll, ScopeContactsLookup, ScopeContactsManage, ScopeMessagesRead, ScopeMessagesSend,
-	ScopeTemplatesManage, ScopeUsageRead, ScopeWebhooksManage}
+var knownScopes = []string{ScopeAll, ScopeCampaignsManage, ScopeContactsLookup, ScopeContactsManage, ScopeMessagesRead,
+	ScopeMessagesSend, ScopeTemplatesManage, ScopeUsageRead, ScopeWebhooksManage}
 
 var (
 	// ErrNoScopes is returned by [Normalize] for an empty scope list.

@@ -26,6 +26,7 @@ import (
 	"github.com/bizmsg/platform/platform/apidoc"
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/audit"
+	"github.com/bizmsg/platform/platform/campaigns"
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/config"
 	"github.com/bizmsg/platform/platform/consent"
@@ -175,6 +176,9 @@ type App struct {
 	// service the Tenant API, the send path, the review worker and the
 	// network's verdicts share.
 	Templates *templates.Service
+	// Campaigns (campaigns, their recipients and states) is the campaign
+	// service of the Tenant API.
+	Campaigns *campaigns.Service
 
 	tenantAPI  *tenant.API
 	centralAPI *central.API
@@ -238,6 +242,10 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		return nil, err
 	}
 	if err := a.messaging(); err != nil {
+		a.Close()
+		return nil, err
+	}
+	if err := a.campaignService(); err != nil {
 		a.Close()
 		return nil, err
 	}
@@ -412,6 +420,7 @@ func (a *App) routes() *gin.Engine {
 	a.messagingRoutes()
 	a.webhookRoutes()
 	a.templateRoutes()
+	a.campaignRoutes()
 	a.networkEventRoutes(r)
 	a.dashboardRoutes(r)
 	return r

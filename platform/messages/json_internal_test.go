@@ -38,6 +38,7 @@ type referenceJSON struct {
 	ReadAt          *string       `json:"read_at"`
 	ReceivedAt      *string       `json:"received_at"`
 	TemplateID      *int64        `json:"template_id"`
+	CampaignID      *int64        `json:"campaign_id"`
 	Delivery        *referenceJob `json:"delivery,omitempty"`
 }
 
@@ -59,7 +60,7 @@ func referenceMarshal(t testing.TB, m Message) string {
 		ClientReference: m.ClientReference, ErrorCode: m.ErrorCode, ErrorMessage: m.ErrorMessage,
 		CreatedAt: clock.Format(m.CreatedAt), DeliveredAt: clock.FormatPtr(m.DeliveredAt),
 		FailedAt: clock.FormatPtr(m.FailedAt), Direction: m.Direction, FromPhone: m.FromPhone,
-		ReadAt: clock.FormatPtr(m.ReadAt), ReceivedAt: clock.FormatPtr(m.ReceivedAt), TemplateID: m.TemplateID,
+		ReadAt: clock.FormatPtr(m.ReadAt), ReceivedAt: clock.FormatPtr(m.ReceivedAt), TemplateID: m.TemplateID, CampaignID: m.CampaignID,
 	}
 	if d := m.Delivery; d != nil {
 		r.Delivery = &referenceJob{State: d.State, Attempts: d.Attempts,
@@ -90,7 +91,7 @@ func fullMessage() Message {
 		ErrorMessage: ptr("line\nbreak\ttab\u0001\u2028\u2029 é 😀 \xff"), ClientReference: ptr(""),
 		CreatedAt: at, SentAt: ptr(at.Add(time.Second)), DeliveredAt: ptr(at.Add(2 * time.Second)),
 		ReadAt: ptr(at.Add(3 * time.Second)), FailedAt: ptr(at.Add(4 * time.Second)), ReceivedAt: ptr(at),
-		TemplateID: ptr(int64(77)),
+		TemplateID: ptr(int64(77)), CampaignID: ptr(int64(5)),
 	}
 }
 

@@ -42,15 +42,17 @@ type ListQuery struct {
 	ClientReference string
 	Direction       string // outbound or inbound
 	ConversationID  string
+	CampaignID      string
 }
 
 // ListQueryFrom reads a history request's query parameters (limit, cursor,
 // sender_number_id, to_phone, status, type, since, until, client_reference,
-// direction, conversation_id).
+// direction, conversation_id, campaign_id).
 func ListQueryFrom(v url.Values) ListQuery {
 	return ListQuery{
 		Direction:       v.Get("direction"),
 		ConversationID:  v.Get("conversation_id"),
+		CampaignID:      v.Get("campaign_id"),
 		Limit:           v.Get("limit"),
 		Cursor:          v.Get("cursor"),
 		SenderNumberID:  v.Get("sender_number_id"),
@@ -75,6 +77,7 @@ type filter struct {
 	clientReference string
 	direction       string
 	conversationID  int64
+	campaignID      int64
 }
 
 // Statuses returns every message status, outbound ones in the order of the
@@ -122,6 +125,9 @@ func (q ListQuery) parse() (filter, error) {
 	}
 	if q.ConversationID != "" {
 		f.conversationID = v.PositiveInt("conversation_id", q.ConversationID)
+	}
+	if q.CampaignID != "" {
+		f.campaignID = v.PositiveInt("campaign_id", q.CampaignID)
 	}
 	if q.Type != "" {
 		switch q.Type {
@@ -224,6 +230,9 @@ func (s *Service) List(ctx context.Context, t db.Tenant, q ListQuery) (page.Of[M
 	}
 	if f.conversationID > 0 {
 		cond("m.conversation_id = ?", f.conversationID)
+	}
+	if f.campaignID > 0 {
+		cond("m.campaign_id = ?", f.campaignID)
 	}
 	query := `SELECT ` + Columns + ` FROM ` + t.Table("messages") + ` AS m`
 	if len(where) > 0 {

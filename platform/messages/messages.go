@@ -149,6 +149,9 @@ type Message struct {
 	// TemplateID is the template a message of type template was rendered
 	// from; nil for other messages. It stays when the template is deleted.
 	TemplateID *int64
+	// CampaignID is the campaign a message was released for; nil for
+	// other messages.
+	CampaignID *int64
 	// Delivery is the state of the message's delivery job, filled by Get
 	// while River keeps the job (nil otherwise, and in lists).
 	Delivery *queue.DeliveryReport
@@ -221,6 +224,8 @@ func (m Message) AppendJSON(b []byte) []byte {
 	b = appendStamp(b, m.ReceivedAt)
 	b = append(b, `,"template_id":`...)
 	b = jsonenc.NullInt(b, m.TemplateID)
+	b = append(b, `,"campaign_id":`...)
+	b = jsonenc.NullInt(b, m.CampaignID)
 	if d := m.Delivery; d != nil {
 		// The state of the message's delivery job (GET
 		// /api/v1/messages/{id}): attempts made, the last failed

@@ -54,6 +54,7 @@ var messageFields = []struct {
 	{"received_at", func(r *Row) any { return &r.ReceivedAt }},
 	{"template_id", func(r *Row) any { return &r.TemplateID }},
 	{"template_ref", func(r *Row) any { return &r.TemplateRef }},
+	{"campaign_id", func(r *Row) any { return &r.CampaignID }},
 }
 
 // Columns lists a message row's columns of the messages table aliased m

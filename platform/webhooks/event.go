@@ -24,6 +24,8 @@ const (
 	EventContactOptedOut     = "contact.opted_out"
 	EventContactOptedIn      = "contact.opted_in"
 	EventTemplateStatus      = "template.status_changed"
+	EventCampaignStarted     = "campaign.started"
+	EventCampaignCompleted   = "campaign.completed"
 )
 
 // EventTypes returns every event type, in the order of the reference.
@@ -32,6 +34,7 @@ func EventTypes() []string {
 		EventMessageSent, EventMessageDelivered, EventMessageRead, EventMessageFailed,
 		EventMessageReceived, EventSenderStatusChanged, EventAPIKeyExpiring,
 		EventContactOptedOut, EventContactOptedIn, EventTemplateStatus,
+		EventCampaignStarted, EventCampaignCompleted,
 	}
 }
 

@@ -48,6 +48,8 @@ func scopeText(s string) string {
 		return "Read usage statistics and account limits"
 	case apikey.ScopeWebhooksManage:
 		return "Manage webhook endpoints and their deliveries"
+	case apikey.ScopeCampaignsManage:
+		return "Create and run campaigns"
 	}
 	return s
 }

@@ -50,6 +50,10 @@ func eventText(typ string) string {
 		return "someone opted in again"
 	case webhooks.EventTemplateStatus:
 		return "the network approved, rejected, paused or disabled a template"
+	case webhooks.EventCampaignStarted:
+		return "a campaign started sending"
+	case webhooks.EventCampaignCompleted:
+		return "a campaign finished: every recipient released or skipped"
 	}
 	return typ
 }
