@@ -363,6 +363,9 @@ func (v benchCampaignView) done() bool {
 
 // measure runs the phases on the running service.
 func (b *campaignBench) measure(ctx context.Context, rep *campaignReport, svc *child) error {
+	// The memory figures of whatever was sampled, also when the campaign
+	// did not complete.
+	defer func() { rep.Service, rep.Backends = memoryRanges(rep.Samples) }()
 	var camp benchCampaignView
 	body, err := json.Marshal(map[string]any{"name": "bench campaign", "sender_number_ids": b.tenant.Senders,
 		"type": "text", "content": "Hello from the campaign benchmark."})
@@ -411,7 +414,6 @@ func (b *campaignBench) measure(ctx context.Context, rep *campaignReport, svc *c
 		}
 		sample(camp)
 	}
-	rep.Service, rep.Backends = memoryRanges(rep.Samples)
 	return b.outcome(ctx, rep, camp, start)
 }
 
@@ -534,8 +536,8 @@ func campaignTargets(r *campaignReport) []target {
 	out[0].Met = out[0].Value >= 10000
 	out[1].Met = out[1].Value >= 90
 	out[2].Met = out[2].Value >= 90
-	out[3].Met = out[3].Value <= flatMB && len(r.Samples) > 1
-	out[4].Met = out[4].Value <= flatMB && len(r.Samples) > 1
+	out[3].Met = out[3].Value <= flatMB && len(r.Samples) > 1 && r.Service.Start > 0
+	out[4].Met = out[4].Value <= flatMB && len(r.Samples) > 1 && r.Backends.Start > 0
 	once := target{Name: "exactly once (every recipient one message)", Goal: "always", Met: r.Once.OK}
 	if r.Once.OK {
 		once.Value = 1
