@@ -299,22 +299,20 @@ func (s *Service) ReleaseScheduled(ctx context.Context, t db.Tenant, id int64, l
 }
 
 // ReleaseMany releases checked drafts cs that have no row yet (a
-// campaign's recipients, their ids drawn by the caller from the messages'
-// sequence) in tx, as Release would each, in a few statements: every
-// draft is stored as a scheduled message under its id in one statement,
-// each is accepted by acceptSQL's release variant (one statement each:
-// the counter is per message), the refused ones' rows are deleted in one
-// statement and the accepted ones' delivery jobs inserted in one. It
-// returns, per draft in order, nil when it was accepted (queued) or its
-// refusal, as Release's; err is a failure of the transaction, after which
-// tx must be rolled back.
+// campaign's recipients, ids drawn by the caller from the messages'
+// sequence) in tx as Release would each: stored as scheduled in one
+// statement, accepted one by one (acceptSQL's release variant), the
+// refused rows deleted and the delivery jobs inserted in one statement
+// each. It returns per draft nil (queued) or its refusal, as Release's;
+// err is a failure after which tx must be rolled back.
 func (s *Service) ReleaseMany(ctx context.Context, tx pgx.Tx, t db.Tenant, cs []*Checked) (refusals []error, err error) {
 	if len(cs) == 0 {
 		return nil, nil
 	}
 	n := len(cs)
 	var (
-		ids, senderIDs, sizes, durations, templateIDs, campaignIDs    []*int64
+		ids, senderIDs, sizes, templateIDs, campaignIDs               []*int64
+		durations                                                     []*int
 		phones, types, contents, names, fileTypes, refs, templateRefs []*string
 		at                                                            []time.Time
 	)
@@ -324,12 +322,7 @@ func (s *Service) ReleaseMany(ctx context.Context, tx pgx.Tx, t db.Tenant, cs []
 		ids, senderIDs = append(ids, &id), append(senderIDs, &sender)
 		phones, types, contents = append(phones, &r.ToPhone), append(types, &r.Type), append(contents, &r.Content)
 		names, sizes, fileTypes = append(names, r.FileName), append(sizes, r.FileSize), append(fileTypes, r.FileType)
-		var d *int64
-		if r.Duration != nil {
-			v := int64(*r.Duration)
-			d = &v
-		}
-		durations, refs = append(durations, d), append(refs, r.ClientReference)
+		durations, refs = append(durations, r.Duration), append(refs, r.ClientReference)
 		templateIDs, templateRefs = append(templateIDs, r.TemplateID), append(templateRefs, r.TemplateRef)
 		campaignIDs, at = append(campaignIDs, r.CampaignID), append(at, r.CreatedAt)
 	}
@@ -366,6 +359,3 @@ func (s *Service) ReleaseMany(ctx context.Context, tx pgx.Tx, t db.Tenant, cs []
 	}
 	return refusals, nil
 }
-
-// ID is the id of checked draft c's message (Draft.MessageID).
-func (c *Checked) ID() int64 { return c.row.ID }
