@@ -163,8 +163,9 @@ func (s *Service) Check(ctx context.Context, t db.Tenant, d Draft, now time.Time
 // or ErrNotScheduled when the message is no longer scheduled. It returns
 // the message as queued.
 //
-// Campaigns call it the same way for each recipient's stored message:
-// Check outside any transaction, then Release in theirs.
+// Campaigns release their recipients, which have no row yet, a tick at
+// a time with ReleaseMany: Check outside any transaction, then
+// ReleaseMany in theirs.
 func (s *Service) Release(ctx context.Context, tx pgx.Tx, t db.Tenant, c *Checked) (messages.Message, error) {
 	if err := s.acceptChecked(ctx, tx, t, c); err != nil {
 		return messages.Message{}, err

@@ -8,7 +8,7 @@
 // one second less the campaign's messages of that sender still queued,
 // and no more than its allowance for the day past the campaign's reserve.
 // Each recipient goes through the checks of a scheduled send
-// (acceptance.Check outside the transaction, acceptance.Release in it) and
+// (acceptance.Check outside the transaction, acceptance.ReleaseMany in it) and
 // becomes one queued message, or is skipped with the check's code, in one
 // transaction guarded by its pending status, so a recipient never gets two
 // messages however often a tick runs. Then the job snoozes until the next

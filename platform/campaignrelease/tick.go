@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -400,6 +401,13 @@ func (s *Service) record(ctx context.Context, t db.Tenant, id int64, list []reci
 			default:
 				toRelease, checked = append(toRelease, r), append(checked, r.checked)
 			}
+		}
+		// Senders' day counters are locked in sender order, as the API's
+		// batches lock them, so concurrent ticks sharing senders cannot
+		// deadlock.
+		sort.SliceStable(toRelease, func(i, j int) bool { return toRelease[i].sender < toRelease[j].sender })
+		for i, r := range toRelease {
+			checked[i] = r.checked
 		}
 		refusals, err := s.cfg.Acceptance.ReleaseMany(ctx, tx, t, checked)
 		if err != nil {
