@@ -48,6 +48,15 @@ type Draft struct {
 	Duration        *int
 	ClientReference *string
 	Template        *TemplateRef
+	// CampaignID is the campaign of a campaign recipient's message (nil
+	// for a scheduled send): its delivery job runs at the campaigns'
+	// lower priority (queue.PriorityCampaign).
+	CampaignID *int64
+	// ReservePercent is the share of the sender's daily limit the release
+	// leaves to other sends (a campaign's reserve_percent; 0 for a
+	// scheduled send): the 'accept' counter rises only while it is under
+	// limit − ceil(limit·ReservePercent/100).
+	ReservePercent int
 }
 
 // DraftOf is the draft of stored message r (its template_ref, if any,
@@ -56,7 +65,7 @@ func DraftOf(r *messages.Row) (Draft, error) {
 	d := Draft{
 		MessageID: r.ID, SenderID: r.SenderNumberID, ToPhone: r.ToPhone, Type: r.Type, Content: r.Content,
 		FileName: r.FileName, FileSize: r.FileSize, FileType: r.FileType, Duration: r.Duration,
-		ClientReference: r.ClientReference,
+		ClientReference: r.ClientReference, CampaignID: r.CampaignID,
 	}
 	if r.TemplateRef != nil {
 		var ref TemplateRef
@@ -71,7 +80,8 @@ func DraftOf(r *messages.Row) (Draft, error) {
 // Checked is a draft that passed the checks made outside a transaction,
 // ready for Release: the message as it will be accepted.
 type Checked struct {
-	row messages.Row
+	row     messages.Row
+	reserve int
 }
 
 // Check runs the checks of draft d that need the network or a read of
@@ -119,10 +129,11 @@ func (s *Service) Check(ctx context.Context, t db.Tenant, d Draft, now time.Time
 			Duration:        d.Duration,
 			Status:          messages.StatusQueued,
 			ClientReference: d.ClientReference,
+			CampaignID:      d.CampaignID,
 			CreatedAt:       now,
 		},
 		UpdatedAt: now,
-	}}
+	}, reserve: d.ReservePercent}
 	if d.Template != nil {
 		tr, err := s.renderTemplate(ctx, t, d.Template)
 		if err != nil {
@@ -144,16 +155,30 @@ func (s *Service) Check(ctx context.Context, t db.Tenant, d Draft, now time.Time
 // message, locked FOR UPDATE while it is still scheduled, becomes queued
 // (its created_at the release time), the 'accept' counter of that UTC day
 // is raised, and its delivery job is inserted, by acceptSQL's release
-// variant and River's insert. Else it returns the refusal: an
+// variant and River's insert. The counter rises only while it is under
+// the limit less the draft's reserve (Draft.ReservePercent). Else it returns the refusal: an
 // *apperr.Error with the check's code (sender_not_active,
 // sender_owner_unverified, recipient_opted_out, template_not_approved,
 // outside_service_window, daily_limit_exceeded), having changed nothing;
 // or ErrNotScheduled when the message is no longer scheduled. It returns
 // the message as queued.
 //
-// Campaigns call it the same way for each recipient's stored message:
-// Check outside any transaction, then Release in theirs.
+// Campaigns release their recipients, which have no row yet, a tick at
+// a time with ReleaseMany: Check outside any transaction, then
+// ReleaseMany in theirs.
 func (s *Service) Release(ctx context.Context, tx pgx.Tx, t db.Tenant, c *Checked) (messages.Message, error) {
+	if err := s.acceptChecked(ctx, tx, t, c); err != nil {
+		return messages.Message{}, err
+	}
+	if err := s.enqueue(ctx, tx, t, &c.row); err != nil {
+		return messages.Message{}, err
+	}
+	return c.row.Message, nil
+}
+
+// acceptChecked is Release without the delivery job: acceptSQL's release
+// variant, and the refusal it reads.
+func (s *Service) acceptChecked(ctx context.Context, tx pgx.Tx, t db.Tenant, c *Checked) error {
 	r := &c.row
 	var (
 		senderID, messageID  *int64
@@ -170,7 +195,7 @@ func (s *Service) Release(ctx context.Context, tx pgx.Tx, t db.Tenant, c *Checke
 	if template {
 		args = append(args, *r.TemplateID, r.TemplateRef)
 	}
-	args = append(args, r.SenderNumberID, r.ID)
+	args = append(args, r.SenderNumberID, r.ID, c.reserve)
 	err := s.prep.Query(ctx, tx, acceptSQL(t, true, s.cfg.ServiceWindow, template, true), args, func(rows db.Rows) error {
 		if !rows.Next() {
 			return errors.New("no result row")
@@ -182,21 +207,18 @@ func (s *Service) Release(ctx context.Context, tx pgx.Tx, t db.Tenant, c *Checke
 		return rows.Scan(append(dest, &scheduled)...)
 	})
 	if err != nil {
-		return messages.Message{}, fmt.Errorf("release message %d: %w", r.ID, err)
+		return fmt.Errorf("release message %d: %w", r.ID, err)
 	}
 	if !scheduled {
-		return messages.Message{}, ErrNotScheduled
+		return ErrNotScheduled
 	}
 	if messageID == nil {
 		ref := senders.SenderRef{ID: r.SenderNumberID}
-		return messages.Message{}, s.refusal(ctx, t, &refused{ref: ref, id: senderID, phone: phone, status: status,
+		return s.refusal(ctx, t, &refused{ref: ref, id: senderID, phone: phone, status: status,
 			limit: limit, at: r.CreatedAt, optedOut: optedOut != nil && *optedOut,
 			windowClosed: windowOpen != nil && !*windowOpen, templateNotApproved: !approved})
 	}
-	if err := s.enqueue(ctx, tx, t, r); err != nil {
-		return messages.Message{}, err
-	}
-	return r.Message, nil
+	return nil
 }
 
 // Refusal reports whether err is a check's refusal (the send would have
@@ -275,4 +297,66 @@ func (s *Service) ReleaseScheduled(ctx context.Context, t db.Tenant, id int64, l
 		return "", err
 	}
 	return m.Status, nil
+}
+
+// ReleaseMany releases checked drafts cs that have no row yet (a
+// campaign's recipients, ids drawn by the caller from the messages'
+// sequence) in tx as Release would each: stored as scheduled in one
+// statement, accepted one by one (acceptSQL's release variant), the
+// refused rows deleted and the delivery jobs inserted in one statement
+// each. It returns per draft nil (queued) or its refusal, as Release's;
+// err is a failure after which tx must be rolled back.
+func (s *Service) ReleaseMany(ctx context.Context, tx pgx.Tx, t db.Tenant, cs []*Checked) (refusals []error, err error) {
+	if len(cs) == 0 {
+		return nil, nil
+	}
+	n := len(cs)
+	var (
+		ids, senderIDs, sizes, templateIDs, campaignIDs               []*int64
+		durations                                                     []*int
+		phones, types, contents, names, fileTypes, refs, templateRefs []*string
+		at                                                            []time.Time
+	)
+	for _, c := range cs {
+		r := &c.row
+		id, sender := r.ID, r.SenderNumberID
+		ids, senderIDs = append(ids, &id), append(senderIDs, &sender)
+		phones, types, contents = append(phones, &r.ToPhone), append(types, &r.Type), append(contents, &r.Content)
+		names, sizes, fileTypes = append(names, r.FileName), append(sizes, r.FileSize), append(fileTypes, r.FileType)
+		durations, refs = append(durations, r.Duration), append(refs, r.ClientReference)
+		templateIDs, templateRefs = append(templateIDs, r.TemplateID), append(templateRefs, r.TemplateRef)
+		campaignIDs, at = append(campaignIDs, r.CampaignID), append(at, r.CreatedAt)
+	}
+	if err := s.prep.Exec(ctx, tx, stageManySQL(t), ids, senderIDs, phones, types, contents, names, sizes,
+		fileTypes, durations, refs, templateIDs, templateRefs, campaignIDs, at); err != nil {
+		return nil, fmt.Errorf("stage %d messages: %w", n, err)
+	}
+	refusals = make([]error, n)
+	var (
+		refused  []int64
+		accepted []*messages.Row
+	)
+	for i, c := range cs {
+		err := s.acceptChecked(ctx, tx, t, c)
+		if _, ok := Refusal(err); ok {
+			refusals[i] = err
+			refused = append(refused, c.row.ID)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		accepted = append(accepted, &c.row)
+	}
+	if len(refused) > 0 {
+		if err := s.prep.Exec(ctx, tx, unstageSQL(t), refused); err != nil {
+			return nil, fmt.Errorf("drop %d refused messages: %w", len(refused), err)
+		}
+	}
+	if len(accepted) > 0 {
+		if err := s.enqueue(ctx, tx, t, accepted...); err != nil {
+			return nil, err
+		}
+	}
+	return refusals, nil
 }
