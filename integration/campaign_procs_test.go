@@ -370,6 +370,36 @@ func (e *msgEnv) networkByRecipient(senders []string) map[string]int {
 	return out
 }
 
+// acceptedToNetwork returns, for each of the organization's messages
+// ids that the network holds, the time from its acceptance (the message's
+// created_at, stamped by the api process as it accepted it, before the
+// commit its 202 reports) to the network's taking it
+// (network.messages.created_at, stamped by the delivering worker). Both
+// are read from the database, so the client's own delays (a 202 that
+// reaches it after the delivery) are not in it.
+func (e *msgEnv) acceptedToNetwork(org *Org, ids []int64) map[int64]time.Duration {
+	e.t.Helper()
+	rows, err := e.App.DB.Pool.Query(context.Background(), `SELECT m.id, n.created_at - m.created_at
+		FROM `+org.Tenant.Table("messages")+` m JOIN network.messages n ON n.reference = $1 || ':' || m.id
+		WHERE m.id = ANY($2)`, org.Tenant.Schema, ids)
+	if err != nil {
+		e.t.Fatalf("acceptance to network: %v", err)
+	}
+	out := make(map[int64]time.Duration, len(ids))
+	for rows.Next() {
+		var id int64
+		var d time.Duration
+		if err := rows.Scan(&id, &d); err != nil {
+			e.t.Fatal(err)
+		}
+		out[id] = d
+	}
+	if err := rows.Err(); err != nil {
+		e.t.Fatal(err)
+	}
+	return out
+}
+
 // networkTimes returns when the network took each of the organization's
 // messages ids (network.messages.created_at, stamped by the delivering
 // worker process's clock), by message id; a message the network does not
