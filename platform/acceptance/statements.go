@@ -159,10 +159,10 @@ func acceptSQL(t db.Tenant, byID bool, window time.Duration, template, release b
 		  SELECT id, ` + bound + ` AS lim FROM s, o WHERE status = 'active' AND ($2::text = '' OR phone = $2::text) AND lim >= 1
 		     AND NOT o.opted_out AND s.window_open` + tplOK + relOK + `),
 		u AS (
-		  INSERT INTO ` + sc + `.daily_usage AS u (sender_number_id, day, side, used)
-		  SELECT id, ($12::timestamptz AT TIME ZONE 'UTC')::date, 'accept', 1 FROM ok WHERE lim >= 1
+		  INSERT INTO ` + sc + `.daily_usage AS u (sender_number_id, day, side, used, bound)
+		  SELECT id, ($12::timestamptz AT TIME ZONE 'UTC')::date, 'accept', 1, lim FROM ok WHERE lim >= 1
 		  ON CONFLICT (sender_number_id, day, side) DO UPDATE SET used = u.used + 1
-		   WHERE u.used < (SELECT lim FROM ok)
+		   WHERE u.used < EXCLUDED.bound
 		  RETURNING u.sender_number_id),` + m + `
 		SELECT s.id AS sender_id, s.phone, s.status, s.lim, m.message_id, o.opted_out, s.window_open` + tplOut + relOut + `
 		  FROM (SELECT 1) one LEFT JOIN s ON true LEFT JOIN m ON true LEFT JOIN o ON true`

@@ -98,12 +98,13 @@ func claimOneSQL(t db.Tenant) string {
 	    LEFT JOIN LATERAL (` + blockerSQL(sc, "$4::timestamptz") + `) b ON true
 	   WHERE m.id = $2::bigint FOR UPDATE OF m),
 	u AS (
-	  INSERT INTO ` + sc + `.daily_usage AS d (sender_number_id, day, side, dispatched)
-	  SELECT sender_number_id, (created_at AT TIME ZONE 'UTC')::date, 'deliver', 1 FROM m
+	  INSERT INTO ` + sc + `.daily_usage AS d (sender_number_id, day, side, dispatched, bound)
+	  SELECT sender_number_id, (created_at AT TIME ZONE 'UTC')::date, 'deliver', 1,
+	         coalesce(m.sn_daily_limit_override, m.default_daily_limit) FROM m
 	   WHERE m.status = 'queued' AND m.dispatched_at IS NULL AND m.sn_status = 'active' AND m.blocker_id IS NULL
 	     AND NOT m.held AND coalesce(m.sn_daily_limit_override, m.default_daily_limit) >= 1
 	  ON CONFLICT (sender_number_id, day, side) DO UPDATE SET dispatched = d.dispatched + 1
-	   WHERE d.dispatched < (SELECT coalesce(sn_daily_limit_override, default_daily_limit) FROM m)
+	   WHERE d.dispatched < EXCLUDED.bound
 	  RETURNING d.dispatched),
 	x AS (
 	  UPDATE ` + sc + `.messages x SET ` + claimSetSQL("$5::bigint", "$3::timestamptz") + `

@@ -99,11 +99,10 @@ func Day(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 // day of each row reserved on.
 func ReserveSQL(sc, side, counter, sender string) string {
 	return `
-	  INSERT INTO ` + sc + `.daily_usage AS d (sender_number_id, day, side, ` + counter + `)
-	  SELECT ` + sender + `, day, '` + side + `', n FROM want WHERE n <= lim ORDER BY ` + sender + `, day
+	  INSERT INTO ` + sc + `.daily_usage AS d (sender_number_id, day, side, ` + counter + `, bound)
+	  SELECT ` + sender + `, day, '` + side + `', n, lim FROM want WHERE n <= lim ORDER BY ` + sender + `, day
 	  ON CONFLICT (sender_number_id, day, side) DO UPDATE SET ` + counter + ` = d.` + counter + ` + EXCLUDED.` + counter + `
-	   WHERE d.` + counter + ` + EXCLUDED.` + counter + ` <=
-	         (SELECT w.lim FROM want w WHERE w.` + sender + ` = d.sender_number_id AND w.day = d.day)
+	   WHERE d.` + counter + ` + EXCLUDED.` + counter + ` <= EXCLUDED.bound
 	  RETURNING d.sender_number_id, d.day`
 }
 
