@@ -1,0 +1,328 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bizmsg/platform/platform/templates"
+)
+
+// postMultipart sends fields and, when fileName is set, a file part
+// recipients_file with content, as multipart/form-data (a form with a
+// file input).
+func (w *webClient) postMultipart(path string, fields url.Values, fileName, content string) *webResponse {
+	w.t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	for k, vs := range fields {
+		for _, v := range vs {
+			if err := mw.WriteField(k, v); err != nil {
+				w.t.Fatal(err)
+			}
+		}
+	}
+	if fileName != "" {
+		part, err := mw.CreateFormFile("recipients_file", fileName)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		if _, err := part.Write([]byte(content)); err != nil {
+			w.t.Fatal(err)
+		}
+	}
+	if err := mw.Close(); err != nil {
+		w.t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(w.t.Context(), http.MethodPost, w.e.Server.URL+path, &body)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	return w.do(req, nil)
+}
+
+// wantRedirectTo checks a 303 to a path matching pattern and returns it.
+func wantRedirectTo(t *testing.T, r *webResponse, pattern string) string {
+	t.Helper()
+	loc := r.Header.Get("Location")
+	if r.Status != http.StatusSeeOther || !regexp.MustCompile("^" + pattern + "$").MatchString(loc) {
+		t.Fatalf("answer %d to %q, want 303 to %s; body: %.800s", r.Status, loc, pattern, r.Body)
+	}
+	return loc
+}
+
+// approvedTemplate creates a template with key and approves it as the
+// network's operator would (no workers needed).
+func approvedTemplate(t *testing.T, e *msgEnv, org *Org, body map[string]any) template {
+	t.Helper()
+	tpl := createTemplate(t, e.Env, org.Key(), body)
+	if _, _, err := e.App.Templates.SetStatus(context.Background(), org.Tenant, tpl.ID, templates.StatusApproved, ""); err != nil {
+		t.Fatal(err)
+	}
+	return tpl
+}
+
+// The dashboard's campaign pages over HTTP: the new-campaign form offers
+// the active numbers and approved templates only and shows the service's
+// 422s on their fields with the values kept; a CSV file creates the
+// recipients with them, its duplicates and invalid rows shown with their
+// errors; more rows pasted, a file and rows at once refused, a malformed
+// file refused adding nothing; start, with the page reloading itself;
+// pause, resume, the progress bar and counts as the release writes them,
+// the recipients' filter and paging; cancel after confirmation, and a
+// state that does not allow an action shown on the page.
+func TestDashboardCampaigns(t *testing.T) {
+	t.Parallel()
+	e := startMsg(t, Options{})
+	org := e.Register(t)
+	key := org.Key()
+	s1, s2 := e.activeSender(org, phoneN(1)), e.activeSender(org, phoneN(2))
+	e.registerSender(org, phoneN(3)) // waiting for its code: not offered
+	tpl := approvedTemplate(t, e, org, templateBody("order_update", "en_US"))
+	createTemplate(t, e.Env, key, templateBody("not_reviewed", "en")) // pending: not offered
+
+	w := newWebClient(t, e.Env)
+	wantPage(t, w.login(org.OwnerEmail, org.OwnerPassword), http.StatusSeeOther)
+	token := w.csrf("/campaigns")
+	wantPage(t, w.get("/campaigns"), http.StatusOK, `href="/campaigns" aria-current="page"`, "No campaigns yet",
+		`href="/campaigns/new"`)
+	form := w.get("/campaigns/new")
+	wantPage(t, form, http.StatusOK, `enctype="multipart/form-data"`, fmt.Sprintf(`value="%d"`, s1), fmt.Sprintf(`value="%d"`, s2),
+		fmt.Sprintf(`<option value="%d">order_update · en_US · utility</option>`, tpl.ID),
+		`id="c-kind-template" name="kind" value="template" checked`, `id="c-reserve" name="reserve_percent"`, `value="10"`)
+	if strings.Contains(form.Body, "&#43;14155550003") || strings.Contains(form.Body, "not_reviewed") {
+		t.Fatal("the form offers a number that is not active or a template that is not approved")
+	}
+	wantPage(t, w.postMultipart("/campaigns", url.Values{"name": {"x"}}, "", ""), http.StatusForbidden, "Form expired")
+
+	// The service's errors on their fields, the values kept, and a word
+	// that the chosen file must be chosen again.
+	past := e.Clock.Now().Add(-time.Hour).UTC().Format("2006-01-02T15:04")
+	r := w.postMultipart("/campaigns", url.Values{"csrf_token": {token}, "name": {"  "}, "kind": {"template"},
+		"send_at": {past}, "reserve_percent": {"ten"}}, "list.csv", "phone\n+14155550010\n")
+	wantPage(t, r, http.StatusUnprocessableEntity, "Please correct the fields", `id="c-name-err"`, `id="c-senders-err"`,
+		"1 to 50 sender number ids", `id="c-template-err" class="field-error">choose one of the approved templates`,
+		`id="c-send-at-err" class="field-error">must be in the future`, `id="c-reserve-err" class="field-error">must be an integer from 0 to 100`,
+		`value="ten"`, `id="c-file-note"`, "Choose the file again")
+	r = w.postMultipart("/campaigns", url.Values{"csrf_token": {token}, "name": {"Plain"}, "kind": {"text"}, "content": {""},
+		"sender_number_ids": {fmt.Sprint(s2)}}, "", "")
+	wantPage(t, r, http.StatusUnprocessableEntity, `id="c-content-err"`, `id="c-sender-`+fmt.Sprint(s2)+`" name="sender_number_ids" value="`+fmt.Sprint(s2)+`" checked`,
+		`id="c-kind-text" name="kind" value="text" checked`)
+	if strings.Contains(r.Body, "c-file-note") {
+		t.Fatal("asked to choose again a file that was not chosen")
+	}
+	wantPage(t, w.get("/campaigns"), http.StatusOK, "No campaigns yet")
+
+	// A template campaign with a CSV file: the rows added, a duplicate and
+	// two invalid rows with their errors, in the answer to the form.
+	csv := "phone,1,2\n+14155550010,A-1,Ana\n+1 415 555 0011,A-2,Ben\n+14155550012,A-3,Cy\n+14155550010,A-1,Ana\n12345,A-5,Di\n+14155550014,A-6,\n"
+	r = w.postMultipart("/campaigns", url.Values{"csrf_token": {token}, "name": {"Order updates"}, "kind": {"template"},
+		"template_id": {fmt.Sprint(tpl.ID)}, "sender_number_ids": {fmt.Sprint(s1), fmt.Sprint(s2)}, "reserve_percent": {"20"}},
+		"customers.csv", csv)
+	wantPage(t, r, http.StatusOK, "Campaign created as a draft. 3 recipients added; 1 duplicate and 2 invalid rows were not.",
+		`id="upload-added">3<`, `id="upload-duplicates">1<`, `id="upload-invalid">2<`, `data-row="5"`, `data-row="6"`,
+		"variables.2", `id="campaign-status">draft`, `action="/campaigns/`, `/start"`)
+	m := regexp.MustCompile(`data-address="(/campaigns/(\d+))"`).FindStringSubmatch(r.Body)
+	if m == nil {
+		t.Fatalf("the answer does not name the campaign's address: %.2000s", r.Body)
+	}
+	path := m[1]
+	var id int64
+	if _, err := fmt.Sscan(m[2], &id); err != nil {
+		t.Fatal(err)
+	}
+	c := getCampaign(t, e.Env, key, id)
+	if c.Status != "draft" || c.Counts.Total != 3 || c.ReservePercent != 20 || c.TemplateID == nil || *c.TemplateID != tpl.ID ||
+		len(c.SenderNumberIDs) != 2 {
+		t.Fatalf("campaign created %+v", c)
+	}
+	page := w.get(path)
+	wantPage(t, page, http.StatusOK, "order_update", "&#43;14155550001, &#43;14155550002", "20% of each number",
+		"0 of 3 recipients done (0%)", `data-phone="&#43;14155550011" data-status="pending"`)
+	if strings.Contains(page.Body, "data-address") || strings.Contains(page.Body, "http-equiv") {
+		t.Fatal("a draft's page names an address or reloads itself")
+	}
+
+	// More rows, pasted: every row added. A file and rows at once, an
+	// empty form and a malformed file are refused, adding nothing.
+	wantRedirect(t, w.postMultipart(path+"/recipients", url.Values{"csrf_token": {token},
+		"recipients_csv": {"phone,1,2\n+14155550015,A-7,Eve\n"}}, "", ""), path+"?ok=recipients_added")
+	wantPage(t, w.get(path+"?ok=recipients_added"), http.StatusOK, "Recipients added: every row was added.", "0 of 4 recipients")
+	wantPage(t, w.postMultipart(path+"/recipients", url.Values{"csrf_token": {token}, "recipients_csv": {"phone\n+14155550016\n"}},
+		"more.csv", "phone,1,2\n+14155550016,A,B\n"), http.StatusUnprocessableEntity, `id="c-file-err"`, "not both")
+	wantPage(t, w.postMultipart(path+"/recipients", url.Values{"csrf_token": {token}}, "", ""), http.StatusUnprocessableEntity,
+		"choose a CSV file, or paste rows")
+	wantPage(t, w.postMultipart(path+"/recipients", url.Values{"csrf_token": {token}}, "bad.csv", "mobile,1\n+14155550017,x\n"),
+		http.StatusBadRequest, "No recipients were added: The CSV header must start with the column phone.", `aria-invalid="true"`)
+	if c := getCampaign(t, e.Env, key, id); c.Counts.Total != 4 {
+		t.Fatalf("total %d after refused uploads, want 4", c.Counts.Total)
+	}
+
+	// Start: running, the page reloads itself (unless asked not to), and
+	// offers pause and cancel; no more recipients.
+	wantRedirect(t, w.post(path+"/start", url.Values{"csrf_token": {token}}), path+"?ok=campaign_started")
+	page = w.get(path)
+	wantPage(t, page, http.StatusOK, `id="campaign-status">running`, `<meta http-equiv="refresh" content="5; url=`+path+`">`,
+		`href="`+path+`?refresh=off"`, `action="`+path+`/pause"`, `href="`+path+`/cancel"`)
+	if strings.Contains(page.Body, `action="`+path+`/recipients"`) || strings.Contains(page.Body, `action="`+path+`/start"`) {
+		t.Fatal("a running campaign is offered start or more recipients")
+	}
+	off := w.get(path + "?refresh=off")
+	wantPage(t, off, http.StatusOK, `id="refresh-on"`)
+	if strings.Contains(off.Body, "http-equiv") {
+		t.Fatal("?refresh=off still reloads")
+	}
+	// The recipients' statuses as the release writes them: two released
+	// (one read, one failed), one skipped for an opt-out.
+	ctx := context.Background()
+	for i, p := range []string{"+14155550010", "+14155550011"} {
+		e.recipient(p)
+		msg := accepted(t, e.send(org, text(s1, p, "Order A-1 ships today.")))
+		status := []string{"read", "failed"}[i]
+		if _, err := e.App.DB.Pool.Exec(ctx, `UPDATE `+org.Tenant.Table("messages")+` SET campaign_id = $1, status = $3 WHERE id = $2`,
+			id, msg.ID, status); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.App.DB.Pool.Exec(ctx, `UPDATE `+org.Tenant.Table("campaign_recipients")+`
+			SET status = 'released', message_id = $3, sender_number_id = $4 WHERE campaign_id = $1 AND phone = $2`,
+			id, p, msg.ID, s1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.App.DB.Pool.Exec(ctx, `UPDATE `+org.Tenant.Table("campaign_recipients")+`
+		SET status = 'skipped', error_code = 'recipient_opted_out' WHERE campaign_id = $1 AND phone = '+14155550012'`, id); err != nil {
+		t.Fatal(err)
+	}
+	page = w.get(path)
+	wantPage(t, page, http.StatusOK, "3 of 4 recipients done (75%)", `class="s-read" data-status="read" x="0" y="0" width="250"`,
+		`<li data-status="failed"><span class="swatch s-failed"></span>failed <strong class="count">1</strong>`,
+		`data-reason="opted_out"><code>opted_out</code>: 1`, `class="message-link"`, `data-status="skipped"`,
+		fmt.Sprintf(`href="/messages?campaign_id=%d"`, id))
+	wantPage(t, w.get(fmt.Sprintf("/messages?campaign_id=%d", id)), http.StatusOK, `value="`+fmt.Sprint(id)+`"`, `data-status="read"`,
+		`data-status="failed"`)
+	filtered := w.get(path + "?status=skipped")
+	wantPage(t, filtered, http.StatusOK, `data-phone="&#43;14155550012"`, `<code>opted_out</code>`)
+	if strings.Contains(filtered.Body, `data-phone="&#43;14155550010"`) {
+		t.Fatal("the status filter lets another status through")
+	}
+	wantPage(t, w.get(path+"?status=released"), http.StatusUnprocessableEntity, `id="f-status-err"`)
+	list := w.get("/campaigns")
+	wantPage(t, list, http.StatusOK, `class="campaign-link">Order updates`, "3 of 4 recipients done (75%)",
+		`<span class="badge info">running</span>`)
+	wantPage(t, w.get("/campaigns?status=draft"), http.StatusOK, "No campaigns match these filters")
+
+	// Pause and resume; a state that does not allow an action is shown on
+	// the campaign's page, changing nothing.
+	wantRedirect(t, w.post(path+"/pause", url.Values{"csrf_token": {token}}), path+"?ok=campaign_paused")
+	wantPage(t, w.get(path+"?ok=campaign_paused"), http.StatusOK, `id="campaign-status">paused`, "Campaign paused",
+		`action="`+path+`/resume"`)
+	wantPage(t, w.post(path+"/pause", url.Values{"csrf_token": {token}}), http.StatusConflict,
+		"The campaign is paused, which does not allow pausing it.")
+	wantPage(t, w.post(path+"/start", url.Values{"csrf_token": {token}}), http.StatusConflict, "does not allow starting it")
+	wantRedirect(t, w.post(path+"/resume", url.Values{"csrf_token": {token}}), path+"?ok=campaign_resumed")
+
+	// Cancel after confirmation: the pending recipient is skipped.
+	wantPage(t, w.get(path+"/cancel"), http.StatusOK, "Cancel the campaign <strong>Order updates</strong>", "Its 1 pending recipients",
+		`id="confirm-cancel"`)
+	wantRedirect(t, w.post(path+"/cancel", url.Values{"csrf_token": {token}}), path+"?ok=campaign_canceled")
+	page = w.get(path)
+	wantPage(t, page, http.StatusOK, `id="campaign-status">canceled`, "4 of 4 recipients done (100%)", `data-reason="canceled"`)
+	if strings.Contains(page.Body, `action="`+path+`/`) || strings.Contains(page.Body, "http-equiv") {
+		t.Fatal("a canceled campaign offers an action or reloads itself")
+	}
+	wantPage(t, w.post(path+"/cancel", url.Values{"csrf_token": {token}}), http.StatusConflict, "does not allow canceling it")
+
+	// A text campaign without recipients: its start is refused on its page;
+	// with a send_at, it is scheduled.
+	r = w.postMultipart("/campaigns", url.Values{"csrf_token": {token}, "name": {"Later"}, "kind": {"text"},
+		"content": {"Our sale starts soon."}, "sender_number_ids": {fmt.Sprint(s1)},
+		"send_at": {e.Clock.Now().Add(48 * time.Hour).UTC().Format("2006-01-02T15:04")}}, "", "")
+	later := wantRedirectTo(t, r, `/campaigns/\d+\?ok=campaign_created`)
+	later = strings.TrimSuffix(later, "?ok=campaign_created")
+	wantPage(t, w.get(later+"?ok=campaign_created"), http.StatusOK, "Campaign created as a draft", "Our sale starts soon.",
+		`id="no-recipients"`, `id="start-campaign">Schedule`)
+	wantPage(t, w.post(later+"/start", url.Values{"csrf_token": {token}}), http.StatusUnprocessableEntity,
+		"The campaign has no recipients")
+	wantRedirect(t, w.postMultipart(later+"/recipients", url.Values{"csrf_token": {token}}, "one.csv", "phone\n+14155550020\n"),
+		later+"?ok=recipients_added")
+	wantRedirect(t, w.post(later+"/start", url.Values{"csrf_token": {token}}), later+"?ok=campaign_scheduled")
+	page = w.get(later + "?ok=campaign_scheduled")
+	wantPage(t, page, http.StatusOK, `id="campaign-status">scheduled`, "Campaign scheduled: it starts by itself at its send time",
+		`action="`+later+`/pause"`)
+	if strings.Contains(page.Body, "http-equiv") {
+		t.Fatal("a campaign scheduled two days ahead reloads itself")
+	}
+}
+
+// Campaign pages by role and organization: a member reads the list, a
+// campaign and its recipients but is refused every change (and offered
+// none); another organization's campaign is 404 on every page and
+// action, and unchanged.
+func TestDashboardCampaignsRolesIsolation(t *testing.T) {
+	t.Parallel()
+	e := startMsg(t, Options{})
+	org, other := e.Register(t), e.Register(t)
+	s := e.activeSender(org, phoneN(1))
+	c := createCampaign(t, e.Env, org.Key(), textCampaign("Ours", s))
+	addPlain(t, e.Env, org.Key(), c.ID, phoneN(5))
+	theirSender := e.activeSender(other, phoneN(2))
+	// Ids are per organization: theirs is one ours lacks.
+	var theirs campaign
+	for theirs.ID <= c.ID {
+		theirs = createCampaign(t, e.Env, other.Key(), textCampaign("Theirs", theirSender))
+	}
+	addPlain(t, e.Env, other.Key(), theirs.ID, phoneN(6))
+
+	w := newWebClient(t, e.Env)
+	wantPage(t, w.login(org.OwnerEmail, org.OwnerPassword), http.StatusSeeOther)
+	token := w.csrf("/campaigns")
+	if strings.Contains(w.get("/campaigns").Body, "Theirs") {
+		t.Fatal("our list shows their campaign")
+	}
+	them := fmt.Sprintf("/campaigns/%d", theirs.ID)
+	for _, r := range []*webResponse{w.get(them), w.get(them + "/cancel"), w.post(them+"/start", url.Values{"csrf_token": {token}}),
+		w.post(them+"/cancel", url.Values{"csrf_token": {token}}),
+		w.postMultipart(them+"/recipients", url.Values{"csrf_token": {token}}, "x.csv", "phone\n+14155550007\n"),
+		w.get("/campaigns/abc"), w.get("/campaigns/0")} {
+		wantPage(t, r, http.StatusNotFound, "Not found")
+	}
+	if got := getCampaign(t, e.Env, other.Key(), theirs.ID); got.Status != "draft" || got.Counts.Total != 1 {
+		t.Fatalf("their campaign after our attempts: %+v", got)
+	}
+
+	email := uniqueEmail("member")
+	wantRedirect(t, w.post("/members", url.Values{"csrf_token": {token}, "name": {"Mia Member"}, "email": {email},
+		"role": {"member"}, "password": {"initial password 1"}}), "/members?ok=member_added")
+	member := newWebClient(t, e.Env)
+	wantPage(t, member.login(email, "initial password 1"), http.StatusSeeOther)
+	ours := fmt.Sprintf("/campaigns/%d", c.ID)
+	list := member.get("/campaigns")
+	wantPage(t, list, http.StatusOK, `class="campaign-link">Ours`, "Only owners and admins can create and run campaigns")
+	page := member.get(ours)
+	wantPage(t, page, http.StatusOK, `data-phone="&#43;14155550005"`)
+	if strings.Contains(list.Body, `href="/campaigns/new"`) || strings.Contains(page.Body, `method="post" action="/campaigns/`) ||
+		strings.Contains(page.Body, `/cancel"`) {
+		t.Fatal("a member is offered a change")
+	}
+	mToken := member.csrf("/campaigns")
+	for _, r := range []*webResponse{member.get("/campaigns/new"), member.get(ours + "/cancel"),
+		member.postMultipart("/campaigns", url.Values{"csrf_token": {mToken}, "name": {"Mine"}}, "", ""),
+		member.postMultipart(ours+"/recipients", url.Values{"csrf_token": {mToken}}, "x.csv", "phone\n+14155550008\n"),
+		member.post(ours+"/start", url.Values{"csrf_token": {mToken}}), member.post(ours+"/cancel", url.Values{"csrf_token": {mToken}})} {
+		wantPage(t, r, http.StatusForbidden, "Only owners and admins")
+	}
+	if got := getCampaign(t, e.Env, org.Key(), c.ID); got.Status != "draft" || got.Counts.Total != 1 {
+		t.Fatalf("our campaign after the member's attempts: %+v", got)
+	}
+	if n := len(listCampaigns(t, e.Env, org.Key(), url.Values{})); n != 1 {
+		t.Fatalf("%d campaigns after the member's attempts", n)
+	}
+}
