@@ -53,7 +53,7 @@ func (w *webClient) postMultipart(path string, fields url.Values, fileName, cont
 func wantRedirectTo(t *testing.T, r *webResponse, pattern string) string {
 	t.Helper()
 	loc := r.Header.Get("Location")
-	if r.Status != http.StatusSeeOther || !regexp.MustCompile("^" + pattern + "$").MatchString(loc) {
+	if r.Status != http.StatusSeeOther || !regexp.MustCompile("^"+pattern+"$").MatchString(loc) {
 		t.Fatalf("answer %d to %q, want 303 to %s; body: %.800s", r.Status, loc, pattern, r.Body)
 	}
 	return loc
