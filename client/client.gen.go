@@ -248,17 +248,21 @@ func (e MessageDirection) Valid() bool {
 
 // Defines values for MessageStatus.
 const (
+	MessageStatusCanceled  MessageStatus = "canceled"
 	MessageStatusDelivered MessageStatus = "delivered"
 	MessageStatusFailed    MessageStatus = "failed"
 	MessageStatusQueued    MessageStatus = "queued"
 	MessageStatusRead      MessageStatus = "read"
 	MessageStatusReceived  MessageStatus = "received"
+	MessageStatusScheduled MessageStatus = "scheduled"
 	MessageStatusSent      MessageStatus = "sent"
 )
 
 // Valid indicates whether the value is a known member of the MessageStatus enum.
 func (e MessageStatus) Valid() bool {
 	switch e {
+	case MessageStatusCanceled:
+		return true
 	case MessageStatusDelivered:
 		return true
 	case MessageStatusFailed:
@@ -268,6 +272,8 @@ func (e MessageStatus) Valid() bool {
 	case MessageStatusRead:
 		return true
 	case MessageStatusReceived:
+		return true
+	case MessageStatusScheduled:
 		return true
 	case MessageStatusSent:
 		return true
@@ -562,6 +568,7 @@ const (
 	CampaignStarted           WebhookEventType = "campaign.started"
 	ContactOptedIn            WebhookEventType = "contact.opted_in"
 	ContactOptedOut           WebhookEventType = "contact.opted_out"
+	MessageCanceled           WebhookEventType = "message.canceled"
 	MessageDelivered          WebhookEventType = "message.delivered"
 	MessageFailed             WebhookEventType = "message.failed"
 	MessageRead               WebhookEventType = "message.read"
@@ -583,6 +590,8 @@ func (e WebhookEventType) Valid() bool {
 	case ContactOptedIn:
 		return true
 	case ContactOptedOut:
+		return true
+	case MessageCanceled:
 		return true
 	case MessageDelivered:
 		return true
@@ -1125,8 +1134,11 @@ type LookupResult struct {
 // the organization's sender numbers). See docs/api.md, §Message lifecycle.
 type Message struct {
 	// CampaignId The campaign the message was sent for; null for other messages.
-	CampaignId      *int64  `json:"campaign_id"`
-	ClientReference *string `json:"client_reference"`
+	CampaignId *int64 `json:"campaign_id"`
+
+	// CanceledAt When a scheduled send was canceled; null otherwise.
+	CanceledAt      *NullableTimestamp `json:"canceled_at"`
+	ClientReference *string            `json:"client_reference"`
 
 	// Content The text, or the media URL.
 	Content string `json:"content"`
@@ -1134,7 +1146,9 @@ type Message struct {
 	// ConversationId The network's conversation; null until delivered.
 	ConversationId *int64 `json:"conversation_id"`
 
-	// CreatedAt RFC 3339 in UTC.
+	// CreatedAt When the message was accepted for sending: the send's time, or for a scheduled send the
+	// time it was scheduled until its release, then the release's time (whose UTC day is the
+	// day its daily limit counts).
 	CreatedAt Timestamp `json:"created_at"`
 
 	// DeliveredAt When the recipient got the message; null until the network says so.
@@ -1178,6 +1192,9 @@ type Message struct {
 	// RecipientUserId The recipient's network account, known at acceptance.
 	RecipientUserId *int64 `json:"recipient_user_id"`
 
+	// SendAt When a scheduled send is (or was) due for release; null for a message sent at once.
+	SendAt *NullableTimestamp `json:"send_at"`
+
 	// SenderNumberId The organization's number the message was sent from (outbound) or written to (inbound).
 	SenderNumberId Id `json:"sender_number_id"`
 
@@ -1185,7 +1202,9 @@ type Message struct {
 	SentAt *NullableTimestamp `json:"sent_at"`
 
 	// Status Outbound: `queued` → `sent` → `delivered` → `read`, only forward, or `failed` from
-	// `queued`, `sent` or `delivered`. Inbound: `received`.
+	// `queued`, `sent` or `delivered`. Inbound: `received`. A scheduled send (`send_at`) is
+	// `scheduled` until its release makes it `queued` (or `failed` with the refused check's
+	// `error_code`), or `canceled` if canceled before its release.
 	Status MessageStatus `json:"status"`
 
 	// TemplateId The template a `template` message was rendered from (kept when the template is deleted); null otherwise.
@@ -1241,7 +1260,9 @@ type MessageList struct {
 }
 
 // MessageStatus Outbound: `queued` → `sent` → `delivered` → `read`, only forward, or `failed` from
-// `queued`, `sent` or `delivered`. Inbound: `received`.
+// `queued`, `sent` or `delivered`. Inbound: `received`. A scheduled send (`send_at`) is
+// `scheduled` until its release makes it `queued` (or `failed` with the refused check's
+// `error_code`), or `canceled` if canceled before its release.
 type MessageStatus string
 
 // MessageType `template`: rendered from a template (`template_id`); the network gets it as text.
@@ -1409,9 +1430,14 @@ type SendMessageRequest struct {
 	FileSize *int `json:"file_size,omitempty"`
 
 	// FileType MIME type.
-	FileType       *string `json:"file_type,omitempty"`
-	SenderNumberId *int64  `json:"sender_number_id,omitempty"`
-	SenderPhone    *string `json:"sender_phone,omitempty"`
+	FileType *string `json:"file_type,omitempty"`
+
+	// SendAt Schedules the send (docs/api.md, §Scheduled sends): RFC 3339, after now and at most 35
+	// days ahead, else 422 on `send_at`. The answer is 202 with `status` `scheduled`; the
+	// checks of a send run at the release.
+	SendAt         *time.Time `json:"send_at,omitempty"`
+	SenderNumberId *int64     `json:"sender_number_id,omitempty"`
+	SenderPhone    *string    `json:"sender_phone,omitempty"`
 
 	// Template The template of a message of type `template`.
 	Template *SendTemplate `json:"template,omitempty"`
@@ -1641,7 +1667,10 @@ type UsageReport struct {
 		RemainingToday int   `json:"remaining_today"`
 
 		// ResetsAt RFC 3339 in UTC.
-		ResetsAt       Timestamp    `json:"resets_at"`
+		ResetsAt Timestamp `json:"resets_at"`
+
+		// Scheduled The sender's scheduled messages waiting for their release (not in `used_today`).
+		Scheduled      int          `json:"scheduled"`
 		SenderNumberId Id           `json:"sender_number_id"`
 		Status         SenderStatus `json:"status"`
 		UsedToday      int          `json:"used_today"`
@@ -1650,11 +1679,23 @@ type UsageReport struct {
 		From openapi_types.Date `json:"from"`
 		To   openapi_types.Date `json:"to"`
 	} `json:"period"`
+	Totals struct {
+		Delivered int `json:"delivered"`
+		Failed    int `json:"failed"`
+		Queued    int `json:"queued"`
+		Read      int `json:"read"`
 
-	// Totals Messages by the status they have now, counted on the UTC day they were accepted (inbound:
-	// stored). `total` = `queued` + `sent` + `delivered` + `read` + `failed`; `received` counts
-	// inbound messages, which no limit counts, apart from it.
-	Totals Counts `json:"totals"`
+		// Received Inbound messages stored that day.
+		Received int `json:"received"`
+
+		// Scheduled Scheduled messages waiting for their release now, whatever their `send_at`:
+		// counted against no day until released, so apart from the period's counts.
+		Scheduled int `json:"scheduled"`
+		Sent      int `json:"sent"`
+
+		// Total Messages accepted that day (what the daily limit counts).
+		Total int `json:"total"`
+	} `json:"totals"`
 }
 
 // User defines model for User.
@@ -1844,7 +1885,9 @@ type MessageSenderNumberId = int64
 type MessageSince = time.Time
 
 // MessageStatusParameter Outbound: `queued` → `sent` → `delivered` → `read`, only forward, or `failed` from
-// `queued`, `sent` or `delivered`. Inbound: `received`.
+// `queued`, `sent` or `delivered`. Inbound: `received`. A scheduled send (`send_at`) is
+// `scheduled` until its release makes it `queued` (or `failed` with the refused check's
+// `error_code`), or `canceled` if canceled before its release.
 type MessageStatusParameter = MessageStatus
 
 // MessageToPhone defines model for MessageToPhone.
@@ -2565,6 +2608,13 @@ func (t SendMessageRequest) MarshalJSON() ([]byte, error) {
 		}
 	}
 
+	if t.SendAt != nil {
+		object["send_at"], err = json.Marshal(t.SendAt)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'send_at': %w", err)
+		}
+	}
+
 	if t.SenderNumberId != nil {
 		object["sender_number_id"], err = json.Marshal(t.SenderNumberId)
 		if err != nil {
@@ -2650,6 +2700,13 @@ func (t *SendMessageRequest) UnmarshalJSON(b []byte) error {
 		err = json.Unmarshal(raw, &t.FileType)
 		if err != nil {
 			return fmt.Errorf("error reading 'file_type': %w", err)
+		}
+	}
+
+	if raw, found := object["send_at"]; found {
+		err = json.Unmarshal(raw, &t.SendAt)
+		if err != nil {
+			return fmt.Errorf("error reading 'send_at': %w", err)
 		}
 	}
 
@@ -3247,6 +3304,10 @@ type ClientInterface interface {
 	// TenantSendMessageWithBody Send a message
 	//
 	// Scope `messages.send`. Accepted messages are `queued` and delivered by a background job.
+	// With `send_at` the message is `scheduled` instead: validated in full, its sender must
+	// exist (422 `sender_not_found`) and a template send's template must exist (422
+	// `template_not_found`, any status, its variables checked); nothing else is checked and
+	// nothing counted until its release at `send_at` (docs/api.md, §Scheduled sends).
 	// Refusals after validation, in this order: the sender (422 `sender_not_found`,
 	// `sender_not_active`, `sender_owner_unverified`), the recipient (422
 	// `recipient_unreachable` with `reason_code`), the template of a `template` message (422
@@ -3268,6 +3329,10 @@ type ClientInterface interface {
 	// TenantSendMessage Send a message
 	//
 	// Scope `messages.send`. Accepted messages are `queued` and delivered by a background job.
+	// With `send_at` the message is `scheduled` instead: validated in full, its sender must
+	// exist (422 `sender_not_found`) and a template send's template must exist (422
+	// `template_not_found`, any status, its variables checked); nothing else is checked and
+	// nothing counted until its release at `send_at` (docs/api.md, §Scheduled sends).
 	// Refusals after validation, in this order: the sender (422 `sender_not_found`,
 	// `sender_not_active`, `sender_owner_unverified`), the recipient (422
 	// `recipient_unreachable` with `reason_code`), the template of a `template` message (422
@@ -3294,6 +3359,17 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/v1/messages/{id} (the `TenantGetMessage` operationId).
 	TenantGetMessage(ctx context.Context, id IdParameter, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TenantCancelMessage Cancel a scheduled message
+	//
+	// Scope `messages.send`. A `scheduled` message becomes `canceled` (with `canceled_at` and a
+	// `message.canceled` event) and is never released. A message that is not scheduled
+	// (released, failed, already canceled, inbound) is 409 `not_cancelable`; an unknown id, or
+	// one of another organization, is 404. A cancellation racing the release: exactly one of
+	// the two wins.
+	//
+	// Corresponds with POST /api/v1/messages/{id}/cancel (the `TenantCancelMessage` operationId).
+	TenantCancelMessage(ctx context.Context, id IdParameter, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// TenantListOptOuts List the organization's opt-outs
 	//
@@ -4552,6 +4628,10 @@ func (c *Client) TenantListMessages(ctx context.Context, params *TenantListMessa
 // TenantSendMessageWithBody Send a message
 //
 // Scope `messages.send`. Accepted messages are `queued` and delivered by a background job.
+// With `send_at` the message is `scheduled` instead: validated in full, its sender must
+// exist (422 `sender_not_found`) and a template send's template must exist (422
+// `template_not_found`, any status, its variables checked); nothing else is checked and
+// nothing counted until its release at `send_at` (docs/api.md, §Scheduled sends).
 // Refusals after validation, in this order: the sender (422 `sender_not_found`,
 // `sender_not_active`, `sender_owner_unverified`), the recipient (422
 // `recipient_unreachable` with `reason_code`), the template of a `template` message (422
@@ -4583,6 +4663,10 @@ func (c *Client) TenantSendMessageWithBody(ctx context.Context, params *TenantSe
 // TenantSendMessage Send a message
 //
 // Scope `messages.send`. Accepted messages are `queued` and delivered by a background job.
+// With `send_at` the message is `scheduled` instead: validated in full, its sender must
+// exist (422 `sender_not_found`) and a template send's template must exist (422
+// `template_not_found`, any status, its variables checked); nothing else is checked and
+// nothing counted until its release at `send_at` (docs/api.md, §Scheduled sends).
 // Refusals after validation, in this order: the sender (422 `sender_not_found`,
 // `sender_not_active`, `sender_owner_unverified`), the recipient (422
 // `recipient_unreachable` with `reason_code`), the template of a `template` message (422
@@ -4620,6 +4704,27 @@ func (c *Client) TenantSendMessage(ctx context.Context, params *TenantSendMessag
 // Corresponds with GET /api/v1/messages/{id} (the `TenantGetMessage` operationId).
 func (c *Client) TenantGetMessage(ctx context.Context, id IdParameter, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewTenantGetMessageRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TenantCancelMessage Cancel a scheduled message
+//
+// Scope `messages.send`. A `scheduled` message becomes `canceled` (with `canceled_at` and a
+// `message.canceled` event) and is never released. A message that is not scheduled
+// (released, failed, already canceled, inbound) is 409 `not_cancelable`; an unknown id, or
+// one of another organization, is 404. A cancellation racing the release: exactly one of
+// the two wins.
+//
+// Corresponds with POST /api/v1/messages/{id}/cancel (the `TenantCancelMessage` operationId).
+func (c *Client) TenantCancelMessage(ctx context.Context, id IdParameter, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTenantCancelMessageRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -7272,6 +7377,40 @@ func NewTenantGetMessageRequest(server string, id IdParameter) (*http.Request, e
 	return req, nil
 }
 
+// NewTenantCancelMessageRequest constructs an http.Request for the TenantCancelMessage method
+func NewTenantCancelMessageRequest(server string, id IdParameter) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/messages/%s/cancel", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewTenantListOptOutsRequest constructs an http.Request for the TenantListOptOuts method
 func NewTenantListOptOutsRequest(server string, params *TenantListOptOutsParams) (*http.Request, error) {
 	var err error
@@ -8862,6 +9001,10 @@ type ClientWithResponsesInterface interface {
 	// TenantSendMessageWithBodyWithResponse Send a message
 	//
 	// Scope `messages.send`. Accepted messages are `queued` and delivered by a background job.
+	// With `send_at` the message is `scheduled` instead: validated in full, its sender must
+	// exist (422 `sender_not_found`) and a template send's template must exist (422
+	// `template_not_found`, any status, its variables checked); nothing else is checked and
+	// nothing counted until its release at `send_at` (docs/api.md, §Scheduled sends).
 	// Refusals after validation, in this order: the sender (422 `sender_not_found`,
 	// `sender_not_active`, `sender_owner_unverified`), the recipient (422
 	// `recipient_unreachable` with `reason_code`), the template of a `template` message (422
@@ -8883,6 +9026,10 @@ type ClientWithResponsesInterface interface {
 	// TenantSendMessageWithResponse Send a message
 	//
 	// Scope `messages.send`. Accepted messages are `queued` and delivered by a background job.
+	// With `send_at` the message is `scheduled` instead: validated in full, its sender must
+	// exist (422 `sender_not_found`) and a template send's template must exist (422
+	// `template_not_found`, any status, its variables checked); nothing else is checked and
+	// nothing counted until its release at `send_at` (docs/api.md, §Scheduled sends).
 	// Refusals after validation, in this order: the sender (422 `sender_not_found`,
 	// `sender_not_active`, `sender_owner_unverified`), the recipient (422
 	// `recipient_unreachable` with `reason_code`), the template of a `template` message (422
@@ -8911,6 +9058,19 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/messages/{id} (the `TenantGetMessage` operationId).
 	TenantGetMessageWithResponse(ctx context.Context, id IdParameter, reqEditors ...RequestEditorFn) (*TenantGetMessageResponse, error)
+
+	// TenantCancelMessageWithResponse Cancel a scheduled message
+	//
+	// Scope `messages.send`. A `scheduled` message becomes `canceled` (with `canceled_at` and a
+	// `message.canceled` event) and is never released. A message that is not scheduled
+	// (released, failed, already canceled, inbound) is 409 `not_cancelable`; an unknown id, or
+	// one of another organization, is 404. A cancellation racing the release: exactly one of
+	// the two wins.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/messages/{id}/cancel (the `TenantCancelMessage` operationId).
+	TenantCancelMessageWithResponse(ctx context.Context, id IdParameter, reqEditors ...RequestEditorFn) (*TenantCancelMessageResponse, error)
 
 	// TenantListOptOutsWithResponse List the organization's opt-outs
 	//
@@ -14860,6 +15020,164 @@ func (r TenantGetMessageResponse) ContentType() string {
 	return ""
 }
 
+// TenantCancelMessageResponse200Headers the declared response headers of an HTTP 200 response for TenantCancelMessage
+type TenantCancelMessageResponse200Headers struct {
+	RateLimitLimit     int
+	RateLimitPolicy    string
+	RateLimitRemaining int
+	RateLimitReset     int
+	XRequestId         string
+}
+
+// TenantCancelMessageResponse401Headers the declared response headers of an HTTP 401 response for TenantCancelMessage
+type TenantCancelMessageResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      string
+}
+
+// TenantCancelMessageResponse403Headers the declared response headers of an HTTP 403 response for TenantCancelMessage
+type TenantCancelMessageResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitPolicy    *string
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// TenantCancelMessageResponse404Headers the declared response headers of an HTTP 404 response for TenantCancelMessage
+type TenantCancelMessageResponse404Headers struct {
+	RateLimitLimit     *int
+	RateLimitPolicy    *string
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// TenantCancelMessageResponse409Headers the declared response headers of an HTTP 409 response for TenantCancelMessage
+type TenantCancelMessageResponse409Headers struct {
+	RateLimitLimit     *int
+	RateLimitPolicy    *string
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// TenantCancelMessageResponse429Headers the declared response headers of an HTTP 429 response for TenantCancelMessage
+type TenantCancelMessageResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitPolicy    *string
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+	XRequestId         string
+}
+
+// TenantCancelMessageResponse503Headers the declared response headers of an HTTP 503 response for TenantCancelMessage
+type TenantCancelMessageResponse503Headers struct {
+	RateLimitLimit     *int
+	RateLimitPolicy    *string
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type TenantCancelMessageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *MessageEnvelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *TenantCancelMessageResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *TenantCancelMessageResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *TenantCancelMessageResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *TenantCancelMessageResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *TenantCancelMessageResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TenantCancelMessageResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *TenantCancelMessageResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TenantCancelMessageResponse) GetJSON200() *MessageEnvelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TenantCancelMessageResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r TenantCancelMessageResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r TenantCancelMessageResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r TenantCancelMessageResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r TenantCancelMessageResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r TenantCancelMessageResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r TenantCancelMessageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TenantCancelMessageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TenantCancelMessageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TenantCancelMessageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // TenantListOptOutsResponse200Headers the declared response headers of an HTTP 200 response for TenantListOptOuts
 type TenantListOptOutsResponse200Headers struct {
 	RateLimitLimit     int
@@ -19101,6 +19419,10 @@ func (c *ClientWithResponses) TenantListMessagesWithResponse(ctx context.Context
 // TenantSendMessageWithBodyWithResponse Send a message
 //
 // Scope `messages.send`. Accepted messages are `queued` and delivered by a background job.
+// With `send_at` the message is `scheduled` instead: validated in full, its sender must
+// exist (422 `sender_not_found`) and a template send's template must exist (422
+// `template_not_found`, any status, its variables checked); nothing else is checked and
+// nothing counted until its release at `send_at` (docs/api.md, §Scheduled sends).
 // Refusals after validation, in this order: the sender (422 `sender_not_found`,
 // `sender_not_active`, `sender_owner_unverified`), the recipient (422
 // `recipient_unreachable` with `reason_code`), the template of a `template` message (422
@@ -19128,6 +19450,10 @@ func (c *ClientWithResponses) TenantSendMessageWithBodyWithResponse(ctx context.
 // TenantSendMessageWithResponse Send a message
 //
 // Scope `messages.send`. Accepted messages are `queued` and delivered by a background job.
+// With `send_at` the message is `scheduled` instead: validated in full, its sender must
+// exist (422 `sender_not_found`) and a template send's template must exist (422
+// `template_not_found`, any status, its variables checked); nothing else is checked and
+// nothing counted until its release at `send_at` (docs/api.md, §Scheduled sends).
 // Refusals after validation, in this order: the sender (422 `sender_not_found`,
 // `sender_not_active`, `sender_owner_unverified`), the recipient (422
 // `recipient_unreachable` with `reason_code`), the template of a `template` message (422
@@ -19167,6 +19493,25 @@ func (c *ClientWithResponses) TenantGetMessageWithResponse(ctx context.Context, 
 		return nil, err
 	}
 	return ParseTenantGetMessageResponse(rsp)
+}
+
+// TenantCancelMessageWithResponse Cancel a scheduled message
+//
+// Scope `messages.send`. A `scheduled` message becomes `canceled` (with `canceled_at` and a
+// `message.canceled` event) and is never released. A message that is not scheduled
+// (released, failed, already canceled, inbound) is 409 `not_cancelable`; an unknown id, or
+// one of another organization, is 404. A cancellation racing the release: exactly one of
+// the two wins.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/messages/{id}/cancel (the `TenantCancelMessage` operationId).
+func (c *ClientWithResponses) TenantCancelMessageWithResponse(ctx context.Context, id IdParameter, reqEditors ...RequestEditorFn) (*TenantCancelMessageResponse, error) {
+	rsp, err := c.TenantCancelMessage(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTenantCancelMessageResponse(rsp)
 }
 
 // TenantListOptOutsWithResponse List the organization's opt-outs
@@ -30481,6 +30826,329 @@ func ParseTenantGetMessageResponse(rsp *http.Response) (*TenantGetMessageRespons
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers TenantGetMessageResponse503Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTenantCancelMessageResponse parses an HTTP response from a TenantCancelMessageWithResponse call
+func ParseTenantCancelMessageResponse(rsp *http.Response) (*TenantCancelMessageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TenantCancelMessageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest MessageEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers TenantCancelMessageResponse200Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers TenantCancelMessageResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers TenantCancelMessageResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers TenantCancelMessageResponse404Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers TenantCancelMessageResponse409Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers TenantCancelMessageResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers TenantCancelMessageResponse503Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

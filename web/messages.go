@@ -26,6 +26,8 @@ type messageView struct {
 	SenderPhone string
 	// Excerpt is the content, shortened.
 	Excerpt string
+	// CanCancel offers the Cancel button of a scheduled message.
+	CanCancel bool
 }
 
 // Inbound reports whether the message was written to the organization.
@@ -137,11 +139,12 @@ func (d *Dashboard) messagePage(c *gin.Context) {
 		d.internal(c, err)
 		return
 	}
-	view := messageView{Message: m}
+	view := messageView{Message: m, CanCancel: m.Status == messages.StatusScheduled && d.cfg.Scheduled != nil}
 	if sn, err := d.cfg.Senders.Get(c.Request.Context(), s.Principal.Tenant, m.SenderNumberID); err == nil {
 		view.SenderPhone = sn.Phone
 	}
-	d.render(c, "message", pageData{Title: "Message " + strconv.FormatInt(m.ID, 10), Nav: "messages", Data: view})
+	d.render(c, "message", pageData{Title: "Message " + strconv.FormatInt(m.ID, 10), Nav: "messages", Data: view,
+		Notice: notice(c)})
 }
 
 // conversationData is the conversation page's data.
@@ -210,4 +213,24 @@ func (d *Dashboard) conversationPage(c *gin.Context) {
 		title = "Conversation with " + data.Contact
 	}
 	d.render(c, "conversation", pageData{Title: title, Nav: "messages", Data: data})
+}
+
+// cancelMessage cancels a scheduled message (the message page's Cancel
+// button) and shows the message again; a message no longer scheduled is
+// the error page's 409 not_cancelable.
+func (d *Dashboard) cancelMessage(c *gin.Context) {
+	s := session(c)
+	id, ok := d.pathID(c, "message")
+	if !ok {
+		return
+	}
+	if d.cfg.Scheduled == nil {
+		d.internal(c, apperr.NotFound("page"))
+		return
+	}
+	if _, err := d.cfg.Scheduled.Cancel(c.Request.Context(), s.Principal.Tenant, id); err != nil {
+		d.internal(c, err)
+		return
+	}
+	redirect(c, "/messages/"+strconv.FormatInt(id, 10)+"?ok=message_canceled")
 }

@@ -360,16 +360,17 @@ func roundUp(d time.Duration) string {
 // notices are the success messages a redirect may ask for (?ok=<code>):
 // fixed texts, so the URL carries no content of its own.
 var notices = map[string]string{
-	"welcome":        "Welcome! Your organization is ready. Add a sender number to start.",
-	"sender_added":   "Sender number added. A 6-digit code is on its way to that number's account on the messaging network: enter it below.",
-	"otp_resent":     "A new code is on its way. The previous code no longer works.",
-	"sender_active":  "Code accepted: the sender number is active and ready to send.",
-	"sender_pending": "Code accepted. The number's owner must now verify their account on the messaging network; the number becomes active by itself when they have.",
-	"limit_saved":    "Daily limit saved.",
-	"key_revoked":    "API key revoked. Requests with it are refused from now on.",
-	"member_added":   "Member added. Give them their email and initial password; they can log in now.",
-	"member_removed": "Member removed. Their sessions have ended.",
-	"signed_out":     "You are logged out.",
+	"welcome":          "Welcome! Your organization is ready. Add a sender number to start.",
+	"sender_added":     "Sender number added. A 6-digit code is on its way to that number's account on the messaging network: enter it below.",
+	"otp_resent":       "A new code is on its way. The previous code no longer works.",
+	"sender_active":    "Code accepted: the sender number is active and ready to send.",
+	"sender_pending":   "Code accepted. The number's owner must now verify their account on the messaging network; the number becomes active by itself when they have.",
+	"limit_saved":      "Daily limit saved.",
+	"key_revoked":      "API key revoked. Requests with it are refused from now on.",
+	"member_added":     "Member added. Give them their email and initial password; they can log in now.",
+	"member_removed":   "Member removed. Their sessions have ended.",
+	"signed_out":       "You are logged out.",
+	"message_canceled": "Scheduled message canceled: it will not be sent.",
 }
 
 // notice returns the success message the request's ?ok= asks for.

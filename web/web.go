@@ -43,6 +43,7 @@
 package web
 
 import (
+	"context"
 	"embed"
 	"errors"
 	"html/template"
@@ -55,6 +56,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/accounts"
 	"github.com/bizmsg/platform/platform/clock"
+	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/keys"
 	"github.com/bizmsg/platform/platform/messages"
@@ -93,6 +95,9 @@ type Config struct {
 	Senders  *senders.Service
 	Messages *messages.Service
 	Usage    *usage.Service
+	// Scheduled cancels scheduled messages (the message page's Cancel
+	// button); *acceptance.Service is one. Nil: no button.
+	Scheduled Canceler
 	// Secret keys the CSRF tokens: at least 32 bytes, the same on every node
 	// (the platform passes API_KEY_PEPPER; a key is derived from it).
 	// Required.
@@ -109,6 +114,11 @@ type Config struct {
 	// cookies are Secure when the request came over TLS or through a proxy
 	// that says X-Forwarded-Proto: https.
 	SecureCookies bool
+}
+
+// Canceler cancels a scheduled message (docs/api.md, §Scheduled sends).
+type Canceler interface {
+	Cancel(ctx context.Context, t db.Tenant, id int64) (messages.Message, error)
 }
 
 // Dashboard serves the dashboard's pages.
@@ -178,6 +188,7 @@ func New(cfg Config) (*Dashboard, error) {
 //	POST /senders/:id/limit        daily limit (owners and admins)
 //	GET  /messages                 history with the API's filters and paging
 //	GET  /messages/:id             one message, with its delivery (attempts, why not yet sent)
+//	POST /messages/:id/cancel      cancel a scheduled message
 //	GET  /conversations/:id        one conversation's messages as a thread, both ways
 //	GET  /start                    the organization's first send, as curl
 //	GET  /static/*file             stylesheet and script
@@ -206,6 +217,7 @@ func (d *Dashboard) Mount(r gin.IRouter, groups ...PageGroup) {
 	s.POST("/senders/:id/limit", d.setLimit)
 	s.GET("/messages", d.messagesPage)
 	s.GET("/messages/:id", d.messagePage)
+	s.POST("/messages/:id/cancel", d.cancelMessage)
 	s.GET("/conversations/:id", d.conversationPage)
 	s.GET("/start", d.startPage)
 	for _, p := range groups {

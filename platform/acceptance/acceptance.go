@@ -37,6 +37,14 @@
 // the key (so concurrent repeats of one key queue on its unique index and the
 // later ones read the answer) and then stores the answer under it.
 //
+// A send with send_at is scheduled instead (schedule.go): stored as
+// scheduled with its release job, nothing counted. Its release
+// (ReleaseScheduled, release.go) runs the checks of a send made at that
+// moment through Check (outside a transaction) and Release (acceptSQL's
+// release variant, which turns the locked scheduled row queued); Cancel
+// ends it before. Campaigns release their messages through the same Check
+// and Release.
+//
 // The statements (acceptance, alone or batched; idempotency keys) take $n
 // arguments and go through db.Prepared, which keeps them prepared on each
 // pool connection up to a bound, so that Postgres parses, analyses and
@@ -56,8 +64,10 @@ import (
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/defaults"
+	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/senders"
+	"github.com/bizmsg/platform/platform/webhooks"
 )
 
 // Senders is what acceptance needs of the sender-number service, to word
@@ -103,8 +113,13 @@ type Config struct {
 	// such sends fail.
 	Templates Templates
 	// Clock is the time source of acceptance (the UTC day of the daily
-	// limit) and of idempotency keys. Default clock.Real{}.
+	// limit), of scheduled sends' releases and of idempotency keys.
+	// Default clock.Real{}.
 	Clock clock.Clock
+	// Events records the webhook events of scheduled sends: message.failed
+	// of a release refused, message.canceled of a cancellation, each in
+	// the transaction of its change. Nil records none.
+	Events webhooks.Emitter
 }
 
 // Service accepts sends. It is safe for concurrent use.
@@ -117,7 +132,9 @@ type Service struct {
 	// acceptances batches the sends of each tenant (acceptBatch).
 	acceptances *batch.Batcher[db.Tenant, pendingSend, sendOutcome]
 	clock       clock.Clock
-	cfg         Config
+	// changes records the events of scheduled sends (Config.Events).
+	changes messages.Changes
+	cfg     Config
 }
 
 // New validates cfg and returns a Service.
@@ -144,6 +161,7 @@ func New(cfg Config) (*Service, error) {
 		jobs:    cfg.Jobs,
 		known:   newSenderCache(cfg.SenderCache),
 		clock:   cfg.Clock,
+		changes: messages.Changes{Prepared: cfg.Prepared, Events: cfg.Events},
 		cfg:     cfg,
 	}
 	s.acceptances = batch.New(s.acceptBatch, cfg.Batch)

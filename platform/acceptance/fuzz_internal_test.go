@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/bizmsg/platform/platform/fuzzcheck"
@@ -44,7 +45,7 @@ func FuzzSendRequest(f *testing.F) {
 			return
 		}
 		req.IdempotencyKey = key
-		d, err := req.validate()
+		d, err := req.validate(time.Now())
 		if err != nil {
 			fuzzcheck.Refusal(t, err, sendFields...)
 			wantControlRefused(t, err, body, key)
@@ -66,7 +67,7 @@ func FuzzSendRequest(f *testing.F) {
 			n := int64(*d.Duration)
 			again.Duration = &n
 		}
-		d2, err := again.validate()
+		d2, err := again.validate(time.Now())
 		if err != nil || string(d2.fingerprint()) != string(d.fingerprint()) {
 			t.Fatalf("the draft %+v does not validate to itself: %+v, %v", d, d2, err)
 		}

@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/url"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -31,6 +32,9 @@ const (
 	MaxImageSize            = 5 << 20
 	MaxVoiceSize            = 16 << 20
 	MaxDocumentSize         = 100 << 20
+	// MaxScheduleAhead is how far ahead send_at may be (docs/api.md,
+	// §Scheduled sends): 35 days.
+	MaxScheduleAhead = 35 * 24 * time.Hour
 )
 
 // IdempotencyKeyHeader carries a send's idempotency key.
@@ -55,6 +59,9 @@ type SendRequest struct {
 	ClientReference *string `json:"client_reference"`
 	// Template names the template of a message of type template.
 	Template *TemplateRef `json:"template"`
+	// SendAt, RFC 3339, schedules the send (docs/api.md, §Scheduled
+	// sends); absent or null sends at once.
+	SendAt *string `json:"send_at"`
 	// IdempotencyKey comes from the Idempotency-Key header, not the body.
 	IdempotencyKey string `json:"-"`
 
@@ -83,8 +90,8 @@ func (r *SendRequest) UnmarshalJSON(b []byte) error {
 		}
 	}
 	var s struct {
-		ToPhone, Type, SenderPhone, Content, FileName, FileType, ClientReference string
-		SenderNumberID, Duration, FileSize                                       int64
+		ToPhone, Type, SenderPhone, Content, FileName, FileType, ClientReference, SendAt string
+		SenderNumberID, Duration, FileSize                                               int64
 	}
 	field("to_phone", &s.ToPhone, "a string")
 	field("type", &s.Type, "a string")
@@ -96,6 +103,7 @@ func (r *SendRequest) UnmarshalJSON(b []byte) error {
 	field("file_size", &s.FileSize, "an integer")
 	field("file_type", &s.FileType, "a string")
 	field("client_reference", &s.ClientReference, "a string")
+	field("send_at", &s.SendAt, "an RFC 3339 time string, such as 2026-11-22T14:03:05Z")
 	ok := func(name string) bool {
 		_, bad := r.typeErrors[name]
 		return present(raw, name) && !bad
@@ -120,6 +128,7 @@ func (r *SendRequest) UnmarshalJSON(b []byte) error {
 	setInt("file_size", &r.FileSize, s.FileSize)
 	set("file_type", &r.FileType, s.FileType)
 	set("client_reference", &r.ClientReference, s.ClientReference)
+	set("send_at", &r.SendAt, s.SendAt)
 	if present(raw, "template") {
 		r.decodeTemplate(raw["template"])
 	}
@@ -143,6 +152,8 @@ type draft struct {
 	Duration        *int         `json:"duration,omitempty"`
 	ClientReference *string      `json:"client_reference,omitempty"`
 	Template        *TemplateRef `json:"template,omitempty"`
+	// SendAt schedules the send (UTC); nil sends at once.
+	SendAt *time.Time `json:"send_at,omitempty"`
 }
 
 // sender is how the request named its sender number.
@@ -166,9 +177,9 @@ func (d draft) fingerprint() []byte {
 	return sum[:]
 }
 
-// validate checks every rule of a send and returns the normalised draft, or a
-// 422 carrying every field error at once.
-func (r *SendRequest) validate() (draft, error) {
+// validate checks every rule of a send made at now and returns the
+// normalised draft, or a 422 carrying every field error at once.
+func (r *SendRequest) validate(now time.Time) (draft, error) {
 	v := new(apperr.Validation)
 	for name, msg := range r.typeErrors {
 		v.Add(name, msg)
@@ -249,6 +260,16 @@ func (r *SendRequest) validate() (draft, error) {
 		ref := *r.ClientReference
 		if v.Text("client_reference", ref, messages.MaxClientReferenceLength) {
 			d.ClientReference = &ref
+		}
+	}
+
+	// Scheduled send.
+	if r.SendAt != nil {
+		at, msg := checkSendAt(*r.SendAt, now)
+		if msg != "" {
+			v.Add("send_at", msg)
+		} else {
+			d.SendAt = &at
 		}
 	}
 
@@ -415,4 +436,21 @@ func printableASCII(s string) bool {
 		}
 	}
 	return true
+}
+
+// checkSendAt parses a send_at (RFC 3339) and checks that it is after now
+// and at most MaxScheduleAhead after it (docs/api.md, §Scheduled sends).
+// It returns the time in UTC, or why it is not acceptable.
+func checkSendAt(raw string, now time.Time) (time.Time, string) {
+	at, err := time.Parse(time.RFC3339, raw)
+	if err != nil {
+		return time.Time{}, "must be an RFC 3339 time, such as 2026-11-22T14:03:05Z"
+	}
+	switch {
+	case !at.After(now):
+		return time.Time{}, "must be in the future"
+	case at.After(now.Add(MaxScheduleAhead)):
+		return time.Time{}, fmt.Sprintf("must be at most %d days ahead", int(MaxScheduleAhead/(24*time.Hour)))
+	}
+	return at.UTC(), ""
 }

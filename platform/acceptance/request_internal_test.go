@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bizmsg/platform/platform/apperr"
 )
@@ -94,7 +95,7 @@ func TestValidate(t *testing.T) {
 			t.Parallel()
 			r := decode(t, tt.body)
 			r.IdempotencyKey = tt.key
-			_, err := r.validate()
+			_, err := r.validate(time.Now())
 			if got := fieldsOf(t, err); !slices.Equal(got, tt.fields) {
 				t.Fatalf("field errors %v (%v), want %v", got, err, tt.fields)
 			}
@@ -107,7 +108,7 @@ func TestValidate(t *testing.T) {
 func TestFingerprint(t *testing.T) {
 	t.Parallel()
 	fp := func(body string) []byte {
-		d, err := decode(t, body).validate()
+		d, err := decode(t, body).validate(time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,5 +123,57 @@ func TestFingerprint(t *testing.T) {
 	}
 	if bytes.Equal(a, c) || bytes.Equal(a, d) {
 		t.Fatal("a different request has the same fingerprint")
+	}
+}
+
+// send_at (docs/api.md, §Scheduled sends): RFC 3339 with a zone, strictly
+// after now, at most 35 days ahead; kept in UTC.
+func TestCheckSendAt(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		raw  string
+		want time.Time
+		msg  string
+	}{
+		{"2026-11-28T12:00:01Z", now.Add(time.Second), ""},
+		{"2026-11-28T13:00:00+01:00", now, "must be in the future"},
+		{"2026-11-28T14:00:00+01:00", now.Add(time.Hour), ""},
+		{"2026-11-28T12:00:00.5Z", now.Add(500 * time.Millisecond), ""},
+		{"2026-11-28T12:00:00Z", time.Time{}, "must be in the future"},
+		{"2026-11-27T12:00:00Z", time.Time{}, "must be in the future"},
+		{"2027-01-02T12:00:00Z", now.Add(MaxScheduleAhead), ""},
+		{"2027-01-02T12:00:01Z", time.Time{}, "must be at most 35 days ahead"},
+		{"2026-11-28T13:00:00", time.Time{}, "must be an RFC 3339 time, such as 2026-11-22T14:03:05Z"},
+		{"tomorrow", time.Time{}, "must be an RFC 3339 time, such as 2026-11-22T14:03:05Z"},
+		{"", time.Time{}, "must be an RFC 3339 time, such as 2026-11-22T14:03:05Z"},
+	}
+	for _, tt := range tests {
+		got, msg := checkSendAt(tt.raw, now)
+		if msg != tt.msg || (msg == "" && (!got.Equal(tt.want) || got.Location() != time.UTC)) {
+			t.Errorf("checkSendAt(%q) = %v, %q; want %v, %q", tt.raw, got, msg, tt.want, tt.msg)
+		}
+	}
+}
+
+// send_at joins the request's validation: its error is reported with the
+// others, and the draft (hence the Idempotency-Key's fingerprint) carries it.
+func TestValidateSendAt(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	_, err := decode(t, `{"to_phone": "nope", "type": "text", "sender_number_id": 1, "content": "hi",
+		"send_at": "2026-11-27T12:00:00Z"}`).validate(now)
+	e, ok := apperr.As(err)
+	if !ok || len(e.Fields["send_at"]) != 1 || len(e.Fields["to_phone"]) != 1 {
+		t.Fatalf("validate = %v, want errors on send_at and to_phone", err)
+	}
+	d, err := decode(t, `{"to_phone": "+14155550100", "type": "text", "sender_number_id": 1, "content": "hi",
+		"send_at": "2026-11-29T12:00:00Z"}`).validate(now)
+	if err != nil || d.SendAt == nil || !d.SendAt.Equal(now.Add(24*time.Hour)) {
+		t.Fatalf("validate = %+v, %v", d, err)
+	}
+	plain, err := decode(t, `{"to_phone": "+14155550100", "type": "text", "sender_number_id": 1, "content": "hi"}`).validate(now)
+	if err != nil || bytes.Equal(plain.fingerprint(), d.fingerprint()) {
+		t.Fatalf("a scheduled send and a send at once share a fingerprint (%v)", err)
 	}
 }

@@ -47,16 +47,19 @@ type Result struct {
 // Retry-After up to the next UTC midnight; 422 idempotency_key_reused; 503
 // network_unavailable.
 func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (Result, error) {
-	d, err := req.validate()
+	now := s.clock.Now()
+	d, err := req.validate(now)
 	if err != nil {
 		return Result{}, err
 	}
-	now := s.clock.Now()
 	key, fp := req.IdempotencyKey, d.fingerprint()
 	if key != "" {
 		if res, found, err := s.replay(ctx, nil, t, key, fp, now); err != nil || found {
 			return res, err
 		}
+	}
+	if d.SendAt != nil {
+		return s.schedule(ctx, t, d, key, fp, now)
 	}
 
 	// The recipient check needs the network, so it runs before (and outside)
@@ -157,8 +160,28 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (Resu
 		return res, nil
 	}
 
+	res, err := s.withKey(ctx, t, key, fp, now, func(tx pgx.Tx) (Result, error) {
+		return s.accept(ctx, tx, t, ref, r)
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	if !res.Replayed {
+		s.known.putPhone(t, r.SenderNumberID, senderPhone)
+	}
+	return res, nil
+}
+
+// withKey runs store, which stores a send in tx, in a transaction that
+// first claims the Idempotency-Key key (request fingerprint fp), so that
+// concurrent repeats of one key queue on its unique index and the later
+// ones answer as the first did; it then stores store's answer under the
+// key. A *refused error of store is worded (word) once the transaction is
+// over.
+func (s *Service) withKey(ctx context.Context, t db.Tenant, key string, fp []byte, now time.Time,
+	store func(tx pgx.Tx) (Result, error)) (Result, error) {
 	var res Result
-	err = s.prep.Tx(ctx, func(tx pgx.Tx) error {
+	err := s.prep.Tx(ctx, func(tx pgx.Tx) error {
 		claimed, err := s.claimKey(ctx, tx, t, key, fp, now, now.Add(-s.cfg.IdempotencyTTL))
 		if err != nil {
 			return err
@@ -176,7 +199,7 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (Resu
 			}
 			return err
 		}
-		if res, err = s.accept(ctx, tx, t, ref, r); err != nil {
+		if res, err = store(tx); err != nil {
 			return err
 		}
 		return s.storeAnswer(ctx, tx, t, key, res)
@@ -187,7 +210,6 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (Resu
 	if err != nil {
 		return Result{}, s.word(ctx, t, err)
 	}
-	s.known.putPhone(t, r.SenderNumberID, senderPhone)
 	return res, nil
 }
 
@@ -230,7 +252,7 @@ func (s *Service) accept(ctx context.Context, tx pgx.Tx, t db.Tenant, ref sender
 	if ref.ID > 0 {
 		args = append(args, ref.ID)
 	}
-	err := s.prep.Query(ctx, tx, acceptSQL(t, ref.ID > 0, s.cfg.ServiceWindow, template), args, func(rows db.Rows) error {
+	err := s.prep.Query(ctx, tx, acceptSQL(t, ref.ID > 0, s.cfg.ServiceWindow, template, false), args, func(rows db.Rows) error {
 		if !rows.Next() {
 			return errors.New("no result row")
 		}

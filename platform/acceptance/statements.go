@@ -63,12 +63,23 @@ import (
 //
 // The result row tells a refusal apart: no sender, a sender that may not
 // send, an opted-out recipient, a closed window, or (else) the daily limit.
-func acceptSQL(t db.Tenant, byID bool, window time.Duration, template bool) string {
+//
+// With release, the statement is a scheduled message's release (Release):
+// the same checks of a send made at the release time, but step m UPDATEs
+// the stored message (id $14, or $16 with template; the sender by id)
+// from scheduled to queued instead of inserting one. A step r first locks
+// that row FOR UPDATE while it is still scheduled, and ok requires it, so
+// that a release and a cancellation (or a second run of the release) are
+// serialised on the row: whichever commits first wins and the other finds
+// the message no longer scheduled and changes nothing. The result's last
+// column, scheduled, tells that case apart.
+func acceptSQL(t db.Tenant, byID bool, window time.Duration, template, release bool) string {
 	find := "s.phone = $2::text"
+	msgArg := "$14::bigint"
 	if byID {
 		find = "s.id = $13::bigint"
 		if template {
-			find = "s.id = $15::bigint"
+			find, msgArg = "s.id = $15::bigint", "$16::bigint"
 		}
 	}
 	sc := t.Quoted()
@@ -87,7 +98,42 @@ func acceptSQL(t db.Tenant, byID bool, window time.Duration, template bool) stri
 		tplOK, tplCol, tplVal, tplOut = " AND (SELECT approved FROM tp)", ", template_id, template_ref", ", $13::bigint, $14::text",
 			", (SELECT approved FROM tp)"
 	}
-	return `WITH` + tpl + ` s AS (
+	rel, relOK, relOut := "", "", ""
+	m := `
+		m AS (
+		  INSERT INTO ` + sc + `.messages (sender_number_id, to_phone, recipient_user_id, type, content,
+		         file_name, file_size, file_type, duration, status, client_reference, created_at, updated_at` + tplCol + `)
+		  SELECT sender_number_id, $3::text, $4::bigint, $5::text, $6::text, $7::text, $8::bigint, $9::text,
+		         $10::bigint, 'queued', $11::text, $12::timestamptz, $12::timestamptz` + tplVal + `
+		    FROM u
+		  RETURNING id AS message_id)`
+	if release {
+		rel = `
+		r AS (
+		  SELECT x.id FROM ` + sc + `.messages x WHERE x.id = ` + msgArg + ` AND x.status = 'scheduled' FOR UPDATE),`
+		relOK = " AND EXISTS (SELECT 1 FROM r)"
+		relOut = ", EXISTS (SELECT 1 FROM r) AS scheduled"
+		set := ""
+		if template {
+			set = ", template_id = $13::bigint, template_ref = $14::text"
+		}
+		// The release time is the message's acceptance time (created_at):
+		// its UTC day is the day whose limit the message counts against,
+		// on acceptance's side (u) and on delivery's. The other columns
+		// are set to the draft's values (the stored ones), so that every
+		// argument has its type.
+		m = `
+		m AS (
+		  UPDATE ` + sc + `.messages x
+		     SET status = 'queued', to_phone = $3::text, recipient_user_id = $4::bigint, type = $5::text,
+		         content = $6::text, file_name = $7::text, file_size = $8::bigint, file_type = $9::text,
+		         duration = $10::bigint, client_reference = $11::text,
+		         created_at = $12::timestamptz, updated_at = $12::timestamptz` + set + `
+		    FROM u
+		   WHERE x.id = ` + msgArg + ` AND x.sender_number_id = u.sender_number_id AND x.status = 'scheduled'
+		  RETURNING x.id AS message_id)`
+	}
+	return `WITH` + rel + tpl + ` s AS (
 		  SELECT s.id, s.phone, s.status, coalesce(s.daily_limit_override, o.default_daily_limit) AS lim,
 		         ` + windowSQL(sc, window, "s.id", "$3::text", "$5::text", "$12::timestamptz") + ` AS window_open
 		    FROM ` + sc + `.sender_numbers s JOIN central.organizations o ON o.id = $1::bigint
@@ -96,21 +142,14 @@ func acceptSQL(t db.Tenant, byID bool, window time.Duration, template bool) stri
 		  SELECT ` + sc + `.opted_out($3::text) AS opted_out),
 		ok AS (
 		  SELECT id, lim FROM s, o WHERE status = 'active' AND ($2::text = '' OR phone = $2::text) AND lim >= 1
-		     AND NOT o.opted_out AND s.window_open` + tplOK + `),
+		     AND NOT o.opted_out AND s.window_open` + tplOK + relOK + `),
 		u AS (
 		  INSERT INTO ` + sc + `.daily_usage AS u (sender_number_id, day, side, used)
 		  SELECT id, ($12::timestamptz AT TIME ZONE 'UTC')::date, 'accept', 1 FROM ok
 		  ON CONFLICT (sender_number_id, day, side) DO UPDATE SET used = u.used + 1
 		   WHERE u.used < (SELECT lim FROM ok)
-		  RETURNING u.sender_number_id),
-		m AS (
-		  INSERT INTO ` + sc + `.messages (sender_number_id, to_phone, recipient_user_id, type, content,
-		         file_name, file_size, file_type, duration, status, client_reference, created_at, updated_at` + tplCol + `)
-		  SELECT sender_number_id, $3::text, $4::bigint, $5::text, $6::text, $7::text, $8::bigint, $9::text,
-		         $10::bigint, 'queued', $11::text, $12::timestamptz, $12::timestamptz` + tplVal + `
-		    FROM u
-		  RETURNING id AS message_id)
-		SELECT s.id AS sender_id, s.phone, s.status, s.lim, m.message_id, o.opted_out, s.window_open` + tplOut + `
+		  RETURNING u.sender_number_id),` + m + `
+		SELECT s.id AS sender_id, s.phone, s.status, s.lim, m.message_id, o.opted_out, s.window_open` + tplOut + relOut + `
 		  FROM (SELECT 1) one LEFT JOIN s ON true LEFT JOIN m ON true LEFT JOIN o ON true`
 }
 
@@ -192,4 +231,50 @@ func acceptBatchSQL(t db.Tenant, window time.Duration) string {
 		   ORDER BY i.id
 		  RETURNING id AS message_id, sender_number_id AS sender_id)
 		SELECT i.ord, m.message_id, m.sender_id FROM i LEFT JOIN m ON m.message_id = i.id`
+}
+
+// scheduleSQL stores a scheduled send of tenant t ($1 sender id, $2..$10 the
+// message: recipient, type, content, file name, size, file type, duration,
+// client reference, template id; $11 its template_ref, $12 its send_at, $13
+// the scheduling time): status scheduled, counted against nothing. Its
+// release job is inserted by River in the same transaction (schedule). It
+// returns the message's id.
+func scheduleSQL(t db.Tenant) string {
+	return `INSERT INTO ` + t.Table("messages") + ` (sender_number_id, to_phone, type, content, file_name,
+		       file_size, file_type, duration, client_reference, template_id, template_ref, send_at, status,
+		       created_at, updated_at)
+		VALUES ($1::bigint, $2::text, $3::text, $4::text, $5::text, $6::bigint, $7::text, $8::bigint, $9::text,
+		        $10::bigint, $11::text, $12::timestamptz, 'scheduled', $13::timestamptz, $13::timestamptz)
+		RETURNING id`
+}
+
+// endScheduledSQL ends scheduled message $1 of tenant t while it is still
+// scheduled, under its row lock (UPDATE ... WHERE status = 'scheduled', the
+// condition acceptSQL's release also holds to, so that of a cancellation
+// and a release exactly one changes the message): with canceled, status
+// canceled at $2; else status failed at $2 with error code $3 and message
+// $4 (a release refused). It returns the message as changed
+// (messages.ChangedColumns), or nothing when it was no longer scheduled.
+func endScheduledSQL(t db.Tenant, canceled bool) string {
+	set := `status = 'canceled', canceled_at = $2::timestamptz, updated_at = $2::timestamptz`
+	if !canceled {
+		set = `status = 'failed', failed_at = $2::timestamptz, updated_at = $2::timestamptz,
+		       error_code = $3::text, error_message = $4::text`
+	}
+	return `WITH m AS (
+		  UPDATE ` + t.Table("messages") + ` x SET ` + set + `
+		   WHERE x.id = $1::bigint AND x.status = 'scheduled'
+		  RETURNING 'scheduled'::text AS old_status, x.*)
+		SELECT ` + messages.ChangedColumns + ` FROM m`
+}
+
+// messageStatusSQL reads outbound message $1 of tenant t's status.
+func messageStatusSQL(t db.Tenant) string {
+	return `SELECT status FROM ` + t.Table("messages") + ` WHERE id = $1::bigint AND direction = 'outbound'`
+}
+
+// scheduledSQL reads message $1 of tenant t (messages.Columns) for its
+// release.
+func scheduledSQL(t db.Tenant) string {
+	return `SELECT ` + messages.Columns + ` FROM ` + t.Table("messages") + ` m WHERE m.id = $1::bigint`
 }

@@ -20,6 +20,9 @@ type Templates interface {
 	// Resolve returns the organization's approved template of name and
 	// language, or 422 template_not_found / template_not_approved.
 	Resolve(ctx context.Context, t db.Tenant, name, language string) (templates.Template, error)
+	// Existing returns the organization's template of name and language,
+	// whatever its status, or 422 template_not_found.
+	Existing(ctx context.Context, t db.Tenant, name, language string) (templates.Template, error)
 }
 
 // TemplateRef is the template object of a send of type template:
@@ -125,6 +128,12 @@ func (s *Service) renderTemplate(ctx context.Context, t db.Tenant, ref *Template
 	if err != nil {
 		return rendered{}, err
 	}
+	return renderResolved(tpl, ref)
+}
+
+// renderResolved renders the resolved template tpl with the variables of
+// ref (renderTemplate).
+func renderResolved(tpl templates.Template, ref *TemplateRef) (rendered, error) {
 	text, err := templates.Render(tpl, ref.Variables)
 	if err != nil {
 		return rendered{}, err

@@ -18,15 +18,16 @@ import (
 // /api and the operational endpoints, so it shadows none of them.
 func (a *App) dashboardRoutes(r *gin.Engine) {
 	d, err := web.New(web.Config{
-		Pool:     a.DB.Pool,
-		Accounts: a.Accounts,
-		Keys:     a.Keys,
-		Senders:  a.Senders,
-		Messages: a.Messages,
-		Usage:    a.Usage,
-		Secret:   a.cfg.APIKeyPepper,
-		Clock:    a.clock,
-		Logger:   a.log,
+		Pool:      a.DB.Pool,
+		Accounts:  a.Accounts,
+		Keys:      a.Keys,
+		Senders:   a.Senders,
+		Messages:  a.Messages,
+		Scheduled: a.Acceptance,
+		Usage:     a.Usage,
+		Secret:    a.cfg.APIKeyPepper,
+		Clock:     a.clock,
+		Logger:    a.log,
 	})
 	access, errA := accesspages.New(accesspages.Config{Dashboard: d, Accounts: a.Accounts, Keys: a.Keys, Audit: a.Audit})
 	optOuts, errO := optoutpages.New(optoutpages.Config{Dashboard: d, Consent: a.Consent, Senders: a.Senders})

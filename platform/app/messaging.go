@@ -55,6 +55,7 @@ func (a *App) messaging() error {
 		Batch:          a.batches("accept"),
 		Templates:      a.Templates,
 		Clock:          a.clock,
+		Events:         a.Webhooks,
 	}); err != nil {
 		return err
 	}
@@ -125,10 +126,11 @@ func (a *App) messagingRoutes() {
 	central.MountMessaging(a.CentralRoutes, a.Messages, a.Usage)
 }
 
-// messagingWorkers registers the message delivery and the opt-out
-// confirmation workers.
+// messagingWorkers registers the message delivery, the scheduled sends'
+// release and the opt-out confirmation workers.
 func (a *App) messagingWorkers(workers *river.Workers, cfg queue.Config) {
 	river.AddWorker(workers, &jobs.ConsentReplyWorker{Replier: a.Consent})
+	river.AddWorker(workers, &jobs.ReleaseWorker{Releaser: a.Acceptance, RunTimeout: cfg.ReleaseTimeout})
 	river.AddWorker(workers, &jobs.DeliverWorker{
 		Deliverer:  a.Delivery,
 		RetryBase:  cfg.DeliveryRetryBase,

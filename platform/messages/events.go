@@ -43,6 +43,8 @@ func AppendEvents(evs []webhooks.Event, old string, r *Row) []webhooks.Event {
 		evs = append(evs, webhooks.Event{Type: webhooks.EventMessageFailed, Key: key, Data: m, At: orTime(m.FailedAt, r.UpdatedAt)})
 	case StatusReceived:
 		evs = append(evs, webhooks.Event{Type: webhooks.EventMessageReceived, Key: key, Data: m, At: orTime(m.ReceivedAt, r.UpdatedAt)})
+	case StatusCanceled:
+		evs = append(evs, webhooks.Event{Type: webhooks.EventMessageCanceled, Key: key, Data: m, At: orTime(m.CanceledAt, r.UpdatedAt)})
 	}
 	return evs
 }

@@ -39,6 +39,8 @@ type referenceJSON struct {
 	ReceivedAt      *string       `json:"received_at"`
 	TemplateID      *int64        `json:"template_id"`
 	CampaignID      *int64        `json:"campaign_id"`
+	SendAt          *string       `json:"send_at"`
+	CanceledAt      *string       `json:"canceled_at"`
 	Delivery        *referenceJob `json:"delivery,omitempty"`
 }
 
@@ -61,6 +63,7 @@ func referenceMarshal(t testing.TB, m Message) string {
 		CreatedAt: clock.Format(m.CreatedAt), DeliveredAt: clock.FormatPtr(m.DeliveredAt),
 		FailedAt: clock.FormatPtr(m.FailedAt), Direction: m.Direction, FromPhone: m.FromPhone,
 		ReadAt: clock.FormatPtr(m.ReadAt), ReceivedAt: clock.FormatPtr(m.ReceivedAt), TemplateID: m.TemplateID, CampaignID: m.CampaignID,
+		SendAt: clock.FormatPtr(m.SendAt), CanceledAt: clock.FormatPtr(m.CanceledAt),
 	}
 	if d := m.Delivery; d != nil {
 		r.Delivery = &referenceJob{State: d.State, Attempts: d.Attempts,
@@ -91,7 +94,7 @@ func fullMessage() Message {
 		ErrorMessage: ptr("line\nbreak\ttab\u0001\u2028\u2029 é 😀 \xff"), ClientReference: ptr(""),
 		CreatedAt: at, SentAt: ptr(at.Add(time.Second)), DeliveredAt: ptr(at.Add(2 * time.Second)),
 		ReadAt: ptr(at.Add(3 * time.Second)), FailedAt: ptr(at.Add(4 * time.Second)), ReceivedAt: ptr(at),
-		TemplateID: ptr(int64(77)), CampaignID: ptr(int64(5)),
+		TemplateID: ptr(int64(77)), CampaignID: ptr(int64(5)), SendAt: ptr(at.Add(-time.Hour)), CanceledAt: ptr(at.Add(5 * time.Second)),
 	}
 }
 

@@ -81,9 +81,10 @@ type filter struct {
 }
 
 // Statuses returns every message status, outbound ones in the order of the
-// lifecycle and then received.
+// lifecycle, then received, then canceled (a scheduled send's end).
 func Statuses() []string {
-	return []string{StatusQueued, StatusSent, StatusDelivered, StatusRead, StatusFailed, StatusReceived}
+	return []string{StatusScheduled, StatusQueued, StatusSent, StatusDelivered, StatusRead, StatusFailed,
+		StatusReceived, StatusCanceled}
 }
 
 // parse validates every parameter and reports every problem at once (422).
@@ -109,7 +110,8 @@ func (q ListQuery) parse() (filter, error) {
 	}
 	if q.Status != "" {
 		switch q.Status {
-		case StatusQueued, StatusSent, StatusDelivered, StatusRead, StatusFailed, StatusReceived:
+		case StatusScheduled, StatusQueued, StatusSent, StatusDelivered, StatusRead, StatusFailed, StatusReceived,
+			StatusCanceled:
 			f.status = q.Status
 		default:
 			v.Add("status", "must be one of "+strings.Join(Statuses(), ", "))

@@ -48,8 +48,12 @@ import (
 
 // Message statuses (docs/api.md, §Message lifecycle). An outbound message
 // moves queued → sent → delivered → read, only forward, or to failed from
-// queued, sent or delivered; an inbound message is received.
+// queued, sent or delivered; an inbound message is received. A scheduled
+// send (docs/api.md, §Scheduled sends) waits as scheduled until its
+// release makes it queued or failed, or its cancellation canceled.
 const (
+	StatusScheduled = "scheduled"
+	StatusCanceled  = "canceled"
 	StatusQueued    = "queued"
 	StatusSent      = "sent"
 	StatusDelivered = "delivered"
@@ -152,6 +156,11 @@ type Message struct {
 	// CampaignID is the campaign a message was released for; nil for
 	// other messages.
 	CampaignID *int64
+	// SendAt is when a scheduled send is (or was) due for release; nil for
+	// a message sent at once.
+	SendAt *time.Time
+	// CanceledAt is when a scheduled send was canceled; nil otherwise.
+	CanceledAt *time.Time
 	// Delivery is the state of the message's delivery job, filled by Get
 	// while River keeps the job (nil otherwise, and in lists).
 	Delivery *queue.DeliveryReport
@@ -226,6 +235,10 @@ func (m Message) AppendJSON(b []byte) []byte {
 	b = jsonenc.NullInt(b, m.TemplateID)
 	b = append(b, `,"campaign_id":`...)
 	b = jsonenc.NullInt(b, m.CampaignID)
+	b = append(b, `,"send_at":`...)
+	b = appendStamp(b, m.SendAt)
+	b = append(b, `,"canceled_at":`...)
+	b = appendStamp(b, m.CanceledAt)
 	if d := m.Delivery; d != nil {
 		// The state of the message's delivery job (GET
 		// /api/v1/messages/{id}): attempts made, the last failed

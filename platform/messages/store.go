@@ -55,6 +55,8 @@ var messageFields = []struct {
 	{"template_id", func(r *Row) any { return &r.TemplateID }},
 	{"template_ref", func(r *Row) any { return &r.TemplateRef }},
 	{"campaign_id", func(r *Row) any { return &r.CampaignID }},
+	{"send_at", func(r *Row) any { return &r.SendAt }},
+	{"canceled_at", func(r *Row) any { return &r.CanceledAt }},
 }
 
 // Columns lists a message row's columns of the messages table aliased m

@@ -45,6 +45,10 @@ type Config struct {
 	// attempts per endpoint run at once, so one slow endpoint holds only
 	// that many slots.
 	WebhookMaxWorkers int
+	// ReleaseMaxWorkers is the number of concurrent jobs in the release
+	// queue (QueueRelease) of scheduled sends. Default 50: a release is a
+	// network lookup and one short transaction.
+	ReleaseMaxWorkers int
 	// DeliveryRetryBase and DeliveryRetryMax bound the backoff of failed
 	// deliveries (DeliverWorker.RetryBase/RetryMax). Defaults 1 s and 10 min.
 	DeliveryRetryBase time.Duration
@@ -77,8 +81,16 @@ type Config struct {
 	// Rescuer takes it for orphaned (its worker process died) and makes it
 	// available again. Default DeliveryTimeout + DeliveryRescueMargin.
 	DeliveryRescueAfter time.Duration
+	// ReleaseTimeout bounds one run of a scheduled send's release
+	// (jobs.ReleaseWorker.RunTimeout): a network lookup and one
+	// transaction. Default DeliveryTimeout.
+	ReleaseTimeout time.Duration
+	// ReleaseRescueAfter is how long a release job may run before the
+	// Rescuer takes it for orphaned and makes it available again. Default
+	// ReleaseTimeout + DeliveryRescueMargin.
+	ReleaseRescueAfter time.Duration
 	// RescueInterval is how often each worker process's Rescuer looks for
-	// orphaned deliveries. Default 1 s.
+	// orphaned deliveries and releases. Default 1 s.
 	RescueInterval time.Duration
 }
 
@@ -114,22 +126,32 @@ func (c *Config) setDefaults() {
 	defaults.Positive(&c.MaxWorkers, 100)
 	defaults.Positive(&c.DeliveryMaxWorkers, 100)
 	defaults.Positive(&c.WebhookMaxWorkers, 100)
+	defaults.Positive(&c.ReleaseMaxWorkers, 50)
 	defaults.Positive(&c.FetchCooldown, 25*time.Millisecond)
 	defaults.Positive(&c.FetchPollInterval, 250*time.Millisecond)
 	defaults.Positive(&c.JobTimeout, time.Minute)
 	defaults.Positive(&c.RescueStuckJobsAfter, c.JobTimeout+15*time.Second)
 	defaults.Positive(&c.DeliveryTimeout, 5*time.Second+DeliveryTimeoutMargin)
 	defaults.Positive(&c.DeliveryRescueAfter, c.DeliveryTimeout+DeliveryRescueMargin)
+	defaults.Positive(&c.ReleaseTimeout, c.DeliveryTimeout)
+	defaults.Positive(&c.ReleaseRescueAfter, c.ReleaseTimeout+DeliveryRescueMargin)
 	defaults.Positive(&c.RescueInterval, time.Second)
 }
 
 // Rescuer returns the Rescuer of the kinds whose timeouts c sets: the
-// deliveries, orphaned after DeliveryRescueAfter.
+// deliveries, orphaned after DeliveryRescueAfter, and the scheduled sends'
+// releases, orphaned after ReleaseRescueAfter. The Rescuer also makes
+// their due scheduled jobs available every RescueInterval on every worker
+// process, so a release is due within seconds even while River has no
+// leader (its scheduler runs on the leader only).
 func (c Config) Rescuer(pool *pgxpool.Pool) (*Rescuer, error) {
 	c.setDefaults()
 	return NewRescuer(RescuerConfig{
-		Pool:     pool,
-		Kinds:    map[string]time.Duration{DeliverArgs{}.Kind(): c.DeliveryRescueAfter},
+		Pool: pool,
+		Kinds: map[string]time.Duration{
+			DeliverArgs{}.Kind(): c.DeliveryRescueAfter,
+			ReleaseArgs{}.Kind(): c.ReleaseRescueAfter,
+		},
 		Interval: c.RescueInterval,
 		Logger:   c.Logger,
 	})
@@ -151,6 +173,7 @@ func NewClient(pool *pgxpool.Pool, workers *river.Workers, periodic []*river.Per
 			river.QueueDefault: {MaxWorkers: cfg.MaxWorkers},
 			QueueDelivery:      {MaxWorkers: cfg.DeliveryMaxWorkers},
 			QueueWebhooks:      {MaxWorkers: cfg.WebhookMaxWorkers},
+			QueueRelease:       {MaxWorkers: cfg.ReleaseMaxWorkers},
 		}
 		rc.Workers = workers
 		rc.PeriodicJobs = periodic

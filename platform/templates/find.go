@@ -41,3 +41,18 @@ func (s *Service) Status(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64) 
 	}
 	return st, found, nil
 }
+
+// Existing returns the organization's template of name and language,
+// whatever its status, or 422 template_not_found: what a scheduled send
+// checks when it is scheduled; its approval is checked at its release
+// (docs/api.md, §Scheduled sends).
+func (s *Service) Existing(ctx context.Context, t db.Tenant, name, language string) (Template, error) {
+	tpl, found, err := s.Find(ctx, t, name, language)
+	switch {
+	case err != nil:
+		return Template{}, err
+	case !found:
+		return Template{}, ErrNotFoundForSend(name, language)
+	}
+	return tpl, nil
+}

@@ -172,15 +172,11 @@ func (s *Service) Delete(ctx context.Context, t db.Tenant, id int64) error {
 // checks approval again in its own statement (a template paused meanwhile
 // is refused there).
 func (s *Service) Resolve(ctx context.Context, t db.Tenant, name, language string) (Template, error) {
-	var tpl Template
-	found, err := s.sql.QueryFirst(ctx, nil, sqlFor(t, `SELECT `+columns+` FROM {templates} t
-		WHERE t.name = $1 AND t.language = $2`), []any{name, language}, func(r db.Rows) error { return scan(r, &tpl) })
-	switch {
-	case err != nil:
-		return Template{}, fmt.Errorf("read template %s/%s: %w", name, language, err)
-	case !found:
-		return Template{}, ErrNotFoundForSend(name, language)
-	case tpl.Status != StatusApproved:
+	tpl, err := s.Existing(ctx, t, name, language)
+	if err != nil {
+		return Template{}, err
+	}
+	if tpl.Status != StatusApproved {
 		return Template{}, ErrNotApproved(tpl.Name, tpl.Language, tpl.Status)
 	}
 	return tpl, nil

@@ -91,6 +91,18 @@ type SenderUsage struct {
 	RemainingToday int    `json:"remaining_today"`
 	// ResetsAt is the next UTC midnight.
 	ResetsAt string `json:"resets_at"`
+	// Scheduled counts the sender's scheduled messages waiting for their
+	// release (docs/api.md, §Scheduled sends): counted against no day yet,
+	// so apart from UsedToday.
+	Scheduled int64 `json:"scheduled"`
+}
+
+// Totals are the period's counts, plus Scheduled: the scheduled messages
+// waiting for their release now, whatever their send_at, counted against
+// no day until they are released, so apart from the day's sends.
+type Totals struct {
+	Counts
+	Scheduled int64 `json:"scheduled"`
 }
 
 // Limits are the organization's effective limits.
@@ -105,7 +117,7 @@ type Limits struct {
 // Report is the usage report.
 type Report struct {
 	Period    Period        `json:"period"`
-	Totals    Counts        `json:"totals"`
+	Totals    Totals        `json:"totals"`
 	Daily     []Day         `json:"daily"`
 	PerSender []SenderUsage `json:"per_sender"`
 	Limits    Limits        `json:"limits"`
@@ -255,25 +267,30 @@ func (s *Service) Report(ctx context.Context, t db.Tenant, q Query) (Report, err
 		key := d.Format(time.DateOnly)
 		c := byDay[key]
 		r.Daily = append(r.Daily, Day{Date: key, Counts: c})
-		r.Totals.Add(c)
+		r.Totals.Counts.Add(c)
 	}
 
 	type senderRow struct {
 		ID               int64
 		Phone, Status    string
 		DailyLimit, Used int
+		Scheduled        int64
 	}
+	// The scheduled messages are read through messages_status_idx: the
+	// scheduled ones only.
 	rows, err = s.pool.Query(ctx, `SELECT s.id, s.phone, s.status,
-		       coalesce(s.daily_limit_override, $1), coalesce(u.used, 0)
+		       coalesce(s.daily_limit_override, $1), coalesce(u.used, 0), coalesce(w.n, 0)
 		  FROM `+t.Table("sender_numbers")+` s
 		  LEFT JOIN `+t.Table("daily_usage")+` u ON u.sender_number_id = s.id AND u.day = $2::date AND u.side = 'accept'
+		  LEFT JOIN (SELECT m.sender_number_id, count(*) AS n FROM `+t.Table("messages")+` m
+		              WHERE m.status = 'scheduled' GROUP BY m.sender_number_id) w ON w.sender_number_id = s.id
 		 ORDER BY s.id`, pgx.QueryExecModeSimpleProtocol, org.DefaultDailyLimit, today.Format(time.DateOnly))
 	if err != nil {
 		return Report{}, fmt.Errorf("sender usage: %w", err)
 	}
 	senders, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (senderRow, error) {
 		var sn senderRow
-		err := row.Scan(&sn.ID, &sn.Phone, &sn.Status, &sn.DailyLimit, &sn.Used)
+		err := row.Scan(&sn.ID, &sn.Phone, &sn.Status, &sn.DailyLimit, &sn.Used, &sn.Scheduled)
 		return sn, err
 	})
 	if err != nil {
@@ -290,7 +307,9 @@ func (s *Service) Report(ctx context.Context, t db.Tenant, q Query) (Report, err
 			UsedToday:      sn.Used,
 			RemainingToday: max(sn.DailyLimit-sn.Used, 0),
 			ResetsAt:       resets,
+			Scheduled:      sn.Scheduled,
 		})
+		r.Totals.Scheduled += sn.Scheduled
 	}
 	return r, nil
 }

@@ -14,11 +14,14 @@ import (
 
 // Event types (docs/api.md, §Webhooks).
 const (
-	EventMessageSent         = "message.sent"
-	EventMessageDelivered    = "message.delivered"
-	EventMessageRead         = "message.read"
-	EventMessageFailed       = "message.failed"
-	EventMessageReceived     = "message.received"
+	EventMessageSent      = "message.sent"
+	EventMessageDelivered = "message.delivered"
+	EventMessageRead      = "message.read"
+	EventMessageFailed    = "message.failed"
+	EventMessageReceived  = "message.received"
+	// EventMessageCanceled: a scheduled send was canceled before its
+	// release (docs/api.md, §Scheduled sends).
+	EventMessageCanceled     = "message.canceled"
 	EventSenderStatusChanged = "sender_number.status_changed"
 	EventAPIKeyExpiring      = "api_key.expiring" //nolint:gosec // G101: an event type, not a credential
 	EventContactOptedOut     = "contact.opted_out"
@@ -32,7 +35,7 @@ const (
 func EventTypes() []string {
 	return []string{
 		EventMessageSent, EventMessageDelivered, EventMessageRead, EventMessageFailed,
-		EventMessageReceived, EventSenderStatusChanged, EventAPIKeyExpiring,
+		EventMessageReceived, EventMessageCanceled, EventSenderStatusChanged, EventAPIKeyExpiring,
 		EventContactOptedOut, EventContactOptedIn, EventTemplateStatus,
 		EventCampaignStarted, EventCampaignCompleted,
 	}

@@ -38,6 +38,8 @@ func eventText(typ string) string {
 		return "the recipient read a message"
 	case webhooks.EventMessageFailed:
 		return "a message failed"
+	case webhooks.EventMessageCanceled:
+		return "a scheduled message was canceled before its release"
 	case webhooks.EventMessageReceived:
 		return "a message arrived for one of your sender numbers"
 	case webhooks.EventSenderStatusChanged:

@@ -34,6 +34,10 @@ Benchmarks (each prints its figures; run with -h for its flags):
             over loopback HTTP, measure acceptance, delivery, /me, peak RSS
             and the tenant sweep beside this machine's ceilings (raw
             Postgres, River alone, bare gin), and print the ratios
+  scheduled schedule N messages due at one instant through platform api,
+            release them with platform worker processes, and print the
+            scheduling rate, release latency and rate, the exactly-once
+            check, and the cost of a per-tenant release sweep instead
 `
 
 // Main runs platform bench with args (the words after "bench"): it prints
@@ -50,6 +54,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return benchTenants(ctx, args[1:], stdout, stderr)
 	case "send":
 		return benchSend(ctx, args[1:], stdout, stderr)
+	case "scheduled":
+		return benchScheduled(ctx, args[1:], stdout, stderr)
 	case "bare-gin":
 		// Ceiling (c) of bench send, run by it as a child process.
 		fs := flag.NewFlagSet("bench bare-gin", flag.ContinueOnError)

@@ -1,0 +1,278 @@
+package acceptance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/lookup"
+	"github.com/bizmsg/platform/platform/messages"
+	"github.com/bizmsg/platform/platform/senders"
+)
+
+// The release of a stored message: the checks of a send made at the
+// release time, in two steps so that no transaction is held while the
+// network answers:
+//
+//	c, err := svc.Check(ctx, t, d, now)      // outside any transaction: the
+//	                                         // recipient's lookup, the template
+//	err = db.Tx(func(tx) { m, err = svc.Release(ctx, tx, t, c) })
+//	                                         // acceptSQL's release variant
+//
+// A refusal at either step is an *apperr.Error whose Code is the check's
+// (Refusal tells it from a transient error, worth a retry). ReleaseScheduled
+// is the two steps for a scheduled send, with its failure recorded.
+
+// ErrNotScheduled is Release's answer when the message is no longer
+// scheduled (canceled, or released by an earlier run): nothing changed.
+var ErrNotScheduled = errors.New("message is no longer scheduled")
+
+// Draft is a stored message to release: its id, sender, recipient and
+// content as scheduled. For a template send, Template names the template
+// and its values: it is rendered at release.
+type Draft struct {
+	MessageID       int64
+	SenderID        int64
+	ToPhone         string
+	Type            string
+	Content         string
+	FileName        *string
+	FileSize        *int64
+	FileType        *string
+	Duration        *int
+	ClientReference *string
+	Template        *TemplateRef
+}
+
+// DraftOf is the draft of stored message r (its template_ref, if any,
+// decoded).
+func DraftOf(r *messages.Row) (Draft, error) {
+	d := Draft{
+		MessageID: r.ID, SenderID: r.SenderNumberID, ToPhone: r.ToPhone, Type: r.Type, Content: r.Content,
+		FileName: r.FileName, FileSize: r.FileSize, FileType: r.FileType, Duration: r.Duration,
+		ClientReference: r.ClientReference,
+	}
+	if r.TemplateRef != nil {
+		var ref TemplateRef
+		if err := json.Unmarshal([]byte(*r.TemplateRef), &ref); err != nil {
+			return Draft{}, fmt.Errorf("message %d: decode template_ref: %w", r.ID, err)
+		}
+		d.Template = &ref
+	}
+	return d, nil
+}
+
+// Checked is a draft that passed the checks made outside a transaction,
+// ready for Release: the message as it will be accepted.
+type Checked struct {
+	row messages.Row
+}
+
+// Check runs the checks of draft d that need the network or a read of
+// their own, as a send made at now would, outside any transaction: the
+// sender's state when the process does not know its phone (a sender error
+// comes first, as at a send), the recipient's lookup (422
+// recipient_unreachable with its reason_code) and, for a template send,
+// the template (template_not_found, template_not_approved) rendered with
+// its values. now is the acceptance time Release uses (its UTC day is the
+// day whose limit the message counts against).
+func (s *Service) Check(ctx context.Context, t db.Tenant, d Draft, now time.Time) (*Checked, error) {
+	ref := senders.SenderRef{ID: d.SenderID}
+	phone, known := s.known.phone(t, d.SenderID)
+	if !known {
+		sn, err := s.checkSender(ctx, t, ref)
+		if err != nil {
+			return nil, err
+		}
+		phone = sn.Phone
+	}
+	reach, err := lookup.Check(ctx, s.net, d.ToPhone, phone)
+	if err != nil {
+		return nil, err
+	}
+	if !reach.CanReceive {
+		if known {
+			if _, err := s.checkSender(ctx, t, ref); err != nil {
+				return nil, err
+			}
+		}
+		return nil, errUnreachable(reach.ReasonCode)
+	}
+	c := &Checked{row: messages.Row{
+		Message: messages.Message{
+			ID:              d.MessageID,
+			Direction:       messages.DirectionOutbound,
+			SenderNumberID:  d.SenderID,
+			ToPhone:         d.ToPhone,
+			RecipientUserID: reach.RecipientID,
+			Type:            d.Type,
+			Content:         d.Content,
+			FileName:        d.FileName,
+			FileSize:        d.FileSize,
+			FileType:        d.FileType,
+			Duration:        d.Duration,
+			Status:          messages.StatusQueued,
+			ClientReference: d.ClientReference,
+			CreatedAt:       now,
+		},
+		UpdatedAt: now,
+	}}
+	if d.Template != nil {
+		tr, err := s.renderTemplate(ctx, t, d.Template)
+		if err != nil {
+			if known {
+				if _, serr := s.checkSender(ctx, t, ref); serr != nil {
+					return nil, serr
+				}
+			}
+			return nil, err
+		}
+		c.row.TemplateID, c.row.TemplateRef, c.row.Content = &tr.id, &tr.ref, tr.text
+	}
+	s.known.putPhone(t, d.SenderID, phone)
+	return c, nil
+}
+
+// Release runs the checks of a send made at the check's time (now) for
+// the checked draft c and, if they pass, accepts it inside tx: the stored
+// message, locked FOR UPDATE while it is still scheduled, becomes queued
+// (its created_at the release time), the 'accept' counter of that UTC day
+// is raised, and its delivery job is inserted, by acceptSQL's release
+// variant and River's insert. Else it returns the refusal: an
+// *apperr.Error with the check's code (sender_not_active,
+// sender_owner_unverified, recipient_opted_out, template_not_approved,
+// outside_service_window, daily_limit_exceeded), having changed nothing;
+// or ErrNotScheduled when the message is no longer scheduled. It returns
+// the message as queued.
+//
+// Campaigns call it the same way for each recipient's stored message:
+// Check outside any transaction, then Release in theirs.
+func (s *Service) Release(ctx context.Context, tx pgx.Tx, t db.Tenant, c *Checked) (messages.Message, error) {
+	r := &c.row
+	var (
+		senderID, messageID  *int64
+		phone                *string
+		status               *senders.Status
+		limit                *int
+		optedOut, windowOpen *bool
+		approved             = true
+		scheduled            bool
+	)
+	args := []any{t.OrgID, "", r.ToPhone, r.RecipientUserID, r.Type, r.Content, r.FileName, r.FileSize,
+		r.FileType, r.Duration, r.ClientReference, r.CreatedAt}
+	template := r.TemplateID != nil
+	if template {
+		args = append(args, *r.TemplateID, r.TemplateRef)
+	}
+	args = append(args, r.SenderNumberID, r.ID)
+	err := s.prep.Query(ctx, tx, acceptSQL(t, true, s.cfg.ServiceWindow, template, true), args, func(rows db.Rows) error {
+		if !rows.Next() {
+			return errors.New("no result row")
+		}
+		dest := []any{&senderID, &phone, &status, &limit, &messageID, &optedOut, &windowOpen}
+		if template {
+			dest = append(dest, &approved)
+		}
+		return rows.Scan(append(dest, &scheduled)...)
+	})
+	if err != nil {
+		return messages.Message{}, fmt.Errorf("release message %d: %w", r.ID, err)
+	}
+	if !scheduled {
+		return messages.Message{}, ErrNotScheduled
+	}
+	if messageID == nil {
+		ref := senders.SenderRef{ID: r.SenderNumberID}
+		return messages.Message{}, s.refusal(ctx, t, &refused{ref: ref, id: senderID, phone: phone, status: status,
+			limit: limit, at: r.CreatedAt, optedOut: optedOut != nil && *optedOut,
+			windowClosed: windowOpen != nil && !*windowOpen, templateNotApproved: !approved})
+	}
+	if err := s.enqueue(ctx, tx, t, r); err != nil {
+		return messages.Message{}, err
+	}
+	return r.Message, nil
+}
+
+// Refusal reports whether err is a check's refusal (the send would have
+// been answered 4xx), not a transient failure worth a retry, and returns it.
+func Refusal(err error) (*apperr.Error, bool) {
+	e, ok := apperr.As(err)
+	if !ok {
+		return nil, false
+	}
+	switch e.Kind {
+	case apperr.KindInvalid, apperr.KindRateLimited, apperr.KindNotFound, apperr.KindConflict, apperr.KindForbidden:
+		return e, true
+	}
+	return nil, false
+}
+
+// ReleaseScheduled releases scheduled message id at the service's time
+// (the release job's work): Check, then Release in a transaction of its
+// own. A refusal fails the message with the check's error_code and
+// error_message, with its message.failed event, while it is still
+// scheduled. A message no longer scheduled (canceled, or released by an
+// earlier run of the job) is left as it is, so a job run twice releases
+// once. It returns the message's status after it (queued, failed, or
+// whatever it already was) and an error only for a transient failure,
+// after which the release is retried. On the last attempt (last) a
+// transient failure fails the message instead (network_error), so that no
+// message waits as scheduled with no release to come; if even that fails,
+// the error is returned.
+func (s *Service) ReleaseScheduled(ctx context.Context, t db.Tenant, id int64, last bool) (string, error) {
+	var (
+		row   messages.Row
+		found bool
+	)
+	err := s.prep.Query(ctx, nil, scheduledSQL(t), []any{id}, func(r db.Rows) error {
+		if !r.Next() {
+			return nil
+		}
+		found = true
+		return r.Scan(row.ScanDest()...)
+	})
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("read scheduled message %d: %w", id, err)
+	case !found:
+		return "", nil
+	case row.Status != messages.StatusScheduled:
+		return row.Status, nil
+	}
+	d, err := DraftOf(&row)
+	if err != nil {
+		return "", err
+	}
+	c, err := s.Check(ctx, t, d, s.clock.Now())
+	if err == nil {
+		err = s.prep.Tx(ctx, func(tx pgx.Tx) error {
+			_, err := s.Release(ctx, tx, t, c)
+			return err
+		})
+		switch {
+		case err == nil:
+			return messages.StatusQueued, nil
+		case errors.Is(err, ErrNotScheduled):
+			return "", nil
+		}
+	}
+	refusal, ok := Refusal(err)
+	if !ok {
+		if !last {
+			return "", err
+		}
+		refusal = apperr.Wrap(err, apperr.KindUnavailable, messages.CodeNetworkError,
+			"The message could not be released: the network or the platform failed at every attempt.")
+	}
+	m, changed, err := s.endScheduled(ctx, t, id, refusal)
+	if err != nil || !changed {
+		return "", err
+	}
+	return m.Status, nil
+}
