@@ -326,3 +326,52 @@ func TestDashboardCampaignsRolesIsolation(t *testing.T) {
 		t.Fatalf("%d campaigns after the member's attempts", n)
 	}
 }
+
+// The history shows scheduled messages with their time and a Cancel
+// button on each, which cancels that message only; a canceled one keeps
+// its time, loses the button, and is found by the canceled filter. A
+// campaign's message links its campaign.
+func TestDashboardScheduledInHistory(t *testing.T) {
+	t.Parallel()
+	e := startMsg(t, Options{})
+	org := e.Register(t)
+	sid := e.activeSender(org, phoneN(1))
+	due := e.Clock.Now().Add(2 * time.Hour).UTC().Truncate(time.Minute)
+	first := e.mustSchedule(org, scheduled(sid, phoneN(2), "Dinner at 8", due))
+	second := e.mustSchedule(org, scheduled(sid, phoneN(3), "Lunch at 1", due.Add(time.Hour)))
+
+	w := newWebClient(t, e.Env)
+	wantPage(t, w.login(org.OwnerEmail, org.OwnerPassword), http.StatusSeeOther)
+	list := w.get("/messages")
+	wantPage(t, list, http.StatusOK, `class="muted send-at">for `+due.Format("2006-01-02 15:04 UTC"),
+		fmt.Sprintf(`action="/messages/%d/cancel"`, first.ID), fmt.Sprintf(`action="/messages/%d/cancel"`, second.ID),
+		`<span class="badge warn">scheduled</span>`)
+	token := w.csrf("/messages")
+	wantRedirect(t, w.post(fmt.Sprintf("/messages/%d/cancel", first.ID), url.Values{"csrf_token": {token}}),
+		fmt.Sprintf("/messages/%d?ok=message_canceled", first.ID))
+	list = w.get("/messages")
+	wantPage(t, list, http.StatusOK, `<span class="badge off">canceled</span>`, fmt.Sprintf(`action="/messages/%d/cancel"`, second.ID))
+	if strings.Contains(list.Body, fmt.Sprintf(`action="/messages/%d/cancel"`, first.ID)) {
+		t.Fatal("a canceled message still offers Cancel")
+	}
+	if got := e.getScheduled(org, second.ID); got.Status != "scheduled" {
+		t.Fatalf("the other message is %s after one was canceled", got.Status)
+	}
+	canceled := w.get("/messages?status=canceled")
+	wantPage(t, canceled, http.StatusOK, "Dinner at 8", `class="muted send-at">for `)
+	if strings.Contains(canceled.Body, "Lunch at 1") {
+		t.Fatal("the canceled filter lets a scheduled message through")
+	}
+
+	// A campaign's message names its campaign in the list and on its page.
+	c := createCampaign(t, e.Env, org.Key(), textCampaign("Linked", sid))
+	e.recipient(phoneN(4))
+	m := accepted(t, e.send(org, text(sid, phoneN(4), "Our sale starts today.")))
+	if _, err := e.App.DB.Pool.Exec(context.Background(), `UPDATE `+org.Tenant.Table("messages")+` SET campaign_id = $1 WHERE id = $2`,
+		c.ID, m.ID); err != nil {
+		t.Fatal(err)
+	}
+	link := fmt.Sprintf(`href="/campaigns/%d"`, c.ID)
+	wantPage(t, w.get("/messages"), http.StatusOK, link)
+	wantPage(t, w.get(fmt.Sprintf("/messages/%d", m.ID)), http.StatusOK, link+` id="message-campaign"`)
+}

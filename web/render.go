@@ -141,7 +141,7 @@ func statusClass(status string) string {
 		return "bad"
 	case messages.StatusSent, messages.StatusReceived:
 		return "info"
-	case "canceled", "skipped":
+	case messages.StatusCanceled, "skipped":
 		// A scheduled send canceled, a campaign's recipient skipped: no
 		// message went, and none will.
 		return "off"
