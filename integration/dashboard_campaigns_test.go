@@ -260,6 +260,12 @@ func TestDashboardCampaigns(t *testing.T) {
 	if strings.Contains(page.Body, "http-equiv") {
 		t.Fatal("a campaign scheduled two days ahead reloads itself")
 	}
+
+	// A file whose every row is added: the campaign's page opens.
+	r = w.postMultipart("/campaigns", url.Values{"csrf_token": {token}, "name": {"Clean"}, "kind": {"text"},
+		"content": {"Hello."}, "sender_number_ids": {fmt.Sprint(s2)}}, "clean.csv", "phone\n+14155550030\n+14155550031\n")
+	clean := strings.TrimSuffix(wantRedirectTo(t, r, `/campaigns/\d+\?ok=campaign_created_recipients`), "?ok=campaign_created_recipients")
+	wantPage(t, w.get(clean+"?ok=campaign_created_recipients"), http.StatusOK, "every row was added", "0 of 2 recipients done")
 }
 
 // Campaign pages by role and organization: a member reads the list, a
