@@ -48,6 +48,15 @@ type Draft struct {
 	Duration        *int
 	ClientReference *string
 	Template        *TemplateRef
+	// CampaignID is the campaign of a campaign recipient's message (nil
+	// for a scheduled send): its delivery job runs at the campaigns'
+	// lower priority (queue.PriorityCampaign).
+	CampaignID *int64
+	// ReservePercent is the share of the sender's daily limit the release
+	// leaves to other sends (a campaign's reserve_percent; 0 for a
+	// scheduled send): the 'accept' counter rises only while it is under
+	// limit − ceil(limit·ReservePercent/100).
+	ReservePercent int
 }
 
 // DraftOf is the draft of stored message r (its template_ref, if any,
@@ -56,7 +65,7 @@ func DraftOf(r *messages.Row) (Draft, error) {
 	d := Draft{
 		MessageID: r.ID, SenderID: r.SenderNumberID, ToPhone: r.ToPhone, Type: r.Type, Content: r.Content,
 		FileName: r.FileName, FileSize: r.FileSize, FileType: r.FileType, Duration: r.Duration,
-		ClientReference: r.ClientReference,
+		ClientReference: r.ClientReference, CampaignID: r.CampaignID,
 	}
 	if r.TemplateRef != nil {
 		var ref TemplateRef
@@ -71,7 +80,8 @@ func DraftOf(r *messages.Row) (Draft, error) {
 // Checked is a draft that passed the checks made outside a transaction,
 // ready for Release: the message as it will be accepted.
 type Checked struct {
-	row messages.Row
+	row     messages.Row
+	reserve int
 }
 
 // Check runs the checks of draft d that need the network or a read of
@@ -119,10 +129,11 @@ func (s *Service) Check(ctx context.Context, t db.Tenant, d Draft, now time.Time
 			Duration:        d.Duration,
 			Status:          messages.StatusQueued,
 			ClientReference: d.ClientReference,
+			CampaignID:      d.CampaignID,
 			CreatedAt:       now,
 		},
 		UpdatedAt: now,
-	}}
+	}, reserve: d.ReservePercent}
 	if d.Template != nil {
 		tr, err := s.renderTemplate(ctx, t, d.Template)
 		if err != nil {
@@ -144,7 +155,8 @@ func (s *Service) Check(ctx context.Context, t db.Tenant, d Draft, now time.Time
 // message, locked FOR UPDATE while it is still scheduled, becomes queued
 // (its created_at the release time), the 'accept' counter of that UTC day
 // is raised, and its delivery job is inserted, by acceptSQL's release
-// variant and River's insert. Else it returns the refusal: an
+// variant and River's insert. The counter rises only while it is under
+// the limit less the draft's reserve (Draft.ReservePercent). Else it returns the refusal: an
 // *apperr.Error with the check's code (sender_not_active,
 // sender_owner_unverified, recipient_opted_out, template_not_approved,
 // outside_service_window, daily_limit_exceeded), having changed nothing;
@@ -170,7 +182,7 @@ func (s *Service) Release(ctx context.Context, tx pgx.Tx, t db.Tenant, c *Checke
 	if template {
 		args = append(args, *r.TemplateID, r.TemplateRef)
 	}
-	args = append(args, r.SenderNumberID, r.ID)
+	args = append(args, r.SenderNumberID, r.ID, c.reserve)
 	err := s.prep.Query(ctx, tx, acceptSQL(t, true, s.cfg.ServiceWindow, template, true), args, func(rows db.Rows) error {
 		if !rows.Next() {
 			return errors.New("no result row")
@@ -275,4 +287,20 @@ func (s *Service) ReleaseScheduled(ctx context.Context, t db.Tenant, id int64, l
 		return "", err
 	}
 	return m.Status, nil
+}
+
+// Stage stores checked draft c in tx as a scheduled message under its id
+// (Draft.MessageID, drawn by the caller from the messages' sequence), for
+// a caller that releases a draft it has no row for yet: a campaign's
+// recipient. Release then accepts it in the same transaction; a refusal
+// rolled back to a savepoint taken before Stage leaves no row.
+func (s *Service) Stage(ctx context.Context, tx pgx.Tx, t db.Tenant, c *Checked) error {
+	r := &c.row
+	err := s.prep.Exec(ctx, tx, stageSQL(t), r.ID, r.SenderNumberID, r.ToPhone, r.Type, r.Content,
+		r.FileName, r.FileSize, r.FileType, r.Duration, r.ClientReference, r.TemplateID, r.TemplateRef,
+		r.CampaignID, r.CreatedAt)
+	if err != nil {
+		return fmt.Errorf("stage message %d: %w", r.ID, err)
+	}
+	return nil
 }

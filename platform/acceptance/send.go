@@ -326,6 +326,11 @@ func (s *Service) enqueue(ctx context.Context, tx pgx.Tx, t db.Tenant, rows ...*
 		params[i] = queue.DeliveryJob(queue.DeliverArgs{
 			OrgID: t.OrgID, Schema: t.Schema, MessageID: r.ID, SenderID: r.SenderNumberID,
 		})
+		if r.CampaignID != nil {
+			// A campaign's message waits behind the API's sends
+			// (docs/design.md, §Campaigns: pacing and fairness).
+			params[i].InsertOpts.Priority = queue.PriorityCampaign
+		}
 	}
 	if _, err := s.jobs.InsertManyFastTx(ctx, tx, params); err != nil {
 		return fmt.Errorf("enqueue %d deliveries: %w", len(rows), err)

@@ -72,7 +72,11 @@ import (
 // that a release and a cancellation (or a second run of the release) are
 // serialised on the row: whichever commits first wins and the other finds
 // the message no longer scheduled and changes nothing. The result's last
-// column, scheduled, tells that case apart.
+// column, scheduled, tells that case apart. A release also takes a reserve
+// ($15, or $17 with template: a campaign's reserve_percent, 0 for a
+// scheduled send): step u raises the counter only while it is under
+// limit − ceil(limit·reserve/100), so a campaign leaves that share of the
+// day to the organization's other sends.
 func acceptSQL(t db.Tenant, byID bool, window time.Duration, template, release bool) string {
 	find := "s.phone = $2::text"
 	msgArg := "$14::bigint"
@@ -99,6 +103,17 @@ func acceptSQL(t db.Tenant, byID bool, window time.Duration, template, release b
 			", (SELECT approved FROM tp)"
 	}
 	rel, relOK, relOut := "", "", ""
+	// lim is the counter's bound: the limit, less the reserve of a
+	// release ($15, or $17 with template: a campaign's reserve_percent;
+	// 0 for a scheduled send).
+	bound := "lim"
+	if release {
+		reserve := "$15::int"
+		if template {
+			reserve = "$17::int"
+		}
+		bound = "lim - ceil(lim * " + reserve + " / 100.0)::int"
+	}
 	m := `
 		m AS (
 		  INSERT INTO ` + sc + `.messages (sender_number_id, to_phone, recipient_user_id, type, content,
@@ -141,11 +156,11 @@ func acceptSQL(t db.Tenant, byID bool, window time.Duration, template, release b
 		o AS (
 		  SELECT ` + sc + `.opted_out($3::text) AS opted_out),
 		ok AS (
-		  SELECT id, lim FROM s, o WHERE status = 'active' AND ($2::text = '' OR phone = $2::text) AND lim >= 1
+		  SELECT id, ` + bound + ` AS lim FROM s, o WHERE status = 'active' AND ($2::text = '' OR phone = $2::text) AND lim >= 1
 		     AND NOT o.opted_out AND s.window_open` + tplOK + relOK + `),
 		u AS (
 		  INSERT INTO ` + sc + `.daily_usage AS u (sender_number_id, day, side, used)
-		  SELECT id, ($12::timestamptz AT TIME ZONE 'UTC')::date, 'accept', 1 FROM ok
+		  SELECT id, ($12::timestamptz AT TIME ZONE 'UTC')::date, 'accept', 1 FROM ok WHERE lim >= 1
 		  ON CONFLICT (sender_number_id, day, side) DO UPDATE SET used = u.used + 1
 		   WHERE u.used < (SELECT lim FROM ok)
 		  RETURNING u.sender_number_id),` + m + `
@@ -277,4 +292,17 @@ func messageStatusSQL(t db.Tenant) string {
 // release.
 func scheduledSQL(t db.Tenant) string {
 	return `SELECT ` + messages.Columns + ` FROM ` + t.Table("messages") + ` m WHERE m.id = $1::bigint`
+}
+
+// stageSQL stores a checked draft of tenant t as a scheduled message under
+// its id (Stage): $1 the id, $2 the sender, $3..$10 the message
+// (recipient, type, content, file name, size, file type, duration, client
+// reference), $11 its template, $12 its template_ref, $13 its campaign,
+// $14 the release time. Release's step m then makes it queued.
+func stageSQL(t db.Tenant) string {
+	return `INSERT INTO ` + t.Table("messages") + ` (id, sender_number_id, to_phone, type, content, file_name,
+		       file_size, file_type, duration, client_reference, template_id, template_ref, campaign_id, status,
+		       created_at, updated_at)
+		VALUES ($1::bigint, $2::bigint, $3::text, $4::text, $5::text, $6::text, $7::bigint, $8::text, $9::bigint,
+		        $10::text, $11::bigint, $12::text, $13::bigint, 'scheduled', $14::timestamptz, $14::timestamptz)`
 }

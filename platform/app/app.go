@@ -26,6 +26,7 @@ import (
 	"github.com/bizmsg/platform/platform/apidoc"
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/audit"
+	"github.com/bizmsg/platform/platform/campaignrelease"
 	"github.com/bizmsg/platform/platform/campaigns"
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/config"
@@ -177,8 +178,10 @@ type App struct {
 	// network's verdicts share.
 	Templates *templates.Service
 	// Campaigns (campaigns, their recipients and states) is the campaign
-	// service of the Tenant API.
-	Campaigns *campaigns.Service
+	// service of the Tenant API; CampaignRelease releases their
+	// recipients (the campaign_release job's worker) as the pacing allows.
+	Campaigns       *campaigns.Service
+	CampaignRelease *campaignrelease.Service
 
 	tenantAPI  *tenant.API
 	centralAPI *central.API
@@ -389,6 +392,7 @@ func (a *App) addWorkers(cfg queue.Config) {
 	river.AddWorker(workers, &jobs.KeyExpiryWorker{Keys: a.Keys, Now: a.clock.Now, Logger: a.log})
 	a.senderWorkers(workers)
 	a.messagingWorkers(workers, cfg)
+	a.campaignWorkers(workers, cfg)
 	a.webhookWorkers(workers)
 	a.templateWorkers(workers)
 }

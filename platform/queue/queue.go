@@ -149,8 +149,9 @@ func (c Config) Rescuer(pool *pgxpool.Pool) (*Rescuer, error) {
 	return NewRescuer(RescuerConfig{
 		Pool: pool,
 		Kinds: map[string]time.Duration{
-			DeliverArgs{}.Kind(): c.DeliveryRescueAfter,
-			ReleaseArgs{}.Kind(): c.ReleaseRescueAfter,
+			DeliverArgs{}.Kind():  c.DeliveryRescueAfter,
+			ReleaseArgs{}.Kind():  c.ReleaseRescueAfter,
+			CampaignArgs{}.Kind(): c.ReleaseRescueAfter,
 		},
 		Interval: c.RescueInterval,
 		Logger:   c.Logger,

@@ -38,6 +38,10 @@ Benchmarks (each prints its figures; run with -h for its flags):
             release them with platform worker processes, and print the
             scheduling rate, release latency and rate, the exactly-once
             check, and the cost of a per-tenant release sweep instead
+  campaign  run one campaign on the service (a child process): recipients
+            added per second, release and delivery against the sender
+            pool's throttle, the memory of the service and of Postgres
+            over the campaign, exactly once
 `
 
 // Main runs platform bench with args (the words after "bench"): it prints
@@ -56,6 +60,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return benchSend(ctx, args[1:], stdout, stderr)
 	case "scheduled":
 		return benchScheduled(ctx, args[1:], stdout, stderr)
+	case "campaign":
+		return benchCampaign(ctx, args[1:], stdout, stderr)
 	case "bare-gin":
 		// Ceiling (c) of bench send, run by it as a child process.
 		fs := flag.NewFlagSet("bench bare-gin", flag.ContinueOnError)

@@ -1,0 +1,576 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bizmsg/platform/platform/apikey"
+	"github.com/bizmsg/platform/platform/config"
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/keys"
+	"github.com/bizmsg/platform/platform/migrate"
+)
+
+const benchCampaignUsage = `Usage: platform bench campaign [flags]
+
+Measures one campaign end to end on platform serve (a child process), in a
+scratch database on DATABASE_URL's server: one organization with -senders
+active sender numbers, each at -sender-rate messages/s (the organization's
+sender throttle), and -recipients reachable recipients on the built-in
+network.
+
+  add       the recipients added to a draft campaign through POST
+            /api/v1/campaigns/{id}/recipients in requests of -chunk (JSON),
+            one after the other: recipients added per second
+  release   the campaign started: recipients released (their messages
+            created) and delivered per second, against the pool's
+            aggregate throttle (senders x rate)
+  memory    the service's resident set (VmRSS) and the private memory
+            (RssAnon) of the Postgres backends serving it, sampled every
+            -sample from the start to the end: start, peak and end
+  exactly   every recipient one message on the network, none twice
+  once
+
+Prints a table on stdout (and JSON with -out), a progress line on stderr.
+Exits non-zero when a recipient did not get exactly one message.
+
+Flags:
+`
+
+// campaignConfig is the campaign benchmark's configuration (its flags).
+type campaignConfig struct {
+	Recipients  int           `json:"recipients"`
+	Chunk       int           `json:"chunk"`
+	Senders     int           `json:"senders"`
+	SenderRate  float64       `json:"sender_rate"`
+	SenderBurst int           `json:"sender_burst"`
+	DBMaxConns  int           `json:"db_max_conns"`
+	LogLevel    string        `json:"service_log_level"`
+	Sample      time.Duration `json:"sample_ns"`
+	Timeout     time.Duration `json:"timeout_ns"`
+	Database    string        `json:"database"`
+}
+
+// campaignAdd is the add phase: the recipients added in requests of -chunk.
+type campaignAdd struct {
+	Requests int   `json:"requests"`
+	Added    int64 `json:"added"`
+	// Elapsed is from the first request sent to the last answered.
+	Elapsed time.Duration `json:"elapsed_ns"`
+	// Rate is recipients added per second; P50 and Max are one request's
+	// time in milliseconds.
+	Rate float64 `json:"rate"`
+	P50  float64 `json:"request_p50_ms"`
+	Max  float64 `json:"request_max_ms"`
+}
+
+// campaignRate is how fast the campaign's messages were released or
+// delivered: Count of them from the start to the last (Elapsed), and
+// Rate beside the pool's aggregate throttle (Ratio).
+type campaignRate struct {
+	Count   int64         `json:"count"`
+	Elapsed time.Duration `json:"elapsed_ns"`
+	Rate    float64       `json:"rate"`
+	Ratio   float64       `json:"ratio_to_throttle"`
+}
+
+// memorySample is one reading of the memory sampler, At seconds after the
+// start.
+type memorySample struct {
+	At           float64 `json:"at_s"`
+	ServiceRSS   int64   `json:"service_rss_bytes"`
+	Backends     int     `json:"backends"`
+	BackendsAnon int64   `json:"backends_anon_bytes"`
+	// Released and Delivered are the campaign's counts then.
+	Released  int `json:"released"`
+	Delivered int `json:"delivered"`
+}
+
+// memoryRange is a figure's start, peak and end over the samples.
+type memoryRange struct {
+	Start int64 `json:"start_bytes"`
+	Peak  int64 `json:"peak_bytes"`
+	End   int64 `json:"end_bytes"`
+}
+
+// String prints the range in MB.
+func (r memoryRange) String() string {
+	mb := func(b int64) float64 { return float64(b) / (1 << 20) }
+	return fmt.Sprintf("start %.1f  peak %.1f  end %.1f MB  (peak - start %+.1f MB)", mb(r.Start), mb(r.Peak), mb(r.End), mb(r.Peak-r.Start))
+}
+
+// campaignOnce is the exactly-once check.
+type campaignOnce struct {
+	// Messages is the campaign's messages, NetworkRows the network's
+	// messages carrying their references, Recipients the distinct
+	// recipients of those, Delivered the campaign's delivered count.
+	Messages    int64 `json:"messages"`
+	NetworkRows int64 `json:"network_rows"`
+	Recipients  int64 `json:"recipients"`
+	Delivered   int   `json:"delivered"`
+	OK          bool  `json:"exactly_once"`
+}
+
+// campaignReport is the whole result, as -out writes it.
+type campaignReport struct {
+	Command   string         `json:"command"`
+	StartedAt time.Time      `json:"started_at"`
+	Config    campaignConfig `json:"config"`
+	CPUs      int            `json:"cpus"`
+	GoVersion string         `json:"go_version"`
+	// Throttle is the pool's aggregate throttle, messages/s.
+	Throttle float64        `json:"throttle"`
+	Add      campaignAdd    `json:"add"`
+	Release  campaignRate   `json:"release"`
+	Delivery campaignRate   `json:"delivery"`
+	Once     campaignOnce   `json:"once"`
+	Service  memoryRange    `json:"service_rss"`
+	Backends memoryRange    `json:"backends_anon"`
+	Samples  []memorySample `json:"samples"`
+	Targets  []target       `json:"targets"`
+	Elapsed  float64        `json:"elapsed_s"`
+}
+
+// benchCampaign is platform bench campaign.
+func benchCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench campaign", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, benchCampaignUsage)
+		fs.PrintDefaults()
+	}
+	var cfg campaignConfig
+	fs.IntVar(&cfg.Recipients, "recipients", 100000, "recipients of the campaign (at most 100,000)")
+	fs.IntVar(&cfg.Chunk, "chunk", 10000, "recipients per request of the add phase (at most 10,000)")
+	fs.IntVar(&cfg.Senders, "senders", 4, "sender numbers of the campaign's pool (1 to 50)")
+	fs.Float64Var(&cfg.SenderRate, "sender-rate", 100, "each sender's throttle, messages/s (the organization's sender_rate, and SENDER_RATE)")
+	fs.IntVar(&cfg.SenderBurst, "sender-burst", 0, "each sender's burst (sender_burst, SENDER_BURST); 0: the rate's whole number, at least 1")
+	fs.IntVar(&cfg.DBMaxConns, "db-max-conns", 10, "DB_MAX_CONNS of the service")
+	fs.StringVar(&cfg.LogLevel, "log-level", "warn", "LOG_LEVEL of the service")
+	fs.DurationVar(&cfg.Sample, "sample", time.Second, "how often the memory and the campaign's counts are sampled")
+	fs.DurationVar(&cfg.Timeout, "timeout", 20*time.Minute, "how long to wait for the campaign to complete")
+	fs.StringVar(&cfg.Database, "db", "bizmsg_bench_campaign", "scratch database to create on DATABASE_URL's server (dropped first if it exists)")
+	keep := fs.Bool("keep", false, "keep the scratch database afterwards")
+	out := fs.String("out", "", "also write the results as JSON to this file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if cfg.SenderBurst == 0 {
+		cfg.SenderBurst = max(int(cfg.SenderRate), 1)
+	}
+	switch {
+	case cfg.Recipients < 1 || cfg.Recipients > 100000:
+		return errors.New("-recipients must be from 1 to 100,000")
+	case cfg.Chunk < 1 || cfg.Chunk > 10000:
+		return errors.New("-chunk must be from 1 to 10,000")
+	case cfg.Senders < 1 || cfg.Senders > 50:
+		return errors.New("-senders must be from 1 to 50")
+	case cfg.SenderRate <= 0 || cfg.SenderBurst < 1:
+		return errors.New("-sender-rate must be positive and -sender-burst at least 1")
+	case cfg.DBMaxConns < 2:
+		return errors.New("-db-max-conns must be at least 2")
+	case cfg.Sample < 10*time.Millisecond || cfg.Timeout <= 0:
+		return errors.New("-sample must be at least 10ms and -timeout positive")
+	}
+	b := &campaignBench{cfg: cfg, stderr: stderr}
+	rep, runErr := b.run(ctx, *keep)
+	if rep != nil {
+		rep.Command = "platform bench campaign " + strings.Join(args, " ")
+		printCampaignReport(stdout, rep)
+		if *out != "" {
+			raw, err := json.MarshalIndent(rep, "", "  ")
+			if err == nil {
+				err = os.WriteFile(*out, append(raw, '\n'), 0o644) //nolint:gosec // G306: a report to share, not a secret
+			}
+			if err != nil {
+				runErr = errors.Join(runErr, fmt.Errorf("write %s: %w", *out, err))
+			}
+		}
+	}
+	return runErr
+}
+
+// campaignBench runs one campaign benchmark.
+type campaignBench struct {
+	cfg    campaignConfig
+	stderr io.Writer
+	url    string
+	pepper string
+	d      *db.DB
+	tenant benchTenant
+	prog   *progress
+	client *http.Client
+	// base is the service's base URL.
+	base string
+}
+
+// serviceEnv is the service's environment: the scratch database, the
+// fixtures' pepper, the pool's throttle, limits that never bind.
+func (b *campaignBench) serviceEnv() []string {
+	return []string{
+		"DATABASE_URL=" + b.url, "API_KEY_PEPPER=" + b.pepper, "JWT_SECRET=" + b.pepper,
+		"NETWORK=builtin", "DB_MAX_CONNS=" + strconv.Itoa(b.cfg.DBMaxConns), "LOG_LEVEL=" + b.cfg.LogLevel,
+		"DEFAULT_DAILY_LIMIT=100000000",
+		"SENDER_RATE=" + strconv.FormatFloat(b.cfg.SenderRate, 'f', -1, 64), "SENDER_BURST=" + strconv.Itoa(b.cfg.SenderBurst),
+		"API_RATE_LIMIT=1000000", "API_RATE_BURST=1000000",
+	}
+}
+
+func (b *campaignBench) run(ctx context.Context, keep bool) (*campaignReport, error) {
+	started := time.Now()
+	rep := &campaignReport{StartedAt: started.UTC(), Config: b.cfg, CPUs: runtime.NumCPU(), GoVersion: runtime.Version(),
+		Throttle: float64(b.cfg.Senders) * b.cfg.SenderRate}
+	base, err := config.Load(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	if b.url, err = scratchDatabase(ctx, base.DatabaseURL, b.cfg.Database); err != nil {
+		return nil, err
+	}
+	if !keep {
+		defer func() { _ = dropDatabase(context.WithoutCancel(ctx), base.DatabaseURL, b.cfg.Database) }()
+	}
+	secret := make([]byte, 32)
+	_, _ = rand.Read(secret)
+	b.pepper = hex.EncodeToString(secret)
+	if b.d, err = db.Open(ctx, db.Config{URL: b.url, MaxConns: 4}); err != nil {
+		return nil, err
+	}
+	defer b.d.Close()
+	b.prog = newProgress(b.stderr)
+	defer b.prog.close()
+	b.client = &http.Client{Timeout: 2 * time.Minute}
+	if err := b.setup(ctx); err != nil {
+		return nil, err
+	}
+	svc, err := startChild(ctx, []string{"serve"}, b.serviceEnv(), true)
+	if err != nil {
+		return nil, err
+	}
+	b.base = "http://" + svc.addr
+	err = b.measure(ctx, rep, svc)
+	svc.keep = err != nil // the service's log may say why
+	err = errors.Join(err, svc.stop())
+	rep.Targets = campaignTargets(rep)
+	rep.Elapsed = time.Since(started).Seconds()
+	if err == nil && !rep.Once.OK {
+		err = fmt.Errorf("exactly-once check failed: %d recipients, %d messages, %d network rows to %d recipients, %d delivered",
+			b.cfg.Recipients, rep.Once.Messages, rep.Once.NetworkRows, rep.Once.Recipients, rep.Once.Delivered)
+	}
+	return rep, err
+}
+
+// setup migrates the scratch database and builds the organization, its
+// senders with their throttle, and the recipients.
+func (b *campaignBench) setup(ctx context.Context) error {
+	m, err := migrate.New(b.d.Pool, migrate.Config{Concurrency: 1, Logger: quietLogger()})
+	if err != nil {
+		return err
+	}
+	if _, err := m.Base(ctx); err != nil {
+		return err
+	}
+	hasher, err := apikey.NewHasher([]byte(b.pepper))
+	if err != nil {
+		return err
+	}
+	ks, err := keys.New(keys.Config{Pool: b.d.Pool, Hasher: hasher, Logger: quietLogger()})
+	if err != nil {
+		return err
+	}
+	b.prog.phase(fmt.Sprintf("fixtures: 1 organization, %d senders, %d recipients", b.cfg.Senders, b.cfg.Recipients))(0)
+	f := &fixtures{d: b.d, m: m, keys: ks, cfg: fixtureConfig{
+		Tenants: 1, Senders: b.cfg.Senders, Recipients: b.cfg.Recipients, Concurrency: 1, DailyLimit: 100000000,
+	}}
+	ts, err := f.build(ctx, nil)
+	if err != nil {
+		return err
+	}
+	b.tenant = ts[0]
+	if _, err := b.d.Pool.Exec(ctx, `UPDATE central.organizations SET sender_rate = $2, sender_burst = $3 WHERE id = $1`,
+		b.tenant.Tenant.OrgID, b.cfg.SenderRate, b.cfg.SenderBurst); err != nil {
+		return fmt.Errorf("sender throttle: %w", err)
+	}
+	if _, err := b.d.Pool.Exec(ctx, "ANALYZE"); err != nil {
+		return fmt.Errorf("analyze: %w", err)
+	}
+	return nil
+}
+
+// call sends a request to the service with the organization's key and
+// decodes the "data" of a want answer into v.
+func (b *campaignBench) call(ctx context.Context, method, path, contentType string, body []byte, want int, v any) error {
+	req, err := http.NewRequestWithContext(ctx, method, b.base+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("X-Api-Key", b.tenant.APIKey)
+	if body != nil {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	raw, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		return fmt.Errorf("%s %s: read: %w", method, path, err)
+	}
+	if resp.StatusCode != want {
+		return fmt.Errorf("%s %s = %d %s, want %d", method, path, resp.StatusCode, bytes.TrimSpace(raw[:min(len(raw), 500)]), want)
+	}
+	var env struct {
+		Data json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return fmt.Errorf("%s %s: decode: %w", method, path, err)
+	}
+	if err := json.Unmarshal(env.Data, v); err != nil {
+		return fmt.Errorf("%s %s: decode data: %w", method, path, err)
+	}
+	return nil
+}
+
+// benchCampaignView is what the benchmark reads of the campaign.
+type benchCampaignView struct {
+	ID     int64          `json:"id"`
+	Status string         `json:"status"`
+	Counts map[string]int `json:"counts"`
+}
+
+// done reports whether every recipient's message reached its end on the
+// built-in network (delivered, or failed or skipped) and the campaign
+// completed.
+func (v benchCampaignView) done() bool {
+	c := v.Counts
+	return v.Status == "completed" && c["pending"] == 0 && c["queued"] == 0 && c["sent"] == 0
+}
+
+// measure runs the phases on the running service.
+func (b *campaignBench) measure(ctx context.Context, rep *campaignReport, svc *child) error {
+	// The memory figures of whatever was sampled, also when the campaign
+	// did not complete.
+	defer func() { rep.Service, rep.Backends = memoryRanges(rep.Samples) }()
+	var camp benchCampaignView
+	body, err := json.Marshal(map[string]any{"name": "bench campaign", "sender_number_ids": b.tenant.Senders,
+		"type": "text", "content": "Hello from the campaign benchmark."})
+	if err != nil {
+		return err
+	}
+	if err := b.call(ctx, http.MethodPost, "/api/v1/campaigns", "application/json", body, http.StatusCreated, &camp); err != nil {
+		return err
+	}
+	if rep.Add, err = b.add(ctx, camp.ID); err != nil {
+		return err
+	}
+	if rep.Add.Added != int64(b.cfg.Recipients) {
+		return fmt.Errorf("add: %d recipients added of %d", rep.Add.Added, b.cfg.Recipients)
+	}
+
+	// The release, with the sampler.
+	p := b.prog.phase(fmt.Sprintf("campaign of %d recipients at %g/s over %d senders", b.cfg.Recipients, rep.Throttle, b.cfg.Senders))
+	start := time.Now()
+	sample := func(v benchCampaignView) {
+		m := sampleMemory(ctx, b.d, svc.cmd.Process.Pid)
+		m.At = time.Since(start).Seconds()
+		m.Released = v.Counts["total"] - v.Counts["pending"]
+		m.Delivered = v.Counts["delivered"] + v.Counts["read"]
+		rep.Samples = append(rep.Samples, m)
+		p(int64(m.Delivered))
+	}
+	sample(camp)
+	if err := b.call(ctx, http.MethodPost, fmt.Sprintf("/api/v1/campaigns/%d/start", camp.ID), "", nil, http.StatusOK, &camp); err != nil {
+		return err
+	}
+	start = time.Now()
+	tick := time.NewTicker(b.cfg.Sample)
+	defer tick.Stop()
+	deadline := time.After(b.cfg.Timeout)
+	for !camp.done() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline:
+			return fmt.Errorf("the campaign did not complete within -timeout %s: %s, counts %v", b.cfg.Timeout, camp.Status, camp.Counts)
+		case <-tick.C:
+		}
+		if err := b.call(ctx, http.MethodGet, fmt.Sprintf("/api/v1/campaigns/%d", camp.ID), "", nil, http.StatusOK, &camp); err != nil {
+			return err
+		}
+		sample(camp)
+	}
+	return b.outcome(ctx, rep, camp, start)
+}
+
+// add adds the recipients to the draft in requests of -chunk, one after
+// the other.
+func (b *campaignBench) add(ctx context.Context, id int64) (campaignAdd, error) {
+	var res campaignAdd
+	p := b.prog.phase(fmt.Sprintf("adding %d recipients in requests of %d", b.cfg.Recipients, b.cfg.Chunk))
+	var took []time.Duration
+	start := time.Now()
+	for from := 0; from < b.cfg.Recipients; from += b.cfg.Chunk {
+		rows := make([]map[string]string, 0, b.cfg.Chunk)
+		for i := from; i < min(from+b.cfg.Chunk, b.cfg.Recipients); i++ {
+			rows = append(rows, map[string]string{"phone": recipientPhone(i)})
+		}
+		body, err := json.Marshal(rows)
+		if err != nil {
+			return res, err
+		}
+		var added struct {
+			Added   int64             `json:"added"`
+			Invalid []json.RawMessage `json:"invalid"`
+		}
+		t0 := time.Now()
+		if err := b.call(ctx, http.MethodPost, fmt.Sprintf("/api/v1/campaigns/%d/recipients", id), "application/json", body, http.StatusOK, &added); err != nil {
+			return res, err
+		}
+		took = append(took, time.Since(t0))
+		if len(added.Invalid) > 0 {
+			return res, fmt.Errorf("add: %d rows refused, first %s", len(added.Invalid), added.Invalid[0])
+		}
+		res.Requests++
+		res.Added += added.Added
+		p(res.Added)
+	}
+	res.Elapsed = time.Since(start)
+	res.Rate = float64(res.Added) / res.Elapsed.Seconds()
+	slices.Sort(took)
+	res.P50, res.Max = pctMS(took, 0.5), ms(took[len(took)-1])
+	return res, nil
+}
+
+// outcome reads the release and delivery rates and the exactly-once check
+// from the campaign's messages (created at release; sent_at when the
+// network took them) and the network's.
+func (b *campaignBench) outcome(ctx context.Context, rep *campaignReport, camp benchCampaignView, start time.Time) error {
+	b.prog.phase("exactly once")(0)
+	var released, sent *time.Time
+	err := b.d.Pool.QueryRow(ctx, `SELECT count(*), max(m.created_at), max(m.sent_at),
+		       (SELECT count(*) FROM network.messages n JOIN `+b.tenant.Tenant.Table("messages")+` c
+		          ON n.reference = $2 || ':' || c.id WHERE c.campaign_id = $1),
+		       (SELECT count(DISTINCT n.to_account_id) FROM network.messages n JOIN `+b.tenant.Tenant.Table("messages")+` c
+		          ON n.reference = $2 || ':' || c.id WHERE c.campaign_id = $1)
+		FROM `+b.tenant.Tenant.Table("messages")+` m WHERE m.campaign_id = $1`,
+		camp.ID, b.tenant.Tenant.Schema).Scan(&rep.Once.Messages, &released, &sent, &rep.Once.NetworkRows, &rep.Once.Recipients)
+	if err != nil {
+		return fmt.Errorf("the campaign's messages: %w", err)
+	}
+	rep.Once.Delivered = camp.Counts["delivered"] + camp.Counts["read"]
+	n := int64(b.cfg.Recipients)
+	rep.Once.OK = rep.Once.Messages == n && rep.Once.NetworkRows == n && rep.Once.Recipients == n && int64(rep.Once.Delivered) == n
+	rate := func(count int64, last *time.Time) campaignRate {
+		r := campaignRate{Count: count}
+		if last != nil && last.After(start) {
+			r.Elapsed = last.Sub(start)
+			r.Rate = float64(count) / r.Elapsed.Seconds()
+			r.Ratio = r.Rate / rep.Throttle
+		}
+		return r
+	}
+	rep.Release = rate(rep.Once.Messages, released)
+	rep.Delivery = rate(rep.Once.NetworkRows, sent)
+	return nil
+}
+
+// sampleMemory reads the service's current resident set (VmRSS; pid) and
+// the private memory of the backends serving it (serviceApp).
+func sampleMemory(ctx context.Context, d *db.DB, pid int) memorySample {
+	var s memorySample
+	if st, err := procStatus(pid, "VmRSS"); err == nil {
+		s.ServiceRSS = st["VmRSS"]
+	}
+	m := measureMemory(ctx, d, pid)
+	s.Backends, s.BackendsAnon = m.Backends, m.BackendsAnon
+	return s
+}
+
+// memoryRanges is the service's and the backends' start, peak and end over
+// the samples.
+func memoryRanges(samples []memorySample) (service, backends memoryRange) {
+	if len(samples) == 0 {
+		return
+	}
+	first, last := samples[0], samples[len(samples)-1]
+	service = memoryRange{Start: first.ServiceRSS, End: last.ServiceRSS}
+	backends = memoryRange{Start: first.BackendsAnon, End: last.BackendsAnon}
+	for _, s := range samples {
+		service.Peak = max(service.Peak, s.ServiceRSS)
+		backends.Peak = max(backends.Peak, s.BackendsAnon)
+	}
+	return service, backends
+}
+
+// flatMB is how far above its start a memory figure may peak over the
+// campaign and still count as flat: the campaign's recipients are never
+// held in memory (100,000 of them would take far more), the release works
+// in bounded batches.
+const flatMB = 32
+
+// campaignTargets compares the figures with the issue's targets.
+func campaignTargets(r *campaignReport) []target {
+	growth := func(m memoryRange) float64 { return roundMS(float64(m.Peak-m.Start) / (1 << 20)) }
+	out := []target{
+		{Name: "recipients added/s (100,000 in 10 s)", Value: roundMS(r.Add.Rate), Goal: ">= 10000"},
+		{Name: "release rate vs the pool's throttle, %", Value: roundMS(100 * r.Release.Ratio), Goal: ">= 90"},
+		{Name: "delivery rate vs the pool's throttle, %", Value: roundMS(100 * r.Delivery.Ratio), Goal: ">= 90"},
+		{Name: "service RSS, peak over start, MB", Value: growth(r.Service), Goal: fmt.Sprintf("<= %d", flatMB)},
+		{Name: "backends' private memory, peak over start, MB", Value: growth(r.Backends), Goal: fmt.Sprintf("<= %d", flatMB)},
+	}
+	out[0].Met = out[0].Value >= 10000
+	out[1].Met = out[1].Value >= 90
+	out[2].Met = out[2].Value >= 90
+	out[3].Met = out[3].Value <= flatMB && len(r.Samples) > 1 && r.Service.Start > 0
+	out[4].Met = out[4].Value <= flatMB && len(r.Samples) > 1 && r.Backends.Start > 0
+	once := target{Name: "exactly once (every recipient one message)", Goal: "always", Met: r.Once.OK}
+	if r.Once.OK {
+		once.Value = 1
+	}
+	return append(out, once)
+}
+
+// printCampaignReport prints the figures as a table.
+func printCampaignReport(w io.Writer, r *campaignReport) {
+	line := func(name, value string) { fmt.Fprintf(w, "%-52s %s\n", name, value) }
+	c := r.Config
+	fmt.Fprintf(w, "%s\n%d CPUs, %s, %d recipients, %d sender(s) at %g/s (burst %d): throttle %g/s, service LOG_LEVEL=%s, pool %d\n\n",
+		r.Command, r.CPUs, r.GoVersion, c.Recipients, c.Senders, c.SenderRate, c.SenderBurst, r.Throttle, c.LogLevel, c.DBMaxConns)
+	line("figure", "value")
+	line(strings.Repeat("-", 52), strings.Repeat("-", 50))
+	line("recipients added/s", fmt.Sprintf("%9.0f /s  (%d in %.2f s, %d requests of %d; request p50 %.0f ms, max %.0f ms)",
+		r.Add.Rate, r.Add.Added, r.Add.Elapsed.Seconds(), r.Add.Requests, c.Chunk, r.Add.P50, r.Add.Max))
+	rate := func(x campaignRate) string {
+		return fmt.Sprintf("%9.1f /s  (%d in %.1f s from the start; %.1f%% of the throttle)", x.Rate, x.Count, x.Elapsed.Seconds(), 100*x.Ratio)
+	}
+	line("released (messages created)", rate(r.Release))
+	line("delivered (taken by the network)", rate(r.Delivery))
+	if n := len(r.Samples); n > 0 {
+		last := r.Samples[n-1]
+		line("memory samples", fmt.Sprintf("%d, every %s, until %.1f s (%d backends at the end)", n, c.Sample, last.At, last.Backends))
+	}
+	line("service RSS (VmRSS)", r.Service.String())
+	line("backends' private memory (RssAnon)", r.Backends.String())
+	line("exactly once (messages = network = recipients)", fmt.Sprintf("%v  (%d, %d, %d to %d recipients; %d delivered)",
+		r.Once.OK, r.Once.Messages, r.Once.NetworkRows, r.Once.Recipients, c.Recipients, r.Once.Delivered))
+	fmt.Fprintln(w)
+	line("target", "measured   goal    met")
+	for _, t := range r.Targets {
+		line(t.Name, fmt.Sprintf("%8.2f   %-6s  %v", t.Value, t.Goal, t.Met))
+	}
+}

@@ -1,0 +1,69 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/bizmsg/platform/platform/campaignrelease"
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/queue"
+)
+
+// CampaignTicker runs one tick of a campaign's release (the
+// campaignrelease service).
+type CampaignTicker interface {
+	Tick(ctx context.Context, t db.Tenant, id int64, finish campaignrelease.Finish) (campaignrelease.Outcome, error)
+}
+
+// CampaignRetry is the delay before a failed tick runs again: a tick fails
+// only when the database or the network does, and the campaign's pacing
+// wants it back soon after they are.
+const CampaignRetry = 2 * time.Second
+
+// CampaignWorker works queue.CampaignArgs jobs: each run is one tick,
+// then a snooze until the next (River's JobSnooze, which costs no
+// attempt); a campaign no longer running ends the job in the tick's
+// transaction (River's JobCompleteTx), so a resume committing after it
+// inserts a new job rather than find this one still running.
+type CampaignWorker struct {
+	river.WorkerDefaults[queue.CampaignArgs]
+	Ticker CampaignTicker
+	// RunTimeout bounds one tick (queue.Config.ReleaseTimeout).
+	RunTimeout time.Duration
+}
+
+// Timeout is one tick's bound.
+func (w *CampaignWorker) Timeout(*river.Job[queue.CampaignArgs]) time.Duration { return w.RunTimeout }
+
+// NextRetry retries a failed tick after CampaignRetry, whatever its
+// attempt.
+func (w *CampaignWorker) NextRetry(*river.Job[queue.CampaignArgs]) time.Time {
+	return time.Now().Add(CampaignRetry)
+}
+
+// Work runs one tick of the job's campaign.
+func (w *CampaignWorker) Work(ctx context.Context, job *river.Job[queue.CampaignArgs]) error {
+	t, err := db.NewTenant(job.Args.OrgID, job.Args.Schema)
+	if err != nil {
+		return river.JobCancel(fmt.Errorf("campaign job %d: %w", job.ID, err))
+	}
+	finish := func(ctx context.Context, tx pgx.Tx) error {
+		if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
+			return fmt.Errorf("complete campaign job %d: %w", job.ID, err)
+		}
+		return nil
+	}
+	out, err := w.Ticker.Tick(ctx, t, job.Args.CampaignID, finish)
+	if err != nil {
+		return queue.Explain(fmt.Errorf("campaign %d in %s: %w", job.Args.CampaignID, t.Schema, err))
+	}
+	if out.Done {
+		return nil
+	}
+	return river.JobSnooze(out.Next)
+}

@@ -1,0 +1,166 @@
+package campaignrelease
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bizmsg/platform/platform/campaigns"
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/senders"
+)
+
+// Why a pool sender has no room at a tick (Sender.Why).
+const (
+	// WhyInactive: the sender number is not active; it is left out of the
+	// pool for the tick (its sticky recipients go to the others).
+	WhyInactive = "inactive"
+	// WhyReserve: its allowance for the day, less the campaign's reserve,
+	// is used; it is left out until the next UTC day.
+	WhyReserve = "reserve"
+	// WhyInFlight: the campaign's messages of it still queued fill its
+	// throttle's second (rate·1 s).
+	WhyInFlight = "in_flight"
+)
+
+// Sender is one pool sender's state at a tick and the room it gives.
+type Sender struct {
+	ID     int64  `json:"sender_number_id"`
+	Status string `json:"status"`
+	// Rate is its throttle's rate (messages/s).
+	Rate float64 `json:"rate"`
+	// Limit is its daily limit, Reserve the part of it the campaign leaves
+	// (ceil(limit·reserve_percent/100)), Used the day's acceptances.
+	Limit   int `json:"daily_limit"`
+	Reserve int `json:"reserve"`
+	Used    int `json:"used_today"`
+	// InFlight is the campaign's messages of this sender still queued.
+	InFlight int `json:"in_flight"`
+	// Allowance is Limit − Reserve − Used (≤ 0: out for the day).
+	Allowance int `json:"allowance"`
+	// Room is how many recipients the tick may release on it:
+	// min(rate·1 s − InFlight, Allowance), not below 0; Why says why
+	// it is 0.
+	Room int    `json:"room"`
+	Why  string `json:"why,omitempty"`
+}
+
+// usable reports whether the sender may take recipients today (active,
+// with allowance left).
+func (s *Sender) usable() bool { return s.Why != WhyInactive && s.Allowance > 0 }
+
+// poolSQL reads the pool senders $1 of tenant schema sc in the pool's
+// order, with organization $2's limits, the 'accept' counter of the UTC
+// day of $3 and the campaign $4's messages of each still queued
+// (messages_campaign_status_idx).
+func poolSQL(t db.Tenant) string {
+	sc := t.Quoted()
+	return `SELECT s.id, s.status, coalesce(s.daily_limit_override, o.default_daily_limit), o.sender_rate,
+		       coalesce(u.used, 0), coalesce(q.n, 0)
+		  FROM unnest($1::bigint[]) WITH ORDINALITY AS p(id, n)
+		  JOIN ` + sc + `.sender_numbers s ON s.id = p.id
+		  JOIN central.organizations o ON o.id = $2::bigint
+		  LEFT JOIN ` + sc + `.daily_usage u ON u.sender_number_id = s.id
+		       AND u.day = ($3::timestamptz AT TIME ZONE 'UTC')::date AND u.side = 'accept'
+		  LEFT JOIN (SELECT m.sender_number_id, count(*) AS n FROM ` + sc + `.messages m
+		              WHERE m.campaign_id = $4::bigint AND m.status = 'queued' GROUP BY m.sender_number_id) q
+		       ON q.sender_number_id = s.id
+		 ORDER BY p.n`
+}
+
+// pool reads campaign c's senders at now (in tx, or on the pool when tx
+// is nil) and computes each one's room.
+func (s *Service) pool(ctx context.Context, tx pgx.Tx, t db.Tenant, c campaigns.Campaign, now time.Time) ([]Sender, error) {
+	var q interface {
+		Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	} = s.cfg.DB.Pool
+	if tx != nil {
+		q = tx
+	}
+	rows, err := q.Query(ctx, poolSQL(t), c.SenderNumberIDs, t.OrgID, now, c.ID)
+	if err != nil {
+		return nil, fmt.Errorf("read the pool of campaign %d: %w", c.ID, err)
+	}
+	var (
+		out  []Sender
+		x    Sender
+		rate *float64
+	)
+	_, err = pgx.ForEachRow(rows, []any{&x.ID, &x.Status, &x.Limit, &rate, &x.Used, &x.InFlight}, func() error {
+		x.Rate = s.cfg.SenderRate
+		if rate != nil && *rate > 0 {
+			x.Rate = *rate
+		}
+		out = append(out, room(x, c.ReservePercent))
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the pool of campaign %d: %w", c.ID, err)
+	}
+	return out, nil
+}
+
+// room fills x's reserve, allowance and room for a campaign keeping
+// reserve percent of each sender's daily limit.
+func room(x Sender, reserve int) Sender {
+	x.Reserve = int(math.Ceil(float64(x.Limit) * float64(reserve) / 100))
+	x.Allowance = x.Limit - x.Reserve - x.Used
+	perSecond := max(1, int(math.Floor(x.Rate)))
+	x.Room, x.Why = 0, ""
+	switch {
+	case x.Status != string(senders.StatusActive):
+		x.Why = WhyInactive
+	case x.Allowance <= 0:
+		x.Why = WhyReserve
+	case perSecond-x.InFlight <= 0:
+		x.Why = WhyInFlight
+	default:
+		x.Room = min(perSecond-x.InFlight, x.Allowance)
+	}
+	return x
+}
+
+// assign gives each of phones (in order) a sender of pool: its sticky
+// sender (sticky[phone]) while that one is usable today, waiting for the
+// next tick when it has no room left in this one; otherwise the usable
+// sender with the most room left. -1: none this tick (the recipient stays
+// pending). pool's rooms are used up in place.
+func assign(phones []string, sticky map[string]int64, pool []Sender) []int64 {
+	at := make(map[int64]*Sender, len(pool))
+	for i := range pool {
+		at[pool[i].ID] = &pool[i]
+	}
+	out := make([]int64, len(phones))
+	for i, p := range phones {
+		out[i] = -1
+		if sid, ok := sticky[p]; ok {
+			if x := at[sid]; x != nil && x.usable() {
+				if x.Room > 0 {
+					x.Room--
+					out[i] = sid
+				}
+				continue
+			}
+		}
+		var best *Sender
+		for j := range pool {
+			if x := &pool[j]; x.Room > 0 && (best == nil || x.Room > best.Room) {
+				best = x
+			}
+		}
+		if best != nil {
+			best.Room--
+			out[i] = best.ID
+		}
+	}
+	return out
+}
+
+// nextMidnight is the start of the UTC day after t.
+func nextMidnight(t time.Time) time.Time {
+	y, m, d := t.UTC().Date()
+	return time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
+}

@@ -1,0 +1,462 @@
+package campaignrelease
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bizmsg/platform/platform/acceptance"
+	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/campaigns"
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/messages"
+	"github.com/bizmsg/platform/platform/senders"
+)
+
+// Statements of a tick, for tenant t.
+func stateSQL(t db.Tenant) string {
+	return `SELECT EXISTS (SELECT 1 FROM ` + t.Table("campaign_recipients") + `
+		                WHERE campaign_id = $1::bigint AND status = 'pending'),
+		       EXISTS (SELECT 1 FROM ` + t.Table("messages") + `
+		                WHERE campaign_id = $1::bigint AND status = 'queued')`
+}
+
+// pendingSQL: the next $2 pending recipients of campaign $1 in the order
+// they were added (campaign_recipients_status_idx).
+func pendingSQL(t db.Tenant) string {
+	return `SELECT id, phone, variables, client_reference FROM ` + t.Table("campaign_recipients") + `
+		 WHERE campaign_id = $1::bigint AND status = 'pending' ORDER BY id LIMIT $2`
+}
+
+// stickySQL: for each phone of $1, the pool sender ($2) of the newest
+// outbound message of the organization to it, if any (messages_to_phone_idx:
+// one probe per phone).
+func stickySQL(t db.Tenant) string {
+	return `SELECT p.phone, (SELECT m.sender_number_id FROM ` + t.Table("messages") + ` m
+		         WHERE m.to_phone = p.phone AND m.direction = 'outbound'
+		           AND m.sender_number_id = ANY($2::bigint[]) AND m.status NOT IN ('scheduled', 'canceled')
+		         ORDER BY m.id DESC LIMIT 1)
+		  FROM unnest($1::text[]) AS p(phone)`
+}
+
+// idsSQL draws $1 message ids from the messages' sequence.
+func idsSQL(t db.Tenant) string {
+	return `SELECT nextval('` + t.Table("messages_id_seq") + `'::regclass) FROM generate_series(1, $1::int)`
+}
+
+// shareSQL share-locks campaign $1 for a release transaction and reads
+// its status: pause and cancel lock it FOR UPDATE, so nothing is released
+// after either commits.
+func shareSQL(t db.Tenant) string {
+	return `SELECT status FROM ` + t.Table("campaigns") + ` WHERE id = $1::bigint FOR SHARE`
+}
+
+// guardSQL locks recipient $2 of campaign $1 while it is pending.
+func guardSQL(t db.Tenant) string {
+	return `SELECT 1 FROM ` + t.Table("campaign_recipients") + `
+		 WHERE campaign_id = $1::bigint AND id = $2::bigint AND status = 'pending' FOR UPDATE`
+}
+
+// releasedSQL and skippedSQL end pending recipient $2 of campaign $1 at $3.
+func releasedSQL(t db.Tenant) string {
+	return `UPDATE ` + t.Table("campaign_recipients") + `
+		   SET status = 'released', message_id = $4::bigint, sender_number_id = $5::bigint, updated_at = $3
+		 WHERE campaign_id = $1::bigint AND id = $2::bigint AND status = 'pending'`
+}
+
+func skippedSQL(t db.Tenant) string {
+	return `UPDATE ` + t.Table("campaign_recipients") + `
+		   SET status = 'skipped', error_code = $4::text, sender_number_id = $5::bigint, updated_at = $3
+		 WHERE campaign_id = $1::bigint AND id = $2::bigint AND status = 'pending'`
+}
+
+// recipient is a pending recipient taken by a tick, and what became of its
+// checks.
+type recipient struct {
+	id        int64
+	phone     string
+	variables map[string]string
+	ref       *string
+	sender    int64 // -1: none this tick
+	messageID int64
+	checked   *acceptance.Checked
+	refusal   *apperr.Error
+	err       error
+}
+
+// Tick runs one tick of campaign id's release (the job's run; finish ends
+// the job in the transaction that finds the campaign over). It locks the
+// campaign: paused, canceled, completed (or gone) → Done; scheduled and
+// due → running with campaign.started; running with nothing pending and
+// no message queued → completed with campaign.completed, Done. Else it
+// releases the pool's room and says when to tick again: Tick less its own
+// time, Idle when nothing is pending, the next UTC midnight when every
+// usable sender is out of its allowance for the day. An error is
+// transient: the job retries.
+func (s *Service) Tick(ctx context.Context, t db.Tenant, id int64, finish Finish) (Outcome, error) {
+	began := time.Now()
+	now := s.cfg.Clock.Now()
+	var (
+		out     Outcome
+		c       campaigns.Campaign
+		pool    []Sender
+		pending bool
+	)
+	err := db.BeginFunc(ctx, s.cfg.DB.Pool, func(tx pgx.Tx) error {
+		var err error
+		c, err = s.cfg.Campaigns.Lock(ctx, tx, t, id)
+		if e, ok := apperr.As(err); ok && e.Kind == apperr.KindNotFound {
+			out.Done = true
+			return finish(ctx, tx)
+		}
+		if err != nil {
+			return err
+		}
+		switch c.Status {
+		case campaigns.StatusScheduled:
+			if c.SendAt != nil && c.SendAt.After(now) {
+				out.Next = c.SendAt.Sub(now)
+				return nil
+			}
+			ran, err := s.cfg.Campaigns.RunDue(ctx, tx, t, id)
+			if err != nil {
+				return err
+			}
+			if !ran {
+				return fmt.Errorf("campaign %d: scheduled and due, but did not run", id)
+			}
+		case campaigns.StatusRunning:
+		default:
+			out.Done = true
+			return finish(ctx, tx)
+		}
+		var queued bool
+		if err := tx.QueryRow(ctx, stateSQL(t), id).Scan(&pending, &queued); err != nil {
+			return fmt.Errorf("read the state of campaign %d: %w", id, err)
+		}
+		if !pending && !queued {
+			if _, err := s.cfg.Campaigns.Complete(ctx, tx, t, id); err != nil {
+				return err
+			}
+			out.Done = true
+			return finish(ctx, tx)
+		}
+		if !pending {
+			return nil
+		}
+		pool, err = s.pool(ctx, tx, t, c, now)
+		return err
+	})
+	switch {
+	case err != nil:
+		return Outcome{}, fmt.Errorf("tick of campaign %d: %w", id, err)
+	case out.Done || out.Next > 0:
+		return out, nil
+	case !pending:
+		out.Next = s.cfg.Idle
+		return out, nil
+	}
+	total, usable := 0, false
+	for _, x := range pool {
+		total += x.Room
+		usable = usable || x.usable()
+	}
+	if !usable && len(pool) > 0 && allOutForTheDay(pool) {
+		// Every sender at its reserve: the campaign waits, running, for
+		// the next UTC day's allowances.
+		out.Next = nextMidnight(now).Sub(now) + time.Second
+		return out, nil
+	}
+	if total > 0 {
+		if out, err = s.release(ctx, t, c, pool, total, now); err != nil {
+			return out, err
+		}
+	}
+	out.Next = max(s.cfg.Tick-time.Since(began), 10*time.Millisecond)
+	return out, nil
+}
+
+// allOutForTheDay reports whether every active sender of pool is at its
+// reserve for the day (an inactive one may come back within the day).
+func allOutForTheDay(pool []Sender) bool {
+	active := 0
+	for _, x := range pool {
+		if x.Why == WhyInactive {
+			continue
+		}
+		active++
+		if x.Why != WhyReserve {
+			return false
+		}
+	}
+	return active > 0
+}
+
+// release releases up to n pending recipients of campaign c over pool:
+// reads them, gives each its sender, checks them outside any transaction
+// and records them in one transaction.
+func (s *Service) release(ctx context.Context, t db.Tenant, c campaigns.Campaign, pool []Sender, n int, now time.Time) (Outcome, error) {
+	list, err := s.pending(ctx, t, c.ID, n)
+	if err != nil || len(list) == 0 {
+		return Outcome{}, err
+	}
+	phones := make([]string, len(list))
+	for i := range list {
+		phones[i] = list[i].phone
+	}
+	sticky, err := s.sticky(ctx, t, phones, c.SenderNumberIDs)
+	if err != nil {
+		return Outcome{}, err
+	}
+	for i, sid := range assign(phones, sticky, pool) {
+		list[i].sender = sid
+	}
+	if err := s.drawIDs(ctx, t, list); err != nil {
+		return Outcome{}, err
+	}
+	s.check(ctx, t, c, list, now)
+	return s.record(ctx, t, c.ID, list, now)
+}
+
+// pending reads the next n pending recipients of campaign id.
+func (s *Service) pending(ctx context.Context, t db.Tenant, id int64, n int) ([]recipient, error) {
+	rows, err := s.cfg.DB.Pool.Query(ctx, pendingSQL(t), id, n)
+	if err != nil {
+		return nil, fmt.Errorf("read pending recipients of campaign %d: %w", id, err)
+	}
+	var (
+		out  []recipient
+		r    recipient
+		vars []byte
+	)
+	_, err = pgx.ForEachRow(rows, []any{&r.id, &r.phone, &vars, &r.ref}, func() error {
+		x := r
+		x.variables = nil
+		if len(vars) > 0 {
+			if err := json.Unmarshal(vars, &x.variables); err != nil {
+				return fmt.Errorf("recipient %d: variables: %w", r.id, err)
+			}
+		}
+		out = append(out, x)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read pending recipients of campaign %d: %w", id, err)
+	}
+	return out, nil
+}
+
+// sticky maps each of phones to the pool sender that last wrote to it.
+func (s *Service) sticky(ctx context.Context, t db.Tenant, phones []string, pool []int64) (map[string]int64, error) {
+	rows, err := s.cfg.DB.Pool.Query(ctx, stickySQL(t), phones, pool)
+	if err != nil {
+		return nil, fmt.Errorf("read sticky senders: %w", err)
+	}
+	out := map[string]int64{}
+	var (
+		p   string
+		sid *int64
+	)
+	_, err = pgx.ForEachRow(rows, []any{&p, &sid}, func() error {
+		if sid != nil {
+			out[p] = *sid
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read sticky senders: %w", err)
+	}
+	return out, nil
+}
+
+// drawIDs gives each recipient with a sender its message's id.
+func (s *Service) drawIDs(ctx context.Context, t db.Tenant, list []recipient) error {
+	n := 0
+	for _, r := range list {
+		if r.sender > 0 {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	rows, err := s.cfg.DB.Pool.Query(ctx, idsSQL(t), n)
+	if err != nil {
+		return fmt.Errorf("draw message ids: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return fmt.Errorf("draw message ids: %w", err)
+	}
+	for i := range list {
+		if list[i].sender > 0 {
+			list[i].messageID, ids = ids[0], ids[1:]
+		}
+	}
+	return nil
+}
+
+// check runs the checks of every recipient with a sender, cfg.Checks at a
+// time, outside any transaction: each ends checked, refused or with a
+// transient error.
+func (s *Service) check(ctx context.Context, t db.Tenant, c campaigns.Campaign, list []recipient, now time.Time) {
+	sem := make(chan struct{}, s.cfg.Checks)
+	var wg sync.WaitGroup
+	for i := range list {
+		r := &list[i]
+		if r.sender <= 0 {
+			continue
+		}
+		d := acceptance.Draft{
+			MessageID: r.messageID, SenderID: r.sender, ToPhone: r.phone, Type: c.Body.Type,
+			Content: c.Body.Content, FileName: c.Body.FileName, FileSize: c.Body.FileSize,
+			FileType: c.Body.FileType, Duration: c.Body.Duration, ClientReference: r.ref,
+			CampaignID: &c.ID, ReservePercent: c.ReservePercent,
+		}
+		if c.Template != nil {
+			d.Type, d.Content = "template", ""
+			d.Template = &acceptance.TemplateRef{Name: c.Template.Name, Language: c.Template.Language, Variables: r.variables}
+			if d.Template.Variables == nil {
+				d.Template.Variables = map[string]string{}
+			}
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			r.checked, r.err = s.cfg.Acceptance.Check(ctx, t, d, now)
+			if r.err != nil {
+				if e, ok := acceptance.Refusal(r.err); ok {
+					r.refusal, r.err = e, nil
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// errRefused rolls a recipient's savepoint back on a refusal of Release.
+var errRefused = errors.New("refused")
+
+// record writes the tick's outcome in one transaction, share-locking the
+// campaign while it is still running: each checked recipient, under a
+// savepoint, stored as its message and released (acceptance.Stage and
+// Release: queued, counted, its delivery job inserted) and marked
+// released; a refusal rolls its savepoint back. A refused recipient is
+// skipped with the check's code, except when the refusal is the sender's
+// (not active, the daily limit with the reserve): it stays pending for a
+// later tick. Every change is guarded by the recipient's pending status.
+func (s *Service) record(ctx context.Context, t db.Tenant, id int64, list []recipient, now time.Time) (Outcome, error) {
+	var out Outcome
+	transient := 0
+	err := db.BeginFunc(ctx, s.cfg.DB.Pool, func(tx pgx.Tx) error {
+		out = Outcome{}
+		var status string
+		if err := tx.QueryRow(ctx, shareSQL(t), id).Scan(&status); err != nil {
+			return fmt.Errorf("share-lock campaign %d: %w", id, err)
+		}
+		if status != string(campaigns.StatusRunning) {
+			return nil
+		}
+		for i := range list {
+			r := &list[i]
+			switch {
+			case r.sender <= 0:
+			case r.err != nil:
+				transient++
+			case r.refusal != nil:
+				if err := s.skip(ctx, tx, t, id, r, r.refusal, now, &out); err != nil {
+					return err
+				}
+			default:
+				if err := s.releaseOne(ctx, tx, t, id, r, now, &out); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return Outcome{}, fmt.Errorf("release recipients of campaign %d: %w", id, err)
+	}
+	if transient > 0 {
+		first := ""
+		for _, r := range list {
+			if r.err != nil {
+				first = r.err.Error()
+				break
+			}
+		}
+		s.log.Warn("campaign recipients left pending after a transient failure of their checks",
+			"schema", t.Schema, "campaign_id", id, "count", transient, "first_error", first)
+		if out.Released+out.Skipped == 0 {
+			return out, fmt.Errorf("check recipients of campaign %d: %d failed, first: %s", id, transient, first)
+		}
+	}
+	return out, nil
+}
+
+// releaseOne stores and releases checked recipient r under a savepoint of
+// tx, or skips it (or leaves it pending) on Release's refusal.
+func (s *Service) releaseOne(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64, r *recipient, now time.Time, out *Outcome) error {
+	var refusal *apperr.Error
+	err := db.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
+		rows, err := sp.Query(ctx, guardSQL(t), id, r.id)
+		if err != nil {
+			return fmt.Errorf("lock recipient %d: %w", r.id, err)
+		}
+		found := rows.Next()
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("lock recipient %d: %w", r.id, err)
+		}
+		if !found {
+			return errRefused // released or skipped meanwhile: nothing to do
+		}
+		if err := s.cfg.Acceptance.Stage(ctx, sp, t, r.checked); err != nil {
+			return err
+		}
+		if _, err := s.cfg.Acceptance.Release(ctx, sp, t, r.checked); err != nil {
+			if e, ok := acceptance.Refusal(err); ok {
+				refusal = e
+				return errRefused
+			}
+			return err
+		}
+		if _, err := sp.Exec(ctx, releasedSQL(t), id, r.id, now, r.messageID, r.sender); err != nil {
+			return fmt.Errorf("mark recipient %d released: %w", r.id, err)
+		}
+		out.Released++
+		return nil
+	})
+	switch {
+	case errors.Is(err, errRefused):
+		if refusal == nil {
+			return nil
+		}
+		return s.skip(ctx, tx, t, id, r, refusal, now, out)
+	case err != nil:
+		return err
+	}
+	return nil
+}
+
+// skip marks pending recipient r skipped with refusal's code, unless the
+// refusal is its sender's (the recipient stays pending for another tick
+// or sender).
+func (s *Service) skip(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64, r *recipient, refusal *apperr.Error, now time.Time, out *Outcome) error {
+	switch refusal.Code {
+	case messages.CodeDailyLimitExceeded, senders.CodeSenderNotActive, senders.CodeSenderOwnerUnverified:
+		return nil
+	}
+	tag, err := tx.Exec(ctx, skippedSQL(t), id, r.id, now, refusal.Code, r.sender)
+	if err != nil {
+		return fmt.Errorf("skip recipient %d: %w", r.id, err)
+	}
+	out.Skipped += int(tag.RowsAffected())
+	return nil
+}

@@ -1,0 +1,51 @@
+package campaigns
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/webhooks"
+)
+
+// What the release (package campaignrelease) needs of the resource: the
+// campaign locked in its transaction, and its completion.
+
+// completeSQL: running → completed at $2.
+const completeSQL = `UPDATE {campaigns} c SET status = 'completed', updated_at = $2::timestamptz,
+	completed_at = $2::timestamptz
+	WHERE c.id = $1 AND c.status = 'running' RETURNING ` + columns
+
+// Lock reads campaign id in tx, locked FOR UPDATE to tx's end (without
+// its counts): a release tick's first step, serialised with pause, resume
+// and cancel. 404 when the organization has none.
+func (s *Service) Lock(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64) (Campaign, error) {
+	return s.load(ctx, tx, t, id, true)
+}
+
+// Complete turns running campaign id completed in tx, emitting
+// campaign.completed with its final counts, and reports whether it did.
+// The release calls it once no recipient is pending and none of the
+// campaign's messages is still queued.
+func (s *Service) Complete(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64) (bool, error) {
+	rows, err := tx.Query(ctx, sqlFor(t, completeSQL), id, s.clock.Now())
+	if err != nil {
+		return false, fmt.Errorf("complete campaign %d: %w", id, err)
+	}
+	list, err := pgx.CollectRows(rows, scanCampaign)
+	if err != nil || len(list) == 0 {
+		return false, err
+	}
+	if s.events == nil {
+		return true, nil
+	}
+	if err := s.withCounts(ctx, tx, t, list); err != nil {
+		return false, err
+	}
+	c := list[0]
+	return true, s.events.Emit(ctx, tx, t, webhooks.Event{
+		Type: webhooks.EventCampaignCompleted, Key: fmt.Sprintf("campaign:%d", c.ID), Data: c, At: *c.CompletedAt,
+	})
+}

@@ -1,0 +1,59 @@
+package queue
+
+import (
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+)
+
+// PriorityCampaign is the River priority of a campaign message's delivery
+// job: River fetches jobs by priority first, and API sends have the
+// default (1), so a sender's API sends are delivered ahead of its waiting
+// campaign messages (docs/design.md, §Campaigns: pacing and fairness).
+const PriorityCampaign = 3
+
+// DefaultCampaignMaxAttempts bounds the failed ticks of a campaign's
+// release job (a snooze is not an attempt). A tick fails only on a
+// database error; the release retries it within seconds
+// (jobs.CampaignWorker.NextRetry), so this covers about an hour of
+// outage, past which a wake (resume) or an operator inserts it again.
+const DefaultCampaignMaxAttempts = 1000
+
+// CampaignArgs is the release job of one campaign (docs/design.md,
+// §Campaigns: pacing and fairness): each run is one tick that releases
+// the recipients the pacing allows, then snoozes. It is inserted in the
+// transaction of the campaign's start or resume, scheduled at its
+// send_at, and is unique per campaign while not finalized, so at most one
+// runs.
+type CampaignArgs struct {
+	// OrgID and Schema name the tenant.
+	OrgID  int64  `json:"org_id"`
+	Schema string `json:"schema"`
+	// CampaignID is the campaign's id in the tenant schema.
+	CampaignID int64 `json:"campaign_id"`
+}
+
+// Kind names the job in River.
+func (CampaignArgs) Kind() string { return "campaign_release" }
+
+// InsertOpts puts campaign ticks on the release queue, one job per
+// campaign in any state before its end (completed, cancelled, discarded).
+func (CampaignArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{
+		Queue:       QueueRelease,
+		MaxAttempts: DefaultCampaignMaxAttempts,
+		UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
+			rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
+			rivertype.JobStateRetryable, rivertype.JobStateScheduled,
+		}},
+	}
+}
+
+// CampaignJob returns args's insert options, scheduled at at (a zero at:
+// now).
+func CampaignJob(args CampaignArgs, at time.Time) *river.InsertOpts {
+	opts := args.InsertOpts()
+	opts.ScheduledAt = at
+	return &opts
+}
