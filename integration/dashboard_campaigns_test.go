@@ -119,6 +119,10 @@ func TestDashboardCampaigns(t *testing.T) {
 	if strings.Contains(r.Body, "c-file-note") {
 		t.Fatal("asked to choose again a file that was not chosen")
 	}
+	r = w.postMultipart("/campaigns", url.Values{"csrf_token": {token}, "name": {"Both"}, "kind": {"text"}, "content": {"Hi."},
+		"sender_number_ids": {fmt.Sprint(s2)}, "recipients_csv": {"phone\n+14155550010\n"}}, "list.csv", "phone\n+14155550011\n")
+	wantPage(t, r, http.StatusUnprocessableEntity, `<p class="field-error" id="c-file-err">choose a file or paste rows, not both`,
+		`value="Both"`)
 	wantPage(t, w.get("/campaigns"), http.StatusOK, "No campaigns yet")
 
 	// A template campaign with a CSV file: the rows added, a duplicate and

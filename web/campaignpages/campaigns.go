@@ -217,7 +217,13 @@ func (d *Pages) createCampaign(c *gin.Context) {
 	}
 	checked := c.PostFormArray("sender_number_ids")
 	pd := web.PageData{Form: form}
-	req, err := d.createRequest(ctx, s.Principal.Tenant, form, checked)
+	// A file that cannot be read (or a file and rows at once) is refused
+	// before anything is created.
+	err := csvErr
+	var req *campaigns.CreateRequest
+	if err == nil {
+		req, err = d.createRequest(ctx, s.Principal.Tenant, form, checked)
+	}
 	var camp campaigns.Campaign
 	if err == nil {
 		camp, err = d.cfg.Campaigns.Create(ctx, s.Principal.Tenant, req)
@@ -233,13 +239,11 @@ func (d *Pages) createCampaign(c *gin.Context) {
 		d.renderNewCampaign(c, status, pd, checked, fileGiven)
 		return
 	}
-	base := "/campaigns/" + strconv.FormatInt(camp.ID, 10)
-	if csvErr == nil && csv == nil {
-		web.Redirect(c, base+"?ok=campaign_created")
+	if csv == nil {
+		web.Redirect(c, "/campaigns/"+strconv.FormatInt(camp.ID, 10)+"?ok=campaign_created")
 		return
 	}
-	d.finishUpload(c, camp.ID, csv, csvErr, "campaign_created_recipients",
-		"Campaign created as a draft.")
+	d.finishUpload(c, camp.ID, csv, nil, "campaign_created_recipients", "Campaign created as a draft.")
 }
 
 // createRequest is the form as the API's request body, decoded by the
