@@ -213,7 +213,7 @@ func TestDashboardCampaigns(t *testing.T) {
 	wantPage(t, w.get(fmt.Sprintf("/messages?campaign_id=%d", id)), http.StatusOK, `value="`+fmt.Sprint(id)+`"`, `data-status="read"`,
 		`data-status="failed"`)
 	filtered := w.get(path + "?status=skipped")
-	wantPage(t, filtered, http.StatusOK, `data-phone="&#43;14155550012"`, `<code>opted_out</code>`)
+	wantPage(t, filtered, http.StatusOK, `data-phone="&#43;14155550012"`, `<code class="reason">opted_out</code>`)
 	if strings.Contains(filtered.Body, `data-phone="&#43;14155550010"`) {
 		t.Fatal("the status filter lets another status through")
 	}
