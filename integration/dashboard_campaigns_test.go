@@ -275,7 +275,7 @@ func TestDashboardCampaigns(t *testing.T) {
 // Campaign pages by role and organization: a member reads the list, a
 // campaign and its recipients but is refused every change (and offered
 // none); another organization's campaign is 404 on every page and
-// action, and unchanged.
+// action, and unchanged. The list and the recipients page by 25.
 func TestDashboardCampaignsRolesIsolation(t *testing.T) {
 	t.Parallel()
 	e := startMsg(t, Options{})
@@ -334,6 +334,47 @@ func TestDashboardCampaignsRolesIsolation(t *testing.T) {
 	}
 	if n := len(listCampaigns(t, e.Env, org.Key(), url.Values{})); n != 1 {
 		t.Fatalf("%d campaigns after the member's attempts", n)
+	}
+
+	// Paging, 25 a page: the list, and a campaign's recipients with their
+	// status filter kept.
+	for i := range 25 {
+		createCampaign(t, e.Env, org.Key(), textCampaign(fmt.Sprintf("Bulk %02d", i), s))
+	}
+	phones := make([]string, 25)
+	for i := range phones {
+		phones[i] = fmt.Sprintf("+1415555%04d", 100+i)
+	}
+	addPlain(t, e.Env, org.Key(), c.ID, phones...)
+	next := func(body string) string {
+		t.Helper()
+		m := regexp.MustCompile(`href="([^"]+)" class="button secondary" id="next-page"`).FindStringSubmatch(body)
+		if m == nil {
+			t.Fatalf("no next page: %.3000s", body)
+		}
+		return strings.ReplaceAll(m[1], "&amp;", "&")
+	}
+	rows := regexp.MustCompile(`<tr (id="campaign-\d+"|data-phone=)`)
+	first := member.get("/campaigns")
+	if n := len(rows.FindAllString(first.Body, -1)); n != 25 || strings.Contains(first.Body, `class="campaign-link">Ours`) {
+		t.Fatalf("first page: %d campaigns", n)
+	}
+	second := member.get(next(first.Body))
+	if n := len(rows.FindAllString(second.Body, -1)); n != 1 || !strings.Contains(second.Body, `class="campaign-link">Ours`) ||
+		strings.Contains(second.Body, `id="next-page"`) {
+		t.Fatalf("second page: %d campaigns: %.2000s", n, second.Body)
+	}
+	first = member.get(ours + "?status=pending")
+	if n := len(rows.FindAllString(first.Body, -1)); n != 25 {
+		t.Fatalf("first page of recipients: %d", n)
+	}
+	link := next(first.Body)
+	if !strings.Contains(link, "status=pending") || !strings.HasSuffix(link, "#recipients-h") {
+		t.Fatalf("next page of recipients %q", link)
+	}
+	second = member.get(link)
+	if n := len(rows.FindAllString(second.Body, -1)); n != 1 || !strings.Contains(second.Body, `data-phone="&#43;14155550005"`) {
+		t.Fatalf("second page of recipients: %d", n)
 	}
 }
 
