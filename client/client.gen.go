@@ -2982,6 +2982,14 @@ type ClientInterface interface {
 	// template campaign's template `approved` (422 `template_not_approved`;
 	// `template_not_found` once deleted). From any other state: 409 `campaign_state`.
 	//
+	// Running, its recipients are released about every 500 ms, per pool sender at most
+	// min(rate × 1 s − its campaign messages still queued, its daily limit − ceil(limit ×
+	// reserve_percent / 100) − the day's sends), each through the checks of a scheduled send
+	// (a refused one is `skipped` with the check's code, nothing counted); a recipient keeps
+	// the pool sender that last wrote to it; campaign messages are delivered behind API
+	// sends. When nothing is pending or queued it becomes `completed` with
+	// `campaign.completed`. See docs/api.md, §Release and pacing.
+	//
 	// Corresponds with POST /api/v1/campaigns/{id}/start (the `TenantStartCampaign` operationId).
 	TenantStartCampaign(ctx context.Context, id IdParameter, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -3955,6 +3963,14 @@ func (c *Client) TenantResumeCampaign(ctx context.Context, id IdParameter, reqEd
 // every sender number `active` (422 `sender_not_active`, with `sender_number_id`) and a
 // template campaign's template `approved` (422 `template_not_approved`;
 // `template_not_found` once deleted). From any other state: 409 `campaign_state`.
+//
+// Running, its recipients are released about every 500 ms, per pool sender at most
+// min(rate × 1 s − its campaign messages still queued, its daily limit − ceil(limit ×
+// reserve_percent / 100) − the day's sends), each through the checks of a scheduled send
+// (a refused one is `skipped` with the check's code, nothing counted); a recipient keeps
+// the pool sender that last wrote to it; campaign messages are delivered behind API
+// sends. When nothing is pending or queued it becomes `completed` with
+// `campaign.completed`. See docs/api.md, §Release and pacing.
 //
 // Corresponds with POST /api/v1/campaigns/{id}/start (the `TenantStartCampaign` operationId).
 func (c *Client) TenantStartCampaign(ctx context.Context, id IdParameter, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8644,6 +8660,14 @@ type ClientWithResponsesInterface interface {
 	// every sender number `active` (422 `sender_not_active`, with `sender_number_id`) and a
 	// template campaign's template `approved` (422 `template_not_approved`;
 	// `template_not_found` once deleted). From any other state: 409 `campaign_state`.
+	//
+	// Running, its recipients are released about every 500 ms, per pool sender at most
+	// min(rate × 1 s − its campaign messages still queued, its daily limit − ceil(limit ×
+	// reserve_percent / 100) − the day's sends), each through the checks of a scheduled send
+	// (a refused one is `skipped` with the check's code, nothing counted); a recipient keeps
+	// the pool sender that last wrote to it; campaign messages are delivered behind API
+	// sends. When nothing is pending or queued it becomes `completed` with
+	// `campaign.completed`. See docs/api.md, §Release and pacing.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -18852,6 +18876,14 @@ func (c *ClientWithResponses) TenantResumeCampaignWithResponse(ctx context.Conte
 // every sender number `active` (422 `sender_not_active`, with `sender_number_id`) and a
 // template campaign's template `approved` (422 `template_not_approved`;
 // `template_not_found` once deleted). From any other state: 409 `campaign_state`.
+//
+// Running, its recipients are released about every 500 ms, per pool sender at most
+// min(rate × 1 s − its campaign messages still queued, its daily limit − ceil(limit ×
+// reserve_percent / 100) − the day's sends), each through the checks of a scheduled send
+// (a refused one is `skipped` with the check's code, nothing counted); a recipient keeps
+// the pool sender that last wrote to it; campaign messages are delivered behind API
+// sends. When nothing is pending or queued it becomes `completed` with
+// `campaign.completed`. See docs/api.md, §Release and pacing.
 //
 // Returns a wrapper object for the known response body format(s).
 //

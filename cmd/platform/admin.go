@@ -41,6 +41,11 @@ Messages and jobs:
   message show  --id N --org ORG_ID [--json]
                 print a message with its delivery job: River state,
                 attempts, every attempt's error
+  campaign explain  --id N --org ORG_ID [--json]
+                why a campaign releases what it does: its state and
+                counts, what it waits for, each pool sender's room now
+                (rate, in flight, daily allowance past the reserve, why
+                zero) and its release job (next tick, failed ticks)
   jobs retry    --kind deliver|otp --since T [--state discarded|cancelled]
                 [--dry-run]
                 retry the jobs of that kind that ended in that state
@@ -59,10 +64,11 @@ Citus (docs/scaling.md):
 // runAdmin runs `platform admin <area> <command>`.
 func runAdmin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return dispatch(ctx, args, stdout, stderr, adminUsage, "admin area", map[string]command{
-		"sender":  runAdminSender,
-		"message": runAdminMessage,
-		"jobs":    runAdminJobs,
-		"citus":   runAdminCitus,
+		"sender":   runAdminSender,
+		"message":  runAdminMessage,
+		"campaign": runAdminCampaign,
+		"jobs":     runAdminJobs,
+		"citus":    runAdminCitus,
 	})
 }
 

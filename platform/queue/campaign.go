@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"context"
+	"fmt"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -56,4 +58,22 @@ func CampaignJob(args CampaignArgs, at time.Time) *river.InsertOpts {
 	opts := args.InsertOpts()
 	opts.ScheduledAt = at
 	return &opts
+}
+
+// CampaignJobOf returns campaign id's newest release job of organization
+// orgID, nil when River keeps none.
+func CampaignJobOf(ctx context.Context, c Client, orgID, id int64) (*rivertype.JobRow, error) {
+	res, err := c.JobList(ctx, river.NewJobListParams().
+		Kinds(CampaignArgs{}.Kind()).
+		Where(`(args ->> 'org_id')::bigint = @org::bigint AND (args ->> 'campaign_id')::bigint = @campaign::bigint`,
+			river.NamedArgs{"org": orgID, "campaign": id}).
+		OrderBy(river.JobListOrderByID, river.SortOrderDesc).
+		First(1))
+	if err != nil {
+		return nil, fmt.Errorf("find release job of campaign %d: %w", id, err)
+	}
+	if len(res.Jobs) == 0 {
+		return nil, nil
+	}
+	return res.Jobs[0], nil
 }
