@@ -151,8 +151,8 @@ func TestDashboardCampaigns(t *testing.T) {
 	page := w.get(path)
 	wantPage(t, page, http.StatusOK, "order_update", "&#43;14155550001, &#43;14155550002", "20% of each number",
 		"0 of 3 recipients done (0%)", `data-phone="&#43;14155550011" data-status="pending"`)
-	if strings.Contains(page.Body, "data-address") || strings.Contains(page.Body, "http-equiv") {
-		t.Fatal("a draft's page names an address or reloads itself")
+	if strings.Contains(page.Body, "data-address") || strings.Contains(page.Body, "http-equiv") || strings.Contains(page.Body, `id="pace"`) {
+		t.Fatal("a draft's page names an address, reloads itself or explains a pace")
 	}
 
 	// More rows, pasted: every row added. A file and rows at once, an
@@ -179,6 +179,17 @@ func TestDashboardCampaigns(t *testing.T) {
 	if strings.Contains(page.Body, `action="`+path+`/recipients"`) || strings.Contains(page.Body, `action="`+path+`/start"`) {
 		t.Fatal("a running campaign is offered start or more recipients")
 	}
+	// The pace: what the campaign waits for and each number's room; with
+	// daily limits of 1, every number is at the campaign's 20% reserve.
+	wantPage(t, page, http.StatusOK, `id="pace-waiting">Waiting for nothing: the next tick`,
+		fmt.Sprintf(`<tr data-sender="%d" data-room="`, s1), fmt.Sprintf(`<tr data-sender="%d" data-room="`, s2))
+	one := 1
+	e.setLimit(org, s1, &one)
+	e.setLimit(org, s2, &one)
+	wantPage(t, w.get(path), http.StatusOK, `id="pace-waiting">Waiting for the next UTC day`,
+		fmt.Sprintf(`<tr data-sender="%d" data-room="0">`, s1), "at the campaign&#39;s reserve of its daily limit")
+	e.setLimit(org, s1, nil)
+	e.setLimit(org, s2, nil)
 	off := w.get(path + "?refresh=off")
 	wantPage(t, off, http.StatusOK, `id="refresh-on"`)
 	if strings.Contains(off.Body, "http-equiv") {

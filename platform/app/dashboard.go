@@ -34,7 +34,7 @@ func (a *App) dashboardRoutes(r *gin.Engine) {
 	tmpls, errT := templatepages.New(templatepages.Config{Dashboard: d, Templates: a.Templates})
 	hooks, errH := webhookpages.New(webhookpages.Config{Dashboard: d, Webhooks: a.Webhooks})
 	camps, errC := campaignpages.New(campaignpages.Config{Dashboard: d, Campaigns: a.Campaigns, Senders: a.Senders,
-		Templates: a.Templates})
+		Templates: a.Templates, Release: a.CampaignRelease})
 	if err := errors.Join(err, errA, errO, errT, errH, errC); err != nil {
 		// The configuration was validated before (services built, secret
 		// length checked by config), and the templates are embedded: a

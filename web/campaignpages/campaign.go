@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/bizmsg/platform/platform/apperr"
+	"github.com/bizmsg/platform/platform/campaignrelease"
 	"github.com/bizmsg/platform/platform/campaigns"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/page"
@@ -71,7 +72,54 @@ type campaignData struct {
 	RefreshOff, RefreshOn string
 	// MessagesURL is the history filtered to the campaign's messages.
 	MessagesURL string
+	// Pace is what a started campaign waits for and its pool's room
+	// (nil for a draft, a finished campaign, or without Config.Release).
+	Pace *paceView
 	web.Pager
+}
+
+// paceView is the release's explanation as the page shows it.
+type paceView struct {
+	campaignrelease.Explanation
+	// Senders are the pool's numbers, each with its phone.
+	Senders []paceSender
+}
+
+// paceSender is one number of a campaign's pool as the page shows it.
+type paceSender struct {
+	campaignrelease.Sender
+	Phone string
+}
+
+// Reason says why a number gives no room, for people.
+func (s paceSender) Reason() string {
+	switch s.Why {
+	case campaignrelease.WhyInactive:
+		return "not active: left out of the pool"
+	case campaignrelease.WhyReserve:
+		return "at the campaign's reserve of its daily limit: back the next UTC day"
+	case campaignrelease.WhyInFlight:
+		return "its throttle's second is full of queued messages"
+	}
+	return s.Why
+}
+
+// explain is the pace of started campaign v (nil when v is a draft or
+// over, or the pages have no Release).
+func (d *Pages) explain(ctx context.Context, t db.Tenant, v campaignView, phones map[int64]string) (*paceView, error) {
+	if d.cfg.Release == nil || v.Status == campaigns.StatusDraft || v.Status == campaigns.StatusCompleted ||
+		v.Status == campaigns.StatusCanceled {
+		return nil, nil
+	}
+	x, err := d.cfg.Release.Explain(ctx, t, v.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := &paceView{Explanation: x}
+	for _, sn := range x.Senders {
+		out.Senders = append(out.Senders, paceSender{Sender: sn, Phone: phones[sn.ID]})
+	}
+	return out, nil
 }
 
 // campaignPage is one campaign: its fields, progress, the actions its
@@ -100,8 +148,14 @@ func (d *Pages) renderCampaign(c *gin.Context, status int, pd web.PageData, id i
 		return
 	}
 	base := "/campaigns/" + strconv.FormatInt(id, 10)
-	data := campaignData{
-		Campaign: viewCampaign(camp, phones), Statuses: campaigns.RecipientStatuses(),
+	view := viewCampaign(camp, phones)
+	pace, err := d.explain(ctx, s.Principal.Tenant, view, phones)
+	if err != nil {
+		d.Internal(c, err)
+		return
+	}
+	data := campaignData{Pace: pace,
+		Campaign: view, Statuses: campaigns.RecipientStatuses(),
 		Filter: web.PageData{Form: map[string]string{}}, Upload: upload,
 		MaxRows: campaigns.MaxRowsPerRequest, MaxSize: "1 MiB",
 		MessagesURL: "/messages?" + url.Values{"campaign_id": {strconv.FormatInt(id, 10)}}.Encode(),

@@ -4,23 +4,33 @@
 // and a CSV file of recipients), and a campaign's page: its fields, a
 // progress bar with its counts by status and skip reasons, the buttons
 // its state allows (start, pause, resume, cancel), more recipients while
-// it is a draft, and its recipients, paged and filtered by status. It
-// renders through the dashboard's core (package web) and calls the Tenant
-// API's /campaigns service.
+// it is a draft, what a started one waits for and the room each of its
+// sender numbers gives it today, and its recipients, paged and filtered
+// by status. It renders through the dashboard's core (package web) and
+// calls the Tenant API's /campaigns service and the release's Explain.
 package campaignpages
 
 import (
+	"context"
 	"errors"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/bizmsg/platform/platform/campaignrelease"
 	"github.com/bizmsg/platform/platform/campaigns"
+	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/senders"
 	"github.com/bizmsg/platform/platform/templates"
 	"github.com/bizmsg/platform/web"
 )
 
-// Config configures the pages. Every field is required.
+// Explainer says what a campaign waits for now and what room each sender
+// number of its pool gives the release; *campaignrelease.Service is one.
+type Explainer interface {
+	Explain(ctx context.Context, t db.Tenant, id int64) (campaignrelease.Explanation, error)
+}
+
+// Config configures the pages. Every field is required but Release.
 type Config struct {
 	// Dashboard is the core the pages render through.
 	Dashboard *web.Dashboard
@@ -31,6 +41,9 @@ type Config struct {
 	// campaign's; Templates offers its approved templates.
 	Senders   *senders.Service
 	Templates *templates.Service
+	// Release explains a started campaign's pace on its page. Nil: the
+	// page does not.
+	Release Explainer
 }
 
 // Pages serves the campaign pages.
