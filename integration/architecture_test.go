@@ -70,6 +70,7 @@ var floors = map[string]string{
 	"platform/webhooks":              floorService,
 	"platform/templates":             floorService,
 	"platform/campaigns":             floorService,
+	"platform/campaignrelease":       floorService,
 	"platform/yield":                 floorInfra,
 	"platform/apidoc":                floorInfra,
 	"platform/apikey":                floorInfra,

@@ -35,7 +35,12 @@ func TestCampaignStartedEvent(t *testing.T) {
 		return c
 	}
 
-	now := createCampaign(t, e.Env, key, textCampaign("now", sender))
+	// reserve_percent 100 leaves the campaign no allowance: with the
+	// release running, it stays running with its recipient pending, so
+	// the pause below never races its completion.
+	nowBody := textCampaign("now", sender)
+	nowBody["reserve_percent"] = 100
+	now := createCampaign(t, e.Env, key, nowBody)
 	addPlain(t, e.Env, key, now.ID, phoneN(2))
 	campaignOf(t, campaignAction(e.Env, key, now.ID, "start"), http.StatusOK)
 	campaignOf(t, campaignAction(e.Env, key, now.ID, "pause"), http.StatusOK)

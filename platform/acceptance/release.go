@@ -163,9 +163,22 @@ func (s *Service) Check(ctx context.Context, t db.Tenant, d Draft, now time.Time
 // or ErrNotScheduled when the message is no longer scheduled. It returns
 // the message as queued.
 //
-// Campaigns call it the same way for each recipient's stored message:
-// Check outside any transaction, then Release in theirs.
+// Campaigns release their recipients, which have no row yet, a tick at
+// a time with ReleaseMany: Check outside any transaction, then
+// ReleaseMany in theirs.
 func (s *Service) Release(ctx context.Context, tx pgx.Tx, t db.Tenant, c *Checked) (messages.Message, error) {
+	if err := s.acceptChecked(ctx, tx, t, c); err != nil {
+		return messages.Message{}, err
+	}
+	if err := s.enqueue(ctx, tx, t, &c.row); err != nil {
+		return messages.Message{}, err
+	}
+	return c.row.Message, nil
+}
+
+// acceptChecked is Release without the delivery job: acceptSQL's release
+// variant, and the refusal it reads.
+func (s *Service) acceptChecked(ctx context.Context, tx pgx.Tx, t db.Tenant, c *Checked) error {
 	r := &c.row
 	var (
 		senderID, messageID  *int64
@@ -194,21 +207,18 @@ func (s *Service) Release(ctx context.Context, tx pgx.Tx, t db.Tenant, c *Checke
 		return rows.Scan(append(dest, &scheduled)...)
 	})
 	if err != nil {
-		return messages.Message{}, fmt.Errorf("release message %d: %w", r.ID, err)
+		return fmt.Errorf("release message %d: %w", r.ID, err)
 	}
 	if !scheduled {
-		return messages.Message{}, ErrNotScheduled
+		return ErrNotScheduled
 	}
 	if messageID == nil {
 		ref := senders.SenderRef{ID: r.SenderNumberID}
-		return messages.Message{}, s.refusal(ctx, t, &refused{ref: ref, id: senderID, phone: phone, status: status,
+		return s.refusal(ctx, t, &refused{ref: ref, id: senderID, phone: phone, status: status,
 			limit: limit, at: r.CreatedAt, optedOut: optedOut != nil && *optedOut,
 			windowClosed: windowOpen != nil && !*windowOpen, templateNotApproved: !approved})
 	}
-	if err := s.enqueue(ctx, tx, t, r); err != nil {
-		return messages.Message{}, err
-	}
-	return r.Message, nil
+	return nil
 }
 
 // Refusal reports whether err is a check's refusal (the send would have
@@ -289,18 +299,64 @@ func (s *Service) ReleaseScheduled(ctx context.Context, t db.Tenant, id int64, l
 	return m.Status, nil
 }
 
-// Stage stores checked draft c in tx as a scheduled message under its id
-// (Draft.MessageID, drawn by the caller from the messages' sequence), for
-// a caller that releases a draft it has no row for yet: a campaign's
-// recipient. Release then accepts it in the same transaction; a refusal
-// rolled back to a savepoint taken before Stage leaves no row.
-func (s *Service) Stage(ctx context.Context, tx pgx.Tx, t db.Tenant, c *Checked) error {
-	r := &c.row
-	err := s.prep.Exec(ctx, tx, stageSQL(t), r.ID, r.SenderNumberID, r.ToPhone, r.Type, r.Content,
-		r.FileName, r.FileSize, r.FileType, r.Duration, r.ClientReference, r.TemplateID, r.TemplateRef,
-		r.CampaignID, r.CreatedAt)
-	if err != nil {
-		return fmt.Errorf("stage message %d: %w", r.ID, err)
+// ReleaseMany releases checked drafts cs that have no row yet (a
+// campaign's recipients, ids drawn by the caller from the messages'
+// sequence) in tx as Release would each: stored as scheduled in one
+// statement, accepted one by one (acceptSQL's release variant), the
+// refused rows deleted and the delivery jobs inserted in one statement
+// each. It returns per draft nil (queued) or its refusal, as Release's;
+// err is a failure after which tx must be rolled back.
+func (s *Service) ReleaseMany(ctx context.Context, tx pgx.Tx, t db.Tenant, cs []*Checked) (refusals []error, err error) {
+	if len(cs) == 0 {
+		return nil, nil
 	}
-	return nil
+	n := len(cs)
+	var (
+		ids, senderIDs, sizes, templateIDs, campaignIDs               []*int64
+		durations                                                     []*int
+		phones, types, contents, names, fileTypes, refs, templateRefs []*string
+		at                                                            []time.Time
+	)
+	for _, c := range cs {
+		r := &c.row
+		id, sender := r.ID, r.SenderNumberID
+		ids, senderIDs = append(ids, &id), append(senderIDs, &sender)
+		phones, types, contents = append(phones, &r.ToPhone), append(types, &r.Type), append(contents, &r.Content)
+		names, sizes, fileTypes = append(names, r.FileName), append(sizes, r.FileSize), append(fileTypes, r.FileType)
+		durations, refs = append(durations, r.Duration), append(refs, r.ClientReference)
+		templateIDs, templateRefs = append(templateIDs, r.TemplateID), append(templateRefs, r.TemplateRef)
+		campaignIDs, at = append(campaignIDs, r.CampaignID), append(at, r.CreatedAt)
+	}
+	if err := s.prep.Exec(ctx, tx, stageManySQL(t), ids, senderIDs, phones, types, contents, names, sizes,
+		fileTypes, durations, refs, templateIDs, templateRefs, campaignIDs, at); err != nil {
+		return nil, fmt.Errorf("stage %d messages: %w", n, err)
+	}
+	refusals = make([]error, n)
+	var (
+		refused  []int64
+		accepted []*messages.Row
+	)
+	for i, c := range cs {
+		err := s.acceptChecked(ctx, tx, t, c)
+		if _, ok := Refusal(err); ok {
+			refusals[i] = err
+			refused = append(refused, c.row.ID)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		accepted = append(accepted, &c.row)
+	}
+	if len(refused) > 0 {
+		if err := s.prep.Exec(ctx, tx, unstageSQL(t), refused); err != nil {
+			return nil, fmt.Errorf("drop %d refused messages: %w", len(refused), err)
+		}
+	}
+	if len(accepted) > 0 {
+		if err := s.enqueue(ctx, tx, t, accepted...); err != nil {
+			return nil, err
+		}
+	}
+	return refusals, nil
 }

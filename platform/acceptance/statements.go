@@ -216,7 +216,7 @@ func acceptBatchSQL(t db.Tenant, window time.Duration) string {
 	return `WITH i AS (
 		  SELECT nextval(` + seq + `) AS id, (x.created_at AT TIME ZONE 'UTC')::date AS day, x.*
 		    FROM unnest($2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[],
-		                $8::text[], $9::bigint[], $10::text[], $11::bigint[], $12::text[],
+		                $8::text[], $9::int[], $10::text[], $11::bigint[], $12::text[],
 		                $13::timestamptz[]) WITH ORDINALITY
 		         AS x(sender_id, sender_phone, to_phone, recipient_user_id, type, content,
 		              file_name, file_size, file_type, duration, client_reference, created_at, ord)
@@ -294,15 +294,23 @@ func scheduledSQL(t db.Tenant) string {
 	return `SELECT ` + messages.Columns + ` FROM ` + t.Table("messages") + ` m WHERE m.id = $1::bigint`
 }
 
-// stageSQL stores a checked draft of tenant t as a scheduled message under
-// its id (Stage): $1 the id, $2 the sender, $3..$10 the message
-// (recipient, type, content, file name, size, file type, duration, client
-// reference), $11 its template, $12 its template_ref, $13 its campaign,
-// $14 the release time. Release's step m then makes it queued.
-func stageSQL(t db.Tenant) string {
+// stageManySQL stores checked drafts of tenant t as scheduled messages
+// under their ids (ReleaseMany), one per element of the arrays $1..$14:
+// the columns it names, in that order.
+func stageManySQL(t db.Tenant) string {
 	return `INSERT INTO ` + t.Table("messages") + ` (id, sender_number_id, to_phone, type, content, file_name,
 		       file_size, file_type, duration, client_reference, template_id, template_ref, campaign_id, status,
 		       created_at, updated_at)
-		VALUES ($1::bigint, $2::bigint, $3::text, $4::text, $5::text, $6::text, $7::bigint, $8::text, $9::bigint,
-		        $10::text, $11::bigint, $12::text, $13::bigint, 'scheduled', $14::timestamptz, $14::timestamptz)`
+		SELECT x.id, x.sender, x.phone, x.type, x.content, x.file_name, x.file_size, x.file_type, x.duration,
+		       x.ref, x.template_id, x.template_ref, x.campaign_id, 'scheduled', x.at, x.at
+		  FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[],
+		              $8::text[], $9::int[], $10::text[], $11::bigint[], $12::text[], $13::bigint[],
+		              $14::timestamptz[])
+		       AS x(id, sender, phone, type, content, file_name, file_size, file_type, duration, ref, template_id,
+		            template_ref, campaign_id, at)`
+}
+
+// unstageSQL deletes tenant t's staged messages $1 their release refused.
+func unstageSQL(t db.Tenant) string {
+	return `DELETE FROM ` + t.Table("messages") + ` WHERE id = ANY($1::bigint[]) AND status = 'scheduled'`
 }

@@ -8,7 +8,7 @@
 // one second less the campaign's messages of that sender still queued,
 // and no more than its allowance for the day past the campaign's reserve.
 // Each recipient goes through the checks of a scheduled send
-// (acceptance.Check outside the transaction, acceptance.Release in it) and
+// (acceptance.Check outside the transaction, acceptance.ReleaseMany in it) and
 // becomes one queued message, or is skipped with the check's code, in one
 // transaction guarded by its pending status, so a recipient never gets two
 // messages however often a tick runs. Then the job snoozes until the next
@@ -52,7 +52,7 @@ type Config struct {
 	// that waits for its last messages to leave queued. Default 2 s.
 	Idle time.Duration
 	// Checks is how many recipients' checks (network lookups) a tick runs
-	// at once. Default 16.
+	// at once (their lookups batch together in the network adapter). Default 64.
 	Checks int
 	// Clock is the time source. Default clock.Real{}.
 	Clock clock.Clock
@@ -81,7 +81,7 @@ func New(cfg Config) (*Service, error) {
 	defaults.Positive(&cfg.SenderRate, 20)
 	defaults.Positive(&cfg.Tick, 500*time.Millisecond)
 	defaults.Positive(&cfg.Idle, 2*time.Second)
-	defaults.Positive(&cfg.Checks, 16)
+	defaults.Positive(&cfg.Checks, 64)
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}

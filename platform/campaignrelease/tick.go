@@ -3,8 +3,8 @@ package campaignrelease
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -56,23 +56,29 @@ func shareSQL(t db.Tenant) string {
 	return `SELECT status FROM ` + t.Table("campaigns") + ` WHERE id = $1::bigint FOR SHARE`
 }
 
-// guardSQL locks recipient $2 of campaign $1 while it is pending.
-func guardSQL(t db.Tenant) string {
-	return `SELECT 1 FROM ` + t.Table("campaign_recipients") + `
-		 WHERE campaign_id = $1::bigint AND id = $2::bigint AND status = 'pending' FOR UPDATE`
+// lockSQL locks the recipients $2 of campaign $1 that are still pending
+// and returns their ids.
+func lockSQL(t db.Tenant) string {
+	return `SELECT id FROM ` + t.Table("campaign_recipients") + `
+		 WHERE campaign_id = $1::bigint AND id = ANY($2::bigint[]) AND status = 'pending' ORDER BY id FOR UPDATE`
 }
 
-// releasedSQL and skippedSQL end pending recipient $2 of campaign $1 at $3.
+// releasedSQL marks pending recipients $3 of campaign $1 released at $2,
+// with their messages $4 and senders $5.
 func releasedSQL(t db.Tenant) string {
-	return `UPDATE ` + t.Table("campaign_recipients") + `
-		   SET status = 'released', message_id = $4::bigint, sender_number_id = $5::bigint, updated_at = $3
-		 WHERE campaign_id = $1::bigint AND id = $2::bigint AND status = 'pending'`
+	return `UPDATE ` + t.Table("campaign_recipients") + ` r
+		   SET status = 'released', message_id = x.message_id, sender_number_id = x.sender, updated_at = $2
+		  FROM unnest($3::bigint[], $4::bigint[], $5::bigint[]) AS x(id, message_id, sender)
+		 WHERE r.campaign_id = $1::bigint AND r.id = x.id AND r.status = 'pending'`
 }
 
+// skippedSQL marks pending recipients $3 of campaign $1 skipped at $2,
+// with their error codes $4 and the senders $5 they were checked with.
 func skippedSQL(t db.Tenant) string {
-	return `UPDATE ` + t.Table("campaign_recipients") + `
-		   SET status = 'skipped', error_code = $4::text, sender_number_id = $5::bigint, updated_at = $3
-		 WHERE campaign_id = $1::bigint AND id = $2::bigint AND status = 'pending'`
+	return `UPDATE ` + t.Table("campaign_recipients") + ` r
+		   SET status = 'skipped', error_code = x.code, sender_number_id = x.sender, updated_at = $2
+		  FROM unnest($3::bigint[], $4::text[], $5::bigint[]) AS x(id, code, sender)
+		 WHERE r.campaign_id = $1::bigint AND r.id = x.id AND r.status = 'pending'`
 }
 
 // recipient is a pending recipient taken by a tick, and what became of its
@@ -339,17 +345,15 @@ func (s *Service) check(ctx context.Context, t db.Tenant, c campaigns.Campaign, 
 	wg.Wait()
 }
 
-// errRefused rolls a recipient's savepoint back on a refusal of Release.
-var errRefused = errors.New("refused")
-
 // record writes the tick's outcome in one transaction, share-locking the
-// campaign while it is still running: each checked recipient, under a
-// savepoint, stored as its message and released (acceptance.Stage and
-// Release: queued, counted, its delivery job inserted) and marked
-// released; a refusal rolls its savepoint back. A refused recipient is
-// skipped with the check's code, except when the refusal is the sender's
-// (not active, the daily limit with the reserve): it stays pending for a
-// later tick. Every change is guarded by the recipient's pending status.
+// campaign while it is still running: it locks the tick's recipients that
+// are still pending, releases the checked ones (acceptance.ReleaseMany:
+// stored, accepted by the scheduled send's statement, queued, counted,
+// their delivery jobs inserted; a refused one leaves no row) and marks
+// them released, and marks skipped those refused with a check's code,
+// except when the refusal is the sender's (not active, the daily limit
+// with the reserve): those stay pending for a later tick. Every change
+// is guarded by the recipient's pending status, under its row lock.
 func (s *Service) record(ctx context.Context, t db.Tenant, id int64, list []recipient, now time.Time) (Outcome, error) {
 	var out Outcome
 	transient := 0
@@ -362,20 +366,70 @@ func (s *Service) record(ctx context.Context, t db.Tenant, id int64, list []reci
 		if status != string(campaigns.StatusRunning) {
 			return nil
 		}
+		ids := make([]int64, 0, len(list))
+		for _, r := range list {
+			if r.sender > 0 {
+				ids = append(ids, r.id)
+			}
+		}
+		rows, err := tx.Query(ctx, lockSQL(t), id, ids)
+		if err != nil {
+			return fmt.Errorf("lock recipients of campaign %d: %w", id, err)
+		}
+		locked, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return fmt.Errorf("lock recipients of campaign %d: %w", id, err)
+		}
+		pending := make(map[int64]bool, len(locked))
+		for _, rid := range locked {
+			pending[rid] = true
+		}
+		var (
+			toRelease []*recipient
+			checked   []*acceptance.Checked
+			done      ended
+		)
+		transient = 0
 		for i := range list {
 			r := &list[i]
 			switch {
-			case r.sender <= 0:
+			case r.sender <= 0 || !pending[r.id]:
 			case r.err != nil:
 				transient++
 			case r.refusal != nil:
-				if err := s.skip(ctx, tx, t, id, r, r.refusal, now, &out); err != nil {
-					return err
-				}
+				done.skip(r, r.refusal)
 			default:
-				if err := s.releaseOne(ctx, tx, t, id, r, now, &out); err != nil {
-					return err
-				}
+				toRelease, checked = append(toRelease, r), append(checked, r.checked)
+			}
+		}
+		// Senders' day counters are locked in sender order, as the API's
+		// batches lock them, so concurrent ticks sharing senders cannot
+		// deadlock.
+		sort.SliceStable(toRelease, func(i, j int) bool { return toRelease[i].sender < toRelease[j].sender })
+		for i, r := range toRelease {
+			checked[i] = r.checked
+		}
+		refusals, err := s.cfg.Acceptance.ReleaseMany(ctx, tx, t, checked)
+		if err != nil {
+			return err
+		}
+		for i, r := range toRelease {
+			if refusals[i] == nil {
+				done.release(r)
+				continue
+			}
+			e, _ := acceptance.Refusal(refusals[i])
+			done.skip(r, e)
+		}
+		out.Released, out.Skipped = len(done.released), len(done.skipped)
+		if len(done.released) > 0 {
+			if _, err := tx.Exec(ctx, releasedSQL(t), id, now, done.released, done.messages, done.senders); err != nil {
+				return fmt.Errorf("mark recipients of campaign %d released: %w", id, err)
+			}
+		}
+		if len(done.skipped) > 0 {
+			if _, err := tx.Exec(ctx, skippedSQL(t), id, now, done.skipped, done.codes, done.skipSenders); err != nil {
+				return fmt.Errorf("mark recipients of campaign %d skipped: %w", id, err)
 			}
 		}
 		return nil
@@ -400,63 +454,26 @@ func (s *Service) record(ctx context.Context, t db.Tenant, id int64, list []reci
 	return out, nil
 }
 
-// releaseOne stores and releases checked recipient r under a savepoint of
-// tx, or skips it (or leaves it pending) on Release's refusal.
-func (s *Service) releaseOne(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64, r *recipient, now time.Time, out *Outcome) error {
-	var refusal *apperr.Error
-	err := db.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
-		rows, err := sp.Query(ctx, guardSQL(t), id, r.id)
-		if err != nil {
-			return fmt.Errorf("lock recipient %d: %w", r.id, err)
-		}
-		found := rows.Next()
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("lock recipient %d: %w", r.id, err)
-		}
-		if !found {
-			return errRefused // released or skipped meanwhile: nothing to do
-		}
-		if err := s.cfg.Acceptance.Stage(ctx, sp, t, r.checked); err != nil {
-			return err
-		}
-		if _, err := s.cfg.Acceptance.Release(ctx, sp, t, r.checked); err != nil {
-			if e, ok := acceptance.Refusal(err); ok {
-				refusal = e
-				return errRefused
-			}
-			return err
-		}
-		if _, err := sp.Exec(ctx, releasedSQL(t), id, r.id, now, r.messageID, r.sender); err != nil {
-			return fmt.Errorf("mark recipient %d released: %w", r.id, err)
-		}
-		out.Released++
-		return nil
-	})
-	switch {
-	case errors.Is(err, errRefused):
-		if refusal == nil {
-			return nil
-		}
-		return s.skip(ctx, tx, t, id, r, refusal, now, out)
-	case err != nil:
-		return err
-	}
-	return nil
+// ended is a tick's recipients to mark, as the marking statements take
+// them.
+type ended struct {
+	released, messages, senders []int64
+	skipped, skipSenders        []int64
+	codes                       []string
 }
 
-// skip marks pending recipient r skipped with refusal's code, unless the
-// refusal is its sender's (the recipient stays pending for another tick
-// or sender).
-func (s *Service) skip(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64, r *recipient, refusal *apperr.Error, now time.Time, out *Outcome) error {
+// release adds r, released.
+func (e *ended) release(r *recipient) {
+	e.released, e.messages, e.senders = append(e.released, r.id), append(e.messages, r.messageID), append(e.senders, r.sender)
+}
+
+// skip adds r, refused by refusal: skipped with its code, unless the
+// refusal is the sender's (the daily limit with the reserve, a sender not
+// active), which leaves r pending for another tick or sender.
+func (e *ended) skip(r *recipient, refusal *apperr.Error) {
 	switch refusal.Code {
 	case messages.CodeDailyLimitExceeded, senders.CodeSenderNotActive, senders.CodeSenderOwnerUnverified:
-		return nil
+		return
 	}
-	tag, err := tx.Exec(ctx, skippedSQL(t), id, r.id, now, refusal.Code, r.sender)
-	if err != nil {
-		return fmt.Errorf("skip recipient %d: %w", r.id, err)
-	}
-	out.Skipped += int(tag.RowsAffected())
-	return nil
+	e.skipped, e.codes, e.skipSenders = append(e.skipped, r.id), append(e.codes, refusal.Code), append(e.skipSenders, r.sender)
 }

@@ -140,10 +140,12 @@ func (c *Config) setDefaults() {
 
 // Rescuer returns the Rescuer of the kinds whose timeouts c sets: the
 // deliveries, orphaned after DeliveryRescueAfter, and the scheduled sends'
-// releases, orphaned after ReleaseRescueAfter. The Rescuer also makes
-// their due scheduled jobs available every RescueInterval on every worker
-// process, so a release is due within seconds even while River has no
-// leader (its scheduler runs on the leader only).
+// releases and campaigns' ticks (both on ReleaseTimeout), orphaned after
+// ReleaseRescueAfter. The Rescuer also makes their due scheduled jobs
+// available every RescueInterval on every worker process, so a release is
+// due within seconds even while River has no leader (its scheduler runs
+// on the leader only); a campaign's job is unique, so River's scheduler
+// moves it when it waits longer than 5 s (until send_at or midnight).
 func (c Config) Rescuer(pool *pgxpool.Pool) (*Rescuer, error) {
 	c.setDefaults()
 	return NewRescuer(RescuerConfig{
