@@ -50,6 +50,7 @@ var floors = map[string]string{
 	"tenant":                         floorDoor,
 	"web":                            floorDoor,
 	"web/accesspages":                floorDoor,
+	"web/campaignpages":              floorDoor,
 	"web/optoutpages":                floorDoor,
 	"web/templatepages":              floorDoor,
 	"web/webhookpages":               floorDoor,

@@ -16,7 +16,7 @@ import (
 // filterFields are the history's filters: the Tenant API's query parameters
 // of GET /messages, with the same names.
 var filterFields = []string{"direction", "sender_number_id", "to_phone", "status", "type", "since", "until",
-	"client_reference", "conversation_id", "limit"}
+	"client_reference", "conversation_id", "campaign_id", "limit"}
 
 // messageView is a message as the history shows it.
 type messageView struct {

@@ -27,6 +27,7 @@ var pageNames = []string{
 	"messages", "message", "conversation", "members", "member_remove", "start", "audit",
 	"webhooks", "webhook", "webhook_secret", "webhook_delete", "optouts", "optout_remove",
 	"templates_list", "template_new", "template_detail", "template_delete",
+	"campaigns", "campaign_new", "campaign", "campaign_cancel",
 }
 
 // PageData is what every page template receives.
@@ -52,6 +53,10 @@ type PageData struct {
 	RequestID string
 	// Static is the version suffix of the static files' URLs.
 	Static string
+	// Refresh, when positive, reloads the page every Refresh seconds at
+	// RefreshURL (a meta refresh: a live page without script).
+	Refresh    int
+	RefreshURL string
 	// Data is the page's own data.
 	Data any
 }
@@ -124,8 +129,10 @@ func CheckItems(values []string, help func(string) string, checked []string) []C
 	return out
 }
 
-// statusClass is the badge class of a message status: done well (delivered,
-// read), failed, on its way (sent) or in (received), or waiting (queued).
+// statusClass is the badge class of a message status (or a campaign
+// recipient's): done well (delivered, read), failed, on its way (sent) or
+// in (received), never to be sent (canceled, skipped), or waiting
+// (queued, pending).
 func statusClass(status string) string {
 	switch status {
 	case messages.StatusDelivered, messages.StatusRead:
@@ -134,6 +141,10 @@ func statusClass(status string) string {
 		return "bad"
 	case messages.StatusSent, messages.StatusReceived:
 		return "info"
+	case messages.StatusCanceled, "skipped":
+		// A scheduled send canceled, a campaign's recipient skipped: no
+		// message went, and none will.
+		return "off"
 	}
 	return "warn"
 }

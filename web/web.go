@@ -5,23 +5,24 @@
 // with encrypted storage), read the message history and usage, manage
 // members and webhook endpoints (with their delivery logs), write message
 // templates (with a live preview) and follow their review, keep the
-// opt-out list and its confirmation texts, read the audit log (owners and
+// opt-out list and its confirmation texts, run campaigns (a CSV of
+// recipients, a live progress bar), read the audit log (owners and
 // admins) and copy a first curl command.
 //
 // The pages are html/template files and one stylesheet and one small script
 // embedded in the binary: no build step. Handlers are thin: they read a form,
 // call the same services the APIs call (accounts.Service, keys.Service,
 // senders.Service, messages.Service, usage.Service, webhooks.Service,
-// templates.Service, consent.Service) and render the result, so no
-// business rule lives here.
+// templates.Service, consent.Service, campaigns.Service) and render the
+// result, so no business rule lives here.
 //
 // This package is the dashboard's core (sessions, CSRF, rendering, sign-up
 // and log-in) and its home pages (overview, sender numbers, messages,
 // first send). The other pages are groups in packages of their own that
 // render through the core (pages.go is what they use of it) and mount on
 // its signed-in routes: web/accesspages (API keys, members, audit log),
-// web/optoutpages, web/templatepages and web/webhookpages. They never
-// import each other.
+// web/campaignpages, web/optoutpages, web/templatepages and
+// web/webhookpages. They never import each other.
 //
 // # Sessions
 //
@@ -170,8 +171,9 @@ func New(cfg Config) (*Dashboard, error) {
 }
 
 // Mount registers the dashboard's pages on r: the core's own and those of
-// each page group (web/accesspages, web/optoutpages, web/templatepages,
-// web/webhookpages), which come after the same session and CSRF checks.
+// each page group (web/accesspages, web/campaignpages, web/optoutpages,
+// web/templatepages, web/webhookpages), which come after the same session
+// and CSRF checks.
 // Its paths are outside /api and the operational endpoints (/healthz,
 // /readyz, /metrics), so it shadows nothing; an unknown path still gets the
 // engine's JSON 404.
@@ -192,8 +194,8 @@ func New(cfg Config) (*Dashboard, error) {
 //	GET  /static/*file             stylesheet and script
 //
 // The groups list their own routes: keys, members and audit
-// (accesspages), /opt-outs (optoutpages), /templates (templatepages) and
-// /webhooks (webhookpages).
+// (accesspages), /campaigns (campaignpages), /opt-outs (optoutpages),
+// /templates (templatepages) and /webhooks (webhookpages).
 func (d *Dashboard) Mount(r gin.IRouter, groups ...PageGroup) {
 	g := r.Group("/", d.headers, d.checkOrigin)
 	g.GET("/static/*file", d.serveStatic)

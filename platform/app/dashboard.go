@@ -7,6 +7,7 @@ import (
 
 	"github.com/bizmsg/platform/web"
 	"github.com/bizmsg/platform/web/accesspages"
+	"github.com/bizmsg/platform/web/campaignpages"
 	"github.com/bizmsg/platform/web/optoutpages"
 	"github.com/bizmsg/platform/web/templatepages"
 	"github.com/bizmsg/platform/web/webhookpages"
@@ -32,11 +33,13 @@ func (a *App) dashboardRoutes(r *gin.Engine) {
 	optOuts, errO := optoutpages.New(optoutpages.Config{Dashboard: d, Consent: a.Consent, Senders: a.Senders})
 	tmpls, errT := templatepages.New(templatepages.Config{Dashboard: d, Templates: a.Templates})
 	hooks, errH := webhookpages.New(webhookpages.Config{Dashboard: d, Webhooks: a.Webhooks})
-	if err := errors.Join(err, errA, errO, errT, errH); err != nil {
+	camps, errC := campaignpages.New(campaignpages.Config{Dashboard: d, Campaigns: a.Campaigns, Senders: a.Senders,
+		Templates: a.Templates, Release: a.CampaignRelease})
+	if err := errors.Join(err, errA, errO, errT, errH, errC); err != nil {
 		// The configuration was validated before (services built, secret
 		// length checked by config), and the templates are embedded: a
 		// failure here is a programming error.
 		panic(err)
 	}
-	d.Mount(r, access, optOuts, tmpls, hooks)
+	d.Mount(r, access, optOuts, tmpls, hooks, camps)
 }

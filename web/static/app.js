@@ -1,5 +1,6 @@
-// bizmsg dashboard: the copy buttons and the template editor's example
-// fields and live preview. Everything works without script.
+// bizmsg dashboard: the copy buttons, the template editor's example
+// fields and live preview, and the address of a page that answers a form.
+// Everything works without script.
 "use strict";
 document.addEventListener("click", function (event) {
   var button = event.target.closest("button[data-copy]");
@@ -152,4 +153,12 @@ function templateEditor(form) {
   syncExamples();
   renderPreview();
   preview.hidden = false;
+}
+
+// A page that answers a form's POST (a campaign's page after adding
+// recipients) names its own address: show it, so that reloading the page
+// reads it again instead of posting the form a second time.
+var answered = document.querySelector("[data-address]");
+if (answered && window.history && history.replaceState) {
+  history.replaceState(null, "", answered.getAttribute("data-address"));
 }
