@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -16,38 +14,22 @@ import (
 
 // runAdminCampaign runs `platform admin campaign explain`.
 func runAdminCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if err := subcommand(args, "campaign", "explain", stderr); err != nil {
-		return err
-	}
-	fs := flag.NewFlagSet("admin campaign explain", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	id := fs.Int64("id", 0, "the campaign's id (required)")
-	org := fs.Int64("org", 0, "the campaign's organization id (required)")
-	asJSON := fs.Bool("json", false, "print the explanation and the release job as one JSON object")
-	if err := fs.Parse(args[1:]); err != nil {
-		return err
-	}
-	if *id <= 0 || *org <= 0 {
-		return errors.New("admin campaign explain: --id and --org are required positive integers")
-	}
-	a, err := openApp(ctx, stderr)
+	it, err := openOrgItem(ctx, args, "campaign", "explain", "campaign",
+		"print the explanation and the release job as one JSON object", stderr)
 	if err != nil {
 		return err
 	}
-	defer a.Close()
-	t, err := tenantOf(ctx, a.DB, *org)
-	if err != nil {
-		return fmt.Errorf("admin campaign explain: %w", err)
-	}
-	x, err := a.CampaignRelease.Explain(ctx, t, *id)
+	defer it.App.Close()
+	a, t := it.App, it.Tenant
+	x, err := a.CampaignRelease.Explain(ctx, t, it.ID)
 	if err != nil {
 		return fmt.Errorf("admin campaign explain: %w", cliError(err))
 	}
-	job, err := queue.CampaignJobOf(ctx, a.River, *org, *id)
+	job, err := queue.CampaignJobOf(ctx, a.River, it.Org, it.ID)
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if it.JSON {
 		return writeJSON(stdout, struct {
 			campaignrelease.Explanation
 			Job *rivertype.JobRow `json:"job"`

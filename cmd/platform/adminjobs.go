@@ -62,40 +62,65 @@ func subcommand(args []string, area, want string, stderr io.Writer) error {
 	return fmt.Errorf("unknown admin %s command %q", area, args[0])
 }
 
-// runAdminMessage runs `platform admin message show`.
-func runAdminMessage(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if err := subcommand(args, "message", "show", stderr); err != nil {
-		return err
+// orgItem is the target of an operator command that names one item of an
+// organization (--id and --org), opened: the application and the
+// organization's tenant. Its caller closes App.
+type orgItem struct {
+	ID, Org int64
+	JSON    bool
+	App     *app.App
+	Tenant  db.Tenant
+}
+
+// openOrgItem parses `platform admin <area> <verb> --id N --org N [--json]`
+// (item names what --id is; jsonHelp says what --json prints) and opens the
+// application and the organization's tenant.
+func openOrgItem(ctx context.Context, args []string, area, verb, item, jsonHelp string, stderr io.Writer) (orgItem, error) {
+	if err := subcommand(args, area, verb, stderr); err != nil {
+		return orgItem{}, err
 	}
-	fs := flag.NewFlagSet("admin message show", flag.ContinueOnError)
+	name := "admin " + area + " " + verb
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	id := fs.Int64("id", 0, "the message's id (required)")
-	org := fs.Int64("org", 0, "the message's organization id (required)")
-	asJSON := fs.Bool("json", false, "print the message and its delivery job as one JSON object")
+	id := fs.Int64("id", 0, "the "+item+"'s id (required)")
+	org := fs.Int64("org", 0, "the "+item+"'s organization id (required)")
+	asJSON := fs.Bool("json", false, jsonHelp)
 	if err := fs.Parse(args[1:]); err != nil {
-		return err
+		return orgItem{}, err
 	}
 	if *id <= 0 || *org <= 0 {
-		return errors.New("admin message show: --id and --org are required positive integers")
+		return orgItem{}, errors.New(name + ": --id and --org are required positive integers")
 	}
 	a, err := openApp(ctx, stderr)
 	if err != nil {
-		return err
+		return orgItem{}, err
 	}
-	defer a.Close()
 	t, err := tenantOf(ctx, a.DB, *org)
 	if err != nil {
-		return fmt.Errorf("admin message show: %w", err)
+		a.Close()
+		return orgItem{}, fmt.Errorf("%s: %w", name, err)
 	}
-	m, err := a.Messages.Get(ctx, t, *id)
+	return orgItem{ID: *id, Org: *org, JSON: *asJSON, App: a, Tenant: t}, nil
+}
+
+// runAdminMessage runs `platform admin message show`.
+func runAdminMessage(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	it, err := openOrgItem(ctx, args, "message", "show", "message",
+		"print the message and its delivery job as one JSON object", stderr)
+	if err != nil {
+		return err
+	}
+	defer it.App.Close()
+	a, t := it.App, it.Tenant
+	m, err := a.Messages.Get(ctx, t, it.ID)
 	if err != nil {
 		return fmt.Errorf("admin message show: %w", cliError(err))
 	}
-	job, err := queue.DeliveryJobOf(ctx, a.River, *org, *id)
+	job, err := queue.DeliveryJobOf(ctx, a.River, it.Org, it.ID)
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if it.JSON {
 		return writeJSON(stdout, struct {
 			Message messages.Message  `json:"message"`
 			Job     *rivertype.JobRow `json:"job"`
