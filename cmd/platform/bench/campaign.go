@@ -18,11 +18,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bizmsg/platform/platform/apikey"
 	"github.com/bizmsg/platform/platform/config"
 	"github.com/bizmsg/platform/platform/db"
-	"github.com/bizmsg/platform/platform/keys"
-	"github.com/bizmsg/platform/platform/migrate"
 )
 
 const benchCampaignUsage = `Usage: platform bench campaign [flags]
@@ -298,25 +295,13 @@ func (b *campaignBench) run(ctx context.Context, keep bool) (*campaignReport, er
 // setup migrates the scratch database and builds the organization, its
 // senders with their throttle, and the recipients.
 func (b *campaignBench) setup(ctx context.Context) error {
-	m, err := migrate.New(b.d.Pool, migrate.Config{Concurrency: 1, Logger: quietLogger()})
-	if err != nil {
-		return err
-	}
-	if _, err := m.Base(ctx); err != nil {
-		return err
-	}
-	hasher, err := apikey.NewHasher([]byte(b.pepper))
-	if err != nil {
-		return err
-	}
-	ks, err := keys.New(keys.Config{Pool: b.d.Pool, Hasher: hasher, Logger: quietLogger()})
-	if err != nil {
-		return err
-	}
 	b.prog.phase(fmt.Sprintf("fixtures: 1 organization, %d senders, %d recipients", b.cfg.Senders, b.cfg.Recipients))(0)
-	f := &fixtures{d: b.d, m: m, keys: ks, cfg: fixtureConfig{
+	f, err := newFixtures(ctx, b.d, b.pepper, fixtureConfig{
 		Tenants: 1, Senders: b.cfg.Senders, Recipients: b.cfg.Recipients, Concurrency: 1, DailyLimit: 100000000,
-	}}
+	}, true)
+	if err != nil {
+		return err
+	}
 	ts, err := f.build(ctx, nil)
 	if err != nil {
 		return err

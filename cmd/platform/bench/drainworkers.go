@@ -9,10 +9,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/bizmsg/platform/platform/apikey"
-	"github.com/bizmsg/platform/platform/keys"
-	"github.com/bizmsg/platform/platform/migrate"
 )
 
 // The drain over several worker processes (-drain-workers): after the
@@ -184,19 +180,10 @@ func (b *sendBench) workersDelivering(ctx context.Context, since time.Time) (int
 // fixture's, so that its sender's phone is its own), and sets its sender
 // throttle to -conversation-rate and -conversation-burst.
 func (b *sendBench) conversationTenant(ctx context.Context) (benchTenant, error) {
-	m, err := migrate.New(b.d.Pool, migrate.Config{Concurrency: 1, Logger: quietLogger()})
+	f, err := newFixtures(ctx, b.d, b.pepper, fixtureConfig{Senders: 1, DailyLimit: 100000000}, false)
 	if err != nil {
-		return benchTenant{}, fmt.Errorf("migrator: %w", err)
+		return benchTenant{}, err
 	}
-	hasher, err := apikey.NewHasher([]byte(b.pepper))
-	if err != nil {
-		return benchTenant{}, fmt.Errorf("api key hasher: %w", err)
-	}
-	ks, err := keys.New(keys.Config{Pool: b.d.Pool, Hasher: hasher, Logger: quietLogger()})
-	if err != nil {
-		return benchTenant{}, fmt.Errorf("key service: %w", err)
-	}
-	f := &fixtures{d: b.d, m: m, keys: ks, cfg: fixtureConfig{Senders: 1, DailyLimit: 100000000}}
 	bt, err := f.tenant(ctx, len(b.tenants))
 	if err != nil {
 		return benchTenant{}, fmt.Errorf("organization: %w", err)

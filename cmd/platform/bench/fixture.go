@@ -50,6 +50,30 @@ type fixtures struct {
 	cfg  fixtureConfig
 }
 
+// newFixtures returns the fixtures of cfg on d, their API keys hashed with
+// pepper (the service's). With base, it first migrates the base schemas
+// (central, network, river) of a scratch database.
+func newFixtures(ctx context.Context, d *db.DB, pepper string, cfg fixtureConfig, base bool) (*fixtures, error) {
+	m, err := migrate.New(d.Pool, migrate.Config{Concurrency: max(cfg.Concurrency, 1), Logger: quietLogger()})
+	if err != nil {
+		return nil, fmt.Errorf("migrator: %w", err)
+	}
+	if base {
+		if _, err := m.Base(ctx); err != nil {
+			return nil, fmt.Errorf("migrate base schemas: %w", err)
+		}
+	}
+	hasher, err := apikey.NewHasher([]byte(pepper))
+	if err != nil {
+		return nil, fmt.Errorf("api key hasher: %w", err)
+	}
+	ks, err := keys.New(keys.Config{Pool: d.Pool, Hasher: hasher, Logger: quietLogger()})
+	if err != nil {
+		return nil, fmt.Errorf("key service: %w", err)
+	}
+	return &fixtures{d: d, m: m, keys: ks, cfg: cfg}, nil
+}
+
 // senderPhone and recipientPhone are valid, distinct E.164 numbers (San
 // Francisco and New York exchanges 200 and up).
 func senderPhone(tenant, sender int) string {

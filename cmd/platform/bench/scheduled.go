@@ -18,11 +18,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/bizmsg/platform/platform/apikey"
 	"github.com/bizmsg/platform/platform/config"
 	"github.com/bizmsg/platform/platform/db"
-	"github.com/bizmsg/platform/platform/keys"
-	"github.com/bizmsg/platform/platform/migrate"
 	"github.com/bizmsg/platform/platform/queue"
 )
 
@@ -210,25 +207,13 @@ func (b *scheduledBench) env() []string {
 
 // fixtures creates the organizations, their senders and the recipients.
 func (b *scheduledBench) fixtures(ctx context.Context) error {
-	m, err := migrate.New(b.d.Pool, migrate.Config{Concurrency: 4, Logger: quietLogger()})
-	if err != nil {
-		return err
-	}
-	if _, err := m.Base(ctx); err != nil {
-		return err
-	}
-	hasher, err := apikey.NewHasher([]byte(b.pepper))
-	if err != nil {
-		return err
-	}
-	ks, err := keys.New(keys.Config{Pool: b.d.Pool, Hasher: hasher, Logger: quietLogger()})
-	if err != nil {
-		return err
-	}
-	f := &fixtures{d: b.d, m: m, keys: ks, cfg: fixtureConfig{
+	f, err := newFixtures(ctx, b.d, b.pepper, fixtureConfig{
 		Tenants: b.cfg.Tenants, Senders: b.cfg.Senders, Recipients: b.cfg.Recipients,
 		Concurrency: 4, DailyLimit: 100000000,
-	}}
+	}, true)
+	if err != nil {
+		return err
+	}
 	b.tenants, err = f.build(ctx, nil)
 	if err != nil {
 		return err

@@ -21,12 +21,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/bizmsg/platform/platform/apikey"
 	"github.com/bizmsg/platform/platform/config"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/defaults"
-	"github.com/bizmsg/platform/platform/keys"
-	"github.com/bizmsg/platform/platform/migrate"
 )
 
 const benchSendUsage = `Usage: platform bench send [flags]
@@ -539,30 +536,18 @@ func sweepDeliveries(s []sweepEntry) []deliveryResult {
 
 // setup migrates the scratch database and builds the fixtures.
 func (b *sendBench) setup(ctx context.Context) error {
-	m, err := migrate.New(b.d.Pool, migrate.Config{Concurrency: b.cfg.FixtureConcurrency, Logger: quietLogger()})
-	if err != nil {
-		return err
-	}
-	if _, err := m.Base(ctx); err != nil {
-		return err
-	}
-	hasher, err := apikey.NewHasher([]byte(b.pepper))
-	if err != nil {
-		return err
-	}
-	ks, err := keys.New(keys.Config{Pool: b.d.Pool, Hasher: hasher, Logger: quietLogger()})
-	if err != nil {
-		return err
-	}
 	n := 0
 	for _, t := range b.cfg.Tenants {
 		n = max(n, t)
 	}
 	p := b.prog.phase(fmt.Sprintf("fixtures: %d tenants x %d senders", n, b.cfg.Senders))
-	f := &fixtures{d: b.d, m: m, keys: ks, cfg: fixtureConfig{
+	f, err := newFixtures(ctx, b.d, b.pepper, fixtureConfig{
 		Tenants: n, Senders: b.cfg.Senders, Recipients: b.cfg.Recipients,
 		Concurrency: b.cfg.FixtureConcurrency, DailyLimit: 100000000,
-	}}
+	}, true)
+	if err != nil {
+		return err
+	}
 	b.tenants, err = f.build(ctx, func(done int) { p(int64(done)) })
 	if err != nil {
 		return err
