@@ -30,6 +30,9 @@ active sender numbers, each at -sender-rate messages/s (the organization's
 sender throttle), and -recipients reachable recipients on the built-in
 network.
 
+  warm-up   unmeasured: a campaign to the first -warmup recipients, run to
+            the end, then VACUUM (ANALYZE): the measured campaign starts on
+            tables that hold rows and statistics that say so
   add       the recipients added to a draft campaign through POST
             /api/v1/campaigns/{id}/recipients in requests of -chunk (JSON),
             one after the other: recipients added per second
@@ -39,6 +42,8 @@ network.
   memory    the service's resident set (VmRSS) and the private memory
             (RssAnon) of the Postgres backends serving it, sampled every
             -sample from the start to the end: start, peak and end
+  autovac   with the server's autovacuum off, the bench does its work in
+            the scratch database meanwhile (same thresholds and naptime)
   exactly   every recipient one message on the network, none twice
   once
 
@@ -52,6 +57,7 @@ Flags:
 type campaignConfig struct {
 	Recipients  int           `json:"recipients"`
 	Chunk       int           `json:"chunk"`
+	WarmUp      int           `json:"warm_up"`
 	Senders     int           `json:"senders"`
 	SenderRate  float64       `json:"sender_rate"`
 	SenderBurst int           `json:"sender_burst"`
@@ -161,6 +167,9 @@ type campaignReport struct {
 	Samples       []memorySample `json:"samples"`
 	Targets       []target       `json:"targets"`
 	Elapsed       float64        `json:"elapsed_s"`
+	// Autovacuum says what the bench's stand-in for autovacuum did, when
+	// the server's is off ("" when it is on).
+	Autovacuum string `json:"autovacuum,omitempty"`
 }
 
 // benchCampaign is platform bench campaign.
@@ -174,6 +183,7 @@ func benchCampaign(ctx context.Context, args []string, stdout, stderr io.Writer)
 	var cfg campaignConfig
 	fs.IntVar(&cfg.Recipients, "recipients", 100000, "recipients of the campaign (at most 100,000)")
 	fs.IntVar(&cfg.Chunk, "chunk", 10000, "recipients per request of the add phase (at most 10,000)")
+	fs.IntVar(&cfg.WarmUp, "warmup", 2000, "recipients of an unmeasured warm-up campaign run first, then VACUUM (ANALYZE) (0: none)")
 	fs.IntVar(&cfg.Senders, "senders", 4, "sender numbers of the campaign's pool (1 to 50)")
 	fs.Float64Var(&cfg.SenderRate, "sender-rate", 100, "each sender's throttle, messages/s (the organization's sender_rate, and SENDER_RATE)")
 	fs.IntVar(&cfg.SenderBurst, "sender-burst", 0, "each sender's burst (sender_burst, SENDER_BURST); 0: the rate's whole number, at least 1")
@@ -195,6 +205,8 @@ func benchCampaign(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return errors.New("-recipients must be from 1 to 100,000")
 	case cfg.Chunk < 1 || cfg.Chunk > 10000:
 		return errors.New("-chunk must be from 1 to 10,000")
+	case cfg.WarmUp < 0:
+		return errors.New("-warmup must not be negative")
 	case cfg.Senders < 1 || cfg.Senders > 50:
 		return errors.New("-senders must be from 1 to 50")
 	case cfg.SenderRate <= 0 || cfg.SenderBurst < 1:
@@ -368,24 +380,21 @@ func (v benchCampaignView) done() bool {
 }
 
 // measure runs the phases on the running service.
-func (b *campaignBench) measure(ctx context.Context, rep *campaignReport, svc *child) error {
+func (b *campaignBench) measure(ctx context.Context, rep *campaignReport, svc *child) (err error) {
 	// The memory figures of whatever was sampled, also when the campaign
 	// did not complete.
 	defer func() { rep.Service, rep.Backends = memoryRanges(rep.Samples, b.cfg.Recipients) }()
-	var camp benchCampaignView
-	body, err := json.Marshal(map[string]any{"name": "bench campaign", "sender_number_ids": b.tenant.Senders,
-		"type": "text", "content": "Hello from the campaign benchmark."})
+	if b.cfg.WarmUp > 0 {
+		if err := b.warmUp(ctx); err != nil {
+			return err
+		}
+	}
+	camp, err := b.create(ctx, "bench campaign")
 	if err != nil {
 		return err
 	}
-	if err := b.call(ctx, http.MethodPost, "/api/v1/campaigns", "application/json", body, http.StatusCreated, &camp); err != nil {
+	if rep.Add, err = b.add(ctx, camp.ID, b.cfg.Recipients); err != nil {
 		return err
-	}
-	if rep.Add, err = b.add(ctx, camp.ID); err != nil {
-		return err
-	}
-	if rep.Add.Added != int64(b.cfg.Recipients) {
-		return fmt.Errorf("add: %d recipients added of %d", rep.Add.Added, b.cfg.Recipients)
 	}
 
 	// The release, with the sampler.
@@ -406,39 +415,96 @@ func (b *campaignBench) measure(ctx context.Context, rep *campaignReport, svc *c
 		p(int64(m.Delivered))
 	}
 	sample(camp)
-	if err := b.call(ctx, http.MethodPost, fmt.Sprintf("/api/v1/campaigns/%d/start", camp.ID), "", nil, http.StatusOK, &camp); err != nil {
+	av, err := startStandIn(ctx, b.d)
+	if err != nil {
 		return err
 	}
+	defer func() {
+		var avErr error
+		rep.Autovacuum, avErr = av.stop()
+		err = errors.Join(err, avErr)
+	}()
 	start = time.Now()
+	if camp, err = b.complete(ctx, camp, sample); err != nil {
+		return err
+	}
+	return b.outcome(ctx, rep, camp, start)
+}
+
+// warmUp runs, unmeasured, a campaign to the first -warmup recipients and
+// then VACUUM (ANALYZE), so that the measured campaign starts on tables
+// that hold rows and planner statistics that say so, as an organization's
+// tables do once it has sent anything. Analyzed while empty (the
+// fixtures), the service's prepared statements, River's and the foreign
+// keys' checks keep generic plans made for empty tables until autovacuum
+// (or its stand-in) analyzes them, up to a naptime into the campaign.
+func (b *campaignBench) warmUp(ctx context.Context) error {
+	n := min(b.cfg.WarmUp, b.cfg.Recipients)
+	p := b.prog.phase(fmt.Sprintf("warm-up: a campaign of %d recipients, then VACUUM (ANALYZE)", n))
+	camp, err := b.create(ctx, "bench warm-up")
+	if err != nil {
+		return err
+	}
+	if _, err := b.add(ctx, camp.ID, n); err != nil {
+		return err
+	}
+	if _, err := b.complete(ctx, camp, func(v benchCampaignView) { p(int64(v.Counts["delivered"] + v.Counts["read"])) }); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	if _, err := b.d.Pool.Exec(ctx, "VACUUM (ANALYZE)"); err != nil {
+		return fmt.Errorf("warm-up: vacuum: %w", err)
+	}
+	return nil
+}
+
+// create creates a draft text campaign named name over the senders.
+func (b *campaignBench) create(ctx context.Context, name string) (benchCampaignView, error) {
+	var camp benchCampaignView
+	body, err := json.Marshal(map[string]any{"name": name, "sender_number_ids": b.tenant.Senders,
+		"type": "text", "content": "Hello from the campaign benchmark."})
+	if err != nil {
+		return camp, err
+	}
+	err = b.call(ctx, http.MethodPost, "/api/v1/campaigns", "application/json", body, http.StatusCreated, &camp)
+	return camp, err
+}
+
+// complete starts draft camp and reads it every -sample, handing each
+// reading to sample, until every recipient's message reached its end
+// (done) or -timeout.
+func (b *campaignBench) complete(ctx context.Context, camp benchCampaignView, sample func(benchCampaignView)) (benchCampaignView, error) {
+	if err := b.call(ctx, http.MethodPost, fmt.Sprintf("/api/v1/campaigns/%d/start", camp.ID), "", nil, http.StatusOK, &camp); err != nil {
+		return camp, err
+	}
 	tick := time.NewTicker(b.cfg.Sample)
 	defer tick.Stop()
 	deadline := time.After(b.cfg.Timeout)
 	for !camp.done() {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return camp, ctx.Err()
 		case <-deadline:
-			return fmt.Errorf("the campaign did not complete within -timeout %s: %s, counts %v", b.cfg.Timeout, camp.Status, camp.Counts)
+			return camp, fmt.Errorf("the campaign did not complete within -timeout %s: %s, counts %v", b.cfg.Timeout, camp.Status, camp.Counts)
 		case <-tick.C:
 		}
 		if err := b.call(ctx, http.MethodGet, fmt.Sprintf("/api/v1/campaigns/%d", camp.ID), "", nil, http.StatusOK, &camp); err != nil {
-			return err
+			return camp, err
 		}
 		sample(camp)
 	}
-	return b.outcome(ctx, rep, camp, start)
+	return camp, nil
 }
 
 // add adds the recipients to the draft in requests of -chunk, one after
 // the other.
-func (b *campaignBench) add(ctx context.Context, id int64) (campaignAdd, error) {
+func (b *campaignBench) add(ctx context.Context, id int64, n int) (campaignAdd, error) {
 	var res campaignAdd
-	p := b.prog.phase(fmt.Sprintf("adding %d recipients in requests of %d", b.cfg.Recipients, b.cfg.Chunk))
+	p := b.prog.phase(fmt.Sprintf("adding %d recipients in requests of %d", n, b.cfg.Chunk))
 	var took []time.Duration
 	start := time.Now()
-	for from := 0; from < b.cfg.Recipients; from += b.cfg.Chunk {
+	for from := 0; from < n; from += b.cfg.Chunk {
 		rows := make([]map[string]string, 0, b.cfg.Chunk)
-		for i := from; i < min(from+b.cfg.Chunk, b.cfg.Recipients); i++ {
+		for i := from; i < min(from+b.cfg.Chunk, n); i++ {
 			rows = append(rows, map[string]string{"phone": recipientPhone(i)})
 		}
 		body, err := json.Marshal(rows)
@@ -460,6 +526,9 @@ func (b *campaignBench) add(ctx context.Context, id int64) (campaignAdd, error) 
 		res.Requests++
 		res.Added += added.Added
 		p(res.Added)
+	}
+	if res.Added != int64(n) {
+		return res, fmt.Errorf("add: %d recipients added of %d", res.Added, n)
 	}
 	res.Elapsed = time.Since(start)
 	res.Rate = float64(res.Added) / res.Elapsed.Seconds()

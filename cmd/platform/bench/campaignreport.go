@@ -58,6 +58,9 @@ func printCampaignReport(w io.Writer, r *campaignReport) {
 	line("backends' private memory (RssAnon)", r.Backends.String())
 	line("exactly once (messages = network = recipients)", fmt.Sprintf("%v  (%d, %d, %d to %d recipients; %d delivered)",
 		r.Once.OK, r.Once.Messages, r.Once.NetworkRows, r.Once.Recipients, c.Recipients, r.Once.Delivered))
+	if r.Autovacuum != "" {
+		line("autovacuum", r.Autovacuum)
+	}
 	fmt.Fprintln(w)
 	line("target", "measured   goal    met")
 	for _, t := range r.Targets {
