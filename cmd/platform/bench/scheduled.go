@@ -114,6 +114,11 @@ func (b *scheduledBench) run(ctx context.Context, keep bool, stdout io.Writer) e
 	if err := b.fixtures(ctx); err != nil {
 		return err
 	}
+	av, err := startStandIn(ctx, b.d)
+	if err != nil {
+		return err
+	}
+	defer func() { _, _ = av.stop() }()
 
 	api, err := startChild(ctx, []string{"api"}, b.env(), true)
 	if err != nil {
@@ -181,6 +186,13 @@ func (b *scheduledBench) run(ctx context.Context, keep bool, stdout io.Writer) e
 	line(fmt.Sprintf("release rate (%d worker processes)", b.cfg.Workers),
 		fmt.Sprintf("%.0f/s (%d released in %.3f s, first to last)", float64(b.cfg.Messages)/max(lat.max-lat.min, 0.001), b.cfg.Messages, lat.max-lat.min))
 	line("exactly once", once.String())
+	did, err := av.stop()
+	if err != nil {
+		return err
+	}
+	if did != "" {
+		line("autovacuum", did)
+	}
 	line(fmt.Sprintf("rescuer's due scan, %d scheduled jobs", b.cfg.Messages), fmt.Sprintf("%.2f ms a scan, per worker process per second", dueScan))
 	line(fmt.Sprintf("sweep alternative: a due query per tenant (%d)", b.cfg.Tenants), fmt.Sprintf("%.1f µs a tenant warm, %.1f µs cold (a new connection)", sweep.warm, sweep.cold))
 	line("sweep alternative at 10,000 tenants", fmt.Sprintf("%.0f ms a tick warm, %.0f ms cold", sweep.warm*10, sweep.cold*10))
