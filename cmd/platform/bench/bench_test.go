@@ -267,3 +267,27 @@ func TestWorkSince(t *testing.T) {
 		}
 	}
 }
+
+// backendDB finds a backend's database with and without the server's
+// cluster_name in its command line, and takes no server process for one.
+func TestBackendDB(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		cmdline, db string
+		ok          bool
+	}{
+		{"postgres: postgres bench 127.0.0.1(55850) idle\x00\x00", "bench", true},
+		{"postgres: 15/main: postgres bench 127.0.0.1(41002) SELECT\x00", "bench", true},
+		{"postgres: 15/main: app bench [local] idle in transaction", "bench", true},
+		{"postgres: 15/main: checkpointer ", "", false},
+		{"postgres: 15/main: logical replication launcher ", "", false},
+		{"postgres: background writer", "", false},
+		{"/usr/lib/postgresql/15/bin/postgres\x00-D\x00/var/lib/postgresql", "", false},
+		{"platform\x00worker", "", false},
+	} {
+		db, ok := backendDB(tc.cmdline)
+		if db != tc.db || ok != tc.ok {
+			t.Errorf("backendDB(%q) = %q, %v; want %q, %v", tc.cmdline, db, ok, tc.db, tc.ok)
+		}
+	}
+}

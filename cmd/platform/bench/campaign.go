@@ -400,11 +400,10 @@ func (b *campaignBench) measure(ctx context.Context, rep *campaignReport, svc *c
 	// The release, with the sampler.
 	p := b.prog.phase(fmt.Sprintf("campaign of %d recipients at %g/s over %d senders", b.cfg.Recipients, rep.Throttle, b.cfg.Senders))
 	start := time.Now()
-	cpu, scope := readCPU(), scopeCPU(svc.cmd.Process.Pid, b.cfg.Database)
+	cpu, scope := readCPU(), scopeCPU(b.cfg.Database, svc.cmd.Process.Pid)
 	defer func() {
 		rep.CPUBusy = busySince(cpu)
-		ticks := scopeCPU(svc.cmd.Process.Pid, b.cfg.Database) - scope
-		rep.CPUPerMessage = roundMS(ticks * 1000 / userHZ / float64(b.cfg.Recipients))
+		rep.CPUPerMessage = cpuPerMessage(scopeCPU(b.cfg.Database, svc.cmd.Process.Pid).since(scope), int64(b.cfg.Recipients))
 	}()
 	sample := func(v benchCampaignView) {
 		m := sampleMemory(ctx, b.d, svc.cmd.Process.Pid)

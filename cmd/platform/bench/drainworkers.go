@@ -42,6 +42,11 @@ type workersDrain struct {
 	Spread     drainResult    `json:"spread"`
 	Check      deliveryResult `json:"spread_check"`
 	Delivering int            `json:"spread_workers_delivering"`
+	// SpreadCPU is the CPU time of the worker processes and the
+	// database's backends per message of Spread, in milliseconds;
+	// SpreadCPUWorkers the worker processes' part.
+	SpreadCPU        float64 `json:"spread_cpu_ms_per_message"`
+	SpreadCPUWorkers float64 `json:"spread_workers_cpu_ms_per_message"`
 	// Ratio is Spread's rate over the 1-worker drain's.
 	Ratio float64 `json:"ratio_to_one_worker"`
 	// Conversation is the deep conversation, nil when -conversation is 0.
@@ -111,11 +116,15 @@ func (b *sendBench) drainWorkers(ctx context.Context, rep *sendReport) (err erro
 		return fmt.Errorf("drain over %d workers: accept: %w", b.cfg.DrainWorkers, err)
 	}
 	started := time.Now()
-	err = b.withWorkers(ctx, func() error {
+	err = b.withWorkers(ctx, func(pids []int) error {
 		p := b.prog.phase(fmt.Sprintf("drain: %d platform workers delivering %d messages", b.cfg.DrainWorkers, res.Accept.OK))
+		cpu := scopeCPU(b.cfg.Database, pids...)
 		var err error
 		res.Spread, err = waitDrain(ctx, b.countTagged(first, workersDrainTag, "status IN ('sent', 'delivered')", "sent_at"),
 			res.Accept.OK, b.cfg.DeliveryTimeout, p)
+		after := scopeCPU(b.cfg.Database, pids...)
+		res.SpreadCPU = cpuPerMessage(after.since(cpu), res.Accept.OK)
+		res.SpreadCPUWorkers = cpuPerMessage(after.of(pids...).since(cpu), res.Accept.OK)
 		return err
 	})
 	if err != nil {
@@ -139,8 +148,8 @@ func (b *sendBench) drainWorkers(ctx context.Context, rep *sendReport) (err erro
 
 // withWorkers starts -drain-workers platform worker processes (the
 // service's environment with DB_MAX_CONNS -drain-worker-conns), runs f,
-// and stops them all, at once, whatever happened.
-func (b *sendBench) withWorkers(ctx context.Context, f func() error) (err error) {
+// and stops them all, at once, whatever happened. f gets their process ids.
+func (b *sendBench) withWorkers(ctx context.Context, f func(pids []int) error) (err error) {
 	env := append(b.serviceEnv(), "DB_MAX_CONNS="+strconv.Itoa(b.cfg.DrainWorkerConns))
 	workers := make([]*child, 0, b.cfg.DrainWorkers)
 	defer func() {
@@ -160,7 +169,11 @@ func (b *sendBench) withWorkers(ctx context.Context, f func() error) (err error)
 		}
 		workers = append(workers, w)
 	}
-	return f()
+	pids := make([]int, len(workers))
+	for i, w := range workers {
+		pids[i] = w.cmd.Process.Pid
+	}
+	return f(pids)
 }
 
 // workersDelivering counts the River clients (one per worker process) that
@@ -232,7 +245,7 @@ func (b *sendBench) conversation(ctx context.Context, g *loadGen, addr string, c
 	started := time.Now()
 	// The throttle's minimum, plus the usual timeout for the rest.
 	timeout := c.Minimum + b.cfg.DeliveryTimeout
-	err = b.withWorkers(ctx, func() error {
+	err = b.withWorkers(ctx, func([]int) error {
 		p := b.prog.phase(fmt.Sprintf("deep conversation: %d platform workers delivering %d messages at %g/s (burst %d)",
 			b.cfg.DrainWorkers, n, c.Rate, c.Burst))
 		var err error
@@ -321,8 +334,8 @@ func (w *workersDrain) check() error {
 // oneWorker is the 1-worker drain's rate).
 func (w *workersDrain) print(line func(name, value string), oneWorker float64) {
 	line(fmt.Sprintf("delivery drain, %d worker processes (spread)", w.Workers),
-		fmt.Sprintf("%9.0f /s  (%d messages, %d of %d workers delivered, DB_MAX_CONNS %d each, exactly once %v)",
-			w.Spread.Rate, w.Spread.Jobs, w.Delivering, w.Workers, w.DBMaxConns, w.Check.ExactlyOnce))
+		fmt.Sprintf("%9.0f /s  (%d messages, %d of %d workers delivered, DB_MAX_CONNS %d each, exactly once %v; CPU a message: %.3f ms, the workers %.3f, their backends %.3f)",
+			w.Spread.Rate, w.Spread.Jobs, w.Delivering, w.Workers, w.DBMaxConns, w.Check.ExactlyOnce, w.SpreadCPU, w.SpreadCPUWorkers, w.SpreadCPU-w.SpreadCPUWorkers))
 	t := workersTarget(w)
 	line(fmt.Sprintf("  %d workers vs 1 worker (goal >= 90%%)", w.Workers),
 		fmt.Sprintf("%8.1f %%  (%.0f /s against %.0f /s)  met %v", 100*w.Ratio, w.Spread.Rate, oneWorker, t.Met))

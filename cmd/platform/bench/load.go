@@ -64,7 +64,7 @@ type loadGen struct {
 	progress func(done int64)
 	// scope, when set, reads the CPU time (clock ticks) of what a run
 	// measures: the service and its database (scopeCPU).
-	scope func() float64
+	scope func() cpuSnapshot
 }
 
 func newLoadGen(concurrency, expect int) *loadGen {
@@ -145,7 +145,7 @@ func ms(d time.Duration) float64 { return math.Round(float64(d.Microseconds())/1
 // previous one answered. stop, when not nil, ends the run early once it
 // reports true (checked after each answer).
 func (g *loadGen) closed(ctx context.Context, c int, d time.Duration, build loadRequest, stop func(ok int64) bool) (loadResult, error) {
-	var before float64
+	var before cpuSnapshot
 	if g.scope != nil {
 		before = g.scope()
 	}
@@ -158,7 +158,7 @@ func (g *loadGen) closed(ctx context.Context, c int, d time.Duration, build load
 		return ok, msg, nil
 	})
 	if g.scope != nil && res.OK > 0 {
-		res.ScopeCPUPerOK = (g.scope() - before) * 1000 / userHZ / float64(res.OK)
+		res.ScopeCPUPerOK = g.scope().since(before) * 1000 / userHZ / float64(res.OK)
 	}
 	return res, err
 }

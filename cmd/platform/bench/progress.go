@@ -5,6 +5,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -138,35 +139,85 @@ func cpuPerItem(s cpuTimes, n int64) float64 {
 	return (readCPU().work - s.work) * 1000 / userHZ / float64(n)
 }
 
-// scopeCPU is the CPU time, in clock ticks, that the process pid (all its
-// threads) and the Postgres backends connected to database db have used so
-// far (/proc/<pid>/stat utime + stime; a backend's command line reads
-// "postgres: <user> <db> ..."). Unlike cpuTimes it leaves out whatever
-// else the machine runs, so two builds compare on a busy machine too;
-// Postgres's shared background work (WAL writer, checkpointer) is not in
-// it.
-func scopeCPU(pid int, db string) float64 {
+// cpuSnapshot is the CPU time, in clock ticks, that each process of a
+// scope (scopeCPU) had used at one moment, by process id.
+type cpuSnapshot map[int]float64
+
+// since is the CPU time the processes of s used after before: each one's
+// ticks less its ticks in before (from 0 for a process new since). A
+// process that ended in between is left out, where subtracting totals
+// would count its whole life against the window (a stopped service's
+// backends, still there at the first reading, made the figure negative).
+func (s cpuSnapshot) since(before cpuSnapshot) float64 {
+	var ticks float64
+	for pid, t := range s {
+		ticks += t - before[pid]
+	}
+	return ticks
+}
+
+// of is the part of s of the processes pids.
+func (s cpuSnapshot) of(pids ...int) cpuSnapshot {
+	out := cpuSnapshot{}
+	for _, p := range pids {
+		if t, ok := s[p]; ok {
+			out[p] = t
+		}
+	}
+	return out
+}
+
+// scopeCPU reads the CPU time (/proc/<pid>/stat utime + stime) of the
+// processes pids (all their threads) and of the Postgres backends
+// connected to database db (found by their command line, backendDB).
+// Unlike cpuTimes it leaves out whatever else the machine runs, so two
+// builds compare on a busy machine too; Postgres's shared background work
+// (WAL writer, checkpointer) is not in it.
+func scopeCPU(db string, pids ...int) cpuSnapshot {
+	out := cpuSnapshot{}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0
+		return out
 	}
 	proc := os.DirFS("/proc")
-	var ticks float64
 	for _, e := range entries {
 		p, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		if p != pid {
+		if !slices.Contains(pids, p) {
 			cmd, err := fs.ReadFile(proc, e.Name()+"/cmdline")
-			f := strings.Fields(strings.ReplaceAll(string(cmd), "\x00", " "))
-			if err != nil || len(f) < 3 || f[0] != "postgres:" || f[2] != db {
+			if name, ok := backendDB(string(cmd)); err != nil || !ok || name != db {
 				continue
 			}
 		}
-		ticks += procTicks(proc, e.Name())
+		out[p] = procTicks(proc, e.Name())
 	}
-	return ticks
+	return out
+}
+
+// backendDB is the database of the Postgres backend whose command line
+// (/proc/<pid>/cmdline) is cmdline: "postgres: <user> <db> <client>
+// <state>", or with the server's cluster_name set (Debian sets
+// "15/main"), "postgres: <cluster_name>: <user> <db> ...". ok is false
+// for any other process (a server's own processes among them:
+// "postgres: 15/main: checkpointer").
+func backendDB(cmdline string) (db string, ok bool) {
+	f := strings.Fields(strings.ReplaceAll(cmdline, "\x00", " "))
+	if len(f) < 2 || f[0] != "postgres:" {
+		return "", false
+	}
+	f = f[1:]
+	if strings.HasSuffix(f[0], ":") {
+		f = f[1:]
+	}
+	// A backend has at least user, database and client; a server process
+	// ("checkpointer", "background writer", "walwriter") has fewer words
+	// or none like a client address.
+	if len(f) < 3 || !strings.ContainsAny(f[2], ".:[(") && f[2] != "[local]" {
+		return "", false
+	}
+	return f[1], true
 }
 
 // procTicks is utime + stime of <pid>/stat in proc (/proc), in clock
@@ -185,4 +236,13 @@ func procTicks(proc fs.FS, pid string) float64 {
 	u, _ := strconv.ParseFloat(f[11], 64)
 	s, _ := strconv.ParseFloat(f[12], 64)
 	return u + s
+}
+
+// cpuPerMessage is ticks of CPU time over n messages, in milliseconds a
+// message (0 when n is 0).
+func cpuPerMessage(ticks float64, n int64) float64 {
+	if n <= 0 {
+		return 0
+	}
+	return roundMS(ticks * 1000 / userHZ / float64(n))
 }

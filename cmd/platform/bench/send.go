@@ -257,6 +257,11 @@ type sendReport struct {
 	DrainAccept loadResult     `json:"send_api_only"`
 	Drain       drainResult    `json:"delivery_drain"`
 	DrainCheck  deliveryResult `json:"delivery_drain_check"`
+	// DrainCPU is the CPU time of the worker and its database's backends
+	// per message of the drain, in milliseconds; DrainCPUWorker the
+	// worker's part.
+	DrainCPU       float64 `json:"delivery_drain_cpu_ms_per_message"`
+	DrainCPUWorker float64 `json:"delivery_drain_worker_cpu_ms_per_message"`
 	// DrainWorkers is the drain over -drain-workers worker processes and
 	// the deep conversation; nil when skipped.
 	DrainWorkers *workersDrain `json:"delivery_drain_workers,omitempty"`
@@ -709,7 +714,7 @@ func (b *sendBench) service(ctx context.Context, rep *sendReport, pool *pgxpool.
 	g := newLoadGen(b.cfg.Concurrency*4, http.StatusAccepted)
 	defer g.close()
 	first := b.tenants[:b.cfg.Tenants[0]]
-	g.scope = func() float64 { return scopeCPU(svc.cmd.Process.Pid, b.cfg.Database) }
+	g.scope = func() cpuSnapshot { return scopeCPU(b.cfg.Database, svc.cmd.Process.Pid) }
 
 	// Closed loop: accepted sends/s and latency under full load.
 	var prof <-chan error
@@ -993,7 +998,7 @@ func (b *sendBench) drain(ctx context.Context, rep *sendReport) error {
 	}
 	g := newLoadGen(b.cfg.Concurrency, http.StatusAccepted)
 	defer g.close()
-	g.scope = func() float64 { return scopeCPU(api.cmd.Process.Pid, b.cfg.Database) }
+	g.scope = func() cpuSnapshot { return scopeCPU(b.cfg.Database, api.cmd.Process.Pid) }
 	g.progress = b.prog.phase(fmt.Sprintf("drain: accepting %d messages (no workers)", b.cfg.Backlog))
 	n := int64(b.cfg.Backlog)
 	res, err := g.closed(ctx, b.cfg.Concurrency, 10*time.Minute, b.sendRequests(api.addr, first, "bench-drain"), func(ok int64) bool { return ok >= n })
@@ -1011,8 +1016,12 @@ func (b *sendBench) drain(ctx context.Context, rep *sendReport) error {
 		prof = grabProfile(pprofAddr, 5, b.cpuProfile+".drain")
 	}
 	p := b.prog.phase(fmt.Sprintf("drain: platform worker delivering %d messages", res.OK))
+	cpu := scopeCPU(b.cfg.Database, worker.cmd.Process.Pid)
 	rep.Drain, err = waitDrain(ctx, b.countTagged(first, "bench-drain", "status IN ('sent', 'delivered')", "sent_at"),
 		res.OK, b.cfg.DeliveryTimeout, p)
+	after := scopeCPU(b.cfg.Database, worker.cmd.Process.Pid)
+	rep.DrainCPU = cpuPerMessage(after.since(cpu), res.OK)
+	rep.DrainCPUWorker = cpuPerMessage(after.of(worker.cmd.Process.Pid).since(cpu), res.OK)
 	if prof != nil {
 		err = errors.Join(err, <-prof)
 	}
@@ -1340,7 +1349,8 @@ func printSendReport(w io.Writer, r *sendReport) {
 		line("accepted sends/s, platform api alone (drain)", rate(r.DrainAccept))
 		line("  accept latency (api alone)", lat(r.DrainAccept))
 		line("  CPU per accepted message (api alone)", fmt.Sprintf("%9.3f ms  (machine; service and its backends %.3f ms)", r.DrainAccept.CPUPerOK, r.DrainAccept.ScopeCPUPerOK))
-		line("delivery drain (platform worker, backlog)", fmt.Sprintf("%9.0f /s  (%d messages, exactly once %v)", r.Drain.Rate, r.Drain.Jobs, r.DrainCheck.ExactlyOnce))
+		line("delivery drain (platform worker, backlog)", fmt.Sprintf("%9.0f /s  (%d messages, exactly once %v; CPU a message: %.3f ms, the worker %.3f, its backends %.3f)",
+			r.Drain.Rate, r.Drain.Jobs, r.DrainCheck.ExactlyOnce, r.DrainCPU, r.DrainCPUWorker, r.DrainCPU-r.DrainCPUWorker))
 	}
 	if w := r.DrainWorkers; w != nil && w.Spread.Jobs > 0 {
 		w.print(line, r.Drain.Rate)
