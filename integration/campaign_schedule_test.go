@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"testing"
@@ -199,5 +200,72 @@ func TestCampaignTemplateRelease(t *testing.T) {
 	first := msgs[0]
 	if inbox := e.inboxFrom(first.ToPhone, map[int64]string{s1: phoneN(1), s2: phoneN(2)}[first.SenderNumberID]); !slices.Contains(inbox, rendered[first.ToPhone]) {
 		t.Fatalf("the inbox of %s holds %q, want the rendered template", first.ToPhone, inbox)
+	}
+}
+
+// TestCampaignSkipsAtRelease: the release's checks that skip a recipient
+// and are not held elsewhere. With a service window, a plain campaign's
+// recipients who never wrote to the sender are skipped
+// outside_service_window and those who wrote are sent to; a template
+// campaign (which the window does not hold) whose template was deleted
+// after its start skips every recipient template_not_found, and
+// completes.
+func TestCampaignSkipsAtRelease(t *testing.T) {
+	t.Parallel()
+	e := startMsg(t, Options{Workers: true, Env: map[string]string{"NETWORK_SERVICE_WINDOW": "24h"}})
+	org := e.Register(t)
+	key := org.Key()
+	sender := e.activeSender(org, phoneN(1))
+	wrote, cold := []string{phoneN(10), phoneN(11)}, []string{phoneN(12), phoneN(13)}
+	for _, p := range append(slices.Clone(wrote), cold...) {
+		e.recipient(p)
+	}
+	for _, p := range wrote {
+		e.writeTo(org, p, phoneN(1), "hello?")
+	}
+	c := newCampClient(t, e.Server.URL, org)
+	plain := c.create(map[string]any{"name": "window", "sender_number_ids": []int64{sender}, "type": "text", "content": "Hi"})
+	addPlain(t, e.Env, key, plain.ID, append(slices.Clone(wrote), cold...)...)
+	c.action(plain.ID, "start")
+	done := c.wait(plain.ID, 30*time.Second, "completed", func(v campView) bool { return v.Status == "completed" })
+	if done.Counts["delivered"] != len(wrote) || !maps.Equal(done.SkipReasons, map[string]int{"outside_service_window": len(cold)}) {
+		t.Fatalf("window campaign: counts %v, skip reasons %v", done.Counts, done.SkipReasons)
+	}
+	for _, r := range c.recipients(plain.ID, "skipped") {
+		if !slices.Contains(cold, r.Phone) || r.ErrorCode == nil || *r.ErrorCode != "outside_service_window" {
+			t.Fatalf("skipped recipient %+v", r)
+		}
+	}
+
+	// The template campaign is held (scheduled, then paused) until its
+	// template is deleted, so that no release runs before.
+	tpl := createTemplate(t, e.Env, key, templateBody("order_update", "en_US"))
+	if got := reviewed(t, e.Env, key, tpl.ID); got.Status != "approved" {
+		t.Fatalf("template is %s", got.Status)
+	}
+	e.Clock.Set(time.Now())
+	sendAt := dueIn(2 * time.Second)
+	tc := c.create(map[string]any{"name": "orders", "sender_number_ids": []int64{sender}, "send_at": at(sendAt),
+		"template": map[string]string{"name": "order_update", "language": "en_US"}})
+	rows := make([]map[string]any, len(cold))
+	for i, p := range cold {
+		rows[i] = map[string]any{"phone": p, "variables": map[string]string{"1": "A-1", "2": "Ana"}}
+	}
+	c.addJSON(tc.ID, rows)
+	if v := c.action(tc.ID, "start"); v.Status != "scheduled" {
+		t.Fatalf("template campaign started %s, want scheduled", v.Status)
+	}
+	c.action(tc.ID, "pause")
+	if r := e.Do(Request{Method: http.MethodDelete, Path: fmt.Sprintf("%s/%d", templatesPath, tpl.ID), Header: key}); r.Status != http.StatusNoContent {
+		t.Fatalf("delete template = %d %s", r.Status, r.Body)
+	}
+	e.Clock.Set(sendAt)
+	if v := c.action(tc.ID, "resume"); v.Status != "running" {
+		t.Fatalf("resumed at its send_at: %s, want running", v.Status)
+	}
+	done = c.wait(tc.ID, 30*time.Second, "completed", func(v campView) bool { return v.Status == "completed" })
+	if done.Counts["skipped"] != len(cold) || !maps.Equal(done.SkipReasons, map[string]int{templates.CodeTemplateNotFound: len(cold)}) ||
+		e.campaignMessageCount(org, tc.ID) != 0 {
+		t.Fatalf("campaign of a deleted template: counts %v, skip reasons %v", done.Counts, done.SkipReasons)
 	}
 }
