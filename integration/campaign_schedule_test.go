@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
@@ -28,10 +27,7 @@ func TestCampaignSendAt(t *testing.T) {
 	e := startMsg(t, Options{Workers: true, Env: map[string]string{"WEBHOOK_ALLOW_PRIVATE": "true"}})
 	org := e.Register(t)
 	key := org.Key()
-	hooks := &hookReceiver{}
-	srv := httptest.NewServer(hooks)
-	t.Cleanup(srv.Close)
-	createWebhook(t, e.Env, key, map[string]any{"url": srv.URL, "events": []string{"campaign.started", "campaign.completed"}})
+	hooks, _ := subscribeHooks(t, e.Env, key, "campaign.started", "campaign.completed")
 	sender := e.activeSender(org, phoneN(1))
 	const n = 20
 	audience := make([]int, n)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/bizmsg/platform/platform/network"
-	"github.com/bizmsg/platform/platform/network/builtin"
 	"github.com/bizmsg/platform/platform/templates"
 )
 
@@ -21,20 +20,6 @@ func scheduledTemplate(id int64, p, name, language string, vars map[string]strin
 	b := templateSend(id, p, name, language, vars)
 	b["send_at"] = at(sendAt)
 	return b
-}
-
-// failedHooks waits for n message.failed events and returns each
-// message's error_code by id.
-func failedHooks(t *testing.T, rcv *receiver, n int) map[int64]string {
-	t.Helper()
-	codes := map[int64]string{}
-	for _, h := range decodeHooks(t, rcv.until(t, n, fmt.Sprintf("%d message.failed", n))) {
-		if h.Type != "message.failed" || h.Data.Status != "failed" || h.Data.ErrorCode == nil {
-			t.Fatalf("event %+v", h)
-		}
-		codes[h.Data.ID] = *h.Data.ErrorCode
-	}
-	return codes
 }
 
 // wantFailedAtRelease checks that message id failed at its release with
@@ -139,12 +124,7 @@ func TestScheduledTemplateSend(t *testing.T) {
 	if inbox := e.inboxFrom(phoneN(10), phoneN(1)); len(inbox) != 1 || inbox[0] != want {
 		t.Fatalf("the recipient's inbox %q, want the rendered template", inbox)
 	}
-	if n := e.acceptCounter(org, sid, e.Clock.Now()); n != 1 {
-		t.Fatalf("accept counter %d, want 1: a refused release counts nothing", n)
-	}
-	if n := e.networkMessages(org); n != 1 {
-		t.Fatalf("the network holds %d messages, want 1", n)
-	}
+	e.wantSent(org, sid, 1)
 }
 
 // The checks at release that need no template, each after a scheduling
@@ -167,12 +147,7 @@ func TestScheduledSendRefusedAtRelease(t *testing.T) {
 	pending := phoneN(2) // registered, code not entered
 	e.account(accountSpec(pending))
 	pendingID := e.registerSender(org, pending)
-	ownerUnverified := phoneN(3) // code entered, owner not verified on the network
-	e.account(builtin.AccountSpec{Phone: ownerUnverified, PhoneVerified: true, ReceivingEnabled: true})
-	ownerUnverifiedID := e.registerSender(org, ownerUnverified)
-	if st := e.confirmSender(org, ownerUnverifiedID, ownerUnverified); st != "pending_account_verification" {
-		t.Fatalf("sender status %s", st)
-	}
+	ownerUnverifiedID := e.ownerUnverifiedSender(org, phoneN(3))
 	wrote, cold, nobody := phoneN(10), phoneN(11), phoneN(12)
 	e.recipient(wrote)
 	e.recipient(cold)
@@ -271,7 +246,5 @@ func TestScheduledReleaseAfterFault(t *testing.T) {
 		t.Fatalf("message.failed codes %v, want network_error for %d", codes, last.ID)
 	}
 	e.wantFailedAtRelease(org, last.ID, "network_error")
-	if n := e.acceptCounter(org, sid, e.Clock.Now()); n != 1 {
-		t.Fatalf("accept counter %d, want 1", n)
-	}
+	e.wantSent(org, sid, 1)
 }
