@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
@@ -23,10 +22,7 @@ func TestCampaignStartedEvent(t *testing.T) {
 	e := startMsg(t, Options{Workers: true, Env: map[string]string{"WEBHOOK_ALLOW_PRIVATE": "true"}})
 	org := e.Register(t)
 	key := org.Key()
-	hooks := &hookReceiver{}
-	srv := httptest.NewServer(hooks)
-	t.Cleanup(srv.Close)
-	hook := createWebhook(t, e.Env, key, map[string]any{"url": srv.URL, "events": []string{"campaign.started"}})
+	hooks, hook := subscribeHooks(t, e.Env, key, "campaign.started")
 	sender := e.activeSender(org, phoneN(1))
 	later := func(name string, after time.Duration) campaign {
 		c := createCampaign(t, e.Env, key, map[string]any{"name": name, "sender_number_ids": []int64{sender},

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
@@ -54,11 +53,7 @@ func TestCampaignReleaseCompletes(t *testing.T) {
 		"WEBHOOK_ALLOW_PRIVATE": "true", "SENDER_RATE": "50", "SENDER_BURST": "50", "DEFAULT_DAILY_LIMIT": "100000",
 	}})
 	org, other := e.Register(t), e.Register(t)
-	hooks := &hookReceiver{}
-	srv := httptest.NewServer(hooks)
-	t.Cleanup(srv.Close)
-	createWebhook(t, e.Env, org.Key(), map[string]any{"url": srv.URL,
-		"events": []string{"campaign.started", "campaign.completed", "message.delivered"}})
+	hooks, _ := subscribeHooks(t, e.Env, org.Key(), "campaign.started", "campaign.completed", "message.delivered")
 	senders := []int64{e.activeSender(org, phoneN(1)), e.activeSender(org, phoneN(2)), e.activeSender(org, phoneN(3))}
 	otherSender := e.activeSender(other, phoneN(4))
 

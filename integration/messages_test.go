@@ -137,6 +137,19 @@ func (e *msgEnv) activeSender(org *Org, p string) int64 {
 	return id
 }
 
+// ownerUnverifiedSender makes p a sender number of org whose code was
+// entered but whose owner the network has not verified
+// (pending_account_verification). It returns the sender's id.
+func (e *msgEnv) ownerUnverifiedSender(org *Org, p string) int64 {
+	e.t.Helper()
+	e.account(builtin.AccountSpec{Phone: p, PhoneVerified: true, ReceivingEnabled: true})
+	id := e.registerSender(org, p)
+	if st := e.confirmSender(org, id, p); st != "pending_account_verification" {
+		e.t.Fatalf("sender %s is %s after verification, want pending_account_verification", p, st)
+	}
+	return id
+}
+
 // setLimit sets the sender's daily_limit_override through the dashboard
 // (nil clears it).
 func (e *msgEnv) setLimit(org *Org, id int64, limit *int) {
@@ -501,12 +514,7 @@ func TestSendSenderErrors(t *testing.T) {
 	e.account(accountSpec(pending))
 	pendingID := e.registerSender(org, pending)
 
-	ownerUnverified := phoneN(2) // OTP entered, owner not verified on the network
-	e.account(builtin.AccountSpec{Phone: ownerUnverified, PhoneVerified: true, ReceivingEnabled: true})
-	ownerUnverifiedID := e.registerSender(org, ownerUnverified)
-	if st := e.confirmSender(org, ownerUnverifiedID, ownerUnverified); st != "pending_account_verification" {
-		t.Fatalf("status %s", st)
-	}
+	ownerUnverifiedID := e.ownerUnverifiedSender(org, phoneN(2))
 
 	suspended := phoneN(3)
 	suspendedID := e.activeSender(org, suspended)

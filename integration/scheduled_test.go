@@ -128,6 +128,19 @@ func (e *msgEnv) acceptCounter(org *Org, sid int64, day time.Time) int {
 	return n
 }
 
+// wantSent checks that n messages were counted against sender sid's
+// limit today and that the network holds n of org's messages: a release
+// refused counts and sends nothing.
+func (e *msgEnv) wantSent(org *Org, sid int64, n int) {
+	e.t.Helper()
+	if got := e.acceptCounter(org, sid, e.Clock.Now()); got != n {
+		e.t.Fatalf("accept counter %d, want %d", got, n)
+	}
+	if got := e.networkMessages(org); got != n {
+		e.t.Fatalf("the network holds %d messages, want %d", got, n)
+	}
+}
+
 // messageHook is a webhook payload about a message, with its outcome.
 type messageHook struct {
 	Type string `json:"type"`
@@ -149,6 +162,20 @@ func decodeHooks(t *testing.T, hs []hook) []messageHook {
 		}
 	}
 	return out
+}
+
+// failedHooks waits for n message.failed events and returns each
+// message's error_code by id.
+func failedHooks(t *testing.T, rcv *receiver, n int) map[int64]string {
+	t.Helper()
+	codes := map[int64]string{}
+	for _, h := range decodeHooks(t, rcv.until(t, n, fmt.Sprintf("%d message.failed", n))) {
+		if h.Type != "message.failed" || h.Data.Status != "failed" || h.Data.ErrorCode == nil {
+			t.Fatalf("event %+v", h)
+		}
+		codes[h.Data.ID] = *h.Data.ErrorCode
+	}
+	return codes
 }
 
 // A scheduled send waits, counted against nothing, and is released within
@@ -214,12 +241,7 @@ func TestScheduledSendReleasedAtSendAt(t *testing.T) {
 	if got.SendAt == nil || *got.SendAt != at(sendAt) || got.RecipientUserID == nil || got.CanceledAt != nil {
 		t.Fatalf("released message %+v", got)
 	}
-	if n := e.acceptCounter(org, sid, e.Clock.Now()); n != 1 {
-		t.Fatalf("the release counted %d, want 1", n)
-	}
-	if n := e.networkMessages(org); n != 1 {
-		t.Fatalf("the network holds %d messages, want 1", n)
-	}
+	e.wantSent(org, sid, 1)
 }
 
 // send_at must be RFC 3339, in the future and at most 35 days ahead: else
@@ -313,14 +335,7 @@ func TestScheduledSendChecksAtRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	hooks := decodeHooks(t, rcv.until(t, 3, "three message.failed"))
-	codes := map[int64]string{}
-	for _, h := range hooks {
-		if h.Type != "message.failed" || h.Data.Status != "failed" || h.Data.ErrorCode == nil {
-			t.Fatalf("event %+v", h)
-		}
-		codes[h.Data.ID] = *h.Data.ErrorCode
-	}
+	codes := failedHooks(t, rcv, 3)
 	if codes[optedOut.ID] != "recipient_opted_out" || codes[fromSuspended.ID] != "sender_not_active" {
 		t.Fatalf("failure codes %v", codes)
 	}
@@ -347,12 +362,7 @@ func TestScheduledSendChecksAtRelease(t *testing.T) {
 	e.waitCounts(org, 30*time.Second, "the passed ones delivered", func(c map[string]int) bool {
 		return c["delivered"] == 2 && c["failed"] == 3
 	})
-	if n := e.acceptCounter(org, good, e.Clock.Now()); n != 2 {
-		t.Fatalf("accept counter %d, want the limit 2", n)
-	}
-	if n := e.networkMessages(org); n != 2 {
-		t.Fatalf("the network holds %d messages, want 2", n)
-	}
+	e.wantSent(org, good, 2)
 }
 
 // The daily limit a release counts against is that of the release's UTC

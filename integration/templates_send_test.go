@@ -70,6 +70,16 @@ func (h *hookReceiver) statuses() []string {
 	return out
 }
 
+// subscribeHooks starts a hookReceiver and subscribes it, with key, to
+// events of the organization: it returns the receiver and the endpoint.
+func subscribeHooks(t *testing.T, e *Env, key map[string]string, events ...string) (*hookReceiver, webhookEndpoint) {
+	t.Helper()
+	hooks := &hookReceiver{}
+	srv := httptest.NewServer(hooks)
+	t.Cleanup(srv.Close)
+	return hooks, createWebhook(t, e, key, map[string]any{"url": srv.URL, "events": events})
+}
+
 // TestTemplateReview: the built-in network reviews each new template within
 // seconds by its rules (approved, or rejected saying why), the operator
 // pauses and approves again, and every change reaches the organization's
@@ -79,10 +89,7 @@ func TestTemplateReview(t *testing.T) {
 	e := Start(t, Options{Workers: true, Env: map[string]string{"WEBHOOK_ALLOW_PRIVATE": "true"}})
 	org := e.Register(t)
 	key := org.Key()
-	hooks := &hookReceiver{}
-	srv := httptest.NewServer(hooks)
-	t.Cleanup(srv.Close)
-	createWebhook(t, e, key, map[string]any{"url": srv.URL, "events": []string{"template.status_changed"}})
+	hooks, _ := subscribeHooks(t, e, key, "template.status_changed")
 
 	tests := []struct {
 		name, body, status, reason string

@@ -11,6 +11,7 @@ import (
 	"github.com/bizmsg/platform/platform/httpx"
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/resource"
+	"github.com/bizmsg/platform/platform/sendrequest"
 )
 
 // IdempotentReplayedHeader marks a send answered from its Idempotency-Key.
@@ -53,11 +54,11 @@ func (h *messageHandlers) cancel(c *gin.Context) {
 // again for a repeated Idempotency-Key.
 func (h *messageHandlers) send(c *gin.Context) {
 	p := MustPrincipal(c)
-	var req acceptance.SendRequest
+	var req sendrequest.SendRequest
 	if !httpx.Bind(c, &req) {
 		return
 	}
-	req.IdempotencyKey = c.GetHeader(acceptance.IdempotencyKeyHeader)
+	req.IdempotencyKey = c.GetHeader(sendrequest.IdempotencyKeyHeader)
 	res, err := h.svc.Send(c.Request.Context(), p.Tenant, &req)
 	if err != nil {
 		httpx.Fail(c, err)

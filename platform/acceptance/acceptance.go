@@ -4,8 +4,8 @@
 // refuses it with the reason the client reads. It returns domain values
 // (Result); the doors render them.
 //
-// A send is validated in full first (every field error at once, nothing
-// touched). Then: an Idempotency-Key already answered replays its answer;
+// A send is validated in full first (sendrequest.SendRequest.Validate:
+// every field error at once, nothing touched). Then: an Idempotency-Key already answered replays its answer;
 // the recipient is checked on the network (lookup.Check, the rule the
 // contacts lookup uses), outside any transaction so that no database
 // connection is held while the network answers. The lookup needs the

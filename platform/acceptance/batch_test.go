@@ -17,6 +17,7 @@ import (
 	"github.com/bizmsg/platform/platform/dbtest"
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/messages/messagestest"
+	"github.com/bizmsg/platform/platform/sendrequest"
 )
 
 // Sends that arrive while their tenant's earlier acceptance is in the
@@ -209,7 +210,7 @@ func (f *fixture) sendBehindLock(tn db.Tenant, held int64, bodies []string) ([]a
 	send := func(i int) {
 		defer wg.Done()
 		defer returned.Add(1)
-		var r acceptance.SendRequest
+		var r sendrequest.SendRequest
 		if errs[i] = json.Unmarshal([]byte(bodies[i]), &r); errs[i] == nil {
 			results[i], errs[i] = f.Svc.Send(ctx, tn, &r)
 		}

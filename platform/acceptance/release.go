@@ -14,6 +14,7 @@ import (
 	"github.com/bizmsg/platform/platform/lookup"
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/senders"
+	"github.com/bizmsg/platform/platform/sendrequest"
 )
 
 // The release of a stored message: the checks of a send made at the
@@ -47,7 +48,7 @@ type Draft struct {
 	FileType        *string
 	Duration        *int
 	ClientReference *string
-	Template        *TemplateRef
+	Template        *sendrequest.TemplateRef
 	// CampaignID is the campaign of a campaign recipient's message (nil
 	// for a scheduled send): its delivery job runs at the campaigns'
 	// lower priority (queue.PriorityCampaign).
@@ -68,7 +69,7 @@ func DraftOf(r *messages.Row) (Draft, error) {
 		ClientReference: r.ClientReference, CampaignID: r.CampaignID,
 	}
 	if r.TemplateRef != nil {
-		var ref TemplateRef
+		var ref sendrequest.TemplateRef
 		if err := json.Unmarshal([]byte(*r.TemplateRef), &ref); err != nil {
 			return Draft{}, fmt.Errorf("message %d: decode template_ref: %w", r.ID, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/queue"
+	"github.com/bizmsg/platform/platform/sendrequest"
 )
 
 // Scheduled sends (docs/api.md, §Scheduled sends; docs/design.md,
@@ -32,8 +33,8 @@ const CodeNotCancelable = "not_cancelable"
 
 // schedule stores draft d, whose SendAt is set, as a scheduled message
 // with its release job, and answers 202 with it (status scheduled).
-func (s *Service) schedule(ctx context.Context, t db.Tenant, d draft, key string, fp []byte, now time.Time) (Result, error) {
-	sn, err := s.senders.Resolve(ctx, t, d.Sender.ref())
+func (s *Service) schedule(ctx context.Context, t db.Tenant, d sendrequest.Send, key string, fp []byte, now time.Time) (Result, error) {
+	sn, err := s.senders.Resolve(ctx, t, d.Sender.Ref())
 	if err != nil {
 		return Result{}, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/bizmsg/platform/platform/lookup"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
+	"github.com/bizmsg/platform/platform/sendrequest"
 
 	"github.com/bizmsg/platform/platform/messages"
 )
@@ -46,13 +47,13 @@ type Result struct {
 // recipient_unreachable with a reason_code; 429 daily_limit_exceeded with a
 // Retry-After up to the next UTC midnight; 422 idempotency_key_reused; 503
 // network_unavailable.
-func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (Result, error) {
+func (s *Service) Send(ctx context.Context, t db.Tenant, req *sendrequest.SendRequest) (Result, error) {
 	now := s.clock.Now()
-	d, err := req.validate(now)
+	d, err := req.Validate(now)
 	if err != nil {
 		return Result{}, err
 	}
-	key, fp := req.IdempotencyKey, d.fingerprint()
+	key, fp := req.IdempotencyKey, d.Fingerprint()
 	if key != "" {
 		if res, found, err := s.replay(ctx, nil, t, key, fp, now); err != nil || found {
 			return res, err
@@ -66,7 +67,7 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (Resu
 	// the acceptance statement. It needs the sender's phone: the request's,
 	// else the one this process remembers for the sender's id, else the
 	// sender's row.
-	ref := d.Sender.ref()
+	ref := d.Sender.Ref()
 	var resolved *senders.Sender
 	senderPhone := ref.Phone
 	if senderPhone == "" {

@@ -18,6 +18,7 @@ import (
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
+	"github.com/bizmsg/platform/platform/sendrequest"
 )
 
 // A sender this process has already sent from (its phone remembered, so the
@@ -235,7 +236,7 @@ func TestRefusalWordedOutsideTheTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, key := range []string{"", "refused-1"} {
-		req := &acceptance.SendRequest{}
+		req := &sendrequest.SendRequest{}
 		if err := json.Unmarshal([]byte(fmt.Sprintf(`{"sender_phone":%q,"to_phone":%q,"type":"text","content":"x"}`, ph(77), ph(2))), req); err != nil {
 			t.Fatal(err)
 		}

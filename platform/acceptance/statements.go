@@ -283,9 +283,12 @@ func endScheduledSQL(t db.Tenant, canceled bool) string {
 		SELECT ` + messages.ChangedColumns + ` FROM m`
 }
 
-// messageStatusSQL reads outbound message $1 of tenant t's status.
+// messageStatusSQL reads message $1 of tenant t's status, inbound or
+// outbound: a cancellation of a message that exists but is not scheduled
+// (an inbound one too) is 409 not_cancelable, not 404 (docs/api.md,
+// §Scheduled sends).
 func messageStatusSQL(t db.Tenant) string {
-	return `SELECT status FROM ` + t.Table("messages") + ` WHERE id = $1::bigint AND direction = 'outbound'`
+	return `SELECT status FROM ` + t.Table("messages") + ` WHERE id = $1::bigint`
 }
 
 // scheduledSQL reads message $1 of tenant t (messages.Columns) for its

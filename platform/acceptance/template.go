@@ -1,16 +1,15 @@
 package acceptance
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/network"
+	"github.com/bizmsg/platform/platform/sendrequest"
 	"github.com/bizmsg/platform/platform/templates"
 )
 
@@ -23,87 +22,6 @@ type Templates interface {
 	// Existing returns the organization's template of name and language,
 	// whatever its status, or 422 template_not_found.
 	Existing(ctx context.Context, t db.Tenant, name, language string) (templates.Template, error)
-}
-
-// TemplateRef is the template object of a send of type template:
-// {"name", "language", "variables": {"1": "Ana"} | {"first_name": "Ana"}}.
-type TemplateRef struct {
-	Name      string            `json:"name"`
-	Language  string            `json:"language"`
-	Variables map[string]string `json:"variables"`
-}
-
-// decodeTemplate decodes the template field of a send's body into r,
-// recording a part of the wrong JSON type (under template,
-// template.name, template.language, template.variables or
-// template.variables.<name>) instead of failing.
-func (r *SendRequest) decodeTemplate(raw json.RawMessage) {
-	bad := func(field, msg string) {
-		if r.typeErrors == nil {
-			r.typeErrors = make(map[string]string)
-		}
-		r.typeErrors[field] = msg
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &obj); err != nil {
-		bad("template", "must be an object {name, language, variables}")
-		return
-	}
-	ref := &TemplateRef{}
-	str := func(name string, dst *string) {
-		if v, ok := obj[name]; ok && !bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
-			if err := json.Unmarshal(v, dst); err != nil {
-				bad("template."+name, "must be a string")
-			}
-		}
-	}
-	str("name", &ref.Name)
-	str("language", &ref.Language)
-	if v, ok := obj["variables"]; ok && !bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
-		var vars map[string]json.RawMessage
-		if err := json.Unmarshal(v, &vars); err != nil {
-			bad("template.variables", "must be an object of strings, such as {\"1\": \"Ana\"}")
-		}
-		ref.Variables = make(map[string]string, len(vars))
-		for name, value := range vars {
-			var s string
-			if err := json.Unmarshal(value, &s); err != nil {
-				bad(templates.VariablesField+name, "must be a string")
-				continue
-			}
-			ref.Variables[name] = s
-		}
-	}
-	r.Template = ref
-}
-
-// validateTemplateRef checks the template object of a send of type
-// template: a name and a language. Content may not be given: it is the
-// rendered template. The variables are checked against the template
-// (renderTemplate).
-func validateTemplateRef(v *apperr.Validation, r *SendRequest, d *draft) {
-	if r.Content != nil {
-		v.Add("content", "must not be given for template messages: the content is the template rendered with its variables")
-	}
-	ref := r.Template
-	if ref == nil {
-		if !v.Has("template") {
-			v.Add("template", "is required for template messages: {name, language, variables}")
-		}
-		return
-	}
-	name, lang := strings.TrimSpace(ref.Name), strings.TrimSpace(ref.Language)
-	if name == "" && !v.Has("template.name") {
-		v.Add("template.name", "is required")
-	}
-	if lang == "" && !v.Has("template.language") {
-		v.Add("template.language", "is required")
-	}
-	vars := ref.Variables
-	if vars == nil {
-		vars = map[string]string{}
-	}
-	d.Template = &TemplateRef{Name: name, Language: lang, Variables: vars}
 }
 
 // rendered is a template send's template, resolved and rendered.
@@ -120,7 +38,7 @@ type rendered struct {
 // send's variables (field errors under template.variables.<name>): the
 // template's id, the rendered text (at most MaxTextLength characters) and
 // the template_ref to store.
-func (s *Service) renderTemplate(ctx context.Context, t db.Tenant, ref *TemplateRef) (rendered, error) {
+func (s *Service) renderTemplate(ctx context.Context, t db.Tenant, ref *sendrequest.TemplateRef) (rendered, error) {
 	if s.cfg.Templates == nil {
 		return rendered{}, fmt.Errorf("messages: no template service (Config.Templates)")
 	}
@@ -133,15 +51,15 @@ func (s *Service) renderTemplate(ctx context.Context, t db.Tenant, ref *Template
 
 // renderResolved renders the resolved template tpl with the variables of
 // ref (renderTemplate).
-func renderResolved(tpl templates.Template, ref *TemplateRef) (rendered, error) {
+func renderResolved(tpl templates.Template, ref *sendrequest.TemplateRef) (rendered, error) {
 	text, err := templates.Render(tpl, ref.Variables)
 	if err != nil {
 		return rendered{}, err
 	}
-	if utf8.RuneCountInString(text) > MaxTextLength {
+	if utf8.RuneCountInString(text) > sendrequest.MaxTextLength {
 		var v apperr.Validation
 		v.Add("template.variables", fmt.Sprintf("make a message of %d characters; the most is %d",
-			utf8.RuneCountInString(text), MaxTextLength))
+			utf8.RuneCountInString(text), sendrequest.MaxTextLength))
 		return rendered{}, v.Err()
 	}
 	stored, err := templateRef(tpl, ref.Variables)

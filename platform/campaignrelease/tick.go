@@ -16,6 +16,7 @@ import (
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/senders"
+	"github.com/bizmsg/platform/platform/sendrequest"
 )
 
 // Statements of a tick, for tenant t.
@@ -326,7 +327,7 @@ func (s *Service) check(ctx context.Context, t db.Tenant, c campaigns.Campaign, 
 		}
 		if c.Template != nil {
 			d.Type, d.Content = "template", ""
-			d.Template = &acceptance.TemplateRef{Name: c.Template.Name, Language: c.Template.Language, Variables: r.variables}
+			d.Template = &sendrequest.TemplateRef{Name: c.Template.Name, Language: c.Template.Language, Variables: r.variables}
 			if d.Template.Variables == nil {
 				d.Template.Variables = map[string]string{}
 			}

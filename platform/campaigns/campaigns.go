@@ -19,9 +19,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/bizmsg/platform/platform/acceptance"
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/sendrequest"
 	"github.com/bizmsg/platform/platform/templates"
 	"github.com/bizmsg/platform/platform/webhooks"
 )
@@ -163,7 +163,7 @@ type Campaign struct {
 	Template   *TemplateName
 	// Body is a plain campaign's content; a template campaign's Type is
 	// "template" and the rest empty.
-	Body           acceptance.Body
+	Body           sendrequest.Body
 	SendAt         *time.Time
 	ReservePercent int
 	Counts         Counts

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bizmsg/platform/platform/acceptance"
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/messages"
+	"github.com/bizmsg/platform/platform/sendrequest"
 )
 
 // CreateRequest is the body of POST /campaigns. Decoding never fails on a
@@ -98,7 +98,7 @@ type spec struct {
 	name           string
 	senders        []int64
 	template       *TemplateName
-	body           acceptance.Body
+	body           sendrequest.Body
 	sendAt         *time.Time
 	reservePercent int
 }
@@ -175,7 +175,7 @@ func (r *CreateRequest) validate(now time.Time) (spec, error) {
 
 // validateContent checks the campaign's content: a template {name,
 // language} (type absent or "template", no content), or a plain body by
-// the rules of a send's (acceptance.ValidateBody).
+// the rules of a send's (sendrequest.ValidateBody).
 func (r *CreateRequest) validateContent(v *apperr.Validation, s *spec) {
 	isTemplate := r.Template != nil || (r.Type != nil && *r.Type == messages.TypeTemplate) || v.Has("template")
 	if !isTemplate {
@@ -183,7 +183,7 @@ func (r *CreateRequest) validateContent(v *apperr.Validation, s *spec) {
 			v.Add("type", "is required when template is not given")
 			return
 		}
-		s.body = acceptance.ValidateBody(v, acceptance.BodyInput{
+		s.body = sendrequest.ValidateBody(v, sendrequest.BodyInput{
 			Type: r.Type, Content: r.Content, FileName: r.FileName, FileSize: r.FileSize, FileType: r.FileType,
 			Duration: r.Duration,
 		})

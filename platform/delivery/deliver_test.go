@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bizmsg/platform/platform/acceptance"
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/queue"
+	"github.com/bizmsg/platform/platform/sendrequest"
 ) // A worker that died after the network took the message but before the
 // outcome was recorded: the rerun gets the first delivery back, records it,
 // and the network holds the message once.
@@ -298,7 +298,7 @@ func TestAcceptanceAndDeliveryLockApart(t *testing.T) {
 	}
 	var id int64
 	holding("deliver", func(ctx context.Context) error {
-		var r acceptance.SendRequest
+		var r sendrequest.SendRequest
 		if err := json.Unmarshal(fmt.Appendf(nil, `{"sender_number_id":%d,"to_phone":%q,"type":"text","content":"second"}`, sid, ph(2)), &r); err != nil {
 			return err
 		}

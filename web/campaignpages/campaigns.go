@@ -10,12 +10,12 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/bizmsg/platform/platform/acceptance"
 	"github.com/bizmsg/platform/platform/campaigns"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/page"
 	"github.com/bizmsg/platform/platform/senders"
+	"github.com/bizmsg/platform/platform/sendrequest"
 	"github.com/bizmsg/platform/platform/templates"
 	"github.com/bizmsg/platform/web"
 )
@@ -147,7 +147,7 @@ func (d *Pages) renderNewCampaign(c *gin.Context, status int, pd web.PageData, c
 		d.Internal(c, err)
 		return
 	}
-	data := newCampaignData{Kind: pd.Value("kind"), MaxName: campaigns.MaxNameLength, MaxContent: acceptance.MaxTextLength,
+	data := newCampaignData{Kind: pd.Value("kind"), MaxName: campaigns.MaxNameLength, MaxContent: sendrequest.MaxTextLength,
 		MaxSenders: campaigns.MaxSenders, DefaultReserve: campaigns.DefaultReservePercent, FileLost: fileLost}
 	for _, sn := range list {
 		if sn.Status != senders.StatusActive {

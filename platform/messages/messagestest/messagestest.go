@@ -31,6 +31,7 @@ import (
 	"github.com/bizmsg/platform/platform/network/builtin"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
+	"github.com/bizmsg/platform/platform/sendrequest"
 	"github.com/bizmsg/platform/platform/throttle"
 	"github.com/bizmsg/platform/platform/webhooks"
 )
@@ -304,7 +305,7 @@ func (f *Fixture) Account(p string) {
 // none).
 func (f *Fixture) Send(tn db.Tenant, body string, key string) (acceptance.Result, error) {
 	f.T.Helper()
-	var r acceptance.SendRequest
+	var r sendrequest.SendRequest
 	if err := json.Unmarshal([]byte(body), &r); err != nil {
 		f.T.Fatal(err)
 	}

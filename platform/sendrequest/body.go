@@ -1,4 +1,4 @@
-package acceptance
+package sendrequest
 
 import (
 	"fmt"
@@ -50,7 +50,7 @@ func ValidateBody(v *apperr.Validation, in BodyInput) Body {
 		return b
 	}
 	r := &SendRequest{Content: in.Content, FileName: in.FileName, FileSize: in.FileSize, FileType: in.FileType}
-	var d draft
+	var d Send
 	validateContent(v, r, b.Type, &d)
 	b.Content, b.FileName, b.FileSize, b.FileType = d.Content, d.FileName, d.FileSize, d.FileType
 	// Duration: bounded whenever given; required for voice (as a send's).

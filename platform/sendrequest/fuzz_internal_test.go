@@ -1,4 +1,4 @@
-package acceptance
+package sendrequest
 
 import (
 	"encoding/json"
@@ -18,8 +18,8 @@ var sendFields = []string{"to_phone", "type", "sender_number_id", "sender_phone"
 	"file_name", "file_size", "file_type", "client_reference", IdempotencyKeyHeader}
 
 // FuzzSendRequest: any body and Idempotency-Key of POST /messages is
-// decoded and validated (httpx.BindJSON, SendRequest.validate, as the
-// handler and Send do) into a normalised draft, or refused as the client's
+// decoded and validated (httpx.BindJSON, SendRequest.Validate, as the
+// handler and acceptance.Send do) into a normalised send, or refused as the client's
 // fault naming the fields; a control character in a field is refused naming
 // it (a text message's content refuses NUL only: newlines and tabs are its
 // own; phones drop white space around them).
@@ -45,7 +45,7 @@ func FuzzSendRequest(f *testing.F) {
 			return
 		}
 		req.IdempotencyKey = key
-		d, err := req.validate(time.Now())
+		d, err := req.Validate(time.Now())
 		if err != nil {
 			fuzzcheck.Refusal(t, err, sendFields...)
 			wantControlRefused(t, err, body, key)
@@ -67,8 +67,8 @@ func FuzzSendRequest(f *testing.F) {
 			n := int64(*d.Duration)
 			again.Duration = &n
 		}
-		d2, err := again.validate(time.Now())
-		if err != nil || string(d2.fingerprint()) != string(d.fingerprint()) {
+		d2, err := again.Validate(time.Now())
+		if err != nil || string(d2.Fingerprint()) != string(d.Fingerprint()) {
 			t.Fatalf("the draft %+v does not validate to itself: %+v, %v", d, d2, err)
 		}
 	})
@@ -117,7 +117,7 @@ func wantControlRefused(t *testing.T, err error, body []byte, key string) {
 }
 
 // checkDraft holds an accepted send to the rules of docs/api.md, §Sending.
-func checkDraft(t *testing.T, d draft) {
+func checkDraft(t *testing.T, d Send) {
 	t.Helper()
 	if p, err := phone.Normalize(d.ToPhone); err != nil || p != d.ToPhone {
 		t.Fatalf("to_phone %q is not E.164", d.ToPhone)

@@ -1,4 +1,4 @@
-package acceptance
+package sendrequest
 
 import (
 	"bytes"
@@ -95,7 +95,7 @@ func TestValidate(t *testing.T) {
 			t.Parallel()
 			r := decode(t, tt.body)
 			r.IdempotencyKey = tt.key
-			_, err := r.validate(time.Now())
+			_, err := r.Validate(time.Now())
 			if got := fieldsOf(t, err); !slices.Equal(got, tt.fields) {
 				t.Fatalf("field errors %v (%v), want %v", got, err, tt.fields)
 			}
@@ -108,11 +108,11 @@ func TestValidate(t *testing.T) {
 func TestFingerprint(t *testing.T) {
 	t.Parallel()
 	fp := func(body string) []byte {
-		d, err := decode(t, body).validate(time.Now())
+		d, err := decode(t, body).Validate(time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
-		return d.fingerprint()
+		return d.Fingerprint()
 	}
 	a := fp(`{"sender_number_id":1,"to_phone":"+14155550002","type":"text","content":"hi"}`)
 	b := fp(`{ "content":"hi", "type":"text", "to_phone":"+1 (415) 555-0002", "sender_number_id":1, "extra":true }`)
@@ -162,18 +162,18 @@ func TestValidateSendAt(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	_, err := decode(t, `{"to_phone": "nope", "type": "text", "sender_number_id": 1, "content": "hi",
-		"send_at": "2026-11-27T12:00:00Z"}`).validate(now)
+		"send_at": "2026-11-27T12:00:00Z"}`).Validate(now)
 	e, ok := apperr.As(err)
 	if !ok || len(e.Fields["send_at"]) != 1 || len(e.Fields["to_phone"]) != 1 {
 		t.Fatalf("validate = %v, want errors on send_at and to_phone", err)
 	}
 	d, err := decode(t, `{"to_phone": "+14155550100", "type": "text", "sender_number_id": 1, "content": "hi",
-		"send_at": "2026-11-29T12:00:00Z"}`).validate(now)
+		"send_at": "2026-11-29T12:00:00Z"}`).Validate(now)
 	if err != nil || d.SendAt == nil || !d.SendAt.Equal(now.Add(24*time.Hour)) {
 		t.Fatalf("validate = %+v, %v", d, err)
 	}
-	plain, err := decode(t, `{"to_phone": "+14155550100", "type": "text", "sender_number_id": 1, "content": "hi"}`).validate(now)
-	if err != nil || bytes.Equal(plain.fingerprint(), d.fingerprint()) {
+	plain, err := decode(t, `{"to_phone": "+14155550100", "type": "text", "sender_number_id": 1, "content": "hi"}`).Validate(now)
+	if err != nil || bytes.Equal(plain.Fingerprint(), d.Fingerprint()) {
 		t.Fatalf("a scheduled send and a send at once share a fingerprint (%v)", err)
 	}
 }

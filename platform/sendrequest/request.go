@@ -1,4 +1,12 @@
-package acceptance
+// Package sendrequest is the body of a send (POST /messages) and its
+// validation, by the rules of docs/api.md §Sending and §Scheduled sends:
+// decoding that keeps every field of the wrong JSON type as a field error,
+// Validate, which reports every field error at once and returns the
+// normalised send (with the fingerprint of its Idempotency-Key), and
+// ValidateBody, the same rules for the body of a campaign's message. It
+// touches nothing: the checks that need the database or the network are
+// package acceptance's.
+package sendrequest
 
 import (
 	"bytes"
@@ -41,8 +49,9 @@ const (
 const IdempotencyKeyHeader = "Idempotency-Key"
 
 // SendRequest is the body of POST /messages. Decoding never fails on a
-// field of the wrong JSON type: the problem is kept and reported by Send
-// with every other field error, so a client sees all its mistakes at once.
+// field of the wrong JSON type: the problem is kept and reported by
+// Validate with every other field error, so a client sees all its
+// mistakes at once.
 //
 // The json tags name the fields for httpx.BindJSON's NUL check (a NUL in
 // content is refused naming "content"); UnmarshalJSON does the decoding.
@@ -140,11 +149,11 @@ func present(raw map[string]json.RawMessage, name string) bool {
 	return ok && !bytes.Equal(bytes.TrimSpace(v), []byte("null"))
 }
 
-// draft is a validated, normalised send.
-type draft struct {
+// Send is a validated, normalised send: what SendRequest.Validate returns.
+type Send struct {
 	ToPhone         string       `json:"to_phone"`
 	Type            string       `json:"type"`
-	Sender          sender       `json:"sender"`
+	Sender          Sender       `json:"sender"`
 	Content         string       `json:"content"`
 	FileName        *string      `json:"file_name,omitempty"`
 	FileSize        *int64       `json:"file_size,omitempty"`
@@ -156,35 +165,36 @@ type draft struct {
 	SendAt *time.Time `json:"send_at,omitempty"`
 }
 
-// sender is how the request named its sender number.
-type sender struct {
+// Sender is how the request named its sender number: by id, phone or both.
+type Sender struct {
 	ID    int64  `json:"id,omitempty"`
 	Phone string `json:"phone,omitempty"`
 }
 
-func (s sender) ref() senders.SenderRef { return senders.SenderRef{ID: s.ID, Phone: s.Phone} }
+// Ref is the sender as the senders service names one.
+func (s Sender) Ref() senders.SenderRef { return senders.SenderRef{ID: s.ID, Phone: s.Phone} }
 
-// fingerprint identifies the request for its idempotency key: a hash of the
+// Fingerprint identifies the request for its idempotency key: a hash of the
 // normalised request, so the same send written with other whitespace, key
 // order or phone formatting is the same request.
-func (d draft) fingerprint() []byte {
+func (d Send) Fingerprint() []byte {
 	b, err := json.Marshal(d)
 	if err != nil {
 		// A struct of strings and numbers always encodes.
-		panic(fmt.Sprintf("messages: fingerprint: %v", err))
+		panic(fmt.Sprintf("sendrequest: fingerprint: %v", err))
 	}
 	sum := sha256.Sum256(b)
 	return sum[:]
 }
 
-// validate checks every rule of a send made at now and returns the
-// normalised draft, or a 422 carrying every field error at once.
-func (r *SendRequest) validate(now time.Time) (draft, error) {
+// Validate checks every rule of a send made at now and returns the
+// normalised send, or a 422 carrying every field error at once.
+func (r *SendRequest) Validate(now time.Time) (Send, error) {
 	v := new(apperr.Validation)
 	for name, msg := range r.typeErrors {
 		v.Add(name, msg)
 	}
-	var d draft
+	var d Send
 
 	// Recipient.
 	switch {
@@ -283,13 +293,13 @@ func (r *SendRequest) validate(now time.Time) (draft, error) {
 		}
 	}
 	if err := v.Err(); err != nil {
-		return draft{}, err
+		return Send{}, err
 	}
 	return d, nil
 }
 
 // validateContent checks content and the file fields of a message of type typ.
-func validateContent(v *apperr.Validation, r *SendRequest, typ string, d *draft) {
+func validateContent(v *apperr.Validation, r *SendRequest, typ string, d *Send) {
 	if typ == messages.TypeText {
 		switch {
 		case r.Content == nil:
