@@ -125,7 +125,10 @@ func (b *sendBench) drainWorkers(ctx context.Context, rep *sendReport) (err erro
 		after := scopeCPU(b.cfg.Database, pids...)
 		res.SpreadCPU = cpuPerMessage(after.since(cpu), res.Accept.OK)
 		res.SpreadCPUWorkers = cpuPerMessage(after.of(pids...).since(cpu), res.Accept.OK)
-		return err
+		if err != nil {
+			return err
+		}
+		return b.finishJobs(ctx)
 	})
 	if err != nil {
 		return fmt.Errorf("drain over %d workers: %w", b.cfg.DrainWorkers, err)
@@ -174,6 +177,34 @@ func (b *sendBench) withWorkers(ctx context.Context, f func(pids []int) error) (
 		pids[i] = w.cmd.Process.Pid
 	}
 	return f(pids)
+}
+
+// finishJobs waits, untimed, until no delivery job is left to run: the
+// jobs of messages another job carried (docs/design.md, §Delivery order)
+// find their message sent and end, and they end after the drain's last
+// message. Left to the next phase, a drain's leftovers would run, and be
+// counted, in it (the 3-worker drain ran the 1-worker drain's ~4,900
+// leftover jobs, while its own waited for the deep conversation's).
+func (b *sendBench) finishJobs(ctx context.Context) error {
+	deadline := time.Now().Add(b.cfg.DeliveryTimeout)
+	for {
+		var left int
+		if err := b.d.Pool.QueryRow(ctx, `SELECT count(*) FROM river.river_job
+			WHERE kind = 'message_delivery' AND state IN ('available', 'pending', 'running', 'scheduled')`).Scan(&left); err != nil {
+			return fmt.Errorf("delivery jobs left: %w", err)
+		}
+		if left == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d delivery jobs still to run after -delivery-timeout %s", left, b.cfg.DeliveryTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // workersDelivering counts the River clients (one per worker process) that

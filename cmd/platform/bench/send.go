@@ -1022,6 +1022,9 @@ func (b *sendBench) drain(ctx context.Context, rep *sendReport) error {
 	after := scopeCPU(b.cfg.Database, worker.cmd.Process.Pid)
 	rep.DrainCPU = cpuPerMessage(after.since(cpu), res.OK)
 	rep.DrainCPUWorker = cpuPerMessage(after.of(worker.cmd.Process.Pid).since(cpu), res.OK)
+	if err == nil {
+		err = b.finishJobs(ctx)
+	}
 	if prof != nil {
 		err = errors.Join(err, <-prof)
 	}
