@@ -76,7 +76,7 @@ func (e *msgEnv) deliverNow(org *Org, messageID int64) {
 		e.t.Fatalf("delivery job of message %d: %v", messageID, err)
 	}
 	d, err := e.App.Delivery.DeliverMessage(context.Background(),
-		queue.DeliverArgs{OrgID: org.ID, Schema: org.Tenant.Schema, MessageID: messageID},
+		queue.DeliverArgs{TenantRef: queue.TenantRef{OrgID: org.ID, Schema: org.Tenant.Schema}, MessageID: messageID},
 		queue.DeliveryAttempt{JobID: jobID, Attempt: 1, MaxAttempts: 25})
 	if err != nil || d != 0 {
 		e.t.Fatalf("deliver message %d: %v, snooze %s", messageID, err, d)

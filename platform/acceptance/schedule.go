@@ -98,7 +98,7 @@ func (s *Service) storeScheduled(ctx context.Context, tx pgx.Tx, t db.Tenant, r 
 	if err != nil {
 		return Result{}, fmt.Errorf("store scheduled message: %w", err)
 	}
-	job := queue.ReleaseJob(queue.ReleaseArgs{OrgID: t.OrgID, Schema: t.Schema, MessageID: r.ID}, *r.SendAt)
+	job := queue.ReleaseJob(queue.ReleaseArgs{TenantRef: queue.RefOf(t), MessageID: r.ID}, *r.SendAt)
 	if _, err := s.jobs.InsertManyFastTx(ctx, tx, []river.InsertManyParams{job}); err != nil {
 		return Result{}, fmt.Errorf("schedule release of message %d: %w", r.ID, err)
 	}

@@ -324,7 +324,7 @@ func (s *Service) enqueue(ctx context.Context, tx pgx.Tx, t db.Tenant, rows ...*
 	params := make([]river.InsertManyParams, len(rows))
 	for i, r := range rows {
 		params[i] = queue.DeliveryJob(queue.DeliverArgs{
-			OrgID: t.OrgID, Schema: t.Schema, MessageID: r.ID, SenderID: r.SenderNumberID,
+			TenantRef: queue.RefOf(t), MessageID: r.ID, SenderID: r.SenderNumberID,
 		})
 		if r.CampaignID != nil {
 			// A campaign's message waits behind the API's sends

@@ -66,7 +66,7 @@ func (s *Service) ApplyKeyword(ctx context.Context, tx pgx.Tx, t db.Tenant, in I
 		return nil
 	}
 	_, err = s.jobs.InsertTx(ctx, tx, queue.ConsentReplyArgs{
-		OrgID: t.OrgID, Schema: t.Schema, InboundID: in.NetworkID,
+		TenantRef: queue.RefOf(t), InboundID: in.NetworkID,
 		From: in.SenderPhone, To: in.From, Text: text,
 	}, nil)
 	if err != nil {

@@ -351,7 +351,7 @@ func TestReceiptOvertakesDeliveryRecord(t *testing.T) {
 			net.receipt = func() {
 				f.receipt(messages.Receipt{Reference: messages.Reference(tn, id), Status: tc.status, At: at})
 			}
-			if _, err := worker.DeliverMessage(context.Background(), queue.DeliverArgs{OrgID: tn.OrgID, Schema: tn.Schema, MessageID: id},
+			if _, err := worker.DeliverMessage(context.Background(), queue.DeliverArgs{TenantRef: queue.RefOf(tn), MessageID: id},
 				queue.DeliveryAttempt{JobID: id, Attempt: 1, MaxAttempts: 5}); err != nil {
 				t.Fatal(err)
 			}

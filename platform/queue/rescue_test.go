@@ -59,9 +59,9 @@ func TestRescuer(t *testing.T) {
 	}
 	ids := make([]int64, len(tests))
 	for i, tt := range tests {
-		var args river.JobArgs = queue.DeliverArgs{OrgID: 1, Schema: "tenant_1", MessageID: int64(i + 1)}
+		var args river.JobArgs = queue.DeliverArgs{TenantRef: queue.TenantRef{OrgID: 1, Schema: "tenant_1"}, MessageID: int64(i + 1)}
 		if tt.otp {
-			args = queue.OTPArgs{OrgID: 1, Schema: "tenant_1", SenderID: int64(i + 1)}
+			args = queue.OTPArgs{TenantRef: queue.TenantRef{OrgID: 1, Schema: "tenant_1"}, SenderID: int64(i + 1)}
 		}
 		res, err := rc.Insert(ctx, args, nil)
 		if err != nil {

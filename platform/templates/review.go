@@ -122,7 +122,7 @@ func (s *Service) Submit(ctx context.Context, args queue.TemplateReviewArgs) err
 	if s.net == nil {
 		return errors.New("templates: no network to submit templates to (Config.Network)")
 	}
-	t, err := db.NewTenant(args.OrgID, args.Schema)
+	t, err := args.Tenant()
 	if err != nil {
 		return err
 	}

@@ -338,7 +338,7 @@ func TestBuiltinReview(t *testing.T) {
 			t.Fatal(err)
 		}
 		ids[tt.name] = tpl.ID
-		if err := b.svc.Submit(ctx, queue.TemplateReviewArgs{OrgID: tn.OrgID, Schema: tn.Schema, TemplateID: tpl.ID}); err != nil {
+		if err := b.svc.Submit(ctx, queue.TemplateReviewArgs{TenantRef: queue.RefOf(tn), TemplateID: tpl.ID}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -354,7 +354,7 @@ func TestBuiltinReview(t *testing.T) {
 	}
 	// A template no longer pending is not submitted again; a verdict for
 	// nothing of ours changes nothing.
-	if err := b.svc.Submit(ctx, queue.TemplateReviewArgs{OrgID: tn.OrgID, Schema: tn.Schema, TemplateID: ids["ok"]}); err != nil {
+	if err := b.svc.Submit(ctx, queue.TemplateReviewArgs{TenantRef: queue.RefOf(tn), TemplateID: ids["ok"]}); err != nil {
 		t.Fatal(err)
 	}
 	if changed, err := b.svc.ApplyVerdict(ctx, network.TemplateVerdict{Reference: "tenant_999:template:1", Status: "approved"}); err != nil || changed {

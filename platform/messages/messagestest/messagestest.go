@@ -328,7 +328,7 @@ func (f *Fixture) MustSend(tn db.Tenant, sid int64, to, content string) int64 {
 // message's id when there is no such job).
 func (f *Fixture) Deliver(tn db.Tenant, id, jobID int64, attempt int) (time.Duration, error) {
 	f.T.Helper()
-	args := queue.DeliverArgs{OrgID: tn.OrgID, Schema: tn.Schema, MessageID: id}
+	args := queue.DeliverArgs{TenantRef: queue.RefOf(tn), MessageID: id}
 	var raw []byte
 	err := f.DB.Pool.QueryRow(context.Background(), `SELECT args FROM river.river_job
 		WHERE kind = 'message_delivery' AND args->>'schema' = $1 AND (args->>'message_id')::bigint = $2`,
