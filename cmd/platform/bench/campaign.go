@@ -219,13 +219,8 @@ type campaignBench struct {
 // serviceEnv is the service's environment: the scratch database, the
 // fixtures' pepper, the pool's throttle, limits that never bind.
 func (b *campaignBench) serviceEnv() []string {
-	return []string{
-		"DATABASE_URL=" + b.url, "API_KEY_PEPPER=" + b.pepper, "JWT_SECRET=" + b.pepper,
-		"NETWORK=builtin", "DB_MAX_CONNS=" + strconv.Itoa(b.cfg.DBMaxConns), "LOG_LEVEL=" + b.cfg.LogLevel,
-		"DEFAULT_DAILY_LIMIT=100000000",
-		"SENDER_RATE=" + strconv.FormatFloat(b.cfg.SenderRate, 'f', -1, 64), "SENDER_BURST=" + strconv.Itoa(b.cfg.SenderBurst),
-		"API_RATE_LIMIT=1000000", "API_RATE_BURST=1000000",
-	}
+	return b.env(b.cfg.DBMaxConns, b.cfg.LogLevel,
+		"SENDER_RATE="+strconv.FormatFloat(b.cfg.SenderRate, 'f', -1, 64), "SENDER_BURST="+strconv.Itoa(b.cfg.SenderBurst))
 }
 
 func (b *campaignBench) run(ctx context.Context, keep bool) (*campaignReport, error) {

@@ -91,7 +91,7 @@ func (b *scheduledBench) run(ctx context.Context, keep bool, stdout io.Writer) e
 		return err
 	}
 
-	api, err := startChild(ctx, []string{"api"}, b.env(), true)
+	api, err := startChild(ctx, []string{"api"}, b.childEnv(), true)
 	if err != nil {
 		return err
 	}
@@ -130,7 +130,7 @@ func (b *scheduledBench) run(ctx context.Context, keep bool, stdout io.Writer) e
 		}
 	}()
 	for i := range b.cfg.Workers {
-		w, err := startChild(ctx, []string{"worker"}, b.env(), false)
+		w, err := startChild(ctx, []string{"worker"}, b.childEnv(), false)
 		if err != nil {
 			return fmt.Errorf("worker %d: %w", i+1, err)
 		}
@@ -166,20 +166,8 @@ func (b *scheduledBench) run(ctx context.Context, keep bool, stdout io.Writer) e
 	return nil
 }
 
-// env is the child processes' environment.
-func (b *scheduledBench) env() []string {
-	return []string{
-		"DATABASE_URL=" + b.url,
-		"API_KEY_PEPPER=" + b.pepper,
-		"JWT_SECRET=" + b.pepper,
-		"NETWORK=builtin",
-		"DB_MAX_CONNS=" + strconv.Itoa(b.cfg.DBMaxConns),
-		"LOG_LEVEL=warn",
-		"DEFAULT_DAILY_LIMIT=100000000",
-		"SENDER_RATE=1000000", "SENDER_BURST=1000000",
-		"API_RATE_LIMIT=1000000", "API_RATE_BURST=1000000",
-	}
-}
+// childEnv is the child processes' environment.
+func (b *scheduledBench) childEnv() []string { return b.env(b.cfg.DBMaxConns, "warn") }
 
 // fixtures creates the organizations, their senders and the recipients.
 func (b *scheduledBench) fixtures(ctx context.Context) error {

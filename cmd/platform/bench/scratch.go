@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 
 	"github.com/bizmsg/platform/platform/config"
 	"github.com/bizmsg/platform/platform/db"
@@ -79,4 +80,17 @@ func writeReport(out string, rep any, runErr error) error {
 		return errors.Join(runErr, fmt.Errorf("write %s: %w", out, err))
 	}
 	return runErr
+}
+
+// env is the environment of a service under test on the scratch
+// database: its pepper, the built-in network, dbMaxConns connections,
+// logLevel, and limits that never bind unless extra sets them again
+// (a later entry wins).
+func (s *scratch) env(dbMaxConns int, logLevel string, extra ...string) []string {
+	return append([]string{
+		"DATABASE_URL=" + s.url, "API_KEY_PEPPER=" + s.pepper, "JWT_SECRET=" + s.pepper,
+		"NETWORK=builtin", "DB_MAX_CONNS=" + strconv.Itoa(dbMaxConns), "LOG_LEVEL=" + logLevel,
+		"DEFAULT_DAILY_LIMIT=100000000", "SENDER_RATE=1000000", "SENDER_BURST=1000000",
+		"API_RATE_LIMIT=1000000", "API_RATE_BURST=1000000",
+	}, extra...)
 }

@@ -367,19 +367,8 @@ type sendBench struct {
 // serviceEnv is the environment of the service under test: the scratch
 // database, the fixtures' pepper, and limits high enough never to bind.
 func (b *sendBench) serviceEnv() []string {
-	return []string{
-		"DATABASE_URL=" + b.url,
-		"API_KEY_PEPPER=" + b.pepper,
-		"JWT_SECRET=" + b.pepper,
-		"NETWORK=builtin",
-		"DB_MAX_CONNS=" + strconv.Itoa(b.cfg.DBMaxConns),
-		"LOG_LEVEL=" + b.cfg.LogLevel,
-		"DEFAULT_DAILY_LIMIT=100000000",
-		"SENDER_RATE=1000000", "SENDER_BURST=1000000",
-		"API_RATE_LIMIT=1000000", "API_RATE_BURST=1000000",
-		// The webhook phase's receiver listens on loopback.
-		"WEBHOOK_ALLOW_PRIVATE=true",
-	}
+	// The webhook phase's receiver listens on loopback.
+	return b.env(b.cfg.DBMaxConns, b.cfg.LogLevel, "WEBHOOK_ALLOW_PRIVATE=true")
 }
 
 // startProfiled is startChild with serviceEnv, plus a loopback PPROF_ADDR
