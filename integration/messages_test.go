@@ -13,6 +13,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/network/builtin"
+	"github.com/bizmsg/platform/platform/network/networktest"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
 )
@@ -38,7 +39,7 @@ type msgEnv struct {
 func startMsg(t *testing.T, opts Options) *msgEnv {
 	t.Helper()
 	e := Start(t, opts)
-	return &msgEnv{Env: e, t: t, net: builtin.New(e.App.DB, builtin.Config{Clock: e.Clock})}
+	return &msgEnv{Env: e, t: t, net: networktest.Builtin(t, builtin.Config{DB: e.App.DB, Clock: e.Clock})}
 }
 
 // phoneN is the n-th test phone; every test has a database (and network) of

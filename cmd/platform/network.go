@@ -73,7 +73,11 @@ func withNetwork(ctx context.Context, stderr io.Writer, f func(*builtin.Network)
 		return err
 	}
 	defer d.Close()
-	return f(builtin.New(d, builtin.Config{}))
+	n, err := builtin.New(builtin.Config{DB: d})
+	if err != nil {
+		return err
+	}
+	return f(n)
 }
 
 func networkAddAccount(ctx context.Context, args []string, stdout, stderr io.Writer) error {

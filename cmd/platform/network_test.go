@@ -15,6 +15,7 @@ import (
 	"github.com/bizmsg/platform/platform/dbtest"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/network/builtin"
+	"github.com/bizmsg/platform/platform/network/networktest"
 )
 
 // runCmd runs the binary's run in-process and returns stdout, stderr and the error.
@@ -225,7 +226,7 @@ func TestNetworkCommands(t *testing.T) {
 
 	// What the commands did is what the network sees.
 	d := dbtest.Open(t, dbURL)
-	nw := builtin.New(d, builtin.Config{})
+	nw := networktest.Builtin(t, builtin.Config{DB: d})
 	ctx := context.Background()
 	if a, err := nw.Lookup(ctx, carol, bob); err != nil || !a.BlocksSender {
 		t.Fatalf("Lookup(carol, bob) = %+v, %v; want blocked", a, err)

@@ -23,7 +23,7 @@ func TestDeliveryJobWhereUsesItsIndex(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	d, _ := dbtest.Migrated(t)
-	rc, err := NewClient(d.Pool, nil, nil, Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	rc, err := NewClient(Config{Pool: d.Pool, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

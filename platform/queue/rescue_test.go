@@ -23,7 +23,7 @@ func TestRescuer(t *testing.T) {
 	d, _ := dbtest.Migrated(t)
 	ctx := context.Background()
 	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	rc, err := queue.NewClient(d.Pool, nil, nil, queue.Config{Logger: quiet})
+	rc, err := queue.NewClient(queue.Config{Pool: d.Pool, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

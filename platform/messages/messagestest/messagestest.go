@@ -29,6 +29,7 @@ import (
 	"github.com/bizmsg/platform/platform/migrate"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/network/builtin"
+	"github.com/bizmsg/platform/platform/network/networktest"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
 	"github.com/bizmsg/platform/platform/throttle"
@@ -186,8 +187,8 @@ func Setup(t *testing.T, rate float64, burst int, edit func(*Config)) *Fixture {
 	t.Helper()
 	d, _ := dbtest.Migrated(t)
 	clk := clock.NewFake(Start)
-	net := &CountingNetwork{Network: builtin.New(d, builtin.Config{Clock: clk})}
-	ins, err := queue.NewClient(d.Pool, nil, nil, queue.Config{})
+	net := &CountingNetwork{Network: networktest.Builtin(t, builtin.Config{DB: d, Clock: clk})}
+	ins, err := queue.NewClient(queue.Config{Pool: d.Pool})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +205,7 @@ func Setup(t *testing.T, rate float64, burst int, edit func(*Config)) *Fixture {
 			batches.Add(1)
 		}
 	}
-	prep := db.NewPrepared(d, db.PreparedConfig{Observe: countBatches})
+	prep := dbtest.Prepared(t, db.PreparedConfig{DB: d, Observe: countBatches})
 	cfg := Config{
 		Acceptance: acceptance.Config{Prepared: prep, Jobs: ins, Senders: snd, Network: net, Clock: clk},
 		Delivery: delivery.Config{
@@ -238,7 +239,7 @@ func Setup(t *testing.T, rate float64, burst int, edit func(*Config)) *Fixture {
 		t.Fatal(err)
 	}
 	svc := Services{Acceptance: acc, Delivery: dlv, Messages: msgs}
-	mig, err := migrate.New(d.Pool, migrate.Config{Logger: quiet})
+	mig, err := migrate.New(migrate.Config{Pool: d.Pool, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

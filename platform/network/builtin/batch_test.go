@@ -20,6 +20,7 @@ import (
 	"github.com/bizmsg/platform/platform/dbtest"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/network/builtin"
+	"github.com/bizmsg/platform/platform/network/networktest"
 )
 
 // statements counts the statements a pool runs.
@@ -48,7 +49,7 @@ func newCountingFixture(t *testing.T) (*fixture, *statements) {
 	}
 	t.Cleanup(pool.Close)
 	clk := clock.NewFake(start)
-	return &fixture{t: t, db: d, net: builtin.New(&db.DB{Pool: pool}, builtin.Config{Clock: clk}), clock: clk}, count
+	return &fixture{t: t, db: d, net: networktest.Builtin(t, builtin.Config{DB: &db.DB{Pool: pool}, Clock: clk}), clock: clk}, count
 }
 
 // storedMessage is a row of network.messages, with the phones of its accounts.
@@ -703,7 +704,7 @@ func TestDeliveriesShareStatements(t *testing.T) {
 	var shared *builtin.Network
 	got := make([]network.Result, len(tests))
 	runs := dbtest.SharedRuns(t, f.db, "network.messages", func(cfg batch.Config) func() error {
-		shared = builtin.New(f.db, builtin.Config{Clock: f.clock, DeliverBatch: cfg})
+		shared = networktest.Builtin(t, builtin.Config{DB: f.db, Clock: f.clock, DeliverBatch: cfg})
 		return func() error {
 			_, err := shared.Deliver(ctx, text("shared:held", a, b, "held"))
 			return err

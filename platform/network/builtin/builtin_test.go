@@ -34,7 +34,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	d, _ := dbtest.Migrated(t)
 	clk := clock.NewFake(start)
-	return &fixture{t: t, db: d, net: builtin.New(d, builtin.Config{Clock: clk}), clock: clk}
+	return &fixture{t: t, db: d, net: networktest.Builtin(t, builtin.Config{DB: d, Clock: clk}), clock: clk}
 }
 
 // ph returns a valid E.164 phone numbered i.
@@ -579,7 +579,7 @@ func TestLookupsShareReads(t *testing.T) {
 	var shared *builtin.Network
 	got := make([]answer, len(asks))
 	runs := dbtest.SharedRuns(t, f.db, "network.accounts", func(cfg batch.Config) func() error {
-		shared = builtin.New(f.db, builtin.Config{Clock: f.clock, Batch: cfg})
+		shared = networktest.Builtin(t, builtin.Config{DB: f.db, Clock: f.clock, Batch: cfg})
 		return func() error {
 			_, err := shared.Lookup(ctx, ph(2), "")
 			return err
@@ -658,6 +658,6 @@ func TestConformance(t *testing.T) {
 	t.Parallel()
 	networktest.Run(t, func(t *testing.T) networktest.Harness {
 		d, _ := dbtest.Migrated(t)
-		return &harness{net: builtin.New(d, builtin.Config{})}
+		return &harness{net: networktest.Builtin(t, builtin.Config{DB: d})}
 	})
 }

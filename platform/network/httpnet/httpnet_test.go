@@ -45,7 +45,7 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	d, _ := dbtest.Migrated(t)
-	f := &fixture{t: t, net: builtin.New(d, builtin.Config{})}
+	f := &fixture{t: t, net: networktest.Builtin(t, builtin.Config{DB: d})}
 	h, err := httpnet.NewHandler(httpnet.HandlerConfig{Network: f.net, Secret: secret,
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
@@ -523,7 +523,7 @@ func TestContextCancellation(t *testing.T) {
 func TestBasePathPrefix(t *testing.T) {
 	t.Parallel()
 	d, _ := dbtest.Migrated(t)
-	net := builtin.New(d, builtin.Config{})
+	net := networktest.Builtin(t, builtin.Config{DB: d})
 	if _, err := net.AddAccount(context.Background(), builtin.AccountSpec{Phone: ph(1), Verified: true}); err != nil {
 		t.Fatal(err)
 	}
