@@ -37,15 +37,12 @@ var ErrNotScheduled = errors.New("message is no longer scheduled")
 // content as scheduled. For a template send, Template names the template
 // and its values: it is rendered at release.
 type Draft struct {
-	MessageID       int64
-	SenderID        int64
-	ToPhone         string
-	Type            string
-	Content         string
-	FileName        *string
-	FileSize        *int64
-	FileType        *string
-	Duration        *int
+	MessageID int64
+	SenderID  int64
+	ToPhone   string
+	// Body is the content; a template send's type is template, its content
+	// empty until rendered.
+	Body
 	ClientReference *string
 	Template        *TemplateRef
 	// CampaignID is the campaign of a campaign recipient's message (nil
@@ -63,9 +60,9 @@ type Draft struct {
 // decoded).
 func DraftOf(r *messages.Row) (Draft, error) {
 	d := Draft{
-		MessageID: r.ID, SenderID: r.SenderNumberID, ToPhone: r.ToPhone, Type: r.Type, Content: r.Content,
-		FileName: r.FileName, FileSize: r.FileSize, FileType: r.FileType, Duration: r.Duration,
-		ClientReference: r.ClientReference, CampaignID: r.CampaignID,
+		MessageID: r.ID, SenderID: r.SenderNumberID, ToPhone: r.ToPhone, ClientReference: r.ClientReference,
+		CampaignID: r.CampaignID, Body: Body{Type: r.Type, Content: r.Content, FileName: r.FileName,
+			FileSize: r.FileSize, FileType: r.FileType, Duration: r.Duration},
 	}
 	if r.TemplateRef != nil {
 		var ref TemplateRef

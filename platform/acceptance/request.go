@@ -156,6 +156,17 @@ type draft struct {
 	SendAt *time.Time `json:"send_at,omitempty"`
 }
 
+// row is the outbound message d writes in status, accepted at now: its
+// recipient, body and client reference. The path that stores it sets what
+// it knows besides (the sender, the recipient's account, the template,
+// send_at).
+func (d draft) row(status string, now time.Time) *messages.Row {
+	m := messages.Message{Direction: messages.DirectionOutbound, ToPhone: d.ToPhone, Type: d.Type, Content: d.Content,
+		FileName: d.FileName, FileSize: d.FileSize, FileType: d.FileType, Duration: d.Duration,
+		Status: status, ClientReference: d.ClientReference, CreatedAt: now}
+	return &messages.Row{Message: m, UpdatedAt: now}
+}
+
 // sender is how the request named its sender number.
 type sender struct {
 	ID    int64  `json:"id,omitempty"`

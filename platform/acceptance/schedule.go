@@ -37,24 +37,8 @@ func (s *Service) schedule(ctx context.Context, t db.Tenant, d draft, key string
 	if err != nil {
 		return Result{}, err
 	}
-	r := &messages.Row{
-		Message: messages.Message{
-			Direction:       messages.DirectionOutbound,
-			SenderNumberID:  sn.ID,
-			ToPhone:         d.ToPhone,
-			Type:            d.Type,
-			Content:         d.Content,
-			FileName:        d.FileName,
-			FileSize:        d.FileSize,
-			FileType:        d.FileType,
-			Duration:        d.Duration,
-			Status:          messages.StatusScheduled,
-			ClientReference: d.ClientReference,
-			CreatedAt:       now,
-			SendAt:          d.SendAt,
-		},
-		UpdatedAt: now,
-	}
+	r := d.row(messages.StatusScheduled, now)
+	r.SenderNumberID, r.SendAt = sn.ID, d.SendAt
 	if d.Template != nil {
 		// The template must exist and the variables fit it now; its
 		// approval is checked, and the text rendered again, at release.

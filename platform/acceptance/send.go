@@ -115,25 +115,8 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *SendRequest) (Resu
 		templateID, templateRef, d.Content = &tr.id, &tr.ref, tr.text
 	}
 
-	r := &messages.Row{
-		Message: messages.Message{
-			Direction:       messages.DirectionOutbound,
-			ToPhone:         d.ToPhone,
-			RecipientUserID: reach.RecipientID,
-			Type:            d.Type,
-			Content:         d.Content,
-			FileName:        d.FileName,
-			FileSize:        d.FileSize,
-			FileType:        d.FileType,
-			Duration:        d.Duration,
-			Status:          messages.StatusQueued,
-			ClientReference: d.ClientReference,
-			TemplateID:      templateID,
-			CreatedAt:       now,
-		},
-		UpdatedAt:   now,
-		TemplateRef: templateRef,
-	}
+	r := d.row(messages.StatusQueued, now)
+	r.RecipientUserID, r.TemplateID, r.TemplateRef = reach.RecipientID, templateID, templateRef
 	if key == "" && templateID != nil {
 		// Template sends never batch: their statement checks the template
 		// too (acceptSQL), which the batch statement of the plain sends
