@@ -442,10 +442,3 @@ func TestPreparedQueryFirst(t *testing.T) {
 		})
 	}
 }
-
-func TestNewPreparedRequiresDB(t *testing.T) {
-	t.Parallel()
-	if _, err := db.NewPrepared(db.PreparedConfig{}); err == nil || err.Error() != "db: PreparedConfig.DB is required" {
-		t.Fatalf("NewPrepared without a DB = %v", err)
-	}
-}
