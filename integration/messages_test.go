@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bizmsg/platform/platform/messages"
+	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/network/builtin"
 	"github.com/bizmsg/platform/platform/network/networktest"
 	"github.com/bizmsg/platform/platform/queue"
@@ -836,7 +837,7 @@ func TestMessageHistory(t *testing.T) {
 	}
 	conv := *out.Data.ConversationID
 	got, err := e.App.Messages.Receive(context.Background(), messages.Inbound{ID: "net-in-1", FromPhone: phoneN(10),
-		ToPhone: phoneN(1), ConversationID: conv, Type: "text", Content: "thanks"})
+		ToPhone: phoneN(1), ConversationID: conv, Media: network.Media{Type: "text", Content: "thanks"}})
 	if err != nil || got != messages.ReceiptApplied {
 		t.Fatalf("receive: %s %v", got, err)
 	}

@@ -289,28 +289,22 @@ type blockJSON struct {
 
 // messageJSON is one message as --json prints it (inbox, read, send).
 type messageJSON struct {
-	MessageID      int64   `json:"message_id"`
-	ConversationID int64   `json:"conversation_id"`
-	FromPhone      string  `json:"from_phone"`
-	ToPhone        string  `json:"to_phone"`
-	Type           string  `json:"type"`
-	Content        string  `json:"content"`
-	FileName       string  `json:"file_name,omitempty"`
-	FileSize       int64   `json:"file_size,omitempty"`
-	FileType       string  `json:"file_type,omitempty"`
-	Duration       int     `json:"duration,omitempty"`
-	Reference      string  `json:"reference"`
-	CreatedAt      string  `json:"created_at"`
-	Receipt        string  `json:"receipt"`
-	DeliveredAt    string  `json:"delivered_at"`
-	ReadAt         *string `json:"read_at"`
+	MessageID      int64  `json:"message_id"`
+	ConversationID int64  `json:"conversation_id"`
+	FromPhone      string `json:"from_phone"`
+	ToPhone        string `json:"to_phone"`
+	network.Media
+	Reference   string  `json:"reference"`
+	CreatedAt   string  `json:"created_at"`
+	Receipt     string  `json:"receipt"`
+	DeliveredAt string  `json:"delivered_at"`
+	ReadAt      *string `json:"read_at"`
 }
 
 func messageToJSON(m builtin.InboxMessage) messageJSON {
 	return messageJSON{
 		MessageID: m.MessageID, ConversationID: m.ConversationID, FromPhone: m.FromPhone, ToPhone: m.ToPhone,
-		Type: m.Type, Content: m.Content, FileName: m.FileName, FileSize: m.FileSize,
-		FileType: m.FileType, Duration: m.Duration, Reference: m.Reference,
+		Media: m.Media, Reference: m.Reference,
 		CreatedAt: clock.Format(m.CreatedAt), Receipt: m.Receipt(),
 		DeliveredAt: clock.Format(m.DeliveredAt), ReadAt: clock.FormatPtr(m.ReadAt),
 	}

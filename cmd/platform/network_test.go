@@ -243,11 +243,10 @@ func TestNetworkCommands(t *testing.T) {
 		t.Fatalf("empty inbox --json = %q", out)
 	}
 	for _, m := range []network.Message{
-		{Reference: "otp:1", ToPhone: carol, Type: "text", Content: "Your Acme verification code is 123456."},
-		{Reference: "t:1", FromPhone: alice, ToPhone: carol, Type: "text", Content: "two\nlines"},
-		{Reference: "t:2", FromPhone: carol, ToPhone: alice, Type: "text", Content: "not for carol"},
-		{Reference: "t:3", FromPhone: alice, ToPhone: carol, Type: "document", Content: "https://files.example/a.pdf",
-			FileName: "a.pdf", FileSize: 1024, FileType: "application/pdf"},
+		{Reference: "otp:1", ToPhone: carol, Media: network.Media{Type: "text", Content: "Your Acme verification code is 123456."}},
+		{Reference: "t:1", FromPhone: alice, ToPhone: carol, Media: network.Media{Type: "text", Content: "two\nlines"}},
+		{Reference: "t:2", FromPhone: carol, ToPhone: alice, Media: network.Media{Type: "text", Content: "not for carol"}},
+		{Reference: "t:3", FromPhone: alice, ToPhone: carol, Media: network.Media{Type: "document", Content: "https://files.example/a.pdf", FileName: "a.pdf", FileSize: 1024, FileType: "application/pdf"}},
 	} {
 		if _, err := nw.Deliver(ctx, m); err != nil {
 			t.Fatalf("Deliver %s: %v", m.Reference, err)

@@ -417,12 +417,7 @@ func networkMessage(t db.Tenant, m *messages.Row, phone string) network.Message 
 		Reference: messages.Reference(t, m.ID),
 		FromPhone: phone,
 		ToPhone:   m.ToPhone,
-		Type:      typ,
-		Content:   m.Content,
-		FileName:  deref(m.FileName),
-		FileSize:  deref(m.FileSize),
-		FileType:  deref(m.FileType),
-		Duration:  deref(m.Duration),
+		Media:     network.Media{Type: typ, Content: m.Content, FileName: deref(m.FileName), FileSize: deref(m.FileSize), FileType: deref(m.FileType), Duration: deref(m.Duration)},
 	}
 }
 

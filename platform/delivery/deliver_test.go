@@ -24,7 +24,7 @@ func TestDeliverAfterCrashBetweenNetworkAndRecord(t *testing.T) {
 
 	// The first run's network call, whose result was lost with the worker.
 	first, err := f.Net.Network.Deliver(context.Background(), network.Message{
-		Reference: messages.Reference(tn, id), FromPhone: ph(1), ToPhone: ph(2), Type: "text", Content: "once"})
+		Reference: messages.Reference(tn, id), FromPhone: ph(1), ToPhone: ph(2), Media: network.Media{Type: "text", Content: "once"}})
 	if err != nil {
 		t.Fatal(err)
 	}

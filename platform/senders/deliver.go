@@ -68,8 +68,7 @@ func (s *Service) DeliverOTP(ctx context.Context, args queue.OTPArgs) error {
 		Reference: OTPReference(t, r.ID, r.OTPGeneration),
 		FromPhone: "", // the platform's own service account
 		ToPhone:   r.Phone,
-		Type:      "text",
-		Content:   s.otpText(orgName, r.Phone, code),
+		Media:     network.Media{Type: "text", Content: s.otpText(orgName, r.Phone, code)},
 	})
 	if err != nil {
 		return fmt.Errorf("deliver otp: %w", err)

@@ -188,7 +188,7 @@ func TestLookupAndVerified(t *testing.T) {
 }
 
 func text(ref, from, to string) network.Message {
-	return network.Message{Reference: ref, FromPhone: from, ToPhone: to, Type: "text", Content: "hello " + ref}
+	return network.Message{Reference: ref, FromPhone: from, ToPhone: to, Media: network.Media{Type: "text", Content: "hello " + ref}}
 }
 
 // A delivery whose answer is lost is retried and returns the first delivery:
@@ -219,7 +219,7 @@ func TestDeliverIdempotentAcrossRetries(t *testing.T) {
 		t.Fatalf("inbox = %d messages, %v; want 1", len(inbox), err)
 	}
 	// The service account (no FromPhone) sends too: the OTP path.
-	otp, err := c.Deliver(ctx, network.Message{Reference: "otp:1", ToPhone: ph(2), Type: "text", Content: "code"})
+	otp, err := c.Deliver(ctx, network.Message{Reference: "otp:1", ToPhone: ph(2), Media: network.Media{Type: "text", Content: "code"}})
 	if err != nil || otp.MessageID == d.MessageID {
 		t.Fatalf("otp delivery = %+v, %v", otp, err)
 	}
@@ -247,7 +247,7 @@ func TestDeliverRefusals(t *testing.T) {
 		code string
 	}{
 		{"no reference", text("", ph(1), ph(2)), network.CodeInvalidMessage},
-		{"bad type", network.Message{Reference: "r1", FromPhone: ph(1), ToPhone: ph(2), Type: "fax"}, network.CodeInvalidMessage},
+		{"bad type", network.Message{Reference: "r1", FromPhone: ph(1), ToPhone: ph(2), Media: network.Media{Type: "fax"}}, network.CodeInvalidMessage},
 		{"bad phone", text("r2", ph(1), "0"), network.CodeInvalidPhone},
 		{"sender unknown", text("r3", ph(98), ph(2)), network.CodeSenderNotRegistered},
 		{"recipient unknown", text("r4", ph(1), ph(99)), network.CodeNotRegistered},

@@ -123,7 +123,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 
 // text is a text message between two phones.
 func text(ref, from, to, content string) network.Message {
-	return network.Message{Reference: ref, FromPhone: from, ToPhone: to, Type: "text", Content: content}
+	return network.Message{Reference: ref, FromPhone: from, ToPhone: to, Media: network.Media{Type: "text", Content: content}}
 }
 
 // deliver delivers msg and fails the test if the network refuses it.
