@@ -32,7 +32,7 @@ func TestAdminMessageShowAndJobsRetry(t *testing.T) {
 	if err != nil || job == nil {
 		t.Fatalf("delivery job: %v %v", job, err)
 	}
-	args := queue.DeliverArgs{OrgID: org.ID, Schema: org.Tenant.Schema, MessageID: m.ID, SenderID: sid}
+	args := queue.DeliverArgs{TenantRef: queue.TenantRef{OrgID: org.ID, Schema: org.Tenant.Schema}, MessageID: m.ID, SenderID: sid}
 
 	// The last attempt meets the outage: the message fails network_error.
 	flaky.failing.Store(true)

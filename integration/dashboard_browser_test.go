@@ -12,6 +12,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/network/builtin"
+	"github.com/bizmsg/platform/platform/network/networktest"
 )
 
 // Dashboard tests in a real headless Chromium (browser.go): what an owner
@@ -34,7 +35,7 @@ func startBrowser(t *testing.T, opts Options) *browserEnv {
 	}
 	opts.Env["SENDER_SWEEP_INTERVAL"] = "1s"
 	e := Start(t, opts)
-	se := &senderEnv{Env: e, t: t, net: builtin.New(e.App.DB, builtin.Config{Clock: e.Clock})}
+	se := &senderEnv{Env: e, t: t, net: networktest.Builtin(t, builtin.Config{DB: e.App.DB, Clock: e.Clock})}
 	return &browserEnv{senderEnv: se, b: NewBrowser(t, e.Server.URL)}
 }
 

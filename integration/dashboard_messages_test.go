@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/bizmsg/platform/platform/messages"
+	"github.com/bizmsg/platform/platform/network"
 )
 
 // The dashboard's history shows each message's direction and status
@@ -37,7 +38,7 @@ func TestDashboardMessageThread(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got, err := e.App.Messages.Receive(ctx, messages.Inbound{ID: "web-in-1", FromPhone: contact, ToPhone: phoneN(1),
-		ConversationID: conv, Type: "text", Content: "Thank you <3"}); err != nil || got != messages.ReceiptApplied {
+		ConversationID: conv, Media: network.Media{Type: "text", Content: "Thank you <3"}}); err != nil || got != messages.ReceiptApplied {
 		t.Fatalf("receive: %s %v", got, err)
 	}
 

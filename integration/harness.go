@@ -25,6 +25,7 @@ import (
 	"github.com/bizmsg/platform/platform/dbtest"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/network/builtin"
+	"github.com/bizmsg/platform/platform/network/networktest"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/webhooks"
 )
@@ -104,7 +105,7 @@ func Start(t testing.TB, opts Options) *Env {
 	ctx, cancel := context.WithCancel(context.Background())
 	appOpts := app.Options{Config: cfg, Logger: log, Clock: clk, Workers: opts.Workers, Jobs: opts.Jobs, Webhooks: opts.Webhooks}
 	if opts.Network != nil {
-		appOpts.Network = opts.Network(builtin.New(dbtest.Open(t, dbURL), builtin.Config{Clock: clk}))
+		appOpts.Network = opts.Network(networktest.Builtin(t, builtin.Config{DB: dbtest.Open(t, dbURL), Clock: clk}))
 	}
 	a, err := app.New(ctx, appOpts)
 	if err != nil {

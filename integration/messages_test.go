@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/bizmsg/platform/platform/messages"
+	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/network/builtin"
+	"github.com/bizmsg/platform/platform/network/networktest"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
 )
@@ -38,7 +40,7 @@ type msgEnv struct {
 func startMsg(t *testing.T, opts Options) *msgEnv {
 	t.Helper()
 	e := Start(t, opts)
-	return &msgEnv{Env: e, t: t, net: builtin.New(e.App.DB, builtin.Config{Clock: e.Clock})}
+	return &msgEnv{Env: e, t: t, net: networktest.Builtin(t, builtin.Config{DB: e.App.DB, Clock: e.Clock})}
 }
 
 // phoneN is the n-th test phone; every test has a database (and network) of
@@ -843,7 +845,7 @@ func TestMessageHistory(t *testing.T) {
 	}
 	conv := *out.Data.ConversationID
 	got, err := e.App.Messages.Receive(context.Background(), messages.Inbound{ID: "net-in-1", FromPhone: phoneN(10),
-		ToPhone: phoneN(1), ConversationID: conv, Type: "text", Content: "thanks"})
+		ToPhone: phoneN(1), ConversationID: conv, Media: network.Media{Type: "text", Content: "thanks"}})
 	if err != nil || got != messages.ReceiptApplied {
 		t.Fatalf("receive: %s %v", got, err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/bizmsg/platform/platform/dbtest"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/network/builtin"
+	"github.com/bizmsg/platform/platform/network/networktest"
 	"github.com/bizmsg/platform/platform/queue"
 )
 
@@ -95,7 +96,7 @@ func TestDeliveryOrderAcrossWorkers(t *testing.T) {
 	nets := make([]*faultyNetwork, 3)
 	for i := range nets {
 		nets[i] = &faultyNetwork{
-			Network: builtin.New(dbtest.Open(t, e.DatabaseURL), builtin.Config{Clock: e.Clock}),
+			Network: networktest.Builtin(t, builtin.Config{DB: dbtest.Open(t, e.DatabaseURL), Clock: e.Clock}),
 			before:  0.10, after: 0.05,
 			rng: rand.New(rand.NewPCG(seed, uint64(i))),
 		}

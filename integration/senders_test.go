@@ -18,6 +18,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/network/builtin"
+	"github.com/bizmsg/platform/platform/network/networktest"
 )
 
 // Sender-number tests: docs/api.md, §Sender numbers,
@@ -39,7 +40,7 @@ type senderEnv struct {
 func startSenders(t *testing.T) *senderEnv {
 	t.Helper()
 	e := Start(t, Options{Workers: true, Env: map[string]string{"SENDER_SWEEP_INTERVAL": "1s"}})
-	return &senderEnv{Env: e, t: t, net: builtin.New(e.App.DB, builtin.Config{Clock: e.Clock})}
+	return &senderEnv{Env: e, t: t, net: networktest.Builtin(t, builtin.Config{DB: e.App.DB, Clock: e.Clock})}
 }
 
 // account creates a network account for p, its owner verified or not.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bizmsg/platform/platform/messages"
+	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/queue"
 )
 
@@ -76,7 +77,7 @@ func (e *msgEnv) deliverNow(org *Org, messageID int64) {
 		e.t.Fatalf("delivery job of message %d: %v", messageID, err)
 	}
 	d, err := e.App.Delivery.DeliverMessage(context.Background(),
-		queue.DeliverArgs{OrgID: org.ID, Schema: org.Tenant.Schema, MessageID: messageID},
+		queue.DeliverArgs{TenantRef: queue.TenantRef{OrgID: org.ID, Schema: org.Tenant.Schema}, MessageID: messageID},
 		queue.DeliveryAttempt{JobID: jobID, Attempt: 1, MaxAttempts: 25})
 	if err != nil || d != 0 {
 		e.t.Fatalf("deliver message %d: %v, snooze %s", messageID, err, d)
@@ -125,7 +126,7 @@ func TestUsageReport(t *testing.T) {
 	e.deliverNow(org, accepted(t, e.send(org, text(s1, phoneN(10), "f"))).ID)
 	// And an answer to s1, which counts as received and in no total.
 	if got, err := e.App.Messages.Receive(context.Background(), messages.Inbound{ID: "usage-in-1", FromPhone: phoneN(10),
-		ToPhone: phoneN(1), Type: "text", Content: "thanks"}); err != nil || got != messages.ReceiptApplied {
+		ToPhone: phoneN(1), Media: network.Media{Type: "text", Content: "thanks"}}); err != nil || got != messages.ReceiptApplied {
 		t.Fatalf("receive: %s %v", got, err)
 	}
 	e.relogin(org) // the fake clock outlived the access token

@@ -48,7 +48,7 @@ func (w *CampaignWorker) NextRetry(*river.Job[queue.CampaignArgs]) time.Time {
 
 // Work runs one tick of the job's campaign.
 func (w *CampaignWorker) Work(ctx context.Context, job *river.Job[queue.CampaignArgs]) error {
-	t, err := db.NewTenant(job.Args.OrgID, job.Args.Schema)
+	t, err := job.Args.Tenant()
 	if err != nil {
 		return river.JobCancel(fmt.Errorf("campaign job %d: %w", job.ID, err))
 	}

@@ -40,7 +40,7 @@ func (w *ReleaseWorker) Timeout(*river.Job[queue.ReleaseArgs]) time.Duration { r
 
 // Work releases the job's message.
 func (w *ReleaseWorker) Work(ctx context.Context, job *river.Job[queue.ReleaseArgs]) error {
-	t, err := db.NewTenant(job.Args.OrgID, job.Args.Schema)
+	t, err := job.Args.Tenant()
 	if err != nil {
 		return river.JobCancel(fmt.Errorf("release job %d: %w", job.ID, err))
 	}

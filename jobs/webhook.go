@@ -51,7 +51,7 @@ func (w *WebhookWorker) Timeout(*river.Job[queue.WebhookDeliveryArgs]) time.Dura
 
 // Work makes one attempt of the job's delivery.
 func (w *WebhookWorker) Work(ctx context.Context, job *river.Job[queue.WebhookDeliveryArgs]) error {
-	t, err := db.NewTenant(job.Args.OrgID, job.Args.Schema)
+	t, err := job.Args.Tenant()
 	if err != nil {
 		return river.JobCancel(fmt.Errorf("webhook delivery %d: %w", job.Args.DeliveryID, err))
 	}

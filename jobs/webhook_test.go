@@ -72,7 +72,7 @@ func TestWebhookWorker(t *testing.T) {
 			w := &WebhookWorker{Attempter: a}
 			job := &river.Job[queue.WebhookDeliveryArgs]{
 				JobRow: &rivertype.JobRow{ID: 9, Attempt: tt.attempt, MaxAttempts: queue.DefaultWebhookMaxAttempts},
-				Args:   queue.WebhookDeliveryArgs{OrgID: 1, Schema: tt.schema, DeliveryID: 5, EndpointID: 3, RetryUntil: until},
+				Args:   queue.WebhookDeliveryArgs{TenantRef: queue.TenantRef{OrgID: 1, Schema: tt.schema}, DeliveryID: 5, EndpointID: 3, RetryUntil: until},
 			}
 			if w.Timeout(job) <= 10*time.Second {
 				t.Fatalf("timeout %s does not leave room past the request", w.Timeout(job))

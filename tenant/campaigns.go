@@ -1,7 +1,6 @@
 package tenant
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"github.com/bizmsg/platform/platform/apikey"
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/campaigns"
-	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/httpx"
 )
 
@@ -36,13 +34,13 @@ func MountCampaigns(g gin.IRoutes, svc *campaigns.Service) {
 	scope := RequireScope(apikey.ScopeCampaignsManage)
 	g.POST("/campaigns", scope, h.create)
 	g.GET("/campaigns", scope, h.list)
-	g.GET("/campaigns/:id", scope, h.get)
+	g.GET("/campaigns/:id", scope, oneByID("campaign", http.StatusOK, svc.Get))
 	g.POST("/campaigns/:id/recipients", scope, h.addRecipients)
 	g.GET("/campaigns/:id/recipients", scope, h.recipients)
-	g.POST("/campaigns/:id/start", scope, h.transition(svc.Start))
-	g.POST("/campaigns/:id/pause", scope, h.transition(svc.Pause))
-	g.POST("/campaigns/:id/resume", scope, h.transition(svc.Resume))
-	g.POST("/campaigns/:id/cancel", scope, h.transition(svc.Cancel))
+	g.POST("/campaigns/:id/start", scope, oneByID("campaign", http.StatusOK, svc.Start))
+	g.POST("/campaigns/:id/pause", scope, oneByID("campaign", http.StatusOK, svc.Pause))
+	g.POST("/campaigns/:id/resume", scope, oneByID("campaign", http.StatusOK, svc.Resume))
+	g.POST("/campaigns/:id/cancel", scope, oneByID("campaign", http.StatusOK, svc.Cancel))
 }
 
 // campaignID reads the {id} path parameter; false has answered 404.
@@ -64,16 +62,6 @@ func (h *campaignHandlers) list(c *gin.Context) {
 		Status: c.Query("status"), Limit: c.Query("limit"), Cursor: c.Query("cursor"),
 	})
 	httpx.Reply(c, http.StatusOK, page, err)
-}
-
-// get is GET /campaigns/{id}.
-func (h *campaignHandlers) get(c *gin.Context) {
-	id, ok := campaignID(c)
-	if !ok {
-		return
-	}
-	camp, err := h.svc.Get(c.Request.Context(), MustPrincipal(c).Tenant, id)
-	httpx.Data(c, http.StatusOK, camp, err)
 }
 
 // addRecipients is POST /campaigns/{id}/recipients: the body, JSON or CSV
@@ -108,17 +96,4 @@ func (h *campaignHandlers) recipients(c *gin.Context) {
 		Status: c.Query("status"), Limit: c.Query("limit"), Cursor: c.Query("cursor"),
 	})
 	httpx.Reply(c, http.StatusOK, page, err)
-}
-
-// transition is a POST /campaigns/{id}/<action> (no body): 200 with the
-// campaign in its new state.
-func (h *campaignHandlers) transition(do func(context.Context, db.Tenant, int64) (campaigns.Campaign, error)) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		id, ok := campaignID(c)
-		if !ok {
-			return
-		}
-		camp, err := do(c.Request.Context(), MustPrincipal(c).Tenant, id)
-		httpx.Data(c, http.StatusOK, camp, err)
-	}
 }

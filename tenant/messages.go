@@ -35,19 +35,7 @@ func MountMessages(g gin.IRoutes, accept *acceptance.Service, msgs *messages.Ser
 	g.POST("/messages", RequireScope(apikey.ScopeMessagesSend), h.send)
 	g.GET("/messages", RequireScope(apikey.ScopeMessagesRead), r.List)
 	g.GET("/messages/:id", RequireScope(apikey.ScopeMessagesRead), r.Get)
-	g.POST("/messages/:id/cancel", RequireScope(apikey.ScopeMessagesSend), h.cancel)
-}
-
-// cancel is POST /messages/{id}/cancel: 200 with the canceled message while
-// it is scheduled; 409 not_cancelable otherwise; 404 for an unknown id.
-func (h *messageHandlers) cancel(c *gin.Context) {
-	p := MustPrincipal(c)
-	id, ok := httpx.PathIDOr404(c, "message")
-	if !ok {
-		return
-	}
-	m, err := h.svc.Cancel(c.Request.Context(), p.Tenant, id)
-	httpx.Data(c, http.StatusOK, m, err)
+	g.POST("/messages/:id/cancel", RequireScope(apikey.ScopeMessagesSend), oneByID("message", http.StatusOK, accept.Cancel))
 }
 
 // send is POST /messages: 202 with the queued message, or the first answer

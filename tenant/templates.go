@@ -28,12 +28,9 @@ func MountTemplates(g gin.IRoutes, svc *templates.Service) {
 	read := RequireAnyScope(apikey.ScopeMessagesSend, apikey.ScopeMessagesRead)
 	g.POST("/templates", manage, h.create)
 	g.GET("/templates", read, h.list)
-	g.GET("/templates/:id", read, h.get)
-	g.DELETE("/templates/:id", manage, h.delete)
+	g.GET("/templates/:id", read, oneByID("template", http.StatusOK, svc.Get))
+	g.DELETE("/templates/:id", manage, deleteByID("template", svc.Delete))
 }
-
-// templateID reads the {id} path parameter; false has answered 404.
-func templateID(c *gin.Context) (int64, bool) { return httpx.PathIDOr404(c, "template") }
 
 // create is POST /templates: 201 with the template, pending review.
 func (h *templateHandlers) create(c *gin.Context) {
@@ -53,28 +50,4 @@ func (h *templateHandlers) list(c *gin.Context) {
 		Limit: c.Query("limit"), Cursor: c.Query("cursor"),
 	})
 	httpx.Reply(c, http.StatusOK, page, err)
-}
-
-// get is GET /templates/{id}.
-func (h *templateHandlers) get(c *gin.Context) {
-	id, ok := templateID(c)
-	if !ok {
-		return
-	}
-	tpl, err := h.svc.Get(c.Request.Context(), MustPrincipal(c).Tenant, id)
-	httpx.Data(c, http.StatusOK, tpl, err)
-}
-
-// delete is DELETE /templates/{id}: 204. Messages sent with the template
-// keep their content.
-func (h *templateHandlers) delete(c *gin.Context) {
-	id, ok := templateID(c)
-	if !ok {
-		return
-	}
-	if err := h.svc.Delete(c.Request.Context(), MustPrincipal(c).Tenant, id); err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	c.Status(http.StatusNoContent)
 }

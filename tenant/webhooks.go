@@ -35,9 +35,9 @@ func MountWebhooks(g gin.IRoutes, svc *webhooks.Service) {
 	scope := RequireScope(apikey.ScopeWebhooksManage)
 	g.POST("/webhooks", scope, h.create)
 	g.GET("/webhooks", scope, h.list)
-	g.GET("/webhooks/:id", scope, h.get)
+	g.GET("/webhooks/:id", scope, oneByID("webhook endpoint", http.StatusOK, svc.Get))
 	g.PATCH("/webhooks/:id", scope, h.update)
-	g.DELETE("/webhooks/:id", scope, h.delete)
+	g.DELETE("/webhooks/:id", scope, deleteByID("webhook endpoint", svc.Delete))
 	g.POST("/webhooks/:id/rotate-secret", scope, h.rotate)
 	g.GET("/webhooks/:id/deliveries", scope, h.deliveries)
 	g.POST("/webhooks/:id/deliveries/redeliver", scope, h.redeliverFailed)
@@ -70,16 +70,6 @@ func (h *webhookHandlers) list(c *gin.Context) {
 	httpx.Reply(c, http.StatusOK, page, err)
 }
 
-// get is GET /webhooks/{id}.
-func (h *webhookHandlers) get(c *gin.Context) {
-	id, ok := endpointID(c)
-	if !ok {
-		return
-	}
-	e, err := h.svc.Get(c.Request.Context(), MustPrincipal(c).Tenant, id)
-	httpx.Data(c, http.StatusOK, e, err)
-}
-
 // update is PATCH /webhooks/{id}.
 func (h *webhookHandlers) update(c *gin.Context) {
 	id, ok := endpointID(c)
@@ -92,19 +82,6 @@ func (h *webhookHandlers) update(c *gin.Context) {
 	}
 	e, err := h.svc.Update(c.Request.Context(), MustPrincipal(c).Tenant, id, in)
 	httpx.Data(c, http.StatusOK, e, err)
-}
-
-// delete is DELETE /webhooks/{id}: 204.
-func (h *webhookHandlers) delete(c *gin.Context) {
-	id, ok := endpointID(c)
-	if !ok {
-		return
-	}
-	if err := h.svc.Delete(c.Request.Context(), MustPrincipal(c).Tenant, id); err != nil {
-		httpx.Fail(c, err)
-		return
-	}
-	c.Status(http.StatusNoContent)
 }
 
 // rotate is POST /webhooks/{id}/rotate-secret: 200 with the new secret.

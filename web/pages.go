@@ -44,6 +44,23 @@ func (d *Dashboard) FormStatus(c *gin.Context, err error, pd *PageData) (int, bo
 	return d.formStatus(c, err, pd)
 }
 
+// ListError shows err, the error of reading a list whose filter form is
+// filter, on page pd: a service's refusal marks filter's fields and, unless
+// pd shows an error already, sets pd's error and *status. It answers 500
+// and returns false when err is no refusal a form can show.
+func (d *Dashboard) ListError(c *gin.Context, err error, pd, filter *PageData, status *int) bool {
+	st, msg, fields, ok := formError(err)
+	if !ok {
+		d.internal(c, err)
+		return false
+	}
+	filter.Fields = fields
+	if pd.Error == "" {
+		*status, pd.Error = st, msg
+	}
+	return true
+}
+
 // ClearCookie tells the browser to drop a cookie.
 func (d *Dashboard) ClearCookie(c *gin.Context, name string) { d.clearCookie(c, name) }
 

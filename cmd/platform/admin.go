@@ -191,17 +191,17 @@ func openSenders(ctx context.Context, stderr io.Writer) (*senders.Service, func(
 	}
 	// The service queues OTP jobs through River (pgx); the operator
 	// commands queue none, so an insert-only client (no workers) does.
-	rc, err := queue.NewClient(d.Pool, nil, nil, queue.Config{})
+	rc, err := queue.NewClient(queue.Config{Pool: d.Pool})
 	if err != nil {
 		d.Close()
 		return nil, nil, err
 	}
-	svc, err := senders.New(senders.Config{
-		DB:      d,
-		Jobs:    rc,
-		Network: builtin.New(d, builtin.Config{}),
-		Secret:  cfg.APIKeyPepper,
-	})
+	nw, err := builtin.New(builtin.Config{DB: d})
+	if err != nil {
+		d.Close()
+		return nil, nil, err
+	}
+	svc, err := senders.New(senders.Config{DB: d, Jobs: rc, Network: nw, Secret: cfg.APIKeyPepper})
 	if err != nil {
 		d.Close()
 		return nil, nil, err

@@ -16,6 +16,7 @@ import (
 	"github.com/bizmsg/platform/platform/dbtest"
 	"github.com/bizmsg/platform/platform/migrate"
 	"github.com/bizmsg/platform/platform/network/builtin"
+	"github.com/bizmsg/platform/platform/network/networktest"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
 )
@@ -78,7 +79,7 @@ func TestAdminSenderCommands(t *testing.T) {
 	const owner, solo = "+14155550101", "+14155550102"
 
 	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	mig, err := migrate.New(d.Pool, migrate.Config{Logger: quiet})
+	mig, err := migrate.New(migrate.Config{Pool: d.Pool, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,8 +97,8 @@ func TestAdminSenderCommands(t *testing.T) {
 		}
 		return tn
 	}
-	nw := builtin.New(d, builtin.Config{})
-	rc, err := queue.NewClient(d.Pool, nil, nil, queue.Config{Logger: quiet})
+	nw := networktest.Builtin(t, builtin.Config{DB: d})
+	rc, err := queue.NewClient(queue.Config{Pool: d.Pool, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -268,7 +268,7 @@ func (r *retrier) retry(ctx context.Context, job *rivertype.JobRow) error {
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	if deliver {
-		t, err := db.NewTenant(args.OrgID, args.Schema)
+		t, err := args.Tenant()
 		if err != nil {
 			return err
 		}

@@ -166,7 +166,7 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer d.Close()
-	m, err := migrate.New(d.Pool, migrate.Config{Concurrency: *concurrency, Logger: log})
+	m, err := migrate.New(migrate.Config{Pool: d.Pool, Concurrency: *concurrency, Logger: log})
 	if err != nil {
 		return err
 	}

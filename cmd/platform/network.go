@@ -73,7 +73,11 @@ func withNetwork(ctx context.Context, stderr io.Writer, f func(*builtin.Network)
 		return err
 	}
 	defer d.Close()
-	return f(builtin.New(d, builtin.Config{}))
+	n, err := builtin.New(builtin.Config{DB: d})
+	if err != nil {
+		return err
+	}
+	return f(n)
 }
 
 func networkAddAccount(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -285,28 +289,22 @@ type blockJSON struct {
 
 // messageJSON is one message as --json prints it (inbox, read, send).
 type messageJSON struct {
-	MessageID      int64   `json:"message_id"`
-	ConversationID int64   `json:"conversation_id"`
-	FromPhone      string  `json:"from_phone"`
-	ToPhone        string  `json:"to_phone"`
-	Type           string  `json:"type"`
-	Content        string  `json:"content"`
-	FileName       string  `json:"file_name,omitempty"`
-	FileSize       int64   `json:"file_size,omitempty"`
-	FileType       string  `json:"file_type,omitempty"`
-	Duration       int     `json:"duration,omitempty"`
-	Reference      string  `json:"reference"`
-	CreatedAt      string  `json:"created_at"`
-	Receipt        string  `json:"receipt"`
-	DeliveredAt    string  `json:"delivered_at"`
-	ReadAt         *string `json:"read_at"`
+	MessageID      int64  `json:"message_id"`
+	ConversationID int64  `json:"conversation_id"`
+	FromPhone      string `json:"from_phone"`
+	ToPhone        string `json:"to_phone"`
+	network.Media
+	Reference   string  `json:"reference"`
+	CreatedAt   string  `json:"created_at"`
+	Receipt     string  `json:"receipt"`
+	DeliveredAt string  `json:"delivered_at"`
+	ReadAt      *string `json:"read_at"`
 }
 
 func messageToJSON(m builtin.InboxMessage) messageJSON {
 	return messageJSON{
 		MessageID: m.MessageID, ConversationID: m.ConversationID, FromPhone: m.FromPhone, ToPhone: m.ToPhone,
-		Type: m.Type, Content: m.Content, FileName: m.FileName, FileSize: m.FileSize,
-		FileType: m.FileType, Duration: m.Duration, Reference: m.Reference,
+		Media: m.Media, Reference: m.Reference,
 		CreatedAt: clock.Format(m.CreatedAt), Receipt: m.Receipt(),
 		DeliveredAt: clock.Format(m.DeliveredAt), ReadAt: clock.FormatPtr(m.ReadAt),
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/bizmsg/platform/platform/dbtest"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/network/builtin"
+	"github.com/bizmsg/platform/platform/network/networktest"
 )
 
 // runCmd runs the binary's run in-process and returns stdout, stderr and the error.
@@ -225,7 +226,7 @@ func TestNetworkCommands(t *testing.T) {
 
 	// What the commands did is what the network sees.
 	d := dbtest.Open(t, dbURL)
-	nw := builtin.New(d, builtin.Config{})
+	nw := networktest.Builtin(t, builtin.Config{DB: d})
 	ctx := context.Background()
 	if a, err := nw.Lookup(ctx, carol, bob); err != nil || !a.BlocksSender {
 		t.Fatalf("Lookup(carol, bob) = %+v, %v; want blocked", a, err)
@@ -242,11 +243,10 @@ func TestNetworkCommands(t *testing.T) {
 		t.Fatalf("empty inbox --json = %q", out)
 	}
 	for _, m := range []network.Message{
-		{Reference: "otp:1", ToPhone: carol, Type: "text", Content: "Your Acme verification code is 123456."},
-		{Reference: "t:1", FromPhone: alice, ToPhone: carol, Type: "text", Content: "two\nlines"},
-		{Reference: "t:2", FromPhone: carol, ToPhone: alice, Type: "text", Content: "not for carol"},
-		{Reference: "t:3", FromPhone: alice, ToPhone: carol, Type: "document", Content: "https://files.example/a.pdf",
-			FileName: "a.pdf", FileSize: 1024, FileType: "application/pdf"},
+		{Reference: "otp:1", ToPhone: carol, Media: network.Media{Type: "text", Content: "Your Acme verification code is 123456."}},
+		{Reference: "t:1", FromPhone: alice, ToPhone: carol, Media: network.Media{Type: "text", Content: "two\nlines"}},
+		{Reference: "t:2", FromPhone: carol, ToPhone: alice, Media: network.Media{Type: "text", Content: "not for carol"}},
+		{Reference: "t:3", FromPhone: alice, ToPhone: carol, Media: network.Media{Type: "document", Content: "https://files.example/a.pdf", FileName: "a.pdf", FileSize: 1024, FileType: "application/pdf"}},
 	} {
 		if _, err := nw.Deliver(ctx, m); err != nil {
 			t.Fatalf("Deliver %s: %v", m.Reference, err)

@@ -180,7 +180,7 @@ func withTemplates(ctx context.Context, stderr io.Writer,
 	defer d.Close()
 	// The services insert jobs (webhook deliveries) through River; the
 	// command works none, so an insert-only client (no workers) does.
-	rc, err := queue.NewClient(d.Pool, nil, nil, queue.Config{Logger: log})
+	rc, err := queue.NewClient(queue.Config{Pool: d.Pool, Logger: log})
 	if err != nil {
 		return err
 	}

@@ -55,7 +55,7 @@ func TestNetworkTemplateCommands(t *testing.T) {
 	t.Setenv("LOG_LEVEL", "warn")
 	ctx := context.Background()
 	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	mig, err := migrate.New(d.Pool, migrate.Config{Logger: quiet})
+	mig, err := migrate.New(migrate.Config{Pool: d.Pool, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestNetworkTemplateCommands(t *testing.T) {
 		}
 		return tn
 	}
-	rc, err := queue.NewClient(d.Pool, nil, nil, queue.Config{Logger: quiet})
+	rc, err := queue.NewClient(queue.Config{Pool: d.Pool, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,7 @@ func newAcceptFixture(t *testing.T) *acceptFixture {
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	mig, err := migrate.New(d.Pool, migrate.Config{Logger: quiet})
+	mig, err := migrate.New(migrate.Config{Pool: d.Pool, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,8 +86,8 @@ func newAcceptFixture(t *testing.T) *acceptFixture {
 		t.Fatal(err)
 	}
 	h := &batchAttempts{}
-	prep := db.NewPrepared(one, db.PreparedConfig{Observe: h.observe})
-	rc, err := queue.NewClient(one.Pool, nil, nil, queue.Config{})
+	prep := dbtest.Prepared(t, db.PreparedConfig{DB: one, Observe: h.observe})
+	rc, err := queue.NewClient(queue.Config{Pool: one.Pool})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,15 +38,12 @@ var ErrNotScheduled = errors.New("message is no longer scheduled")
 // content as scheduled. For a template send, Template names the template
 // and its values: it is rendered at release.
 type Draft struct {
-	MessageID       int64
-	SenderID        int64
-	ToPhone         string
-	Type            string
-	Content         string
-	FileName        *string
-	FileSize        *int64
-	FileType        *string
-	Duration        *int
+	MessageID int64
+	SenderID  int64
+	ToPhone   string
+	// Body is the content; a template send's type is template, its content
+	// empty until rendered.
+	sendrequest.Body
 	ClientReference *string
 	Template        *sendrequest.TemplateRef
 	// CampaignID is the campaign of a campaign recipient's message (nil
@@ -64,9 +61,9 @@ type Draft struct {
 // decoded).
 func DraftOf(r *messages.Row) (Draft, error) {
 	d := Draft{
-		MessageID: r.ID, SenderID: r.SenderNumberID, ToPhone: r.ToPhone, Type: r.Type, Content: r.Content,
-		FileName: r.FileName, FileSize: r.FileSize, FileType: r.FileType, Duration: r.Duration,
-		ClientReference: r.ClientReference, CampaignID: r.CampaignID,
+		MessageID: r.ID, SenderID: r.SenderNumberID, ToPhone: r.ToPhone, ClientReference: r.ClientReference,
+		CampaignID: r.CampaignID, Body: sendrequest.Body{Type: r.Type, Content: r.Content, FileName: r.FileName,
+			FileSize: r.FileSize, FileType: r.FileType, Duration: r.Duration},
 	}
 	if r.TemplateRef != nil {
 		var ref sendrequest.TemplateRef

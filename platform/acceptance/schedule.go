@@ -38,24 +38,8 @@ func (s *Service) schedule(ctx context.Context, t db.Tenant, d sendrequest.Send,
 	if err != nil {
 		return Result{}, err
 	}
-	r := &messages.Row{
-		Message: messages.Message{
-			Direction:       messages.DirectionOutbound,
-			SenderNumberID:  sn.ID,
-			ToPhone:         d.ToPhone,
-			Type:            d.Type,
-			Content:         d.Content,
-			FileName:        d.FileName,
-			FileSize:        d.FileSize,
-			FileType:        d.FileType,
-			Duration:        d.Duration,
-			Status:          messages.StatusScheduled,
-			ClientReference: d.ClientReference,
-			CreatedAt:       now,
-			SendAt:          d.SendAt,
-		},
-		UpdatedAt: now,
-	}
+	r := draftRow(d, messages.StatusScheduled, now)
+	r.SenderNumberID, r.SendAt = sn.ID, d.SendAt
 	if d.Template != nil {
 		// The template must exist and the variables fit it now; its
 		// approval is checked, and the text rendered again, at release.
@@ -99,7 +83,7 @@ func (s *Service) storeScheduled(ctx context.Context, tx pgx.Tx, t db.Tenant, r 
 	if err != nil {
 		return Result{}, fmt.Errorf("store scheduled message: %w", err)
 	}
-	job := queue.ReleaseJob(queue.ReleaseArgs{OrgID: t.OrgID, Schema: t.Schema, MessageID: r.ID}, *r.SendAt)
+	job := queue.ReleaseJob(queue.ReleaseArgs{TenantRef: queue.RefOf(t), MessageID: r.ID}, *r.SendAt)
 	if _, err := s.jobs.InsertManyFastTx(ctx, tx, []river.InsertManyParams{job}); err != nil {
 		return Result{}, fmt.Errorf("schedule release of message %d: %w", r.ID, err)
 	}

@@ -116,25 +116,8 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *sendrequest.SendRe
 		templateID, templateRef, d.Content = &tr.id, &tr.ref, tr.text
 	}
 
-	r := &messages.Row{
-		Message: messages.Message{
-			Direction:       messages.DirectionOutbound,
-			ToPhone:         d.ToPhone,
-			RecipientUserID: reach.RecipientID,
-			Type:            d.Type,
-			Content:         d.Content,
-			FileName:        d.FileName,
-			FileSize:        d.FileSize,
-			FileType:        d.FileType,
-			Duration:        d.Duration,
-			Status:          messages.StatusQueued,
-			ClientReference: d.ClientReference,
-			TemplateID:      templateID,
-			CreatedAt:       now,
-		},
-		UpdatedAt:   now,
-		TemplateRef: templateRef,
-	}
+	r := draftRow(d, messages.StatusQueued, now)
+	r.RecipientUserID, r.TemplateID, r.TemplateRef = reach.RecipientID, templateID, templateRef
 	if key == "" && templateID != nil {
 		// Template sends never batch: their statement checks the template
 		// too (acceptSQL), which the batch statement of the plain sends
@@ -325,7 +308,7 @@ func (s *Service) enqueue(ctx context.Context, tx pgx.Tx, t db.Tenant, rows ...*
 	params := make([]river.InsertManyParams, len(rows))
 	for i, r := range rows {
 		params[i] = queue.DeliveryJob(queue.DeliverArgs{
-			OrgID: t.OrgID, Schema: t.Schema, MessageID: r.ID, SenderID: r.SenderNumberID,
+			TenantRef: queue.RefOf(t), MessageID: r.ID, SenderID: r.SenderNumberID,
 		})
 		if r.CampaignID != nil {
 			// A campaign's message waits behind the API's sends
@@ -412,4 +395,15 @@ func errDailyLimit(limit int, now time.Time) error {
 func nextMidnight(t time.Time) time.Time {
 	y, m, d := t.UTC().Date()
 	return time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
+}
+
+// draftRow is the outbound message d writes in status, accepted at now:
+// its recipient, body and client reference. The path that stores it sets
+// what it knows besides (the sender, the recipient's account, the
+// template, send_at).
+func draftRow(d sendrequest.Send, status string, now time.Time) *messages.Row {
+	m := messages.Message{Direction: messages.DirectionOutbound, ToPhone: d.ToPhone, Type: d.Type, Content: d.Content,
+		FileName: d.FileName, FileSize: d.FileSize, FileType: d.FileType, Duration: d.Duration,
+		Status: status, ClientReference: d.ClientReference, CreatedAt: now}
+	return &messages.Row{Message: m, UpdatedAt: now}
 }

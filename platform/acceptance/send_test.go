@@ -15,6 +15,7 @@ import (
 	"github.com/bizmsg/platform/platform/acceptance"
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/dbtest"
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
@@ -220,7 +221,7 @@ func TestRefusalWordedOutsideTheTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(one.Close)
-	rc, err := queue.NewClient(one.Pool, nil, nil, queue.Config{})
+	rc, err := queue.NewClient(queue.Config{Pool: one.Pool})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +231,7 @@ func TestRefusalWordedOutsideTheTransaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := acceptance.New(acceptance.Config{Prepared: db.NewPrepared(one, db.PreparedConfig{}), Jobs: rc,
+	svc, err := acceptance.New(acceptance.Config{Prepared: dbtest.Prepared(t, db.PreparedConfig{DB: one}), Jobs: rc,
 		Senders: snd, Network: f.Net, Clock: f.Clock})
 	if err != nil {
 		t.Fatal(err)

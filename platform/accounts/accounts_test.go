@@ -54,7 +54,7 @@ func newTestService(t *testing.T, throttle accounts.ThrottleConfig) (*accounts.S
 	t.Helper()
 	d, _ := dbtest.Migrated(t)
 	clk := clock.NewFake(time.Date(2026, 11, 22, 14, 0, 0, 0, time.UTC))
-	m, err := migrate.New(d.Pool, migrate.Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	m, err := migrate.New(migrate.Config{Pool: d.Pool, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

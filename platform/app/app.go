@@ -98,7 +98,7 @@ func OpenExisting(ctx context.Context, cfg config.Config, name string, maxConns 
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := migrate.New(d.Pool, migrate.Config{Logger: log})
+	m, err := migrate.New(migrate.Config{Pool: d.Pool, Logger: log})
 	if err != nil {
 		d.Close()
 		return nil, nil, err
@@ -297,7 +297,7 @@ func (a *App) openAndMigrate(ctx context.Context, name string) error {
 		return err
 	}
 	a.DB = d
-	if a.Migrator, err = migrate.New(d.Pool, migrate.Config{Logger: a.log}); err != nil {
+	if a.Migrator, err = migrate.New(migrate.Config{Pool: d.Pool, Logger: a.log}); err != nil {
 		a.Close()
 		return err
 	}
@@ -360,17 +360,18 @@ func (a *App) riverClient(opts Options) (*river.Client[pgx.Tx], error) {
 	defaults.Positive(&cfg.WebhookMaxWorkers, a.cfg.WebhookWorkers)
 	cfg = cfg.WithDefaults()
 	a.jobs = cfg
-	var periodic []*river.PeriodicJob
 	if opts.Workers {
 		a.workers = river.NewWorkers()
-		periodic = []*river.PeriodicJob{
+		cfg.Workers = a.workers
+		cfg.Periodic = []*river.PeriodicJob{
 			jobs.HousekeepingPeriodic(time.Hour),
 			jobs.AccountSweepPeriodic(a.cfg.SenderSweepInterval),
 			jobs.KeyExpiryPeriodic(),
 			jobs.WebhookOutboxPeriodic(jobs.WebhookOutboxInterval),
 		}
 	}
-	return queue.NewClient(a.DB.Pool, a.workers, periodic, cfg)
+	cfg.Pool = a.DB.Pool
+	return queue.NewClient(cfg)
 }
 
 // addWorkers registers every worker in the River client's bundle.

@@ -44,7 +44,10 @@ func (a *App) messaging() error {
 	}
 	// One statement cache for the three stages of a message: each
 	// connection keeps the statements of all of them, up to one bound.
-	prep := db.NewPrepared(a.DB, db.PreparedConfig{MaxPerConn: prepared})
+	prep, err := db.NewPrepared(db.PreparedConfig{DB: a.DB, MaxPerConn: prepared})
+	if err != nil {
+		return err
+	}
 	if a.Acceptance, err = acceptance.New(acceptance.Config{
 		Prepared:       prep,
 		Jobs:           a.River,

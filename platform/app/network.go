@@ -17,8 +17,12 @@ import (
 func (a *App) newNetwork() (network.Network, error) {
 	switch a.cfg.Network {
 	case "builtin":
-		return builtin.New(a.DB, builtin.Config{Clock: a.clock, Batch: a.batches("lookup"),
-			DeliverBatch: a.batches("network")}), nil
+		n, err := builtin.New(builtin.Config{DB: a.DB, Clock: a.clock, Batch: a.batches("lookup"),
+			DeliverBatch: a.batches("network")})
+		if err != nil {
+			return nil, fmt.Errorf("NETWORK=builtin: %w", err)
+		}
+		return n, nil
 	case "http":
 		c, err := httpnet.New(httpnet.Config{
 			BaseURL: a.cfg.NetworkURL,

@@ -140,7 +140,11 @@ func (s networkSink) settle(ctx context.Context, err error, what, id string) err
 // report is taken by one). A failed pass is logged and retried at the next
 // tick: the report stays in the outbox.
 func (a *App) drainBuiltinNetwork(ctx context.Context, interval time.Duration) {
-	n := builtin.New(a.DB, builtin.Config{Clock: a.clock})
+	n, err := builtin.New(builtin.Config{DB: a.DB, Clock: a.clock})
+	if err != nil {
+		a.log.ErrorContext(ctx, "network reports are not drained", "error", err)
+		return
+	}
 	sink := networkSink{msgs: a.Messages, templates: a.Templates, log: a.log}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()

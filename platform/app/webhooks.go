@@ -27,7 +27,10 @@ func (a *App) webhookService(cfg webhooks.Config) error {
 		if prepared == 0 {
 			prepared = -1 // DB_PREPARED_STATEMENTS=0: prepare nothing
 		}
-		cfg.Prepared = db.NewPrepared(a.DB, db.PreparedConfig{MaxPerConn: prepared})
+		var err error
+		if cfg.Prepared, err = db.NewPrepared(db.PreparedConfig{DB: a.DB, MaxPerConn: prepared}); err != nil {
+			return err
+		}
 	}
 	if cfg.Yield == nil {
 		cfg.Yield = a.yield

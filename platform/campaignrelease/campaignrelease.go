@@ -112,7 +112,7 @@ func (s *Service) Wake(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64) er
 	default:
 		return nil
 	}
-	args := queue.CampaignArgs{OrgID: t.OrgID, Schema: t.Schema, CampaignID: id}
+	args := queue.CampaignArgs{TenantRef: queue.RefOf(t), CampaignID: id}
 	if _, err := s.cfg.Jobs.InsertTx(ctx, tx, args, queue.CampaignJob(args, at)); err != nil {
 		return err
 	}

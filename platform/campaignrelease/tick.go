@@ -320,9 +320,7 @@ func (s *Service) check(ctx context.Context, t db.Tenant, c campaigns.Campaign, 
 			continue
 		}
 		d := acceptance.Draft{
-			MessageID: r.messageID, SenderID: r.sender, ToPhone: r.phone, Type: c.Body.Type,
-			Content: c.Body.Content, FileName: c.Body.FileName, FileSize: c.Body.FileSize,
-			FileType: c.Body.FileType, Duration: c.Body.Duration, ClientReference: r.ref,
+			MessageID: r.messageID, SenderID: r.sender, ToPhone: r.phone, Body: c.Body, ClientReference: r.ref,
 			CampaignID: &c.ID, ReservePercent: c.ReservePercent,
 		}
 		if c.Template != nil {

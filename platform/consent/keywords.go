@@ -66,7 +66,7 @@ func (s *Service) ApplyKeyword(ctx context.Context, tx pgx.Tx, t db.Tenant, in I
 		return nil
 	}
 	_, err = s.jobs.InsertTx(ctx, tx, queue.ConsentReplyArgs{
-		OrgID: t.OrgID, Schema: t.Schema, InboundID: in.NetworkID,
+		TenantRef: queue.RefOf(t), InboundID: in.NetworkID,
 		From: in.SenderPhone, To: in.From, Text: text,
 	}, nil)
 	if err != nil {
@@ -82,7 +82,7 @@ func (s *Service) ApplyKeyword(ctx context.Context, tx pgx.Tx, t db.Tenant, in I
 func (s *Service) SendReply(ctx context.Context, args queue.ConsentReplyArgs) error {
 	_, err := s.net.Deliver(ctx, network.Message{
 		Reference: "consent:" + args.Schema + ":" + args.InboundID,
-		FromPhone: args.From, ToPhone: args.To, Type: "text", Content: args.Text,
+		FromPhone: args.From, ToPhone: args.To, Media: network.Media{Type: "text", Content: args.Text},
 	})
 	if err != nil {
 		return fmt.Errorf("send confirmation to an inbound keyword: %w", err)

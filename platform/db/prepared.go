@@ -46,6 +46,8 @@ const setKey = "bizmsg.prepared"
 
 // PreparedConfig bounds Prepared.
 type PreparedConfig struct {
+	// DB is the database whose pool runs the statements. Required.
+	DB *DB
 	// MaxPerConn is the most statements prepared on one connection. 0
 	// takes the default (64); a negative value prepares nothing (every
 	// statement runs with the simple protocol).
@@ -70,12 +72,13 @@ func (c *PreparedConfig) setDefaults() {
 	}
 }
 
-// NewPrepared returns a Prepared over d's pool. It is still to take d into
-// PreparedConfig and return an error (the one constructor shape) once the
-// send path's packages that call it are free to change.
-func NewPrepared(d *DB, cfg PreparedConfig) *Prepared {
+// NewPrepared checks cfg and returns a Prepared over its database's pool.
+func NewPrepared(cfg PreparedConfig) (*Prepared, error) {
+	if cfg.DB == nil {
+		return nil, errors.New("db: PreparedConfig.DB is required")
+	}
 	cfg.setDefaults()
-	return &Prepared{db: d, cfg: cfg}
+	return &Prepared{db: cfg.DB, cfg: cfg}, nil
 }
 
 // Rows is what a scan function reads.

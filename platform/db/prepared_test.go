@@ -75,7 +75,7 @@ const (
 func TestPreparedAdmitsOnSecondRun(t *testing.T) {
 	t.Parallel()
 	d := onePool(t)
-	p := db.NewPrepared(d, db.PreparedConfig{MaxPerConn: 4})
+	p := dbtest.Prepared(t, db.PreparedConfig{DB: d, MaxPerConn: 4})
 
 	tests := []struct {
 		arg          int
@@ -100,7 +100,7 @@ func TestPreparedBoundAndIdleEviction(t *testing.T) {
 	t.Parallel()
 	d := onePool(t)
 	clk := clock.NewFake(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
-	p := db.NewPrepared(d, db.PreparedConfig{MaxPerConn: 2, IdleAfter: time.Minute, Now: clk.Now})
+	p := dbtest.Prepared(t, db.PreparedConfig{DB: d, MaxPerConn: 2, IdleAfter: time.Minute, Now: clk.Now})
 
 	for range 2 {
 		for _, q := range []string{q1, q2, q3} {
@@ -135,7 +135,7 @@ func TestPreparedBoundAndIdleEviction(t *testing.T) {
 func TestPreparedDisabled(t *testing.T) {
 	t.Parallel()
 	d := onePool(t)
-	p := db.NewPrepared(d, db.PreparedConfig{MaxPerConn: -1})
+	p := dbtest.Prepared(t, db.PreparedConfig{DB: d, MaxPerConn: -1})
 	for range 3 {
 		if got := value(t, p, nil, q1, 2); got != "two" {
 			t.Fatalf("q1 = %q", got)
@@ -152,7 +152,7 @@ func TestPreparedDisabled(t *testing.T) {
 func TestPreparedStalePlan(t *testing.T) {
 	t.Parallel()
 	d := onePool(t)
-	p := db.NewPrepared(d, db.PreparedConfig{})
+	p := dbtest.Prepared(t, db.PreparedConfig{DB: d})
 	const star = `SELECT * FROM t WHERE id = $1::int`
 	countCols := func() int {
 		var n int
@@ -192,7 +192,7 @@ func TestPreparedStalePlan(t *testing.T) {
 func TestPreparedInTransaction(t *testing.T) {
 	t.Parallel()
 	d := onePool(t)
-	p := db.NewPrepared(d, db.PreparedConfig{})
+	p := dbtest.Prepared(t, db.PreparedConfig{DB: d})
 	ctx := context.Background()
 	rollback := errors.New("roll back")
 	err := p.Tx(ctx, func(tx pgx.Tx) error {
@@ -237,7 +237,7 @@ func TestPreparedInTransaction(t *testing.T) {
 func TestPreparedTxStalePlan(t *testing.T) {
 	t.Parallel()
 	d := onePool(t)
-	p := db.NewPrepared(d, db.PreparedConfig{})
+	p := dbtest.Prepared(t, db.PreparedConfig{DB: d})
 	ctx := context.Background()
 	const star = `SELECT * FROM t WHERE id = $1::int`
 	runs := 0
@@ -286,7 +286,7 @@ func TestAcquireTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(d.Close)
-	p := db.NewPrepared(d, db.PreparedConfig{})
+	p := dbtest.Prepared(t, db.PreparedConfig{DB: d})
 	// Prepared and bun name the bound; the pool's own methods (API-key
 	// authentication, the central services, River) end with the bound's
 	// deadline, which the HTTP layer answers with 503 as well. A caller's
@@ -378,7 +378,7 @@ func TestPreparedStatementErrorWinsOverScan(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			d := onePool(t)
-			p := db.NewPrepared(d, db.PreparedConfig{})
+			p := dbtest.Prepared(t, db.PreparedConfig{DB: d})
 			ctx := context.Background()
 			run := func(die bool) error {
 				if !tt.inTx {
@@ -411,7 +411,7 @@ func TestPreparedStatementErrorWinsOverScan(t *testing.T) {
 func TestPreparedQueryFirst(t *testing.T) {
 	t.Parallel()
 	d := onePool(t)
-	p := db.NewPrepared(d, db.PreparedConfig{})
+	p := dbtest.Prepared(t, db.PreparedConfig{DB: d})
 	boom := errors.New("boom")
 	tests := []struct {
 		name      string

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"database/sql"
 	"fmt"
 	"strconv"
 	"strings"
@@ -64,3 +65,36 @@ func (t Tenant) Table(name string) string {
 func (t Tenant) Quoted() string { return quoteIdent(t.Schema) }
 
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// ParseReference splits ref, a reference the platform gave a network for
+// a tenant's row, written "<schema><sep><id>", into the organization id its
+// schema names, the schema and the row's id. ok is false when ref is not
+// of that form (a reference that is not ours).
+func ParseReference(ref, sep string) (orgID int64, schema string, id int64, ok bool) {
+	schema, rawID, found := strings.Cut(ref, sep)
+	rawOrg, isTenant := strings.CutPrefix(schema, TenantPrefix)
+	if !found || !isTenant {
+		return 0, "", 0, false
+	}
+	orgID, err1 := strconv.ParseInt(rawOrg, 10, 64)
+	id, err2 := strconv.ParseInt(rawID, 10, 64)
+	if err1 != nil || err2 != nil || orgID <= 0 || id <= 0 {
+		return 0, "", 0, false
+	}
+	return orgID, schema, id, true
+}
+
+// ReferenceTenant is the tenant of a reference ParseReference split into
+// orgID and schema, given the organization's stored schema_name (invalid:
+// no such organization, or not provisioned). ok is false when the stored
+// schema is not the reference's (a stale or foreign reference).
+func ReferenceTenant(orgID int64, schema string, stored sql.NullString) (Tenant, bool) {
+	if !stored.Valid {
+		return Tenant{}, false
+	}
+	t, err := NewTenant(orgID, stored.String)
+	if err != nil || t.Schema != schema {
+		return Tenant{}, false
+	}
+	return t, true
+}

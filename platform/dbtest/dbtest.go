@@ -169,13 +169,24 @@ func Open(t testing.TB, dbURL string) *db.DB {
 	return d
 }
 
+// Prepared returns the statement cache cfg configures, failing the test
+// when cfg is refused.
+func Prepared(t testing.TB, cfg db.PreparedConfig) *db.Prepared {
+	t.Helper()
+	p, err := db.NewPrepared(cfg)
+	if err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	return p
+}
+
 // Migrated returns a fresh database with the central, network and river schemas
 // migrated, and its URL.
 func Migrated(t testing.TB) (*db.DB, string) {
 	t.Helper()
 	u := NewDatabase(t)
 	d := Open(t, u)
-	m, err := migrate.New(d.Pool, migrate.Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	m, err := migrate.New(migrate.Config{Pool: d.Pool, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatalf("dbtest: migrator: %v", err)
 	}

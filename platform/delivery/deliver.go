@@ -50,7 +50,7 @@ import (
 //     this job, while its run may wait; past that, it hands the next
 //     message to a job of its own (handOver).
 func (s *Service) DeliverMessage(ctx context.Context, args queue.DeliverArgs, at queue.DeliveryAttempt) (time.Duration, error) {
-	t, err := db.NewTenant(args.OrgID, args.Schema)
+	t, err := args.Tenant()
 	if err != nil {
 		return 0, &network.PermanentError{Code: network.CodeInvalidMessage, Message: err.Error()}
 	}
@@ -108,7 +108,7 @@ func isWaiting(err error) bool {
 func (s *Service) handOver(ctx context.Context, t db.Tenant, id, sender int64) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		_, err := s.jobs.InsertManyFastTx(ctx, tx, []river.InsertManyParams{queue.DeliveryJob(queue.DeliverArgs{
-			OrgID: t.OrgID, Schema: t.Schema, MessageID: id, SenderID: sender,
+			TenantRef: queue.RefOf(t), MessageID: id, SenderID: sender,
 		})})
 		return err
 	})
@@ -417,12 +417,7 @@ func networkMessage(t db.Tenant, m *messages.Row, phone string) network.Message 
 		Reference: messages.Reference(t, m.ID),
 		FromPhone: phone,
 		ToPhone:   m.ToPhone,
-		Type:      typ,
-		Content:   m.Content,
-		FileName:  deref(m.FileName),
-		FileSize:  deref(m.FileSize),
-		FileType:  deref(m.FileType),
-		Duration:  deref(m.Duration),
+		Media:     network.Media{Type: typ, Content: m.Content, FileName: deref(m.FileName), FileSize: deref(m.FileSize), FileType: deref(m.FileType), Duration: deref(m.Duration)},
 	}
 }
 

@@ -24,7 +24,7 @@ func TestDeliverAfterCrashBetweenNetworkAndRecord(t *testing.T) {
 
 	// The first run's network call, whose result was lost with the worker.
 	first, err := f.Net.Network.Deliver(context.Background(), network.Message{
-		Reference: messages.Reference(tn, id), FromPhone: ph(1), ToPhone: ph(2), Type: "text", Content: "once"})
+		Reference: messages.Reference(tn, id), FromPhone: ph(1), ToPhone: ph(2), Media: network.Media{Type: "text", Content: "once"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestDeliverKnownSender(t *testing.T) {
 			}
 			var err error
 			if tc.legacy {
-				_, err = f.DeliverArgs(queue.DeliverArgs{OrgID: tn.OrgID, Schema: tn.Schema, MessageID: second}, 2, 1)
+				_, err = f.DeliverArgs(queue.DeliverArgs{TenantRef: queue.RefOf(tn), MessageID: second}, 2, 1)
 			} else {
 				_, err = f.Deliver(tn, second, 2, 1)
 			}
@@ -256,7 +256,7 @@ func TestDeliverUnknownMessage(t *testing.T) {
 	if _, err := f.Deliver(tn, 12345, 1, 1); !network.IsPermanent(err) {
 		t.Fatalf("unknown message: %v", err)
 	}
-	if _, err := f.Svc.DeliverMessage(context.Background(), queue.DeliverArgs{OrgID: tn.OrgID, Schema: "public", MessageID: 1},
+	if _, err := f.Svc.DeliverMessage(context.Background(), queue.DeliverArgs{TenantRef: queue.TenantRef{OrgID: tn.OrgID, Schema: "public"}, MessageID: 1},
 		queue.DeliveryAttempt{Attempt: 1, MaxAttempts: 1}); !network.IsPermanent(err) {
 		t.Fatalf("bad schema: %v", err)
 	}
@@ -307,7 +307,7 @@ func TestAcceptanceAndDeliveryLockApart(t *testing.T) {
 		return err
 	})
 	holding("accept", func(ctx context.Context) error {
-		_, err := f.Svc.DeliverMessage(ctx, queue.DeliverArgs{OrgID: tn.OrgID, Schema: tn.Schema, MessageID: id},
+		_, err := f.Svc.DeliverMessage(ctx, queue.DeliverArgs{TenantRef: queue.RefOf(tn), MessageID: id},
 			queue.DeliveryAttempt{JobID: 2, Attempt: 1, MaxAttempts: 5})
 		return err
 	})

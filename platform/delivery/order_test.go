@@ -73,7 +73,7 @@ func TestDeliveryWaitsForEarlierMessage(t *testing.T) {
 		{name: "earlier taken by the network, not recorded", sender: 1, to: ph(10), waits: true,
 			earlier: func(f *fixture, tn db.Tenant, a int64) {
 				if _, err := f.Net.Network.Deliver(context.Background(), network.Message{Reference: messages.Reference(tn, a),
-					FromPhone: ph(1), ToPhone: ph(10), Type: messages.TypeText, Content: "a"}); err != nil {
+					FromPhone: ph(1), ToPhone: ph(10), Media: network.Media{Type: messages.TypeText, Content: "a"}}); err != nil {
 					f.T.Fatal(err)
 				}
 			}},

@@ -111,7 +111,7 @@ func newPlanFixture(t *testing.T) *planFixture {
 	if _, err := d.Pool.Exec(ctx, `UPDATE central.organizations SET schema_name = $2 WHERE id = $1`, org, tn.Schema); err != nil {
 		t.Fatal(err)
 	}
-	mig, err := migrate.New(d.Pool, migrate.Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	mig, err := migrate.New(migrate.Config{Pool: d.Pool, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func TestNotifyExpiring(t *testing.T) {
 	f := newFixture(t, false)
 	ctx := context.Background()
 	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	mig, err := migrate.New(f.db.Pool, migrate.Config{Logger: quiet})
+	mig, err := migrate.New(migrate.Config{Pool: f.db.Pool, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/bizmsg/platform/platform/migrate"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/network/builtin"
+	"github.com/bizmsg/platform/platform/network/networktest"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
 )
@@ -30,7 +31,7 @@ func TestCheckAndLookup(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	d, _ := dbtest.Migrated(t)
-	net := builtin.New(d, builtin.Config{})
+	net := networktest.Builtin(t, builtin.Config{DB: d})
 	add := func(p string, verified, phoneVerified, receiving bool) {
 		t.Helper()
 		if _, err := net.AddAccount(ctx, builtin.AccountSpec{Phone: p, Verified: verified,
@@ -58,14 +59,14 @@ func TestCheckAndLookup(t *testing.T) {
 		t.Fatal(err)
 	}
 	tn, _ := db.NewTenant(orgID, db.SchemaFor(orgID))
-	mig, err := migrate.New(d.Pool, migrate.Config{Logger: quiet})
+	mig, err := migrate.New(migrate.Config{Pool: d.Pool, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := mig.Tenant(ctx, tn); err != nil {
 		t.Fatal(err)
 	}
-	rc, err := queue.NewClient(d.Pool, nil, nil, queue.Config{Logger: quiet})
+	rc, err := queue.NewClient(queue.Config{Pool: d.Pool, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func TestDeliveryReport(t *testing.T) {
 
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &jobs.DeliverWorker{Deliverer: f.Svc, RetryBase: time.Hour, RetryMax: time.Hour})
-	client, err := queue.NewClient(f.DB.Pool, workers, nil, queue.Config{FetchPollInterval: 50 * time.Millisecond})
+	client, err := queue.NewClient(queue.Config{Pool: f.DB.Pool, Workers: workers, FetchPollInterval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

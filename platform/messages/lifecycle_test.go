@@ -16,6 +16,7 @@ import (
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/messages/messagestest"
+	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/webhooks"
 )
 
@@ -386,8 +387,7 @@ func TestReceive(t *testing.T) {
 
 	recvAt := start.Add(time.Minute)
 	in := func(id, to string) messages.Inbound {
-		return messages.Inbound{ID: id, FromPhone: writer, ToPhone: to, ConversationID: *conv, Type: messages.TypeText,
-			Content: "reply " + id, At: recvAt}
+		return messages.Inbound{ID: id, FromPhone: writer, ToPhone: to, ConversationID: *conv, Media: network.Media{Type: messages.TypeText, Content: "reply " + id}, At: recvAt}
 	}
 	for _, tc := range []struct {
 		name string
@@ -400,8 +400,7 @@ func TestReceive(t *testing.T) {
 		{"to a number not active", in("in-3", ph(3)), messages.ReceiptIgnored},
 		{"to no organization's number", in("in-4", ph(4)), messages.ReceiptIgnored},
 		{"to a phone that is not one", in("in-5", "hello"), messages.ReceiptIgnored},
-		{"a voice message", messages.Inbound{ID: "in-6", FromPhone: writer, ToPhone: ph(1), Type: messages.TypeVoice,
-			Content: "https://x.example/v.ogg", FileName: "v.ogg", FileType: "audio/ogg", FileSize: 100, Duration: 3}, messages.ReceiptApplied},
+		{"a voice message", messages.Inbound{ID: "in-6", FromPhone: writer, ToPhone: ph(1), Media: network.Media{Type: messages.TypeVoice, Content: "https://x.example/v.ogg", FileName: "v.ogg", FileType: "audio/ogg", FileSize: 100, Duration: 3}}, messages.ReceiptApplied},
 	} {
 		got, err := f.Svc.Receive(ctx, tc.in)
 		if err != nil || got != tc.want {
@@ -500,7 +499,7 @@ func TestReceiveAndFilterValidation(t *testing.T) {
 		fields []string
 	}{
 		{"inbound without id, writer or type", func() error {
-			_, err := f.Svc.Receive(ctx, messages.Inbound{ToPhone: ph(1), FromPhone: "x", Type: "sticker"})
+			_, err := f.Svc.Receive(ctx, messages.Inbound{ToPhone: ph(1), FromPhone: "x", Media: network.Media{Type: "sticker"}})
 			return err
 		}, []string{"from_phone", "id", "type"}},
 		{"direction", func() error {

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -227,15 +226,9 @@ func (s *Service) moveCounters(ctx context.Context, tx pgx.Tx, t db.Tenant, m *R
 // false, without error, when the reference is not a message of an existing
 // organization.
 func (s *Service) referenceTenant(ctx context.Context, ref string) (db.Tenant, int64, bool, error) {
-	schema, rawID, found := strings.Cut(ref, ":")
-	rawOrg, isTenant := strings.CutPrefix(schema, db.TenantPrefix)
-	if !found || !isTenant {
+	orgID, schema, id, ok := db.ParseReference(ref, ":")
+	if !ok {
 		return db.Tenant{}, 0, false, nil
-	}
-	orgID, err1 := strconv.ParseInt(rawOrg, 10, 64)
-	id, err2 := strconv.ParseInt(rawID, 10, 64)
-	if err1 != nil || err2 != nil || orgID <= 0 || id <= 0 {
-		return db.Tenant{}, 0, false, nil //nolint:nilerr // a reference that does not parse is not ours
 	}
 	var stored sql.NullString
 	err := s.prep.Query(ctx, nil, `SELECT schema_name FROM central.organizations WHERE id = $1`, []any{orgID},
@@ -245,17 +238,11 @@ func (s *Service) referenceTenant(ctx context.Context, ref string) (db.Tenant, i
 			}
 			return nil
 		})
-	if err == nil && !stored.Valid {
-		return db.Tenant{}, 0, false, nil
-	}
 	if err != nil {
 		return db.Tenant{}, 0, false, fmt.Errorf("organization of reference %q: %w", ref, err)
 	}
-	t, err := db.NewTenant(orgID, stored.String)
-	if err != nil || t.Schema != schema {
-		return db.Tenant{}, 0, false, nil //nolint:nilerr // a stale or foreign schema name is not ours
-	}
-	return t, id, true, nil
+	t, ok := db.ReferenceTenant(orgID, schema, stored)
+	return t, id, ok, nil
 }
 
 // clip returns s cut to at most n bytes on a rune boundary, or def when s is

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/dbtest"
 	"github.com/bizmsg/platform/platform/delivery"
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/messages/messagestest"
@@ -325,11 +326,11 @@ func TestReceiptOvertakesDeliveryRecord(t *testing.T) {
 	f.Account(ph(999))
 	net := &overtaking{CountingNetwork: f.Net}
 	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	ins, err := queue.NewClient(f.DB.Pool, nil, nil, queue.Config{})
+	ins, err := queue.NewClient(queue.Config{Pool: f.DB.Pool})
 	if err != nil {
 		t.Fatal(err)
 	}
-	worker, err := delivery.New(delivery.Config{DB: f.DB, Prepared: db.NewPrepared(f.DB, db.PreparedConfig{}), Jobs: ins, Network: net, Clock: f.Clock, Logger: quiet,
+	worker, err := delivery.New(delivery.Config{DB: f.DB, Prepared: dbtest.Prepared(t, db.PreparedConfig{DB: f.DB}), Jobs: ins, Network: net, Clock: f.Clock, Logger: quiet,
 		Throttle: throttle.NewLocal(throttle.Config{Now: f.Wall.Now}), SenderRate: 1000, SenderBurst: 1000})
 	if err != nil {
 		t.Fatal(err)
@@ -351,7 +352,7 @@ func TestReceiptOvertakesDeliveryRecord(t *testing.T) {
 			net.receipt = func() {
 				f.receipt(messages.Receipt{Reference: messages.Reference(tn, id), Status: tc.status, At: at})
 			}
-			if _, err := worker.DeliverMessage(context.Background(), queue.DeliverArgs{OrgID: tn.OrgID, Schema: tn.Schema, MessageID: id},
+			if _, err := worker.DeliverMessage(context.Background(), queue.DeliverArgs{TenantRef: queue.RefOf(tn), MessageID: id},
 				queue.DeliveryAttempt{JobID: id, Attempt: 1, MaxAttempts: 5}); err != nil {
 				t.Fatal(err)
 			}

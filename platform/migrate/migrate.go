@@ -92,6 +92,8 @@ func LoadSet(fsys fs.FS) (Set, error) {
 
 // Config configures a Migrator.
 type Config struct {
+	// Pool is the database's pool. Required.
+	Pool *pgxpool.Pool
 	// Concurrency bounds how many tenant schemas are migrated at once. Default 4.
 	Concurrency int
 	// Logger receives progress and failures. Default: slog.Default().
@@ -114,10 +116,13 @@ type Migrator struct {
 	citusState citusState
 }
 
-// New returns a Migrator over pool with the embedded migration sets. It is
-// still to take pool into Config (the one constructor shape) once the send
-// path's packages that call it are free to change.
-func New(pool *pgxpool.Pool, cfg Config) (*Migrator, error) {
+// New checks cfg and returns a Migrator over its pool with the embedded
+// migration sets.
+func New(cfg Config) (*Migrator, error) {
+	if cfg.Pool == nil {
+		return nil, errors.New("migrate: Config.Pool is required")
+	}
+	pool := cfg.Pool
 	defaults.Positive(&cfg.Concurrency, 4)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -91,7 +91,7 @@ func TestConcurrentMigratorsApplyOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			m, err := migrate.New(d.Pool, migrate.Config{Logger: quiet})
+			m, err := migrate.New(migrate.Config{Pool: d.Pool, Logger: quiet})
 			if err != nil {
 				errs[i] = err
 				return
@@ -131,7 +131,7 @@ func TestConcurrentMigratorsApplyOnce(t *testing.T) {
 	if riverRows == 0 || riverRows != riverDistinct {
 		t.Fatalf("river migrations: %d rows, %d distinct", riverRows, riverDistinct)
 	}
-	m, err := migrate.New(d.Pool, migrate.Config{Logger: quiet})
+	m, err := migrate.New(migrate.Config{Pool: d.Pool, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestProvisionFiftyThenNoop(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	d, _ := dbtest.Migrated(t)
-	m, err := migrate.New(d.Pool, migrate.Config{Concurrency: 4, Logger: quiet})
+	m, err := migrate.New(migrate.Config{Pool: d.Pool, Concurrency: 4, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestAllTenantsReportsFailureAndContinues(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	d, _ := dbtest.Migrated(t)
-	m, err := migrate.New(d.Pool, migrate.Config{Concurrency: 2, Logger: quiet})
+	m, err := migrate.New(migrate.Config{Pool: d.Pool, Concurrency: 2, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +382,7 @@ func TestDailyUsageHasNoToastTable(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	d, _ := dbtest.Migrated(t)
-	m, err := migrate.New(d.Pool, migrate.Config{Logger: quiet})
+	m, err := migrate.New(migrate.Config{Pool: d.Pool, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

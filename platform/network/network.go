@@ -80,6 +80,20 @@ func (a Account) ReasonCode() string {
 	}
 }
 
+// Media is a message's content as the network carries it, the same in a
+// message delivered, one written to an account and their JSON forms: Type
+// is text, image, voice or document, Content the text or the media's URL;
+// FileName, FileSize (bytes), FileType (MIME) and Duration (seconds,
+// voice) describe media and are empty for text.
+type Media struct {
+	Type     string `json:"type"`
+	Content  string `json:"content"`
+	FileName string `json:"file_name,omitempty"`
+	FileSize int64  `json:"file_size,omitempty"`
+	FileType string `json:"file_type,omitempty"`
+	Duration int    `json:"duration,omitempty"`
+}
+
 // Message is one message to deliver.
 type Message struct {
 	// Reference is the caller's idempotency reference: delivering a message
@@ -90,13 +104,7 @@ type Message struct {
 	// service account (used for OTP messages).
 	FromPhone string
 	ToPhone   string
-	// Type is text, image, voice or document.
-	Type     string
-	Content  string
-	FileName string
-	FileSize int64
-	FileType string
-	Duration int
+	Media
 	// Template is the template a message was rendered from, with the
 	// send's values; nil for other messages. Type is then text and Content
 	// the rendered text: a network that delivers text only ignores it, one
@@ -167,16 +175,7 @@ type Inbound struct {
 	// ConversationID is the network's conversation of the pair: the same as
 	// Delivery.ConversationID of messages between the two accounts.
 	ConversationID int64
-	// Type is text, image, voice or document; Content the text or the media
-	// URL.
-	Type    string
-	Content string
-	// FileName, FileType, FileSize (bytes) and Duration (seconds, voice)
-	// describe media; empty for text.
-	FileName string
-	FileType string
-	FileSize int64
-	Duration int
+	Media
 	// At is when the message was written (sent), in UTC.
 	At time.Time
 }

@@ -147,7 +147,7 @@ func (f *fakeBatchNetwork) DeliverBatch(ctx context.Context, msgs []network.Mess
 func messages(n int) []network.Message {
 	msgs := make([]network.Message, n)
 	for i := range msgs {
-		msgs[i] = network.Message{Reference: strconv.Itoa(i), ToPhone: "+14155550100", Type: "text"}
+		msgs[i] = network.Message{Reference: strconv.Itoa(i), ToPhone: "+14155550100", Media: network.Media{Type: "text"}}
 	}
 	return msgs
 }

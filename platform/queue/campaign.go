@@ -29,9 +29,7 @@ const DefaultCampaignMaxAttempts = 1000
 // send_at, and is unique per campaign while not finalized, so at most one
 // runs.
 type CampaignArgs struct {
-	// OrgID and Schema name the tenant.
-	OrgID  int64  `json:"org_id"`
-	Schema string `json:"schema"`
+	TenantRef
 	// CampaignID is the campaign's id in the tenant schema.
 	CampaignID int64 `json:"campaign_id"`
 }

@@ -7,9 +7,7 @@ import "github.com/riverqueue/river"
 // came to (platform/consent). It is inserted in the transaction that stores
 // the inbound message.
 type ConsentReplyArgs struct {
-	// OrgID and Schema name the tenant.
-	OrgID  int64  `json:"org_id"`
-	Schema string `json:"schema"`
+	TenantRef
 	// InboundID is the network's id of the keyword message: the reply's
 	// network reference derives from it.
 	InboundID string `json:"inbound_id"`

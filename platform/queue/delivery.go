@@ -23,9 +23,7 @@ const DefaultDeliveryMaxAttempts = 25
 // in the message's acceptance transaction (DeliveryJob), so a message is
 // never stored without its job nor a job enqueued without its message.
 type DeliverArgs struct {
-	// OrgID and Schema name the tenant.
-	OrgID  int64  `json:"org_id"`
-	Schema string `json:"schema"`
+	TenantRef
 	// MessageID is the message's id in the tenant schema.
 	MessageID int64 `json:"message_id"`
 	// SenderID is the message's sender number, for operators reading the

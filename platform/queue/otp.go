@@ -10,9 +10,7 @@ import "github.com/riverqueue/river"
 // secret and bound to the sender and generation): River keeps job rows in
 // plain JSON, and the database must never hold a usable code.
 type OTPArgs struct {
-	// OrgID and Schema name the tenant.
-	OrgID  int64  `json:"org_id"`
-	Schema string `json:"schema"`
+	TenantRef
 	// SenderID is the sender number's id in the tenant schema.
 	SenderID int64 `json:"sender_id"`
 	// Generation is the sender's OTP generation this code belongs to. A job

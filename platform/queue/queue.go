@@ -13,6 +13,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -29,6 +30,14 @@ import (
 
 // Config configures the worker client.
 type Config struct {
+	// Pool is the database's pool, whose river schema holds the jobs.
+	// Required.
+	Pool *pgxpool.Pool
+	// Workers, when set, lets the client work jobs (add every worker to
+	// the bundle before Start) and schedule Periodic; nil: the client only
+	// inserts and reads jobs.
+	Workers  *river.Workers
+	Periodic []*river.PeriodicJob
 	// Logger receives River's logs. Default slog.Default().
 	Logger *slog.Logger
 	// MaxWorkers is the number of concurrent jobs in the default queue. Default 100.
@@ -160,32 +169,33 @@ func (c Config) Rescuer(pool *pgxpool.Pool) (*Rescuer, error) {
 	})
 }
 
-// NewClient returns the process's River client. With workers it can also
-// work jobs (add every worker to the bundle before Start) and schedules
-// periodic; with workers nil it only inserts and reads jobs. It is still to
-// take pool, workers and periodic into Config (the one constructor shape)
-// once the send path's packages that call it are free to change.
-func NewClient(pool *pgxpool.Pool, workers *river.Workers, periodic []*river.PeriodicJob, cfg Config) (*river.Client[pgx.Tx], error) {
+// NewClient checks cfg and returns the process's River client: one that
+// works jobs when cfg.Workers is set, else one that only inserts and reads
+// them.
+func NewClient(cfg Config) (*river.Client[pgx.Tx], error) {
+	if cfg.Pool == nil {
+		return nil, errors.New("queue: Config.Pool is required")
+	}
 	cfg.setDefaults()
 	rc := &river.Config{
 		Schema: migrate.RiverSchema,
 		Logger: cfg.Logger.With("component", "river"),
 	}
-	if workers != nil {
+	if cfg.Workers != nil {
 		rc.Queues = map[string]river.QueueConfig{
 			river.QueueDefault: {MaxWorkers: cfg.MaxWorkers},
 			QueueDelivery:      {MaxWorkers: cfg.DeliveryMaxWorkers},
 			QueueWebhooks:      {MaxWorkers: cfg.WebhookMaxWorkers},
 			QueueRelease:       {MaxWorkers: cfg.ReleaseMaxWorkers},
 		}
-		rc.Workers = workers
-		rc.PeriodicJobs = periodic
+		rc.Workers = cfg.Workers
+		rc.PeriodicJobs = cfg.Periodic
 		rc.FetchCooldown = cfg.FetchCooldown
 		rc.FetchPollInterval = cfg.FetchPollInterval
 		rc.JobTimeout = cfg.JobTimeout
 		rc.RescueStuckJobsAfter = cfg.RescueStuckJobsAfter
 	}
-	c, err := river.NewClient(riverpgxv5.New(pool), rc)
+	c, err := river.NewClient(riverpgxv5.New(cfg.Pool), rc)
 	if err != nil {
 		return nil, fmt.Errorf("river client: %w", err)
 	}

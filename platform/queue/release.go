@@ -24,9 +24,7 @@ const DefaultReleaseMaxAttempts = 10
 // a message still scheduled is released, under its row lock, so a job run
 // twice (a worker killed after the release committed) releases once.
 type ReleaseArgs struct {
-	// OrgID and Schema name the tenant.
-	OrgID  int64  `json:"org_id"`
-	Schema string `json:"schema"`
+	TenantRef
 	// MessageID is the scheduled message's id in the tenant schema.
 	MessageID int64 `json:"message_id"`
 }

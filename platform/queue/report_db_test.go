@@ -23,7 +23,7 @@ func TestDeliveryJobWhereUsesItsIndex(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	d, _ := dbtest.Migrated(t)
-	rc, err := NewClient(d.Pool, nil, nil, Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	rc, err := NewClient(Config{Pool: d.Pool, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,10 +31,10 @@ func TestDeliveryJobWhereUsesItsIndex(t *testing.T) {
 	for msg := int64(1); msg <= 500; msg++ {
 		for _, org := range []int64{7, 8} {
 			params = append(params,
-				DeliveryJob(DeliverArgs{OrgID: org, Schema: "tenant_x", MessageID: msg, SenderID: 3}),
+				DeliveryJob(DeliverArgs{TenantRef: TenantRef{OrgID: org, Schema: "tenant_x"}, MessageID: msg, SenderID: 3}),
 				// A webhook job names ids of the same size, but under
 				// other keys: it is not a delivery job.
-				WebhookDeliveryJob(WebhookDeliveryArgs{OrgID: org, Schema: "tenant_x", DeliveryID: msg, EndpointID: msg}))
+				WebhookDeliveryJob(WebhookDeliveryArgs{TenantRef: TenantRef{OrgID: org, Schema: "tenant_x"}, DeliveryID: msg, EndpointID: msg}))
 		}
 	}
 	if _, err := rc.InsertMany(ctx, params); err != nil {

@@ -79,7 +79,7 @@ func TestReportOf(t *testing.T) {
 
 func TestDeliveryJob(t *testing.T) {
 	t.Parallel()
-	p := DeliveryJob(DeliverArgs{OrgID: 7, Schema: "tenant_7", MessageID: 42, SenderID: 3})
+	p := DeliveryJob(DeliverArgs{TenantRef: TenantRef{OrgID: 7, Schema: "tenant_7"}, MessageID: 42, SenderID: 3})
 	if p.InsertOpts == nil || p.InsertOpts.Queue != QueueDelivery || p.InsertOpts.MaxAttempts != DefaultDeliveryMaxAttempts ||
 		p.InsertOpts.Metadata != nil {
 		t.Fatalf("DeliveryJob = %+v", p.InsertOpts)

@@ -126,7 +126,7 @@ func TestRescuedJobIsWorkedByRiver(t *testing.T) {
 	w := &probeWorker{ran: make(chan *rivertype.JobRow, 1)}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, w)
-	c, err := queue.NewClient(b.pool, workers, nil, queue.Config{Logger: b.quiet, FetchPollInterval: 50 * time.Millisecond})
+	c, err := queue.NewClient(queue.Config{Pool: b.pool, Workers: workers, Logger: b.quiet, FetchPollInterval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func TestRescuer(t *testing.T) {
 	d, _ := dbtest.Migrated(t)
 	ctx := context.Background()
 	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	rc, err := queue.NewClient(d.Pool, nil, nil, queue.Config{Logger: quiet})
+	rc, err := queue.NewClient(queue.Config{Pool: d.Pool, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,9 +59,9 @@ func TestRescuer(t *testing.T) {
 	}
 	ids := make([]int64, len(tests))
 	for i, tt := range tests {
-		var args river.JobArgs = queue.DeliverArgs{OrgID: 1, Schema: "tenant_1", MessageID: int64(i + 1)}
+		var args river.JobArgs = queue.DeliverArgs{TenantRef: queue.TenantRef{OrgID: 1, Schema: "tenant_1"}, MessageID: int64(i + 1)}
 		if tt.otp {
-			args = queue.OTPArgs{OrgID: 1, Schema: "tenant_1", SenderID: int64(i + 1)}
+			args = queue.OTPArgs{TenantRef: queue.TenantRef{OrgID: 1, Schema: "tenant_1"}, SenderID: int64(i + 1)}
 		}
 		res, err := rc.Insert(ctx, args, nil)
 		if err != nil {

@@ -43,7 +43,7 @@ func TestStopWithinItsDeadline(t *testing.T) {
 	w := &blockWorker{started: make(chan struct{}), ended: make(chan error, 1)}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, w)
-	c, err := queue.NewClient(d.Pool, workers, nil, queue.Config{
+	c, err := queue.NewClient(queue.Config{Pool: d.Pool, Workers: workers,
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), FetchPollInterval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

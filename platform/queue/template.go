@@ -8,9 +8,7 @@ import "github.com/riverqueue/river"
 // the network's verdict comes back later (the built-in network's outbox,
 // the HTTP network's signed event).
 type TemplateReviewArgs struct {
-	// OrgID and Schema name the tenant.
-	OrgID  int64  `json:"org_id"`
-	Schema string `json:"schema"`
+	TenantRef
 	// TemplateID is the template's id in the tenant schema.
 	TemplateID int64 `json:"template_id"`
 }

@@ -50,9 +50,7 @@ func WebhookRetryIn(run DeliveryAttempt, base, maxDelay time.Duration, until, no
 // delivery: the transaction of the change the event reports, or a
 // redelivery's.
 type WebhookDeliveryArgs struct {
-	// OrgID and Schema name the tenant.
-	OrgID  int64  `json:"org_id"`
-	Schema string `json:"schema"`
+	TenantRef
 	// DeliveryID is the delivery's id in the tenant schema.
 	DeliveryID int64 `json:"delivery_id"`
 	// EndpointID is the delivery's endpoint, so that the worker checks the

@@ -25,7 +25,7 @@ func OTPReference(t db.Tenant, senderID int64, generation int) string {
 // stays null. Network refusals come back as *network.PermanentError, other
 // failures as errors worth retrying.
 func (s *Service) DeliverOTP(ctx context.Context, args queue.OTPArgs) error {
-	t, err := db.NewTenant(args.OrgID, args.Schema)
+	t, err := args.Tenant()
 	if err != nil {
 		return &network.PermanentError{Code: network.CodeInvalidMessage, Message: err.Error()}
 	}
@@ -68,8 +68,7 @@ func (s *Service) DeliverOTP(ctx context.Context, args queue.OTPArgs) error {
 		Reference: OTPReference(t, r.ID, r.OTPGeneration),
 		FromPhone: "", // the platform's own service account
 		ToPhone:   r.Phone,
-		Type:      "text",
-		Content:   s.otpText(orgName, r.Phone, code),
+		Media:     network.Media{Type: "text", Content: s.otpText(orgName, r.Phone, code)},
 	})
 	if err != nil {
 		return fmt.Errorf("deliver otp: %w", err)

@@ -26,6 +26,7 @@ import (
 	"github.com/bizmsg/platform/platform/migrate"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/network/builtin"
+	"github.com/bizmsg/platform/platform/network/networktest"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
 )
@@ -64,9 +65,9 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	d, _ := dbtest.Migrated(t)
 	clk := clock.NewFake(start)
-	net := &flaky{Network: builtin.New(d, builtin.Config{Clock: clk})}
+	net := &flaky{Network: networktest.Builtin(t, builtin.Config{DB: d, Clock: clk})}
 	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	rc, err := queue.NewClient(d.Pool, nil, nil, queue.Config{Logger: quiet})
+	rc, err := queue.NewClient(queue.Config{Pool: d.Pool, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mig, err := migrate.New(d.Pool, migrate.Config{Logger: quiet})
+	mig, err := migrate.New(migrate.Config{Pool: d.Pool, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

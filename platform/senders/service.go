@@ -116,7 +116,7 @@ func (s *Service) issueOTP(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row, 
 	if err != nil {
 		return fmt.Errorf("seal otp: %w", err)
 	}
-	args := queue.OTPArgs{OrgID: t.OrgID, Schema: t.Schema, SenderID: r.ID, Generation: r.OTPGeneration, SealedOTP: sealed}
+	args := queue.OTPArgs{TenantRef: queue.RefOf(t), SenderID: r.ID, Generation: r.OTPGeneration, SealedOTP: sealed}
 	if _, err := s.jobs.InsertTx(ctx, tx, args, nil); err != nil {
 		return fmt.Errorf("queue otp delivery: %w", err)
 	}

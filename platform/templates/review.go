@@ -122,7 +122,7 @@ func (s *Service) Submit(ctx context.Context, args queue.TemplateReviewArgs) err
 	if s.net == nil {
 		return errors.New("templates: no network to submit templates to (Config.Network)")
 	}
-	t, err := db.NewTenant(args.OrgID, args.Schema)
+	t, err := args.Tenant()
 	if err != nil {
 		return err
 	}
@@ -164,15 +164,9 @@ func (s *Service) ApplyVerdict(ctx context.Context, v network.TemplateVerdict) (
 // and template id, through the organization's stored schema. ok is false,
 // without error, when it names no template of an existing organization.
 func (s *Service) referenceTenant(ctx context.Context, ref string) (db.Tenant, int64, bool, error) {
-	schema, rawID, found := strings.Cut(ref, referenceKind)
-	rawOrg, isTenant := strings.CutPrefix(schema, db.TenantPrefix)
-	if !found || !isTenant {
+	orgID, schema, id, ok := db.ParseReference(ref, referenceKind)
+	if !ok {
 		return db.Tenant{}, 0, false, nil
-	}
-	orgID, err1 := strconv.ParseInt(rawOrg, 10, 64)
-	id, err2 := strconv.ParseInt(rawID, 10, 64)
-	if err1 != nil || err2 != nil || orgID <= 0 || id <= 0 {
-		return db.Tenant{}, 0, false, nil //nolint:nilerr // a reference that does not parse is not ours
 	}
 	var stored sql.NullString
 	_, err := s.sql.QueryFirst(ctx, nil, `SELECT schema_name FROM central.organizations WHERE id = $1`, []any{orgID},
@@ -180,12 +174,6 @@ func (s *Service) referenceTenant(ctx context.Context, ref string) (db.Tenant, i
 	if err != nil {
 		return db.Tenant{}, 0, false, fmt.Errorf("organization of reference %q: %w", ref, err)
 	}
-	if !stored.Valid {
-		return db.Tenant{}, 0, false, nil
-	}
-	t, err := db.NewTenant(orgID, stored.String)
-	if err != nil || t.Schema != schema {
-		return db.Tenant{}, 0, false, nil //nolint:nilerr // a stale or foreign schema name is not ours
-	}
-	return t, id, true, nil
+	t, ok := db.ReferenceTenant(orgID, schema, stored)
+	return t, id, ok, nil
 }

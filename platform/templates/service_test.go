@@ -18,6 +18,7 @@ import (
 	"github.com/bizmsg/platform/platform/migrate"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/network/builtin"
+	"github.com/bizmsg/platform/platform/network/networktest"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/templates"
 	"github.com/bizmsg/platform/platform/webhooks"
@@ -58,7 +59,7 @@ func setup(t *testing.T) *bundle {
 	d, _ := dbtest.Migrated(t)
 	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	clk := clock.NewFake(time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC))
-	rc, err := queue.NewClient(d.Pool, nil, nil, queue.Config{Logger: quiet})
+	rc, err := queue.NewClient(queue.Config{Pool: d.Pool, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,12 +67,12 @@ func setup(t *testing.T) *bundle {
 		(id bigserial PRIMARY KEY, schema text, type text, key text, data jsonb)`); err != nil {
 		t.Fatal(err)
 	}
-	net := builtin.New(d, builtin.Config{Clock: clk})
+	net := networktest.Builtin(t, builtin.Config{DB: d, Clock: clk})
 	svc, err := templates.New(templates.Config{DB: d, Jobs: rc, Events: tableEmitter{}, Network: net, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mig, err := migrate.New(d.Pool, migrate.Config{Logger: quiet})
+	mig, err := migrate.New(migrate.Config{Pool: d.Pool, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +339,7 @@ func TestBuiltinReview(t *testing.T) {
 			t.Fatal(err)
 		}
 		ids[tt.name] = tpl.ID
-		if err := b.svc.Submit(ctx, queue.TemplateReviewArgs{OrgID: tn.OrgID, Schema: tn.Schema, TemplateID: tpl.ID}); err != nil {
+		if err := b.svc.Submit(ctx, queue.TemplateReviewArgs{TenantRef: queue.RefOf(tn), TemplateID: tpl.ID}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -354,7 +355,7 @@ func TestBuiltinReview(t *testing.T) {
 	}
 	// A template no longer pending is not submitted again; a verdict for
 	// nothing of ours changes nothing.
-	if err := b.svc.Submit(ctx, queue.TemplateReviewArgs{OrgID: tn.OrgID, Schema: tn.Schema, TemplateID: ids["ok"]}); err != nil {
+	if err := b.svc.Submit(ctx, queue.TemplateReviewArgs{TenantRef: queue.RefOf(tn), TemplateID: ids["ok"]}); err != nil {
 		t.Fatal(err)
 	}
 	if changed, err := b.svc.ApplyVerdict(ctx, network.TemplateVerdict{Reference: "tenant_999:template:1", Status: "approved"}); err != nil || changed {

@@ -65,7 +65,7 @@ func (s *Service) Create(ctx context.Context, t db.Tenant, in Input) (Template, 
 			return apperr.Conflict(CodeTemplateExists,
 				fmt.Sprintf("The organization already has a template named %s in %s.", tpl.Name, tpl.Language))
 		}
-		if _, err := s.jobs.InsertTx(ctx, tx, queue.TemplateReviewArgs{OrgID: t.OrgID, Schema: t.Schema, TemplateID: tpl.ID}, nil); err != nil {
+		if _, err := s.jobs.InsertTx(ctx, tx, queue.TemplateReviewArgs{TenantRef: queue.RefOf(t), TemplateID: tpl.ID}, nil); err != nil {
 			return fmt.Errorf("queue review of template %d: %w", tpl.ID, err)
 		}
 		return nil

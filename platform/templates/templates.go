@@ -15,6 +15,7 @@ package templates
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -174,7 +175,10 @@ func New(cfg Config) (*Service, error) {
 		return nil, errors.New("templates: Config.Jobs is required")
 	}
 	if cfg.Prepared == nil {
-		cfg.Prepared = db.NewPrepared(cfg.DB, db.PreparedConfig{})
+		var err error
+		if cfg.Prepared, err = db.NewPrepared(db.PreparedConfig{DB: cfg.DB}); err != nil {
+			return nil, fmt.Errorf("templates: %w", err)
+		}
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}

@@ -253,7 +253,7 @@ func (s *Service) queueJobs(ctx context.Context, tx pgx.Tx, t db.Tenant, endpoin
 	jobs := make([]river.InsertManyParams, len(ids))
 	for i, id := range ids {
 		jobs[i] = queue.WebhookDeliveryJob(queue.WebhookDeliveryArgs{
-			OrgID: t.OrgID, Schema: t.Schema, DeliveryID: id, EndpointID: endpointID,
+			TenantRef: queue.RefOf(t), DeliveryID: id, EndpointID: endpointID,
 			RetryUntil: created.Add(s.cfg.RetryFor),
 		})
 	}

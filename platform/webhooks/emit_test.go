@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/dbtest"
 	"github.com/bizmsg/platform/platform/webhooks"
 )
 
@@ -55,7 +56,7 @@ func TestEmit(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t)
 			var statements atomic.Int32
-			counted := db.NewPrepared(f.db, db.PreparedConfig{Observe: func(string, error) { statements.Add(1) }})
+			counted := dbtest.Prepared(t, db.PreparedConfig{DB: f.db, Observe: func(string, error) { statements.Add(1) }})
 			svc := f.service(webhooks.Config{Prepared: counted})
 			tn := f.org()
 			tt.setup(f, svc, tn)

@@ -43,11 +43,11 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	d, _ := dbtest.Migrated(t)
 	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	rc, err := queue.NewClient(d.Pool, nil, nil, queue.Config{Logger: quiet})
+	rc, err := queue.NewClient(queue.Config{Pool: d.Pool, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mig, err := migrate.New(d.Pool, migrate.Config{Logger: quiet})
+	mig, err := migrate.New(migrate.Config{Pool: d.Pool, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func (f *fixture) work(svc *webhooks.Service, maxWorkers int) {
 	f.t.Helper()
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &jobs.WebhookWorker{Attempter: svc})
-	client, err := queue.NewClient(f.db.Pool, workers, nil, queue.Config{
+	client, err := queue.NewClient(queue.Config{Pool: f.db.Pool, Workers: workers,
 		Logger: f.quiet, FetchPollInterval: 50 * time.Millisecond, WebhookMaxWorkers: maxWorkers,
 	})
 	if err != nil {

@@ -232,7 +232,7 @@ func (s *Service) expand(ctx context.Context, tx pgx.Tx, t db.Tenant, limit int)
 	jobs := make([]river.InsertManyParams, len(ids))
 	for i, id := range ids {
 		jobs[i] = queue.WebhookDeliveryJob(queue.WebhookDeliveryArgs{
-			OrgID: t.OrgID, Schema: t.Schema, DeliveryID: id, EndpointID: endpoints[i],
+			TenantRef: queue.RefOf(t), DeliveryID: id, EndpointID: endpoints[i],
 			RetryUntil: created[i].Add(s.cfg.RetryFor),
 		})
 	}

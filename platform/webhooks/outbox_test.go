@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/dbtest"
 	"github.com/bizmsg/platform/platform/webhooks"
 )
 
@@ -180,7 +181,7 @@ func TestOutboxBatchesYield(t *testing.T) {
 				gate.busy()
 			}
 			var locks atomic.Int32
-			counted := db.NewPrepared(f.db, db.PreparedConfig{Observe: func(q string, _ error) {
+			counted := dbtest.Prepared(t, db.PreparedConfig{DB: f.db, Observe: func(q string, _ error) {
 				if q == `SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))` {
 					locks.Add(1)
 				}

@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -106,9 +107,6 @@ func (c *Config) setDefaults() {
 	defaults.Positive(&c.Retention, 30*24*time.Hour)
 	defaults.Positive(&c.OutboxBatch, 64)
 	defaults.Positive(&c.Expansions, 2)
-	if c.Prepared == nil {
-		c.Prepared = db.NewPrepared(c.DB, db.PreparedConfig{})
-	}
 	if c.Clock == nil {
 		c.Clock = clock.Real{}
 	}
@@ -151,6 +149,12 @@ func New(cfg Config) (*Service, error) {
 		return nil, errors.New("webhooks: New needs Jobs (a River client)")
 	}
 	cfg.setDefaults()
+	if cfg.Prepared == nil {
+		var err error
+		if cfg.Prepared, err = db.NewPrepared(db.PreparedConfig{DB: cfg.DB}); err != nil {
+			return nil, fmt.Errorf("webhooks: %w", err)
+		}
+	}
 	if cfg.AllowPrivate {
 		cfg.Logger.Warn("webhooks may be sent to loopback, private and link-local addresses (WEBHOOK_ALLOW_PRIVATE): use this in development and tests only")
 	}

@@ -174,16 +174,8 @@ func (d *Pages) renderCampaign(c *gin.Context, status int, pd web.PageData, id i
 	}
 	list, err := d.cfg.Campaigns.ListRecipients(ctx, s.Principal.Tenant, id, campaigns.RecipientQuery{
 		Status: q.Get("status"), Limit: strconv.Itoa(page.DefaultLimit), Cursor: cursor})
-	if err != nil {
-		st, msg, fields, ok := web.FormError(err)
-		if !ok {
-			d.Internal(c, err)
-			return
-		}
-		data.Filter.Fields = fields
-		if pd.Error == "" {
-			status, pd.Error = st, msg
-		}
+	if err != nil && !d.ListError(c, err, &pd, &data.Filter, &status) {
+		return
 	}
 	for _, r := range list.Items {
 		v := recipientView{Recipient: r}

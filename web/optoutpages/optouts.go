@@ -96,16 +96,8 @@ func (d *Pages) renderOptOuts(c *gin.Context, status int, data web.PageData, q u
 	list, err := d.cfg.Consent.List(ctx, s.Principal.Tenant, consent.ListQuery{
 		Phone: phone.FromQuery(filters.Get("phone")), Source: filters.Get("source"),
 		Limit: strconv.Itoa(page.DefaultLimit), Cursor: cursor})
-	if err != nil {
-		st, msg, fields, ok := web.FormError(err)
-		if !ok {
-			d.Internal(c, err)
-			return
-		}
-		out.Filter.Fields = fields
-		if data.Error == "" {
-			status, data.Error = st, msg
-		}
+	if err != nil && !d.ListError(c, err, &data, &out.Filter, &status) {
+		return
 	}
 	set, err := d.cfg.Consent.Settings(ctx, s.Principal.Tenant)
 	if err != nil {

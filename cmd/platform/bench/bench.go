@@ -108,7 +108,7 @@ func benchTenants(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	defer d.Close()
-	m, err := migrate.New(d.Pool, migrate.Config{Concurrency: *concurrency, Logger: quietLogger()})
+	m, err := migrate.New(migrate.Config{Pool: d.Pool, Concurrency: *concurrency, Logger: quietLogger()})
 	if err != nil {
 		return err
 	}

@@ -3,22 +3,17 @@ package bench
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/bizmsg/platform/platform/config"
 	"github.com/bizmsg/platform/platform/db"
 )
 
@@ -174,12 +169,7 @@ type campaignReport struct {
 
 // benchCampaign is platform bench campaign.
 func benchCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("bench campaign", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, benchCampaignUsage)
-		fs.PrintDefaults()
-	}
+	fs := benchFlags("bench campaign", benchCampaignUsage, stderr)
 	var cfg campaignConfig
 	fs.IntVar(&cfg.Recipients, "recipients", 100000, "recipients of the campaign (at most 100,000)")
 	fs.IntVar(&cfg.Chunk, "chunk", 10000, "recipients per request of the add phase (at most 10,000)")
@@ -221,15 +211,7 @@ func benchCampaign(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if rep != nil {
 		rep.Command = "platform bench campaign " + strings.Join(args, " ")
 		printCampaignReport(stdout, rep)
-		if *out != "" {
-			raw, err := json.MarshalIndent(rep, "", "  ")
-			if err == nil {
-				err = os.WriteFile(*out, append(raw, '\n'), 0o644) //nolint:gosec // G306: a report to share, not a secret
-			}
-			if err != nil {
-				runErr = errors.Join(runErr, fmt.Errorf("write %s: %w", *out, err))
-			}
-		}
+		runErr = writeReport(*out, rep, runErr)
 	}
 	return runErr
 }
@@ -238,9 +220,7 @@ func benchCampaign(ctx context.Context, args []string, stdout, stderr io.Writer)
 type campaignBench struct {
 	cfg    campaignConfig
 	stderr io.Writer
-	url    string
-	pepper string
-	d      *db.DB
+	scratch
 	tenant benchTenant
 	prog   *progress
 	client *http.Client
@@ -251,36 +231,19 @@ type campaignBench struct {
 // serviceEnv is the service's environment: the scratch database, the
 // fixtures' pepper, the pool's throttle, limits that never bind.
 func (b *campaignBench) serviceEnv() []string {
-	return []string{
-		"DATABASE_URL=" + b.url, "API_KEY_PEPPER=" + b.pepper, "JWT_SECRET=" + b.pepper,
-		"NETWORK=builtin", "DB_MAX_CONNS=" + strconv.Itoa(b.cfg.DBMaxConns), "LOG_LEVEL=" + b.cfg.LogLevel,
-		"DEFAULT_DAILY_LIMIT=100000000",
-		"SENDER_RATE=" + strconv.FormatFloat(b.cfg.SenderRate, 'f', -1, 64), "SENDER_BURST=" + strconv.Itoa(b.cfg.SenderBurst),
-		"API_RATE_LIMIT=1000000", "API_RATE_BURST=1000000",
-	}
+	return b.env(b.cfg.DBMaxConns, b.cfg.LogLevel,
+		"SENDER_RATE="+strconv.FormatFloat(b.cfg.SenderRate, 'f', -1, 64), "SENDER_BURST="+strconv.Itoa(b.cfg.SenderBurst))
 }
 
 func (b *campaignBench) run(ctx context.Context, keep bool) (*campaignReport, error) {
 	started := time.Now()
 	rep := &campaignReport{StartedAt: started.UTC(), Config: b.cfg, CPUs: runtime.NumCPU(), GoVersion: runtime.Version(),
 		Throttle: float64(b.cfg.Senders) * b.cfg.SenderRate}
-	base, err := config.Load(os.Getenv)
+	closeScratch, err := b.open(ctx, b.cfg.Database, 4, keep)
 	if err != nil {
 		return nil, err
 	}
-	if b.url, err = scratchDatabase(ctx, base.DatabaseURL, b.cfg.Database); err != nil {
-		return nil, err
-	}
-	if !keep {
-		defer func() { _ = dropDatabase(context.WithoutCancel(ctx), base.DatabaseURL, b.cfg.Database) }()
-	}
-	secret := make([]byte, 32)
-	_, _ = rand.Read(secret)
-	b.pepper = hex.EncodeToString(secret)
-	if b.d, err = db.Open(ctx, db.Config{URL: b.url, MaxConns: 4}); err != nil {
-		return nil, err
-	}
-	defer b.d.Close()
+	defer closeScratch()
 	b.prog = newProgress(b.stderr)
 	defer b.prog.close()
 	b.client = &http.Client{Timeout: 2 * time.Minute}

@@ -210,7 +210,7 @@ type drainResult struct {
 func ceilingRiver(ctx context.Context, d *db.DB, n int, progress func(int64)) (drainResult, error) {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, noopWorker{})
-	client, err := queue.NewClient(d.Pool, workers, nil, queue.Config{Logger: quietLogger()})
+	client, err := queue.NewClient(queue.Config{Pool: d.Pool, Workers: workers, Logger: quietLogger()})
 	if err != nil {
 		return drainResult{}, err
 	}

@@ -54,7 +54,7 @@ type fixtures struct {
 // pepper (the service's). With base, it first migrates the base schemas
 // (central, network, river) of a scratch database.
 func newFixtures(ctx context.Context, d *db.DB, pepper string, cfg fixtureConfig, base bool) (*fixtures, error) {
-	m, err := migrate.New(d.Pool, migrate.Config{Concurrency: max(cfg.Concurrency, 1), Logger: quietLogger()})
+	m, err := migrate.New(migrate.Config{Pool: d.Pool, Concurrency: max(cfg.Concurrency, 1), Logger: quietLogger()})
 	if err != nil {
 		return nil, fmt.Errorf("migrator: %w", err)
 	}

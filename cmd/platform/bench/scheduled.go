@@ -3,22 +3,17 @@ package bench
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strconv"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/bizmsg/platform/platform/config"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/queue"
 )
@@ -47,21 +42,14 @@ type scheduledConfig struct {
 
 // scheduledBench is one run of platform bench scheduled.
 type scheduledBench struct {
-	cfg     scheduledConfig
-	url     string
-	pepper  string
-	d       *db.DB
+	cfg scheduledConfig
+	scratch
 	tenants []benchTenant
 	stderr  io.Writer
 }
 
 func benchScheduled(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("bench scheduled", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, benchScheduledUsage)
-		fs.PrintDefaults()
-	}
+	fs := benchFlags("bench scheduled", benchScheduledUsage, stderr)
 	var cfg scheduledConfig
 	fs.IntVar(&cfg.Messages, "messages", 100000, "scheduled messages, all due at one instant")
 	fs.IntVar(&cfg.Tenants, "tenants", 10, "organizations the messages are spread over (round-robin, then over their senders); the sweep figure is measured over these")
@@ -94,23 +82,11 @@ func benchScheduled(ctx context.Context, args []string, stdout, stderr io.Writer
 func (b *scheduledBench) run(ctx context.Context, keep bool, stdout io.Writer) error {
 	started := time.Now()
 	sendAt := started.Add(b.cfg.Lead).Truncate(time.Second)
-	base, err := config.Load(os.Getenv)
+	closeScratch, err := b.open(ctx, b.cfg.Database, 8, keep)
 	if err != nil {
 		return err
 	}
-	if b.url, err = scratchDatabase(ctx, base.DatabaseURL, b.cfg.Database); err != nil {
-		return err
-	}
-	if !keep {
-		defer func() { _ = dropDatabase(context.WithoutCancel(ctx), base.DatabaseURL, b.cfg.Database) }()
-	}
-	secret := make([]byte, 32)
-	_, _ = rand.Read(secret)
-	b.pepper = hex.EncodeToString(secret)
-	if b.d, err = db.Open(ctx, db.Config{URL: b.url, MaxConns: 8}); err != nil {
-		return err
-	}
-	defer b.d.Close()
+	defer closeScratch()
 	if err := b.fixtures(ctx); err != nil {
 		return err
 	}
@@ -120,7 +96,7 @@ func (b *scheduledBench) run(ctx context.Context, keep bool, stdout io.Writer) e
 	}
 	defer func() { _, _ = av.stop() }()
 
-	api, err := startChild(ctx, []string{"api"}, b.env(), true)
+	api, err := startChild(ctx, []string{"api"}, b.childEnv(), true)
 	if err != nil {
 		return err
 	}
@@ -159,7 +135,7 @@ func (b *scheduledBench) run(ctx context.Context, keep bool, stdout io.Writer) e
 		}
 	}()
 	for i := range b.cfg.Workers {
-		w, err := startChild(ctx, []string{"worker"}, b.env(), false)
+		w, err := startChild(ctx, []string{"worker"}, b.childEnv(), false)
 		if err != nil {
 			return fmt.Errorf("worker %d: %w", i+1, err)
 		}
@@ -202,20 +178,8 @@ func (b *scheduledBench) run(ctx context.Context, keep bool, stdout io.Writer) e
 	return nil
 }
 
-// env is the child processes' environment.
-func (b *scheduledBench) env() []string {
-	return []string{
-		"DATABASE_URL=" + b.url,
-		"API_KEY_PEPPER=" + b.pepper,
-		"JWT_SECRET=" + b.pepper,
-		"NETWORK=builtin",
-		"DB_MAX_CONNS=" + strconv.Itoa(b.cfg.DBMaxConns),
-		"LOG_LEVEL=warn",
-		"DEFAULT_DAILY_LIMIT=100000000",
-		"SENDER_RATE=1000000", "SENDER_BURST=1000000",
-		"API_RATE_LIMIT=1000000", "API_RATE_BURST=1000000",
-	}
-}
+// childEnv is the child processes' environment.
+func (b *scheduledBench) childEnv() []string { return b.env(b.cfg.DBMaxConns, "warn") }
 
 // fixtures creates the organizations, their senders and the recipients.
 func (b *scheduledBench) fixtures(ctx context.Context) error {

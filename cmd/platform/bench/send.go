@@ -3,16 +3,11 @@ package bench
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
-	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -21,8 +16,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/bizmsg/platform/platform/config"
-	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/defaults"
 )
 
@@ -284,12 +277,7 @@ func parseTenantList(s string) ([]int, error) {
 
 // benchSend is platform bench send.
 func benchSend(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("bench send", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, benchSendUsage)
-		fs.PrintDefaults()
-	}
+	fs := benchFlags("bench send", benchSendUsage, stderr)
 	tenantList := fs.String("tenants", "1,100,1000", "tenant counts of the sweep, comma-separated; the first is also the tenant count of every other service phase and of ceiling (a), which is also measured over each count; the largest is provisioned")
 	var cfg sendConfig
 	fs.IntVar(&cfg.Senders, "senders", 4, "active sender numbers per tenant (at most 100); sends go round-robin over tenants, then senders")
@@ -362,15 +350,7 @@ func benchSend(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if rep != nil {
 		rep.Command = "platform bench send " + strings.Join(args, " ")
 		printSendReport(stdout, rep)
-		if *out != "" {
-			raw, err := json.MarshalIndent(rep, "", "  ")
-			if err == nil {
-				err = os.WriteFile(*out, append(raw, '\n'), 0o644) //nolint:gosec // G306: a report to share, not a secret
-			}
-			if err != nil {
-				runErr = errors.Join(runErr, fmt.Errorf("write %s: %w", *out, err))
-			}
-		}
+		runErr = writeReport(*out, rep, runErr)
 	}
 	return runErr
 }
@@ -381,9 +361,7 @@ type sendBench struct {
 	stderr     io.Writer
 	cpuProfile string
 
-	url     string
-	pepper  string
-	d       *db.DB
+	scratch
 	tenants []benchTenant
 	// checkpointErr is why a CHECKPOINT (after the fixtures or the
 	// ceilings) failed, the first time one did.
@@ -394,19 +372,8 @@ type sendBench struct {
 // serviceEnv is the environment of the service under test: the scratch
 // database, the fixtures' pepper, and limits high enough never to bind.
 func (b *sendBench) serviceEnv() []string {
-	return []string{
-		"DATABASE_URL=" + b.url,
-		"API_KEY_PEPPER=" + b.pepper,
-		"JWT_SECRET=" + b.pepper,
-		"NETWORK=builtin",
-		"DB_MAX_CONNS=" + strconv.Itoa(b.cfg.DBMaxConns),
-		"LOG_LEVEL=" + b.cfg.LogLevel,
-		"DEFAULT_DAILY_LIMIT=100000000",
-		"SENDER_RATE=1000000", "SENDER_BURST=1000000",
-		"API_RATE_LIMIT=1000000", "API_RATE_BURST=1000000",
-		// The webhook phase's receiver listens on loopback.
-		"WEBHOOK_ALLOW_PRIVATE=true",
-	}
+	// The webhook phase's receiver listens on loopback.
+	return b.env(b.cfg.DBMaxConns, b.cfg.LogLevel, "WEBHOOK_ALLOW_PRIVATE=true")
 }
 
 // startProfiled is startChild with serviceEnv, plus a loopback PPROF_ADDR
@@ -427,23 +394,11 @@ func (b *sendBench) startProfiled(ctx context.Context, args []string, serves boo
 func (b *sendBench) run(ctx context.Context, keep bool) (*sendReport, error) {
 	started := time.Now()
 	rep := &sendReport{StartedAt: started.UTC(), Config: b.cfg, CPUs: runtime.NumCPU(), GoVersion: runtime.Version()}
-	base, err := config.Load(os.Getenv)
+	closeScratch, err := b.open(ctx, b.cfg.Database, int32(b.cfg.DBMaxConns), keep)
 	if err != nil {
 		return nil, err
 	}
-	if b.url, err = scratchDatabase(ctx, base.DatabaseURL, b.cfg.Database); err != nil {
-		return nil, err
-	}
-	if !keep {
-		defer func() { _ = dropDatabase(context.WithoutCancel(ctx), base.DatabaseURL, b.cfg.Database) }()
-	}
-	secret := make([]byte, 32)
-	_, _ = rand.Read(secret)
-	b.pepper = hex.EncodeToString(secret)
-	if b.d, err = db.Open(ctx, db.Config{URL: b.url, MaxConns: int32(b.cfg.DBMaxConns)}); err != nil {
-		return nil, err
-	}
-	defer b.d.Close()
+	defer closeScratch()
 	b.prog = newProgress(b.stderr)
 	defer b.prog.close()
 

@@ -29,6 +29,7 @@ import (
 	"github.com/bizmsg/platform/platform/migrate"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/network/builtin"
+	"github.com/bizmsg/platform/platform/network/networktest"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
 	"github.com/bizmsg/platform/platform/sendrequest"
@@ -187,8 +188,8 @@ func Setup(t *testing.T, rate float64, burst int, edit func(*Config)) *Fixture {
 	t.Helper()
 	d, _ := dbtest.Migrated(t)
 	clk := clock.NewFake(Start)
-	net := &CountingNetwork{Network: builtin.New(d, builtin.Config{Clock: clk})}
-	ins, err := queue.NewClient(d.Pool, nil, nil, queue.Config{})
+	net := &CountingNetwork{Network: networktest.Builtin(t, builtin.Config{DB: d, Clock: clk})}
+	ins, err := queue.NewClient(queue.Config{Pool: d.Pool})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +206,7 @@ func Setup(t *testing.T, rate float64, burst int, edit func(*Config)) *Fixture {
 			batches.Add(1)
 		}
 	}
-	prep := db.NewPrepared(d, db.PreparedConfig{Observe: countBatches})
+	prep := dbtest.Prepared(t, db.PreparedConfig{DB: d, Observe: countBatches})
 	cfg := Config{
 		Acceptance: acceptance.Config{Prepared: prep, Jobs: ins, Senders: snd, Network: net, Clock: clk},
 		Delivery: delivery.Config{
@@ -239,7 +240,7 @@ func Setup(t *testing.T, rate float64, burst int, edit func(*Config)) *Fixture {
 		t.Fatal(err)
 	}
 	svc := Services{Acceptance: acc, Delivery: dlv, Messages: msgs}
-	mig, err := migrate.New(d.Pool, migrate.Config{Logger: quiet})
+	mig, err := migrate.New(migrate.Config{Pool: d.Pool, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +330,7 @@ func (f *Fixture) MustSend(tn db.Tenant, sid int64, to, content string) int64 {
 // message's id when there is no such job).
 func (f *Fixture) Deliver(tn db.Tenant, id, jobID int64, attempt int) (time.Duration, error) {
 	f.T.Helper()
-	args := queue.DeliverArgs{OrgID: tn.OrgID, Schema: tn.Schema, MessageID: id}
+	args := queue.DeliverArgs{TenantRef: queue.RefOf(tn), MessageID: id}
 	var raw []byte
 	err := f.DB.Pool.QueryRow(context.Background(), `SELECT args FROM river.river_job
 		WHERE kind = 'message_delivery' AND args->>'schema' = $1 AND (args->>'message_id')::bigint = $2`,

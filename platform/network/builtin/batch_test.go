@@ -20,6 +20,7 @@ import (
 	"github.com/bizmsg/platform/platform/dbtest"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/network/builtin"
+	"github.com/bizmsg/platform/platform/network/networktest"
 )
 
 // statements counts the statements a pool runs.
@@ -48,7 +49,7 @@ func newCountingFixture(t *testing.T) (*fixture, *statements) {
 	}
 	t.Cleanup(pool.Close)
 	clk := clock.NewFake(start)
-	return &fixture{t: t, db: d, net: builtin.New(&db.DB{Pool: pool}, builtin.Config{Clock: clk}), clock: clk}, count
+	return &fixture{t: t, db: d, net: networktest.Builtin(t, builtin.Config{DB: &db.DB{Pool: pool}, Clock: clk}), clock: clk}, count
 }
 
 // storedMessage is a row of network.messages, with the phones of its accounts.
@@ -164,12 +165,9 @@ func TestDeliverBatch(t *testing.T) {
 		{"another new pair", text("b5", d, e, "5"), d, e},
 		{"formatted phones", text("b6", "+1 (415) 555-0103", " +1 415 555 0104", "6"), d, e},
 		{"from the service account", text("otp:b7", "", c, "code 123456"), builtin.ServicePhone, c},
-		{"document", network.Message{Reference: "b8", FromPhone: e, ToPhone: a, Type: "document",
-			Content: "https://files.example/r.pdf", FileName: "r.pdf", FileSize: 2048, FileType: "application/pdf"}, e, a},
-		{"voice", network.Message{Reference: "b9", FromPhone: e, ToPhone: b, Type: "voice",
-			Content: "https://files.example/v.ogg", FileName: "v.ogg", FileSize: 4096, FileType: "audio/ogg", Duration: 12}, e, b},
-		{"image", network.Message{Reference: "b10", FromPhone: a, ToPhone: b, Type: "image",
-			Content: "https://files.example/i.png", FileName: "i.png", FileSize: 10, FileType: "image/png"}, a, b},
+		{"document", network.Message{Reference: "b8", FromPhone: e, ToPhone: a, Media: network.Media{Type: "document", Content: "https://files.example/r.pdf", FileName: "r.pdf", FileSize: 2048, FileType: "application/pdf"}}, e, a},
+		{"voice", network.Message{Reference: "b9", FromPhone: e, ToPhone: b, Media: network.Media{Type: "voice", Content: "https://files.example/v.ogg", FileName: "v.ogg", FileSize: 4096, FileType: "audio/ogg", Duration: 12}}, e, b},
+		{"image", network.Message{Reference: "b10", FromPhone: a, ToPhone: b, Media: network.Media{Type: "image", Content: "https://files.example/i.png", FileName: "i.png", FileSize: 10, FileType: "image/png"}}, a, b},
 		{"again the first pair", text("b11", a, b, "11"), a, b},
 	}
 	msgs := make([]network.Message, len(tests))
@@ -245,7 +243,7 @@ func TestDeliverBatchRefusals(t *testing.T) {
 	}{
 		{"valid", text("ok1", s, r, "hi"), ""},
 		{"no reference", text("", s, r, "hi"), network.CodeInvalidMessage},
-		{"unknown type", network.Message{Reference: "x1", FromPhone: s, ToPhone: r, Type: "sticker"}, network.CodeInvalidMessage},
+		{"unknown type", network.Message{Reference: "x1", FromPhone: s, ToPhone: r, Media: network.Media{Type: "sticker"}}, network.CodeInvalidMessage},
 		{"malformed recipient", text("x2", s, "555-0111", "hi"), network.CodeInvalidPhone},
 		{"malformed sender", text("x3", "nope", r, "hi"), network.CodeInvalidPhone},
 		{"service account as a phone", text("x4", builtin.ServicePhone, r, "hi"), network.CodeInvalidPhone},
@@ -345,7 +343,7 @@ func TestDeliverBatchRepeats(t *testing.T) {
 		{name: "same reference in the batch, other direction", msg: text("twice", e, d, "three"), code: network.CodeReferenceReused},
 		{name: "refused first", msg: text("second-wins", c, b, "blocked"), code: network.CodeBlockedSender},
 		{name: "then delivered elsewhere", msg: text("second-wins", c, d, "ok"), from: c, to: d, content: "ok"},
-		{name: "invalid first", msg: network.Message{Reference: "valid-wins", FromPhone: a, ToPhone: d, Type: "gif"}, code: network.CodeInvalidMessage},
+		{name: "invalid first", msg: network.Message{Reference: "valid-wins", FromPhone: a, ToPhone: d, Media: network.Media{Type: "gif"}}, code: network.CodeInvalidMessage},
 		{name: "then valid", msg: text("valid-wins", a, d, "ok"), from: a, to: d, content: "ok"},
 	}
 	msgs := make([]network.Message, len(tests))
@@ -462,7 +460,7 @@ func TestDeliverBatchStatementFails(t *testing.T) {
 			}
 			msgs := []network.Message{
 				text("f1", a, b, "hi"),
-				{Reference: "f2", FromPhone: a, ToPhone: b, Type: "gif"},
+				{Reference: "f2", FromPhone: a, ToPhone: b, Media: network.Media{Type: "gif"}},
 				text("f3", b, a, tt.bad),
 				text("f1", a, b, "repeat"),
 				text("f4", a, ph(139), "no such recipient"),
@@ -703,7 +701,7 @@ func TestDeliveriesShareStatements(t *testing.T) {
 	var shared *builtin.Network
 	got := make([]network.Result, len(tests))
 	runs := dbtest.SharedRuns(t, f.db, "network.messages", func(cfg batch.Config) func() error {
-		shared = builtin.New(f.db, builtin.Config{Clock: f.clock, DeliverBatch: cfg})
+		shared = networktest.Builtin(t, builtin.Config{DB: f.db, Clock: f.clock, DeliverBatch: cfg})
 		return func() error {
 			_, err := shared.Deliver(ctx, text("shared:held", a, b, "held"))
 			return err

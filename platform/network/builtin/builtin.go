@@ -41,6 +41,9 @@ const ServicePhone = "platform"
 
 // Config configures a Network.
 type Config struct {
+	// DB is the database whose network schema (migrated:
+	// migrate.Migrator.Base) holds the network. Required.
+	DB *db.DB
 	// Clock stamps deliveries and verification times. Default clock.Real{}.
 	// The integration harness passes its fake clock, so delivery times agree
 	// with the rest of the platform.
@@ -70,21 +73,21 @@ var (
 	_ network.BatchDeliverer = (*Network)(nil)
 )
 
-// New returns the built-in network on d, whose `network` schema must be
-// migrated (migrate.Migrator.Base does it). It is still to take d into
-// Config and return an error (the one constructor shape) once the send
-// path's test harness that calls it is free to change.
-func New(d *db.DB, cfg Config) *Network {
+// New checks cfg and returns the built-in network on its database.
+func New(cfg Config) (*Network, error) {
+	if cfg.DB == nil || cfg.DB.Pool == nil {
+		return nil, errors.New("builtin: Config.DB is required")
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
 	if cfg.Batch.MaxInFlight == 0 {
 		cfg.Batch.MaxInFlight = batch.ReadMaxInFlight
 	}
-	n := &Network{pool: d.Pool, clock: cfg.Clock}
+	n := &Network{pool: cfg.DB.Pool, clock: cfg.Clock}
 	n.lookups = batch.New(n.lookupMany, cfg.Batch)
 	n.deliveries = batch.New(n.deliverShared, cfg.DeliverBatch)
-	return n
+	return n, nil
 }
 
 // querier is what both the pool and a transaction offer.

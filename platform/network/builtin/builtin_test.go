@@ -34,7 +34,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	d, _ := dbtest.Migrated(t)
 	clk := clock.NewFake(start)
-	return &fixture{t: t, db: d, net: builtin.New(d, builtin.Config{Clock: clk}), clock: clk}
+	return &fixture{t: t, db: d, net: networktest.Builtin(t, builtin.Config{DB: d, Clock: clk}), clock: clk}
 }
 
 // ph returns a valid E.164 phone numbered i.
@@ -69,7 +69,7 @@ func (f *fixture) count(query string, args ...any) int {
 }
 
 func text(ref, from, to, content string) network.Message {
-	return network.Message{Reference: ref, FromPhone: from, ToPhone: to, Type: "text", Content: content}
+	return network.Message{Reference: ref, FromPhone: from, ToPhone: to, Media: network.Media{Type: "text", Content: content}}
 }
 
 func TestLookup(t *testing.T) {
@@ -433,7 +433,7 @@ func TestDeliverRefusals(t *testing.T) {
 		{"service account as a phone", text("r9", builtin.ServicePhone, ph(61), "hi"), network.CodeInvalidPhone},
 		{"to the service account", text("r10", s, builtin.ServicePhone, "hi"), network.CodeInvalidPhone},
 		{"no reference", text("", s, ph(61), "hi"), network.CodeInvalidMessage},
-		{"unknown type", network.Message{Reference: "r11", FromPhone: s, ToPhone: ph(61), Type: "sticker"}, network.CodeInvalidMessage},
+		{"unknown type", network.Message{Reference: "r11", FromPhone: s, ToPhone: ph(61), Media: network.Media{Type: "sticker"}}, network.CodeInvalidMessage},
 		{"reference reused for another recipient", text("used", s, ph(64), "hi"), network.CodeReferenceReused},
 		{"reference reused by another sender", text("used", ph(64), ph(61), "hi"), network.CodeReferenceReused},
 	}
@@ -498,11 +498,9 @@ func TestInbox(t *testing.T) {
 	sent := []network.Message{
 		text("m1", a, me, "first"),
 		text("m2", "", me, "Your code is 123456"),
-		{Reference: "m3", FromPhone: b, ToPhone: me, Type: "document", Content: "https://files.example/r.pdf",
-			FileName: "r.pdf", FileSize: 2048, FileType: "application/pdf"},
+		{Reference: "m3", FromPhone: b, ToPhone: me, Media: network.Media{Type: "document", Content: "https://files.example/r.pdf", FileName: "r.pdf", FileSize: 2048, FileType: "application/pdf"}},
 		text("elsewhere", me, a, "not in my inbox"),
-		{Reference: "m4", FromPhone: a, ToPhone: me, Type: "voice", Content: "https://files.example/v.ogg",
-			FileName: "v.ogg", FileSize: 4096, FileType: "audio/ogg", Duration: 12},
+		{Reference: "m4", FromPhone: a, ToPhone: me, Media: network.Media{Type: "voice", Content: "https://files.example/v.ogg", FileName: "v.ogg", FileSize: 4096, FileType: "audio/ogg", Duration: 12}},
 	}
 	deliveries := map[string]network.Delivery{}
 	for _, m := range sent {
@@ -520,10 +518,10 @@ func TestInbox(t *testing.T) {
 		t.Fatalf("Inbox: %v", err)
 	}
 	want := []builtin.InboxMessage{
-		{FromPhone: a, Type: "text", Content: "first", Reference: "m1"},
-		{FromPhone: builtin.ServicePhone, Type: "text", Content: "Your code is 123456", Reference: "m2"},
-		{FromPhone: b, Type: "document", Content: "https://files.example/r.pdf", FileName: "r.pdf", FileSize: 2048, FileType: "application/pdf", Reference: "m3"},
-		{FromPhone: a, Type: "voice", Content: "https://files.example/v.ogg", FileName: "v.ogg", FileSize: 4096, FileType: "audio/ogg", Duration: 12, Reference: "m4"},
+		{FromPhone: a, Media: network.Media{Type: "text", Content: "first"}, Reference: "m1"},
+		{FromPhone: builtin.ServicePhone, Media: network.Media{Type: "text", Content: "Your code is 123456"}, Reference: "m2"},
+		{FromPhone: b, Media: network.Media{Type: "document", Content: "https://files.example/r.pdf", FileName: "r.pdf", FileSize: 2048, FileType: "application/pdf"}, Reference: "m3"},
+		{FromPhone: a, Media: network.Media{Type: "voice", Content: "https://files.example/v.ogg", FileName: "v.ogg", FileSize: 4096, FileType: "audio/ogg", Duration: 12}, Reference: "m4"},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("inbox has %d messages, want %d: %+v", len(got), len(want), got)
@@ -579,7 +577,7 @@ func TestLookupsShareReads(t *testing.T) {
 	var shared *builtin.Network
 	got := make([]answer, len(asks))
 	runs := dbtest.SharedRuns(t, f.db, "network.accounts", func(cfg batch.Config) func() error {
-		shared = builtin.New(f.db, builtin.Config{Clock: f.clock, Batch: cfg})
+		shared = networktest.Builtin(t, builtin.Config{DB: f.db, Clock: f.clock, Batch: cfg})
 		return func() error {
 			_, err := shared.Lookup(ctx, ph(2), "")
 			return err
@@ -658,6 +656,6 @@ func TestConformance(t *testing.T) {
 	t.Parallel()
 	networktest.Run(t, func(t *testing.T) networktest.Harness {
 		d, _ := dbtest.Migrated(t)
-		return &harness{net: builtin.New(d, builtin.Config{})}
+		return &harness{net: networktest.Builtin(t, builtin.Config{DB: d})}
 	})
 }

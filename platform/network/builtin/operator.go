@@ -161,14 +161,7 @@ type InboxMessage struct {
 	// messages (OTPs). ToPhone is the recipient's.
 	FromPhone string
 	ToPhone   string
-	// Type is text, image, voice or document.
-	Type    string
-	Content string
-	// FileName, FileSize, FileType and Duration are empty for text messages.
-	FileName string
-	FileSize int64
-	FileType string
-	Duration int
+	network.Media
 	// Reference is the sender's idempotency reference (Deliver's), or the
 	// network's own ("net:<message id>") for a message written with Send.
 	Reference string

@@ -36,17 +36,12 @@ type receiptPayload struct {
 // inboundPayload is the payload of an inbound event: network.Inbound, field
 // for field (a conversion).
 type inboundPayload struct {
-	ID             string    `json:"id"`
-	FromPhone      string    `json:"from_phone"`
-	ToPhone        string    `json:"to_phone"`
-	ConversationID int64     `json:"conversation_id"`
-	Type           string    `json:"type"`
-	Content        string    `json:"content"`
-	FileName       string    `json:"file_name,omitempty"`
-	FileType       string    `json:"file_type,omitempty"`
-	FileSize       int64     `json:"file_size,omitempty"`
-	Duration       int       `json:"duration,omitempty"`
-	At             time.Time `json:"at"`
+	ID             string `json:"id"`
+	FromPhone      string `json:"from_phone"`
+	ToPhone        string `json:"to_phone"`
+	ConversationID int64  `json:"conversation_id"`
+	network.Media
+	At time.Time `json:"at"`
 }
 
 // readSQL marks read ($3) the unread messages of the account $1, from the

@@ -311,9 +311,9 @@ func TestSend(t *testing.T) {
 	receipts, inbound := r.got()
 	want := []network.Inbound{
 		{ID: strconv.FormatInt(m.MessageID, 10), FromPhone: person, ToPhone: org, ConversationID: d.ConversationID,
-			Type: "text", Content: "Thanks!", At: at},
+			Media: network.Media{Type: "text", Content: "Thanks!"}, At: at},
 		{ID: strconv.FormatInt(first.MessageID, 10), FromPhone: stranger, ToPhone: org, ConversationID: first.ConversationID,
-			Type: "text", Content: "Hello?", At: at},
+			Media: network.Media{Type: "text", Content: "Hello?"}, At: at},
 	}
 	if len(receipts) != 0 || !slices.EqualFunc(inbound, want, func(x, y network.Inbound) bool {
 		xAt, yAt := x.At, y.At

@@ -107,16 +107,7 @@ type MessageReceived struct {
 	// ConversationID is the network's conversation of the two accounts, the
 	// conversation_id its deliveries between them answer.
 	ConversationID int64 `json:"conversation_id"`
-	// Type is text, image, voice or document; Content the text or the media
-	// URL.
-	Type    string `json:"type"`
-	Content string `json:"content"`
-	// FileName, FileSize (bytes), FileType (MIME) and Duration (seconds,
-	// voice): media only.
-	FileName string `json:"file_name,omitempty"`
-	FileSize int64  `json:"file_size,omitempty"`
-	FileType string `json:"file_type,omitempty"`
-	Duration int    `json:"duration,omitempty"`
+	network.Media
 	// SentAt is when the account wrote it. Default: the event's
 	// occurred_at, else the time it is received.
 	SentAt *time.Time `json:"sent_at,omitempty"`
@@ -296,8 +287,7 @@ func (d Decoded) Inbound(received time.Time) (network.Inbound, bool) {
 	}
 	return network.Inbound{
 		ID: m.ID, FromPhone: m.FromPhone, ToPhone: m.ToPhone, ConversationID: m.ConversationID,
-		Type: m.Type, Content: m.Content, FileName: m.FileName, FileType: m.FileType,
-		FileSize: m.FileSize, Duration: m.Duration, At: d.At(m.SentAt, received),
+		Media: m.Media, At: d.At(m.SentAt, received),
 	}, true
 }
 

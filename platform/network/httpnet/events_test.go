@@ -48,14 +48,13 @@ func TestDecode(t *testing.T) {
 			kind: apperr.KindMalformed, code: "malformed_json"},
 		{name: "received", typ: httpnet.EventMessageReceived, data: inbound, occurred: &occurred,
 			inbound: &network.Inbound{ID: "msg_77", FromPhone: "+14155550002", ToPhone: "+14155550001", ConversationID: 311,
-				Type: "text", Content: "Is it shipped?", At: occurred}},
+				Media: network.Media{Type: "text", Content: "Is it shipped?"}, At: occurred}},
 		{name: "received media, sent at", typ: httpnet.EventMessageReceived,
 			data: `{"id":"9","from_phone":"+14155550002","to_phone":"+14155550001","conversation_id":3,"type":"voice",` +
 				`"content":"https://cdn.example/v.ogg","file_name":"v.ogg","file_size":4096,"file_type":"audio/ogg","duration":12,` +
 				`"sent_at":"2026-11-22T14:05:00+01:00"}`,
 			inbound: &network.Inbound{ID: "9", FromPhone: "+14155550002", ToPhone: "+14155550001", ConversationID: 3,
-				Type: "voice", Content: "https://cdn.example/v.ogg", FileName: "v.ogg", FileSize: 4096, FileType: "audio/ogg",
-				Duration: 12, At: readAt}},
+				Media: network.Media{Type: "voice", Content: "https://cdn.example/v.ogg", FileName: "v.ogg", FileSize: 4096, FileType: "audio/ogg", Duration: 12}, At: readAt}},
 		{name: "received, nothing", typ: httpnet.EventMessageReceived, data: `{}`,
 			kind: apperr.KindInvalid, code: "validation_failed",
 			fields: []string{"data.content", "data.conversation_id", "data.from_phone", "data.id", "data.to_phone", "data.type"}},

@@ -45,7 +45,7 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	d, _ := dbtest.Migrated(t)
-	f := &fixture{t: t, net: builtin.New(d, builtin.Config{})}
+	f := &fixture{t: t, net: networktest.Builtin(t, builtin.Config{DB: d})}
 	h, err := httpnet.NewHandler(httpnet.HandlerConfig{Network: f.net, Secret: secret,
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
@@ -188,7 +188,7 @@ func TestLookupAndVerified(t *testing.T) {
 }
 
 func text(ref, from, to string) network.Message {
-	return network.Message{Reference: ref, FromPhone: from, ToPhone: to, Type: "text", Content: "hello " + ref}
+	return network.Message{Reference: ref, FromPhone: from, ToPhone: to, Media: network.Media{Type: "text", Content: "hello " + ref}}
 }
 
 // A delivery whose answer is lost is retried and returns the first delivery:
@@ -219,7 +219,7 @@ func TestDeliverIdempotentAcrossRetries(t *testing.T) {
 		t.Fatalf("inbox = %d messages, %v; want 1", len(inbox), err)
 	}
 	// The service account (no FromPhone) sends too: the OTP path.
-	otp, err := c.Deliver(ctx, network.Message{Reference: "otp:1", ToPhone: ph(2), Type: "text", Content: "code"})
+	otp, err := c.Deliver(ctx, network.Message{Reference: "otp:1", ToPhone: ph(2), Media: network.Media{Type: "text", Content: "code"}})
 	if err != nil || otp.MessageID == d.MessageID {
 		t.Fatalf("otp delivery = %+v, %v", otp, err)
 	}
@@ -247,7 +247,7 @@ func TestDeliverRefusals(t *testing.T) {
 		code string
 	}{
 		{"no reference", text("", ph(1), ph(2)), network.CodeInvalidMessage},
-		{"bad type", network.Message{Reference: "r1", FromPhone: ph(1), ToPhone: ph(2), Type: "fax"}, network.CodeInvalidMessage},
+		{"bad type", network.Message{Reference: "r1", FromPhone: ph(1), ToPhone: ph(2), Media: network.Media{Type: "fax"}}, network.CodeInvalidMessage},
 		{"bad phone", text("r2", ph(1), "0"), network.CodeInvalidPhone},
 		{"sender unknown", text("r3", ph(98), ph(2)), network.CodeSenderNotRegistered},
 		{"recipient unknown", text("r4", ph(1), ph(99)), network.CodeNotRegistered},
@@ -523,7 +523,7 @@ func TestContextCancellation(t *testing.T) {
 func TestBasePathPrefix(t *testing.T) {
 	t.Parallel()
 	d, _ := dbtest.Migrated(t)
-	net := builtin.New(d, builtin.Config{})
+	net := networktest.Builtin(t, builtin.Config{DB: d})
 	if _, err := net.AddAccount(context.Background(), builtin.AccountSpec{Phone: ph(1), Verified: true}); err != nil {
 		t.Fatal(err)
 	}

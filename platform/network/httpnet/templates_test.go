@@ -45,7 +45,7 @@ func TestDecodeTemplateReviewed(t *testing.T) {
 func TestSubmitTemplateThroughHandler(t *testing.T) {
 	t.Parallel()
 	d, _ := dbtest.Migrated(t)
-	net := builtin.New(d, builtin.Config{})
+	net := networktest.Builtin(t, builtin.Config{DB: d})
 	h, err := httpnet.NewHandler(httpnet.HandlerConfig{Network: net, Secret: secret})
 	if err != nil {
 		t.Fatal(err)

@@ -71,12 +71,7 @@ type messageJSON struct {
 	Reference string `json:"reference"`
 	FromPhone string `json:"from_phone,omitempty"`
 	ToPhone   string `json:"to_phone"`
-	Type      string `json:"type"`
-	Content   string `json:"content"`
-	FileName  string `json:"file_name,omitempty"`
-	FileSize  int64  `json:"file_size,omitempty"`
-	FileType  string `json:"file_type,omitempty"`
-	Duration  int    `json:"duration,omitempty"`
+	network.Media
 	// Template: a template message's template and values (its Type is
 	// text, its Content the rendered text).
 	Template *network.MessageTemplate `json:"template,omitempty"`
@@ -84,15 +79,13 @@ type messageJSON struct {
 
 func messageToJSON(m network.Message) messageJSON {
 	return messageJSON{
-		Reference: m.Reference, FromPhone: m.FromPhone, ToPhone: m.ToPhone, Type: m.Type, Content: m.Content,
-		FileName: m.FileName, FileSize: m.FileSize, FileType: m.FileType, Duration: m.Duration, Template: m.Template,
+		Reference: m.Reference, FromPhone: m.FromPhone, ToPhone: m.ToPhone, Media: m.Media, Template: m.Template,
 	}
 }
 
 func (m messageJSON) message() network.Message {
 	return network.Message{
-		Reference: m.Reference, FromPhone: m.FromPhone, ToPhone: m.ToPhone, Type: m.Type, Content: m.Content,
-		FileName: m.FileName, FileSize: m.FileSize, FileType: m.FileType, Duration: m.Duration, Template: m.Template,
+		Reference: m.Reference, FromPhone: m.FromPhone, ToPhone: m.ToPhone, Media: m.Media, Template: m.Template,
 	}
 }
 

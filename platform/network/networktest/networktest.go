@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/bizmsg/platform/platform/network"
+	"github.com/bizmsg/platform/platform/network/builtin"
 )
 
 // Harness drives one network under test, which starts with no accounts and
@@ -122,7 +123,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 
 // text is a text message between two phones.
 func text(ref, from, to, content string) network.Message {
-	return network.Message{Reference: ref, FromPhone: from, ToPhone: to, Type: "text", Content: content}
+	return network.Message{Reference: ref, FromPhone: from, ToPhone: to, Media: network.Media{Type: "text", Content: content}}
 }
 
 // deliver delivers msg and fails the test if the network refuses it.
@@ -340,4 +341,15 @@ func checkTemplateReview(t *testing.T, h Harness) {
 		}
 		<-tick.C
 	}
+}
+
+// Builtin returns the built-in network cfg configures (cfg.DB's network
+// schema migrated), failing the test when cfg is refused.
+func Builtin(t testing.TB, cfg builtin.Config) *builtin.Network {
+	t.Helper()
+	n, err := builtin.New(cfg)
+	if err != nil {
+		t.Fatalf("networktest: %v", err)
+	}
+	return n
 }
