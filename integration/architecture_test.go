@@ -97,7 +97,6 @@ var floors = map[string]string{
 	"platform/phone":                 floorInfra,
 	"platform/queue":                 floorInfra,
 	"platform/ratelimit":             floorInfra,
-	"platform/throttle":              floorInfra,
 	"platform/token":                 floorInfra,
 	"platform/dbtest":                floorTest,
 	"platform/fuzzcheck":             floorTest,
@@ -504,7 +503,7 @@ var constructorShapes = map[string]string{
 	"platform/clock.NewFake":      "a test clock: a value set to a time",
 	"platform/metrics.New":        "nothing to configure and nothing to fail",
 	"platform/ratelimit.NewLocal": "every LocalConfig field has a default and none is required: nothing to fail",
-	"platform/throttle.NewLocal":  "every Config field has a default and none is required: nothing to fail",
+	"platform/pace.NewLocal":      "every Config field has a default and none is required: nothing to fail",
 }
 
 // constructor is what the shape rule reads of an exported function whose
@@ -594,7 +593,7 @@ func TestArchitectureConstructorRules(t *testing.T) {
 		want string // "" for no violation
 	}{
 		{"the one shape", "platform/usage", "func New(cfg Config) (*Service, error) { return nil, nil }", ""},
-		{"a second type's config", "platform/throttle", "func NewShared(cfg SharedConfig) (*Shared, error) { return nil, nil }", ""},
+		{"a second type's config", "platform/ratelimit", "func NewShared(cfg SharedConfig) (*Shared, error) { return nil, nil }", ""},
 		{"a dependency beside the config", "platform/keys", "func New(pool *pgxpool.Pool, cfg Config) (*Service, error) { return nil, nil }",
 			"platform/keys.New(*pgxpool.Pool, Config) (*Service, error)"},
 		{"dependencies without a config", "platform/usage", "func New(pool *pgxpool.Pool, clk clock.Clock) (*Service, error) { return nil, nil }",

@@ -17,7 +17,6 @@ import (
 	"github.com/bizmsg/platform/platform/lookup"
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/queue"
-	"github.com/bizmsg/platform/platform/throttle"
 	"github.com/bizmsg/platform/platform/usage"
 	"github.com/bizmsg/platform/tenant"
 )
@@ -26,13 +25,10 @@ import (
 const idempotencyTTL = 24 * time.Hour
 
 // messaging builds the consent, acceptance, delivery, message, lookup and
-// usage services. The delivery throttle is shared (throttle.Shared): a
+// usage services. The delivery throttle is the shared pace.Store: a
 // sender's rate holds in total across every worker process.
 func (a *App) messaging() error {
-	senderPace, err := throttle.NewShared(throttle.SharedConfig{Store: a.pace})
-	if err != nil {
-		return err
-	}
+	var err error
 	prepared := a.cfg.DBPreparedStatements
 	if prepared == 0 {
 		prepared = -1 // DB_PREPARED_STATEMENTS=0: prepare nothing
@@ -67,7 +63,7 @@ func (a *App) messaging() error {
 		Prepared:    prep,
 		Jobs:        a.River,
 		Network:     a.Network,
-		Throttle:    senderPace,
+		Throttle:    a.pace,
 		SenderRate:  a.cfg.SenderRate,
 		SenderBurst: a.cfg.SenderBurst,
 		Batch:       a.batches("deliver"),
@@ -111,8 +107,7 @@ func (a *App) messaging() error {
 // attempts give way to a busy API and send path, and its size observed by
 // the batch_size metric.
 func (a *App) batches(kind string) batch.Config {
-	size := a.Metrics.BatchSize.WithLabelValues(kind)
-	c := batch.Config{MaxSize: a.cfg.BatchSize, Load: a.yield, OnRun: func(n int) { size.Observe(float64(n)) }}
+	c := batch.Config{MaxSize: a.cfg.BatchSize, Load: a.yield, Sizes: a.Metrics.BatchSize.WithLabelValues(kind)}
 	if a.cfg.BatchSize == 1 {
 		// No batching: each call runs alone, with no bound of its own.
 		c.MaxInFlight = math.MaxInt32

@@ -25,6 +25,17 @@ import (
 // order. An error fails every item of the run.
 type Func[K comparable, In, Out any] func(ctx context.Context, key K, items []In) ([]Out, error)
 
+// Observer observes a value (prometheus.Observer is one).
+type Observer interface {
+	Observe(float64)
+}
+
+// ObserverFunc is a function as an Observer.
+type ObserverFunc func(float64)
+
+// Observe calls f(v).
+func (f ObserverFunc) Observe(v float64) { f(v) }
+
 // Config bounds the runs.
 type Config struct {
 	// MaxSize is the most items in one run. Default 64.
@@ -37,9 +48,10 @@ type Config struct {
 	// is not any one caller's: it keeps the values of the context of the
 	// call that started it, not its deadline or cancellation. Default 30 s.
 	Timeout time.Duration
-	// OnRun, when set, is told the number of items of each run as it
-	// starts (a metric of how much the batching saves).
-	OnRun func(items int)
+	// Sizes, when set, observes the number of items of each run as it
+	// starts (the service's batch_size histogram, a prometheus.Observer:
+	// how much the batching saves).
+	Sizes Observer
 	// Load, when set, counts the runs in flight: Enter as a run starts,
 	// Leave as it ends. The platform's foreground batchers (the API's and
 	// the send path's) count theirs on the yield gate, which background
@@ -229,8 +241,8 @@ func (b *Batcher[K, In, Out]) safeRun(ctx context.Context, key K, calls []*call[
 	for i, c := range calls {
 		items[i] = c.in
 	}
-	if b.cfg.OnRun != nil {
-		b.cfg.OnRun(len(items))
+	if b.cfg.Sizes != nil {
+		b.cfg.Sizes.Observe(float64(len(items)))
 	}
 	if b.cfg.Load != nil {
 		b.cfg.Load.Enter()

@@ -116,11 +116,11 @@ func TestGroupsWaitingCalls(t *testing.T) {
 			var sizes []int
 			var sizesMu sync.Mutex
 			var queued queueWatch
-			b := New(r.run, Config{MaxSize: tc.maxSize, MaxInFlight: tc.inFlight, OnQueue: queued.onQueue, OnRun: func(n int) {
+			b := New(r.run, Config{MaxSize: tc.maxSize, MaxInFlight: tc.inFlight, OnQueue: queued.onQueue, Sizes: ObserverFunc(func(n float64) {
 				sizesMu.Lock()
 				defer sizesMu.Unlock()
-				sizes = append(sizes, n)
-			}})
+				sizes = append(sizes, int(n))
+			})})
 			ctx := context.Background()
 
 			results := make([]string, tc.waiting+tc.inFlight)
@@ -173,7 +173,7 @@ func TestGroupsWaitingCalls(t *testing.T) {
 			}
 			sizesMu.Lock()
 			if len(sizes) != len(r.runs) {
-				t.Errorf("OnRun told of %d runs, there were %d", len(sizes), len(r.runs))
+				t.Errorf("Sizes observed %d runs, there were %d", len(sizes), len(r.runs))
 			}
 			total := 0
 			for _, n := range sizes {
@@ -181,7 +181,7 @@ func TestGroupsWaitingCalls(t *testing.T) {
 			}
 			sizesMu.Unlock()
 			if total != len(results)+1 {
-				t.Errorf("OnRun told of %d items, there were %d", total, len(results)+1)
+				t.Errorf("Sizes observed %d items, there were %d", total, len(results)+1)
 			}
 			if r.peak["a"] > tc.inFlight {
 				t.Errorf("%d runs of key a at once, max %d", r.peak["a"], tc.inFlight)

@@ -257,11 +257,11 @@ func SharedRuns(t testing.TB, d *db.DB, table string, on func(batch.Config) func
 	var runs []int
 	gathered := make(chan struct{})
 	var once sync.Once
-	first := on(batch.Config{MaxInFlight: 1, OnRun: func(items int) {
+	first := on(batch.Config{MaxInFlight: 1, Sizes: batch.ObserverFunc(func(items float64) {
 		mu.Lock()
-		runs = append(runs, items)
+		runs = append(runs, int(items))
 		mu.Unlock()
-	}, OnQueue: func(waiting int) {
+	}), OnQueue: func(waiting int) {
 		if waiting == n {
 			once.Do(func() { close(gathered) })
 		}

@@ -7,8 +7,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/pace"
 	"github.com/bizmsg/platform/platform/senders"
-	"github.com/bizmsg/platform/platform/throttle"
 
 	"github.com/bizmsg/platform/platform/messages"
 )
@@ -24,7 +24,7 @@ type claim struct {
 	held    bool
 	m       *messages.Row
 	phone   string
-	limit   throttle.Limit
+	limit   pace.Limit
 }
 
 // waits records in c whether the queued message of r waits, for an earlier
@@ -326,8 +326,8 @@ func (j deliveryJoin) split() (senderState, orgSettings) {
 }
 
 // limitOf is the organization's sender throttle, else the configured default.
-func (s *Service) limitOf(o orgSettings) throttle.Limit {
-	l := throttle.Limit{Rate: s.cfg.SenderRate, Burst: s.cfg.SenderBurst}
+func (s *Service) limitOf(o orgSettings) pace.Limit {
+	l := pace.Limit{Rate: s.cfg.SenderRate, Burst: s.cfg.SenderBurst}
 	if o.SenderRate != nil && *o.SenderRate > 0 {
 		l.Rate = *o.SenderRate
 	}
@@ -338,7 +338,9 @@ func (s *Service) limitOf(o orgSettings) throttle.Limit {
 }
 
 // throttleKey names a sender's bucket.
-func throttleKey(t db.Tenant, senderID int64) string { return t.Schema + ":" + itoa(senderID) }
+func throttleKey(t db.Tenant, senderID int64) string {
+	return "sender:" + t.Schema + ":" + itoa(senderID)
+}
 
 // orgSettings are the organization's limits as the message paths need them.
 type orgSettings struct {

@@ -322,7 +322,7 @@ func (s *Service) reserve(ctx context.Context, t db.Tenant, claims map[int64]cla
 	for i, id := range ids {
 		wg.Go(func() {
 			c := claims[id]
-			delay, err := s.throttle.Reserve(ctx, throttleKey(t, c.m.SenderNumberID), msgTicket(t, id), c.limit)
+			delay, err := s.throttle.Take(ctx, throttleKey(t, c.m.SenderNumberID), msgTicket(t, id), c.limit)
 			switch {
 			case err != nil:
 				errs[i] = fmt.Errorf("throttle: %w", err)

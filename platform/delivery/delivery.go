@@ -36,7 +36,7 @@ import (
 	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/network"
-	"github.com/bizmsg/platform/platform/throttle"
+	"github.com/bizmsg/platform/platform/pace"
 	"github.com/bizmsg/platform/platform/webhooks"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -60,8 +60,9 @@ type Config struct {
 	Network network.Network
 	// Jobs inserts the delivery jobs handOver makes. Required.
 	Jobs Jobs
-	// Throttle paces deliveries per sender. Default: a throttle.Local.
-	Throttle throttle.Limiter
+	// Throttle paces deliveries per sender: a pace.Store in the service
+	// (the buckets shared by every process). Default: a pace.Local.
+	Throttle Throttle
 	// SenderRate and SenderBurst are the throttle of organizations without
 	// their own (central.organizations.sender_rate/sender_burst). Defaults
 	// 20/s and 40 (docs/api.md, §Delivery).
@@ -114,7 +115,7 @@ type Service struct {
 	prep     *db.Prepared
 	net      network.Network
 	jobs     Jobs
-	throttle throttle.Limiter
+	throttle Throttle
 	changes  messages.Changes
 	// deliveries batches the deliveries of each tenant (deliverBatch).
 	deliveries *batch.Batcher[db.Tenant, pendingDelivery, delivered]
@@ -136,7 +137,7 @@ func New(cfg Config) (*Service, error) {
 		return nil, errors.New("delivery: Config.Jobs is required")
 	}
 	if cfg.Throttle == nil {
-		cfg.Throttle = throttle.NewLocal(throttle.Config{})
+		cfg.Throttle = pace.NewLocal(pace.LocalConfig{})
 	}
 	defaults.Positive(&cfg.SenderRate, 20)
 	defaults.Positive(&cfg.SenderBurst, 40)
@@ -171,3 +172,11 @@ func New(cfg Config) (*Service, error) {
 const minBatch = 4
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// Throttle paces deliveries: Take takes the next token of a sender's bucket
+// for a message's ticket, even one due only later, and says how long until
+// it is due; the ticket's later Take finds its token instead of taking
+// another (pace.Store: shared by every process; pace.Local: one process's).
+type Throttle interface {
+	Take(ctx context.Context, key, ticket string, l pace.Limit) (time.Duration, error)
+}

@@ -76,7 +76,7 @@ type Config struct {
 	// Batch bounds the shared statements of Authenticate, its reads and its
 	// last_used_at writes: how many keys one statement takes, and how many
 	// such statements of each kind run at once. Defaults 64 and
-	// batch.ReadMaxInFlight. Its OnRun is told of the reads only, its
+	// batch.ReadMaxInFlight. Its Sizes observes the reads only, its
 	// OnQueue of both.
 	Batch batch.Config
 	// Events records api_key.expiring for webhooks (NotifyExpiring). Nil:
@@ -120,7 +120,7 @@ func New(cfg Config) (*Service, error) {
 	s := &Service{pool: cfg.Pool, cfg: cfg}
 	s.finder = batch.New(s.findKeys, cfg.Batch)
 	touches := cfg.Batch
-	touches.OnRun = nil // Batch.OnRun counts the reads
+	touches.Sizes = nil // Batch.Sizes counts the reads
 	s.toucher = batch.New(s.touchKeys, touches)
 	return s, nil
 }

@@ -15,9 +15,9 @@ import (
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/messages/messagestest"
 	"github.com/bizmsg/platform/platform/network"
+	"github.com/bizmsg/platform/platform/pace"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
-	"github.com/bizmsg/platform/platform/throttle"
 )
 
 // receipt applies r, failing the test on error.
@@ -331,7 +331,7 @@ func TestReceiptOvertakesDeliveryRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	worker, err := delivery.New(delivery.Config{DB: f.DB, Prepared: dbtest.Prepared(t, db.PreparedConfig{DB: f.DB}), Jobs: ins, Network: net, Clock: f.Clock, Logger: quiet,
-		Throttle: throttle.NewLocal(throttle.Config{Now: f.Wall.Now}), SenderRate: 1000, SenderBurst: 1000})
+		Throttle: pace.NewLocal(pace.LocalConfig{Now: f.Wall.Now}), SenderRate: 1000, SenderBurst: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -589,11 +589,11 @@ func TestConcurrentAttemptsShareStatements(t *testing.T) {
 		mu      sync.Mutex
 		largest int
 	)
-	svc := f.service(webhooks.Config{AllowPrivate: true, MaxInFlight: 10, Batch: batch.Config{OnRun: func(items int) {
+	svc := f.service(webhooks.Config{AllowPrivate: true, MaxInFlight: 10, Batch: batch.Config{Sizes: batch.ObserverFunc(func(items float64) {
 		mu.Lock()
 		defer mu.Unlock()
-		largest = max(largest, items)
-	}}})
+		largest = max(largest, int(items))
+	})}})
 	f.work(svc, 20)
 	tn := f.org()
 	const wave, events = 10, 40

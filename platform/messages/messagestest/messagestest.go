@@ -30,10 +30,10 @@ import (
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/network/builtin"
 	"github.com/bizmsg/platform/platform/network/networktest"
+	"github.com/bizmsg/platform/platform/pace"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
 	"github.com/bizmsg/platform/platform/sendrequest"
-	"github.com/bizmsg/platform/platform/throttle"
 	"github.com/bizmsg/platform/platform/webhooks"
 )
 
@@ -211,7 +211,7 @@ func Setup(t *testing.T, rate float64, burst int, edit func(*Config)) *Fixture {
 		Acceptance: acceptance.Config{Prepared: prep, Jobs: ins, Senders: snd, Network: net, Clock: clk},
 		Delivery: delivery.Config{
 			DB: d, Prepared: prep, Jobs: ins, Network: net, Clock: clk, Logger: quiet,
-			Throttle:   throttle.NewLocal(throttle.Config{Now: wall.Now}),
+			Throttle:   pace.NewLocal(pace.LocalConfig{Now: wall.Now}),
 			SenderRate: rate, SenderBurst: burst,
 			// Never wait in the test: any delay snoozes.
 			MaxInlineWait: time.Nanosecond,

@@ -1,4 +1,4 @@
-package throttle_test
+package pace_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bizmsg/platform/platform/throttle"
+	"github.com/bizmsg/platform/platform/pace"
 )
 
 // fakeNow is a settable time source.
@@ -27,14 +27,14 @@ func (f *fakeNow) Advance(d time.Duration) {
 	f.t = f.t.Add(d)
 }
 
-func newLocal() (*throttle.Local, *fakeNow) {
+func newLocal() (*pace.Local, *fakeNow) {
 	clk := &fakeNow{t: time.Date(2026, 11, 22, 14, 0, 0, 0, time.UTC)}
-	return throttle.NewLocal(throttle.Config{Now: clk.Now}), clk
+	return pace.NewLocal(pace.LocalConfig{Now: clk.Now}), clk
 }
 
-func reserve(t *testing.T, l *throttle.Local, key, ticket string, lim throttle.Limit) time.Duration {
+func reserve(t *testing.T, l *pace.Local, key, ticket string, lim pace.Limit) time.Duration {
 	t.Helper()
-	d, err := l.Reserve(context.Background(), key, ticket, lim)
+	d, err := l.Take(context.Background(), key, ticket, lim)
 	if err != nil {
 		t.Fatalf("reserve %s/%s: %v", key, ticket, err)
 	}
@@ -45,15 +45,15 @@ func TestReserveDelays(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name  string
-		lim   throttle.Limit
+		lim   pace.Limit
 		n     int
 		wantD []time.Duration
 	}{
-		{"burst then rate", throttle.Limit{Rate: 5, Burst: 5}, 8,
+		{"burst then rate", pace.Limit{Rate: 5, Burst: 5}, 8,
 			[]time.Duration{0, 0, 0, 0, 0, 200 * time.Millisecond, 400 * time.Millisecond, 600 * time.Millisecond}},
-		{"burst one", throttle.Limit{Rate: 2, Burst: 1}, 3,
+		{"burst one", pace.Limit{Rate: 2, Burst: 1}, 3,
 			[]time.Duration{0, 500 * time.Millisecond, time.Second}},
-		{"default contract bucket", throttle.Limit{Rate: 20, Burst: 40}, 42,
+		{"default contract bucket", pace.Limit{Rate: 20, Burst: 40}, 42,
 			append(make([]time.Duration, 40), 50*time.Millisecond, 100*time.Millisecond)},
 	}
 	for _, tt := range tests {
@@ -76,7 +76,7 @@ func TestThirtyTokensTakeFiveSeconds(t *testing.T) {
 	l, _ := newLocal()
 	var last time.Duration
 	for range 30 {
-		last = reserve(t, l, "s", "", throttle.Limit{Rate: 5, Burst: 5})
+		last = reserve(t, l, "s", "", pace.Limit{Rate: 5, Burst: 5})
 	}
 	if last != 5*time.Second {
 		t.Fatalf("30th token due in %v, want 5s", last)
@@ -86,7 +86,7 @@ func TestThirtyTokensTakeFiveSeconds(t *testing.T) {
 func TestBucketsAreIndependent(t *testing.T) {
 	t.Parallel()
 	l, _ := newLocal()
-	lim := throttle.Limit{Rate: 1, Burst: 1}
+	lim := pace.Limit{Rate: 1, Burst: 1}
 	reserve(t, l, "a", "", lim)
 	if d := reserve(t, l, "a", "", lim); d != time.Second {
 		t.Fatalf("second token of a: %v, want 1s", d)
@@ -99,7 +99,7 @@ func TestBucketsAreIndependent(t *testing.T) {
 func TestTicketKeepsItsToken(t *testing.T) {
 	t.Parallel()
 	l, clk := newLocal()
-	lim := throttle.Limit{Rate: 1, Burst: 1}
+	lim := pace.Limit{Rate: 1, Burst: 1}
 	reserve(t, l, "s", "job-1", lim)
 	if d := reserve(t, l, "s", "job-2", lim); d != time.Second {
 		t.Fatalf("job-2: %v, want 1s", d)
@@ -126,8 +126,8 @@ func TestTicketKeepsItsToken(t *testing.T) {
 func TestChangedLimitApplies(t *testing.T) {
 	t.Parallel()
 	l, _ := newLocal()
-	reserve(t, l, "s", "", throttle.Limit{Rate: 1, Burst: 1})
-	if d := reserve(t, l, "s", "", throttle.Limit{Rate: 10, Burst: 1}); d != 100*time.Millisecond {
+	reserve(t, l, "s", "", pace.Limit{Rate: 1, Burst: 1})
+	if d := reserve(t, l, "s", "", pace.Limit{Rate: 10, Burst: 1}); d != 100*time.Millisecond {
 		t.Fatalf("after raising the rate: %v, want 100ms", d)
 	}
 }
@@ -135,7 +135,7 @@ func TestChangedLimitApplies(t *testing.T) {
 func TestSweepDropsIdleState(t *testing.T) {
 	t.Parallel()
 	l, clk := newLocal()
-	lim := throttle.Limit{Rate: 10, Burst: 2}
+	lim := pace.Limit{Rate: 10, Burst: 2}
 	for i := range 5 {
 		reserve(t, l, "s", string(rune('a'+i)), lim)
 	}
@@ -152,12 +152,12 @@ func TestSweepDropsIdleState(t *testing.T) {
 func TestInvalidLimit(t *testing.T) {
 	t.Parallel()
 	l, _ := newLocal()
-	for _, lim := range []throttle.Limit{{Rate: 0, Burst: 1}, {Rate: -1, Burst: 1}, {Rate: 1, Burst: 0}} {
-		if _, err := l.Reserve(context.Background(), "s", "", lim); err == nil {
+	for _, lim := range []pace.Limit{{Rate: 0, Burst: 1}, {Rate: -1, Burst: 1}, {Rate: 1, Burst: 0}} {
+		if _, err := l.Take(context.Background(), "s", "", lim); err == nil {
 			t.Errorf("limit %+v accepted", lim)
 		}
 	}
-	if _, err := l.Reserve(context.Background(), "", "", throttle.Limit{Rate: 1, Burst: 1}); err == nil {
+	if _, err := l.Take(context.Background(), "", "", pace.Limit{Rate: 1, Burst: 1}); err == nil {
 		t.Error("empty key accepted")
 	}
 }
@@ -167,13 +167,13 @@ func TestInvalidLimit(t *testing.T) {
 func TestConcurrentReservations(t *testing.T) {
 	t.Parallel()
 	l, _ := newLocal()
-	lim := throttle.Limit{Rate: 100, Burst: 1}
+	lim := pace.Limit{Rate: 100, Burst: 1}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	seen := map[time.Duration]bool{}
 	for range 50 {
 		wg.Go(func() {
-			d, err := l.Reserve(context.Background(), "s", "", lim)
+			d, err := l.Take(context.Background(), "s", "", lim)
 			if err != nil {
 				t.Error(err)
 				return
