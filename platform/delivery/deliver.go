@@ -170,7 +170,8 @@ type sentMessage struct {
 // at the same time (a batch.Batcher run), and returns each job's outcome,
 // in order:
 //
-//   - claimMany locks and reads the messages and claims their places under
+//   - the organization's limits are read from central (messages.ReadLimits);
+//     claimMany locks and reads the messages and claims their places under
 //     their senders' daily limits in one statement; claimLocked decides,
 //     in a transaction, the few it leaves (a limit reached, a sender no
 //     longer active). A message with an earlier message of its
@@ -223,7 +224,11 @@ func (s *Service) deliverBatch(ctx context.Context, t db.Tenant, items []pending
 		first[it.id] = i
 		ids, jobs = append(ids, it.id), append(jobs, it.at.JobID)
 	}
-	claims, undecided, err := s.claimMany(ctx, t, ids, jobs)
+	org, err := messages.ReadLimits(ctx, s.pool, t.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	claims, undecided, err := s.claimMany(ctx, t, org, ids, jobs)
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +237,7 @@ func (s *Service) deliverBatch(ctx context.Context, t db.Tenant, items []pending
 		for i, id := range undecided {
 			ujobs[i] = items[first[id]].at.JobID
 		}
-		decided, err := s.claimLocked(ctx, t, undecided, ujobs)
+		decided, err := s.claimLocked(ctx, t, org, undecided, ujobs)
 		if err != nil {
 			return nil, err
 		}
