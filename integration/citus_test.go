@@ -31,8 +31,9 @@ type citusCluster struct {
 
 // startCitusCluster starts a coordinator and two workers under a fresh
 // directory (installing Citus with the installer scripts/citus-cluster finds where it is
-// missing) and stops and deletes them when the test ends. It fails, never
-// skips, when the cluster cannot start.
+// missing) and stops and deletes them when the test ends, unless
+// CITUS_KEEP is set (to look at it with psql). It fails, never skips, when
+// the cluster cannot start.
 func startCitusCluster(t *testing.T) *citusCluster {
 	t.Helper()
 	script, err := filepath.Abs("../scripts/citus-cluster")
@@ -47,6 +48,10 @@ func startCitusCluster(t *testing.T) *citusCluster {
 	}
 	c := &citusCluster{dir: dir, script: script}
 	t.Cleanup(func() {
+		if os.Getenv("CITUS_KEEP") != "" {
+			t.Logf("CITUS_KEEP: the cluster stays in %s", dir)
+			return
+		}
 		if out, err := exec.CommandContext(context.Background(), script, "destroy", dir).CombinedOutput(); err != nil {
 			t.Errorf("citus-cluster destroy: %v\n%s", err, out)
 		}
@@ -99,8 +104,10 @@ func execSQL(t *testing.T, url, sql string) {
 // distributed schema living whole on one worker, the organizations land on
 // both workers, each registers, confirms a sender number (OTP through the
 // network, the sender directory, River jobs), adds a webhook endpoint and
-// receives an inbound message, answers it with a send that is delivered,
-// and none sees another's. The test also measures,
+// receives an inbound message; then each runs the lifecycle
+// (citusLifecycle: send, delivered, read, a reply) and a small campaign
+// (citusCampaigns), its endpoint hearing each event once
+// (citusExactlyOnce), and none sees another's. The test also measures,
 // without asserting a fix, the transactions that write a tenant schema and a
 // coordinator table, and whether Citus makes them two-phase commits.
 func TestCitusCluster(t *testing.T) {
@@ -118,13 +125,9 @@ func TestCitusCluster(t *testing.T) {
 	e := startMsg(t, Options{DatabaseURL: url, Workers: true, Env: map[string]string{"WEBHOOK_ALLOW_PRIVATE": "true"}})
 	ctx := t.Context()
 	pool := e.App.DB.Pool
+	t.Cleanup(func() { logJobErrors(t, url) })
 
 	const orgs = 4
-	type tenantRun struct {
-		org  *Org
-		sid  int64
-		hook webhookEndpoint
-	}
 	// Each step's two-phase commits, counted in pg_dist_transaction.
 	twoPC := func() int {
 		var n int
@@ -133,19 +136,19 @@ func TestCitusCluster(t *testing.T) {
 		}
 		return n
 	}
-	runs := make([]*tenantRun, orgs)
+	runs := make([]*citusOrg, orgs)
 	before := twoPC()
 	for i := range runs {
-		runs[i] = &tenantRun{org: e.Register(t)}
+		runs[i] = &citusOrg{org: e.Register(t), phone: phoneN(100 + i), recipient: phoneN(200 + i)}
 	}
 	registered := twoPC()
-	for i, r := range runs {
-		r.sid = e.activeSender(r.org, phoneN(100+i))
+	for _, r := range runs {
+		r.sid = e.activeSender(r.org, r.phone)
 	}
 	confirmed := twoPC()
-	for i, r := range runs {
-		r.hook = createWebhook(t, e.Env, r.org.Key(), map[string]any{"url": fmt.Sprintf("https://hooks%d.example.com/in", i),
-			"events": []string{"message.delivered"}})
+	for _, r := range runs {
+		r.rcv = newReceiver(t)
+		r.hook = createWebhook(t, e.Env, r.org.Key(), map[string]any{"url": r.rcv.srv.URL + "/in", "events": citusEvents})
 	}
 	t.Logf("pg_dist_transaction records: %d for %d registrations, %d for %d sender numbers registered and confirmed, %d for %d webhook endpoints",
 		registered-before, orgs, confirmed-registered, orgs, twoPC()-confirmed, orgs)
@@ -217,17 +220,16 @@ func TestCitusCluster(t *testing.T) {
 	// An inbound message (a recipient writes to the sender number) lands in
 	// its organization's schema on its worker, and in no other.
 	beforeInbound := twoPC()
-	for i := range runs {
-		from := phoneN(200 + i)
-		e.recipient(from)
-		if _, err := e.net.Send(ctx, from, phoneN(100+i), "hello from "+from); err != nil {
+	for _, r := range runs {
+		e.recipient(r.recipient)
+		if _, err := e.net.Send(ctx, r.recipient, r.phone, "hello to "+r.org.Name); err != nil {
 			t.Fatal(err)
 		}
 	}
 	poll := time.NewTicker(50 * time.Millisecond)
 	defer poll.Stop()
-	for i, r := range runs {
-		want := phoneN(200 + i)
+	for _, r := range runs {
+		want := r.recipient
 		deadline := time.Now().Add(30 * time.Second)
 		for {
 			var list struct {
@@ -247,24 +249,31 @@ func TestCitusCluster(t *testing.T) {
 	t.Logf("pg_dist_transaction records: %d for %d inbound messages", twoPC()-beforeInbound, orgs)
 
 	// A reply from each organization, on its distributed schema: accepted
-	// by the acceptance statement on the worker, its daily-limit counter
-	// raised there (the statement Citus refused before the counter's bound
-	// rode in the inserted row: docs/scaling.md, §Run on Citus). Its
-	// delivery is not asserted: the delivery claim is refused on the cluster
-	// (docs/scaling.md, §What does not run yet).
+	// by the acceptance statement on the worker (its daily-limit counter
+	// raised there once), claimed and delivered by the delivery worker
+	// (the claim takes the organization's default limit as an argument:
+	// docs/scaling.md, §Run on Citus), read and answered; then a campaign.
 	beforeSends := twoPC()
-	for i, r := range runs {
-		m := accepted(t, e.send(r.org, text(r.sid, phoneN(200+i), "hello back")))
-		var used int
-		if err := pool.QueryRow(ctx, fmt.Sprintf(`SELECT coalesce(sum(used), 0) FROM %s.daily_usage
-			WHERE sender_number_id = $1 AND side = 'accept'`, pgx.Identifier{r.org.Tenant.Schema}.Sanitize()), r.sid).Scan(&used); err != nil {
+	citusLifecycle(t, e, runs)
+	for _, r := range runs {
+		var used, dispatched int
+		if err := pool.QueryRow(ctx, fmt.Sprintf(`SELECT coalesce(sum(used) FILTER (WHERE side = 'accept'), 0),
+			coalesce(sum(dispatched) FILTER (WHERE side = 'deliver'), 0) FROM %s.daily_usage WHERE sender_number_id = $1`,
+			pgx.Identifier{r.org.Tenant.Schema}.Sanitize()), r.sid).Scan(&used, &dispatched); err != nil {
 			t.Fatal(err)
 		}
-		if got := e.getMessage(r.org, m.ID); got.ID != m.ID || used != 1 {
-			t.Fatalf("%s: message %+v, 'accept' counter %d: want the message stored and counted once", r.org.Name, got, used)
+		if used != 1 || dispatched != 1 {
+			t.Fatalf("%s: 'accept' counter %d, 'deliver' counter %d: want the message counted once on each side", r.org.Name, used, dispatched)
 		}
 	}
-	t.Logf("pg_dist_transaction records: %d for %d sends", twoPC()-beforeSends, orgs)
+	t.Logf("pg_dist_transaction records: %d for %d sends with their delivery, read and reply", twoPC()-beforeSends, orgs)
+	citusCampaigns(t, e, runs)
+	citusExactlyOnce(t, e, runs)
+	var early int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM river.river_job WHERE errors::text LIKE '%not visible yet%'`).Scan(&early); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("jobs that ran before their tenant row was visible (retried once): %d", early)
 
 	// An installation that began on one server: a tenant schema that is a
 	// regular coordinator schema (made as a single server makes it, with a
@@ -302,6 +311,28 @@ func TestCitusCluster(t *testing.T) {
 
 	measureSpanning(t, cluster, pool)
 	measureOnePhase(t, url, runs[0].org.Tenant.Schema)
+}
+
+// logJobErrors logs, when the test failed, the last error of each River
+// job that has one: what a statement Citus refuses leaves behind.
+func logJobErrors(t *testing.T, url string) {
+	if !t.Failed() {
+		return
+	}
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Logf("job errors: %v", err)
+		return
+	}
+	defer func() { _ = conn.Close(context.Background()) }()
+	rows, err := conn.Query(context.Background(), `SELECT kind || ' ' || state || ': ' || (errors[array_upper(errors, 1)]->>'error')
+		FROM river.river_job WHERE errors IS NOT NULL ORDER BY id DESC LIMIT 20`)
+	if err != nil {
+		t.Logf("job errors: %v", err)
+		return
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	t.Logf("River jobs' last errors (newest first, %v): %q", err, lines)
 }
 
 // singleServerTenant makes organization id's tenant schema as a single
@@ -436,13 +467,21 @@ func measureSpanning(t *testing.T, c *citusCluster, pool interface {
 			withCentral++
 		}
 	}
-	prepared := map[string]int{}
+	prepared, spanning := map[string]int{}, map[string]int{}
 	for _, x := range txns {
 		if x.prepared {
 			prepared[x.first]++
 		}
+		if x.tenant && (x.river || x.central) {
+			commit := " (one-phase)"
+			if x.prepared {
+				commit = " (2PC)"
+			}
+			spanning[x.first+commit]++
+		}
 	}
 	t.Logf("transactions Citus committed in two phases, by their first statement: %v", prepared)
+	t.Logf("transactions that wrote a tenant schema and a coordinator table, by their first statement: %v", spanning)
 	var twoPC int
 	if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM pg_dist_transaction`).Scan(&twoPC); err != nil {
 		t.Fatal(err)

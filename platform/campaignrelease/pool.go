@@ -10,6 +10,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/campaigns"
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/senders"
 )
 
@@ -53,16 +54,15 @@ type Sender struct {
 func (s *Sender) usable() bool { return s.Why != WhyInactive && s.Allowance > 0 }
 
 // poolSQL reads the pool senders $1 of tenant schema sc in the pool's
-// order, with organization $2's limits, the 'accept' counter of the UTC
-// day of $3 and the campaign $4's messages of each still queued
-// (messages_campaign_status_idx).
+// order, with their daily limits ($2 the organization's default,
+// messages.ReadLimits: the statement reads the tenant schema alone), the
+// 'accept' counter of the UTC day of $3 and the campaign $4's messages of
+// each still queued (messages_campaign_status_idx).
 func poolSQL(t db.Tenant) string {
 	sc := t.Quoted()
-	return `SELECT s.id, s.status, coalesce(s.daily_limit_override, o.default_daily_limit), o.sender_rate,
-		       coalesce(u.used, 0), coalesce(q.n, 0)
+	return `SELECT s.id, s.status, coalesce(s.daily_limit_override, $2::int), coalesce(u.used, 0), coalesce(q.n, 0)
 		  FROM unnest($1::bigint[]) WITH ORDINALITY AS p(id, n)
 		  JOIN ` + sc + `.sender_numbers s ON s.id = p.id
-		  JOIN central.organizations o ON o.id = $2::bigint
 		  LEFT JOIN ` + sc + `.daily_usage u ON u.sender_number_id = s.id
 		       AND u.day = ($3::timestamptz AT TIME ZONE 'UTC')::date AND u.side = 'accept'
 		  LEFT JOIN (SELECT m.sender_number_id, count(*) AS n FROM ` + sc + `.messages m
@@ -75,25 +75,30 @@ func poolSQL(t db.Tenant) string {
 // is nil) and computes each one's room.
 func (s *Service) pool(ctx context.Context, tx pgx.Tx, t db.Tenant, c campaigns.Campaign, now time.Time) ([]Sender, error) {
 	var q interface {
+		messages.RowQuerier
 		Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	} = s.cfg.DB.Pool
 	if tx != nil {
 		q = tx
 	}
-	rows, err := q.Query(ctx, poolSQL(t), c.SenderNumberIDs, t.OrgID, now, c.ID)
+	org, err := messages.ReadLimits(ctx, q, t.OrgID)
+	if err != nil {
+		return nil, fmt.Errorf("read the pool of campaign %d: %w", c.ID, err)
+	}
+	rate := s.cfg.SenderRate
+	if org.SenderRate != nil && *org.SenderRate > 0 {
+		rate = *org.SenderRate
+	}
+	rows, err := q.Query(ctx, poolSQL(t), c.SenderNumberIDs, org.DefaultDailyLimit, now, c.ID)
 	if err != nil {
 		return nil, fmt.Errorf("read the pool of campaign %d: %w", c.ID, err)
 	}
 	var (
-		out  []Sender
-		x    Sender
-		rate *float64
+		out []Sender
+		x   Sender
 	)
-	_, err = pgx.ForEachRow(rows, []any{&x.ID, &x.Status, &x.Limit, &rate, &x.Used, &x.InFlight}, func() error {
-		x.Rate = s.cfg.SenderRate
-		if rate != nil && *rate > 0 {
-			x.Rate = *rate
-		}
+	_, err = pgx.ForEachRow(rows, []any{&x.ID, &x.Status, &x.Limit, &x.Used, &x.InFlight}, func() error {
+		x.Rate = rate
 		out = append(out, room(x, c.ReservePercent))
 		return nil
 	})

@@ -76,7 +76,7 @@ func TestDeliverBatchOutcomes(t *testing.T) {
 	var wg sync.WaitGroup
 	run := func(i int, id int64) {
 		defer wg.Done()
-		errs[i] = f.DeliverDone(tn, id, int64(1000+i), 1)
+		errs[i] = f.DeliverDone(tn, id, int64(1000+i), missingAttempt(id))
 	}
 	wg.Add(1)
 	go run(0, ids[0])
@@ -254,7 +254,7 @@ func TestDeliverSmallBatch(t *testing.T) {
 	var wg sync.WaitGroup
 	run := func(i int, id int64) {
 		defer wg.Done()
-		errs[i] = f.DeliverDone(tn, id, int64(i+1), 1)
+		errs[i] = f.DeliverDone(tn, id, int64(i+1), missingAttempt(id))
 	}
 	wg.Add(1)
 	go run(0, ids[0])

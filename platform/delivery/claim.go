@@ -42,9 +42,9 @@ func (c *claim) waits(r *claimRow) bool {
 }
 
 // claimMany is the common case of the claim, for all of ids at once (jobs
-// the claiming job of each, in the same order), in one statement (one
-// round trip, no explicit transaction): it locks the messages (by id) and
-// reads them with their senders, the organization's limits, the earlier
+// the claiming job of each, in the same order, org the organization's
+// limits), in one statement (one round trip, no explicit transaction): it
+// locks the messages (by id) and reads them with their senders, the earlier
 // message of each one's conversation that it waits for (blockerSQL) and
 // whether another job's claim holds it (heldSQL); it locks the
 // delivery-side day counters of the senders whose queued, not yet
@@ -59,8 +59,8 @@ func (c *claim) waits(r *claimRow) bool {
 // longer active, or a limit lowered since acceptance that not all of a
 // sender's messages fit under): claimLocked decides those one by one. A
 // message that does not exist is absent from both.
-func (s *Service) claimMany(ctx context.Context, t db.Tenant, ids, jobs []int64) (map[int64]claim, []int64, error) {
-	rows, err := s.claimRows(ctx, t, ids, jobs)
+func (s *Service) claimMany(ctx context.Context, t db.Tenant, org messages.Limits, ids, jobs []int64) (map[int64]claim, []int64, error) {
+	rows, err := s.claimRows(ctx, t, org, ids, jobs)
 	if err != nil {
 		return nil, nil, fmt.Errorf("claim messages of %s: %w", t.Schema, err)
 	}
@@ -68,8 +68,7 @@ func (s *Service) claimMany(ctx context.Context, t db.Tenant, ids, jobs []int64)
 	var undecided []int64
 	for i := range rows {
 		r := &rows[i]
-		sn, org := r.split()
-		c := claim{m: &r.Row, phone: sn.phone, limit: s.limitOf(org)}
+		c := claim{m: &r.Row, phone: r.SenderPhone, limit: s.limitOf(org)}
 		switch {
 		case r.Status != messages.StatusQueued:
 		case c.waits(r):
@@ -84,8 +83,8 @@ func (s *Service) claimMany(ctx context.Context, t db.Tenant, ids, jobs []int64)
 	return out, undecided, nil
 }
 
-// claimRow is a message as the claim reads it: with its sender, its
-// organization's limits, the earlier message of its conversation it waits
+// claimRow is a message as the claim reads it: with its sender, the
+// earlier message of its conversation it waits
 // for (blockerSQL; nil when none), whether another job's claim holds it,
 // the job claiming it, and whether this claim claimed it.
 type claimRow struct {
@@ -104,7 +103,7 @@ func (c *claimRow) lockedDest() []any {
 
 // claimRows runs claimMany's statement, prepared (db.Prepared): claimOneSQL
 // for one message, claimManySQL for several.
-func (s *Service) claimRows(ctx context.Context, t db.Tenant, ids, jobs []int64) ([]claimRow, error) {
+func (s *Service) claimRows(ctx context.Context, t db.Tenant, org messages.Limits, ids, jobs []int64) ([]claimRow, error) {
 	query, idArg, jobArg := claimManySQL(t), any(ids), any(jobs)
 	if len(ids) == 1 {
 		query, idArg, jobArg = claimOneSQL(t), ids[0], jobs[0]
@@ -112,7 +111,7 @@ func (s *Service) claimRows(ctx context.Context, t db.Tenant, ids, jobs []int64)
 	now := s.clock.Now()
 	var rows []claimRow
 	err := s.prep.Query(ctx, nil, query,
-		[]any{t.OrgID, idArg, now, now.Add(-s.cfg.OrderWindow), jobArg, s.cfg.ClaimLease.Seconds()},
+		[]any{org.DefaultDailyLimit, idArg, now, now.Add(-s.cfg.OrderWindow), jobArg, s.cfg.ClaimLease.Seconds()},
 		func(r db.Rows) error {
 			for r.Next() {
 				var c claimRow
@@ -133,9 +132,9 @@ type usageKey struct {
 }
 
 // claimLocked reads messages ids of tenant t (jobs the claiming job of
-// each, in the same order) with their senders, the organization's limits,
-// their blockers and other jobs' claims, and decides each under the lock of
-// one transaction (the messages claimMany could not claim):
+// each, in the same order) with their senders, their blockers and other
+// jobs' claims, and decides each under the lock of one transaction, under
+// the organization's limits org (the messages claimMany could not claim):
 //
 //   - a message no longer queued is done (a job run twice, or after a
 //     crash, changes nothing);
@@ -158,14 +157,14 @@ type usageKey struct {
 // acceptance-side rows, which no delivery statement touches), so that
 // concurrent batches cannot deadlock. A message that does not exist is
 // absent from the result.
-func (s *Service) claimLocked(ctx context.Context, t db.Tenant, ids, jobs []int64) (map[int64]claim, error) {
+func (s *Service) claimLocked(ctx context.Context, t db.Tenant, org messages.Limits, ids, jobs []int64) (map[int64]claim, error) {
 	var out map[int64]claim
 	err := s.prep.Tx(ctx, func(tx pgx.Tx) error {
 		out = make(map[int64]claim, len(ids))
 		now := s.clock.Now()
 		var rows []claimRow
-		err := s.prep.Query(ctx, tx, lockMessagesSQL(t.Quoted(), "$1::bigint", "$2::bigint[]", "$3::bigint[]", "$4::timestamptz", "$5::float8"),
-			[]any{t.OrgID, ids, jobs, now.Add(-s.cfg.OrderWindow), s.cfg.ClaimLease.Seconds()},
+		err := s.prep.Query(ctx, tx, lockMessagesSQL(t.Quoted(), "$1::bigint[]", "$2::bigint[]", "$3::timestamptz", "$4::float8"),
+			[]any{ids, jobs, now.Add(-s.cfg.OrderWindow), s.cfg.ClaimLease.Seconds()},
 			func(r db.Rows) error {
 				for r.Next() {
 					var c claimRow
@@ -184,8 +183,7 @@ func (s *Service) claimLocked(ctx context.Context, t db.Tenant, ids, jobs []int6
 		want := make(map[usageKey]int)
 		for i := range rows {
 			r := &rows[i]
-			sn, _ := r.split()
-			if r.Status == messages.StatusQueued && r.Blocker == nil && !r.Held && r.DispatchedAt == nil && sn.status == senders.StatusActive {
+			if r.Status == messages.StatusQueued && r.Blocker == nil && !r.Held && r.DispatchedAt == nil && r.SenderStatus == senders.StatusActive {
 				k := usageKey{r.SenderNumberID, messages.Day(r.CreatedAt)}
 				if _, seen := want[k]; !seen {
 					want[k] = 0
@@ -201,7 +199,7 @@ func (s *Service) claimLocked(ctx context.Context, t db.Tenant, ids, jobs []int6
 		var claimed, claimants []int64
 		for i := range rows {
 			r := &rows[i]
-			sn, org := r.split()
+			sn := r.sender()
 			c := claim{m: &r.Row, phone: sn.phone, limit: s.limitOf(org)}
 			k := usageKey{r.SenderNumberID, messages.Day(r.CreatedAt)}
 			n, counted := count[k]
@@ -296,37 +294,32 @@ type senderState struct {
 }
 
 // dailyLimit is the sender's override, else the organization's default.
-func (sn senderState) dailyLimit(org orgSettings) int {
+func (sn senderState) dailyLimit(org messages.Limits) int {
 	if sn.override != nil {
 		return *sn.override
 	}
 	return org.DefaultDailyLimit
 }
 
-// deliveryJoin is what delivery reads of a message's sender and organization.
+// deliveryJoin is what delivery reads of a message's sender.
 type deliveryJoin struct {
-	SenderPhone       string
-	SenderStatus      senders.Status
-	Override          *int
-	DefaultDailyLimit int
-	SenderRate        *float64
-	SenderBurst       *int
+	SenderPhone  string
+	SenderStatus senders.Status
+	Override     *int
 }
 
 // deliveryDest returns the destinations of deliveryColumns, in order.
 func (c *claimRow) deliveryDest() []any {
 	j := &c.deliveryJoin
-	return append(c.Row.ScanDest(), &j.SenderPhone, &j.SenderStatus, &j.Override,
-		&j.DefaultDailyLimit, &j.SenderRate, &j.SenderBurst)
+	return append(c.Row.ScanDest(), &j.SenderPhone, &j.SenderStatus, &j.Override)
 }
 
-func (j deliveryJoin) split() (senderState, orgSettings) {
-	return senderState{phone: j.SenderPhone, status: j.SenderStatus, override: j.Override},
-		orgSettings{DefaultDailyLimit: j.DefaultDailyLimit, SenderRate: j.SenderRate, SenderBurst: j.SenderBurst}
+func (j deliveryJoin) sender() senderState {
+	return senderState{phone: j.SenderPhone, status: j.SenderStatus, override: j.Override}
 }
 
 // limitOf is the organization's sender throttle, else the configured default.
-func (s *Service) limitOf(o orgSettings) pace.Limit {
+func (s *Service) limitOf(o messages.Limits) pace.Limit {
 	l := pace.Limit{Rate: s.cfg.SenderRate, Burst: s.cfg.SenderBurst}
 	if o.SenderRate != nil && *o.SenderRate > 0 {
 		l.Rate = *o.SenderRate
@@ -340,11 +333,4 @@ func (s *Service) limitOf(o orgSettings) pace.Limit {
 // throttleKey names a sender's bucket.
 func throttleKey(t db.Tenant, senderID int64) string {
 	return "sender:" + t.Schema + ":" + itoa(senderID)
-}
-
-// orgSettings are the organization's limits as the message paths need them.
-type orgSettings struct {
-	DefaultDailyLimit int
-	SenderRate        *float64
-	SenderBurst       *int
 }

@@ -170,7 +170,8 @@ type sentMessage struct {
 // at the same time (a batch.Batcher run), and returns each job's outcome,
 // in order:
 //
-//   - claimMany locks and reads the messages and claims their places under
+//   - the organization's limits are read from central (messages.ReadLimits);
+//     claimMany locks and reads the messages and claims their places under
 //     their senders' daily limits in one statement; claimLocked decides,
 //     in a transaction, the few it leaves (a limit reached, a sender no
 //     longer active). A message with an earlier message of its
@@ -223,7 +224,11 @@ func (s *Service) deliverBatch(ctx context.Context, t db.Tenant, items []pending
 		first[it.id] = i
 		ids, jobs = append(ids, it.id), append(jobs, it.at.JobID)
 	}
-	claims, undecided, err := s.claimMany(ctx, t, ids, jobs)
+	org, err := messages.ReadLimits(ctx, s.pool, t.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	claims, undecided, err := s.claimMany(ctx, t, org, ids, jobs)
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +237,7 @@ func (s *Service) deliverBatch(ctx context.Context, t db.Tenant, items []pending
 		for i, id := range undecided {
 			ujobs[i] = items[first[id]].at.JobID
 		}
-		decided, err := s.claimLocked(ctx, t, undecided, ujobs)
+		decided, err := s.claimLocked(ctx, t, org, undecided, ujobs)
 		if err != nil {
 			return nil, err
 		}
@@ -249,7 +254,7 @@ func (s *Service) deliverBatch(ctx context.Context, t db.Tenant, items []pending
 		}
 		switch {
 		case !found:
-			o.err = missing(t, id, apperr.NotFound("message"))
+			o.err = missing(t, id, items[first[id]].at, apperr.NotFound("message"))
 		case c.blocker != 0:
 			o.err = &orderWaitError{blocker: c.blocker}
 		case c.held:
@@ -422,13 +427,22 @@ func networkMessage(t db.Tenant, m *messages.Row, phone string) network.Message 
 }
 
 // missing turns a message that does not exist into the job's permanent
-// error; other errors pass through.
-func missing(t db.Tenant, id int64, err error) error {
-	if e, ok := apperr.As(err); ok && e.Kind == apperr.KindNotFound {
-		return &network.PermanentError{Code: network.CodeInvalidMessage,
-			Message: fmt.Sprintf("message %d does not exist in %s", id, t.Schema)}
+// error from its second attempt (at) on; other errors pass through. The
+// first attempt's is an error River retries: on Citus a job can run before
+// the message its transaction wrote is visible on the tenant's worker
+// (the coordinator commits before the workers' COMMIT PREPARED,
+// docs/scaling.md), and the retry finds it. On one server it finds the
+// message as missing as before.
+func missing(t db.Tenant, id int64, at queue.DeliveryAttempt, err error) error {
+	e, ok := apperr.As(err)
+	switch {
+	case !ok || e.Kind != apperr.KindNotFound:
+		return err
+	case at.Attempt <= 1:
+		return fmt.Errorf("message %d not found in %s: retried once, in case its acceptance is not visible yet", id, t.Schema)
 	}
-	return err
+	return &network.PermanentError{Code: network.CodeInvalidMessage,
+		Message: fmt.Sprintf("message %d does not exist in %s", id, t.Schema)}
 }
 
 func deref[T any](p *T) T {

@@ -248,13 +248,18 @@ func TestDeliverKnownSender(t *testing.T) {
 	}
 }
 
-// A job for a message that does not exist is unusable (permanent).
+// A job for a message that does not exist is unusable (permanent) from
+// its second attempt on; its first attempt's error is retried (on Citus
+// the message may not be visible yet, docs/scaling.md).
 func TestDeliverUnknownMessage(t *testing.T) {
 	t.Parallel()
 	f := setup(t, 100, 100)
 	tn := f.Org()
-	if _, err := f.Deliver(tn, 12345, 1, 1); !network.IsPermanent(err) {
-		t.Fatalf("unknown message: %v", err)
+	if _, err := f.Deliver(tn, 12345, 1, 1); err == nil || network.IsPermanent(err) {
+		t.Fatalf("unknown message, first attempt: %v, want an error to retry", err)
+	}
+	if _, err := f.Deliver(tn, 12345, 1, 2); !network.IsPermanent(err) {
+		t.Fatalf("unknown message, second attempt: %v", err)
 	}
 	if _, err := f.Svc.DeliverMessage(context.Background(), queue.DeliverArgs{TenantRef: queue.TenantRef{OrgID: tn.OrgID, Schema: "public"}, MessageID: 1},
 		queue.DeliveryAttempt{Attempt: 1, MaxAttempts: 1}); !network.IsPermanent(err) {
@@ -314,4 +319,14 @@ func TestAcceptanceAndDeliveryLockApart(t *testing.T) {
 	if m := f.Get(tn, id); m.Status != messages.StatusSent {
 		t.Fatalf("second message %+v, want sent", m)
 	}
+}
+
+// missingAttempt is the attempt the batch tests run message id's job at:
+// the second for the message that does not exist (999 999), whose first
+// attempt is retried (TestDeliverUnknownMessage), the first for the others.
+func missingAttempt(id int64) int {
+	if id == 999_999 {
+		return 2
+	}
+	return 1
 }

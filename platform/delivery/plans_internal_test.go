@@ -45,8 +45,8 @@ func TestDeliveryPlansStartFromIDs(t *testing.T) {
 	statements := []struct {
 		name, sql, args string
 	}{
-		{"claim one", claimOneSQL(f.tn), fmt.Sprintf("%d, 5001, now(), now() - interval '10 minutes', 1, 10", f.tn.OrgID)},
-		{"claim many", claimManySQL(f.tn), fmt.Sprintf("%d, %s, now(), now() - interval '10 minutes', %s, 10", f.tn.OrgID, ids, ones)},
+		{"claim one", claimOneSQL(f.tn), "1000, 5001, now(), now() - interval '10 minutes', 1, 10"},
+		{"claim many", claimManySQL(f.tn), fmt.Sprintf("1000, %s, now(), now() - interval '10 minutes', %s, 10", ids, ones)},
 		{"mark one sent", markOneSentSQL(f.tn, false), "1, 1, 1, now(), false, now(), 5001"},
 		{"mark one sent with rows", markOneSentSQL(f.tn, true), "1, 1, 1, now(), true, now(), 5001"},
 		{"mark sent", markSentSQL(f.tn, false), fmt.Sprintf("%s, %s, %s, %s, array_fill(now(), '{8}'), array_fill(false, '{8}'), now()", ids, ones, ones, ones)},

@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -86,7 +87,7 @@ func (s *Service) Attempt(ctx context.Context, t db.Tenant, endpointID, delivery
 	}
 	d, snooze, err := s.ready(ctx, t, deliveryID)
 	if err != nil || snooze > 0 || d == nil {
-		return Result{Snooze: snooze}, err
+		return Result{Snooze: snooze}, gone(err, deliveryID, run)
 	}
 	release, waited, ok := s.takePlace(ctx, t.Schema, endpointID, capWait)
 	if !ok {
@@ -97,7 +98,7 @@ func (s *Service) Attempt(ctx context.Context, t db.Tenant, endpointID, delivery
 		// The delivery may have changed while it waited for its place (a
 		// rotated secret, a disabled endpoint): read it again.
 		if d, snooze, err = s.ready(ctx, t, deliveryID); err != nil || snooze > 0 || d == nil {
-			return Result{Snooze: snooze}, err
+			return Result{Snooze: snooze}, gone(err, deliveryID, run)
 		}
 	}
 	defer s.turnRecorded(turnKey{t.Schema, d.endpointID, d.key})
@@ -113,9 +114,29 @@ func (s *Service) Attempt(ctx context.Context, t db.Tenant, endpointID, delivery
 	return s.recordFailure(ctx, t, *d, res, s.clock.Now(), run)
 }
 
+// errGone is ready's error for a delivery that does not exist.
+var errGone = errors.New("no such webhook delivery")
+
+// gone is the job's error for ready's err: for a delivery that does not
+// exist, an error River retries on the job's first attempt (run), and none
+// after it. On Citus a job can run before the delivery its transaction
+// wrote is visible on the tenant's worker (the coordinator commits before
+// the workers' COMMIT PREPARED, docs/scaling.md), and the retry finds it;
+// on one server it finds the delivery as missing as before.
+func gone(err error, id int64, run queue.DeliveryAttempt) error {
+	switch {
+	case !errors.Is(err, errGone):
+		return err
+	case run.Attempt <= 1:
+		return fmt.Errorf("webhook delivery %d: retried once, in case it is not visible yet: %w", id, err)
+	}
+	return nil
+}
+
 // ready reads delivery id for an attempt and returns it when it is its
-// turn: nil when there is nothing to attempt (it is no longer pending or
-// no longer exists, or its endpoint is disabled, which fails it), and a
+// turn: nil when there is nothing to attempt (it is no longer pending, or
+// its endpoint is disabled, which fails it; errGone when it does not
+// exist), and a
 // snooze when an earlier delivery of its key to the endpoint is pending.
 // An earlier delivery that is due (being attempted now, here or in another
 // process) is waited for in the worker, up to turnWait: this process's
@@ -123,8 +144,11 @@ func (s *Service) Attempt(ctx context.Context, t db.Tenant, endpointID, delivery
 func (s *Service) ready(ctx context.Context, t db.Tenant, id int64) (*attemptRow, time.Duration, error) {
 	now := s.clock.Now()
 	d, found, err := s.loadAttempt(ctx, t, id, now)
-	if err != nil || !found {
+	switch {
+	case err != nil:
 		return nil, 0, err
+	case !found:
+		return nil, 0, errGone
 	}
 	if d.state == StatePending && d.enabled && d.blockedBy != 0 && !d.blockedUntil.After(now) {
 		// The earlier delivery may have disabled the endpoint meanwhile:

@@ -16,6 +16,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/bizmsg/platform/platform/batch"
+	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/webhooks"
 )
 
@@ -406,6 +407,25 @@ func TestAttemptRefusals(t *testing.T) {
 				t.Fatalf("the redirect target got %d requests", n)
 			}
 		})
+	}
+}
+
+// A job of a delivery that does not exist fails its first attempt with an
+// error River retries (on Citus the delivery may not be visible yet,
+// docs/scaling.md) and ends on its second with nothing attempted.
+func TestAttemptOfAMissingDelivery(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	svc := f.service(webhooks.Config{AllowPrivate: true})
+	tn := f.org()
+	e := f.create(svc, tn, newReceiver(t, nil).URL)
+	first, err := svc.Attempt(context.Background(), tn, e.ID, 999_999, queue.DeliveryAttempt{Attempt: 1, MaxAttempts: 5})
+	if err == nil || first.Snooze != 0 {
+		t.Fatalf("first attempt: %+v, %v; want an error to retry", first, err)
+	}
+	second, err := svc.Attempt(context.Background(), tn, e.ID, 999_999, queue.DeliveryAttempt{Attempt: 2, MaxAttempts: 5})
+	if err != nil || second != (webhooks.Result{}) {
+		t.Fatalf("second attempt: %+v, %v; want nothing to do", second, err)
 	}
 }
 
