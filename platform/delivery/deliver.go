@@ -14,6 +14,7 @@ import (
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/network"
+	"github.com/bizmsg/platform/platform/pace"
 	"github.com/bizmsg/platform/platform/queue"
 
 	"encoding/json"
@@ -318,32 +319,25 @@ func (s *Service) deliverDue(ctx context.Context, t db.Tenant, items []pendingDe
 // reserve takes the sender's next throttle token for each message of ids
 // (claimed: claims has them), under the message's ticket, and returns those
 // whose token is due now, in order. Of the others, fail is told the
-// throttledError of each one's delay, or the throttle's error. The
-// reservations run side by side: a Shared throttle decides those of the
-// whole process together.
+// throttledError of each one's delay, or the throttle's error. The batch's
+// tokens are taken together: one statement of pace.Store for the batch.
 func (s *Service) reserve(ctx context.Context, t db.Tenant, claims map[int64]claim, ids []int64, fail func(int64, error)) []int64 {
-	errs := make([]error, len(ids))
-	var wg sync.WaitGroup
+	slots := make([]pace.Slot, len(ids))
 	for i, id := range ids {
-		wg.Go(func() {
-			c := claims[id]
-			delay, err := s.throttle.Take(ctx, throttleKey(t, c.m.SenderNumberID), msgTicket(t, id), c.limit)
-			switch {
-			case err != nil:
-				errs[i] = fmt.Errorf("throttle: %w", err)
-			case delay > 0:
-				errs[i] = &throttledError{delay: delay}
-			}
-		})
+		c := claims[id]
+		slots[i] = pace.Slot{Key: throttleKey(t, c.m.SenderNumberID), Ticket: msgTicket(t, id), Limit: c.limit}
 	}
-	wg.Wait()
+	delays, errs := s.throttle.TakeAll(ctx, slots)
 	due := ids[:0:0]
 	for i, id := range ids {
-		if errs[i] != nil {
-			fail(id, errs[i])
-			continue
+		switch {
+		case errs[i] != nil:
+			fail(id, fmt.Errorf("throttle: %w", errs[i]))
+		case delays[i] > 0:
+			fail(id, &throttledError{delay: delays[i]})
+		default:
+			due = append(due, id)
 		}
-		due = append(due, id)
 	}
 	return due
 }

@@ -173,10 +173,11 @@ const minBatch = 4
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-// Throttle paces deliveries: Take takes the next token of a sender's bucket
-// for a message's ticket, even one due only later, and says how long until
-// it is due; the ticket's later Take finds its token instead of taking
-// another (pace.Store: shared by every process; pace.Local: one process's).
+// Throttle paces deliveries: TakeAll takes, for each slot, the next token of
+// a sender's bucket for a message's ticket, even one due only later, and
+// says how long until it is due; the ticket's later take finds its token
+// instead of taking another (pace.Store: shared by every process, one
+// statement for a batch's tokens; pace.Local: one process's).
 type Throttle interface {
-	Take(ctx context.Context, key, ticket string, l pace.Limit) (time.Duration, error)
+	TakeAll(ctx context.Context, slots []pace.Slot) ([]time.Duration, []error)
 }

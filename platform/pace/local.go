@@ -111,6 +111,16 @@ func (l *Local) Take(_ context.Context, key, ticket string, lim Limit) (time.Dur
 	return d, nil
 }
 
+// TakeAll is Take for each of slots, in order (Store.TakeAll's
+// counterpart).
+func (l *Local) TakeAll(ctx context.Context, slots []Slot) ([]time.Duration, []error) {
+	out, errs := make([]time.Duration, len(slots)), make([]error, len(slots))
+	for i, sl := range slots {
+		out[i], errs[i] = l.Take(ctx, sl.Key, sl.Ticket, sl.Limit)
+	}
+	return out, errs
+}
+
 // sweep drops buckets that are full again (a new bucket starts full, so
 // dropping one changes nothing) and tickets nobody came back for.
 func (l *Local) sweep(now time.Time) {

@@ -127,14 +127,48 @@ type takeItem struct {
 // slot is still kept returns the time left until that slot (zero once due,
 // when it is used up) and takes nothing. An empty ticket keeps nothing.
 func (s *Store) Take(ctx context.Context, key, ticket string, l Limit) (time.Duration, error) {
-	if err := l.Validate(); err != nil {
-		return 0, err
+	ds, errs := s.TakeAll(ctx, []Slot{{Key: key, Ticket: ticket, Limit: l}})
+	return ds[0], errs[0]
+}
+
+// Slot is one Take of TakeAll: the next slot of Key under Limit, on behalf
+// of Ticket.
+type Slot struct {
+	Key, Ticket string
+	Limit       Limit
+}
+
+// TakeAll is Take for each of slots, queued together so that they share a
+// statement (up to 64; a delivery batch's tokens are one), with each one's
+// delay and error in order.
+func (s *Store) TakeAll(ctx context.Context, slots []Slot) ([]time.Duration, []error) {
+	out, errs := make([]time.Duration, len(slots)), make([]error, len(slots))
+	items := make([]takeItem, 0, len(slots))
+	at := make([]int, 0, len(slots))
+	for i, sl := range slots {
+		if err := sl.valid(); err != nil {
+			errs[i] = err
+			continue
+		}
+		items, at = append(items, takeItem{key: sl.Key, ticket: sl.Ticket, l: sl.Limit}), append(at, i)
 	}
-	if key == "" {
-		return 0, errors.New("pace: empty key")
+	if len(items) == 0 {
+		return out, errs
 	}
 	s.maybeSweep(ctx)
-	return s.takes.Do(ctx, struct{}{}, takeItem{key: key, ticket: ticket, l: l})
+	ds, es := s.takes.DoAll(ctx, struct{}{}, items)
+	for j, i := range at {
+		out[i], errs[i] = ds[j], es[j]
+	}
+	return out, errs
+}
+
+// valid reports whether sl can be taken: a key, and a usable limit.
+func (sl Slot) valid() error {
+	if sl.Key == "" {
+		return errors.New("pace: empty key")
+	}
+	return sl.Limit.Validate()
 }
 
 // takeSQL takes slots for the items ($1 keys, $2 tickets, $3 the interval T

@@ -274,3 +274,31 @@ func TestLimitValidate(t *testing.T) {
 		t.Error("a valid limit refused")
 	}
 }
+
+// TakeAll spaces the slots it is given in their order, as Takes one after
+// the other would, and refuses only the slot it cannot take.
+func TestTakeAllSpacesSlotsInOrder(t *testing.T) {
+	t.Parallel()
+	s := newStores(t, 1)[0]
+	lim := pace.Limit{Rate: 1, Burst: 2}
+	slots := []pace.Slot{
+		{Key: "sender:all", Limit: lim}, {Key: "sender:all", Ticket: "job:2", Limit: lim},
+		{Key: "", Limit: lim}, // no key: refused alone
+		{Key: "sender:all", Ticket: "job:4", Limit: lim}, {Key: "sender:other", Limit: lim},
+		{Key: "sender:all", Limit: pace.Limit{Rate: 0, Burst: 1}}, // no rate: refused alone
+	}
+	got, errs := s.TakeAll(context.Background(), slots)
+	want := []time.Duration{0, 0, 0, time.Second, 0, 0}
+	for i := range slots {
+		if wantErr := i == 2 || i == 5; (errs[i] != nil) != wantErr {
+			t.Fatalf("slot %d: error %v, want one: %v", i, errs[i], wantErr)
+		}
+		if !near(got[i], want[i], 250*time.Millisecond) {
+			t.Fatalf("slot %d due in %v, want about %v (all: %v)", i, got[i], want[i], got)
+		}
+	}
+	// The ticket of the slot due later keeps it.
+	if d, err := s.Take(context.Background(), "sender:all", "job:4", lim); err != nil || !near(d, time.Second, 250*time.Millisecond) {
+		t.Fatalf("job:4 again: %v, %v; want its slot, about 1s away", d, err)
+	}
+}
