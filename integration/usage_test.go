@@ -34,6 +34,7 @@ type usageReport struct {
 		UsedToday      int    `json:"used_today"`
 		RemainingToday int    `json:"remaining_today"`
 		ResetsAt       string `json:"resets_at"`
+		Scheduled      int    `json:"scheduled"`
 	} `json:"per_sender"`
 	Limits struct {
 		DefaultDailyLimit int     `json:"default_daily_limit"`
@@ -52,6 +53,8 @@ type counts struct {
 	Failed    int `json:"failed"`
 	Total     int `json:"total"`
 	Received  int `json:"received"`
+	// Scheduled is in totals only: the messages waiting for their release.
+	Scheduled int `json:"scheduled"`
 }
 
 func (e *msgEnv) usage(path string, header map[string]string) usageReport {
