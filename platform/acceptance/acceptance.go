@@ -102,6 +102,11 @@ type Config struct {
 	// earlier ones are being stored share one statement. Defaults 64 and 2
 	// (batch.Config).
 	Batch batch.Config
+	// ReleaseBatch bounds the release batches of a tenant (see
+	// releaseBatch): the scheduled sends of a tenant released at the same
+	// time in this process share a read and a transaction. Defaults 64
+	// and 2 (batch.Config).
+	ReleaseBatch batch.Config
 	// IdempotencyTTL is how long an Idempotency-Key is remembered. Default 24 h.
 	IdempotencyTTL time.Duration
 	// ServiceWindow is the network's service window (docs/api.md, §Service
@@ -131,7 +136,10 @@ type Service struct {
 	known   *senderCache
 	// acceptances batches the sends of each tenant (acceptBatch).
 	acceptances *batch.Batcher[db.Tenant, pendingSend, sendOutcome]
-	clock       clock.Clock
+	// releases batches the scheduled sends' releases of each tenant
+	// (releaseBatch).
+	releases *batch.Batcher[db.Tenant, pendingRelease, releaseOutcome]
+	clock    clock.Clock
 	// changes records the events of scheduled sends (Config.Events).
 	changes messages.Changes
 	cfg     Config
@@ -165,5 +173,6 @@ func New(cfg Config) (*Service, error) {
 		cfg:     cfg,
 	}
 	s.acceptances = batch.New(s.acceptBatch, cfg.Batch)
+	s.releases = batch.New(s.releaseBatch, cfg.ReleaseBatch)
 	return s, nil
 }

@@ -234,8 +234,8 @@ func Refusal(err error) (*apperr.Error, bool) {
 }
 
 // ReleaseScheduled releases scheduled message id at the service's time
-// (the release job's work): Check, then Release in a transaction of its
-// own. A refusal fails the message with the check's error_code and
+// (the release job's work): Check, then Release in a transaction. A
+// refusal fails the message with the check's error_code and
 // error_message, with its message.failed event, while it is still
 // scheduled. A message no longer scheduled (canceled, or released by an
 // earlier run of the job) is left as it is, so a job run twice releases
@@ -245,7 +245,21 @@ func Refusal(err error) (*apperr.Error, bool) {
 // transient failure fails the message instead (network_error), so that no
 // message waits as scheduled with no release to come; if even that fails,
 // the error is returned.
+//
+// The releases of a tenant that run at the same time in this process
+// share their statements (releaseBatch): one read, the checks side by
+// side, one transaction.
 func (s *Service) ReleaseScheduled(ctx context.Context, t db.Tenant, id int64, last bool) (string, error) {
+	out, err := s.releases.Do(ctx, t, pendingRelease{id: id, last: last})
+	if err != nil {
+		return "", err
+	}
+	return out.status, out.err
+}
+
+// releaseAlone is ReleaseScheduled for one message, in a transaction of
+// its own.
+func (s *Service) releaseAlone(ctx context.Context, t db.Tenant, id int64, last bool) (string, error) {
 	var (
 		row   messages.Row
 		found bool
@@ -265,22 +279,37 @@ func (s *Service) ReleaseScheduled(ctx context.Context, t db.Tenant, id int64, l
 	case row.Status != messages.StatusScheduled:
 		return row.Status, nil
 	}
-	d, err := DraftOf(&row)
-	if err != nil {
-		return "", err
-	}
-	c, err := s.Check(ctx, t, d, s.clock.Now())
+	c, err := s.checkScheduled(ctx, t, &row)
 	if err == nil {
 		err = s.prep.Tx(ctx, func(tx pgx.Tx) error {
 			_, err := s.Release(ctx, tx, t, c)
 			return err
 		})
-		switch {
-		case err == nil:
-			return messages.StatusQueued, nil
-		case errors.Is(err, ErrNotScheduled):
-			return "", nil
-		}
+	}
+	return s.settle(ctx, t, id, last, err)
+}
+
+// checkScheduled is Check of stored scheduled message r at the service's
+// time.
+func (s *Service) checkScheduled(ctx context.Context, t db.Tenant, r *messages.Row) (*Checked, error) {
+	d, err := DraftOf(r)
+	if err != nil {
+		return nil, err
+	}
+	return s.Check(ctx, t, d, s.clock.Now())
+}
+
+// settle ends the release of scheduled message id whose Check and
+// Release ended with err: nil is queued, ErrNotScheduled leaves it as it
+// is, a refusal fails it with the refusal's code (and a transient error
+// too on the last attempt, network_error); any other error is returned
+// for a retry.
+func (s *Service) settle(ctx context.Context, t db.Tenant, id int64, last bool, err error) (string, error) {
+	switch {
+	case err == nil:
+		return messages.StatusQueued, nil
+	case errors.Is(err, ErrNotScheduled):
+		return "", nil
 	}
 	refusal, ok := Refusal(err)
 	if !ok {

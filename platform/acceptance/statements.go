@@ -297,6 +297,12 @@ func scheduledSQL(t db.Tenant) string {
 	return `SELECT ` + messages.Columns + ` FROM ` + t.Table("messages") + ` m WHERE m.id = $1::bigint`
 }
 
+// scheduledManySQL reads the messages $1 of tenant t (messages.Columns)
+// for their release together (releaseBatch).
+func scheduledManySQL(t db.Tenant) string {
+	return `SELECT ` + messages.Columns + ` FROM ` + t.Table("messages") + ` m WHERE m.id = ANY($1::bigint[])`
+}
+
 // stageManySQL stores checked drafts of tenant t as scheduled messages
 // under their ids (ReleaseMany), one per element of the arrays $1..$14:
 // the columns it names, in that order.

@@ -52,6 +52,7 @@ func (a *App) messaging() error {
 		IdempotencyTTL: idempotencyTTL,
 		ServiceWindow:  a.cfg.NetworkServiceWindow,
 		Batch:          a.batches("accept"),
+		ReleaseBatch:   a.batches("release"),
 		Templates:      a.Templates,
 		Clock:          a.clock,
 		Events:         a.Webhooks,
@@ -101,7 +102,7 @@ func (a *App) messaging() error {
 }
 
 // batches is the batch.Config of one kind of foreground statement
-// (BATCH_SIZE): "accept" and "deliver" (per tenant), "auth" (API keys),
+// (BATCH_SIZE): "accept", "release" and "deliver" (per tenant), "auth" (API keys),
 // "lookup" and "network" (the built-in network's lookups and deliveries).
 // Each run is counted in flight on a.yield (Load), through which webhook
 // attempts give way to a busy API and send path, and its size observed by

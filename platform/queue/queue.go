@@ -55,8 +55,11 @@ type Config struct {
 	// that many slots.
 	WebhookMaxWorkers int
 	// ReleaseMaxWorkers is the number of concurrent jobs in the release
-	// queue (QueueRelease) of scheduled sends. Default 50: a release is a
-	// network lookup and one short transaction.
+	// queue (QueueRelease) of scheduled sends. Default 200: the releases
+	// of a tenant running at once share one transaction (acceptance's
+	// release batches), and a release waiting for its tenant's batch
+	// holds a slot but no database connection; with 50, ten tenants'
+	// releases ran mostly alone (docs/design.md, §Scheduled sends).
 	ReleaseMaxWorkers int
 	// DeliveryRetryBase and DeliveryRetryMax bound the backoff of failed
 	// deliveries (DeliverWorker.RetryBase/RetryMax). Defaults 1 s and 10 min.
@@ -135,7 +138,7 @@ func (c *Config) setDefaults() {
 	defaults.Positive(&c.MaxWorkers, 100)
 	defaults.Positive(&c.DeliveryMaxWorkers, 100)
 	defaults.Positive(&c.WebhookMaxWorkers, 100)
-	defaults.Positive(&c.ReleaseMaxWorkers, 50)
+	defaults.Positive(&c.ReleaseMaxWorkers, 200)
 	defaults.Positive(&c.FetchCooldown, 25*time.Millisecond)
 	defaults.Positive(&c.FetchPollInterval, 250*time.Millisecond)
 	defaults.Positive(&c.JobTimeout, time.Minute)

@@ -38,6 +38,10 @@ type scheduledConfig struct {
 	Concurrency, Workers, DBMaxConns       int
 	Lead, Timeout                          time.Duration
 	Database                               string
+	// CPUProfile, when set, is the file of a CPU profile of the first
+	// worker process from send_at, ProfileFor long.
+	CPUProfile string
+	ProfileFor time.Duration
 }
 
 // scheduledBench is one run of platform bench scheduled.
@@ -61,6 +65,8 @@ func benchScheduled(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.DurationVar(&cfg.Lead, "lead", 4*time.Minute, "send_at, after the benchmark's start: scheduling must end before it")
 	fs.DurationVar(&cfg.Timeout, "timeout", 10*time.Minute, "how long after send_at to wait for every message to be released and delivered")
 	fs.StringVar(&cfg.Database, "db", "bizmsg_bench_scheduled", "scratch database to create on DATABASE_URL's server (dropped first if it exists)")
+	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the first worker process from send_at to this file (the worker runs with PPROF_ADDR on a loopback port)")
+	fs.DurationVar(&cfg.ProfileFor, "profile-for", 20*time.Second, "length of the -cpuprofile profile")
 	keep := fs.Bool("keep", false, "keep the scratch database afterwards")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -129,22 +135,47 @@ func (b *scheduledBench) run(ctx context.Context, keep bool, stdout io.Writer) e
 	}
 
 	workers := make([]*child, 0, b.cfg.Workers)
+	var pids []int
 	defer func() {
 		for _, w := range workers {
 			_ = w.stop()
 		}
 	}()
+	pprofAddr := ""
 	for i := range b.cfg.Workers {
-		w, err := startChild(ctx, []string{"worker"}, b.childEnv(), false)
+		env := b.childEnv()
+		if i == 0 && b.cfg.CPUProfile != "" {
+			if pprofAddr, err = freeAddr(); err != nil {
+				return err
+			}
+			env = append(env, "PPROF_ADDR="+pprofAddr)
+		}
+		w, err := startChild(ctx, []string{"worker"}, env, false)
 		if err != nil {
 			return fmt.Errorf("worker %d: %w", i+1, err)
 		}
 		workers = append(workers, w)
+		pids = append(pids, w.cmd.Process.Pid)
 	}
 	fmt.Fprintf(b.stderr, "scheduled in %s; waiting for send_at (%s) and the releases\n",
 		scheduling.Round(time.Millisecond), time.Until(sendAt).Round(time.Second))
-	if err := b.waitReleased(ctx, sendAt); err != nil {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(time.Until(sendAt)):
+	}
+	var prof <-chan error
+	if pprofAddr != "" {
+		prof = grabProfile(pprofAddr, max(int(b.cfg.ProfileFor.Seconds()), 1), b.cfg.CPUProfile)
+	}
+	cpu := b.cpuAt(pids)
+	if err := b.waitReleased(ctx, sendAt, &cpu); err != nil {
 		return err
+	}
+	if prof != nil {
+		if err := <-prof; err != nil {
+			return err
+		}
 	}
 	lat, err := b.latency(ctx)
 	if err != nil {
@@ -162,6 +193,8 @@ func (b *scheduledBench) run(ctx context.Context, keep bool, stdout io.Writer) e
 	line(fmt.Sprintf("release rate (%d worker processes)", b.cfg.Workers),
 		fmt.Sprintf("%.0f/s (%d released in %.3f s, first to last)", float64(b.cfg.Messages)/max(lat.max-lat.min, 0.001), b.cfg.Messages, lat.max-lat.min))
 	line("exactly once", once.String())
+	line("CPU a message, send_at to the last release", cpu.released.String())
+	line("CPU a message, send_at to the last delivery", cpu.delivered.String())
 	did, err := av.stop()
 	if err != nil {
 		return err
@@ -308,23 +341,73 @@ func (b *scheduledBench) sweepCost(ctx context.Context) (sweepFigures, error) {
 	return f, nil
 }
 
+// scheduledCPU is the CPU time the worker processes and their Postgres
+// backends used from send_at, per message: up to the moment no message
+// was scheduled any more, and up to the moment every one was delivered.
+type scheduledCPU struct {
+	pids                []int
+	start               cpuSnapshot
+	n                   int64
+	released, delivered cpuSplit
+}
+
+// cpuSplit is CPU time a message, in milliseconds: the worker processes'
+// and their backends'.
+type cpuSplit struct{ workers, backends float64 }
+
+func (c cpuSplit) String() string {
+	return fmt.Sprintf("%.3f ms (the workers %.3f, their backends %.3f)", c.workers+c.backends, c.workers, c.backends)
+}
+
+// cpuAt starts the CPU reading of the worker processes pids and their
+// backends.
+func (b *scheduledBench) cpuAt(pids []int) scheduledCPU {
+	return scheduledCPU{pids: pids, start: scopeCPU(b.cfg.Database, pids...), n: int64(b.cfg.Messages)}
+}
+
+// readCPU is the CPU a message since c.start.
+func (b *scheduledBench) readCPU(c *scheduledCPU) cpuSplit {
+	now := scopeCPU(b.cfg.Database, c.pids...)
+	workers := now.of(c.pids...).since(c.start)
+	return cpuSplit{workers: cpuPerMessage(workers, c.n), backends: cpuPerMessage(now.since(c.start)-workers, c.n)}
+}
+
 // waitReleased waits until no message is scheduled and every one is
-// delivered, or -timeout after send_at.
-func (b *scheduledBench) waitReleased(ctx context.Context, sendAt time.Time) error {
+// delivered, or -timeout after send_at, reading cpu at both moments.
+func (b *scheduledBench) waitReleased(ctx context.Context, sendAt time.Time, cpu *scheduledCPU) error {
 	deadline := sendAt.Add(b.cfg.Timeout)
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
-	for {
-		var scheduled, delivered int
+	// Two counts by status (the status index), the second only once the
+	// first is 0: the poll's own backend is among those whose CPU is read.
+	count := func(status string) (int, error) {
+		n := 0
 		for _, t := range b.tenants {
-			var s, d int
-			if err := b.d.Pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status = 'scheduled'),
-				count(*) FILTER (WHERE status = 'delivered') FROM `+t.Tenant.Table("messages")).Scan(&s, &d); err != nil {
+			var c int
+			if err := b.d.Pool.QueryRow(ctx, `SELECT count(*) FROM `+t.Tenant.Table("messages")+` WHERE status = $1`,
+				status).Scan(&c); err != nil {
+				return 0, err
+			}
+			n += c
+		}
+		return n, nil
+	}
+	for {
+		scheduled, err := count("scheduled")
+		if err != nil {
+			return err
+		}
+		delivered := 0
+		if scheduled == 0 {
+			if delivered, err = count("delivered"); err != nil {
 				return err
 			}
-			scheduled, delivered = scheduled+s, delivered+d
+		}
+		if scheduled == 0 && cpu.released == (cpuSplit{}) {
+			cpu.released = b.readCPU(cpu)
 		}
 		if scheduled == 0 && delivered == b.cfg.Messages {
+			cpu.delivered = b.readCPU(cpu)
 			return nil
 		}
 		if time.Now().After(deadline) {
