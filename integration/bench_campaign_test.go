@@ -2,10 +2,8 @@ package integration
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,25 +19,26 @@ import (
 // is.
 func TestBenchCampaignCommand(t *testing.T) {
 	t.Parallel()
-	bin := platformBinary(t)
 	name := fmt.Sprintf("bizmsg_bench_campaign_test_%d", time.Now().UnixNano())
 	out := filepath.Join(t.TempDir(), "campaign.json")
-	cmd := exec.CommandContext(t.Context(), bin, "bench", "campaign",
+	stdout, stderr := runBench(t, "campaign",
 		"-recipients", "2000", "-warmup", "200", "-chunk", "500", "-senders", "2", "-sender-rate", "200",
 		"-sample", "200ms", "-timeout", "3m", "-db", name, "-out", out)
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbtest.ServerURL(t))
-	stdout, err := cmd.Output()
-	if err != nil {
-		var stderr string
-		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
-			stderr = string(ee.Stderr)
-		}
-		t.Fatalf("bench campaign: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	if !strings.Contains(stderr, "warm-up: a campaign of 200 recipients, then VACUUM (ANALYZE)") {
+		t.Errorf("no warm-up phase in the progress:\n%s", stderr)
+	}
+	// With the server's autovacuum off, the bench does its work and says so.
+	var autovacuum string
+	if err := dbtest.Open(t, dbtest.ServerURL(t)).Pool.QueryRow(t.Context(), "SHOW autovacuum").Scan(&autovacuum); err != nil {
+		t.Fatal(err)
+	}
+	if stands := strings.Contains(stdout, "the bench's stand-in ran every"); stands != (autovacuum == "off") {
+		t.Errorf("autovacuum %s, stand-in reported %v:\n%s", autovacuum, stands, stdout)
 	}
 	for _, want := range []string{"recipients added/s", "released (messages created)", "delivered (taken by the network)",
 		"service RSS (VmRSS)", "backends' private memory (RssAnon)", "exactly once (messages = network = recipients)",
 		"release rate vs the pool's throttle, %", "throttle 400/s"} {
-		if !strings.Contains(string(stdout), want) {
+		if !strings.Contains(stdout, want) {
 			t.Errorf("table lacks %q:\n%s", want, stdout)
 		}
 	}

@@ -1,8 +1,8 @@
 package integration
 
 import (
+	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -22,29 +22,19 @@ import (
 // here (they belong to docs/performance.md); that the command works is.
 func TestBenchSendCommand(t *testing.T) {
 	t.Parallel()
-	bin := platformBinary(t)
 	name := fmt.Sprintf("bizmsg_bench_test_%d", time.Now().UnixNano())
 	out := filepath.Join(t.TempDir(), "bench.json")
-	cmd := exec.CommandContext(t.Context(), bin, "bench", "send",
+	stdout, _ := runBench(t, "send",
 		"-tenants", "1,3", "-senders", "2", "-recipients", "20", "-concurrency", "4",
 		"-duration", "1s", "-sweep-duration", "1s", "-sweep-rounds", "2", "-pair-rounds", "2", "-backlog", "200",
 		"-conversation", "30", "-conversation-rate", "20", "-conversation-burst", "10",
 		"-log-level", "warn", "-db", name, "-out", out)
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbtest.ServerURL(t))
-	stdout, err := cmd.Output()
-	if err != nil {
-		var stderr string
-		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
-			stderr = string(ee.Stderr)
-		}
-		t.Fatalf("bench send: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
-	}
 	for _, want := range []string{"ceiling (a) raw Postgres", "ceiling (b) River alone", "ceiling (c) bare gin",
 		"accepted sends/s", "exactly once", "service peak RSS", "tenants sweep", "target", "max_files_per_process", "autovacuum", "ceiling (a) raw Postgres over as many", "checkpoint(s) started",
 		"accepted sends/s vs ceiling (a), paired rounds", "same, paired rounds (median)", "kB a message; batches of",
 		"delivery drain, 3 worker processes (spread)", "3 workers vs 1 worker (goal >= 90%)", "delivery drain, 3 workers vs 1 worker (spread), %",
 		"deep conversation, 3 workers (1 sender, 1 recipient)", "throttle 20/s, burst 10: at least 1.00 s", "in acceptance order (network.messages by id)"} {
-		if !strings.Contains(string(stdout), want) {
+		if !strings.Contains(stdout, want) {
 			t.Errorf("table lacks %q:\n%s", want, stdout)
 		}
 	}
@@ -265,7 +255,7 @@ func TestBenchSendCommand(t *testing.T) {
 			t.Errorf("sweep %d memory: %+v, want the service's peak and its backends' memory", s.Tenants, m)
 		}
 	}
-	if !strings.Contains(string(stdout), "memory after it") {
+	if !strings.Contains(stdout, "memory after it") {
 		t.Errorf("table lacks the memory line:\n%s", stdout)
 	}
 	// The entry's ratio is one of its rounds' (the median, the lower middle
@@ -330,25 +320,30 @@ func TestBenchSendCommand(t *testing.T) {
 // §Scheduled sends.
 func TestBenchScheduledCommand(t *testing.T) {
 	t.Parallel()
-	bin := platformBinary(t)
 	name := fmt.Sprintf("bizmsg_bench_sched_test_%d", time.Now().UnixNano())
-	cmd := exec.CommandContext(t.Context(), bin, "bench", "scheduled",
+	stdout, _ := runBench(t, "scheduled",
 		"-messages", "60", "-tenants", "2", "-senders", "2", "-recipients", "20", "-concurrency", "4",
 		"-workers", "1", "-lead", "15s", "-timeout", "2m", "-db", name)
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbtest.ServerURL(t))
-	stdout, err := cmd.Output()
-	if err != nil {
-		var stderr string
-		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
-			stderr = string(ee.Stderr)
-		}
-		t.Fatalf("bench scheduled: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
-	}
 	for _, want := range []string{"schedule 60 messages", "release latency after send_at", "release rate",
 		"ok: 60 messages, 60 released (0 before send_at), 60 counted", "rescuer's due scan",
 		"sweep alternative at 10,000 tenants"} {
-		if !strings.Contains(string(stdout), want) {
+		if !strings.Contains(stdout, want) {
 			t.Errorf("table lacks %q:\n%s", want, stdout)
 		}
 	}
+}
+
+// runBench runs `platform bench <args>` (the built binary) on the test
+// server and returns its stdout and stderr, failing the test with both
+// when it exits non-zero.
+func runBench(t *testing.T, args ...string) (stdout, stderr string) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), platformBinary(t), append([]string{"bench"}, args...)...)
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbtest.ServerURL(t))
+	var out, errs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errs
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("bench %s: %v\nstdout:\n%s\nstderr:\n%s", args[0], err, out.String(), errs.String())
+	}
+	return out.String(), errs.String()
 }

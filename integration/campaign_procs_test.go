@@ -333,6 +333,19 @@ func (e *msgEnv) bulkAccounts(is []int) {
 	}
 }
 
+// bulkAudience creates reachable accounts for the first n bulkPhones and
+// returns them as a campaign's JSON recipient rows, in order.
+func (e *msgEnv) bulkAudience(n int) []map[string]any {
+	e.t.Helper()
+	is := make([]int, n)
+	rows := make([]map[string]any, n)
+	for i := range n {
+		is[i], rows[i] = i, map[string]any{"phone": bulkPhone(i)}
+	}
+	e.bulkAccounts(is)
+	return rows
+}
+
 // networkFrom counts the network's messages sent from the phones.
 func (e *msgEnv) networkFrom(senders []string) int {
 	e.t.Helper()

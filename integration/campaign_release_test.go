@@ -217,13 +217,7 @@ func TestCampaignReserve(t *testing.T) {
 	e := startMsg(t, Options{Workers: true, Env: map[string]string{"DEFAULT_DAILY_LIMIT": "20"}})
 	org := e.Register(t)
 	sender := e.activeSender(org, phoneN(1))
-	var audience []int
-	rows := []map[string]any{}
-	for i := range 30 {
-		audience = append(audience, i)
-		rows = append(rows, map[string]any{"phone": bulkPhone(i)})
-	}
-	e.bulkAccounts(audience)
+	rows := e.bulkAudience(30)
 	c := newCampClient(t, e.Server.URL, org)
 	camp := c.create(map[string]any{"name": "reserve", "sender_number_ids": []int64{sender}, "type": "text",
 		"content": "Hi", "reserve_percent": 25})
@@ -258,13 +252,7 @@ func TestCampaignPauseResumeCancel(t *testing.T) {
 	org := e.Register(t)
 	sender := e.activeSender(org, phoneN(1))
 	const n = 200
-	var audience []int
-	rows := []map[string]any{}
-	for i := range n {
-		audience = append(audience, i)
-		rows = append(rows, map[string]any{"phone": bulkPhone(i)})
-	}
-	e.bulkAccounts(audience)
+	rows := e.bulkAudience(n)
 	c := newCampClient(t, e.Server.URL, org)
 	camp := c.create(map[string]any{"name": "pause", "sender_number_ids": []int64{sender}, "type": "text", "content": "Hi"})
 	c.addJSON(camp.ID, rows)
@@ -326,13 +314,7 @@ func TestCampaignPriority(t *testing.T) {
 	org := e.Register(t)
 	sender := e.activeSender(org, phoneN(1))
 	const n = 120
-	var audience []int
-	rows := []map[string]any{}
-	for i := range n {
-		audience = append(audience, i)
-		rows = append(rows, map[string]any{"phone": bulkPhone(i)})
-	}
-	e.bulkAccounts(audience)
+	rows := e.bulkAudience(n)
 	e.recipient(phoneN(9))
 	c := newCampClient(t, e.Server.URL, org)
 	camp := c.create(map[string]any{"name": "busy", "sender_number_ids": []int64{sender}, "type": "text", "content": "Hi"})
