@@ -52,10 +52,7 @@ func TestReleaseBatch(t *testing.T) {
 	events := &failedEvents{got: map[string]int{}}
 	f := setupWith(t, 1000, 1000, func(c *messagestest.Config) {
 		c.Acceptance.Events = events
-		c.Acceptance.ReleaseBatch = batch.Config{MaxInFlight: 1, OnQueue: func(int) { calls.Add(1) }, Sizes: batch.ObserverFunc(func(n float64) {
-			for old := largest.Load(); int32(n) > old && !largest.CompareAndSwap(old, int32(n)); old = largest.Load() {
-			}
-		})}
+		c.Acceptance.ReleaseBatch = batch.Config{MaxInFlight: 1, OnQueue: func(int) { calls.Add(1) }, Sizes: batch.ObserverFunc(func(n float64) { storeMax(&largest, int32(n)) })}
 	})
 	ctx := context.Background()
 	type sched struct {
@@ -234,5 +231,14 @@ func TestReleaseBatch(t *testing.T) {
 			t.Errorf("sender %d: accept counter %d for %d accepted", s.sender, got, used)
 		}
 		delete(released, k)
+	}
+}
+
+// storeMax raises v to n when n is larger, safely under concurrent callers.
+func storeMax(v *atomic.Int32, n int32) {
+	for old := v.Load(); n > old; old = v.Load() {
+		if v.CompareAndSwap(old, n) {
+			return
+		}
 	}
 }
