@@ -201,17 +201,14 @@ func (d *Dashboard) Mount(r gin.IRouter, groups ...PageGroup) {
 	g.GET("/static/*file", d.serveStatic)
 
 	// Signed out: the pre-session CSRF token guards the forms.
-	g.GET("/signup", d.signupPage)
-	g.POST("/signup", d.requirePreCSRF, d.signup)
-	g.GET("/login", d.loginPage)
-	g.POST("/login", d.requirePreCSRF, d.login)
+	FormPage(g, "/signup", d.signupPage, d.requirePreCSRF, d.signup)
+	FormPage(g, "/login", d.loginPage, d.requirePreCSRF, d.login)
 
 	// Signed in: the session's CSRF token guards every POST.
 	s := g.Group("/", d.requireSession, d.requireCSRF)
 	s.POST("/logout", d.logout)
 	s.GET("/", d.overview)
-	s.GET("/senders", d.sendersPage)
-	s.POST("/senders", d.addSender)
+	FormPage(s, "/senders", d.sendersPage, d.addSender)
 	s.POST("/senders/:id/verify", d.verifySender)
 	s.POST("/senders/:id/resend", d.resendOTP)
 	s.POST("/senders/:id/limit", d.setLimit)

@@ -207,13 +207,8 @@ func benchCampaign(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return errors.New("-sample must be at least 10ms and -timeout positive")
 	}
 	b := &campaignBench{cfg: cfg, stderr: stderr}
-	rep, runErr := b.run(ctx, *keep)
-	if rep != nil {
-		rep.Command = "platform bench campaign " + strings.Join(args, " ")
-		printCampaignReport(stdout, rep)
-		runErr = writeReport(*out, rep, runErr)
-	}
-	return runErr
+	rep, err := b.run(ctx, "platform bench campaign "+strings.Join(args, " "), *keep)
+	return finish(stdout, *out, rep, err, printCampaignReport)
 }
 
 // campaignBench runs one campaign benchmark.
@@ -235,9 +230,9 @@ func (b *campaignBench) serviceEnv() []string {
 		"SENDER_RATE="+strconv.FormatFloat(b.cfg.SenderRate, 'f', -1, 64), "SENDER_BURST="+strconv.Itoa(b.cfg.SenderBurst))
 }
 
-func (b *campaignBench) run(ctx context.Context, keep bool) (*campaignReport, error) {
+func (b *campaignBench) run(ctx context.Context, command string, keep bool) (*campaignReport, error) {
 	started := time.Now()
-	rep := &campaignReport{StartedAt: started.UTC(), Config: b.cfg, CPUs: runtime.NumCPU(), GoVersion: runtime.Version(),
+	rep := &campaignReport{Command: command, StartedAt: started.UTC(), Config: b.cfg, CPUs: runtime.NumCPU(), GoVersion: runtime.Version(),
 		Throttle: float64(b.cfg.Senders) * b.cfg.SenderRate}
 	closeScratch, err := b.open(ctx, b.cfg.Database, 4, keep)
 	if err != nil {

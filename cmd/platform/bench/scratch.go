@@ -82,6 +82,18 @@ func writeReport(out string, rep any, runErr error) error {
 	return runErr
 }
 
+// finish ends a bench command whose run returned rep (nil when it failed
+// before it had figures) and runErr: it prints rep to stdout with print
+// and writes it to out (writeReport), returning runErr with a failure to
+// write joined to it.
+func finish[R any](stdout io.Writer, out string, rep *R, runErr error, print func(io.Writer, *R)) error {
+	if rep == nil {
+		return runErr
+	}
+	print(stdout, rep)
+	return writeReport(out, rep, runErr)
+}
+
 // env is the environment of a service under test on the scratch
 // database: its pepper, the built-in network, dbMaxConns connections,
 // logLevel, and limits that never bind unless extra sets them again

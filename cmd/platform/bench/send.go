@@ -346,13 +346,8 @@ func benchSend(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return errors.New("-conversation-rate must be positive and -conversation-burst at least 1")
 	}
 	b := &sendBench{cfg: cfg, stderr: stderr, cpuProfile: *cpuProfile}
-	rep, runErr := b.run(ctx, *keep)
-	if rep != nil {
-		rep.Command = "platform bench send " + strings.Join(args, " ")
-		printSendReport(stdout, rep)
-		runErr = writeReport(*out, rep, runErr)
-	}
-	return runErr
+	rep, err := b.run(ctx, "platform bench send "+strings.Join(args, " "), *keep)
+	return finish(stdout, *out, rep, err, printSendReport)
 }
 
 // sendBench runs one benchmark.
@@ -391,9 +386,9 @@ func (b *sendBench) startProfiled(ctx context.Context, args []string, serves boo
 	return c, addr, err
 }
 
-func (b *sendBench) run(ctx context.Context, keep bool) (*sendReport, error) {
+func (b *sendBench) run(ctx context.Context, command string, keep bool) (*sendReport, error) {
 	started := time.Now()
-	rep := &sendReport{StartedAt: started.UTC(), Config: b.cfg, CPUs: runtime.NumCPU(), GoVersion: runtime.Version()}
+	rep := &sendReport{Command: command, StartedAt: started.UTC(), Config: b.cfg, CPUs: runtime.NumCPU(), GoVersion: runtime.Version()}
 	closeScratch, err := b.open(ctx, b.cfg.Database, int32(b.cfg.DBMaxConns), keep)
 	if err != nil {
 		return nil, err
