@@ -19,6 +19,15 @@ type PageGroup interface {
 	Mount(signedIn gin.IRouter)
 }
 
+// FormPage registers a page whose form posts back to the page's own path:
+// GET path renders the page, POST path submits its form (answering with a
+// redirect, or the page again with the form's errors). The dashboard's
+// lists with an add form and its confirmation pages are all this shape.
+func FormPage(r gin.IRoutes, path string, page gin.HandlerFunc, submit ...gin.HandlerFunc) {
+	r.GET(path, page)
+	r.POST(path, submit...)
+}
+
 // SessionOf returns the request's session (set by the signed-in routes).
 func SessionOf(c *gin.Context) *Session { return session(c) }
 

@@ -49,14 +49,10 @@ func New(cfg Config) (*Pages, error) {
 //	GET  /members/:id/remove, POST confirm, remove
 //	GET  /audit                    the audit log with the API's filters and paging (owners and admins)
 func (d *Pages) Mount(s gin.IRouter) {
-	s.GET("/keys", d.keysPage)
-	s.POST("/keys", d.createKey)
+	web.FormPage(s, "/keys", d.keysPage, d.createKey)
 	s.POST("/keys/:id/reveal", d.revealKey)
-	s.GET("/keys/:id/revoke", d.revokeKeyPage)
-	s.POST("/keys/:id/revoke", d.revokeKey)
-	s.GET("/members", d.membersPage)
-	s.POST("/members", d.addMember)
-	s.GET("/members/:id/remove", d.removeMemberPage)
-	s.POST("/members/:id/remove", d.removeMember)
+	web.FormPage(s, "/keys/:id/revoke", d.revokeKeyPage, d.revokeKey)
+	web.FormPage(s, "/members", d.membersPage, d.addMember)
+	web.FormPage(s, "/members/:id/remove", d.removeMemberPage, d.removeMember)
 	s.GET("/audit", d.auditPage)
 }

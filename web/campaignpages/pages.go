@@ -78,6 +78,5 @@ func (d *Pages) Mount(s gin.IRouter) {
 	s.POST("/campaigns/:id/start", d.transition("start campaigns", d.cfg.Campaigns.Start, "campaign_started"))
 	s.POST("/campaigns/:id/pause", d.transition("pause campaigns", d.cfg.Campaigns.Pause, "campaign_paused"))
 	s.POST("/campaigns/:id/resume", d.transition("resume campaigns", d.cfg.Campaigns.Resume, "campaign_resumed"))
-	s.GET("/campaigns/:id/cancel", d.cancelCampaignPage)
-	s.POST("/campaigns/:id/cancel", d.transition("cancel campaigns", d.cfg.Campaigns.Cancel, "campaign_canceled"))
+	web.FormPage(s, "/campaigns/:id/cancel", d.cancelCampaignPage, d.transition("cancel campaigns", d.cfg.Campaigns.Cancel, "campaign_canceled"))
 }

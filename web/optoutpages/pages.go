@@ -45,9 +45,7 @@ func New(cfg Config) (*Pages, error) {
 //	GET  /opt-outs/remove?phone=, POST /opt-outs/remove  confirm, remove (phone in the body)
 //	POST /opt-outs/settings        the confirmation texts
 func (d *Pages) Mount(s gin.IRouter) {
-	s.GET("/opt-outs", d.optOutsPage)
-	s.POST("/opt-outs", d.addOptOut)
-	s.GET("/opt-outs/remove", d.removeOptOutPage)
-	s.POST("/opt-outs/remove", d.removeOptOut)
+	web.FormPage(s, "/opt-outs", d.optOutsPage, d.addOptOut)
+	web.FormPage(s, "/opt-outs/remove", d.removeOptOutPage, d.removeOptOut)
 	s.POST("/opt-outs/settings", d.saveReplies)
 }

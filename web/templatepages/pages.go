@@ -46,6 +46,5 @@ func (d *Pages) Mount(s gin.IRouter) {
 	s.GET("/templates/new", d.newTemplatePage)
 	s.POST("/templates", d.createTemplate)
 	s.GET("/templates/:id", d.templatePage)
-	s.GET("/templates/:id/delete", d.deleteTemplatePage)
-	s.POST("/templates/:id/delete", d.deleteTemplate)
+	web.FormPage(s, "/templates/:id/delete", d.deleteTemplatePage, d.deleteTemplate)
 }

@@ -45,14 +45,12 @@ func New(cfg Config) (*Pages, error) {
 //	POST /webhooks/:id/deliveries/:delivery_id/redeliver
 //	POST /webhooks/:id/deliveries/redeliver  every failed delivery since a time
 func (d *Pages) Mount(s gin.IRouter) {
-	s.GET("/webhooks", d.webhooksPage)
-	s.POST("/webhooks", d.createWebhook)
+	web.FormPage(s, "/webhooks", d.webhooksPage, d.createWebhook)
 	s.GET("/webhooks/:id", d.webhookPage)
 	s.POST("/webhooks/:id/rotate", d.rotateWebhookSecret)
 	s.POST("/webhooks/:id/enable", d.enableWebhook)
 	s.POST("/webhooks/:id/disable", d.disableWebhook)
-	s.GET("/webhooks/:id/delete", d.deleteWebhookPage)
-	s.POST("/webhooks/:id/delete", d.deleteWebhook)
+	web.FormPage(s, "/webhooks/:id/delete", d.deleteWebhookPage, d.deleteWebhook)
 	s.POST("/webhooks/:id/deliveries/redeliver", d.redeliverFailedWebhooks)
 	s.POST("/webhooks/:id/deliveries/:delivery_id/redeliver", d.redeliverWebhook)
 }
