@@ -18,7 +18,6 @@ import (
 // The services are the workers' deliverers.
 var (
 	_ MessageDeliverer = (*delivery.Service)(nil)
-	_ OTPDeliverer     = (*senders.Service)(nil)
 	_ AccountSweeper   = (*senders.Service)(nil)
 	_ WebhookAttempter = (*webhooks.Service)(nil)
 )

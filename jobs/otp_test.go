@@ -14,10 +14,6 @@ import (
 	"github.com/bizmsg/platform/platform/queue"
 )
 
-type deliverFunc func(context.Context, queue.OTPArgs) error
-
-func (f deliverFunc) DeliverOTP(ctx context.Context, a queue.OTPArgs) error { return f(ctx, a) }
-
 type sweepFunc func(context.Context) (int, error)
 
 func (f sweepFunc) ActivateVerifiedOwners(ctx context.Context) (int, error) { return f(ctx) }
@@ -36,15 +32,15 @@ func TestWorkerOutcomes(t *testing.T) {
 		wantErr    error
 	}{
 		{"otp delivered", func() error {
-			return (&OTPWorker{Deliverer: deliverFunc(func(context.Context, queue.OTPArgs) error { return nil })}).
+			return (&NetworkWorker[queue.OTPArgs]{Call: func(context.Context, queue.OTPArgs) error { return nil }}).
 				Work(context.Background(), &river.Job[queue.OTPArgs]{})
 		}, false, nil},
 		{"otp transient", func() error {
-			return (&OTPWorker{Deliverer: deliverFunc(func(context.Context, queue.OTPArgs) error { return transient })}).
+			return (&NetworkWorker[queue.OTPArgs]{Call: func(context.Context, queue.OTPArgs) error { return transient }}).
 				Work(context.Background(), &river.Job[queue.OTPArgs]{})
 		}, false, transient},
 		{"otp permanent", func() error {
-			return (&OTPWorker{Deliverer: deliverFunc(func(context.Context, queue.OTPArgs) error { return permanent })}).
+			return (&NetworkWorker[queue.OTPArgs]{Call: func(context.Context, queue.OTPArgs) error { return permanent }}).
 				Work(context.Background(), &river.Job[queue.OTPArgs]{})
 		}, true, nil},
 		{"sweep ok", func() error {

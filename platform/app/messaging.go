@@ -128,7 +128,7 @@ func (a *App) messagingRoutes() {
 // messagingWorkers registers the message delivery, the scheduled sends'
 // release and the opt-out confirmation workers.
 func (a *App) messagingWorkers(workers *river.Workers, cfg queue.Config) {
-	river.AddWorker(workers, &jobs.ConsentReplyWorker{Replier: a.Consent})
+	river.AddWorker(workers, &jobs.NetworkWorker[queue.ConsentReplyArgs]{Call: a.Consent.SendReply})
 	river.AddWorker(workers, &jobs.ReleaseWorker{Releaser: a.Acceptance, RunTimeout: cfg.ReleaseTimeout})
 	river.AddWorker(workers, &jobs.DeliverWorker{
 		Deliverer:  a.Delivery,

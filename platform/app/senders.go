@@ -4,6 +4,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/bizmsg/platform/jobs"
+	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
 )
 
@@ -38,6 +39,6 @@ func (a *App) senderNumbers() error {
 // senderWorkers registers the OTP delivery worker and the account-verification
 // sweep (scheduled every SENDER_SWEEP_INTERVAL by riverClient).
 func (a *App) senderWorkers(workers *river.Workers) {
-	river.AddWorker(workers, &jobs.OTPWorker{Deliverer: a.Senders})
+	river.AddWorker(workers, &jobs.NetworkWorker[queue.OTPArgs]{Call: a.Senders.DeliverOTP})
 	river.AddWorker(workers, &jobs.AccountSweepWorker{Sweeper: a.Senders, Logger: a.log})
 }

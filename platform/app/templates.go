@@ -4,6 +4,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/bizmsg/platform/jobs"
+	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/templates"
 	"github.com/bizmsg/platform/tenant"
 )
@@ -34,5 +35,5 @@ func (a *App) templateRoutes() {
 
 // templateWorkers registers the review submission worker.
 func (a *App) templateWorkers(workers *river.Workers) {
-	river.AddWorker(workers, &jobs.TemplateReviewWorker{Submitter: a.Templates})
+	river.AddWorker(workers, &jobs.NetworkWorker[queue.TemplateReviewArgs]{Call: a.Templates.Submit})
 }

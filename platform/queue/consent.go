@@ -20,5 +20,8 @@ type ConsentReplyArgs struct {
 // Kind names the job in River.
 func (ConsentReplyArgs) Kind() string { return "consent_reply" }
 
+// Subject names what the job works on, in its errors.
+func (a ConsentReplyArgs) Subject() string { return "confirmation in " + a.Schema }
+
 // InsertOpts bounds retries: a confirmation hours late says little.
 func (ConsentReplyArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: 10} }

@@ -1,6 +1,10 @@
 package queue
 
-import "github.com/riverqueue/river"
+import (
+	"fmt"
+
+	"github.com/riverqueue/river"
+)
 
 // OTPArgs is the job that delivers a sender number's one-time password as a
 // network message to the account that owns the phone. It is inserted in the
@@ -22,6 +26,11 @@ type OTPArgs struct {
 
 // Kind names the job in River.
 func (OTPArgs) Kind() string { return "sender_otp" }
+
+// Subject names what the job works on, in its errors.
+func (a OTPArgs) Subject() string {
+	return fmt.Sprintf("otp for sender %d in %s", a.SenderID, a.Schema)
+}
 
 // InsertOpts bounds retries: River's backoff grows as attempt⁴ seconds, so
 // after about eight attempts the 10-minute code has expired anyway and later

@@ -1,6 +1,10 @@
 package queue
 
-import "github.com/riverqueue/river"
+import (
+	"fmt"
+
+	"github.com/riverqueue/river"
+)
 
 // TemplateReviewArgs is the job that submits a new message template to the
 // messaging network for review. It is inserted in the transaction that
@@ -15,6 +19,11 @@ type TemplateReviewArgs struct {
 
 // Kind names the job in River.
 func (TemplateReviewArgs) Kind() string { return "template_review" }
+
+// Subject names what the job works on, in its errors.
+func (a TemplateReviewArgs) Subject() string {
+	return fmt.Sprintf("template %d in %s", a.TemplateID, a.Schema)
+}
 
 // InsertOpts bounds retries: a network that refuses a submission for a
 // day will not accept it later; the template then stays pending until the

@@ -18,11 +18,11 @@ func OTPReference(t db.Tenant, senderID int64, generation int) string {
 	return fmt.Sprintf("otp:%s:%d:%d", t.Schema, senderID, generation)
 }
 
-// DeliverOTP delivers the code of an OTP job (jobs.OTPDeliverer). It sends
-// nothing, successfully, when the code is no longer current (a newer code, the
-// number left pending_verification, the code expired, or it was already
-// delivered) or when no network account holds the phone; otp_sent_at then
-// stays null. Network refusals come back as *network.PermanentError, other
+// DeliverOTP delivers the code of an OTP job (the Call of its
+// jobs.NetworkWorker). It sends nothing, successfully, when the code is no
+// longer current (a newer code, the number left pending_verification, the
+// code expired, or it was already delivered) or when no network account
+// holds the phone; otp_sent_at then stays null. Network refusals come back as *network.PermanentError, other
 // failures as errors worth retrying.
 func (s *Service) DeliverOTP(ctx context.Context, args queue.OTPArgs) error {
 	t, err := args.Tenant()
