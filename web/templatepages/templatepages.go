@@ -257,13 +257,23 @@ func (d *Pages) templatePage(c *gin.Context) {
 	if !ok {
 		return
 	}
-	t, err := d.cfg.Templates.Get(c.Request.Context(), s.Principal.Tenant, id)
-	if err != nil {
-		d.Internal(c, err)
+	t, ok := d.template(c, s, id)
+	if !ok {
 		return
 	}
 	d.Render(c, "template_detail", web.PageData{Title: "Template " + t.Name, Nav: "templates",
 		Notice: templateNotice(c.Query("ok")), Data: viewTemplate(t)})
+}
+
+// template reads the organization's template id; false when it could
+// not, the error page rendered.
+func (d *Pages) template(c *gin.Context, s *web.Session, id int64) (templates.Template, bool) {
+	t, err := d.cfg.Templates.Get(c.Request.Context(), s.Principal.Tenant, id)
+	if err != nil {
+		d.Internal(c, err)
+		return templates.Template{}, false
+	}
+	return t, true
 }
 
 // deleteTemplatePage asks for confirmation before deleting a template.
@@ -272,9 +282,8 @@ func (d *Pages) deleteTemplatePage(c *gin.Context) {
 	if !ok {
 		return
 	}
-	t, err := d.cfg.Templates.Get(c.Request.Context(), s.Principal.Tenant, id)
-	if err != nil {
-		d.Internal(c, err)
+	t, ok := d.template(c, s, id)
+	if !ok {
 		return
 	}
 	d.Render(c, "template_delete", web.PageData{Title: "Delete template", Nav: "templates", Data: t})
