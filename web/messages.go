@@ -77,10 +77,7 @@ func (d *Dashboard) messagesPage(c *gin.Context) {
 		d.internal(c, err)
 		return
 	}
-	phones := make(map[int64]string, len(list))
-	for _, sn := range list {
-		phones[sn.ID] = sn.Phone
-	}
+	phones := phonesByID(list)
 	data := messagesData{
 		Senders:    list,
 		Statuses:   messages.Statuses(),

@@ -1,11 +1,16 @@
 package web
 
 import (
+	"context"
+	"fmt"
 	"html/template"
 	"net/url"
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/senders"
 )
 
 // This file is what the dashboard's page packages (web/accesspages,
@@ -26,6 +31,26 @@ type PageGroup interface {
 func FormPage(r gin.IRoutes, path string, page gin.HandlerFunc, submit ...gin.HandlerFunc) {
 	r.GET(path, page)
 	r.POST(path, submit...)
+}
+
+// SenderPhones maps the organization's sender numbers' ids to their
+// phones, for pages that name the number of a message, a recipient or an
+// opt-out.
+func (d *Dashboard) SenderPhones(ctx context.Context, t db.Tenant) (map[int64]string, error) {
+	list, err := d.cfg.Senders.List(ctx, t)
+	if err != nil {
+		return nil, fmt.Errorf("list sender numbers: %w", err)
+	}
+	return phonesByID(list), nil
+}
+
+// phonesByID maps sender numbers' ids to their phones.
+func phonesByID(list []senders.Sender) map[int64]string {
+	out := make(map[int64]string, len(list))
+	for _, sn := range list {
+		out[sn.ID] = sn.Phone
+	}
+	return out
 }
 
 // SessionOf returns the request's session (set by the signed-in routes).

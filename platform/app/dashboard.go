@@ -30,7 +30,7 @@ func (a *App) dashboardRoutes(r *gin.Engine) {
 		Logger:    a.log,
 	})
 	access, errA := accesspages.New(accesspages.Config{Dashboard: d, Accounts: a.Accounts, Keys: a.Keys, Audit: a.Audit})
-	optOuts, errO := optoutpages.New(optoutpages.Config{Dashboard: d, Consent: a.Consent, Senders: a.Senders})
+	optOuts, errO := optoutpages.New(optoutpages.Config{Dashboard: d, Consent: a.Consent})
 	tmpls, errT := templatepages.New(templatepages.Config{Dashboard: d, Templates: a.Templates})
 	hooks, errH := webhookpages.New(webhookpages.Config{Dashboard: d, Webhooks: a.Webhooks})
 	camps, errC := campaignpages.New(campaignpages.Config{Dashboard: d, Campaigns: a.Campaigns, Senders: a.Senders,

@@ -142,7 +142,7 @@ func (d *Pages) renderCampaign(c *gin.Context, status int, pd web.PageData, id i
 		d.Internal(c, err)
 		return
 	}
-	phones, err := d.senderPhones(ctx, s.Principal.Tenant)
+	phones, err := d.SenderPhones(ctx, s.Principal.Tenant)
 	if err != nil {
 		d.Internal(c, err)
 		return
@@ -221,19 +221,6 @@ func (d *Pages) setRefresh(c *gin.Context, pd *web.PageData, data *campaignData,
 	pd.Refresh, pd.RefreshURL = refreshSeconds, link(here)
 	here.Set("refresh", "off")
 	data.RefreshOff = link(here)
-}
-
-// senderPhones maps the organization's sender numbers' ids to phones.
-func (d *Pages) senderPhones(ctx context.Context, t db.Tenant) (map[int64]string, error) {
-	list, err := d.cfg.Senders.List(ctx, t)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[int64]string, len(list))
-	for _, sn := range list {
-		out[sn.ID] = sn.Phone
-	}
-	return out, nil
 }
 
 // readCSV reads the recipients of a form: the file recipients_file, or

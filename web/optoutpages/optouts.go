@@ -116,7 +116,7 @@ func (d *Pages) renderOptOuts(c *gin.Context, status int, data web.PageData, q u
 	if _, kept := data.Form["opt_in_reply"]; !kept {
 		data.Form["opt_in_reply"] = optIn
 	}
-	senderPhones, err := d.senderPhones(c, s)
+	senderPhones, err := d.SenderPhones(ctx, s.Principal.Tenant)
 	if err != nil {
 		d.Internal(c, err)
 		return
@@ -140,19 +140,6 @@ func replyHelp(unset bool, def string) string {
 		return "You have not set this text, so the English default is sent: “" + def + "” Empty: no answer."
 	}
 	return "The English default: “" + def + "” Empty: no answer."
-}
-
-// senderPhones maps the organization's sender numbers' ids to their phones.
-func (d *Pages) senderPhones(c *gin.Context, s *web.Session) (map[int64]string, error) {
-	list, err := d.cfg.Senders.List(c.Request.Context(), s.Principal.Tenant)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[int64]string, len(list))
-	for _, sn := range list {
-		out[sn.ID] = sn.Phone
-	}
-	return out, nil
 }
 
 // consentActor is the signed-in member as the consent service records them

@@ -10,7 +10,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/bizmsg/platform/platform/consent"
-	"github.com/bizmsg/platform/platform/senders"
 	"github.com/bizmsg/platform/web"
 )
 
@@ -18,10 +17,8 @@ import (
 type Config struct {
 	// Dashboard is the core the pages render through.
 	Dashboard *web.Dashboard
-	// Consent is the opt-out list and its confirmation texts; Senders
-	// names the organization's numbers on it.
+	// Consent is the opt-out list and its confirmation texts.
 	Consent *consent.Service
-	Senders *senders.Service
 }
 
 // Pages serves the opt-out pages.
@@ -32,8 +29,8 @@ type Pages struct {
 
 // New checks cfg and returns the pages.
 func New(cfg Config) (*Pages, error) {
-	if cfg.Dashboard == nil || cfg.Consent == nil || cfg.Senders == nil {
-		return nil, errors.New("optoutpages: Config.Dashboard, Consent and Senders are required")
+	if cfg.Dashboard == nil || cfg.Consent == nil {
+		return nil, errors.New("optoutpages: Config.Dashboard and Consent are required")
 	}
 	return &Pages{Dashboard: cfg.Dashboard, cfg: cfg}, nil
 }
