@@ -69,7 +69,7 @@ func (s *Service) Add(ctx context.Context, t db.Tenant, by Actor, req AddRequest
 // without a time.
 func (req AddRequest) entry() (Entry, error) {
 	var v apperr.Validation
-	p := requiredPhone(&v, "phone", req.Phone)
+	p := phone.Required(&v, "phone", req.Phone)
 	note := v.TrimmedText("note", req.Note, MaxNoteLength)
 	if err := v.Err(); err != nil {
 		return Entry{}, err
@@ -90,7 +90,7 @@ func (req AddRequest) entry() (Entry, error) {
 // phone that is not one.
 func (s *Service) Remove(ctx context.Context, t db.Tenant, by Actor, raw, source string) error {
 	var v apperr.Validation
-	p := requiredPhone(&v, "phone", raw)
+	p := phone.Required(&v, "phone", raw)
 	if err := v.Err(); err != nil {
 		return err
 	}
@@ -270,19 +270,6 @@ func (s *Service) List(ctx context.Context, t db.Tenant, q ListQuery) (page.Of[E
 	}
 	items, next := page.Cut(f.page, list, func(e Entry) int64 { return e.ID })
 	return page.Of[Entry]{Items: items, NextCursor: next}, nil
-}
-
-// requiredPhone normalises a required phone field, recording a problem in v.
-func requiredPhone(v *apperr.Validation, field, raw string) string {
-	if strings.TrimSpace(raw) == "" {
-		v.Add(field, "is required")
-		return ""
-	}
-	p, err := phone.Normalize(raw)
-	if err != nil {
-		v.Add(field, err.Error())
-	}
-	return p
 }
 
 // Contact is what organization t knows of a phone.

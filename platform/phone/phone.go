@@ -16,6 +16,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/nyaruka/phonenumbers"
+
+	"github.com/bizmsg/platform/platform/apperr"
 )
 
 // maxInputLength bounds the input, in characters, before any parsing. The
@@ -42,6 +44,22 @@ func (e *invalidError) Unwrap() []error { return []error{ErrInvalid, e.reason} }
 // invalid returns an error wrapping ErrInvalid with a reason.
 func invalid(format string, args ...any) error {
 	return &invalidError{reason: fmt.Errorf(format, args...)}
+}
+
+// Required reads a request's required phone field: it records in v under
+// field that raw is missing ("is required") or not a valid number
+// (ErrInvalid's message), and returns raw in E.164 ("" with a problem).
+func Required(v *apperr.Validation, field, raw string) string {
+	if strings.TrimSpace(raw) == "" {
+		v.Add(field, "is required")
+		return ""
+	}
+	e164, err := Normalize(raw)
+	if err != nil {
+		v.Add(field, err.Error())
+		return ""
+	}
+	return e164
 }
 
 // Normalize validates s and returns it in E.164 ("+14155552671").

@@ -11,6 +11,7 @@ import (
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/audit"
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/phone"
 )
 
 // Error codes of the operator operations.
@@ -191,7 +192,7 @@ func (s *Service) statusChange(ctx context.Context, target AdminTarget, action s
 // locate finds the one number the target names.
 func (s *Service) locate(ctx context.Context, target AdminTarget) (location, error) {
 	var v apperr.Validation
-	e164 := validatePhone(&v, "phone", target.Phone)
+	e164 := phone.Required(&v, "phone", target.Phone)
 	if err := v.Err(); err != nil {
 		return location{}, err
 	}

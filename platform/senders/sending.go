@@ -6,6 +6,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/phone"
 )
 
 // Codes of the send path's sender checks (docs/api.md, §Sending checks).
@@ -55,7 +56,7 @@ func resolve(ctx context.Context, q querier, t db.Tenant, ref SenderRef, lock st
 		v.Add("sender_number_id", "must be a positive integer")
 	}
 	if ref.Phone != "" {
-		e164 = validatePhone(&v, "sender_phone", ref.Phone)
+		e164 = phone.Required(&v, "sender_phone", ref.Phone)
 	}
 	if err := v.Err(); err != nil {
 		return Sender{}, err

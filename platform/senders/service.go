@@ -83,7 +83,7 @@ func (s *Service) Register(ctx context.Context, t db.Tenant, in RegisterInput) (
 // the phone in E.164 and the trimmed display name.
 func (in RegisterInput) check() (e164, name string, err error) {
 	var v apperr.Validation
-	e164 = validatePhone(&v, "phone", in.Phone)
+	e164 = phone.Required(&v, "phone", in.Phone)
 	if in.DisplayName != nil {
 		name = v.TrimmedText("display_name", *in.DisplayName, MaxDisplayNameLength)
 	}
@@ -381,21 +381,6 @@ func fieldError(field, msg string) error {
 	var v apperr.Validation
 	v.Add(field, msg)
 	return v.Err()
-}
-
-// validatePhone records a problem with a required phone field and returns
-// the E.164 form.
-func validatePhone(v *apperr.Validation, field, raw string) string {
-	if strings.TrimSpace(raw) == "" {
-		v.Add(field, "is required")
-		return ""
-	}
-	e164, err := phone.Normalize(raw)
-	if err != nil {
-		v.Add(field, err.Error())
-		return ""
-	}
-	return e164
 }
 
 func validateDailyLimit(v *apperr.Validation, field string, n int) {
