@@ -84,8 +84,8 @@ func benchTenants(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.SetOutput(stderr)
 	count := fs.Int("count", 1000, "tenant schemas to provision")
 	concurrency := fs.Int("concurrency", 4, "tenant schemas migrated at once by the no-op pass (as platform migrate)")
-	dbName := fs.String("db", "bizmsg_bench_tenants", "scratch database to create on DATABASE_URL's server (dropped first if it exists)")
-	keep := fs.Bool("keep", false, "keep the scratch database afterwards")
+	var dbName string
+	keep := scratchFlags(fs, &dbName, "tenants")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -96,12 +96,12 @@ func benchTenants(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	scratch, err := scratchDatabase(ctx, cfg.DatabaseURL, *dbName)
+	scratch, err := scratchDatabase(ctx, cfg.DatabaseURL, dbName)
 	if err != nil {
 		return err
 	}
 	if !*keep {
-		defer func() { _ = dropDatabase(context.WithoutCancel(ctx), cfg.DatabaseURL, *dbName) }()
+		defer func() { _ = dropDatabase(context.WithoutCancel(ctx), cfg.DatabaseURL, dbName) }()
 	}
 	d, err := db.Open(ctx, db.Config{URL: scratch, MaxConns: int32(*concurrency) + 2})
 	if err != nil {

@@ -181,8 +181,7 @@ func benchCampaign(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.StringVar(&cfg.LogLevel, "log-level", "warn", "LOG_LEVEL of the service")
 	fs.DurationVar(&cfg.Sample, "sample", time.Second, "how often the memory and the campaign's counts are sampled")
 	fs.DurationVar(&cfg.Timeout, "timeout", 20*time.Minute, "how long to wait for the campaign to complete")
-	fs.StringVar(&cfg.Database, "db", "bizmsg_bench_campaign", "scratch database to create on DATABASE_URL's server (dropped first if it exists)")
-	keep := fs.Bool("keep", false, "keep the scratch database afterwards")
+	keep := scratchFlags(fs, &cfg.Database, "campaign")
 	out := fs.String("out", "", "also write the results as JSON to this file")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -64,10 +64,9 @@ func benchScheduled(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.IntVar(&cfg.DBMaxConns, "db-max-conns", 10, "DB_MAX_CONNS of each child process")
 	fs.DurationVar(&cfg.Lead, "lead", 4*time.Minute, "send_at, after the benchmark's start: scheduling must end before it")
 	fs.DurationVar(&cfg.Timeout, "timeout", 10*time.Minute, "how long after send_at to wait for every message to be released and delivered")
-	fs.StringVar(&cfg.Database, "db", "bizmsg_bench_scheduled", "scratch database to create on DATABASE_URL's server (dropped first if it exists)")
+	keep := scratchFlags(fs, &cfg.Database, "scheduled")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the first worker process from send_at to this file (the worker runs with PPROF_ADDR on a loopback port)")
 	fs.DurationVar(&cfg.ProfileFor, "profile-for", 20*time.Second, "length of the -cpuprofile profile")
-	keep := fs.Bool("keep", false, "keep the scratch database afterwards")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -66,6 +66,14 @@ func benchFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// scratchFlags registers the flags of a bench's scratch database on fs:
+// -db, its name, into db (default bizmsg_bench_<bench>), and -keep, which
+// keeps it afterwards.
+func scratchFlags(fs *flag.FlagSet, db *string, bench string) (keep *bool) {
+	fs.StringVar(db, "db", "bizmsg_bench_"+bench, "scratch database to create on DATABASE_URL's server (dropped first if it exists)")
+	return fs.Bool("keep", false, "keep the scratch database afterwards")
+}
+
 // writeReport writes rep as indented JSON to the file out, when out is
 // set, and returns runErr with the failure to write joined to it.
 func writeReport(out string, rep any, runErr error) error {

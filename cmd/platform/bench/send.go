@@ -304,14 +304,13 @@ func benchSend(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "LOG_LEVEL of the service (info logs every request, as in production)")
 	fs.IntVar(&cfg.FixtureConcurrency, "fixture-concurrency", 4, "tenants provisioned at once while building the fixtures")
 	fs.DurationVar(&cfg.DeliveryTimeout, "delivery-timeout", 3*time.Minute, "how long to wait for accepted messages to be sent")
-	fs.StringVar(&cfg.Database, "db", "bizmsg_bench_send", "scratch database to create on DATABASE_URL's server (dropped first if it exists)")
+	keep := scratchFlags(fs, &cfg.Database, "send")
 	fs.IntVar(&cfg.DrainWorkers, "drain-workers", 3, "after the 1-worker drain, platform worker processes that drain another -backlog spread over the recipients (their rate beside the one worker's, goal >= 90% of it) "+
 		"and then the -conversation backlog; 0 skips both")
 	fs.IntVar(&cfg.DrainWorkerConns, "drain-worker-conns", 6, "DB_MAX_CONNS of each -drain-workers process")
 	fs.IntVar(&cfg.Conversation, "conversation", 200, "messages of the deep conversation: one sender to one recipient, accepted one after the other by platform api, then delivered by the -drain-workers processes; 0 skips it")
 	fs.Float64Var(&cfg.ConversationRate, "conversation-rate", 20, "sender_rate of the deep conversation's organization (its sender's throttle, messages/s)")
 	fs.IntVar(&cfg.ConversationBurst, "conversation-burst", 40, "sender_burst of the deep conversation's organization")
-	keep := fs.Bool("keep", false, "keep the scratch database afterwards")
 	out := fs.String("out", "", "also write the results as JSON to this file")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the service during the closed-loop send to this file, one during the first webhook round's run with an endpoint to this file + \".webhooks\", and one of the worker during the drain to this file + \".drain\" (the service runs with PPROF_ADDR on a loopback port)")
 	if err := fs.Parse(args); err != nil {
