@@ -31,8 +31,10 @@ import (
 //     statements per batch rather than per message. Alone, a job runs at
 //     once in a batch of its own;
 //  2. the batch claims the message under lock, unless an earlier message of
-//     its conversation is still queued (the job looks again after
-//     Config.OrderWait) or another job's claim holds it. A message claimed
+//     its conversation is still queued (the job ends: the job that delivers
+//     that one carries the conversation on to this one) or another job's
+//     claim holds it (the job looks again when the claim would have
+//     lapsed, Config.ClaimLease). A message claimed
 //     for the first time takes its place under the sender's current daily
 //     limit for the day it was accepted, or is failed (daily_limit_exceeded,
 //     sender_not_active) undelivered; a message already sent or failed is
@@ -49,7 +51,9 @@ import (
 //  5. once the message is no longer queued, the job goes on with the next
 //     queued message of its conversation (nextSQL), claimed as in step 2 by
 //     this job, while its run may wait; past that, it hands the next
-//     message to a job of its own (handOver).
+//     message to a job of its own (handOver). A message of its own that
+//     failed for good, or has been failing for the order window, hands
+//     the conversation's next message over too.
 func (s *Service) DeliverMessage(ctx context.Context, args queue.DeliverArgs, at queue.DeliveryAttempt) (time.Duration, error) {
 	t, err := args.Tenant()
 	if err != nil {
@@ -72,11 +76,25 @@ func (s *Service) DeliverMessage(ctx context.Context, args queue.DeliverArgs, at
 				return 0, ctx.Err()
 			}
 			continue
-		case isWaiting(r.err) && own:
-			return s.cfg.OrderWait, nil
+		case isHeld(r.err) && own:
+			// Another job's claim holds the message: that job delivers it,
+			// or, should it die, its rescued run does. Look again once a
+			// claim would have lapsed, in case neither happened.
+			return s.cfg.ClaimLease, nil
 		case isWaiting(r.err):
-			return 0, nil // the conversation's next message is another job's now
+			// An earlier message of its conversation is queued: the job
+			// that delivers that one carries the conversation on to this
+			// one (order.go). Or the conversation's next message is
+			// another job's now.
+			return 0, nil
 		case r.err != nil && own:
+			if r.next != 0 {
+				// The message failed for good, or has been failing for the
+				// order window: the conversation goes on without it.
+				if err := s.handOver(ctx, t, r.next, r.conv.sender); err != nil {
+					return 0, errors.Join(r.err, err)
+				}
+			}
 			return 0, r.err
 		case r.err != nil:
 			// The conversation's next message failed: its retries are its
@@ -98,8 +116,14 @@ func (s *Service) DeliverMessage(ctx context.Context, args queue.DeliverArgs, at
 // message of its conversation, or for another job's claim.
 func isWaiting(err error) bool {
 	var w *orderWaitError
+	return errors.As(err, &w) || isHeld(err)
+}
+
+// isHeld reports whether a delivery's outcome is a wait for another job's
+// claim.
+func isHeld(err error) bool {
 	var h heldError
-	return errors.As(err, &w) || errors.As(err, &h)
+	return errors.As(err, &h)
 }
 
 // handOver inserts a delivery job for message id of tenant t (of sender
@@ -151,6 +175,11 @@ type delivered struct {
 	err  error
 	conv conversation
 	next int64
+	// failing: err is a transient network failure of the job's own
+	// message, which stays queued between retries (or failed, on the last
+	// attempt); next is then set only when the conversation goes on
+	// without it (nextOf).
+	failing bool
 }
 
 // msgTicket is message id's throttle ticket: the reservation a claim of it
@@ -308,6 +337,7 @@ func (s *Service) deliverDue(ctx context.Context, t db.Tenant, items []pendingDe
 			sent = append(sent, *rec)
 		}
 		out[i].err = err
+		out[i].failing = items[i].own && network.IsTransient(err)
 	}
 	if err := s.markSent(ctx, t, sent); err != nil {
 		for _, m := range sent {
@@ -355,7 +385,7 @@ func (s *Service) nextOf(ctx context.Context, t db.Tenant, items []pendingDelive
 	seen := make(map[conversation]bool)
 	for _, id := range ids {
 		o := out[first[id]]
-		if o.err != nil || o.conv == (conversation{}) || seen[o.conv] {
+		if o.err != nil && !o.failing || o.conv == (conversation{}) || seen[o.conv] {
 			continue
 		}
 		seen[o.conv] = true
@@ -388,8 +418,8 @@ func (s *Service) nextOf(ctx context.Context, t db.Tenant, items []pendingDelive
 		i := first[id]
 		o := &out[i]
 		n, found := next[o.conv]
-		if o.err != nil || !found {
-			continue
+		if o.err != nil && !o.failing || !found || n.id == id {
+			continue // a failing message still within the window is its conversation's next
 		}
 		if n.claimedBy != nil && *n.claimedBy != items[i].at.JobID && n.holds != nil && *n.holds {
 			continue // another job carries the conversation

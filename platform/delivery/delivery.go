@@ -81,7 +81,9 @@ type Config struct {
 	// ClaimLease is how long a delivery job's claim of a message holds it
 	// against other jobs' claims: the longest a live job's run lasts, so
 	// that a job killed mid-delivery is taken over once it has passed (its
-	// own rescued run takes it back at once). Default 10 s
+	// own rescued run takes it back at once), and how long the job of a
+	// message another job's claim holds waits before it looks again.
+	// Default 10 s
 	// (queue.Config.DeliveryRescueAfter's default).
 	ClaimLease time.Duration
 	// OrderWindow bounds how long a message whose delivery keeps failing
@@ -93,12 +95,6 @@ type Config struct {
 	// keeps its place. Default 10 minutes: the first nine retries of a
 	// transient network failure (1 s doubling) fit in it.
 	OrderWindow time.Duration
-	// OrderWait is how long the job of a message that waits for an earlier
-	// one of its conversation, or for another job's claim, snoozes before it
-	// looks again. The job delivering the conversation carries it on
-	// (order.go), so this is only the bound on a rare race and on the
-	// take-over of a conversation whose job was lost. Default 2 s.
-	OrderWait time.Duration
 	// Events records a webhook event of every status change of a message
 	// delivery makes (message.sent, .delivered, .failed) in the transaction
 	// of the change (messages.Changes). Nil records none.
@@ -144,7 +140,6 @@ func New(cfg Config) (*Service, error) {
 	defaults.Positive(&cfg.MaxInlineWait, time.Second)
 	defaults.Positive(&cfg.OrderWindow, 10*time.Minute)
 	defaults.Positive(&cfg.ClaimLease, 10*time.Second)
-	defaults.Positive(&cfg.OrderWait, 2*time.Second)
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}

@@ -22,8 +22,11 @@ import (
 //     (Config.MaxInlineWait); then it hands the next message to a new job
 //     of its own (handOver). So a conversation's backlog goes from one
 //     message to the next without a snooze between them, in whichever
-//     process holds it, and the jobs of the messages behind it do nothing
-//     but look again after Config.OrderWait.
+//     process holds it, and the jobs of the messages behind it end: every
+//     queued message is delivered by its own job or by the job that
+//     finishes the message before it. A message that fails for good, or
+//     has been failing for Config.OrderWindow, no longer holds the others
+//     back: its job's attempt that finds so hands the next message over.
 
 // conversation is the pair whose messages are delivered in order: a sender
 // number and a recipient's phone.

@@ -51,9 +51,8 @@ func (f *fixture) networkOrder(tn db.Tenant) []int64 {
 // delivery is: not run yet, taken by the network but not recorded (a
 // worker that died in between), or between retries after a transient
 // failure, and however long ago it was accepted. It waits unclaimed, with
-// no throttle token, snoozing for Config.OrderWait, and goes once the
-// earlier one is recorded: the earlier one's job carries the conversation
-// on to it. An earlier message that failed, one whose delivery has been
+// no throttle token, and its job ends: it goes once the earlier one is
+// recorded, the earlier one's job carrying the conversation on to it. An earlier message that failed, one whose delivery has been
 // failing for longer than Config.OrderWindow (10 minutes), and one of
 // another conversation hold nothing back.
 func TestDeliveryWaitsForEarlierMessage(t *testing.T) {
@@ -132,8 +131,8 @@ func TestDeliveryWaitsForEarlierMessage(t *testing.T) {
 				}
 				return
 			}
-			if d != time.Millisecond {
-				t.Fatalf("b: snooze %s, want Config.OrderWait (1ms in the fixture)", d)
+			if d != 0 {
+				t.Fatalf("b: snooze %s, want its job ended (the earlier one's job carries b)", d)
 			}
 			if m := f.Get(tn, b); m.Status != messages.StatusQueued || f.dispatchedAt(tn, b) != nil {
 				t.Fatalf("b after its wait: %s, dispatched %v; want queued and unclaimed", m.Status, f.dispatchedAt(tn, b))
@@ -256,8 +255,8 @@ func TestWaitingDeliveryTakesNoToken(t *testing.T) {
 	sid := f.Sender(tn, ph(1))
 	f.Account(ph(10))
 	a, b := f.MustSend(tn, sid, ph(10), "a"), f.MustSend(tn, sid, ph(10), "b")
-	if d, err := f.Deliver(tn, b, 2, 1); d != time.Millisecond || err != nil {
-		t.Fatalf("b: %s %v, want a wait for a", d, err)
+	if d, err := f.Deliver(tn, b, 2, 1); d != 0 || err != nil || f.Get(tn, b).Status != messages.StatusQueued {
+		t.Fatalf("b: %s %v %s, want its job ended, b left queued for a's job", d, err, f.Get(tn, b).Status)
 	}
 	if d, err := f.Deliver(tn, a, 1, 1); d != 0 || err != nil {
 		t.Fatalf("a: %s %v, want delivered on the bucket's one token", d, err)
@@ -304,8 +303,8 @@ func (f *fixture) deliveryJobs(tn db.Tenant, id int64) int {
 
 // The job of a conversation's first message delivers the messages behind it
 // in its run, one network call each, in order; a job whose message another
-// job's claim holds waits (snoozes for Config.OrderWait) and does not reach
-// the network; a claim lapses after Config.ClaimLease, and the claiming
+// job's claim holds waits (snoozes for Config.ClaimLease, when the claim
+// would have lapsed) and does not reach the network; a claim lapses after Config.ClaimLease, and the claiming
 // job's own next run (a rescue) takes it back at once.
 func TestJobCarriesConversationOn(t *testing.T) {
 	t.Parallel()
@@ -320,8 +319,8 @@ func TestJobCarriesConversationOn(t *testing.T) {
 		done <- err
 	}()
 	messagestest.WaitFor(t, func() bool { return f.Net.Batches.Load() == 1 })
-	if d, err := f.Deliver(tn, a, 9, 1); d != time.Millisecond || err != nil {
-		t.Fatalf("another job of a while a's job holds it: %s %v, want a snooze", d, err)
+	if d, err := f.Deliver(tn, a, 9, 1); d != 10*time.Second || err != nil {
+		t.Fatalf("another job of a while a's job holds it: %s %v, want a snooze of Config.ClaimLease", d, err)
 	}
 	close(hold)
 	if err := <-done; err != nil {
@@ -351,8 +350,8 @@ func TestJobCarriesConversationOn(t *testing.T) {
 	}
 	d := f.MustSend(tn, sid, ph(10), "d")
 	claim(d, 7, time.Second)
-	if got, err := f.Deliver(tn, d, 8, 1); got != time.Millisecond || err != nil {
-		t.Fatalf("d held by job 7: %s %v, want a snooze", got, err)
+	if got, err := f.Deliver(tn, d, 8, 1); got != 10*time.Second || err != nil {
+		t.Fatalf("d held by job 7: %s %v, want a snooze of Config.ClaimLease", got, err)
 	}
 	if got, err := f.Deliver(tn, d, 7, 2); got != 0 || err != nil || f.Get(tn, d).Status != messages.StatusSent {
 		t.Fatalf("job 7's own next run: %s %v %s, want d sent", got, err, f.Get(tn, d).Status)
@@ -394,5 +393,57 @@ func TestCarriedMessageFailureGoesToItsOwnJob(t *testing.T) {
 	}
 	if got := f.networkOrder(tn); !slices.Equal(got, []int64{a, b, c}) {
 		t.Fatalf("network order %v, want [%d %d %d]", got, a, b, c)
+	}
+}
+
+// A message whose delivery keeps failing holds its conversation back for
+// the order window at most, and a message failed for good not at all: its
+// job's attempt after the window, or its last attempt, hands the
+// conversation's next message to a job of its own (the next message's own
+// job ended when it found the failing one ahead of it), which delivers it.
+// An attempt inside the window hands nothing over.
+func TestStuckMessageHandsConversationOver(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		advance time.Duration
+		attempt int
+		failed  bool
+	}{
+		{name: "retry after the window", advance: 10*time.Minute + time.Second, attempt: 2},
+		{name: "last attempt", attempt: 5, failed: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := setup(t, 1000, 1000)
+			tn := f.Org()
+			sid := f.Sender(tn, ph(1))
+			f.Account(ph(10))
+			a, b := f.MustSend(tn, sid, ph(10), "a"), f.MustSend(tn, sid, ph(10), "b")
+			f.Net.Faults.Store(messages.Reference(tn, a), errors.New("network: timeout"))
+			if _, err := f.Deliver(tn, a, 1, 1); !network.IsTransient(err) {
+				t.Fatalf("a's first attempt: %v, want a transient failure", err)
+			}
+			if d, err := f.Deliver(tn, b, 2, 1); d != 0 || err != nil || f.Get(tn, b).Status != messages.StatusQueued {
+				t.Fatalf("b behind failing a: %s %v %s, want its job ended and b queued", d, err, f.Get(tn, b).Status)
+			}
+			if _, err := f.Deliver(tn, a, 1, 2); !network.IsTransient(err) || f.deliveryJobs(tn, b) != 1 {
+				t.Fatalf("a's retry inside the window: %v, b has %d jobs; want a transient failure and no hand-over", err, f.deliveryJobs(tn, b))
+			}
+			f.Clock.Advance(tc.advance)
+			if _, err := f.Deliver(tn, a, 1, tc.attempt); !network.IsTransient(err) {
+				t.Fatalf("a's attempt %d: %v, want a transient failure", tc.attempt, err)
+			}
+			if n := f.deliveryJobs(tn, b); n != 2 {
+				t.Fatalf("b has %d delivery jobs, want 2: its own and the one a's job handed it to", n)
+			}
+			f.RunHandedOver(tn)
+			if m := f.Get(tn, b); m.Status != messages.StatusSent {
+				t.Fatalf("b after the hand-over: %s, want sent", m.Status)
+			}
+			if want := map[bool]string{false: messages.StatusQueued, true: messages.StatusFailed}[tc.failed]; f.Get(tn, a).Status != want {
+				t.Fatalf("a: %s, want %s", f.Get(tn, a).Status, want)
+			}
+		})
 	}
 }

@@ -17,6 +17,7 @@ import (
 // waiting before any attempt; after a failed attempt worked by a real River
 // worker, retrying with the attempt count, the cause in plain words and the
 // next attempt; nothing of River or of the tenant's schema in the resource.
+// A message behind it in its conversation, whose job ended, waits.
 // Another organization's read of the same id is 404.
 func TestDeliveryReport(t *testing.T) {
 	t.Parallel()
@@ -27,9 +28,10 @@ func TestDeliveryReport(t *testing.T) {
 	f.Account(ph(2))
 	f.Net.Failing.Store(true)
 	id := f.MustSend(tn, sid, ph(2), "hello")
+	behind := f.MustSend(tn, sid, ph(2), "and then")
 	ctx := context.Background()
 
-	read := func() messages.Message {
+	readID := func(id int64) messages.Message {
 		t.Helper()
 		m, err := f.Svc.Get(ctx, tn, id)
 		if err != nil {
@@ -37,6 +39,7 @@ func TestDeliveryReport(t *testing.T) {
 		}
 		return m
 	}
+	read := func() messages.Message { return readID(id) }
 	m := read()
 	if m.Delivery == nil || m.Delivery.State != queue.DeliveryWaiting || m.Delivery.Attempts != 0 ||
 		m.Delivery.LastError != "" || m.Delivery.NextAttemptAt == nil {
@@ -81,6 +84,26 @@ func TestDeliveryReport(t *testing.T) {
 	}
 	if !strings.Contains(string(body), `"delivery":{"state":"retrying","attempts":1,"last_error":"`+queue.ReasonNetwork+`"`) {
 		t.Fatalf("resource: %s", body)
+	}
+	// The message behind it in its conversation: its job ended, leaving it
+	// to the job that delivers the first (it carries the conversation on);
+	// it waits.
+	for {
+		var state string
+		if err := f.DB.Pool.QueryRow(ctx, `SELECT state FROM river.river_job
+			WHERE kind = 'message_delivery' AND (args->>'message_id')::bigint = $1`, behind).Scan(&state); err != nil {
+			t.Fatal(err)
+		}
+		if state == "completed" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the job of the message behind: %s, want completed", state)
+		}
+		<-tick.C
+	}
+	if b := readID(behind); b.Status != messages.StatusQueued || b.Delivery == nil || b.Delivery.State != queue.DeliveryWaiting || b.Delivery.NextAttemptAt != nil {
+		t.Fatalf("the message behind: %s, delivery %+v; want queued and waiting, no attempt due", b.Status, b.Delivery)
 	}
 	if _, err := f.Svc.Get(ctx, other, id); !isNotFound(err) {
 		t.Fatalf("another organization's read: %v, want 404", err)

@@ -309,6 +309,11 @@ func (s *Service) Get(ctx context.Context, t db.Tenant, id int64) (Message, erro
 	}
 	if job != nil {
 		rep := queue.ReportOf(job)
+		if rep.State == queue.DeliveryDone && m.Status == StatusQueued {
+			// Its job left it to the job that delivers the earlier message
+			// of its conversation (docs/api.md, §Delivery order).
+			rep.State, rep.NextAttemptAt = queue.DeliveryWaiting, nil
+		}
 		m.Delivery = &rep
 	}
 	return m, nil

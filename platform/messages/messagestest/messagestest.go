@@ -180,6 +180,9 @@ type Fixture struct {
 	// (batch.Config.OnQueue): a test waits on them for its calls to have
 	// gathered.
 	SendsQueued, DeliveriesQueued *atomic.Int32
+	// handOvers lets one caller at a time run the handed-over jobs
+	// (RunHandedOver).
+	handOvers *sync.Mutex
 }
 
 // Setup builds a bundle whose senders' throttle is rate and burst, with
@@ -215,9 +218,6 @@ func Setup(t *testing.T, rate float64, burst int, edit func(*Config)) *Fixture {
 			SenderRate: rate, SenderBurst: burst,
 			// Never wait in the test: any delay snoozes.
 			MaxInlineWait: time.Nanosecond,
-			// A job that waits for an earlier message of its conversation
-			// snoozes briefly (DeliverDone runs it again as River would).
-			OrderWait: time.Millisecond,
 		},
 		Messages: messages.Config{DB: d, Prepared: prep, Jobs: ins, Clock: clk, Logger: quiet},
 	}
@@ -245,7 +245,7 @@ func Setup(t *testing.T, rate float64, burst int, edit func(*Config)) *Fixture {
 		t.Fatal(err)
 	}
 	return &Fixture{T: t, DB: d, Net: net, Clock: clk, Wall: wall, Svc: svc, Mig: mig, Batches: batches,
-		SendsQueued: sendsQueued, DeliveriesQueued: deliveriesQueued}
+		SendsQueued: sendsQueued, DeliveriesQueued: deliveriesQueued, handOvers: &sync.Mutex{}}
 }
 
 // countQueued is an OnQueue hook that keeps the count in n, and tells next
@@ -347,18 +347,101 @@ func (f *Fixture) Deliver(tn db.Tenant, id, jobID int64, attempt int) (time.Dura
 }
 
 // DeliverDone runs the job of message id as River would: again after each
-// snooze (a wait for an earlier message of its conversation), until it is
-// done or fails.
+// snooze (a wait for its token, or for another job's claim), until it is
+// done or fails. A job that ends with its message still queued left it to
+// the job carrying its conversation (docs/design.md, §Delivery order):
+// DeliverDone then runs the jobs runs hand conversations over to
+// (RunHandedOver) until the message leaves queued.
 func (f *Fixture) DeliverDone(tn db.Tenant, id, jobID int64, attempt int) error {
 	f.T.Helper()
 	for range 10_000 {
 		d, err := f.Deliver(tn, id, jobID, attempt)
 		if err != nil || d == 0 {
+			if err == nil {
+				return f.waitCarried(tn, id)
+			}
 			return err
 		}
-		time.Sleep(d) // time is what River's snooze is: the job runs again after d
+		f.snooze(tn, id, d)
 	}
 	return fmt.Errorf("message %d: its job snoozed 10,000 times", id)
+}
+
+// snooze is a River snooze of message id's job: it runs again after d, or
+// as soon as the message leaves queued (delivered by the job that held it;
+// its run then only finds it done), whichever comes first.
+func (f *Fixture) snooze(tn db.Tenant, id int64, d time.Duration) {
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for until := time.Now().Add(d); time.Now().Before(until); <-tick.C {
+		if f.Get(tn, id).Status != messages.StatusQueued {
+			return
+		}
+	}
+}
+
+// waitCarried waits until message id leaves queued, delivered by the job
+// that carries its conversation, running the handed-over jobs meanwhile.
+func (f *Fixture) waitCarried(tn db.Tenant, id int64) error {
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(30 * time.Second); ; <-tick.C {
+		if f.handOvers.TryLock() {
+			f.RunHandedOver(tn)
+			f.handOvers.Unlock()
+		}
+		switch {
+		case f.Get(tn, id).Status != messages.StatusQueued:
+			return nil
+		case time.Now().After(deadline):
+			return fmt.Errorf("message %d: still queued 30 s after its job left it to the job carrying its conversation", id)
+		}
+	}
+}
+
+// RunHandedOver runs, once each, tenant tn's delivery jobs that a run
+// handed a conversation's next message to (a message's later jobs, beyond
+// the one its acceptance inserted, which tests run themselves), as River
+// would: each taken by one caller (its row marked completed as it is
+// taken), run as its own job, and made available again after a snooze.
+func (f *Fixture) RunHandedOver(tn db.Tenant) {
+	f.T.Helper()
+	rows, err := f.DB.Pool.Query(context.Background(), `UPDATE river.river_job j SET state = 'completed', finalized_at = now()
+		WHERE j.id IN (SELECT h.id FROM river.river_job h
+		  WHERE h.kind = 'message_delivery' AND h.state = 'available' AND h.scheduled_at <= now()
+		    AND h.args->>'schema' = $1
+		    AND h.id > (SELECT min(k.id) FROM river.river_job k WHERE k.kind = h.kind
+		                   AND k.args->>'schema' = $1 AND k.args->>'message_id' = h.args->>'message_id')
+		  ORDER BY h.id FOR UPDATE SKIP LOCKED)
+		RETURNING j.id, j.args`, tn.Schema)
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	type job struct {
+		id   int64
+		args queue.DeliverArgs
+	}
+	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (job, error) {
+		var j job
+		var raw []byte
+		if err := r.Scan(&j.id, &raw); err != nil {
+			return j, err
+		}
+		return j, json.Unmarshal(raw, &j.args)
+	})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	for _, j := range jobs {
+		if d, err := f.DeliverArgs(j.args, j.id, 1); d > 0 && err == nil {
+			// Snoozed: available again once d has passed.
+			if _, err := f.DB.Pool.Exec(context.Background(), `UPDATE river.river_job
+				SET state = 'available', finalized_at = NULL, scheduled_at = now() + make_interval(secs => $2) WHERE id = $1`,
+				j.id, d.Seconds()); err != nil {
+				f.T.Fatal(err)
+			}
+		}
+	}
 }
 
 // DeliverArgs runs the delivery job of args as attempt of jobID.
