@@ -90,6 +90,7 @@ func TestDeliverBatchOutcomes(t *testing.T) {
 	messagestest.WaitFor(t, func() bool { return f.DeliveriesQueued.Load() == int32(len(others)) })
 	close(hold)
 	wg.Wait()
+	f.FinishHandedOver(tn)
 
 	for i, err := range errs[:len(errs)-1] {
 		if err != nil {
@@ -160,6 +161,7 @@ func TestDeliverBatchOutcomes(t *testing.T) {
 		go run(i, id)
 	}
 	wg.Wait()
+	f.FinishHandedOver(tn)
 	for i, err := range errs[:len(ids)] {
 		if err != nil {
 			t.Errorf("rerun of job %d: %v", i, err)
@@ -209,6 +211,9 @@ func TestDeliverBatchesConcurrently(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	for tn := range senders {
+		f.FinishHandedOver(tn)
+	}
 	for i, err := range errs {
 		if err != nil {
 			t.Errorf("job %d: %v", i, err)
@@ -266,6 +271,7 @@ func TestDeliverSmallBatch(t *testing.T) {
 	messagestest.WaitFor(t, func() bool { return f.DeliveriesQueued.Load() == 3 })
 	close(hold)
 	wg.Wait()
+	f.FinishHandedOver(tn)
 	for i, id := range ids {
 		if errs[i] != nil || f.Get(tn, id).Status != messages.StatusSent {
 			t.Errorf("message %d: %v, %s", id, errs[i], f.Get(tn, id).Status)

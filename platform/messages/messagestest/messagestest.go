@@ -180,9 +180,6 @@ type Fixture struct {
 	// (batch.Config.OnQueue): a test waits on them for its calls to have
 	// gathered.
 	SendsQueued, DeliveriesQueued *atomic.Int32
-	// handOvers lets one caller at a time run the handed-over jobs
-	// (RunHandedOver).
-	handOvers *sync.Mutex
 }
 
 // Setup builds a bundle whose senders' throttle is rate and burst, with
@@ -245,7 +242,7 @@ func Setup(t *testing.T, rate float64, burst int, edit func(*Config)) *Fixture {
 		t.Fatal(err)
 	}
 	return &Fixture{T: t, DB: d, Net: net, Clock: clk, Wall: wall, Svc: svc, Mig: mig, Batches: batches,
-		SendsQueued: sendsQueued, DeliveriesQueued: deliveriesQueued, handOvers: &sync.Mutex{}}
+		SendsQueued: sendsQueued, DeliveriesQueued: deliveriesQueued}
 }
 
 // countQueued is an OnQueue hook that keeps the count in n, and tells next
@@ -347,19 +344,15 @@ func (f *Fixture) Deliver(tn db.Tenant, id, jobID int64, attempt int) (time.Dura
 }
 
 // DeliverDone runs the job of message id as River would: again after each
-// snooze (a wait for its token, or for another job's claim), until it is
-// done or fails. A job that ends with its message still queued left it to
-// the job carrying its conversation (docs/design.md, §Delivery order):
-// DeliverDone then runs the jobs runs hand conversations over to
-// (RunHandedOver) until the message leaves queued.
+// snooze (a wait for its token, or for another job's claim), until it ends
+// or fails. A job that ends with its message still queued left it to the
+// job carrying its conversation (docs/design.md, §Delivery order), which
+// may hand it to a job of its own: FinishHandedOver runs those.
 func (f *Fixture) DeliverDone(tn db.Tenant, id, jobID int64, attempt int) error {
 	f.T.Helper()
 	for range 10_000 {
 		d, err := f.Deliver(tn, id, jobID, attempt)
 		if err != nil || d == 0 {
-			if err == nil {
-				return f.waitCarried(tn, id)
-			}
 			return err
 		}
 		f.snooze(tn, id, d)
@@ -371,30 +364,42 @@ func (f *Fixture) DeliverDone(tn db.Tenant, id, jobID int64, attempt int) error 
 // as soon as the message leaves queued (delivered by the job that held it;
 // its run then only finds it done), whichever comes first.
 func (f *Fixture) snooze(tn db.Tenant, id int64, d time.Duration) {
-	tick := time.NewTicker(2 * time.Millisecond)
+	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for until := time.Now().Add(d); time.Now().Before(until); <-tick.C {
-		if f.Get(tn, id).Status != messages.StatusQueued {
+		var status string
+		if err := f.DB.Pool.QueryRow(context.Background(), `SELECT status FROM `+tn.Table("messages")+` WHERE id = $1`,
+			id).Scan(&status); err != nil || status != messages.StatusQueued {
 			return
 		}
 	}
 }
 
-// waitCarried waits until message id leaves queued, delivered by the job
-// that carries its conversation, running the handed-over jobs meanwhile.
-func (f *Fixture) waitCarried(tn db.Tenant, id int64) error {
-	tick := time.NewTicker(2 * time.Millisecond)
+// FinishHandedOver runs the jobs runs handed tenant tn's conversations
+// over to (RunHandedOver), those they hand over in turn, and again those
+// that snoozed once they are due, until none is left: what River's workers
+// would do after the tests' own jobs ended.
+func (f *Fixture) FinishHandedOver(tn db.Tenant) {
+	f.T.Helper()
+	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for deadline := time.Now().Add(30 * time.Second); ; <-tick.C {
-		if f.handOvers.TryLock() {
-			f.RunHandedOver(tn)
-			f.handOvers.Unlock()
+		if f.RunHandedOver(tn) > 0 {
+			continue
+		}
+		var left int
+		if err := f.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM river.river_job h
+			WHERE h.kind = 'message_delivery' AND h.state = 'available' AND h.args->>'schema' = $1
+			  AND h.id > (SELECT min(k.id) FROM river.river_job k WHERE k.kind = h.kind
+			                 AND k.args->>'schema' = $1 AND k.args->>'message_id' = h.args->>'message_id')`,
+			tn.Schema).Scan(&left); err != nil {
+			f.T.Fatal(err)
 		}
 		switch {
-		case f.Get(tn, id).Status != messages.StatusQueued:
-			return nil
+		case left == 0:
+			return
 		case time.Now().After(deadline):
-			return fmt.Errorf("message %d: still queued 30 s after its job left it to the job carrying its conversation", id)
+			f.T.Fatalf("%d handed-over delivery jobs of %s still to run after 30 s", left, tn.Schema)
 		}
 	}
 }
@@ -403,8 +408,9 @@ func (f *Fixture) waitCarried(tn db.Tenant, id int64) error {
 // handed a conversation's next message to (a message's later jobs, beyond
 // the one its acceptance inserted, which tests run themselves), as River
 // would: each taken by one caller (its row marked completed as it is
-// taken), run as its own job, and made available again after a snooze.
-func (f *Fixture) RunHandedOver(tn db.Tenant) {
+// taken), run as its own job, and made available again after a snooze or
+// a failure (as its next attempt). It returns how many it ran.
+func (f *Fixture) RunHandedOver(tn db.Tenant) int {
 	f.T.Helper()
 	rows, err := f.DB.Pool.Query(context.Background(), `UPDATE river.river_job j SET state = 'completed', finalized_at = now()
 		WHERE j.id IN (SELECT h.id FROM river.river_job h
@@ -413,18 +419,19 @@ func (f *Fixture) RunHandedOver(tn db.Tenant) {
 		    AND h.id > (SELECT min(k.id) FROM river.river_job k WHERE k.kind = h.kind
 		                   AND k.args->>'schema' = $1 AND k.args->>'message_id' = h.args->>'message_id')
 		  ORDER BY h.id FOR UPDATE SKIP LOCKED)
-		RETURNING j.id, j.args`, tn.Schema)
+		RETURNING j.id, greatest(j.attempt, 1), j.args`, tn.Schema)
 	if err != nil {
 		f.T.Fatal(err)
 	}
 	type job struct {
-		id   int64
-		args queue.DeliverArgs
+		id      int64
+		attempt int
+		args    queue.DeliverArgs
 	}
 	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (job, error) {
 		var j job
 		var raw []byte
-		if err := r.Scan(&j.id, &raw); err != nil {
+		if err := r.Scan(&j.id, &j.attempt, &raw); err != nil {
 			return j, err
 		}
 		return j, json.Unmarshal(raw, &j.args)
@@ -433,15 +440,25 @@ func (f *Fixture) RunHandedOver(tn db.Tenant) {
 		f.T.Fatal(err)
 	}
 	for _, j := range jobs {
-		if d, err := f.DeliverArgs(j.args, j.id, 1); d > 0 && err == nil {
-			// Snoozed: available again once d has passed.
-			if _, err := f.DB.Pool.Exec(context.Background(), `UPDATE river.river_job
-				SET state = 'available', finalized_at = NULL, scheduled_at = now() + make_interval(secs => $2) WHERE id = $1`,
-				j.id, d.Seconds()); err != nil {
-				f.T.Fatal(err)
-			}
+		d, err := f.DeliverArgs(j.args, j.id, j.attempt)
+		attempt := j.attempt
+		switch {
+		case err != nil && !network.IsPermanent(err):
+			// Failed: retried, as its next attempt, after a short backoff.
+			f.T.Logf("handed-over job %d of message %d, attempt %d: %v", j.id, j.args.MessageID, j.attempt, err)
+			d, attempt = 10*time.Millisecond, attempt+1
+		case err != nil || d == 0:
+			continue
+		}
+		// Snoozed or failed: available again once d has passed.
+		if _, err := f.DB.Pool.Exec(context.Background(), `UPDATE river.river_job
+			SET state = 'available', finalized_at = NULL, attempt = $3,
+			    scheduled_at = now() + make_interval(secs => $2) WHERE id = $1`,
+			j.id, d.Seconds(), attempt); err != nil {
+			f.T.Fatal(err)
 		}
 	}
+	return len(jobs)
 }
 
 // DeliverArgs runs the delivery job of args as attempt of jobID.
