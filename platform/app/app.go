@@ -36,6 +36,7 @@ import (
 	"github.com/bizmsg/platform/platform/delivery"
 	"github.com/bizmsg/platform/platform/devsecrets"
 	"github.com/bizmsg/platform/platform/httpx"
+	"github.com/bizmsg/platform/platform/joboutbox"
 	"github.com/bizmsg/platform/platform/keys"
 	"github.com/bizmsg/platform/platform/lookup"
 	"github.com/bizmsg/platform/platform/messages"
@@ -129,6 +130,10 @@ type App struct {
 	// console, a message's delivery), and, when the process runs workers,
 	// works them.
 	River *river.Client[pgx.Tx]
+	// Outbox queues the jobs of the send path, the webhook outbox's
+	// expansion and the campaigns' release in their tenant's job_outbox
+	// and moves them into River (docs/scaling.md, §Jobs).
+	Outbox *joboutbox.Outbox
 	// workers is River's worker bundle when the process runs workers, filled
 	// once the services the workers call exist.
 	workers *river.Workers
@@ -227,6 +232,10 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		return nil, err
 	}
 	if a.River, err = a.riverClient(opts); err != nil {
+		a.Close()
+		return nil, err
+	}
+	if err := a.jobOutbox(); err != nil {
 		a.Close()
 		return nil, err
 	}
@@ -372,6 +381,22 @@ func (a *App) riverClient(opts Options) (*river.Client[pgx.Tx], error) {
 	}
 	cfg.Pool = a.DB.Pool
 	return queue.NewClient(cfg)
+}
+
+// jobOutbox builds the job outbox over a.River (docs/scaling.md, §Jobs):
+// the services whose transactions write a tenant schema queue their jobs
+// through it, so that no such transaction writes River's tables too.
+func (a *App) jobOutbox() error {
+	prepared := a.cfg.DBPreparedStatements
+	if prepared == 0 {
+		prepared = -1 // DB_PREPARED_STATEMENTS=0: prepare nothing
+	}
+	prep, err := db.NewPrepared(db.PreparedConfig{DB: a.DB, MaxPerConn: prepared})
+	if err != nil {
+		return err
+	}
+	a.Outbox, err = joboutbox.New(joboutbox.Config{DB: a.DB, Prepared: prep, River: a.River, Logger: a.log})
+	return err
 }
 
 // addWorkers registers every worker in the River client's bundle.
@@ -556,10 +581,14 @@ func maxTime(a, b time.Time) time.Time {
 	return b
 }
 
-// Close stops the webhook outbox expansions and releases the database.
+// Close stops the webhook outbox expansions and the job outbox's moves
+// and releases the database.
 func (a *App) Close() {
 	if a.Webhooks != nil {
 		a.Webhooks.Close()
+	}
+	if a.Outbox != nil {
+		a.Outbox.Close()
 	}
 	if a.DB != nil {
 		a.DB.Close()

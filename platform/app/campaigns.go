@@ -47,7 +47,7 @@ func (a *App) campaignService() error {
 		DB:         a.DB,
 		Acceptance: a.Acceptance,
 		Campaigns:  svc,
-		Jobs:       a.River,
+		Jobs:       a.Outbox,
 		SenderRate: a.cfg.SenderRate,
 		Clock:      a.clock,
 		Logger:     a.log,

@@ -46,7 +46,7 @@ func (a *App) messaging() error {
 	}
 	if a.Acceptance, err = acceptance.New(acceptance.Config{
 		Prepared:       prep,
-		Jobs:           a.River,
+		Jobs:           a.Outbox,
 		Senders:        a.Senders,
 		Network:        a.Network,
 		IdempotencyTTL: idempotencyTTL,

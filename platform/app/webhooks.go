@@ -14,7 +14,7 @@ import (
 
 // webhookService builds the webhook service (docs/api.md, §Webhooks), which
 // the services that emit events take, so it is built before them. Its
-// jobs go through a.River, which must exist. WEBHOOK_ALLOW_PRIVATE turns
+// jobs go through the job outbox a.Outbox, which must exist. WEBHOOK_ALLOW_PRIVATE turns
 // on cfg.AllowPrivate (the service logs a warning then). Its attempts yield
 // to the API and the send path through a.yield (WEBHOOK_BUSY_RATE), on
 // which their batches count their runs (batches).
@@ -36,7 +36,7 @@ func (a *App) webhookService(cfg webhooks.Config) error {
 		cfg.Yield = a.yield
 	}
 	a.Metrics.CountWebhookYields(cfg.Yield.Yields)
-	cfg.DB, cfg.Jobs, cfg.Clock, cfg.Logger = a.DB, a.River, a.clock, a.log
+	cfg.DB, cfg.Jobs, cfg.Clock, cfg.Logger = a.DB, a.Outbox, a.clock, a.log
 	var err error
 	if a.Webhooks, err = webhooks.New(cfg); err != nil {
 		return err
@@ -54,18 +54,28 @@ func (a *App) webhookRoutes() {
 // sweep.
 func (a *App) webhookWorkers(workers *river.Workers) {
 	river.AddWorker(workers, &jobs.WebhookWorker{Attempter: a.Webhooks})
-	river.AddWorker(workers, &jobs.WebhookOutboxWorker{Sweep: a.sweepWebhookOutboxes, Logger: a.log})
+	river.AddWorker(workers, &jobs.WebhookOutboxWorker{Sweep: a.sweepOutboxes, Logger: a.log})
 }
 
-// sweepWebhookOutboxes wakes this process's expansion of every tenant whose
-// webhook outbox holds rows (webhooks.Service.SweepOutbox) and counts them.
-func (a *App) sweepWebhookOutboxes(ctx context.Context) (int64, error) {
+// sweepOutboxes wakes this process's expansion of every tenant whose
+// webhook outbox holds rows (webhooks.Service.SweepOutbox) and its move of
+// every tenant whose job outbox does (joboutbox.Outbox.Sweep), and counts
+// the outboxes it woke.
+func (a *App) sweepOutboxes(ctx context.Context) (int64, error) {
 	return a.sumTenants(ctx, func(t db.Tenant) (int64, error) {
+		var n int64
 		woken, err := a.Webhooks.SweepOutbox(ctx, t)
 		if woken {
-			return 1, err
+			n++
 		}
-		return 0, err
+		if err != nil {
+			return n, err
+		}
+		moved, err := a.Outbox.Sweep(ctx, t)
+		if moved {
+			n++
+		}
+		return n, err
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 )
 
 // QueueWebhooks is the River queue of webhook deliveries. It has its own
@@ -65,10 +66,20 @@ type WebhookDeliveryArgs struct {
 // Kind names the job in River.
 func (WebhookDeliveryArgs) Kind() string { return "webhook_delivery" }
 
-// InsertOpts puts webhook deliveries on their own queue.
+// InsertOpts puts webhook deliveries on their own queue, one job per
+// delivery while it is not finished: the job outbox may insert a job twice
+// (docs/scaling.md, §Jobs), and two jobs of one delivery running at once
+// would both post it. A redelivery makes a new delivery, whose job is new.
 func (WebhookDeliveryArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: QueueWebhooks, MaxAttempts: DefaultWebhookMaxAttempts}
+	return river.InsertOpts{Queue: QueueWebhooks, MaxAttempts: DefaultWebhookMaxAttempts, UniqueOpts: unfinished}
 }
+
+// unfinished makes a job unique by its arguments among the jobs that have
+// not finished (River's states before completed, cancelled and discarded).
+var unfinished = river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
+	rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
+	rivertype.JobStateRetryable, rivertype.JobStateScheduled,
+}}
 
 // WebhookDeliveryJob returns the insert parameters of args's job, for
 // InsertManyFastTx.

@@ -1,0 +1,251 @@
+// Package joboutbox is the job outbox (docs/scaling.md, §Jobs): the River
+// jobs of a tenant's transaction are written as rows of the tenant's
+// job_outbox table, in that transaction, and moved into River afterwards.
+// So no transaction of the send path writes a tenant schema and River's
+// river_job together: on Citus the tenant schema lives on a worker node and
+// River on the coordinator, and Citus commits such a transaction in one
+// phase on each, which is not atomic.
+//
+// An Outbox is a queue.Inserter: a service that queued its jobs with
+// River's InsertTx or InsertManyFastTx in its transaction takes the Outbox
+// instead and changes nothing else. Each call writes one statement into
+// the tenant's job_outbox (the tenant is the one the jobs' arguments name,
+// queue.TenantRef) and, when the transaction was begun by db.BeginFunc,
+// wakes this process's mover of that tenant once the transaction has
+// committed (db.AfterCommit), so the jobs reach River within milliseconds.
+//
+// A move (Move) takes the tenant's oldest rows in a transaction on the
+// tenant's schema (DELETE … RETURNING, the rows locked FOR UPDATE SKIP
+// LOCKED so that movers of other processes take others), inserts their
+// jobs into River in a transaction of its own on River's schema, commits
+// that, and only then commits the delete. Nothing is lost: until the
+// delete commits the rows stay, and a move that fails anywhere leaves
+// them for the next. A move that dies between the two commits leaves rows
+// whose jobs River already has, and the next move inserts them again;
+// every kind the outbox carries is safe to insert twice
+// (docs/scaling.md, §Jobs): a delivery job finds its message claimed or
+// sent (as a job handed over by delivery does), a release finds its
+// message no longer scheduled, and webhook and campaign jobs are unique
+// in River while not finished, so River skips the second.
+//
+// Rows whose process ended before moving them are found by Sweep, which
+// a periodic job runs over every tenant (and once at start).
+package joboutbox
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/defaults"
+)
+
+// River is what the mover needs of River: the process's client is one.
+type River interface {
+	InsertManyFastTx(ctx context.Context, tx pgx.Tx, params []river.InsertManyParams) (int, error)
+	InsertManyTx(ctx context.Context, tx pgx.Tx, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error)
+}
+
+// Config configures an Outbox.
+type Config struct {
+	// DB is the database. Required.
+	DB *db.DB
+	// Prepared runs the outbox's statements (prepared per connection).
+	// Required.
+	Prepared *db.Prepared
+	// River inserts the moved jobs. Required.
+	River River
+	// Batch is the most rows one move takes. Default 500.
+	Batch int
+	// Moves bounds the moves of this process that run at once (each
+	// holds two connections while River's insert commits). Default 4.
+	Moves int
+	// AfterInsert, when set, runs in each move after River's transaction
+	// has committed and before the outbox rows' delete commits; an error
+	// rolls the delete back, as a process dying there would (tests).
+	AfterInsert func(ctx context.Context, t db.Tenant, jobs int) error
+	// Logger. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Outbox writes jobs into their tenant's job_outbox and moves them into
+// River. It is safe for concurrent use.
+type Outbox struct {
+	cfg   Config
+	log   *slog.Logger
+	mover *mover
+}
+
+// New validates cfg and returns an Outbox; Close stops its moves.
+func New(cfg Config) (*Outbox, error) {
+	switch {
+	case cfg.DB == nil || cfg.DB.Pool == nil:
+		return nil, errors.New("joboutbox: Config.DB is required")
+	case cfg.Prepared == nil:
+		return nil, errors.New("joboutbox: Config.Prepared is required")
+	case cfg.River == nil:
+		return nil, errors.New("joboutbox: Config.River is required")
+	}
+	defaults.Positive(&cfg.Batch, 500)
+	defaults.Positive(&cfg.Moves, 4)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	o := &Outbox{cfg: cfg, log: cfg.Logger.With("component", "joboutbox")}
+	o.mover = newMover(o)
+	return o, nil
+}
+
+// tenantOf is a job's arguments that name their tenant (queue.TenantRef,
+// which every job of a tenant embeds).
+type tenantOf interface {
+	Tenant() (db.Tenant, error)
+}
+
+// InsertTx writes args's job, with opts over the job's own InsertOpts as
+// River merges them, into its tenant's outbox in tx. The result holds no
+// job: the job is made when it is moved.
+func (o *Outbox) InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error) {
+	if _, err := o.InsertManyFastTx(ctx, tx, []river.InsertManyParams{{Args: args, InsertOpts: opts}}); err != nil {
+		return nil, err
+	}
+	return &rivertype.JobInsertResult{}, nil
+}
+
+// InsertManyFastTx writes params's jobs into their tenant's outbox in tx,
+// one statement per tenant (a call names one, in practice), and has the
+// tenant's mover run once tx has committed. It returns how many it wrote.
+func (o *Outbox) InsertManyFastTx(ctx context.Context, tx pgx.Tx, params []river.InsertManyParams) (int, error) {
+	if len(params) == 0 {
+		return 0, nil
+	}
+	rows := make(map[db.Tenant]*outboxRows, 1)
+	var order []db.Tenant
+	for _, p := range params {
+		ta, ok := p.Args.(tenantOf)
+		if !ok {
+			return 0, fmt.Errorf("job outbox: %s job names no tenant", p.Args.Kind())
+		}
+		t, err := ta.Tenant()
+		if err != nil {
+			return 0, fmt.Errorf("job outbox: %s job: %w", p.Args.Kind(), err)
+		}
+		r := rows[t]
+		if r == nil {
+			r = &outboxRows{}
+			rows[t] = r
+			order = append(order, t)
+		}
+		if err := r.add(p); err != nil {
+			return 0, err
+		}
+	}
+	for _, t := range order {
+		if err := o.write(ctx, tx, t, rows[t]); err != nil {
+			return 0, err
+		}
+	}
+	return len(params), nil
+}
+
+// write inserts r into t's outbox in tx and wakes t's mover after the
+// commit. A transaction db.BeginFunc did not begin has no commit hook: its
+// rows wait for the next wake of the tenant or the sweep.
+func (o *Outbox) write(ctx context.Context, tx pgx.Tx, t db.Tenant, r *outboxRows) error {
+	err := o.cfg.Prepared.Exec(ctx, tx, insertSQL(t),
+		r.kinds, r.args, r.queues, r.priorities, r.attempts, r.scheduled, r.unique)
+	if err != nil {
+		return fmt.Errorf("write %d jobs into the job outbox of %s: %w", len(r.kinds), t.Schema, err)
+	}
+	if err := db.AfterCommit(tx, func() { o.mover.wake(t) }); err != nil && !errors.Is(err, db.ErrNoCommitHook) {
+		return err
+	}
+	return nil
+}
+
+// Close stops this process's moves (one under way rolls back, its rows
+// stay) and waits for them to end.
+func (o *Outbox) Close() { o.mover.close() }
+
+// outboxRows are jobs to write into one tenant's outbox, as the columns of
+// insertSQL.
+type outboxRows struct {
+	kinds, queues        []string
+	args                 []string
+	priorities, attempts []int16
+	scheduled            []*time.Time
+	unique               []*string
+}
+
+// add appends p's job, its options merged as River merges them (p's
+// InsertOpts over the arguments' own). Options the outbox does not carry
+// (tags, metadata, pending, unique by period or queue) are refused.
+func (r *outboxRows) add(p river.InsertManyParams) error {
+	opts := river.InsertOpts{}
+	if p.InsertOpts != nil {
+		opts = *p.InsertOpts
+	}
+	var own river.InsertOpts
+	if w, ok := p.Args.(river.JobArgsWithInsertOpts); ok {
+		own = w.InsertOpts()
+	}
+	kind := p.Args.Kind()
+	uniq := opts.UniqueOpts
+	if !uniq.ByArgs && uniq.ByState == nil && uniq.ByPeriod == 0 && !uniq.ByQueue && !uniq.ExcludeKind {
+		uniq = own.UniqueOpts
+	}
+	switch {
+	case len(opts.Tags) > 0 || len(own.Tags) > 0 || len(opts.Metadata) > 0 || opts.Pending:
+		return fmt.Errorf("job outbox: %s job: tags, metadata and pending jobs are not carried", kind)
+	case uniq.ByPeriod != 0 || uniq.ByQueue || uniq.ExcludeKind || (len(uniq.ByState) > 0 && !uniq.ByArgs):
+		return fmt.Errorf("job outbox: %s job: only uniqueness by arguments (and states) is carried", kind)
+	}
+	enc, err := json.Marshal(p.Args)
+	if err != nil {
+		return fmt.Errorf("job outbox: encode %s job: %w", kind, err)
+	}
+	var scheduled *time.Time
+	if at := cmp.Or(opts.ScheduledAt, own.ScheduledAt); !at.IsZero() {
+		scheduled = &at
+	}
+	var unique *string
+	if uniq.ByArgs {
+		states := uniq.ByState
+		if len(states) == 0 {
+			states = rivertype.UniqueOptsByStateDefault()
+		}
+		s := make([]string, len(states))
+		for i, st := range states {
+			s[i] = string(st)
+		}
+		u := "{" + strings.Join(s, ",") + "}"
+		unique = &u
+	}
+	r.kinds = append(r.kinds, kind)
+	r.args = append(r.args, string(enc))
+	r.queues = append(r.queues, cmp.Or(opts.Queue, own.Queue))
+	r.priorities = append(r.priorities, int16(cmp.Or(opts.Priority, own.Priority)))               //nolint:gosec // River's priorities are 1 to 4
+	r.attempts = append(r.attempts, int16(min(cmp.Or(opts.MaxAttempts, own.MaxAttempts), 32767))) //nolint:gosec // bounded
+	r.scheduled = append(r.scheduled, scheduled)
+	r.unique = append(r.unique, unique)
+	return nil
+}
+
+// insertSQL writes rows into t's outbox: $1 to $7 the columns' arrays
+// (the unique states as the text of a text[] each, or NULL).
+func insertSQL(t db.Tenant) string {
+	return `INSERT INTO ` + t.Table("job_outbox") + ` (kind, args, queue, priority, max_attempts, scheduled_at, unique_states)
+		SELECT k, a::json, q, p, m, s, u::text[]
+		  FROM unnest($1::text[], $2::text[], $3::text[], $4::smallint[], $5::smallint[], $6::timestamptz[], $7::text[])
+		       AS j(k, a, q, p, m, s, u)`
+}

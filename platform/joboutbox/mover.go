@@ -1,0 +1,234 @@
+package joboutbox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/bizmsg/platform/platform/db"
+)
+
+// mover runs the moves of one process: at most one goroutine per tenant,
+// and Config.Moves moves at once.
+type mover struct {
+	o      *Outbox
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	slots  chan struct{}
+
+	mu sync.Mutex
+	// running holds the tenants being moved; true when one was woken again
+	// during its move (it looks once more before ending).
+	running map[db.Tenant]bool
+}
+
+func newMover(o *Outbox) *mover {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &mover{o: o, ctx: ctx, cancel: cancel, slots: make(chan struct{}, o.cfg.Moves), running: map[db.Tenant]bool{}}
+}
+
+// wake makes sure t's outbox is moved: it starts t's move, or, when one is
+// running, has it look again before it ends. It does not block.
+func (m *mover) wake(t db.Tenant) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ctx.Err() != nil {
+		return
+	}
+	if _, ok := m.running[t]; ok {
+		m.running[t] = true
+		return
+	}
+	m.running[t] = false
+	m.wg.Add(1)
+	go m.drain(t)
+}
+
+// drain moves t's outbox (Move) until it was not woken during the last
+// move. An error ends it (logged; the rows stay for the next wake or the
+// sweep).
+func (m *mover) drain(t db.Tenant) {
+	defer m.wg.Done()
+	for {
+		if _, err := m.o.Move(m.ctx, t); err != nil {
+			if m.ctx.Err() == nil {
+				m.o.log.Warn("move job outbox", "schema", t.Schema, "error", err)
+			}
+			m.done(t, true)
+			return
+		}
+		if m.done(t, false) {
+			return
+		}
+	}
+}
+
+// done ends t's move unless it was woken again (and force is false); it
+// reports whether it ended.
+func (m *mover) done(t db.Tenant, force bool) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.running[t] && !force {
+		m.running[t] = false
+		return false
+	}
+	delete(m.running, t)
+	return true
+}
+
+// close stops the moves and waits for their goroutines.
+func (m *mover) close() {
+	m.mu.Lock()
+	m.cancel()
+	m.mu.Unlock()
+	m.wg.Wait()
+}
+
+// Move moves t's outbox into River now, in this goroutine, batch by batch
+// (Config.Batch rows each), until a batch comes back short, and returns
+// how many jobs it moved. The process's own mover does this after each
+// commit that wrote the outbox; tests call it to see the jobs at once.
+func (o *Outbox) Move(ctx context.Context, t db.Tenant) (int, error) {
+	total := 0
+	for {
+		n, err := o.moveBatch(ctx, t)
+		total += n
+		if err != nil || n < o.cfg.Batch {
+			return total, err
+		}
+	}
+}
+
+// Sweep wakes t's mover in this process when t's outbox holds a row, and
+// reports whether it did: the rows of a process that ended before moving
+// them (a periodic job runs it over every tenant, and at start).
+func (o *Outbox) Sweep(ctx context.Context, t db.Tenant) (bool, error) {
+	var pending bool
+	err := o.cfg.Prepared.Query(ctx, nil, `SELECT EXISTS (SELECT FROM `+t.Table("job_outbox")+`)`, nil, func(r db.Rows) error {
+		if !r.Next() {
+			return r.Err()
+		}
+		return r.Scan(&pending)
+	})
+	if err != nil {
+		return false, fmt.Errorf("look at the job outbox of %s: %w", t.Schema, err)
+	}
+	if pending {
+		o.mover.wake(t)
+	}
+	return pending, nil
+}
+
+// moveBatch moves at most Config.Batch of t's oldest outbox rows: it
+// deletes them in a transaction on t's schema, inserts their jobs in a
+// transaction on River's schema and commits it, and then commits the
+// delete (see the package comment). It returns how many it moved.
+func (o *Outbox) moveBatch(ctx context.Context, t db.Tenant) (int, error) {
+	select {
+	case o.mover.slots <- struct{}{}:
+		defer func() { <-o.mover.slots }()
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	var n int
+	err := o.cfg.Prepared.Tx(ctx, func(tx pgx.Tx) error {
+		plain, unique, err := o.take(ctx, tx, t)
+		n = len(plain) + len(unique)
+		if err != nil || n == 0 {
+			return err
+		}
+		err = pgx.BeginFunc(ctx, o.cfg.DB.Pool, func(rtx pgx.Tx) error {
+			if len(plain) > 0 {
+				if _, err := o.cfg.River.InsertManyFastTx(ctx, rtx, plain); err != nil {
+					return err
+				}
+			}
+			if len(unique) > 0 {
+				if _, err := o.cfg.River.InsertManyTx(ctx, rtx, unique); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("insert %d jobs into River: %w", n, err)
+		}
+		if o.cfg.AfterInsert != nil {
+			return o.cfg.AfterInsert(ctx, t, n)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("move the job outbox of %s: %w", t.Schema, err)
+	}
+	return n, nil
+}
+
+// take deletes t's oldest outbox rows in tx (locked, skipping those
+// another move holds) and returns their jobs: those River may insert with
+// COPY, and the unique ones, which need River's insert that skips a
+// duplicate.
+func (o *Outbox) take(ctx context.Context, tx pgx.Tx, t db.Tenant) (plain, unique []river.InsertManyParams, err error) {
+	err = o.cfg.Prepared.Query(ctx, tx, takeSQL(t), []any{o.cfg.Batch}, func(r db.Rows) error {
+		for r.Next() {
+			var (
+				a                  storedArgs
+				queue              string
+				priority, attempts int16
+				scheduled          *time.Time
+				states             []string
+			)
+			if err := r.Scan(&a.kind, &a.args, &queue, &priority, &attempts, &scheduled, &states); err != nil {
+				return err
+			}
+			opts := &river.InsertOpts{Queue: queue, Priority: int(priority), MaxAttempts: int(attempts)}
+			if scheduled != nil {
+				opts.ScheduledAt = *scheduled
+			}
+			if states == nil {
+				plain = append(plain, river.InsertManyParams{Args: a, InsertOpts: opts})
+				continue
+			}
+			opts.UniqueOpts = river.UniqueOpts{ByArgs: true, ByState: make([]rivertype.JobState, len(states))}
+			for i, s := range states {
+				opts.UniqueOpts.ByState[i] = rivertype.JobState(s)
+			}
+			unique = append(unique, river.InsertManyParams{Args: a, InsertOpts: opts})
+		}
+		return r.Err()
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("take outbox rows: %w", err)
+	}
+	return plain, unique, nil
+}
+
+// takeSQL deletes t's $1 oldest outbox rows that no other transaction
+// holds and returns them, oldest first.
+func takeSQL(t db.Tenant) string {
+	o := t.Table("job_outbox")
+	return `WITH d AS (
+		  DELETE FROM ` + o + ` WHERE id IN (SELECT id FROM ` + o + ` ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
+		  RETURNING id, kind, args, queue, priority, max_attempts, scheduled_at, unique_states)
+		SELECT kind, args::text, queue, priority, max_attempts, scheduled_at, unique_states FROM d ORDER BY id`
+}
+
+// storedArgs is a job's arguments as the outbox stored them: its kind and
+// its JSON, which River inserts as they are.
+type storedArgs struct {
+	kind string
+	args []byte
+}
+
+// Kind is the job's kind.
+func (a storedArgs) Kind() string { return a.kind }
+
+// MarshalJSON returns the stored JSON.
+func (a storedArgs) MarshalJSON() ([]byte, error) { return json.RawMessage(a.args), nil }
