@@ -85,6 +85,7 @@ var floors = map[string]string{
 	"platform/httpx":                 floorInfra,
 	"platform/jsonenc":               floorInfra,
 	"platform/metrics":               floorInfra,
+	"platform/joboutbox":             floorInfra,
 	"platform/migrate":               floorInfra,
 	"platform/network":               floorInfra,
 	"platform/network/builtin":       floorInfra,

@@ -23,6 +23,7 @@ import (
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/config"
 	"github.com/bizmsg/platform/platform/dbtest"
+	"github.com/bizmsg/platform/platform/joboutbox"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/network/builtin"
 	"github.com/bizmsg/platform/platform/network/networktest"
@@ -58,6 +59,8 @@ type Options struct {
 	// Webhooks tunes the webhook service (a short timeout and backoff);
 	// WEBHOOK_ALLOW_PRIVATE in Env lets it reach the tests' local receivers.
 	Webhooks webhooks.Config
+	// Outbox tunes the job outbox (its hooks; app.Options.Outbox).
+	Outbox joboutbox.Config
 	// DatabaseURL, when set, is a database an earlier Start of the same
 	// test created (Env.DatabaseURL): the service starts on it as a process
 	// restarted on the same database would. Default: a fresh database.
@@ -103,7 +106,8 @@ func Start(t testing.TB, opts Options) *Env {
 		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	appOpts := app.Options{Config: cfg, Logger: log, Clock: clk, Workers: opts.Workers, Jobs: opts.Jobs, Webhooks: opts.Webhooks}
+	appOpts := app.Options{Config: cfg, Logger: log, Clock: clk, Workers: opts.Workers, Jobs: opts.Jobs, Webhooks: opts.Webhooks,
+		Outbox: opts.Outbox}
 	if opts.Network != nil {
 		appOpts.Network = opts.Network(networktest.Builtin(t, builtin.Config{DB: dbtest.Open(t, dbURL), Clock: clk}))
 	}

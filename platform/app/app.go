@@ -72,6 +72,9 @@ type Options struct {
 	// Network is the messaging network. Default: the one NETWORK names (the
 	// built-in network in this database).
 	Network network.Network
+	// Outbox tunes the job outbox (tests set its hooks); the application
+	// sets its database, statements, River client and logger.
+	Outbox joboutbox.Config
 	// Webhooks tunes the webhook service (tests shorten its timeout and
 	// backoff); WEBHOOK_ALLOW_PRIVATE sets AllowPrivate.
 	Webhooks webhooks.Config
@@ -235,7 +238,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		a.Close()
 		return nil, err
 	}
-	if err := a.jobOutbox(); err != nil {
+	if err := a.jobOutbox(opts.Outbox); err != nil {
 		a.Close()
 		return nil, err
 	}
@@ -386,7 +389,7 @@ func (a *App) riverClient(opts Options) (*river.Client[pgx.Tx], error) {
 // jobOutbox builds the job outbox over a.River (docs/scaling.md, §Jobs):
 // the services whose transactions write a tenant schema queue their jobs
 // through it, so that no such transaction writes River's tables too.
-func (a *App) jobOutbox() error {
+func (a *App) jobOutbox(cfg joboutbox.Config) error {
 	prepared := a.cfg.DBPreparedStatements
 	if prepared == 0 {
 		prepared = -1 // DB_PREPARED_STATEMENTS=0: prepare nothing
@@ -395,7 +398,8 @@ func (a *App) jobOutbox() error {
 	if err != nil {
 		return err
 	}
-	a.Outbox, err = joboutbox.New(joboutbox.Config{DB: a.DB, Prepared: prep, River: a.River, Logger: a.log})
+	cfg.DB, cfg.Prepared, cfg.River, cfg.Logger = a.DB, prep, a.River, a.log
+	a.Outbox, err = joboutbox.New(cfg)
 	return err
 }
 

@@ -70,10 +70,12 @@ type Config struct {
 	// Moves bounds the moves of this process that run at once (each
 	// holds two connections while River's insert commits). Default 4.
 	Moves int
-	// AfterInsert, when set, runs in each move after River's transaction
-	// has committed and before the outbox rows' delete commits; an error
-	// rolls the delete back, as a process dying there would (tests).
-	AfterInsert func(ctx context.Context, t db.Tenant, jobs int) error
+	// BeforeInsert and AfterInsert, when set, run in each move with the
+	// number of jobs it took: before River's transaction begins, and after
+	// it has committed, before the outbox rows' delete commits. An error
+	// of either rolls the delete back, as a process dying there would
+	// (tests).
+	BeforeInsert, AfterInsert func(ctx context.Context, t db.Tenant, jobs int) error
 	// Logger. Default slog.Default().
 	Logger *slog.Logger
 }

@@ -144,6 +144,11 @@ func (o *Outbox) moveBatch(ctx context.Context, t db.Tenant) (int, error) {
 		if err != nil || n == 0 {
 			return err
 		}
+		if o.cfg.BeforeInsert != nil {
+			if err := o.cfg.BeforeInsert(ctx, t, n); err != nil {
+				return err
+			}
+		}
 		err = pgx.BeginFunc(ctx, o.cfg.DB.Pool, func(rtx pgx.Tx) error {
 			if len(plain) > 0 {
 				if _, err := o.cfg.River.InsertManyFastTx(ctx, rtx, plain); err != nil {

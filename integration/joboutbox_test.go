@@ -1,0 +1,211 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/joboutbox"
+	"github.com/bizmsg/platform/platform/queue"
+)
+
+// Job outbox tests (docs/scaling.md, §Jobs): a send's transaction writes
+// its delivery job into the tenant's job_outbox, and the mover puts it in
+// River; whatever happens to the mover, each message is delivered once.
+
+// outboxRows counts org's job_outbox rows.
+func (e *msgEnv) outboxRows(org *Org) int {
+	e.t.Helper()
+	var n int
+	if err := e.App.DB.Pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM `+org.Tenant.Table("job_outbox")).Scan(&n); err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+// deliveryJobs counts River's delivery jobs of org's message id, and how
+// many of them have finished (completed).
+func (e *msgEnv) deliveryJobs(org *Org, id int64) (all, completed int) {
+	e.t.Helper()
+	if err := e.App.DB.Pool.QueryRow(context.Background(), `SELECT count(*), count(*) FILTER (WHERE state = 'completed')
+		FROM river.river_job WHERE kind = 'message_delivery' AND args ->> 'schema' = $1 AND (args ->> 'message_id')::bigint = $2`,
+		org.Tenant.Schema, id).Scan(&all, &completed); err != nil {
+		e.t.Fatal(err)
+	}
+	return all, completed
+}
+
+// Messages sent at once are each delivered once, through the outbox: the
+// network holds each once, River one delivery job each, and the outbox is
+// empty after.
+func TestJobOutboxDeliversOnce(t *testing.T) {
+	t.Parallel()
+	e := startMsg(t, Options{Workers: true})
+	org := e.Register(t)
+	sid := e.activeSender(org, phoneN(1))
+	for i := range 4 {
+		e.recipient(phoneN(10 + i))
+	}
+	const n = 24
+	ids := make([]int64, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			r := e.send(org, text(sid, phoneN(10+i%4), fmt.Sprintf("outbox %d", i)))
+			if r.Status == 202 {
+				var body struct {
+					Data message `json:"data"`
+				}
+				r.JSON(t, &body)
+				ids[i] = body.Data.ID
+			} else {
+				t.Errorf("send %d = %d %s", i, r.Status, r.Body)
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	e.waitCounts(org, 30*time.Second, "every message delivered", func(c map[string]int) bool { return c["delivered"] == n })
+	if got := e.networkMessages(org); got != n {
+		t.Fatalf("the network holds %d messages for %d accepted", got, n)
+	}
+	e.requireNetworkIDs(org)
+	for _, id := range ids {
+		if all, _ := e.deliveryJobs(org, id); all != 1 {
+			t.Fatalf("message %d has %d delivery jobs, want 1", id, all)
+		}
+	}
+	if rows := e.outboxRows(org); rows != 0 {
+		t.Fatalf("the job outbox holds %d rows after the moves", rows)
+	}
+}
+
+// A move that dies after River committed its jobs and before the outbox
+// rows' delete committed leaves the rows; the next move inserts their jobs
+// again, and nothing is doubled: the message is delivered once (its second
+// job finds it sent), and a webhook delivery job, unique while it is not
+// finished, is not inserted twice.
+func TestJobOutboxMoveDiesBeforeDelete(t *testing.T) {
+	t.Parallel()
+	var failing atomic.Bool
+	failing.Store(true)
+	var failed atomic.Int32
+	e := startMsg(t, Options{Workers: true, Outbox: joboutbox.Config{
+		AfterInsert: func(context.Context, db.Tenant, int) error {
+			if failing.Load() {
+				failed.Add(1)
+				return errors.New("the mover died after River's commit")
+			}
+			return nil
+		},
+	}})
+	ctx := context.Background()
+	org := e.Register(t)
+	sid := e.activeSender(org, phoneN(1))
+	e.recipient(phoneN(10))
+	failed.Store(0)
+
+	m := accepted(t, e.send(org, text(sid, phoneN(10), "moved twice")))
+	e.waitStatus(org, m.ID, "delivered", 30*time.Second)
+	if failed.Load() == 0 || e.outboxRows(org) != 1 {
+		t.Fatalf("%d failed moves, %d outbox rows: want the move to have died, its row left", failed.Load(), e.outboxRows(org))
+	}
+	failing.Store(false)
+	if moved, err := e.App.Outbox.Move(ctx, org.Tenant); err != nil || moved != 1 {
+		t.Fatalf("the second move moved %d, %v; want the row's job again", moved, err)
+	}
+	poll(t, 30*time.Second, func() (bool, string) {
+		all, done := e.deliveryJobs(org, m.ID)
+		return all == 2 && done == 2, fmt.Sprintf("%d delivery jobs of the message, %d completed; want 2, 2", all, done)
+	})
+	if got := e.networkMessages(org); got != 1 {
+		t.Fatalf("the network holds %d messages for the one sent", got)
+	}
+	if rows := e.outboxRows(org); rows != 0 {
+		t.Fatalf("the job outbox holds %d rows", rows)
+	}
+
+	// A webhook delivery job, due in an hour (so it stays scheduled), moved
+	// by a move that dies and then by one that does not: River holds it once.
+	failing.Store(true)
+	job := queue.WebhookDeliveryJob(queue.WebhookDeliveryArgs{TenantRef: queue.RefOf(org.Tenant), DeliveryID: 987654, EndpointID: 1})
+	job.InsertOpts.ScheduledAt = time.Now().Add(time.Hour)
+	if err := db.BeginFunc(ctx, e.App.DB.Pool, func(tx pgx.Tx) error {
+		_, err := e.App.Outbox.InsertManyFastTx(ctx, tx, []river.InsertManyParams{job})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	webhookJobs := func() int {
+		var n int
+		if err := e.App.DB.Pool.QueryRow(ctx, `SELECT count(*) FROM river.river_job
+			WHERE kind = 'webhook_delivery' AND (args ->> 'delivery_id')::bigint = 987654`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	poll(t, 10*time.Second, func() (bool, string) {
+		return webhookJobs() == 1, "waiting for the dying move's River commit"
+	})
+	failing.Store(false)
+	if moved, err := e.App.Outbox.Move(ctx, org.Tenant); err != nil || moved != 1 {
+		t.Fatalf("the second move moved %d, %v", moved, err)
+	}
+	if n, rows := webhookJobs(), e.outboxRows(org); n != 1 || rows != 0 {
+		t.Fatalf("%d webhook jobs of the delivery in River, %d outbox rows: want 1 and 0", n, rows)
+	}
+}
+
+// Jobs whose process ended before it moved them are moved by the next
+// process's sweep (at its start): nothing accepted is lost across a
+// restart, and the send's transaction wrote no River job.
+func TestJobOutboxSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	held := errors.New("this process never moves")
+	first := startMsg(t, Options{Workers: true, Outbox: joboutbox.Config{
+		BeforeInsert: func(context.Context, db.Tenant, int) error { return held },
+	}})
+	org := first.Register(t)
+	sid := first.activeSender(org, phoneN(1))
+	first.recipient(phoneN(10))
+	const n = 3
+	ids := make([]int64, n)
+	for i := range n {
+		ids[i] = accepted(t, first.send(org, text(sid, phoneN(10), fmt.Sprintf("restart %d", i)))).ID
+	}
+	if rows := first.outboxRows(org); rows != n {
+		t.Fatalf("the job outbox holds %d rows for %d sends", rows, n)
+	}
+	for _, id := range ids {
+		if all, _ := first.deliveryJobs(org, id); all != 0 {
+			t.Fatalf("message %d has %d River jobs before any move", id, all)
+		}
+	}
+	first.Stop()
+
+	second := &msgEnv{Env: Start(t, Options{Workers: true, DatabaseURL: first.DatabaseURL}), t: t, net: first.net}
+	second.waitCounts(org, 30*time.Second, "every message delivered after the restart",
+		func(c map[string]int) bool { return c["delivered"] == n })
+	if got := second.networkMessages(org); got != n {
+		t.Fatalf("the network holds %d messages for %d accepted", got, n)
+	}
+	for _, id := range ids {
+		if all, _ := second.deliveryJobs(org, id); all != 1 {
+			t.Fatalf("message %d has %d delivery jobs, want 1", id, all)
+		}
+	}
+	if rows := second.outboxRows(org); rows != 0 {
+		t.Fatalf("the job outbox holds %d rows", rows)
+	}
+}
