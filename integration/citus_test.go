@@ -309,7 +309,21 @@ func TestCitusCluster(t *testing.T) {
 		t.Fatalf("after its redistribution %s lists sender numbers %+v, want %d", first.org.Name, senders.Data, first.sid)
 	}
 
-	measureSpanning(t, cluster, pool)
+	// The job outbox (docs/scaling.md, §Jobs): no send, webhook outbox
+	// expansion or campaign tick wrote a tenant schema and River's jobs in
+	// one transaction, and every outbox was moved.
+	for first := range measureSpanning(t, cluster, pool) {
+		if strings.HasPrefix(first, "WITH s AS (") || strings.Contains(first, "pg_advisory_xact_lock") ||
+			strings.Contains(first, "FOR SHARE") {
+			t.Fatalf("a send, webhook outbox expansion or campaign tick wrote a tenant schema and a coordinator table: %s", first)
+		}
+	}
+	for _, r := range runs {
+		var left int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM `+r.org.Tenant.Table("job_outbox")).Scan(&left); err != nil || left != 0 {
+			t.Fatalf("%s: %d job outbox rows left (%v): want every job moved into River", r.org.Name, left, err)
+		}
+	}
 	measureOnePhase(t, url, runs[0].org.Tenant.Schema)
 }
 
@@ -393,10 +407,11 @@ var logEntry = regexp.MustCompile(`^\d{4}-\d\d-\d\d [0-9:.]+ \S+ \[\d+\] vxid=(\
 // measureSpanning reads the coordinator's statement log and counts the
 // transactions that wrote a tenant schema and a coordinator table (River's
 // jobs, central), and the 2PC records Citus kept; it logs the figures
-// (docs/scaling.md, §Measured).
+// (docs/scaling.md, §Measured). It returns the spanning transactions'
+// counts by their first statement and commit.
 func measureSpanning(t *testing.T, c *citusCluster, pool interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
-}) {
+}) map[string]int {
 	t.Helper()
 	f, err := os.Open(c.coordinatorLog())
 	if err != nil {
@@ -491,6 +506,7 @@ func measureSpanning(t *testing.T, c *citusCluster, pool interface {
 	if withRiver == 0 || withCentral == 0 {
 		t.Fatalf("the statement log shows no sender-number transaction spanning a tenant schema and the coordinator: the measurement is broken")
 	}
+	return spanning
 }
 
 // measureOnePhase commits, in one transaction, a row in a table of a
