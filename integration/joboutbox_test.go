@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -89,6 +90,27 @@ func TestJobOutboxDeliversOnce(t *testing.T) {
 	if rows := e.outboxRows(org); rows != 0 {
 		t.Fatalf("the job outbox holds %d rows after the moves", rows)
 	}
+
+	// What the outbox adds to a send's way to delivery: from the 202 to
+	// its job's insert into River (River stamps created_at with this
+	// machine's clock), for sends one after the other. Logged, not
+	// asserted: tests do not time things.
+	var lags []time.Duration
+	for i := range 10 {
+		m := accepted(t, e.send(org, text(sid, phoneN(10+i%4), fmt.Sprintf("lag %d", i))))
+		answered := time.Now()
+		var created time.Time
+		poll(t, 10*time.Second, func() (bool, string) {
+			err := e.App.DB.Pool.QueryRow(context.Background(), `SELECT created_at FROM river.river_job
+				WHERE kind = 'message_delivery' AND args ->> 'schema' = $1 AND (args ->> 'message_id')::bigint = $2`,
+				org.Tenant.Schema, m.ID).Scan(&created)
+			return err == nil, fmt.Sprintf("message %d's job: %v", m.ID, err)
+		})
+		lags = append(lags, created.Sub(answered))
+	}
+	slices.Sort(lags)
+	t.Logf("from the 202 to the job's insert into River: median %s, max %s (negative: moved before the answer arrived)",
+		lags[len(lags)/2], lags[len(lags)-1])
 }
 
 // A move that dies after River committed its jobs and before the outbox
