@@ -12,7 +12,9 @@
 // sender's phone: the request's, or the one this process remembers for the
 // sender's id (a sender's phone never changes), or else the sender's row,
 // read and checked first. Then one transaction accepts the message: one
-// statement (acceptSQL) and River's insert of its delivery job:
+// statement (acceptSQL) and the insert of its delivery job (into the
+// tenant's job outbox, which moves it into River after the commit:
+// docs/scaling.md, §Jobs):
 //
 //  1. the sender, which must be active (the sender errors are worded from
 //     its row when it is not: sender_not_found, sender_not_active,
@@ -21,9 +23,9 @@
 //     WHERE used < limit, so concurrent sends never pass the limit (429
 //     daily_limit_exceeded when it refuses);
 //  3. the message row (queued), inserted only when the steps before it
-//     succeeded, and then its delivery job (River's InsertManyFastTx, in
-//     the same transaction: no message without its job, no job without
-//     its message).
+//     succeeded, and then its delivery job (Jobs.InsertManyFastTx, in the
+//     same transaction: no message without its job, no job without its
+//     message).
 //
 // Sends of one tenant that arrive while its earlier ones are in the database
 // share one transaction (acceptBatch, acceptBatchSQL): each sender's counter is
@@ -77,7 +79,8 @@ type Senders interface {
 }
 
 // Jobs inserts the delivery jobs of accepted messages in their acceptance
-// transaction: the process's River client is one.
+// transaction: the job outbox (joboutbox.Outbox) is one, the process's
+// River client another.
 type Jobs interface {
 	InsertManyFastTx(ctx context.Context, tx pgx.Tx, params []river.InsertManyParams) (int, error)
 }

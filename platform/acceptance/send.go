@@ -303,7 +303,7 @@ func (s *Service) word(ctx context.Context, t db.Tenant, err error) error {
 }
 
 // enqueue inserts the delivery jobs of the accepted messages rows in tx,
-// with River's InsertManyFastTx.
+// with Jobs.InsertManyFastTx (the job outbox's).
 func (s *Service) enqueue(ctx context.Context, tx pgx.Tx, t db.Tenant, rows ...*messages.Row) error {
 	params := make([]river.InsertManyParams, len(rows))
 	for i, r := range rows {

@@ -11,7 +11,7 @@ package acceptance
 //	the service window (when the network has one)  acceptSQL / acceptBatchSQL: s (windowSQL)
 //	the daily limit                         acceptSQL / acceptBatchSQL: u (the 'accept' counter, WHERE used < limit)
 //	the message, queued                     acceptSQL / acceptBatchSQL: m
-//	its delivery job                        River's InsertManyFastTx in the same transaction (enqueue)
+//	its delivery job                        Jobs.InsertManyFastTx (the job outbox) in the same transaction (enqueue)
 //
 // The delivery's rules are enforced by package delivery's statements. Each
 // takes $n arguments and runs through db.Prepared; the tenant's schema is

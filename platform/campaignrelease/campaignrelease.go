@@ -39,7 +39,7 @@ type Config struct {
 	Acceptance *acceptance.Service
 	// Campaigns locks, runs and completes campaigns. Required.
 	Campaigns *campaigns.Service
-	// Jobs inserts the campaigns' release jobs. Required.
+	// Jobs inserts the campaigns' release jobs (the job outbox). Required.
 	Jobs queue.Inserter
 	// SenderRate is the throttle rate (messages/s) of organizations
 	// without their own (central.organizations.sender_rate): SENDER_RATE.

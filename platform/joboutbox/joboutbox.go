@@ -10,9 +10,9 @@
 // River's InsertTx or InsertManyFastTx in its transaction takes the Outbox
 // instead and changes nothing else. Each call writes one statement into
 // the tenant's job_outbox (the tenant is the one the jobs' arguments name,
-// queue.TenantRef) and, when the transaction was begun by db.BeginFunc,
-// wakes this process's mover of that tenant once the transaction has
-// committed (db.AfterCommit), so the jobs reach River within milliseconds.
+// queue.TenantRef) and wakes this process's mover of that tenant once the
+// transaction has committed (db.AfterCommit, so the transaction must be
+// begun by db.BeginFunc), so the jobs reach River within milliseconds.
 //
 // A move (Move) takes the tenant's oldest rows in a transaction on the
 // tenant's schema (DELETE … RETURNING, the rows locked FOR UPDATE SKIP
@@ -161,16 +161,16 @@ func (o *Outbox) InsertManyFastTx(ctx context.Context, tx pgx.Tx, params []river
 }
 
 // write inserts r into t's outbox in tx and wakes t's mover after the
-// commit. A transaction db.BeginFunc did not begin has no commit hook: its
-// rows wait for the next wake of the tenant or the sweep.
+// commit. A transaction db.BeginFunc did not begin has no commit hook and
+// is refused (db.ErrNoCommitHook): its jobs would wait for the sweep.
 func (o *Outbox) write(ctx context.Context, tx pgx.Tx, t db.Tenant, r *outboxRows) error {
+	if err := db.AfterCommit(tx, func() { o.mover.wake(t) }); err != nil {
+		return fmt.Errorf("job outbox of %s: %w", t.Schema, err)
+	}
 	err := o.cfg.Prepared.Exec(ctx, tx, insertSQL(t),
 		r.kinds, r.args, r.queues, r.priorities, r.attempts, r.scheduled, r.unique)
 	if err != nil {
 		return fmt.Errorf("write %d jobs into the job outbox of %s: %w", len(r.kinds), t.Schema, err)
-	}
-	if err := db.AfterCommit(tx, func() { o.mover.wake(t) }); err != nil && !errors.Is(err, db.ErrNoCommitHook) {
-		return err
 	}
 	return nil
 }

@@ -20,8 +20,11 @@ const QueueDelivery = "delivery"
 const DefaultDeliveryMaxAttempts = 25
 
 // DeliverArgs is the job that delivers one accepted message. It is inserted
-// in the message's acceptance transaction (DeliveryJob), so a message is
-// never stored without its job nor a job enqueued without its message.
+// in the message's acceptance transaction (DeliveryJob), into the tenant's
+// job outbox, which moves it into River after the commit, so a message is
+// never stored without its job nor a job enqueued without its message. A
+// move may insert it twice (docs/scaling.md, §Jobs): the delivery's claim
+// makes the second find its message claimed or sent.
 type DeliverArgs struct {
 	TenantRef
 	// MessageID is the message's id in the tenant schema.

@@ -7,7 +7,9 @@
 // A process has one River client, on the pgx pool (riverpgxv5). It inserts
 // jobs through River's public API (InsertTx, InsertManyFastTx) inside the
 // pgx transaction that writes the rows the job belongs to, so a row and its
-// job commit or roll back together; a process that runs workers also works
+// job commit or roll back together, or, for the tenant transactions of the
+// send path, moves them there from the tenant's job outbox
+// (platform/joboutbox, an Inserter); a process that runs workers also works
 // jobs with it.
 package queue
 

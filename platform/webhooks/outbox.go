@@ -17,8 +17,9 @@ import (
 // The webhook outbox (docs/design.md, §Webhooks). Emit writes a
 // transaction's events as one row of the organization's webhook_outbox;
 // once the transaction has committed, its process wakes the organization's
-// expansion here, which turns the rows into deliveries and their River
-// jobs, oldest row first, each batch in one transaction that deletes the
+// expansion here, which turns the rows into deliveries and their jobs
+// (through Config.Jobs: the job outbox, in the tenant's schema), oldest
+// row first, each batch in one transaction that deletes the
 // rows it expanded. So the change's transaction (the send path's, above
 // all) writes one row where it wrote two per event and endpoint, and the
 // rest waits behind the yield gate like the attempts themselves.

@@ -28,7 +28,8 @@ type Config struct {
 	// DB holds the tenants' webhook tables. Required.
 	DB *db.DB
 	// Jobs inserts the delivery jobs in the transactions that write the
-	// deliveries (the process's River client). Required.
+	// deliveries (the job outbox; the process's River client would do on
+	// one server). Required.
 	Jobs queue.Inserter
 	// Clock stamps events and deliveries. Default clock.Real{}.
 	Clock clock.Clock
