@@ -85,6 +85,7 @@ var floors = map[string]string{
 	"platform/httpx":                 floorInfra,
 	"platform/jsonenc":               floorInfra,
 	"platform/metrics":               floorInfra,
+	"platform/drain":                 floorInfra,
 	"platform/joboutbox":             floorInfra,
 	"platform/migrate":               floorInfra,
 	"platform/network":               floorInfra,
@@ -565,7 +566,9 @@ func constructorViolations(pkgs []pkgFiles) []string {
 		}
 		for _, f := range p.Files {
 			for _, c := range f.Constructors {
-				oneConfig := len(c.Params) == 1 && strings.HasSuffix(c.Params[0], "Config")
+				// A generic constructor's Config has its type arguments:
+				// New(Config[K]) (*Runner[K], error) has the shape.
+				oneConfig := len(c.Params) == 1 && strings.HasSuffix(strings.SplitN(c.Params[0], "[", 2)[0], "Config")
 				if oneConfig && len(c.Results) == 2 && c.Results[1] == "error" {
 					continue
 				}

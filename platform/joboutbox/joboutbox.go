@@ -104,7 +104,10 @@ func New(cfg Config) (*Outbox, error) {
 		cfg.Logger = slog.Default()
 	}
 	o := &Outbox{cfg: cfg, log: cfg.Logger.With("component", "joboutbox")}
-	o.mover = newMover(o)
+	var err error
+	if o.mover, err = newMover(o); err != nil {
+		return nil, err
+	}
 	return o, nil
 }
 
@@ -164,7 +167,7 @@ func (o *Outbox) InsertManyFastTx(ctx context.Context, tx pgx.Tx, params []river
 // commit. A transaction db.BeginFunc did not begin has no commit hook and
 // is refused (db.ErrNoCommitHook): its jobs would wait for the sweep.
 func (o *Outbox) write(ctx context.Context, tx pgx.Tx, t db.Tenant, r *outboxRows) error {
-	if err := db.AfterCommit(tx, func() { o.mover.wake(t) }); err != nil {
+	if err := db.AfterCommit(tx, func() { o.mover.runner.Wake(t) }); err != nil {
 		return fmt.Errorf("job outbox of %s: %w", t.Schema, err)
 	}
 	err := o.cfg.Prepared.Exec(ctx, tx, insertSQL(t),
@@ -177,7 +180,7 @@ func (o *Outbox) write(ctx context.Context, tx pgx.Tx, t db.Tenant, r *outboxRow
 
 // Close stops this process's moves (one under way rolls back, its rows
 // stay) and waits for them to end.
-func (o *Outbox) Close() { o.mover.close() }
+func (o *Outbox) Close() { o.mover.runner.Close() }
 
 // outboxRows are jobs to write into one tenant's outbox, as the columns of
 // insertSQL.

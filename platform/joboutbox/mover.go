@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -12,83 +11,32 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/drain"
 )
 
-// mover runs the moves of one process: at most one goroutine per tenant,
-// and Config.Moves moves at once.
+// mover runs the moves of one process: at most one goroutine per tenant
+// (drain.Runner), and Config.Moves moves at once.
 type mover struct {
-	o      *Outbox
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	runner *drain.Runner[db.Tenant]
 	slots  chan struct{}
-
-	mu sync.Mutex
-	// running holds the tenants being moved; true when one was woken again
-	// during its move (it looks once more before ending).
-	running map[db.Tenant]bool
 }
 
-func newMover(o *Outbox) *mover {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &mover{o: o, ctx: ctx, cancel: cancel, slots: make(chan struct{}, o.cfg.Moves), running: map[db.Tenant]bool{}}
-}
-
-// wake makes sure t's outbox is moved: it starts t's move, or, when one is
-// running, has it look again before it ends. It does not block.
-func (m *mover) wake(t db.Tenant) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.ctx.Err() != nil {
-		return
+// newMover returns o's mover: each tenant's drain moves its outbox (Move);
+// an error is logged, and the rows stay for the next wake or the sweep.
+func newMover(o *Outbox) (*mover, error) {
+	r, err := drain.New(drain.Config[db.Tenant]{
+		Run: func(ctx context.Context, t db.Tenant) error {
+			_, err := o.Move(ctx, t)
+			return err
+		},
+		OnError: func(t db.Tenant, err error) {
+			o.log.Warn("move job outbox", "schema", t.Schema, "error", err)
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("job outbox: %w", err)
 	}
-	if _, ok := m.running[t]; ok {
-		m.running[t] = true
-		return
-	}
-	m.running[t] = false
-	m.wg.Add(1)
-	go m.drain(t)
-}
-
-// drain moves t's outbox (Move) until it was not woken during the last
-// move. An error ends it (logged; the rows stay for the next wake or the
-// sweep).
-func (m *mover) drain(t db.Tenant) {
-	defer m.wg.Done()
-	for {
-		if _, err := m.o.Move(m.ctx, t); err != nil {
-			if m.ctx.Err() == nil {
-				m.o.log.Warn("move job outbox", "schema", t.Schema, "error", err)
-			}
-			m.done(t, true)
-			return
-		}
-		if m.done(t, false) {
-			return
-		}
-	}
-}
-
-// done ends t's move unless it was woken again (and force is false); it
-// reports whether it ended.
-func (m *mover) done(t db.Tenant, force bool) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.running[t] && !force {
-		m.running[t] = false
-		return false
-	}
-	delete(m.running, t)
-	return true
-}
-
-// close stops the moves and waits for their goroutines.
-func (m *mover) close() {
-	m.mu.Lock()
-	m.cancel()
-	m.mu.Unlock()
-	m.wg.Wait()
+	return &mover{runner: r, slots: make(chan struct{}, o.cfg.Moves)}, nil
 }
 
 // Move moves t's outbox into River now, in this goroutine, batch by batch
@@ -121,7 +69,7 @@ func (o *Outbox) Sweep(ctx context.Context, t db.Tenant) (bool, error) {
 		return false, fmt.Errorf("look at the job outbox of %s: %w", t.Schema, err)
 	}
 	if pending {
-		o.mover.wake(t)
+		o.mover.runner.Wake(t)
 	}
 	return pending, nil
 }

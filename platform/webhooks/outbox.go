@@ -3,7 +3,6 @@ package webhooks
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/drain"
 	"github.com/bizmsg/platform/platform/queue"
 )
 
@@ -31,86 +31,42 @@ import (
 // which a periodic job runs over every organization.
 
 // expander runs the expansions of one process: at most one goroutine per
-// organization, and Config.Expansions transactions at once.
+// organization (drain.Runner), and Config.Expansions transactions at once.
 type expander struct {
-	s      *Service
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	runner *drain.Runner[db.Tenant]
 	slots  chan struct{}
 
 	// expanded counts the rows this process expanded, failed its failed
 	// expansions (Service.OutboxExpanded, OutboxFailures).
 	expanded, failed atomic.Int64
-
-	mu sync.Mutex
-	// running holds the organizations being expanded; true when one was
-	// woken again during its expansion (it looks once more before ending).
-	running map[db.Tenant]bool
 }
 
-func newExpander(s *Service) *expander {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &expander{s: s, ctx: ctx, cancel: cancel, slots: make(chan struct{}, s.cfg.Expansions), running: map[db.Tenant]bool{}}
+// newExpander returns s's expander: each organization's drain expands its
+// outbox (ExpandOutbox) until it finds it empty; an error is logged, and
+// the row stays for the next wake or the sweep.
+func newExpander(s *Service) (*expander, error) {
+	r, err := drain.New(drain.Config[db.Tenant]{
+		Run: func(ctx context.Context, t db.Tenant) error {
+			_, err := s.ExpandOutbox(ctx, t)
+			return err
+		},
+		OnError: func(t db.Tenant, err error) {
+			s.log.Warn("expand webhook outbox", "schema", t.Schema, "error", err)
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("webhook outbox: %w", err)
+	}
+	return &expander{runner: r, slots: make(chan struct{}, s.cfg.Expansions)}, nil
 }
 
 // wake makes sure t's outbox is expanded: it starts t's expansion, or,
 // when one is running, has it look again before it ends. It does not block.
-func (x *expander) wake(t db.Tenant) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.ctx.Err() != nil {
-		return
-	}
-	if _, ok := x.running[t]; ok {
-		x.running[t] = true
-		return
-	}
-	x.running[t] = false
-	x.wg.Add(1)
-	go x.drain(t)
-}
-
-// drain expands t's outbox (ExpandOutbox) until it finds it empty and was
-// not woken in the meantime. An error ends it (logged; the row stays for
-// the next wake or the sweep).
-func (x *expander) drain(t db.Tenant) {
-	defer x.wg.Done()
-	for {
-		if _, err := x.s.ExpandOutbox(x.ctx, t); err != nil {
-			if x.ctx.Err() == nil {
-				x.s.log.Warn("expand webhook outbox", "schema", t.Schema, "error", err)
-			}
-			x.done(t, true)
-			return
-		}
-		if x.done(t, false) {
-			return
-		}
-	}
-}
-
-// done ends t's expansion unless it was woken again (and force is false);
-// it reports whether it ended.
-func (x *expander) done(t db.Tenant, force bool) bool {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.running[t] && !force {
-		x.running[t] = false
-		return false
-	}
-	delete(x.running, t)
-	return true
-}
+func (x *expander) wake(t db.Tenant) { x.runner.Wake(t) }
 
 // close stops the expansions (a transaction under way rolls back, its rows
 // stay) and waits for their goroutines.
-func (x *expander) close() {
-	x.mu.Lock()
-	x.cancel()
-	x.mu.Unlock()
-	x.wg.Wait()
-}
+func (x *expander) close() { x.runner.Close() }
 
 // ExpandOutbox expands t's outbox now, in this goroutine, until it is
 // empty (through the yield gate, batch by batch), and returns how many rows

@@ -169,7 +169,10 @@ func New(cfg Config) (*Service, error) {
 		places: newWaiters[placeKey](func() chan struct{} { return make(chan struct{}, cfg.MaxInFlight) }),
 		turns:  newWaiters[turnKey](func() chan struct{} { return make(chan struct{}) }),
 	}
-	s.outbox = newExpander(s)
+	var err error
+	if s.outbox, err = newExpander(s); err != nil {
+		return nil, err
+	}
 	s.loads = batch.New(s.loadMany, cfg.Batch)
 	s.successes = batch.New(s.recordSuccesses, cfg.Batch)
 	return s, nil
