@@ -27,6 +27,7 @@ func TestAdminMessageShowAndJobsRetry(t *testing.T) {
 	sid := e.activeSender(org, phoneN(1))
 	e.recipient(phoneN(10))
 	m := accepted(t, e.send(org, text(sid, phoneN(10), "after the outage")))
+	e.waitMoved(org)
 	ctx := context.Background()
 	job, err := queue.DeliveryJobOf(ctx, e.App.River, org.ID, m.ID)
 	if err != nil || job == nil {

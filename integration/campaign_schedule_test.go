@@ -48,6 +48,7 @@ func TestCampaignSendAt(t *testing.T) {
 	if v := c.action(camp.ID, "start"); v.Status != "scheduled" {
 		t.Fatalf("started with send_at ahead: %s, want scheduled", v.Status)
 	}
+	e.waitMoved(org)
 	var (
 		state       string
 		scheduledAt time.Time

@@ -268,6 +268,7 @@ func TestSuspendedSenderRefusedByAcceptance(t *testing.T) {
 	}
 	// A send before the suspension goes through the same path.
 	accepted(t, e.send(org, body("before")))
+	e.waitMoved(org)
 
 	// The operator suspends the number (senders.Service, its own
 	// transaction): the messages service is not told.

@@ -33,6 +33,17 @@ func (e *msgEnv) outboxRows(org *Org) int {
 	return n
 }
 
+// waitMoved waits until org's job outbox is empty: every job its
+// transactions queued is in River (a move commits River's insert before
+// the outbox rows' delete).
+func (e *msgEnv) waitMoved(org *Org) {
+	e.t.Helper()
+	poll(e.t, 10*time.Second, func() (bool, string) {
+		n := e.outboxRows(org)
+		return n == 0, fmt.Sprintf("%d jobs in the job outbox", n)
+	})
+}
+
 // deliveryJobs counts River's delivery jobs of org's message id, and how
 // many of them have finished (completed).
 func (e *msgEnv) deliveryJobs(org *Org, id int64) (all, completed int) {

@@ -177,10 +177,23 @@ func phoneIndex(t *testing.T, p string) int {
 }
 
 // waitIdle waits until River has no delivery or confirmation job left to
-// run.
+// run, and no tenant's job outbox holds one still to move.
 func (e *msgEnv) waitIdle(t *testing.T) {
 	t.Helper()
 	poll(t, 20*time.Second, func() (bool, string) {
+		tenants, err := e.App.Migrator.Tenants(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tn := range tenants {
+			var queued int
+			if err := e.App.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM `+tn.Table("job_outbox")).Scan(&queued); err != nil {
+				t.Fatal(err)
+			}
+			if queued > 0 {
+				return false, fmt.Sprintf("%d jobs still in the job outbox of %s", queued, tn.Schema)
+			}
+		}
 		var n int
 		if err := e.App.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM river.river_job
 			WHERE state IN ('available', 'running', 'retryable', 'scheduled')

@@ -211,6 +211,7 @@ func TestScheduledReleaseAfterFault(t *testing.T) {
 
 	flaky.lookupsFailing.Store(true)
 	retried := e.mustSchedule(org, scheduled(sid, phoneN(10), "after the fault", dueIn(3*time.Second)))
+	e.waitMoved(org)
 	poll(t, 30*time.Second, func() (bool, string) {
 		var (
 			state    string

@@ -73,6 +73,7 @@ func (e *msgEnv) usage(path string, header map[string]string) usageReport {
 // deliverNow works a message's delivery job in the test, as the worker would.
 func (e *msgEnv) deliverNow(org *Org, messageID int64) {
 	e.t.Helper()
+	e.waitMoved(org)
 	var jobID int64
 	if err := e.App.DB.Pool.QueryRow(context.Background(), `SELECT id FROM river.river_job
 		WHERE kind = 'message_delivery' AND args->>'schema' = $1 AND (args->>'message_id')::bigint = $2`,
