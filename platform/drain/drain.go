@@ -43,7 +43,7 @@ func New[K comparable](cfg Config[K]) (*Runner[K], error) {
 	if cfg.Run == nil {
 		return nil, errors.New("drain: Config.Run is required")
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.Background()) //nolint:gosec // G118: Close calls the Runner's cancel
 	return &Runner[K]{cfg: cfg, ctx: ctx, cancel: cancel, running: map[K]bool{}}, nil
 }
 

@@ -239,8 +239,8 @@ func (r *outboxRows) add(p river.InsertManyParams) error {
 	r.kinds = append(r.kinds, kind)
 	r.args = append(r.args, string(enc))
 	r.queues = append(r.queues, cmp.Or(opts.Queue, own.Queue))
-	r.priorities = append(r.priorities, int16(cmp.Or(opts.Priority, own.Priority)))               //nolint:gosec // River's priorities are 1 to 4
-	r.attempts = append(r.attempts, int16(min(cmp.Or(opts.MaxAttempts, own.MaxAttempts), 32767))) //nolint:gosec // bounded
+	r.priorities = append(r.priorities, int16(cmp.Or(opts.Priority, own.Priority)))
+	r.attempts = append(r.attempts, int16(min(cmp.Or(opts.MaxAttempts, own.MaxAttempts), 32767)))
 	r.scheduled = append(r.scheduled, scheduled)
 	r.unique = append(r.unique, unique)
 	return nil

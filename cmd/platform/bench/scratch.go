@@ -91,14 +91,14 @@ func writeReport(out string, rep any, runErr error) error {
 }
 
 // finish ends a bench command whose run returned rep (nil when it failed
-// before it had figures) and runErr: it prints rep to stdout with print
+// before it had figures) and runErr: it prints rep to stdout with render
 // and writes it to out (writeReport), returning runErr with a failure to
 // write joined to it.
-func finish[R any](stdout io.Writer, out string, rep *R, runErr error, print func(io.Writer, *R)) error {
+func finish[R any](stdout io.Writer, out string, rep *R, runErr error, render func(io.Writer, *R)) error {
 	if rep == nil {
 		return runErr
 	}
-	print(stdout, rep)
+	render(stdout, rep)
 	return writeReport(out, rep, runErr)
 }
 
