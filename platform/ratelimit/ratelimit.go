@@ -226,5 +226,10 @@ func (s *Shared) Allow(ctx context.Context, key string, lim Limit) (Decision, er
 	if err != nil {
 		return Decision{}, fmt.Errorf("ratelimit: %w", err)
 	}
-	return Decision{Allowed: p.Allowed, Limit: lim, Remaining: p.Remaining, Reset: p.Ahead, RetryAfter: p.RetryAfter}, nil
+	return FromPace(lim, p), nil
+}
+
+// FromPace is the Decision of a shared bucket's decision p under lim.
+func FromPace(lim Limit, p pace.Decision) Decision {
+	return Decision{Allowed: p.Allowed, Limit: lim, Remaining: p.Remaining, Reset: p.Ahead, RetryAfter: p.RetryAfter}
 }
