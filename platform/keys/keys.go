@@ -134,6 +134,10 @@ func New(cfg Config) (*Service, error) {
 // needs.
 func (s *Service) CanReveal() bool { return s.cfg.Sealer != nil }
 
+// DecidesRates reports whether Authenticate decides request rates
+// (Config.Pace).
+func (s *Service) DecidesRates() bool { return s.cfg.Pace != nil }
+
 // LastUsedWrites returns how many times this Service has written a key's
 // last_used_at since it was built.
 func (s *Service) LastUsedWrites() int64 { return s.lastUsedWrites.Load() }
