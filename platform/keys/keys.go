@@ -14,7 +14,8 @@
 // after they arrived).
 //
 // The package owns the central.api_keys table and reads the organization and
-// user rows a key resolves to.
+// user rows a key resolves to; with Config.Pace it decides the keys'
+// request rates in central.pace (pace.AllowStep) in the same statement.
 package keys
 
 import (

@@ -9,7 +9,9 @@
 //
 // Limiter is the interface the HTTP middleware uses. Shared keeps the buckets
 // in Postgres (platform/pace), so a key's limit holds in total across any
-// number of API processes; the service runs on it. Local keeps them in this
+// number of API processes, in a statement of its own; the service decides
+// the same buckets inside its key authentication instead (platform/keys,
+// Config.Pace), and uses Decision and FromPace. Local keeps them in this
 // process, for a Tenant API built without a shared store.
 package ratelimit
 
