@@ -4,12 +4,9 @@ import (
 	"bytes"
 	"context"
 	"net/http"
-	"sync/atomic"
 	"testing"
 
 	"github.com/gin-gonic/gin"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bizmsg/platform/platform/apikey"
 	"github.com/bizmsg/platform/platform/db"
@@ -19,24 +16,13 @@ import (
 	"github.com/bizmsg/platform/platform/ratelimit"
 )
 
-// statements counts the statements run on a pool (a pgx.QueryTracer): each
-// is one round trip once its text is prepared.
-type statements struct{ n atomic.Int64 }
-
-func (s *statements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	s.n.Add(1)
-	return ctx
-}
-
-func (s *statements) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
 // meBundle is the Tenant API over a migrated database, on a pool whose
 // statements are counted, with one organization, its member and a key the
 // member created, and the request-rate limit decided by the keys service
 // (as the service is wired).
 type meBundle struct {
 	engine *gin.Engine
-	count  *statements
+	count  *dbtest.Statements
 	plain  string
 	user   int64
 }
@@ -45,17 +31,9 @@ func setupMe(t *testing.T, limit ratelimit.Limit) *meBundle {
 	t.Helper()
 	_, u := dbtest.Migrated(t)
 	ctx := context.Background()
-	b := &meBundle{count: &statements{}}
-	pcfg, err := pgxpool.ParseConfig(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pcfg.ConnConfig.Tracer = b.count
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	b := &meBundle{}
+	pool, count := dbtest.CountedPool(t, u)
+	b.count = count
 	var org int64
 	if err := pool.QueryRow(ctx, `INSERT INTO central.organizations (name) VALUES ('o') RETURNING id`).Scan(&org); err != nil {
 		t.Fatal(err)
@@ -99,9 +77,9 @@ func setupMe(t *testing.T, limit ratelimit.Limit) *meBundle {
 // statements it ran.
 func (b *meBundle) get(t *testing.T) (int, http.Header, map[string]any, int64) {
 	t.Helper()
-	before := b.count.n.Load()
+	before := b.count.Count()
 	rec, m := serveAt(b.engine, BasePath+"/me", map[string]string{APIKeyHeader: b.plain})
-	return rec.Code, rec.Header(), m, b.count.n.Load() - before
+	return rec.Code, rec.Header(), m, b.count.Count() - before
 }
 
 // One GET /me is one statement: the key, its organization and member, its
