@@ -59,9 +59,8 @@ func rated(l ratelimit.Limit) bool { return l.Valid() && !math.IsInf(l.Rate, 1) 
 //   - found: each item's key by its prefix, with its organization and the
 //     member the key acts for, each probed per item on its index (OFFSET
 //     0 keeps the planner from joining them otherwise, whatever number of
-//     items it expects); live
-//     when the presented key is the stored one (hash), not revoked and not
-//     expired at $3 (the Service's clock);
+//     items it expects); live when the presented key is the stored one
+//     (hash), not revoked and not expired at $3 (the Service's clock);
 //   - rated: when $4 (Config.Pace), each live item whose limit (the
 //     organization's, else $5 and $6) is decided, numbered per key in
 //     arrival order (idx); pace_v counts them per bucket "key:<id>", and
