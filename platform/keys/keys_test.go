@@ -21,6 +21,7 @@ import (
 	"github.com/bizmsg/platform/platform/dbtest"
 	"github.com/bizmsg/platform/platform/keys"
 	"github.com/bizmsg/platform/platform/page"
+	"github.com/bizmsg/platform/platform/ratelimit"
 )
 
 func TestCreateRequestSpec(t *testing.T) {
@@ -317,10 +318,26 @@ func TestNewValidates(t *testing.T) {
 // Authentications that arrive while the process's key read is busy share
 // the next read, and each still gets its own key's answer: a valid key
 // (twice), a revoked one, a wrong secret and an unknown prefix. The first
-// read is held by a lock on the table until the others have queued.
+// read is held by a lock on the table until the others have queued. With
+// rates decided (Config.Pace), the valid key's two requests of the run
+// take the bucket's next two slots and the refused ones none.
 func TestAuthenticationsShareReads(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, false)
+	for _, paced := range []bool{false, true} {
+		t.Run(fmt.Sprintf("paced=%v", paced), func(t *testing.T) {
+			t.Parallel()
+			testAuthenticationsShareReads(t, paced)
+		})
+	}
+}
+
+func testAuthenticationsShareReads(t *testing.T, paced bool) {
+	var f *fixture
+	if paced {
+		f = setupRate(t, func(c *keys.Config) { c.RequestRate = ratelimit.Limit{Rate: 0.001, Burst: 10} }).fixture
+	} else {
+		f = newFixture(t, false)
+	}
 	ctx := context.Background()
 	good := f.create(t, keys.Actor{}, 1, "messages.send")
 	other := f.create(t, keys.Actor{}, 1, "usage.read")
@@ -396,6 +413,13 @@ func TestAuthenticationsShareReads(t *testing.T) {
 	}
 	if got[0].a != nil && got[1].a != nil && &got[0].a.Key.Scopes[0] == &got[1].a.Key.Scopes[0] {
 		t.Error("two callers of one key share its scopes slice")
+	}
+	if paced && got[0].a != nil && got[1].a != nil {
+		left := []int{got[0].a.Rate.Remaining, got[1].a.Rate.Remaining}
+		slices.Sort(left)
+		if !got[0].a.Rate.Allowed || !got[1].a.Rate.Allowed || !slices.Equal(left, []int{8, 9}) {
+			t.Errorf("the valid key's two requests: %+v, %+v; want allowed with 9 and 8 left", got[0].a.Rate, got[1].a.Rate)
+		}
 	}
 	if len(runs) != 2 || runs[0] != 1 || runs[1] != len(tests) {
 		t.Fatalf("runs = %v, want [1 %d]: the queued authentications did not share a read", runs, len(tests))
