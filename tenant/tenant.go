@@ -62,6 +62,12 @@ type Principal struct {
 	Key keys.Key
 	// Organization is the key's organization as read at authentication.
 	Organization accounts.Organization
+	// User is the user the key acts for as a member of the organization,
+	// read at authentication; nil when unknown or no longer a member.
+	User *accounts.User
+	// rate is the request's rate decision made at authentication (a keys
+	// service with Config.Pace); nil: the API's Limiter decides.
+	rate *ratelimit.Decision
 }
 
 // Can reports whether the key holds scope (directly or through "*").
@@ -95,9 +101,13 @@ type Config struct {
 	// slog.Default().
 	Logger *slog.Logger
 	// Limiter limits each key's request rate (API_RATE_LIMIT,
-	// API_RATE_BURST, or the organization's own). Nil: no request-rate limit.
+	// API_RATE_BURST, or the organization's own) in a step of its own. Nil:
+	// the rate Keys decides while it authenticates (keys.Config.Pace: the
+	// service's shared limit, no round trip of its own), else none. Not
+	// with a Keys that decides rates.
 	Limiter ratelimit.Limiter
-	// RateLimit is the default limit per key when the organization has none.
+	// RateLimit is the Limiter's default limit per key when the
+	// organization has none.
 	RateLimit ratelimit.Limit
 }
 
@@ -113,6 +123,9 @@ type API struct {
 func New(cfg Config) (*API, error) {
 	if cfg.Keys == nil {
 		return nil, errors.New("tenant: a keys service is required")
+	}
+	if cfg.Limiter != nil && cfg.Keys.DecidesRates() {
+		return nil, errors.New("tenant: Config.Limiter with a keys service that decides rates would limit twice")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -161,6 +174,8 @@ func (a *API) Authenticate(c *gin.Context) {
 		Scopes:       auth.Key.Scopes,
 		Key:          auth.Key,
 		Organization: auth.Org,
+		User:         auth.Member,
+		rate:         auth.Rate,
 	})
 	c.Next()
 }

@@ -23,7 +23,13 @@ func engine() *gin.Engine {
 }
 
 func serve(e *gin.Engine, header map[string]string) (*httptest.ResponseRecorder, map[string]any) {
-	req := httptest.NewRequest(http.MethodGet, "/x", nil)
+	return serveAt(e, "/x", header)
+}
+
+// serveAt serves a GET of path with header on e and returns the response
+// and its JSON body.
+func serveAt(e *gin.Engine, path string, header map[string]string) (*httptest.ResponseRecorder, map[string]any) {
+	req := httptest.NewRequest(http.MethodGet, path, nil)
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}

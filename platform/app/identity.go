@@ -26,8 +26,13 @@ func (a *App) identity() error {
 			return fmt.Errorf("api key sealer: %w", err)
 		}
 	}
+	// One bucket per key for all API processes, decided in the statement
+	// that authenticates the key. Request rates are wall-clock pace, not
+	// business time: the store keeps the database's time even when the app
+	// runs on a test clock.
 	if a.Keys, err = keys.New(keys.Config{Pool: a.DB.Pool, Hasher: hasher, Sealer: sealer, Clock: a.clock, Logger: a.log,
-		Batch: a.batches("auth"), Events: a.Webhooks}); err != nil {
+		Batch: a.batches("auth"), Events: a.Webhooks,
+		Pace: a.pace, RequestRate: ratelimit.Limit{Rate: a.cfg.APIRateLimit, Burst: a.cfg.APIRateBurst}}); err != nil {
 		return err
 	}
 	issuer, err := token.NewIssuer(token.Config{
@@ -46,19 +51,7 @@ func (a *App) identity() error {
 	}); err != nil {
 		return err
 	}
-	// One bucket per key for all API processes. Request rates are
-	// wall-clock pace, not business time: the store keeps the database's
-	// time even when the app runs on a test clock.
-	limiter, err := ratelimit.NewShared(ratelimit.SharedConfig{Store: a.pace})
-	if err != nil {
-		return err
-	}
-	if a.tenantAPI, err = tenant.New(tenant.Config{
-		Keys:      a.Keys,
-		Logger:    a.log,
-		Limiter:   limiter,
-		RateLimit: ratelimit.Limit{Rate: a.cfg.APIRateLimit, Burst: a.cfg.APIRateBurst},
-	}); err != nil {
+	if a.tenantAPI, err = tenant.New(tenant.Config{Keys: a.Keys, Logger: a.log}); err != nil {
 		return err
 	}
 	if a.centralAPI, err = central.New(central.Config{Accounts: a.Accounts, Keys: a.Keys}); err != nil {

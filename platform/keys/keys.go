@@ -5,14 +5,17 @@
 // It issues keys (platform/apikey format, stored as a peppered HMAC and,
 // when an encryption key is configured, an AES-GCM copy for "Show key"),
 // lists and revokes them, reveals sealed copies with an audit record, and
-// authenticates a presented key: one indexed query that finds the key by its
-// prefix joined with its organization, a constant-time hash comparison, and
-// expiry and revocation checks against the platform clock. Nothing is cached,
-// so a revocation takes effect on every node at once; concurrent
-// authentications share the query (a read that starts after they arrived).
+// authenticates a presented key: one statement that finds the key by its
+// prefix with its organization and member and, for a genuine live key,
+// decides its request rate and writes a stale last_used_at; a constant-time
+// hash comparison, and expiry and revocation checks against the platform
+// clock. Nothing is cached, so a revocation takes effect on every node at
+// once; concurrent authentications share the statement (a run that starts
+// after they arrived).
 //
 // The package owns the central.api_keys table and reads the organization and
-// user rows a key resolves to.
+// user rows a key resolves to; with Config.Pace it decides the keys'
+// request rates in central.pace (pace.AllowStep) in the same statement.
 package keys
 
 import (
@@ -27,6 +30,8 @@ import (
 	"github.com/bizmsg/platform/platform/batch"
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/defaults"
+	"github.com/bizmsg/platform/platform/pace"
+	"github.com/bizmsg/platform/platform/ratelimit"
 	"github.com/bizmsg/platform/platform/webhooks"
 )
 
@@ -73,12 +78,19 @@ type Config struct {
 	// Logger receives failures that do not fail the request (a last_used_at
 	// write). Default slog.Default().
 	Logger *slog.Logger
-	// Batch bounds the shared statements of Authenticate, its reads and its
-	// last_used_at writes: how many keys one statement takes, and how many
-	// such statements of each kind run at once. Defaults 64 and
-	// batch.ReadMaxInFlight. Its Sizes observes the reads only, its
-	// OnQueue of both.
+	// Batch bounds the shared statements of Authenticate: how many
+	// authentications one statement takes, and how many such statements
+	// run at once. Defaults 64 and batch.ReadMaxInFlight.
 	Batch batch.Config
+	// Pace, when set, keeps each key's request rate (the bucket
+	// "key:<id>" of the store's central.pace, shared by every process):
+	// Authenticate decides it in the statement that finds the key
+	// (Auth.Rate), and has the store sweep. Nil: no rate is decided.
+	Pace *pace.Store
+	// RequestRate is the request rate of a key whose organization sets
+	// none (RequestLimit), with Pace. A limit that is not valid allows
+	// every request.
+	RequestRate ratelimit.Limit
 	// Events records api_key.expiring for webhooks (NotifyExpiring). Nil:
 	// no events.
 	Events webhooks.Emitter
@@ -89,11 +101,8 @@ type Config struct {
 type Service struct {
 	pool *pgxpool.Pool
 	cfg  Config
-	// finder reads the keys of concurrent authentications together.
-	finder *batch.Batcher[struct{}, string, *storedKey]
-	// toucher writes the last_used_at of concurrent authentications
-	// together.
-	toucher *batch.Batcher[struct{}, int64, time.Time]
+	// finder runs the statement of concurrent authentications together.
+	finder *batch.Batcher[struct{}, lookup, *storedKey]
 	// lastUsedWrites counts last_used_at rows actually written, for metrics
 	// and for tests that prove the write rate.
 	lastUsedWrites atomic.Int64
@@ -119,15 +128,16 @@ func New(cfg Config) (*Service, error) {
 	}
 	s := &Service{pool: cfg.Pool, cfg: cfg}
 	s.finder = batch.New(s.findKeys, cfg.Batch)
-	touches := cfg.Batch
-	touches.Sizes = nil // Batch.Sizes counts the reads
-	s.toucher = batch.New(s.touchKeys, touches)
 	return s, nil
 }
 
 // CanReveal reports whether encrypted storage is configured, which Reveal
 // needs.
 func (s *Service) CanReveal() bool { return s.cfg.Sealer != nil }
+
+// DecidesRates reports whether Authenticate decides request rates
+// (Config.Pace).
+func (s *Service) DecidesRates() bool { return s.cfg.Pace != nil }
 
 // LastUsedWrites returns how many times this Service has written a key's
 // last_used_at since it was built.

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bizmsg/platform/platform/apikey"
@@ -22,6 +21,7 @@ import (
 	"github.com/bizmsg/platform/platform/dbtest"
 	"github.com/bizmsg/platform/platform/keys"
 	"github.com/bizmsg/platform/platform/page"
+	"github.com/bizmsg/platform/platform/ratelimit"
 )
 
 func TestCreateRequestSpec(t *testing.T) {
@@ -318,10 +318,26 @@ func TestNewValidates(t *testing.T) {
 // Authentications that arrive while the process's key read is busy share
 // the next read, and each still gets its own key's answer: a valid key
 // (twice), a revoked one, a wrong secret and an unknown prefix. The first
-// read is held by a lock on the table until the others have queued.
+// read is held by a lock on the table until the others have queued. With
+// rates decided (Config.Pace), the valid key's two requests of the run
+// take the bucket's next two slots and the refused ones none.
 func TestAuthenticationsShareReads(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, false)
+	for _, paced := range []bool{false, true} {
+		t.Run(fmt.Sprintf("paced=%v", paced), func(t *testing.T) {
+			t.Parallel()
+			testAuthenticationsShareReads(t, paced)
+		})
+	}
+}
+
+func testAuthenticationsShareReads(t *testing.T, paced bool) {
+	var f *fixture
+	if paced {
+		f = setupRate(t, func(c *keys.Config) { c.RequestRate = ratelimit.Limit{Rate: 0.001, Burst: 10} }).fixture
+	} else {
+		f = newFixture(t, false)
+	}
 	ctx := context.Background()
 	good := f.create(t, keys.Actor{}, 1, "messages.send")
 	other := f.create(t, keys.Actor{}, 1, "usage.read")
@@ -398,34 +414,39 @@ func TestAuthenticationsShareReads(t *testing.T) {
 	if got[0].a != nil && got[1].a != nil && &got[0].a.Key.Scopes[0] == &got[1].a.Key.Scopes[0] {
 		t.Error("two callers of one key share its scopes slice")
 	}
+	if paced && got[0].a != nil && got[1].a != nil {
+		left := []int{got[0].a.Rate.Remaining, got[1].a.Rate.Remaining}
+		slices.Sort(left)
+		if !got[0].a.Rate.Allowed || !got[1].a.Rate.Allowed || !slices.Equal(left, []int{8, 9}) {
+			t.Errorf("the valid key's two requests: %+v, %+v; want allowed with 9 and 8 left", got[0].a.Rate, got[1].a.Rate)
+		}
+	}
 	if len(runs) != 2 || runs[0] != 1 || runs[1] != len(tests) {
 		t.Fatalf("runs = %v, want [1 %d]: the queued authentications did not share a read", runs, len(tests))
 	}
 }
 
-// One touch statement for several keys writes each stale key once (a key
-// twice in the run, too), leaves fresh ones alone, and skips a row another
-// transaction holds instead of waiting for it.
+// One authentication statement for several keys writes each stale key
+// once (a key twice in the run, too), leaves fresh ones alone, and skips a
+// row another transaction holds instead of waiting for it.
 func TestTouchKeysTogether(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, false)
 	ctx := context.Background()
 	a, b, c := f.create(t, keys.Actor{}, 1, "*"), f.create(t, keys.Actor{}, 1, "*"), f.create(t, keys.Actor{}, 1, "*")
 	now := f.clock.Now()
-	got, err := f.svc.TouchKeys(ctx, []int64{a.Key.ID, b.Key.ID, a.Key.ID, c.Key.ID})
+	got, err := f.svc.AuthRun(ctx, []string{a.Plain, b.Plain, a.Plain, c.Plain})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, at := range got {
-		if !at.Equal(now) {
-			t.Fatalf("run of 4: item %d written at %v, want %v", i, at, now)
-		}
+	if !slices.Equal(got, []bool{true, true, true, true}) {
+		t.Fatalf("run of 4: written %v, want all", got)
 	}
 	if n := f.svc.LastUsedWrites(); n != 3 {
 		t.Fatalf("writes = %d, want 3 (one per key)", n)
 	}
-	got, err = f.svc.TouchKeys(ctx, []int64{a.Key.ID, b.Key.ID})
-	if err != nil || !got[0].IsZero() || !got[1].IsZero() || f.svc.LastUsedWrites() != 3 {
+	got, err = f.svc.AuthRun(ctx, []string{a.Plain, b.Plain})
+	if err != nil || got[0] || got[1] || f.svc.LastUsedWrites() != 3 {
 		t.Fatalf("fresh keys: %v, %v, %d writes; want nothing written", got, err, f.svc.LastUsedWrites())
 	}
 
@@ -440,14 +461,18 @@ func TestTouchKeysTogether(t *testing.T) {
 	}
 	short, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	got, err = f.svc.TouchKeys(short, []int64{a.Key.ID, b.Key.ID})
-	if err != nil || got[0].IsZero() || !got[1].IsZero() {
+	// b alone, then with a: neither waits for b's row.
+	if got, err = f.svc.AuthRun(short, []string{b.Plain}); err != nil || got[0] {
+		t.Fatalf("b alone with its row held: %v, %v; want b skipped", got, err)
+	}
+	got, err = f.svc.AuthRun(short, []string{a.Plain, b.Plain})
+	if err != nil || !got[0] || got[1] {
 		t.Fatalf("with b's row held: %v, %v; want a written and b skipped", got, err)
 	}
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got, err = f.svc.TouchKeys(ctx, []int64{b.Key.ID}); err != nil || got[0].IsZero() {
+	if got, err = f.svc.AuthRun(ctx, []string{b.Plain}); err != nil || !got[0] {
 		t.Fatalf("b once free: %v, %v; want written", got, err)
 	}
 	stored := lastUsed(t, f, a.Key.ID, b.Key.ID, c.Key.ID)
@@ -504,78 +529,5 @@ func TestConcurrentTouchesOfManyKeys(t *testing.T) {
 			t.Fatalf("round %d: %d writes, want %d", round, w, n*(round+1))
 		}
 		f.clock.Advance(keys.DefaultTouchInterval)
-	}
-}
-
-// The touches of authentications that arrive while the process's touch
-// statement is busy go together in the next one, which skips a row another
-// transaction holds: a touch alone would wait for it. a's lone touch waits
-// for a's row (held by ta), so b's and c's queue behind it; once ta ends,
-// they run together, b is written and c (held by tc) is skipped, and both
-// authentications return while tc still holds c.
-func TestQueuedTouchesShareARun(t *testing.T) {
-	t.Parallel()
-	// Two waiting at once can only be touches: a's find has run, and b's
-	// and c's finds have no more than each other to wait behind.
-	touchesQueued := make(chan struct{})
-	var once sync.Once
-	f := newFixture(t, false, func(c *keys.Config) {
-		c.Batch.MaxInFlight = 1
-		c.Batch.OnQueue = func(waiting int) {
-			if waiting == 2 {
-				once.Do(func() { close(touchesQueued) })
-			}
-		}
-	})
-	ctx := context.Background()
-	a, b, c := f.create(t, keys.Actor{}, 1, "*"), f.create(t, keys.Actor{}, 1, "*"), f.create(t, keys.Actor{}, 1, "*")
-	hold := func(id int64) pgx.Tx {
-		tx, err := f.db.Pool.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = tx.Rollback(ctx) })
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM central.api_keys WHERE id = $1 FOR UPDATE`, id); err != nil {
-			t.Fatal(err)
-		}
-		return tx
-	}
-	ta, tc := hold(a.Key.ID), hold(c.Key.ID)
-	auth := func(plain string) <-chan error {
-		done := make(chan error, 1)
-		go func() {
-			_, err := f.svc.Authenticate(ctx, plain)
-			done <- err
-		}()
-		return done
-	}
-	aDone := auth(a.Plain)
-	dbtest.WaitForLockWaits(t, f.db, 1) // a's touch waits for ta
-	bDone, cDone := auth(b.Plain), auth(c.Plain)
-	// b's and c's touches queue behind a's.
-	select {
-	case <-touchesQueued:
-	case <-time.After(10 * time.Second):
-		t.Fatal("b's and c's touches did not queue behind a's within 10s")
-	}
-	if err := ta.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for name, done := range map[string]<-chan error{"a": aDone, "b": bDone, "c": cDone} {
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("%s's authentication still waits while c's row is held: the queued touches did not share a run", name)
-		}
-	}
-	if err := tc.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
-	stored := lastUsed(t, f, a.Key.ID, b.Key.ID, c.Key.ID)
-	if stored[0] == nil || stored[1] == nil || stored[2] != nil {
-		t.Fatalf("last_used_at of a, b, c: %v, %v, %v; want a and b written, c skipped", stored[0], stored[1], stored[2])
 	}
 }

@@ -19,8 +19,13 @@ const keyColumns = `k.id, k.organization_id, coalesce(k.created_by_user_id, 0), 
 	k.expires_at, k.revoked_at, k.last_used_at, k.created_at, k.key_sealed IS NOT NULL`
 
 func scanKey(row pgx.Row, k *Key, extra ...any) error {
-	return row.Scan(append([]any{&k.ID, &k.OrgID, &k.CreatedBy, &k.Name, &k.Prefix, &k.Scopes,
-		&k.ExpiresAt, &k.RevokedAt, &k.LastUsedAt, &k.CreatedAt, &k.Sealed}, extra...)...)
+	return row.Scan(keyFields(k, extra...)...)
+}
+
+// keyFields are the scan destinations of keyColumns into k, then extra.
+func keyFields(k *Key, extra ...any) []any {
+	return append([]any{&k.ID, &k.OrgID, &k.CreatedBy, &k.Name, &k.Prefix, &k.Scopes,
+		&k.ExpiresAt, &k.RevokedAt, &k.LastUsedAt, &k.CreatedAt, &k.Sealed}, extra...)
 }
 
 // List returns one page of organization orgID's keys, newest first, and the

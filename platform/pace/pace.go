@@ -155,7 +155,7 @@ func (s *Store) TakeAll(ctx context.Context, slots []Slot) ([]time.Duration, []e
 	if len(items) == 0 {
 		return out, errs
 	}
-	s.maybeSweep(ctx)
+	s.SweepDue(ctx)
 	ds, es := s.takes.DoAll(ctx, struct{}{}, items)
 	for j, i := range at {
 		out[i], errs[i] = ds[j], es[j]
@@ -299,39 +299,62 @@ func (s *Store) Allow(ctx context.Context, key string, l Limit) (Decision, error
 	if err := l.Validate(); err != nil {
 		return Decision{}, err
 	}
-	s.maybeSweep(ctx)
+	s.SweepDue(ctx)
 	return s.allow.Do(ctx, struct{}{}, allowItem{key: key, l: l})
 }
 
-// allowSQL decides, for each key ($1, with its interval $2 and tolerance $3
-// in seconds and its number of events $4), how many of its events take a
-// slot now: as many as fit before max(tat, now) + k·T passes now + τ, at
-// most all of them (a missing row is a full bucket). The upsert decides
-// under each row's lock, rows in key order (so concurrent batches cannot
-// deadlock), and returns where the key's slots started (prev, the tat it
-// found; none for a new row: now) and where they end (the new tat), in
-// seconds from now; k is their difference over T.
-const allowSQL = `WITH v AS (
-	  SELECT * FROM unnest($1::text[], $2::float8[], $3::float8[], $4::int[]) AS v(key, t, tau, n)),
-	up AS (
+// AllowStep is the decision of Allow as steps of a WITH clause, for a
+// statement that decides request rates beside other work of its own
+// (platform/keys finds API keys and decides their rates in one round trip).
+// It reads a relation pace_v(key text, t float8, tau float8, n int): each
+// key with its interval T and tolerance τ in seconds and its number of
+// events; the statement defines pace_v before it. It ends with pace_out(key,
+// from_s, to_s), what Decide takes. A missing row is a full bucket; the
+// upsert decides under each row's lock, rows in key order (so concurrent
+// statements cannot deadlock), how many of a key's events fit before
+// max(tat, now) + k·T passes now + τ (at most all of them), and returns
+// where the key's slots started (prev, the tat it found; none for a new
+// row: now) and where they end (the new tat), in seconds from now.
+const AllowStep = `pace_up AS (
 	  INSERT INTO central.pace AS p (key, tat)
 	  SELECT key, statement_timestamp() + least(n, floor(tau / t + 1e-9)) * t * interval '1 second'
-	    FROM v ORDER BY key
+	    FROM pace_v ORDER BY key
 	  ON CONFLICT (key) DO UPDATE
 	     SET prev = p.tat,
 	         tat = greatest(p.tat, statement_timestamp()) + (
 	               SELECT least(v.n, greatest(floor((v.tau - extract(epoch FROM
 	                      greatest(p.tat, statement_timestamp()) - statement_timestamp())) / v.t + 1e-9), 0)) * v.t
-	                 FROM v WHERE v.key = excluded.key) * interval '1 second'
-	  RETURNING key, prev, tat)
-	SELECT key, greatest(extract(epoch FROM prev - statement_timestamp()), 0)::float8,
-	       extract(epoch FROM tat - statement_timestamp())::float8
-	  FROM up`
+	                 FROM pace_v v WHERE v.key = excluded.key) * interval '1 second'
+	  RETURNING key, prev, tat),
+	pace_out AS (
+	  SELECT key, greatest(extract(epoch FROM prev - statement_timestamp()), 0)::float8 AS from_s,
+	         extract(epoch FROM tat - statement_timestamp())::float8 AS to_s
+	    FROM pace_up)`
 
-// allowMany runs allowSQL for a batch of Allows: per key, the first k of its
-// events in arrival order are allowed, each one slot further, and the rest
-// refused until the slot after the last. The events of one key all use the
-// first one's limit.
+// allowSQL decides, for each key ($1, with its interval $2 and tolerance $3
+// in seconds and its number of events $4), how many of its events take a
+// slot now (AllowStep).
+const allowSQL = `WITH pace_v AS (
+	  SELECT * FROM unnest($1::text[], $2::float8[], $3::float8[], $4::int[]) AS v(key, t, tau, n)),
+	` + AllowStep + `
+	SELECT key, from_s, to_s FROM pace_out`
+
+// Decide is the decision of the event numbered idx (from 1, in arrival
+// order) of a key under l, from the key's from and to of AllowStep: the
+// first k = (to − from)/T events are allowed, each one slot further, and
+// the rest refused until the slot after the last.
+func Decide(l Limit, idx int, from, to float64) Decision {
+	t, tau := l.interval(), l.tolerance()
+	if idx <= int(math.Round((to-from)/t)) {
+		ahead := from + float64(idx)*t
+		return Decision{Allowed: true, Ahead: seconds(ahead),
+			Remaining: max(int(math.Floor((tau-ahead)/t+1e-9)), 0)}
+	}
+	return Decision{Ahead: seconds(to), RetryAfter: seconds(to + t - tau)}
+}
+
+// allowMany runs allowSQL for a batch of Allows. The events of one key all
+// use the first one's limit.
 func (s *Store) allowMany(ctx context.Context, _ struct{}, items []allowItem) ([]Decision, error) {
 	byKey := make(map[string][]int, len(items))
 	var keys []string
@@ -362,16 +385,8 @@ func (s *Store) allowMany(ctx context.Context, _ struct{}, items []allowItem) ([
 		}
 		idx := byKey[key]
 		l := items[idx[0]].l
-		t, tau := l.interval(), l.tolerance()
-		allowed := int(math.Round((to - from) / t))
 		for n, i := range idx {
-			if n < allowed {
-				ahead := from + float64(n+1)*t
-				out[i] = Decision{Allowed: true, Ahead: seconds(ahead),
-					Remaining: max(int(math.Floor((tau-ahead)/t+1e-9)), 0)}
-			} else {
-				out[i] = Decision{Ahead: seconds(to), RetryAfter: seconds(to + t - tau)}
-			}
+			out[i] = Decide(l, n+1, from, to)
 		}
 		got++
 	}
@@ -392,10 +407,11 @@ func seconds(s float64) time.Duration {
 	return time.Duration(math.Ceil(s * float64(time.Second)))
 }
 
-// maybeSweep deletes full buckets and forgotten tickets once per
-// SweepInterval per process. A failed sweep is retried at the next interval:
-// it only keeps rows that change nothing.
-func (s *Store) maybeSweep(ctx context.Context) {
+// SweepDue sweeps (Sweep) when SweepInterval has passed since this
+// process's last sweep: what Take and Allow call, and a statement that
+// decides rates through AllowStep calls instead. A failed sweep is retried
+// at the next interval: it only keeps rows that change nothing.
+func (s *Store) SweepDue(ctx context.Context) {
 	now := s.cfg.Now()
 	s.mu.Lock()
 	if now.Sub(s.lastSweep) < s.cfg.SweepInterval {

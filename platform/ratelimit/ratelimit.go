@@ -9,7 +9,9 @@
 //
 // Limiter is the interface the HTTP middleware uses. Shared keeps the buckets
 // in Postgres (platform/pace), so a key's limit holds in total across any
-// number of API processes; the service runs on it. Local keeps them in this
+// number of API processes, in a statement of its own; the service decides
+// the same buckets inside its key authentication instead (platform/keys,
+// Config.Pace), and uses Decision and FromPace. Local keeps them in this
 // process, for a Tenant API built without a shared store.
 package ratelimit
 
@@ -226,5 +228,10 @@ func (s *Shared) Allow(ctx context.Context, key string, lim Limit) (Decision, er
 	if err != nil {
 		return Decision{}, fmt.Errorf("ratelimit: %w", err)
 	}
-	return Decision{Allowed: p.Allowed, Limit: lim, Remaining: p.Remaining, Reset: p.Ahead, RetryAfter: p.RetryAfter}, nil
+	return FromPace(lim, p), nil
+}
+
+// FromPace is the Decision of a shared bucket's decision p under lim.
+func FromPace(lim Limit, p pace.Decision) Decision {
+	return Decision{Allowed: p.Allowed, Limit: lim, Remaining: p.Remaining, Reset: p.Ahead, RetryAfter: p.RetryAfter}
 }

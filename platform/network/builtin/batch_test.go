@@ -7,12 +7,10 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bizmsg/platform/platform/batch"
 	"github.com/bizmsg/platform/platform/clock"
@@ -23,31 +21,11 @@ import (
 	"github.com/bizmsg/platform/platform/network/networktest"
 )
 
-// statements counts the statements a pool runs.
-type statements struct{ n atomic.Int64 }
-
-func (s *statements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	s.n.Add(1)
-	return ctx
-}
-
-func (s *statements) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
 // newCountingFixture is newFixture whose network counts its statements.
-func newCountingFixture(t *testing.T) (*fixture, *statements) {
+func newCountingFixture(t *testing.T) (*fixture, *dbtest.Statements) {
 	t.Helper()
 	d, u := dbtest.Migrated(t)
-	cfg, err := pgxpool.ParseConfig(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	count := new(statements)
-	cfg.ConnConfig.Tracer = count
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool, count := dbtest.CountedPool(t, u)
 	clk := clock.NewFake(start)
 	return &fixture{t: t, db: d, net: networktest.Builtin(t, builtin.Config{DB: &db.DB{Pool: pool}, Clock: clk}), clock: clk}, count
 }
@@ -174,9 +152,9 @@ func TestDeliverBatch(t *testing.T) {
 	for i, tt := range tests {
 		msgs[i] = tt.msg
 	}
-	statements.n.Store(0)
+	statements.Reset()
 	results := f.net.DeliverBatch(ctx, msgs)
-	if got := statements.n.Load(); got != 2 {
+	if got := statements.Count(); got != 2 {
 		t.Errorf("DeliverBatch ran %d statements, want 2", got)
 	}
 	if len(results) != len(msgs) {
@@ -210,13 +188,13 @@ func TestDeliverBatch(t *testing.T) {
 	}
 
 	t.Run("empty batch", func(t *testing.T) {
-		statements.n.Store(0)
+		statements.Reset()
 		for _, msgs := range [][]network.Message{nil, {}} {
 			if got := f.net.DeliverBatch(ctx, msgs); got == nil || len(got) != 0 {
 				t.Errorf("DeliverBatch(%#v) = %#v, want an empty slice", msgs, got)
 			}
 		}
-		if got := statements.n.Load(); got != 0 {
+		if got := statements.Count(); got != 0 {
 			t.Errorf("an empty batch ran %d statements", got)
 		}
 	})
@@ -261,11 +239,11 @@ func TestDeliverBatchRefusals(t *testing.T) {
 	for i, tt := range tests {
 		msgs[i] = tt.msg
 	}
-	statements.n.Store(0)
+	statements.Reset()
 	results := f.net.DeliverBatch(ctx, msgs)
 	// The parties and the insert, then for each refusal by an account
 	// deliver's parties and its look-up of the reference.
-	if got, want := statements.n.Load(), int64(2+2*7); got != want {
+	if got, want := statements.Count(), int64(2+2*7); got != want {
 		t.Errorf("DeliverBatch ran %d statements, want %d", got, want)
 	}
 	for i, tt := range tests {
@@ -465,9 +443,9 @@ func TestDeliverBatchStatementFails(t *testing.T) {
 				text("f1", a, b, "repeat"),
 				text("f4", a, ph(139), "no such recipient"),
 			}
-			statements.n.Store(0)
+			statements.Reset()
 			results := f.net.DeliverBatch(ctx, msgs)
-			if got := statements.n.Load(); got > 2 {
+			if got := statements.Count(); got > 2 {
 				t.Errorf("DeliverBatch ran %d statements, want at most 2", got)
 			}
 			for i, r := range results {
@@ -627,7 +605,7 @@ func TestDeliverBatchConversationRace(t *testing.T) {
 	// The last message reuses r1 for another pair: r1, first in the batch,
 	// is delivered, though it is left out of the batch statement.
 	msgs := []network.Message{text("r1", a, b, "1"), text("r2", a, c, "2"), text("r3", b, a, "3"), text("r1", a, c, "4")}
-	statements.n.Store(0)
+	statements.Reset()
 	done := make(chan []network.Result)
 	go func() { done <- f.net.DeliverBatch(ctx, msgs) }()
 	// The batch's insert waits for that transaction's conversation...
@@ -658,7 +636,7 @@ func TestDeliverBatchConversationRace(t *testing.T) {
 	}
 	// Two statements, then for r1 and r3 deliver's parties and insert, and
 	// for r1 again its parties, insert and look-up of the reference.
-	if got := statements.n.Load(); got != 2+2*2+3 {
+	if got := statements.Count(); got != 2+2*2+3 {
 		t.Errorf("%d statements, want %d", got, 2+2*2+3)
 	}
 	if n := f.count(`SELECT count(*) FROM network.conversations`); n != 2 {
