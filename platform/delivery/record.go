@@ -96,7 +96,7 @@ func sentAt(d network.Delivery, now time.Time) time.Time {
 // queued message through messages_status_idx and joins the batch's ids to
 // them: 80 ms and more per batch under a backlog of 10,000, which took the
 // delivery drain from 3,300 to 1,000-1,300 messages/s once autovacuum ran
-// (docs/performance.md, §Delivery plans start from the ids).
+// (docs/design.md, §Delivery plans start from the ids).
 // TestDeliveryPlansStartFromIDs holds it.
 const recordableSQL = `CASE WHEN x.status = 'queued' THEN true
 	              WHEN x.status IN ('delivered', 'read', 'failed') THEN x.message_id IS NULL

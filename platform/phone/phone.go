@@ -105,7 +105,7 @@ func Normalize(s string) (string, error) {
 // met again (a send normalizes its recipient at the API, again in the
 // network lookup and again at delivery) is answered without
 // libphonenumber's parse and regular expressions, which were a fifth of the
-// send handler's CPU (docs/performance.md, §Phone numbers parsed once).
+// send handler's CPU (docs/design.md, §Phone numbers parsed once).
 // Normalize is a pure function of its input and the metadata compiled into
 // the binary, so an entry can never be wrong: this is a memo, not state. It
 // holds at most knownMax numbers and starts again empty when full.
