@@ -59,6 +59,11 @@ Citus (docs/scaling.md):
   citus distribute  [--json]
                 distribute every tenant schema still on the coordinator
                 (citus_schema_distribute), one at a time
+  citus where       [--json]
+                the worker node holding each organization's tenant schema
+  citus move    --org ORG_ID --node HOST:PORT [--json]
+                move the organization's tenant schema to that worker
+                (citus_schema_move, logical replication: its sends go on)
 `
 
 // runAdmin runs `platform admin <area> <command>`.

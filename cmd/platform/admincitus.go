@@ -6,30 +6,38 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/bizmsg/platform/cmd/platform/internal/term"
 	"github.com/bizmsg/platform/platform/migrate"
 )
 
-// runAdminCitus runs `platform admin citus distribute`: it moves an
-// installation that began on one server onto a Citus cluster, making each
-// tenant schema that is still a regular coordinator schema a distributed
-// schema (docs/scaling.md, §Run on Citus).
+// runAdminCitus runs `platform admin citus <command>`: distribute, where
+// and move (docs/scaling.md, §Run on Citus and §Rebalancing).
 func runAdminCitus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if err := subcommand(args, "citus", "distribute", stderr); err != nil {
-		return err
-	}
+	return dispatch(ctx, args, stdout, stderr, adminUsage, "admin citus command", map[string]command{
+		"distribute": runAdminCitusDistribute,
+		"where":      runAdminCitusWhere,
+		"move":       runAdminCitusMove,
+	})
+}
+
+// runAdminCitusDistribute runs `platform admin citus distribute`: it moves
+// an installation that began on one server onto a Citus cluster, making
+// each tenant schema that is still a regular coordinator schema a
+// distributed schema.
+func runAdminCitusDistribute(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("admin citus distribute", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: platform admin citus distribute [--json]\n\n"+
 			"Distribute every tenant schema that is still a regular schema of the Citus coordinator\n"+
 			"DATABASE_URL names (citus_schema_distribute: Citus moves it whole to a worker node),\n"+
-			"one at a time, and make central.organizations a reference table. Idempotent.\n\nFlags:\n")
+			"one at a time. Idempotent.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	asJSON := fs.Bool("json", false, "print each schema's placement as one JSON array")
-	if err := parseFlags(fs, args[1:]); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	d, m, _, err := openOperator(ctx, stderr)
@@ -67,5 +75,87 @@ func printPlacements(w io.Writer, placed []migrate.Distribution, asJSON bool) er
 		}
 	}
 	_, err := fmt.Fprintf(w, "%d tenant schema(s): %d distributed now, %d already\n", len(placed), moved, len(placed)-moved)
+	return err
+}
+
+// runAdminCitusWhere runs `platform admin citus where`: the node holding
+// each organization's tenant schema.
+func runAdminCitusWhere(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("admin citus where", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: platform admin citus where [--json]\n\n"+
+			"List each organization's tenant schema and the worker node (host:port) that holds it,\n"+
+			"from Citus's metadata.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	asJSON := fs.Bool("json", false, "print the placements as one JSON array")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	d, m, _, err := openOperator(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	placed, err := m.Placements(ctx)
+	if err != nil {
+		return fmt.Errorf("admin citus where: %w", err)
+	}
+	if *asJSON {
+		if placed == nil {
+			placed = []migrate.Placement{}
+		}
+		return writeJSON(stdout, placed)
+	}
+	for _, p := range placed {
+		node := p.Node
+		if !p.Distributed {
+			node = "the coordinator (not distributed)"
+		}
+		if _, err := fmt.Fprintf(stdout, "organization %d: %s on %s\n", p.Org, p.Schema, node); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runAdminCitusMove runs `platform admin citus move`: it moves one
+// organization's tenant schema to another worker node while the
+// organization goes on sending.
+func runAdminCitusMove(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("admin citus move", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: platform admin citus move --org ORG_ID --node HOST:PORT [--json]\n\n"+
+			"Move the organization's tenant schema whole to the worker node HOST:PORT (as pg_dist_node\n"+
+			"names it; see platform admin citus where) with citus_schema_move in transfer mode auto:\n"+
+			"logical replication, so the organization's sends go on during the copy and wait only\n"+
+			"while Citus switches the schema over (docs/scaling.md, §Rebalancing).\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	org := fs.Int64("org", 0, "the organization's id (required)")
+	node := fs.String("node", "", "the target worker node, host:port (required)")
+	asJSON := fs.Bool("json", false, "print the move as one JSON object")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *org <= 0 || *node == "" {
+		return errors.New("admin citus move: --org (a positive id) and --node are required")
+	}
+	d, m, _, err := openOperator(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	mv, err := m.MoveTenant(ctx, *org, *node)
+	if err != nil {
+		return fmt.Errorf("admin citus move: %w", err)
+	}
+	if *asJSON {
+		return writeJSON(stdout, mv)
+	}
+	_, err = fmt.Fprintf(stdout, "organization %d: %s moved from %s to %s in %s\n",
+		mv.Org, mv.Schema, mv.From, mv.To, mv.Took.Round(time.Millisecond))
 	return err
 }

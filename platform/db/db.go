@@ -201,7 +201,8 @@ func IsUnavailable(err error) bool {
 		// Class 08: connection exception; 57P01..57P03: admin shutdown, crash
 		// shutdown, cannot connect now; 53300: too many connections.
 		return strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" ||
-			pgErr.Code == "57P02" || pgErr.Code == "57P03" || pgErr.Code == "53300"
+			pgErr.Code == "57P02" || pgErr.Code == "57P03" || pgErr.Code == "53300" ||
+			IsSchemaSwitch(err)
 	}
 	var netErr net.Error
 	if errors.As(err, &netErr) {
@@ -213,6 +214,22 @@ func IsUnavailable(err error) bool {
 	return strings.Contains(err.Error(), "closed pool") ||
 		strings.Contains(err.Error(), "conn closed") ||
 		strings.Contains(err.Error(), "unexpected EOF")
+}
+
+// citusSwitchMessage is the message of the error Citus 13.2 gives a
+// statement that waited for a tenant schema's move (citus_schema_move) to
+// switch the schema to its new node and then calls one of the schema's
+// functions that reads its tables (opted_out): on the new node the
+// function's query is refused as a nested distributed query.
+const citusSwitchMessage = "cannot execute a distributed query from a query on a shard"
+
+// IsSchemaSwitch reports whether err is Citus refusing a statement that
+// straddled the end of a tenant schema's move (docs/scaling.md,
+// §Rebalancing): the same statement run again succeeds, so IsUnavailable
+// counts it (503, retried by clients and by River).
+func IsSchemaSwitch(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "XX000" && pgErr.Message == citusSwitchMessage
 }
 
 // IsUniqueViolation reports whether err is a unique-constraint violation
