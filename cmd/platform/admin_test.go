@@ -54,6 +54,11 @@ func TestAdminCommandErrors(t *testing.T) {
 		{[]string{"admin", "jobs", "retry", "--kind", "deliver"}, "--since is required"},
 		{[]string{"admin", "jobs", "retry", "--kind", "deliver", "--since", "yesterday"}, "--since must be an RFC 3339 time or a positive duration"},
 		{[]string{"admin", "jobs", "retry", "--kind", "deliver", "--since", "-2h"}, "--since must be an RFC 3339 time or a positive duration"},
+		{[]string{"admin", "citus"}, ""},
+		{[]string{"admin", "citus", "rebalance"}, `unknown admin citus command "rebalance"`},
+		{[]string{"admin", "citus", "move"}, "--org (a positive id) and --node are required"},
+		{[]string{"admin", "citus", "move", "--org", "3"}, "--org (a positive id) and --node are required"},
+		{[]string{"admin", "citus", "where", "extra"}, `unexpected argument "extra"`},
 	} {
 		_, _, err := runCmd(t, tc.args...)
 		switch {
@@ -228,3 +233,22 @@ func TestAdminSenderCommands(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestAdminCitusWithoutCitus runs the Citus commands on a plain PostgreSQL
+// database: each says it is not a Citus coordinator. It sets the
+// environment, so it does not run in parallel.
+func TestAdminCitusWithoutCitus(t *testing.T) {
+	_, dbURL := dbtest.Migrated(t)
+	t.Setenv("DATABASE_URL", dbURL)
+	t.Setenv("LOG_LEVEL", "warn")
+	for _, args := range [][]string{
+		{"admin", "citus", "where"},
+		{"admin", "citus", "move", "--org", "1", "--node", "127.0.0.1:5432"},
+		{"admin", "citus", "distribute"},
+	} {
+		_, _, err := runCmd(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "not a Citus coordinator") {
+			t.Errorf("%v: err %v, want not a Citus coordinator", args, err)
+		}
+	}
+}
