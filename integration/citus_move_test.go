@@ -2,6 +2,7 @@ package integration
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -71,7 +72,7 @@ func (s *citusMove) admin(t *testing.T, args ...string) (string, error) {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	out, err := cmd.Output()
-	if ee, ok := err.(*exec.ExitError); ok {
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 		return string(out), fmt.Errorf("%w: %s", err, ee.Stderr)
 	}
 	return string(out), err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bizmsg/platform/cmd/platform/internal/term"
+	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/migrate"
 )
 
@@ -27,33 +28,23 @@ func runAdminCitus(ctx context.Context, args []string, stdout, stderr io.Writer)
 // each tenant schema that is still a regular coordinator schema a
 // distributed schema.
 func runAdminCitusDistribute(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("admin citus distribute", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: platform admin citus distribute [--json]\n\n"+
-			"Distribute every tenant schema that is still a regular schema of the Citus coordinator\n"+
-			"DATABASE_URL names (citus_schema_distribute: Citus moves it whole to a worker node),\n"+
-			"one at a time. Idempotent.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	asJSON := fs.Bool("json", false, "print each schema's placement as one JSON array")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	d, m, _, err := openOperator(ctx, stderr)
+	d, m, asJSON, err := citusCommand{name: "distribute", usage: "[--json]\n\n" +
+		"Distribute every tenant schema that is still a regular schema of the Citus coordinator\n" +
+		"DATABASE_URL names (citus_schema_distribute: Citus moves it whole to a worker node),\n" +
+		"one at a time. Idempotent.", jsonHelp: "print each schema's placement as one JSON array"}.open(ctx, args, stderr)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
 	var progress migrate.Progress
-	if !*asJSON && term.IsTerminal(stderr) {
+	if !asJSON && term.IsTerminal(stderr) {
 		progress = migrate.ProgressBar(stderr)
 	}
 	placed, err := m.DistributeTenants(ctx, progress)
 	if err != nil {
-		return errors.Join(fmt.Errorf("admin citus distribute: %w", err), printPlacements(stdout, placed, *asJSON))
+		return errors.Join(fmt.Errorf("admin citus distribute: %w", err), printPlacements(stdout, placed, asJSON))
 	}
-	return printPlacements(stdout, placed, *asJSON)
+	return printPlacements(stdout, placed, asJSON)
 }
 
 // printPlacements writes where each tenant schema is.
@@ -81,19 +72,9 @@ func printPlacements(w io.Writer, placed []migrate.Distribution, asJSON bool) er
 // runAdminCitusWhere runs `platform admin citus where`: the node holding
 // each organization's tenant schema.
 func runAdminCitusWhere(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("admin citus where", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: platform admin citus where [--json]\n\n"+
-			"List each organization's tenant schema and the worker node (host:port) that holds it,\n"+
-			"from Citus's metadata.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	asJSON := fs.Bool("json", false, "print the placements as one JSON array")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	d, m, _, err := openOperator(ctx, stderr)
+	d, m, asJSON, err := citusCommand{name: "where", usage: "[--json]\n\n" +
+		"List each organization's tenant schema and the worker node (host:port) that holds it,\n" +
+		"from Citus's metadata.", jsonHelp: "print the placements as one JSON array"}.open(ctx, args, stderr)
 	if err != nil {
 		return err
 	}
@@ -102,7 +83,7 @@ func runAdminCitusWhere(ctx context.Context, args []string, stdout, stderr io.Wr
 	if err != nil {
 		return fmt.Errorf("admin citus where: %w", err)
 	}
-	if *asJSON {
+	if asJSON {
 		if placed == nil {
 			placed = []migrate.Placement{}
 		}
@@ -124,26 +105,24 @@ func runAdminCitusWhere(ctx context.Context, args []string, stdout, stderr io.Wr
 // organization's tenant schema to another worker node while the
 // organization goes on sending.
 func runAdminCitusMove(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("admin citus move", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: platform admin citus move --org ORG_ID --node HOST:PORT [--json]\n\n"+
-			"Move the organization's tenant schema whole to the worker node HOST:PORT (as pg_dist_node\n"+
-			"names it; see platform admin citus where) with citus_schema_move in transfer mode auto:\n"+
-			"logical replication, so the organization's sends go on during the copy and wait only\n"+
-			"while Citus switches the schema over (docs/scaling.md, §Rebalancing).\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	org := fs.Int64("org", 0, "the organization's id (required)")
-	node := fs.String("node", "", "the target worker node, host:port (required)")
-	asJSON := fs.Bool("json", false, "print the move as one JSON object")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if *org <= 0 || *node == "" {
-		return errors.New("admin citus move: --org (a positive id) and --node are required")
-	}
-	d, m, _, err := openOperator(ctx, stderr)
+	var org *int64
+	var node *string
+	d, m, asJSON, err := citusCommand{name: "move", usage: "--org ORG_ID --node HOST:PORT [--json]\n\n" +
+		"Move the organization's tenant schema whole to the worker node HOST:PORT (as pg_dist_node\n" +
+		"names it; see platform admin citus where) with citus_schema_move in transfer mode auto:\n" +
+		"logical replication, so the organization's sends go on during the copy and wait only\n" +
+		"while Citus switches the schema over (docs/scaling.md, §Rebalancing).",
+		jsonHelp: "print the move as one JSON object",
+		flags: func(fs *flag.FlagSet) {
+			org = fs.Int64("org", 0, "the organization's id (required)")
+			node = fs.String("node", "", "the target worker node, host:port (required)")
+		},
+		check: func() error {
+			if *org <= 0 || *node == "" {
+				return errors.New("admin citus move: --org (a positive id) and --node are required")
+			}
+			return nil
+		}}.open(ctx, args, stderr)
 	if err != nil {
 		return err
 	}
@@ -152,10 +131,45 @@ func runAdminCitusMove(ctx context.Context, args []string, stdout, stderr io.Wri
 	if err != nil {
 		return fmt.Errorf("admin citus move: %w", err)
 	}
-	if *asJSON {
+	if asJSON {
 		return writeJSON(stdout, mv)
 	}
 	_, err = fmt.Fprintf(stdout, "organization %d: %s moved from %s to %s in %s\n",
 		mv.Org, mv.Schema, mv.From, mv.To, mv.Took.Round(time.Millisecond))
 	return err
+}
+
+// citusCommand is one `platform admin citus` command's flags.
+type citusCommand struct {
+	name     string
+	usage    string // the synopsis after the command's name, a blank line, what it does
+	jsonHelp string // what --json prints
+	// flags adds the command's other flags; check validates them before
+	// the database is opened. Both may be nil.
+	flags func(*flag.FlagSet)
+	check func() error
+}
+
+// open parses args and opens the database, reporting --json.
+func (c citusCommand) open(ctx context.Context, args []string, stderr io.Writer) (*db.DB, *migrate.Migrator, bool, error) {
+	fs := flag.NewFlagSet("admin citus "+c.name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: platform admin citus %s %s\n\nFlags:\n", c.name, c.usage)
+		fs.PrintDefaults()
+	}
+	asJSON := fs.Bool("json", false, c.jsonHelp)
+	if c.flags != nil {
+		c.flags(fs)
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return nil, nil, false, err
+	}
+	if c.check != nil {
+		if err := c.check(); err != nil {
+			return nil, nil, false, err
+		}
+	}
+	d, m, _, err := openOperator(ctx, stderr)
+	return d, m, *asJSON, err
 }
