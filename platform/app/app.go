@@ -525,9 +525,8 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 	defer stopDeadline()
 	rescued := make(chan struct{})
 	if a.workers != nil {
-		// River hard-stops (cancelling running jobs) when its Start context is
-		// cancelled; shutdown must be graceful, so it gets a context that is not
-		// cancelled with ctx, and is stopped with Stop below.
+		// River hard-stops (cancelling running jobs) when its Start context
+		// is cancelled: it gets one ctx's end does not cancel (Stop below).
 		if err := a.River.Start(context.WithoutCancel(ctx)); err != nil {
 			return fmt.Errorf("start workers: %w", err)
 		}
@@ -542,6 +541,9 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 	var drained sync.WaitGroup
 	drainCtx, stopDrain := context.WithCancel(ctx)
 	defer stopDrain()
+	if a.workers != nil {
+		drained.Go(func() { a.sweepAtStart(drainCtx) })
+	}
 	if a.workers != nil && a.cfg.Network == "builtin" {
 		drained.Go(func() { a.drainBuiltinNetwork(drainCtx, builtinDrainInterval) })
 	}
@@ -561,8 +563,9 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 		case deadline = <-stopBy:
 		default: // the listener failed: ctx has not ended
 		}
-		// At least a second, for cancelled jobs to return.
-		deadline = maxTime(deadline, time.Now().Add(time.Second))
+		if floor := time.Now().Add(time.Second); deadline.Before(floor) {
+			deadline = floor // at least a second, for cancelled jobs to return
+		}
 		stopCtx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 		defer cancel()
 		cancelled, err := queue.Stop(stopCtx, a.River)
@@ -575,14 +578,6 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 		a.log.Info("workers stopped")
 	}
 	return serveErr
-}
-
-// maxTime is the later of a and b.
-func maxTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }
 
 // Close stops the webhook outbox expansions and the job outbox's moves

@@ -79,6 +79,15 @@ func (a *App) sweepOutboxes(ctx context.Context) (int64, error) {
 	})
 }
 
+// sweepAtStart sweeps every tenant's outboxes once as the workers start
+// (sweepOutboxes): the rows a process left unmoved when it ended go at
+// once, not at the periodic sweep, which waits for River's leader.
+func (a *App) sweepAtStart(ctx context.Context) {
+	if n, err := a.sweepOutboxes(ctx); err != nil && ctx.Err() == nil {
+		a.log.WarnContext(ctx, "outbox sweep at start", "woken", n, "error", err)
+	}
+}
+
 // purgeWebhookDeliveries deletes every tenant's finished webhook deliveries
 // (with their events) past their retention (webhooks.Service.Purge). A failing
 // tenant does not stop the others.

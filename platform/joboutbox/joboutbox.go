@@ -29,7 +29,8 @@
 // in River while not finished, so River skips the second.
 //
 // Rows whose process ended before moving them are found by Sweep, which
-// a periodic job runs over every tenant (and once at start).
+// a periodic job runs over every tenant, and each worker process once as
+// it starts.
 package joboutbox
 
 import (

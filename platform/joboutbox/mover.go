@@ -56,7 +56,7 @@ func (o *Outbox) Move(ctx context.Context, t db.Tenant) (int, error) {
 
 // Sweep wakes t's mover in this process when t's outbox holds a row, and
 // reports whether it did: the rows of a process that ended before moving
-// them (a periodic job runs it over every tenant, and at start).
+// them (a periodic job runs it over every tenant, and each worker process as it starts).
 func (o *Outbox) Sweep(ctx context.Context, t db.Tenant) (bool, error) {
 	var pending bool
 	err := o.cfg.Prepared.Query(ctx, nil, `SELECT EXISTS (SELECT FROM `+t.Table("job_outbox")+`)`, nil, func(r db.Rows) error {
