@@ -32,7 +32,8 @@ func TestBenchSendCommand(t *testing.T) {
 	for _, want := range []string{"ceiling (a) raw Postgres", "ceiling (b) River alone", "ceiling (c) bare gin",
 		"accepted sends/s", "exactly once", "service peak RSS", "tenants sweep", "target", "max_files_per_process", "autovacuum", "ceiling (a) raw Postgres over as many", "checkpoint(s) started",
 		"accepted sends/s vs ceiling (a), paired rounds", "same, paired rounds (median)", "kB a message; batches of",
-		"delivery drain, 3 worker processes (spread)", "3 workers vs 1 worker (goal >= 90%)", "delivery drain, 3 workers vs 1 worker (spread), %",
+		"delivery drain, 1 worker process (spread)", "delivery drain, 3 worker processes (spread)", "3 workers vs 1 worker (goal >= 90%)",
+		"delivery drain, 3 workers vs 1 worker (spread), %", "delivery drain, 3 workers (conversations)", "3 workers vs 1 worker (conversations)",
 		"deep conversation, 3 workers (1 sender, 1 recipient)", "throttle 20/s, burst 10: at least 1.00 s", "in acceptance order (network.messages by id)"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("table lacks %q:\n%s", want, stdout)
@@ -154,15 +155,13 @@ func TestBenchSendCommand(t *testing.T) {
 		} `json:"delivery_drain"`
 		DrainCheck   delivery `json:"delivery_drain_check"`
 		DrainWorkers *struct {
-			Workers int `json:"workers"`
-			Spread  struct {
-				Jobs int64   `json:"jobs"`
-				Rate float64 `json:"rate"`
-			} `json:"spread"`
-			Check        delivery `json:"spread_check"`
-			Delivering   int      `json:"spread_workers_delivering"`
-			Ratio        float64  `json:"ratio_to_one_worker"`
-			Conversation *struct {
+			Workers            int           `json:"workers"`
+			One                benchDrainRun `json:"one_worker_spread"`
+			Spread             benchDrainRun `json:"spread"`
+			Conversations      benchDrainRun `json:"conversations"`
+			Ratio              float64       `json:"ratio_to_one_worker"`
+			ConversationsRatio float64       `json:"conversations_ratio_to_one_worker"`
+			Conversation       *struct {
 				Messages int64 `json:"messages"`
 				Drain    struct {
 					Jobs    int64   `json:"jobs"`
@@ -211,15 +210,21 @@ func TestBenchSendCommand(t *testing.T) {
 		t.Errorf("ceiling (b): %+v", rep.CeilingRiver)
 	}
 	checks := map[string]delivery{"closed": rep.Delivery, "open": rep.OpenDelivery, "drain": rep.DrainCheck}
-	// The drain over three worker processes (the default -drain-workers):
-	// the same backlog, its rate against the one worker's; then the deep
-	// conversation, at its throttle, in acceptance order. The ratio's
-	// target is not judged here.
-	if w := rep.DrainWorkers; w == nil || w.Workers != 3 || w.Spread.Jobs < 200 || w.Spread.Rate <= 0 ||
-		w.Delivering < 1 || w.Delivering > 3 || math.Abs(w.Ratio-w.Spread.Rate/rep.Drain.Rate) > 1e-9 {
+	// The drains over worker processes (the default -drain-workers, 3):
+	// the backlog to one recipient per message by one worker and by three,
+	// the ratio of their rates; the backlog over -recipients by three,
+	// against the 1-worker drain; then the deep conversation, at its
+	// throttle, in acceptance order. The ratios' targets are not judged
+	// here.
+	if w := rep.DrainWorkers; w == nil || w.Workers != 3 || !w.One.valid(1, 200) || !w.Spread.valid(3, 200) || !w.Conversations.valid(3, 20) ||
+		math.Abs(w.Ratio-w.Spread.Drain.Rate/w.One.Drain.Rate) > 1e-9 ||
+		math.Abs(w.ConversationsRatio-w.Conversations.Drain.Rate/rep.Drain.Rate) > 1e-9 {
 		t.Errorf("drain over workers: %+v (1 worker: %v /s)", w, rep.Drain.Rate)
 	} else {
-		checks["drain over workers"] = w.Check
+		for name, r := range map[string]benchDrainRun{"drain by one worker, spread": w.One,
+			"drain over workers, spread": w.Spread, "drain over workers, conversations": w.Conversations} {
+			checks[name] = delivery(r.Check)
+		}
 		c := w.Conversation
 		// 30 messages at 20/s, burst 10: at least (30-10)/20 = 1 s.
 		if c == nil || c.Messages != 30 || c.Drain.Jobs != 30 || c.Minimum != int64(time.Second) ||
@@ -335,6 +340,31 @@ func TestBenchScheduledCommand(t *testing.T) {
 
 // runBench runs `platform bench <args>` (the built binary) on the test
 // server and returns its stdout and stderr, failing the test with both
+// benchDrainRun is one drain of bench send's report over worker processes.
+type benchDrainRun struct {
+	Workers    int `json:"workers"`
+	Recipients int `json:"recipients"`
+	Drain      struct {
+		Jobs int64   `json:"jobs"`
+		Rate float64 `json:"rate"`
+	} `json:"drain"`
+	Check struct {
+		Accepted    int64 `json:"accepted"`
+		Sent        int64 `json:"sent"`
+		NetworkRows int64 `json:"network_rows"`
+		ExactlyOnce bool  `json:"exactly_once"`
+	} `json:"check"`
+	Delivering int     `json:"workers_delivering"`
+	CPU        float64 `json:"cpu_ms_per_message"`
+}
+
+// valid says whether the run is by the given workers, to the given
+// recipients, with positive figures and at least one worker delivering.
+func (r benchDrainRun) valid(workers, recipients int) bool {
+	return r.Workers == workers && r.Recipients == recipients && r.Drain.Jobs >= 200 && r.Drain.Rate > 0 &&
+		r.Delivering >= 1 && r.Delivering <= workers && r.CPU > 0
+}
+
 // when it exits non-zero.
 func runBench(t *testing.T, args ...string) (stdout, stderr string) {
 	t.Helper()

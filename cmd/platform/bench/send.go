@@ -43,12 +43,15 @@ service's measured phases):
                the closed loop against ceiling (a) in -pair-rounds rounds
                back to back, and the -tenants sweep (sends, then GET
                /api/v1/me, in each round); peak RSS is the child's VmHWM
-  drain        platform api accepts -backlog messages, then platform worker
-               delivers them: delivery capacity, compared with ceiling (b);
-               then the same over -drain-workers worker processes, beside
-               the one worker's rate, and a deep conversation
-               (-conversation messages, one sender to one recipient) that
-               they deliver at the sender's throttle, in acceptance order
+  drain        platform api accepts -backlog messages over -recipients,
+               then platform worker delivers them: delivery capacity,
+               compared with ceiling (b); then -backlog messages to as many
+               recipients (one each), delivered by one worker and then by
+               -drain-workers worker processes (their rate beside the one
+               worker's), the first backlog's shape over those processes,
+               and a deep conversation (-conversation messages, one sender
+               to one recipient) that they deliver at the sender's
+               throttle, in acceptance order
 
 Prints a table on stdout (and JSON with -out), a progress line on stderr.
 Exits non-zero when an accepted message was not sent exactly once.
@@ -305,8 +308,8 @@ func benchSend(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.IntVar(&cfg.FixtureConcurrency, "fixture-concurrency", 4, "tenants provisioned at once while building the fixtures")
 	fs.DurationVar(&cfg.DeliveryTimeout, "delivery-timeout", 3*time.Minute, "how long to wait for accepted messages to be sent")
 	keep := scratchFlags(fs, &cfg.Database, "send")
-	fs.IntVar(&cfg.DrainWorkers, "drain-workers", 3, "after the 1-worker drain, platform worker processes that drain another -backlog spread over the recipients (their rate beside the one worker's, goal >= 90% of it) "+
-		"and then the -conversation backlog; 0 skips both")
+	fs.IntVar(&cfg.DrainWorkers, "drain-workers", 3, "after the 1-worker drain, platform worker processes that drain -backlog messages to as many recipients (their rate beside one worker's on the same backlog, goal >= 90% of it), "+
+		"then -backlog over -recipients (beside the 1-worker drain), then the -conversation backlog; 0 skips them")
 	fs.IntVar(&cfg.DrainWorkerConns, "drain-worker-conns", 6, "DB_MAX_CONNS of each -drain-workers process")
 	fs.IntVar(&cfg.Conversation, "conversation", 200, "messages of the deep conversation: one sender to one recipient, accepted one after the other by platform api, then delivered by the -drain-workers processes; 0 skips it")
 	fs.Float64Var(&cfg.ConversationRate, "conversation-rate", 20, "sender_rate of the deep conversation's organization (its sender's throttle, messages/s)")
@@ -488,6 +491,15 @@ func sweepDeliveries(s []sweepEntry) []deliveryResult {
 	return out
 }
 
+// recipientAccounts is how many recipients the fixtures register on the
+// network: -recipients, or the spread drains' one per message when more.
+func (b *sendBench) recipientAccounts() int {
+	if b.cfg.DrainWorkers > 0 {
+		return max(b.cfg.Recipients, b.spreadRecipients())
+	}
+	return b.cfg.Recipients
+}
+
 // setup migrates the scratch database and builds the fixtures.
 func (b *sendBench) setup(ctx context.Context) error {
 	n := 0
@@ -496,7 +508,7 @@ func (b *sendBench) setup(ctx context.Context) error {
 	}
 	p := b.prog.phase(fmt.Sprintf("fixtures: %d tenants x %d senders", n, b.cfg.Senders))
 	f, err := newFixtures(ctx, b.d, b.pepper, fixtureConfig{
-		Tenants: n, Senders: b.cfg.Senders, Recipients: b.cfg.Recipients,
+		Tenants: n, Senders: b.cfg.Senders, Recipients: b.recipientAccounts(),
 		Concurrency: b.cfg.FixtureConcurrency, DailyLimit: 100000000,
 	}, true)
 	if err != nil {
@@ -567,12 +579,17 @@ func (b *sendBench) checkpointNow(ctx context.Context) {
 // tenants, then each tenant's senders, and over the recipients, all tagged
 // with client_reference tag.
 func (b *sendBench) sendRequests(addr string, tenants []benchTenant, tag string) loadRequest {
+	return b.sendRequestsTo(addr, tenants, tag, b.cfg.Recipients)
+}
+
+// sendRequestsTo is sendRequests over the first recipients recipients.
+func (b *sendBench) sendRequestsTo(addr string, tenants []benchTenant, tag string, recipients int) loadRequest {
 	url := "http://" + addr + "/api/v1/messages"
 	return func(i int64) (*http.Request, error) {
 		bt := tenants[int(i%int64(len(tenants)))]
 		sender := bt.Senders[int(i/int64(len(tenants)))%len(bt.Senders)]
 		body := fmt.Sprintf(`{"to_phone":%q,"type":"text","sender_number_id":%d,"content":"Hello from the benchmark, message %d","client_reference":%q}`,
-			recipientPhone(int(i%int64(b.cfg.Recipients))), sender, i, tag)
+			recipientPhone(int(i%int64(recipients))), sender, i, tag)
 		// The load generator gives each request its run's context.
 		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, url, strings.NewReader(body))
 		if err != nil {
@@ -1304,7 +1321,7 @@ func printSendReport(w io.Writer, r *sendReport) {
 		line("delivery drain (platform worker, backlog)", fmt.Sprintf("%9.0f /s  (%d messages, exactly once %v; CPU a message: %.3f ms, the worker %.3f, its backends %.3f)",
 			r.Drain.Rate, r.Drain.Jobs, r.DrainCheck.ExactlyOnce, r.DrainCPU, r.DrainCPUWorker, r.DrainCPU-r.DrainCPUWorker))
 	}
-	if w := r.DrainWorkers; w != nil && w.Spread.Jobs > 0 {
+	if w := r.DrainWorkers; w != nil && w.Spread.Drain.Jobs > 0 {
 		w.print(line, r.Drain.Rate)
 	}
 	if len(r.Sweep) > 0 {
