@@ -249,3 +249,74 @@ func TestScheduledReleaseAfterFault(t *testing.T) {
 	e.wantFailedAtRelease(org, last.ID, "network_error")
 	e.wantSent(org, sid, 1)
 }
+
+// A release whose attempts all meet a fault, through River's own attempts
+// (not a call that says "last"): the network's lookup fails at the
+// release job's every run, and its last run fails the message with
+// network_error and one message.failed, having counted nothing and
+// queued no delivery; the job ends there (completed, not discarded with
+// the message left scheduled). The job's max_attempts is lowered to 2 in
+// River, so that its attempts run out within a second of backoff, not
+// hours.
+func TestScheduledReleaseAttemptsRunOut(t *testing.T) {
+	t.Parallel()
+	flaky := &flakyNetwork{}
+	e := startMsg(t, Options{Workers: true, Env: map[string]string{"WEBHOOK_ALLOW_PRIVATE": "true"},
+		Network: func(base network.Network) network.Network { flaky.Network = base; return flaky }})
+	org := e.Register(t)
+	rcv := newReceiver(t)
+	createWebhook(t, e.Env, org.Key(), map[string]any{"url": rcv.srv.URL, "events": []string{"message.failed"}})
+	sid := e.activeSender(org, phoneN(1))
+	e.recipient(phoneN(10))
+	ctx := context.Background()
+
+	flaky.lookupsFailing.Store(true)
+	m := e.mustSchedule(org, scheduled(sid, phoneN(10), "never", dueIn(3*time.Second)))
+	e.waitMoved(org)
+	tag, err := e.App.DB.Pool.Exec(ctx, `UPDATE river.river_job SET max_attempts = 2
+		WHERE kind = 'message_release' AND (args->>'message_id')::bigint = $1 AND (args->>'org_id')::bigint = $2
+		  AND state = 'scheduled'`, m.ID, org.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tag.RowsAffected() != 1 {
+		t.Fatalf("%d scheduled release jobs of message %d before its send_at, want 1 (the machine is too slow for this test?)",
+			tag.RowsAffected(), m.ID)
+	}
+
+	var (
+		state             string
+		attempt, failures int
+	)
+	poll(t, 30*time.Second, func() (bool, string) {
+		if err := e.App.DB.Pool.QueryRow(ctx, `SELECT state::text, attempt, coalesce(array_length(errors, 1), 0)
+			FROM river.river_job WHERE kind = 'message_release' AND (args->>'message_id')::bigint = $1
+			  AND (args->>'org_id')::bigint = $2`, m.ID, org.ID).Scan(&state, &attempt, &failures); err != nil {
+			t.Fatal(err)
+		}
+		return state == "completed" || state == "discarded" || state == "cancelled",
+			fmt.Sprintf("release job %s at attempt %d with %d errors", state, attempt, failures)
+	})
+	if state != "completed" || attempt != 2 || failures != 1 {
+		t.Fatalf("release job %s at attempt %d with %d errors, want completed at its last attempt (2) after 1 error",
+			state, attempt, failures)
+	}
+	if codes := failedHooks(t, rcv, 1); len(codes) != 1 || codes[m.ID] != "network_error" {
+		t.Fatalf("message.failed codes %v, want network_error for %d", codes, m.ID)
+	}
+	e.wantFailedAtRelease(org, m.ID, "network_error")
+	if all, _ := e.deliveryJobs(org, m.ID); all != 0 {
+		t.Fatalf("%d delivery jobs for a message whose release failed", all)
+	}
+
+	// One event: a later refusal's message.failed arrives after m's and
+	// the receiver holds those two alone.
+	flaky.lookupsFailing.Store(false)
+	marker := e.mustSchedule(org, scheduled(sid, phoneN(12), "nobody there", dueIn(time.Second)))
+	hooks := decodeHooks(t, rcv.until(t, 2, "the marker's message.failed"))
+	e.wantFailedAtRelease(org, marker.ID, "recipient_unreachable")
+	if len(hooks) != 2 || hooks[0].Data.ID != m.ID || hooks[1].Data.ID != marker.ID {
+		t.Fatalf("webhook events %+v, want message %d's then the marker %d's, once each", hooks, m.ID, marker.ID)
+	}
+	e.wantSent(org, sid, 0)
+}
