@@ -22,10 +22,18 @@ import (
 // Statements of a tick, for tenant t.
 
 // stateSQL: whether campaign $1 has a recipient pending with id ≥ $2 and
-// a message queued with id ≥ $3 (marks: 0, 0 reads them all).
+// a message queued with id ≥ $3 (marks: 0, 0 reads them all). The
+// recipient is the first pending one in id order, not an EXISTS:
+// Postgres drops the order from an EXISTS and planned it as a sequential
+// scan that walked the recipients released before the first pending one
+// (12 ms at 33,000 released in the bench; 0.1 ms through the index). The
+// message stays an EXISTS, which takes the campaign's status index; in
+// id order it took the tenant's (status, id) index and walked every
+// queued entry (10 ms).
 func stateSQL(t db.Tenant) string {
-	return `SELECT EXISTS (SELECT 1 FROM ` + t.Table("campaign_recipients") + `
-		                WHERE campaign_id = $1::bigint AND status = 'pending' AND id >= $2::bigint),
+	return `SELECT (SELECT id FROM ` + t.Table("campaign_recipients") + `
+		         WHERE campaign_id = $1::bigint AND status = 'pending' AND id >= $2::bigint
+		         ORDER BY id LIMIT 1) IS NOT NULL,
 		       EXISTS (SELECT 1 FROM ` + t.Table("messages") + `
 		                WHERE campaign_id = $1::bigint AND status = 'queued' AND id >= $3::bigint)`
 }
