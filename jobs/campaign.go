@@ -14,10 +14,10 @@ import (
 	"github.com/bizmsg/platform/platform/queue"
 )
 
-// CampaignTicker runs one tick of a campaign's release (the
-// campaignrelease service).
+// CampaignTicker runs a campaign's release for one run of its job: ticks
+// until the budget is spent (the campaignrelease service).
 type CampaignTicker interface {
-	Tick(ctx context.Context, t db.Tenant, id int64, finish campaignrelease.Finish) (campaignrelease.Outcome, error)
+	Run(ctx context.Context, t db.Tenant, id int64, finish campaignrelease.Finish, budget time.Duration) (campaignrelease.Outcome, error)
 }
 
 // CampaignRetry is the delay before a failed tick runs again: a tick fails
@@ -25,19 +25,21 @@ type CampaignTicker interface {
 // wants it back soon after they are.
 const CampaignRetry = 2 * time.Second
 
-// CampaignWorker works queue.CampaignArgs jobs: each run is one tick,
-// then a snooze until the next (River's JobSnooze, which costs no
-// attempt); a campaign no longer running ends the job in the tick's
+// CampaignWorker works queue.CampaignArgs jobs: each run is the ticks
+// that fit in half its timeout, waited for in the worker, then a snooze
+// until the next (River's JobSnooze, which costs no attempt); a campaign no longer running ends the job in the tick's
 // transaction (River's JobCompleteTx), so a resume committing after it
 // inserts a new job rather than find this one still running.
 type CampaignWorker struct {
 	river.WorkerDefaults[queue.CampaignArgs]
 	Ticker CampaignTicker
-	// RunTimeout bounds one tick (queue.Config.ReleaseTimeout).
+	// RunTimeout bounds one run (queue.Config.ReleaseTimeout); its ticks
+	// end within half of it. 0: River's default timeout and one tick a
+	// run.
 	RunTimeout time.Duration
 }
 
-// Timeout is one tick's bound.
+// Timeout is one run's bound.
 func (w *CampaignWorker) Timeout(*river.Job[queue.CampaignArgs]) time.Duration { return w.RunTimeout }
 
 // NextRetry retries a failed tick after CampaignRetry, whatever its
@@ -46,7 +48,7 @@ func (w *CampaignWorker) NextRetry(*river.Job[queue.CampaignArgs]) time.Time {
 	return time.Now().Add(CampaignRetry)
 }
 
-// Work runs one tick of the job's campaign.
+// Work runs the ticks of one run of the job's campaign.
 func (w *CampaignWorker) Work(ctx context.Context, job *river.Job[queue.CampaignArgs]) error {
 	t, err := job.Args.Tenant()
 	if err != nil {
@@ -58,7 +60,7 @@ func (w *CampaignWorker) Work(ctx context.Context, job *river.Job[queue.Campaign
 		}
 		return nil
 	}
-	out, err := w.Ticker.Tick(ctx, t, job.Args.CampaignID, finish)
+	out, err := w.Ticker.Run(ctx, t, job.Args.CampaignID, finish, w.RunTimeout/2)
 	if err != nil {
 		return queue.Explain(fmt.Errorf("campaign %d in %s: %w", job.Args.CampaignID, t.Schema, err))
 	}

@@ -177,46 +177,11 @@ func (s *Service) Release(ctx context.Context, tx pgx.Tx, t db.Tenant, c *Checke
 // acceptChecked is Release without the delivery job: acceptSQL's release
 // variant, and the refusal it reads.
 func (s *Service) acceptChecked(ctx context.Context, tx pgx.Tx, t db.Tenant, c *Checked) error {
-	r := &c.row
-	var (
-		senderID, messageID  *int64
-		phone                *string
-		status               *senders.Status
-		limit                *int
-		optedOut, windowOpen *bool
-		approved             = true
-		scheduled            bool
-	)
-	args := []any{t.OrgID, "", r.ToPhone, r.RecipientUserID, r.Type, r.Content, r.FileName, r.FileSize,
-		r.FileType, r.Duration, r.ClientReference, r.CreatedAt}
-	template := r.TemplateID != nil
-	if template {
-		args = append(args, *r.TemplateID, r.TemplateRef)
+	q, args, res := s.releaseStatement(t, c)
+	if err := s.prep.Query(ctx, tx, q, args, res.scan); err != nil {
+		return fmt.Errorf("release message %d: %w", c.row.ID, err)
 	}
-	args = append(args, r.SenderNumberID, r.ID, c.reserve)
-	err := s.prep.Query(ctx, tx, acceptSQL(t, true, s.cfg.ServiceWindow, template, true), args, func(rows db.Rows) error {
-		if !rows.Next() {
-			return errors.New("no result row")
-		}
-		dest := []any{&senderID, &phone, &status, &limit, &messageID, &optedOut, &windowOpen}
-		if template {
-			dest = append(dest, &approved)
-		}
-		return rows.Scan(append(dest, &scheduled)...)
-	})
-	if err != nil {
-		return fmt.Errorf("release message %d: %w", r.ID, err)
-	}
-	if !scheduled {
-		return ErrNotScheduled
-	}
-	if messageID == nil {
-		ref := senders.SenderRef{ID: r.SenderNumberID}
-		return s.refusal(ctx, t, &refused{ref: ref, id: senderID, phone: phone, status: status,
-			limit: limit, at: r.CreatedAt, optedOut: optedOut != nil && *optedOut,
-			windowClosed: windowOpen != nil && !*windowOpen, templateNotApproved: !approved})
-	}
-	return nil
+	return s.releaseAnswer(ctx, t, c, res)
 }
 
 // Refusal reports whether err is a check's refusal (the send would have
@@ -331,7 +296,8 @@ func (s *Service) settle(ctx context.Context, t db.Tenant, id int64, last bool, 
 // sequence) in tx as Release would each: stored as scheduled in one
 // statement, accepted one by one (acceptSQL's release variant), the
 // refused rows deleted and the delivery jobs inserted in one statement
-// each. It returns per draft nil (queued) or its refusal, as Release's;
+// each (the acceptances pipelined: acceptPipelined). It returns per draft
+// nil (queued) or its refusal, as Release's;
 // err is a failure after which tx must be rolled back.
 func (s *Service) ReleaseMany(ctx context.Context, tx pgx.Tx, t db.Tenant, cs []*Checked) (refusals []error, err error) {
 	if len(cs) == 0 {
@@ -363,8 +329,12 @@ func (s *Service) ReleaseMany(ctx context.Context, tx pgx.Tx, t db.Tenant, cs []
 		refused  []int64
 		accepted []*messages.Row
 	)
+	answers, err := s.acceptPipelined(ctx, tx, t, cs)
+	if err != nil {
+		return nil, err
+	}
 	for i, c := range cs {
-		err := s.acceptChecked(ctx, tx, t, c)
+		err := answers[i]
 		if _, ok := Refusal(err); ok {
 			refusals[i] = err
 			refused = append(refused, c.row.ID)

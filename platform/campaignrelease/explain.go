@@ -29,7 +29,7 @@ func (s *Service) Explain(ctx context.Context, t db.Tenant, id int64) (Explanati
 		return Explanation{}, err
 	}
 	now := s.cfg.Clock.Now()
-	pool, err := s.pool(ctx, nil, t, c, now)
+	pool, err := s.pool(ctx, nil, t, c, now, 0, minWindow)
 	if err != nil {
 		return Explanation{}, err
 	}

@@ -23,7 +23,7 @@ const (
 	// is used; it is left out until the next UTC day.
 	WhyReserve = "reserve"
 	// WhyInFlight: the campaign's messages of it still queued fill its
-	// throttle's second (rate·1 s).
+	// throttle's window (rate × the tick's window, 1 s at least).
 	WhyInFlight = "in_flight"
 )
 
@@ -40,11 +40,14 @@ type Sender struct {
 	Used    int `json:"used_today"`
 	// InFlight is the campaign's messages of this sender still queued.
 	InFlight int `json:"in_flight"`
+	// oldest is the lowest id of those (0: none).
+	oldest int64
 	// Allowance is Limit − Reserve − Used (≤ 0: out for the day).
 	Allowance int `json:"allowance"`
 	// Room is how many recipients the tick may release on it:
-	// min(rate·1 s − InFlight, Allowance), not below 0; Why says why
-	// it is 0.
+	// min(rate × window − InFlight, Allowance), not below 0, the window
+	// being 1 s unless the ticks come further apart (window); Why says
+	// why it is 0.
 	Room int    `json:"room"`
 	Why  string `json:"why,omitempty"`
 }
@@ -57,23 +60,32 @@ func (s *Sender) usable() bool { return s.Why != WhyInactive && s.Allowance > 0 
 // order, with their daily limits ($2 the organization's default,
 // messages.ReadLimits: the statement reads the tenant schema alone), the
 // 'accept' counter of the UTC day of $3 and the campaign $4's messages of
-// each still queued (messages_campaign_status_idx).
+// each still queued from id $5 on, with the lowest of their ids. $5
+// (marks.low) starts the read at the campaign's oldest message that may
+// still be queued (messages_campaign_idx), so that it reads about the
+// messages in flight, not every message of the campaign: with the
+// statistics of an earlier moment, the count of the campaign's queued
+// messages alone was planned as a sequential scan of the tenant's
+// messages, its cost growing with every message released.
 func poolSQL(t db.Tenant) string {
 	sc := t.Quoted()
-	return `SELECT s.id, s.status, coalesce(s.daily_limit_override, $2::int), coalesce(u.used, 0), coalesce(q.n, 0)
+	return `SELECT s.id, s.status, coalesce(s.daily_limit_override, $2::int), coalesce(u.used, 0), coalesce(q.n, 0),
+		       coalesce(q.oldest, 0)
 		  FROM unnest($1::bigint[]) WITH ORDINALITY AS p(id, n)
 		  JOIN ` + sc + `.sender_numbers s ON s.id = p.id
 		  LEFT JOIN ` + sc + `.daily_usage u ON u.sender_number_id = s.id
 		       AND u.day = ($3::timestamptz AT TIME ZONE 'UTC')::date AND u.side = 'accept'
-		  LEFT JOIN (SELECT m.sender_number_id, count(*) AS n FROM ` + sc + `.messages m
-		              WHERE m.campaign_id = $4::bigint AND m.status = 'queued' GROUP BY m.sender_number_id) q
+		  LEFT JOIN (SELECT m.sender_number_id, count(*) AS n, min(m.id) AS oldest FROM ` + sc + `.messages m
+		              WHERE m.campaign_id = $4::bigint AND m.id >= $5::bigint AND m.status = 'queued'
+		              GROUP BY m.sender_number_id) q
 		       ON q.sender_number_id = s.id
 		 ORDER BY p.n`
 }
 
 // pool reads campaign c's senders at now (in tx, or on the pool when tx
-// is nil) and computes each one's room.
-func (s *Service) pool(ctx context.Context, tx pgx.Tx, t db.Tenant, c campaigns.Campaign, now time.Time) ([]Sender, error) {
+// is nil), counting its queued messages from id low on, and computes each
+// one's room for window.
+func (s *Service) pool(ctx context.Context, tx pgx.Tx, t db.Tenant, c campaigns.Campaign, now time.Time, low int64, window time.Duration) ([]Sender, error) {
 	var q interface {
 		messages.RowQuerier
 		Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
@@ -89,7 +101,10 @@ func (s *Service) pool(ctx context.Context, tx pgx.Tx, t db.Tenant, c campaigns.
 	if org.SenderRate != nil && *org.SenderRate > 0 {
 		rate = *org.SenderRate
 	}
-	rows, err := q.Query(ctx, poolSQL(t), c.SenderNumberIDs, org.DefaultDailyLimit, now, c.ID)
+	// A plan for these very marks (pgx's unnamed statement): a generic
+	// plan knows neither how far on low is nor how few messages are
+	// queued.
+	rows, err := q.Query(ctx, poolSQL(t), pgx.QueryExecModeExec, c.SenderNumberIDs, org.DefaultDailyLimit, now, c.ID, low)
 	if err != nil {
 		return nil, fmt.Errorf("read the pool of campaign %d: %w", c.ID, err)
 	}
@@ -97,9 +112,9 @@ func (s *Service) pool(ctx context.Context, tx pgx.Tx, t db.Tenant, c campaigns.
 		out []Sender
 		x   Sender
 	)
-	_, err = pgx.ForEachRow(rows, []any{&x.ID, &x.Status, &x.Limit, &x.Used, &x.InFlight}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&x.ID, &x.Status, &x.Limit, &x.Used, &x.InFlight, &x.oldest}, func() error {
 		x.Rate = rate
-		out = append(out, room(x, c.ReservePercent))
+		out = append(out, room(x, c.ReservePercent, window))
 		return nil
 	})
 	if err != nil {
@@ -109,21 +124,22 @@ func (s *Service) pool(ctx context.Context, tx pgx.Tx, t db.Tenant, c campaigns.
 }
 
 // room fills x's reserve, allowance and room for a campaign keeping
-// reserve percent of each sender's daily limit.
-func room(x Sender, reserve int) Sender {
+// reserve percent of each sender's daily limit, with window's worth of
+// its throttle in flight.
+func room(x Sender, reserve int, window time.Duration) Sender {
 	x.Reserve = int(math.Ceil(float64(x.Limit) * float64(reserve) / 100))
 	x.Allowance = x.Limit - x.Reserve - x.Used
-	perSecond := max(1, int(math.Floor(x.Rate)))
+	perWindow := max(1, int(math.Floor(x.Rate*window.Seconds())))
 	x.Room, x.Why = 0, ""
 	switch {
 	case x.Status != string(senders.StatusActive):
 		x.Why = WhyInactive
 	case x.Allowance <= 0:
 		x.Why = WhyReserve
-	case perSecond-x.InFlight <= 0:
+	case perWindow-x.InFlight <= 0:
 		x.Why = WhyInFlight
 	default:
-		x.Room = min(perSecond-x.InFlight, x.Allowance)
+		x.Room = min(perWindow-x.InFlight, x.Allowance)
 	}
 	return x
 }

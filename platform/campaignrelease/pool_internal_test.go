@@ -27,7 +27,7 @@ func TestRoom(t *testing.T) {
 		{"slow rate still one", Sender{Status: "active", Rate: 0.5, Limit: 10}, 0, 1, 10, ""},
 		{"inactive", Sender{Status: "suspended", Rate: 20, Limit: 1000}, 10, 0, 900, WhyInactive},
 	} {
-		got := room(c.x, c.reserve)
+		got := room(c.x, c.reserve, time.Second)
 		if got.Room != c.room || got.Allowance != c.allowance || got.Why != c.why {
 			t.Errorf("%s: room %d, allowance %d, why %q; want %d, %d, %q", c.name, got.Room, got.Allowance, got.Why,
 				c.room, c.allowance, c.why)

@@ -291,3 +291,23 @@ func TestBackendDB(t *testing.T) {
 		}
 	}
 }
+
+// TestReleasedPer: the release rate of each 30 s window of the samples,
+// the last one over its own length.
+func TestReleasedPer(t *testing.T) {
+	t.Parallel()
+	var samples []memorySample
+	for at := 0; at <= 75; at++ {
+		released := 300 * min(at, 30)
+		if at > 30 {
+			released += 150 * (at - 30)
+		}
+		samples = append(samples, memorySample{At: float64(at), Released: released})
+	}
+	if got, want := releasedPer(samples, 30), "300 150 150"; got != want {
+		t.Fatalf("releasedPer = %q, want %q", got, want)
+	}
+	if got := releasedPer(nil, 30); got != "" {
+		t.Fatalf("releasedPer(nil) = %q, want empty", got)
+	}
+}

@@ -49,6 +49,9 @@ func printCampaignReport(w io.Writer, r *campaignReport) {
 	}
 	line("released (messages created)", rate(r.Release))
 	line("delivered (taken by the network)", rate(r.Delivery))
+	if w := releasedPer(r.Samples, 30); len(w) > 0 {
+		line("  released per 30 s", w)
+	}
 	line("  CPU meanwhile", fmt.Sprintf("machine %.0f%% busy; service and its backends %.3f ms a recipient", r.CPUBusy, r.CPUPerMessage))
 	if n := len(r.Samples); n > 0 {
 		last := r.Samples[n-1]
@@ -66,4 +69,31 @@ func printCampaignReport(w io.Writer, r *campaignReport) {
 	for _, t := range r.Targets {
 		line(t.Name, fmt.Sprintf("%8.2f   %-6s  %v", t.Value, t.Goal, t.Met))
 	}
+}
+
+// releasedPer words the release rate in each window of secs seconds from
+// the start, as the samples saw it (the last window may be partial: it is
+// divided by its own length): a release that slows as the campaign goes on
+// shows as a falling series.
+func releasedPer(samples []memorySample, secs float64) string {
+	var (
+		out       []string
+		prev      int
+		prevAt    float64
+		windowEnd = secs
+	)
+	for i, s := range samples {
+		last := i == len(samples)-1
+		if s.At < windowEnd && !last {
+			continue
+		}
+		if span := s.At - prevAt; span > 0 {
+			out = append(out, fmt.Sprintf("%.0f", float64(s.Released-prev)/span))
+		}
+		prev, prevAt = s.Released, s.At
+		for windowEnd <= s.At {
+			windowEnd += secs
+		}
+	}
+	return strings.Join(out, " ")
 }
