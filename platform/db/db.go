@@ -236,7 +236,9 @@ func IsSchemaSwitch(err error) bool {
 // gives a statement or a commit whose connection to a worker node broke
 // (the node crashed or stopped meanwhile): libpq's words for a lost
 // connection, which Citus reports as XX000 when the node sent no error of
-// its own, and its failure of a transaction's connection to a node.
+// its own, and its failure of a transaction's connection to a node. (Its
+// failed copy of an intermediate result to the node is 58030, "failed to
+// COPY to shard".)
 var citusNodeLost = []string{
 	"server closed the connection unexpectedly",
 	"failure on connection marked as essential",
@@ -254,7 +256,14 @@ var citusNodeLost = []string{
 // Idempotency-Key gets the first answer.
 func IsNodeLost(err error) bool {
 	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || pgErr.Code != "XX000" {
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	if pgErr.Code == "58030" {
+		// An intermediate result's copy to the node failed.
+		return strings.HasPrefix(pgErr.Message, "failed to COPY to shard")
+	}
+	if pgErr.Code != "XX000" {
 		return false
 	}
 	for _, m := range citusNodeLost {
