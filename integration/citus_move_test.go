@@ -35,31 +35,48 @@ func setupCitusMove(t *testing.T) *citusMove {
 	url := startCitusCluster(t).createdb(t)
 	e := startMsg(t, Options{DatabaseURL: url, Env: map[string]string{"WEBHOOK_ALLOW_PRIVATE": "true"}})
 	s := &citusMove{msgEnv: e, org: e.Register(t)}
-	s.sid = e.activeSender(s.org, phoneN(1))
 	for i := range 20 {
 		s.recipients = append(s.recipients, phoneN(100+i))
 		e.recipient(s.recipients[i])
 	}
+	s.sid, s.rcv = citusStreamOrg(t, e, s.org, phoneN(1))
+	s.api, s.env, _ = startCitusProcesses(t, url)
+	return s
+}
+
+// citusStreamOrg readies org for a steady stream of sends: an active
+// sender number (phone), API and sender rates well above the stream's,
+// and a webhook endpoint on a local receiver that hears message.delivered.
+func citusStreamOrg(t *testing.T, e *msgEnv, org *Org, phone string) (int64, *receiver) {
+	t.Helper()
+	sid := e.activeSender(org, phone)
 	if _, err := e.App.DB.Pool.Exec(t.Context(), `UPDATE central.organizations
-		SET api_rate_limit = 10000, api_rate_burst = 10000, sender_rate = 100, sender_burst = 100 WHERE id = $1`, s.org.ID); err != nil {
+		SET api_rate_limit = 10000, api_rate_burst = 10000, sender_rate = 100, sender_burst = 100 WHERE id = $1`, org.ID); err != nil {
 		t.Fatal(err)
 	}
-	s.rcv = newReceiver(t)
-	createWebhook(t, e.Env, s.org.Key(), map[string]any{"url": s.rcv.srv.URL + "/in", "events": []string{"message.delivered"}})
-	s.env = map[string]string{
+	rcv := newReceiver(t)
+	createWebhook(t, e.Env, org.Key(), map[string]any{"url": rcv.srv.URL + "/in", "events": []string{"message.delivered"}})
+	return sid, rcv
+}
+
+// startCitusProcesses starts an api process and a worker process of the
+// built binary on the cluster database at url, and returns the api's base
+// URL, the processes' environment and the api process.
+func startCitusProcesses(t *testing.T, url string) (string, map[string]string, *platformProc) {
+	t.Helper()
+	env := map[string]string{
 		"DATABASE_URL": url, "DB_MAX_CONNS": "6", "LOG_LEVEL": "warn", "WEBHOOK_ALLOW_PRIVATE": "true",
 		"JWT_SECRET": strings.Repeat("j", 32), "API_KEY_PEPPER": strings.Repeat("p", 32),
 	}
 	addr := freeAddr(t)
-	apiEnv := maps.Clone(s.env)
+	apiEnv := maps.Clone(env)
 	apiEnv["HTTP_ADDR"] = addr
-	startPlatform(t, "api", "api", apiEnv)
-	s.api = "http://" + addr
-	if !waitReady(t, s.api+"/readyz", 30*time.Second) {
+	api := startPlatform(t, "api", "api", apiEnv)
+	if !waitReady(t, "http://"+addr+"/readyz", 30*time.Second) {
 		t.Fatal("the api process did not get ready")
 	}
-	startPlatform(t, "worker", "worker", s.env)
-	return s
+	startPlatform(t, "worker", "worker", env)
+	return "http://" + addr, env, api
 }
 
 // admin runs `platform admin citus <args>` with the processes' environment

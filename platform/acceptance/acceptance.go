@@ -57,6 +57,7 @@ package acceptance
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -64,6 +65,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/batch"
 	"github.com/bizmsg/platform/platform/clock"
+	"github.com/bizmsg/platform/platform/consent"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/messages"
@@ -178,4 +180,17 @@ func New(cfg Config) (*Service, error) {
 	s.acceptances = batch.New(s.acceptBatch, cfg.Batch)
 	s.releases = batch.New(s.releaseBatch, cfg.ReleaseBatch)
 	return s, nil
+}
+
+// lockOptOuts takes, in tx, the opt-out locks of the recipients' phones in
+// share mode (consent.ShareLockSQL), in a statement before the acceptance
+// statement that reads the list: that statement's snapshot is then taken
+// after the locks are granted, so an opt-out that committed before sees
+// itself read, and one that comes after waits for this transaction's
+// commit (docs/design.md, §Consent).
+func (s *Service) lockOptOuts(ctx context.Context, tx pgx.Tx, t db.Tenant, phones ...string) error {
+	if err := s.prep.Exec(ctx, tx, consent.ShareLockSQL, t.Schema, consent.SharePhones(phones...)); err != nil {
+		return fmt.Errorf("lock the opt-outs of %d recipients: %w", len(phones), err)
+	}
+	return nil
 }

@@ -126,6 +126,9 @@ func (s *Service) acceptManyTx(ctx context.Context, tx pgx.Tx, t db.Tenant, item
 		ord                 int64
 		messageID, senderID *int64
 	}
+	if err := s.lockOptOuts(ctx, tx, t, tos...); err != nil {
+		return make([]bool, n), err
+	}
 	var rows []result
 	err := s.prep.Query(ctx, tx, acceptBatchSQL(t, s.cfg.ServiceWindow), []any{t.OrgID,
 		senderIDs, phones, tos, recipients, types, contents, names, sizes, fileTypes, durations, clientRefs, created,

@@ -165,6 +165,9 @@ func (s *Service) Check(ctx context.Context, t db.Tenant, d Draft, now time.Time
 // a time with ReleaseMany: Check outside any transaction, then
 // ReleaseMany in theirs.
 func (s *Service) Release(ctx context.Context, tx pgx.Tx, t db.Tenant, c *Checked) (messages.Message, error) {
+	if err := s.lockOptOuts(ctx, tx, t, c.row.ToPhone); err != nil {
+		return messages.Message{}, err
+	}
 	if err := s.acceptChecked(ctx, tx, t, c); err != nil {
 		return messages.Message{}, err
 	}
@@ -175,7 +178,8 @@ func (s *Service) Release(ctx context.Context, tx pgx.Tx, t db.Tenant, c *Checke
 }
 
 // acceptChecked is Release without the delivery job: acceptSQL's release
-// variant, and the refusal it reads.
+// variant, and the refusal it reads. tx holds the recipient's opt-out lock
+// already (lockOptOuts).
 func (s *Service) acceptChecked(ctx context.Context, tx pgx.Tx, t db.Tenant, c *Checked) error {
 	q, args, res := s.releaseStatement(t, c)
 	if err := s.prep.Query(ctx, tx, q, args, res.scan); err != nil {
@@ -323,6 +327,13 @@ func (s *Service) ReleaseMany(ctx context.Context, tx pgx.Tx, t db.Tenant, cs []
 	if err := s.prep.Exec(ctx, tx, stageManySQL(t), ids, senderIDs, phones, types, contents, names, sizes,
 		fileTypes, durations, refs, templateIDs, templateRefs, campaignIDs, at); err != nil {
 		return nil, fmt.Errorf("stage %d messages: %w", n, err)
+	}
+	to := make([]string, n)
+	for i, c := range cs {
+		to[i] = c.row.ToPhone
+	}
+	if err := s.lockOptOuts(ctx, tx, t, to...); err != nil {
+		return nil, err
 	}
 	refusals = make([]error, n)
 	var (

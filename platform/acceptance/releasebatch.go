@@ -88,7 +88,14 @@ func (s *Service) releaseBatch(ctx context.Context, t db.Tenant, items []pending
 		return cmp.Or(cmp.Compare(ra.SenderNumberID, rb.SenderNumberID), cmp.Compare(ra.ID, rb.ID))
 	})
 	released := make([]error, len(items))
+	phones := make([]string, len(order))
+	for k, i := range order {
+		phones[k] = checked[i].row.ToPhone
+	}
 	err = s.prep.Tx(ctx, func(tx pgx.Tx) error {
+		if err := s.lockOptOuts(ctx, tx, t, phones...); err != nil {
+			return err
+		}
 		accepted := make([]*messages.Row, 0, len(order))
 		for _, i := range order {
 			err := s.acceptChecked(ctx, tx, t, checked[i])

@@ -236,6 +236,9 @@ func (s *Service) accept(ctx context.Context, tx pgx.Tx, t db.Tenant, ref sender
 	if ref.ID > 0 {
 		args = append(args, ref.ID)
 	}
+	if err := s.lockOptOuts(ctx, tx, t, r.ToPhone); err != nil {
+		return Result{}, err
+	}
 	err := s.prep.Query(ctx, tx, acceptSQL(t, ref.ID > 0, s.cfg.ServiceWindow, template, false), args, func(rows db.Rows) error {
 		if !rows.Next() {
 			return errors.New("no result row")

@@ -4,10 +4,11 @@
 //
 // Where each rule sits:
 //   - "no send to an opted-out recipient" is the acceptance statement's
-//     (platform/messages), through the tenant schema's opted_out function;
-//     this package takes the matching exclusive lock (lockSQL) before every
-//     change of a phone's opt-out, so a send is never accepted after an
-//     opt-out committed (docs/design.md, §Consent);
+//     (platform/acceptance), which reads the list after its transaction
+//     took the phone's opt-out lock in share mode (ShareLockSQL); this
+//     package takes the lock exclusively (lockSQL) before every change of a
+//     phone's opt-out, so a send is never accepted after an opt-out
+//     committed (docs/design.md, §Consent);
 //   - keywords (Keyword) are read on every inbound message, in the
 //     transaction that stores it (ApplyKeyword);
 //   - the confirmation goes out by a job (queue.ConsentReplyArgs, SendReply)

@@ -155,15 +155,6 @@ func (s *Service) optIn(ctx context.Context, tx pgx.Tx, t db.Tenant, in Entry) (
 	return old[0], true, s.emit(ctx, tx, t, webhooks.EventContactOptedIn, in)
 }
 
-// lock takes phone's opt-out lock exclusively for tx (the tenant schema's
-// lock_opt_out; docs/design.md, §Consent).
-func lock(ctx context.Context, tx pgx.Tx, t db.Tenant, p string) error {
-	if _, err := tx.Exec(ctx, `SELECT `+t.Quoted()+`.lock_opt_out($1)`, p); err != nil {
-		return fmt.Errorf("lock opt-out of a phone: %w", err)
-	}
-	return nil
-}
-
 // emit records an opt-out event about e in tx, ordered per phone.
 func (s *Service) emit(ctx context.Context, tx pgx.Tx, t db.Tenant, typ string, e Entry) error {
 	if s.events == nil {

@@ -202,7 +202,7 @@ func IsUnavailable(err error) bool {
 		// shutdown, cannot connect now; 53300: too many connections.
 		return strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" ||
 			pgErr.Code == "57P02" || pgErr.Code == "57P03" || pgErr.Code == "53300" ||
-			IsSchemaSwitch(err)
+			IsSchemaSwitch(err) || IsNodeLost(err)
 	}
 	var netErr net.Error
 	if errors.As(err, &netErr) {
@@ -230,6 +230,48 @@ const citusSwitchMessage = "cannot execute a distributed query from a query on a
 func IsSchemaSwitch(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "XX000" && pgErr.Message == citusSwitchMessage
+}
+
+// citusNodeLost are the beginnings of the messages of the errors Citus
+// gives a statement or a commit whose connection to a worker node broke
+// (the node crashed or stopped meanwhile): libpq's words for a lost
+// connection, which Citus reports as XX000 when the node sent no error of
+// its own, and its failure of a transaction's connection to a node. (Its
+// failed copy of an intermediate result to the node is 58030, "failed to
+// COPY to shard".)
+var citusNodeLost = []string{
+	"server closed the connection unexpectedly",
+	"failure on connection marked as essential",
+	"connection not open",
+	"no connection to the server",
+	"could not receive data from server",
+}
+
+// IsNodeLost reports whether err is Citus's report that its connection to
+// a worker node broke during the statement or the commit (docs/scaling.md,
+// §A worker node down): the node is down, or was; IsUnavailable counts it
+// (503, retried by clients and by River), as it counts a connection to
+// the node refused (08006). Like a single server lost during a commit, the
+// transaction may have committed: a client's retry with its
+// Idempotency-Key gets the first answer.
+func IsNodeLost(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	if pgErr.Code == "58030" {
+		// An intermediate result's copy to the node failed.
+		return strings.HasPrefix(pgErr.Message, "failed to COPY to shard")
+	}
+	if pgErr.Code != "XX000" {
+		return false
+	}
+	for _, m := range citusNodeLost {
+		if strings.HasPrefix(pgErr.Message, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // IsUniqueViolation reports whether err is a unique-constraint violation
