@@ -2985,7 +2985,8 @@ type ClientInterface interface {
 	// `template_not_found` once deleted). From any other state: 409 `campaign_state`.
 	//
 	// Running, its recipients are released about every 500 ms, per pool sender at most
-	// min(rate × 1 s − its campaign messages still queued, its daily limit − ceil(limit ×
+	// min(rate × 1 s (up to 2 s while ticks come further apart) − its campaign messages
+	// still queued, its daily limit − ceil(limit ×
 	// reserve_percent / 100) − the day's sends), each through the checks of a scheduled send
 	// (a refused one is `skipped` with the check's code, nothing counted); a recipient keeps
 	// the pool sender that last wrote to it; campaign messages are delivered behind API
@@ -3967,7 +3968,8 @@ func (c *Client) TenantResumeCampaign(ctx context.Context, id IdParameter, reqEd
 // `template_not_found` once deleted). From any other state: 409 `campaign_state`.
 //
 // Running, its recipients are released about every 500 ms, per pool sender at most
-// min(rate × 1 s − its campaign messages still queued, its daily limit − ceil(limit ×
+// min(rate × 1 s (up to 2 s while ticks come further apart) − its campaign messages
+// still queued, its daily limit − ceil(limit ×
 // reserve_percent / 100) − the day's sends), each through the checks of a scheduled send
 // (a refused one is `skipped` with the check's code, nothing counted); a recipient keeps
 // the pool sender that last wrote to it; campaign messages are delivered behind API
@@ -8664,7 +8666,8 @@ type ClientWithResponsesInterface interface {
 	// `template_not_found` once deleted). From any other state: 409 `campaign_state`.
 	//
 	// Running, its recipients are released about every 500 ms, per pool sender at most
-	// min(rate × 1 s − its campaign messages still queued, its daily limit − ceil(limit ×
+	// min(rate × 1 s (up to 2 s while ticks come further apart) − its campaign messages
+	// still queued, its daily limit − ceil(limit ×
 	// reserve_percent / 100) − the day's sends), each through the checks of a scheduled send
 	// (a refused one is `skipped` with the check's code, nothing counted); a recipient keeps
 	// the pool sender that last wrote to it; campaign messages are delivered behind API
@@ -18880,7 +18883,8 @@ func (c *ClientWithResponses) TenantResumeCampaignWithResponse(ctx context.Conte
 // `template_not_found` once deleted). From any other state: 409 `campaign_state`.
 //
 // Running, its recipients are released about every 500 ms, per pool sender at most
-// min(rate × 1 s − its campaign messages still queued, its daily limit − ceil(limit ×
+// min(rate × 1 s (up to 2 s while ticks come further apart) − its campaign messages
+// still queued, its daily limit − ceil(limit ×
 // reserve_percent / 100) − the day's sends), each through the checks of a scheduled send
 // (a refused one is `skipped` with the check's code, nothing counted); a recipient keeps
 // the pool sender that last wrote to it; campaign messages are delivered behind API
