@@ -28,6 +28,44 @@ func (e *msgEnv) campaignJobState(org *Org, id int64) string {
 	return state
 }
 
+// logCampaignJobsOnFailure logs, when the test has failed, every release
+// job River keeps of org's campaign id and the tenant's job outbox rows:
+// what a stalled campaign's job was doing.
+func (e *msgEnv) logCampaignJobsOnFailure(org *Org, id int64) {
+	e.t.Cleanup(func() {
+		if !e.t.Failed() {
+			return
+		}
+		ctx := context.Background()
+		rows, err := e.App.DB.Pool.Query(ctx, `SELECT id, state::text, attempt, scheduled_at, coalesce(errors::text, '')
+			FROM river.river_job WHERE kind = 'campaign_release' AND (args->>'org_id')::bigint = $1
+			AND (args->>'campaign_id')::bigint = $2 ORDER BY id`, org.ID, id)
+		if err != nil {
+			e.t.Logf("campaign %d's release jobs: %v", id, err)
+			return
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				job, attempt int64
+				state, errs  string
+				at           time.Time
+			)
+			if err := rows.Scan(&job, &state, &attempt, &at, &errs); err != nil {
+				e.t.Logf("campaign %d's release jobs: %v", id, err)
+				return
+			}
+			e.t.Logf("campaign %d: release job %d %s, attempt %d, scheduled %s, errors %s", id, job, state, attempt, at.Format(time.RFC3339Nano), errs)
+		}
+		var outbox int
+		if err := e.App.DB.Pool.QueryRow(ctx, `SELECT count(*) FROM `+org.Tenant.Table("job_outbox")).Scan(&outbox); err != nil {
+			e.t.Logf("job outbox: %v", err)
+			return
+		}
+		e.t.Logf("%d row(s) in %s's job outbox", outbox, org.Tenant.Schema)
+	})
+}
+
 // campaignMessageCount counts org's messages of campaign id, as stored.
 func (e *msgEnv) campaignMessageCount(org *Org, id int64) int {
 	e.t.Helper()

@@ -141,6 +141,7 @@ func TestCampaignTemplateRelease(t *testing.T) {
 	if a := c.addJSON(camp.ID, rows); a.Added != n {
 		t.Fatalf("added %+v", a)
 	}
+	e.logCampaignJobsOnFailure(org, camp.ID)
 	// pauseIdle pauses the campaign and waits until its release job ended
 	// and none of its messages is queued.
 	pauseIdle := func() int {
