@@ -196,9 +196,12 @@ func TestScheduledSendRefusedAtRelease(t *testing.T) {
 // a refusal: the message stays scheduled and the release job retries it,
 // and the retry after the network recovers releases it. On the release's
 // last attempt a fault fails the message instead, with network_error and
-// message.failed, so that none waits as scheduled with no release to come.
-func TestScheduledReleaseAfterFault(t *testing.T) {
-	t.Parallel()
+
+// startFlakyRelease starts an environment with workers whose network can
+// be made to fail (flakyNetwork), an organization with a receiver of its
+// message.failed webhooks, an active sender and the recipient phoneN(10).
+func startFlakyRelease(t *testing.T) (*msgEnv, *flakyNetwork, *Org, *receiver, int64) {
+	t.Helper()
 	flaky := &flakyNetwork{}
 	e := startMsg(t, Options{Workers: true, Env: map[string]string{"WEBHOOK_ALLOW_PRIVATE": "true"},
 		Network: func(base network.Network) network.Network { flaky.Network = base; return flaky }})
@@ -207,6 +210,13 @@ func TestScheduledReleaseAfterFault(t *testing.T) {
 	createWebhook(t, e.Env, org.Key(), map[string]any{"url": rcv.srv.URL, "events": []string{"message.failed"}})
 	sid := e.activeSender(org, phoneN(1))
 	e.recipient(phoneN(10))
+	return e, flaky, org, rcv, sid
+}
+
+// message.failed, so that none waits as scheduled with no release to come.
+func TestScheduledReleaseAfterFault(t *testing.T) {
+	t.Parallel()
+	e, flaky, org, rcv, sid := startFlakyRelease(t)
 	ctx := context.Background()
 
 	flaky.lookupsFailing.Store(true)
@@ -260,14 +270,7 @@ func TestScheduledReleaseAfterFault(t *testing.T) {
 // hours.
 func TestScheduledReleaseAttemptsRunOut(t *testing.T) {
 	t.Parallel()
-	flaky := &flakyNetwork{}
-	e := startMsg(t, Options{Workers: true, Env: map[string]string{"WEBHOOK_ALLOW_PRIVATE": "true"},
-		Network: func(base network.Network) network.Network { flaky.Network = base; return flaky }})
-	org := e.Register(t)
-	rcv := newReceiver(t)
-	createWebhook(t, e.Env, org.Key(), map[string]any{"url": rcv.srv.URL, "events": []string{"message.failed"}})
-	sid := e.activeSender(org, phoneN(1))
-	e.recipient(phoneN(10))
+	e, flaky, org, rcv, sid := startFlakyRelease(t)
 	ctx := context.Background()
 
 	flaky.lookupsFailing.Store(true)
