@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"time"
@@ -39,15 +40,12 @@ type overviewData struct {
 // (usage.Service.Report over the default 30-day period).
 func (d *Dashboard) overview(c *gin.Context) {
 	s := session(c)
-	ctx := c.Request.Context()
-	report, err := d.cfg.Usage.Report(ctx, s.Principal.Tenant, usage.Query{})
-	if err != nil {
-		d.internal(c, err)
-		return
-	}
-	hasKey, err := d.hasKey(ctx, s.Principal.OrgID)
-	if err != nil {
-		d.internal(c, err)
+	var report usage.Report
+	hasKey, ok := d.loadWithKey(c, func(ctx context.Context) (err error) {
+		report, err = d.cfg.Usage.Report(ctx, s.Principal.Tenant, usage.Query{})
+		return err
+	})
+	if !ok {
 		return
 	}
 	data := overviewData{

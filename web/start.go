@@ -39,15 +39,12 @@ const recipientPlaceholder = "RECIPIENT_PHONE"
 // filled in on the page.
 func (d *Dashboard) startPage(c *gin.Context) {
 	s := session(c)
-	ctx := c.Request.Context()
-	list, err := d.cfg.Senders.List(ctx, s.Principal.Tenant)
-	if err != nil {
-		d.internal(c, err)
-		return
-	}
-	hasKey, err := d.hasKey(ctx, s.Principal.OrgID)
-	if err != nil {
-		d.internal(c, err)
+	var list []senders.Sender
+	hasKey, ok := d.loadWithKey(c, func(ctx context.Context) (err error) {
+		list, err = d.cfg.Senders.List(ctx, s.Principal.Tenant)
+		return err
+	})
+	if !ok {
 		return
 	}
 	data := startData{
@@ -122,8 +119,24 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// hasKey reports whether the organization has created an API key (the
-// onboarding steps of the overview and first-send pages).
+// loadWithKey runs load, a page's own read, then looks up whether the
+// organization has created an API key (the onboarding steps of the
+// overview and first-send pages). On the first error it renders the error
+// page and reports false.
+func (d *Dashboard) loadWithKey(c *gin.Context, load func(ctx context.Context) error) (hasKey, ok bool) {
+	ctx := c.Request.Context()
+	err := load(ctx)
+	if err == nil {
+		hasKey, err = d.hasKey(ctx, session(c).Principal.OrgID)
+	}
+	if err != nil {
+		d.internal(c, err)
+		return false, false
+	}
+	return hasKey, true
+}
+
+// hasKey reports whether the organization has created an API key.
 func (d *Dashboard) hasKey(ctx context.Context, orgID int64) (bool, error) {
 	ks, _, err := d.cfg.Keys.List(ctx, orgID, page.Query{Limit: 1})
 	return len(ks) > 0, err

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -96,8 +95,8 @@ func (s *Service) List(ctx context.Context, t db.Tenant, q ListQuery) (page.Of[T
 	if q.Status != "" && !slices.Contains(Statuses(), Status(q.Status)) {
 		v.Add("status", "must be one of pending, approved, rejected, paused, disabled")
 	}
-	if q.Category != "" && !slices.Contains(categories, q.Category) {
-		v.Add("category", "must be one of "+strings.Join(categories, ", "))
+	if problem := checkCategory(q.Category); q.Category != "" && problem != "" {
+		v.Add("category", problem)
 	}
 	if err := v.Err(); err != nil {
 		return page.Of[Template]{}, err

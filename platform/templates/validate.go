@@ -94,29 +94,9 @@ func placeholders(v *apperr.Validation, field, text string) []placeholder {
 func Validate(in Input) (Template, error) {
 	var v apperr.Validation
 	tpl := Template{Status: StatusPending}
-	tpl.Name = strings.TrimSpace(deref(in.Name))
-	switch {
-	case tpl.Name == "":
-		v.Add("name", "is required")
-	case utf8.RuneCountInString(tpl.Name) > MaxNameLength:
-		v.Add("name", fmt.Sprintf("must be at most %d characters", MaxNameLength))
-	case !nameRE.MatchString(tpl.Name):
-		v.Add("name", "must contain only lowercase letters a-z, digits and _")
-	}
-	tpl.Language = strings.TrimSpace(deref(in.Language))
-	switch {
-	case tpl.Language == "":
-		v.Add("language", "is required")
-	case !languageRE.MatchString(tpl.Language):
-		v.Add("language", "must be a language tag written with _, such as en, en_US, pt_BR or ar")
-	}
-	tpl.Category = strings.TrimSpace(deref(in.Category))
-	switch {
-	case tpl.Category == "":
-		v.Add("category", "is required")
-	case !slices.Contains(categories, tpl.Category):
-		v.Add("category", "must be one of "+strings.Join(categories, ", "))
-	}
+	tpl.Name = requiredField(&v, "name", in.Name, checkName)
+	tpl.Language = requiredField(&v, "language", in.Language, checkLanguage)
+	tpl.Category = requiredField(&v, "category", in.Category, checkCategory)
 	tpl.Body = strings.TrimSpace(deref(in.Body))
 	if tpl.Body == "" {
 		v.Add("body", "is required")
@@ -143,6 +123,48 @@ func Validate(in Input) (Template, error) {
 		return Template{}, err
 	}
 	return tpl, nil
+}
+
+// requiredField returns in trimmed of surrounding white space, recording in
+// v under field that it is required when that leaves nothing, else the
+// problem check finds ("" for none).
+func requiredField(v *apperr.Validation, field string, in *string, check func(string) string) string {
+	s := strings.TrimSpace(deref(in))
+	if s == "" {
+		v.Add(field, "is required")
+	} else if problem := check(s); problem != "" {
+		v.Add(field, problem)
+	}
+	return s
+}
+
+// checkName is the rule of a template's name: at most MaxNameLength
+// characters, lowercase letters, digits and _.
+func checkName(s string) string {
+	switch {
+	case utf8.RuneCountInString(s) > MaxNameLength:
+		return fmt.Sprintf("must be at most %d characters", MaxNameLength)
+	case !nameRE.MatchString(s):
+		return "must contain only lowercase letters a-z, digits and _"
+	}
+	return ""
+}
+
+// checkLanguage is the rule of a template's language (languageRE).
+func checkLanguage(s string) string {
+	if !languageRE.MatchString(s) {
+		return "must be a language tag written with _, such as en, en_US, pt_BR or ar"
+	}
+	return ""
+}
+
+// checkCategory is the rule of a template's category, in a template or a
+// list's filter: one of categories.
+func checkCategory(s string) string {
+	if slices.Contains(categories, s) {
+		return ""
+	}
+	return "must be one of " + strings.Join(categories, ", ")
 }
 
 // checkText checks a template text: at most maxLen characters, and no
