@@ -339,6 +339,76 @@ func TestCampaignPauseResumeCancel(t *testing.T) {
 	}
 }
 
+// TestCampaignResumeWhileRunning: a pause and a resume made at once,
+// while the run's release job is still under way, queue a job of a new
+// release generation; the older job ends at its next tick (it does not
+// release beside the new one) and the new one carries the campaign to
+// its end, every recipient released once.
+func TestCampaignResumeWhileRunning(t *testing.T) {
+	t.Parallel()
+	e := startMsg(t, Options{Workers: true, Env: map[string]string{"SENDER_RATE": "10", "SENDER_BURST": "10"}})
+	org := e.Register(t)
+	sender := e.activeSender(org, phoneN(1))
+	const n = 120
+	c := newCampClient(t, e.Server.URL, org)
+	camp := c.create(map[string]any{"name": "quick", "sender_number_ids": []int64{sender}, "type": "text", "content": "Hi"})
+	c.addJSON(camp.ID, e.bulkAudience(n))
+	e.logCampaignJobsOnFailure(org, camp.ID)
+	c.action(camp.ID, "start")
+	c.wait(camp.ID, 30*time.Second, "10 released", func(v campView) bool { return v.released() >= 10 })
+	c.action(camp.ID, "pause")
+	if v := c.action(camp.ID, "resume"); v.Status != "running" {
+		t.Fatalf("resumed campaign is %s", v.Status)
+	}
+	// The first generation's job ends while the campaign runs on.
+	poll(t, 10*time.Second, func() (bool, string) {
+		states := e.campaignJobsByGen(org, camp.ID)
+		return states[1] == "completed" && states[2] != "" && states[2] != "completed",
+			fmt.Sprintf("release jobs by generation %v", states)
+	})
+	done := c.wait(camp.ID, 60*time.Second, "completed", func(v campView) bool { return v.Status == "completed" })
+	if done.Counts["delivered"] != n {
+		t.Fatalf("completed with counts %v, want %d delivered", done.Counts, n)
+	}
+	if got := e.campaignMessageCount(org, camp.ID); got != n {
+		t.Fatalf("%d campaign messages for %d recipients", got, n)
+	}
+	if states := e.campaignJobsByGen(org, camp.ID); len(states) != 2 {
+		t.Fatalf("release jobs by generation %v, want one job for each of the two", states)
+	}
+}
+
+// campaignJobsByGen returns the state of each release job River keeps of
+// org's campaign id, by the release generation it carries.
+func (e *msgEnv) campaignJobsByGen(org *Org, id int64) map[int64]string {
+	e.t.Helper()
+	rows, err := e.App.DB.Pool.Query(context.Background(), `SELECT coalesce((args->>'gen')::bigint, 0), state::text
+		FROM river.river_job WHERE kind = 'campaign_release' AND (args->>'org_id')::bigint = $1
+		AND (args->>'campaign_id')::bigint = $2`, org.ID, id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[int64]string{}
+	for rows.Next() {
+		var (
+			gen   int64
+			state string
+		)
+		if err := rows.Scan(&gen, &state); err != nil {
+			e.t.Fatal(err)
+		}
+		if out[gen] != "" {
+			e.t.Fatalf("two release jobs of generation %d", gen)
+		}
+		out[gen] = state
+	}
+	if err := rows.Err(); err != nil {
+		e.t.Fatal(err)
+	}
+	return out
+}
+
 // TestCampaignPriority: an API send through a sender busy with a campaign
 // is delivered ahead of the campaign messages released after it: they
 // wait behind it (River priority) and the pacing keeps at most the

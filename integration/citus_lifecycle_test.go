@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bizmsg/platform/platform/consent"
 )
 
 // citusOrg is one organization of TestCitusCluster: its sender number,
@@ -184,6 +186,40 @@ func citusExactlyOnce(t *testing.T, e *msgEnv, runs []*citusOrg) {
 		if attempts != deliveries || len(got) != deliveries || len(ids) != len(got) {
 			t.Fatalf("%s: %d webhook deliveries (%d attempts), %d requests with %d webhook-ids: want each once",
 				r.org.Name, deliveries, attempts, len(got), len(ids))
+		}
+	}
+}
+
+// citusConsentAndTemplates, for each organization on its distributed
+// schema: a template is submitted and reviewed by the network (its review
+// job written through the tenant's job outbox), and the recipient's STOP
+// puts them on the opt-out list and gets the confirmation from the
+// organization's number (the reply job likewise), once.
+func citusConsentAndTemplates(t *testing.T, e *msgEnv, runs []*citusOrg) {
+	t.Helper()
+	for _, r := range runs {
+		key := r.org.Key()
+		tpl := createTemplate(t, e.Env, key, templateBody("citus_"+strings.ToLower(r.org.Tenant.Schema), "en_US"))
+		if got := reviewed(t, e.Env, key, tpl.ID); got.Status != "approved" {
+			t.Fatalf("%s's template is %s after its review, want approved", r.org.Name, got.Status)
+		}
+		e.writeTo(r.org, r.recipient, r.phone, "STOP")
+	}
+	for _, r := range runs {
+		poll(t, 30*time.Second, func() (bool, string) {
+			got := e.inboxFrom(r.recipient, r.phone)
+			n := 0
+			for _, m := range got {
+				if m == consent.DefaultOptOutReply {
+					n++
+				}
+			}
+			return n == 1, fmt.Sprintf("%s's inbox from %s: %q, want the opt-out confirmation once", r.recipient, r.phone, got)
+		})
+		var listed bool
+		if err := e.App.DB.Pool.QueryRow(t.Context(), `SELECT EXISTS (SELECT FROM `+r.org.Tenant.Table("opt_outs")+
+			` WHERE phone = $1)`, r.recipient).Scan(&listed); err != nil || !listed {
+			t.Fatalf("%s: %s on the opt-out list: %v (%v), want listed after STOP", r.org.Name, r.recipient, listed, err)
 		}
 	}
 }

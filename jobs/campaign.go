@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/bizmsg/platform/platform/campaignrelease"
 	"github.com/bizmsg/platform/platform/db"
@@ -17,7 +15,7 @@ import (
 // CampaignTicker runs a campaign's release for one run of its job: ticks
 // until the budget is spent (the campaignrelease service).
 type CampaignTicker interface {
-	Run(ctx context.Context, t db.Tenant, id int64, finish campaignrelease.Finish, budget time.Duration) (campaignrelease.Outcome, error)
+	Run(ctx context.Context, t db.Tenant, id, gen int64, budget time.Duration) (campaignrelease.Outcome, error)
 }
 
 // CampaignRetry is the delay before a failed tick runs again: a tick fails
@@ -27,9 +25,10 @@ const CampaignRetry = 2 * time.Second
 
 // CampaignWorker works queue.CampaignArgs jobs: each run is the ticks
 // that fit in half its timeout, waited for in the worker, then a snooze
-// until the next (River's JobSnooze, which costs no attempt); a campaign no longer running ends the job in the tick's
-// transaction (River's JobCompleteTx), so a resume committing after it
-// inserts a new job rather than find this one still running.
+// until the next (River's JobSnooze, which costs no attempt); a campaign no
+// longer running, or released by a newer job (a resume raised its release
+// generation), ends the job. The tick's transactions write the tenant's
+// schema alone; River completes the job after the run.
 type CampaignWorker struct {
 	river.WorkerDefaults[queue.CampaignArgs]
 	Ticker CampaignTicker
@@ -54,13 +53,7 @@ func (w *CampaignWorker) Work(ctx context.Context, job *river.Job[queue.Campaign
 	if err != nil {
 		return river.JobCancel(fmt.Errorf("campaign job %d: %w", job.ID, err))
 	}
-	finish := func(ctx context.Context, tx pgx.Tx) error {
-		if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
-			return fmt.Errorf("complete campaign job %d: %w", job.ID, err)
-		}
-		return nil
-	}
-	out, err := w.Ticker.Run(ctx, t, job.Args.CampaignID, finish, w.RunTimeout/2)
+	out, err := w.Ticker.Run(ctx, t, job.Args.CampaignID, job.Args.Gen, w.RunTimeout/2)
 	if err != nil {
 		return queue.Explain(fmt.Errorf("campaign %d in %s: %w", job.Args.CampaignID, t.Schema, err))
 	}

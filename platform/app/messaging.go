@@ -34,7 +34,7 @@ func (a *App) messaging() error {
 		prepared = -1 // DB_PREPARED_STATEMENTS=0: prepare nothing
 	}
 	if a.Consent, err = consent.New(consent.Config{
-		DB: a.DB, Jobs: a.River, Network: a.Network, Events: a.Webhooks, Clock: a.clock, Logger: a.log,
+		DB: a.DB, Jobs: a.Outbox, Network: a.Network, Events: a.Webhooks, Clock: a.clock, Logger: a.log,
 	}); err != nil {
 		return err
 	}

@@ -10,13 +10,14 @@ import (
 )
 
 // templateService builds the message-template service (docs/api.md,
-// §Templates): its review jobs go through a.River, its status changes
+// §Templates): its review jobs go through the job outbox (a.Outbox: the
+// transaction that stores a template writes its schema alone), its status changes
 // emit webhooks through a.Webhooks, and it submits templates to a.Network.
 // All three must exist.
 func (a *App) templateService() error {
 	svc, err := templates.New(templates.Config{
 		DB:      a.DB,
-		Jobs:    a.River,
+		Jobs:    a.Outbox,
 		Events:  a.Webhooks,
 		Network: a.Network,
 		Clock:   a.clock,

@@ -94,8 +94,10 @@ func New(cfg Config) (*Service, error) {
 // Wake queues campaign id's release job in tx, the transaction of a
 // change of its state (campaigns.Releaser): running → due now; scheduled →
 // due at its send_at; any other state → nothing (the job, if one waits,
-// ends at its next tick). The job is unique per campaign, so a wake while
-// one waits or runs adds none.
+// ends at its next tick). The job carries the campaign's release
+// generation, raised here: a job of the run before, still unfinished
+// while this one commits (its tick may be under way), ends at its next
+// tick instead of holding this one back.
 func (s *Service) Wake(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64) error {
 	c, err := s.cfg.Campaigns.Lock(ctx, tx, t, id)
 	if err != nil {
@@ -112,7 +114,11 @@ func (s *Service) Wake(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64) er
 	default:
 		return nil
 	}
-	args := queue.CampaignArgs{TenantRef: queue.RefOf(t), CampaignID: id}
+	gen, err := s.cfg.Campaigns.NextReleaseGen(ctx, tx, t, id)
+	if err != nil {
+		return err
+	}
+	args := queue.CampaignArgs{TenantRef: queue.RefOf(t), CampaignID: id, Gen: gen}
 	if _, err := s.cfg.Jobs.InsertTx(ctx, tx, args, queue.CampaignJob(args, at)); err != nil {
 		return err
 	}
@@ -122,15 +128,10 @@ func (s *Service) Wake(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64) er
 // Outcome is what a tick decided about its job.
 type Outcome struct {
 	// Done: the campaign is no longer running (paused, canceled,
-	// completed): the job ends, and finish was called in the tick's
-	// transaction.
+	// completed), or a newer job carries its release: the job ends.
 	Done bool
 	// Next is when the job is to tick again (Done false).
 	Next time.Duration
 	// Released and Skipped count this tick's recipients.
 	Released, Skipped int
 }
-
-// Finish ends the running job in tx, with the change that ends it (River's
-// JobCompleteTx), so a wake committing after it inserts a new job.
-type Finish func(ctx context.Context, tx pgx.Tx) error

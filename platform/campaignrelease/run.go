@@ -93,16 +93,16 @@ func (m *marks) moveOn(list []recipient) {
 	}
 }
 
-// Run runs campaign id's release as one run of its job: ticks, the next
-// one waited for in the worker while it is due within Tick and the run's
-// ticks end within budget (the job's timeout less a margin); then it
+// Run runs campaign id's release as one run of its job of release
+// generation gen: ticks, the next one waited for in the worker while it
+// is due within Tick and the run's ticks end within budget (the job's timeout less a margin); then it
 // returns the last tick's outcome, for the job to snooze until the next
 // (Next) or end (Done). A run keeps its marks from tick to tick; a wait in
 // the worker spares each tick River's round trip of a snooze (its
 // complete, the scheduler or the rescuer making it available, its fetch:
 // 0.25 s median, 0.41 s p90 in the bench on a busy machine). It ends early
 // with ctx.
-func (s *Service) Run(ctx context.Context, t db.Tenant, id int64, finish Finish, budget time.Duration) (Outcome, error) {
+func (s *Service) Run(ctx context.Context, t db.Tenant, id, gen int64, budget time.Duration) (Outcome, error) {
 	began := time.Now()
 	var (
 		m     marks
@@ -111,7 +111,7 @@ func (s *Service) Run(ctx context.Context, t db.Tenant, id int64, finish Finish,
 	)
 	for {
 		start := time.Now()
-		out, err := s.tick(ctx, t, id, finish, &m)
+		out, err := s.tick(ctx, t, id, gen, &m)
 		if err != nil {
 			return out, err
 		}

@@ -64,10 +64,11 @@ func idsSQL(t db.Tenant) string {
 }
 
 // shareSQL share-locks campaign $1 for a release transaction and reads
-// its status: pause and cancel lock it FOR UPDATE, so nothing is released
-// after either commits.
+// its status and release generation: pause, resume and cancel lock it FOR
+// UPDATE, so nothing is released after either commits, nor by the job of
+// a generation a resume left behind.
 func shareSQL(t db.Tenant) string {
-	return `SELECT status FROM ` + t.Table("campaigns") + ` WHERE id = $1::bigint FOR SHARE`
+	return `SELECT status, release_gen FROM ` + t.Table("campaigns") + ` WHERE id = $1::bigint FOR SHARE`
 }
 
 // lockSQL locks the recipients $2 of campaign $1 that are still pending
@@ -110,17 +111,19 @@ type recipient struct {
 	ended     bool // released or skipped, by this tick or before it
 }
 
-// tick runs one tick of campaign id's release (finish ends the job in
-// the transaction that finds the campaign over). It locks the campaign:
-// paused, canceled, completed (or gone) → Done; scheduled and due →
-// running with campaign.started; running with nothing pending and no
-// message queued → completed with campaign.completed, Done. Else it
-// releases the pool's room and says when to tick again: Tick less its own
-// time, Idle when nothing is pending, the next UTC midnight when every
-// usable sender is out of its allowance for the day. m is what the run's
-// earlier ticks learnt (the zero marks read everything); the tick moves it
-// on. An error is transient: the job retries.
-func (s *Service) tick(ctx context.Context, t db.Tenant, id int64, finish Finish, m *marks) (Outcome, error) {
+// tick runs one tick of campaign id's release for the job of release
+// generation gen. It locks the campaign: paused, canceled, completed (or
+// gone), or of another generation (a newer job carries it) → Done;
+// scheduled and due → running with campaign.started; running with
+// nothing pending and no message queued → completed with
+// campaign.completed, Done. Else it releases the pool's room and says when
+// to tick again: Tick less its own time, Idle when nothing is pending, the
+// next UTC midnight when every usable sender is out of its allowance for
+// the day. m is what the run's earlier ticks learnt (the zero marks read
+// everything); the tick moves it on. An error is transient: the job
+// retries. The tick's transactions write the tenant's schema alone: the
+// job ends when the run returns (River completes it).
+func (s *Service) tick(ctx context.Context, t db.Tenant, id, gen int64, m *marks) (Outcome, error) {
 	began := time.Now()
 	now := s.cfg.Clock.Now()
 	window := m.window(began, s.cfg.Tick)
@@ -135,10 +138,14 @@ func (s *Service) tick(ctx context.Context, t db.Tenant, id int64, finish Finish
 		c, err = s.cfg.Campaigns.Lock(ctx, tx, t, id)
 		if e, ok := apperr.As(err); ok && e.Kind == apperr.KindNotFound {
 			out.Done = true
-			return finish(ctx, tx)
+			return nil
 		}
 		if err != nil {
 			return err
+		}
+		if c.ReleaseGen != gen {
+			out.Done = true
+			return nil
 		}
 		switch c.Status {
 		case campaigns.StatusScheduled:
@@ -156,7 +163,7 @@ func (s *Service) tick(ctx context.Context, t db.Tenant, id int64, finish Finish
 		case campaigns.StatusRunning:
 		default:
 			out.Done = true
-			return finish(ctx, tx)
+			return nil
 		}
 		var queued bool
 		if err := tx.QueryRow(ctx, stateSQL(t), id, m.from, m.low).Scan(&pending, &queued); err != nil {
@@ -167,7 +174,7 @@ func (s *Service) tick(ctx context.Context, t db.Tenant, id int64, finish Finish
 				return err
 			}
 			out.Done = true
-			return finish(ctx, tx)
+			return nil
 		}
 		if !pending {
 			return nil
@@ -244,7 +251,7 @@ func (s *Service) release(ctx context.Context, t db.Tenant, c campaigns.Campaign
 		return Outcome{}, err
 	}
 	s.check(ctx, t, c, list, now)
-	out, err := s.record(ctx, t, c.ID, list, now)
+	out, err := s.record(ctx, t, c, list, now)
 	if err == nil {
 		m.moveOn(list)
 	}
@@ -366,8 +373,9 @@ func (s *Service) check(ctx context.Context, t db.Tenant, c campaigns.Campaign, 
 	wg.Wait()
 }
 
-// record writes the tick's outcome in one transaction, share-locking the
-// campaign while it is still running: it locks the tick's recipients that
+// record writes the tick's outcome in one transaction, share-locking
+// campaign c while it is still running in the tick's release generation:
+// it locks the tick's recipients that
 // are still pending, releases the checked ones (acceptance.ReleaseMany:
 // stored, accepted by the scheduled send's statement, queued, counted,
 // their delivery jobs inserted; a refused one leaves no row) and marks
@@ -375,16 +383,20 @@ func (s *Service) check(ctx context.Context, t db.Tenant, c campaigns.Campaign, 
 // except when the refusal is the sender's (not active, the daily limit
 // with the reserve): those stay pending for a later tick. Every change
 // is guarded by the recipient's pending status, under its row lock.
-func (s *Service) record(ctx context.Context, t db.Tenant, id int64, list []recipient, now time.Time) (Outcome, error) {
+func (s *Service) record(ctx context.Context, t db.Tenant, c campaigns.Campaign, list []recipient, now time.Time) (Outcome, error) {
+	id := c.ID
 	var out Outcome
 	transient := 0
 	err := db.BeginFunc(ctx, s.cfg.DB.Pool, func(tx pgx.Tx) error {
 		out = Outcome{}
-		var status string
-		if err := tx.QueryRow(ctx, shareSQL(t), id).Scan(&status); err != nil {
+		var (
+			status string
+			gen    int64
+		)
+		if err := tx.QueryRow(ctx, shareSQL(t), id).Scan(&status, &gen); err != nil {
 			return fmt.Errorf("share-lock campaign %d: %w", id, err)
 		}
-		if status != string(campaigns.StatusRunning) {
+		if status != string(campaigns.StatusRunning) || gen != c.ReleaseGen {
 			return nil
 		}
 		ids := make([]int64, 0, len(list))

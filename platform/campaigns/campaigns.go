@@ -175,6 +175,10 @@ type Campaign struct {
 	PausedAt    *time.Time
 	CompletedAt *time.Time
 	CanceledAt  *time.Time
+	// ReleaseGen is the generation of its release job: each start or
+	// resume raises it (campaignrelease.Wake), and a release job of an
+	// older generation ends at its next tick. Not in the resource.
+	ReleaseGen int64
 }
 
 // campaignJSON is the resource of docs/api.md, §Campaigns.

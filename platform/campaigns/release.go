@@ -18,6 +18,20 @@ const completeSQL = `UPDATE {campaigns} c SET status = 'completed', updated_at =
 	completed_at = $2::timestamptz
 	WHERE c.id = $1 AND c.status = 'running' RETURNING ` + columns
 
+// nextGenSQL raises campaign $1's release generation and returns it.
+const nextGenSQL = `UPDATE {campaigns} c SET release_gen = c.release_gen + 1 WHERE c.id = $1 RETURNING c.release_gen`
+
+// NextReleaseGen raises campaign id's release generation in tx and returns
+// the new one, which the release job queued in tx carries: every job of an
+// older generation ends at its next tick (Campaign.ReleaseGen).
+func (s *Service) NextReleaseGen(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64) (int64, error) {
+	var gen int64
+	if err := tx.QueryRow(ctx, sqlFor(t, nextGenSQL), id).Scan(&gen); err != nil {
+		return 0, fmt.Errorf("raise the release generation of campaign %d: %w", id, err)
+	}
+	return gen, nil
+}
+
 // Lock reads campaign id in tx, locked FOR UPDATE to tx's end (without
 // its counts): a release tick's first step, serialised with pause, resume
 // and cancel. 404 when the organization has none.

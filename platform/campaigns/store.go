@@ -40,7 +40,7 @@ func sqlFor(t db.Tenant, query string) string {
 const columns = `c.id, c.name, c.status, c.sender_number_ids, c.template_id, c.template_name, c.template_language,
 	c.type, coalesce(c.content, ''), c.file_name, c.file_size, c.file_type, c.duration, c.send_at,
 	c.reserve_percent, c.recipients, c.created_at, c.updated_at, c.started_at, c.paused_at, c.completed_at,
-	c.canceled_at`
+	c.canceled_at, c.release_gen`
 
 // scanCampaign reads columns.
 func scanCampaign(r pgx.CollectableRow) (Campaign, error) {
@@ -52,7 +52,7 @@ func scanCampaign(r pgx.CollectableRow) (Campaign, error) {
 	err := r.Scan(&c.ID, &c.Name, &status, &c.SenderNumberIDs, &c.TemplateID, &tplName, &tplLn,
 		&c.Body.Type, &c.Body.Content, &c.Body.FileName, &c.Body.FileSize, &c.Body.FileType, &c.Body.Duration,
 		&c.SendAt, &c.ReservePercent, &c.Counts.Total, &c.CreatedAt, &c.UpdatedAt, &c.StartedAt, &c.PausedAt,
-		&c.CompletedAt, &c.CanceledAt)
+		&c.CompletedAt, &c.CanceledAt, &c.ReleaseGen)
 	c.Status = Status(status)
 	if tplName != nil && tplLn != nil {
 		c.Template = &TemplateName{Name: *tplName, Language: *tplLn}

@@ -23,22 +23,28 @@ const PriorityCampaign = 3
 const DefaultCampaignMaxAttempts = 1000
 
 // CampaignArgs is the release job of one campaign (docs/design.md,
-// §Campaigns: pacing and fairness): each run is one tick that releases
-// the recipients the pacing allows, then snoozes. It is inserted in the
-// transaction of the campaign's start or resume, scheduled at its
-// send_at, and is unique per campaign while not finalized, so at most one
-// runs.
+// §Campaigns: pacing and fairness): each run ticks, releasing the
+// recipients the pacing allows, then snoozes. It is written (through the
+// job outbox) in the transaction of the campaign's start or resume,
+// scheduled at its send_at, with the campaign's new release generation;
+// it is unique per campaign and generation while not finalized, so at
+// most one runs per generation, and one of an older generation ends at
+// its next tick.
 type CampaignArgs struct {
 	TenantRef
 	// CampaignID is the campaign's id in the tenant schema.
 	CampaignID int64 `json:"campaign_id"`
+	// Gen is the campaign's release generation the job was queued with
+	// (campaigns.Campaign.ReleaseGen; 0 for jobs queued before it existed).
+	Gen int64 `json:"gen,omitempty"`
 }
 
 // Kind names the job in River.
 func (CampaignArgs) Kind() string { return "campaign_release" }
 
 // InsertOpts puts campaign ticks on the release queue, one job per
-// campaign in any state before its end (completed, cancelled, discarded).
+// campaign and generation in any state before its end (completed,
+// cancelled, discarded).
 func (CampaignArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{
 		Queue:       QueueRelease,
