@@ -133,7 +133,7 @@ type sendResult struct {
 
 // docs/scaling.md, §Rebalancing: an organization's tenant schema moves to
 // the other worker (platform admin citus move) while the organization
-// sends 20 messages a second through an api process and a worker process
+// sends 50 messages a second (500 in all) through an api process and a worker process
 // delivers them. Every send is accepted without a 5xx, every accepted
 // message is delivered exactly once (the network holds each reference
 // once), its message.delivered webhook is heard once, the schema is on the
@@ -178,9 +178,9 @@ func TestCitusSchemaMove(t *testing.T) {
 		}
 	}
 
-	// 20 sends a second for 10 s; a 503 is retried by the client after
+	// 50 sends a second for 10 s; a 503 is retried by the client after
 	// 100 ms, up to 50 times.
-	const rate, total = 20, 200
+	const rate, total = 50, 500
 	var (
 		mu      sync.Mutex
 		results []sendResult
