@@ -154,10 +154,12 @@ func (b *Browser) Open(path string) int64 {
 	return resp.Status
 }
 
-// Path is the path (and query) of the current page.
+// Path is the path (and query) of the current page, read within the step
+// timeout (a busy machine may take seconds to answer; location's short
+// bound is for failure messages, where "unknown" will do).
 func (b *Browser) Path() string {
 	b.t.Helper()
-	return strings.TrimPrefix(b.location(), b.base)
+	return strings.TrimPrefix(b.read("location", chromedp.Location()), b.base)
 }
 
 // SetHeader sends header name: value with every request the page makes

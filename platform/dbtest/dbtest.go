@@ -138,7 +138,9 @@ func NewDatabase(t testing.TB) string {
 		t.Fatalf("dbtest: create database: %v", err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		// DROP DATABASE waits for the server's other work (a busy machine
+		// running the whole suite took over 30 s): allow it minutes.
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		conn, err := pgx.Connect(ctx, admin)
 		if err != nil {
