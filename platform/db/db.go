@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/uptrace/bun"
 
 	"github.com/bizmsg/platform/platform/defaults"
 )
@@ -59,6 +60,10 @@ func (c *Config) setDefaults() {
 type DB struct {
 	// Pool is the pgx pool.
 	Pool *pgxpool.Pool
+	// Bun is bun over the same pool (database/sql through pgx's stdlib
+	// driver): bun models, bun's builder and named queries
+	// (platform/sqlq), and RunInTx (docs/design.md, §The data layer).
+	Bun *bun.DB
 }
 
 // Open connects to the database named by cfg.URL. It does not create the
@@ -86,11 +91,14 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect to %s: %w", Redact(cfg.URL), err)
 	}
-	return &DB{Pool: pool}, nil
+	return &DB{Pool: pool, Bun: openBun(pool)}, nil
 }
 
-// Close closes the pool.
+// Close closes bun's handle, then the pool.
 func (d *DB) Close() {
+	if d.Bun != nil {
+		_ = d.Bun.Close() // releases nothing the pool does not own
+	}
 	d.Pool.Close()
 }
 
