@@ -42,7 +42,7 @@ func (a *App) identity() error {
 	if err != nil {
 		return fmt.Errorf("token issuer: %w", err)
 	}
-	if a.Accounts, err = accounts.New(accounts.Config{Pool: a.DB.Pool,
+	if a.Accounts, err = accounts.New(accounts.Config{DB: a.DB,
 		Migrator:          a.Migrator,
 		Issuer:            issuer,
 		Clock:             a.clock,
