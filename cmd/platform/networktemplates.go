@@ -189,7 +189,11 @@ func withTemplates(ctx context.Context, stderr io.Writer,
 		return err
 	}
 	defer emit.Close()
-	svc, err := templates.New(templates.Config{DB: d, Jobs: rc, Events: emit})
+	jobs, err := queue.NewSQLInserter(d.Bun.DB, log)
+	if err != nil {
+		return err
+	}
+	svc, err := templates.New(templates.Config{DB: d, Jobs: jobs, Events: emit})
 	if err != nil {
 		return err
 	}

@@ -71,11 +71,11 @@ func TestNetworkTemplateCommands(t *testing.T) {
 		}
 		return tn
 	}
-	rc, err := queue.NewClient(queue.Config{Pool: d.Pool, Logger: quiet})
+	jobs, err := queue.NewSQLInserter(d.Bun.DB, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := templates.New(templates.Config{DB: d, Jobs: rc})
+	svc, err := templates.New(templates.Config{DB: d, Jobs: jobs})
 	if err != nil {
 		t.Fatal(err)
 	}

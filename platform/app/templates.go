@@ -10,13 +10,18 @@ import (
 )
 
 // templateService builds the message-template service (docs/api.md,
-// §Templates): its review jobs go through a.River, its status changes
-// emit webhooks through a.Webhooks, and it submits templates to a.Network.
-// All three must exist.
+// §Templates): its review jobs go through an insert-only River client on
+// bun's database/sql handle (its transactions are bun's), its status
+// changes emit webhooks through a.Webhooks, and it submits templates to
+// a.Network. Both must exist.
 func (a *App) templateService() error {
+	jobs, err := queue.NewSQLInserter(a.DB.Bun.DB, a.log)
+	if err != nil {
+		return err
+	}
 	svc, err := templates.New(templates.Config{
 		DB:      a.DB,
-		Jobs:    a.River,
+		Jobs:    jobs,
 		Events:  a.Webhooks,
 		Network: a.Network,
 		Clock:   a.clock,

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
+	"github.com/uptrace/bun/schema"
 )
 
 // openBun returns bun over pool, through database/sql on pgx's stdlib
@@ -165,3 +166,20 @@ func (t Tenant) Ident(table string) bun.Ident { return bun.Ident(t.Schema + "." 
 // SchemaIdent is the tenant's schema for bun, `"tenant_42"`: a named
 // query's ?schema argument.
 func (t Tenant) SchemaIdent() bun.Ident { return bun.Ident(t.Schema) }
+
+// QueryPgx runs bun's statement q in tx, the pgx transaction of a package
+// not on bun yet, and returns its row for pgx to scan: the way a bun
+// package's statement joins such a transaction while those packages
+// remain (docs/design.md, §The data layer). The text carries its
+// arguments as literals, so it runs on the simple protocol.
+func (d *DB) QueryPgx(ctx context.Context, tx pgx.Tx, q schema.QueryAppender) pgx.Row {
+	text, err := q.AppendQuery(d.Bun.QueryGen(), nil)
+	if err != nil {
+		return errRow{fmt.Errorf("db: format statement: %w", err)}
+	}
+	return tx.QueryRow(ctx, string(text), pgx.QueryExecModeSimpleProtocol)
+}
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
