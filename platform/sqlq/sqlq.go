@@ -5,10 +5,15 @@
 // (docs/design.md, §The data layer).
 //
 // A query's text names its arguments ?name (a cast after it is usual:
-// ?email::text), filled by bun from an Args: a bun.Ident (db.Tenant's
-// Ident and SchemaIdent) as a quoted identifier, any other value as a
-// literal. The tenant schema is always such an identifier, never text
-// joined to the query. A literal question mark is written \?.
+// ?email::text), filled by bun from an Args: a bun.Ident as a quoted
+// identifier, any other value as a literal. ?schema is the tenant's
+// schema, always db.Tenant.SchemaIdent (a tenant table is
+// ?schema.templates): an identifier quoted by bun, never text joined to
+// the query; every other ?name is a value. A literal question mark is
+// written \?, and a comment holds none (bun would fill it there too).
+//
+// sqlq's test prepares every named query of the repository against a
+// migrated database, so a query that does not parse or plan fails it.
 package sqlq
 
 import (
@@ -46,6 +51,9 @@ func Load(fsys fs.FS, dir string) (*Queries, error) {
 		b, err := fs.ReadFile(fsys, path.Join(dir, e.Name()))
 		if err != nil {
 			return nil, fmt.Errorf("named queries: %w", err)
+		}
+		if err := checkComments(string(b)); err != nil {
+			return nil, fmt.Errorf("named queries: %s: %w", e.Name(), err)
 		}
 		q.text[strings.TrimSuffix(e.Name(), Ext)] = string(b)
 	}
@@ -96,4 +104,15 @@ func (a Args) AppendNamedArg(gen schema.QueryGen, b []byte, name string) ([]byte
 		return out, true
 	}
 	return gen.Append(b, v), true
+}
+
+// checkComments refuses a question mark in a -- comment: bun fills ?name
+// wherever it is, and a value holding a newline would end the comment.
+func checkComments(text string) error {
+	for i, line := range strings.Split(text, "\n") {
+		if _, comment, ok := strings.Cut(line, "--"); ok && strings.Contains(comment, "?") {
+			return fmt.Errorf("line %d: a comment holds a question mark", i+1)
+		}
+	}
+	return nil
 }
