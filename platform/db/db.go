@@ -1,7 +1,8 @@
 // Package db owns the connection to Postgres: one pgx pool shared by every
-// statement of the platform and by River, database creation for first start, the
-// classification of "database unavailable" errors, and the single mapping from
-// an organization to its tenant schema.
+// statement of the platform and by River, bun over that pool (DB.Bun,
+// RunInTx), database creation for first start, the classification of
+// "database unavailable" errors, and the single mapping from an
+// organization to its tenant schema.
 package db
 
 import (
