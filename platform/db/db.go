@@ -56,8 +56,7 @@ func (c *Config) setDefaults() {
 }
 
 // DB is the process's database handle: one pgx pool, which every statement
-// of the platform and River use (docs/design.md, §One pool, one way to
-// write SQL).
+// of the platform and River use (docs/design.md, §One pool).
 type DB struct {
 	// Pool is the pgx pool.
 	Pool *pgxpool.Pool
