@@ -157,10 +157,17 @@ func (t sharedTx) QueryRow(ctx context.Context, query string, args ...any) pgx.R
 
 func (t sharedTx) Conn() *pgx.Conn { return t.conn }
 
-// Ident is a tenant's table for bun, `"tenant_42"."templates"`: a model's
-// table (ModelTableExpr("? AS t", t.Ident("templates"))) or a named
-// query's ?table argument. It is the one way bun names a tenant table; the
-// schema comes from the Tenant, never from input.
+// TableAs is a tenant table for a bun model's ModelTableExpr, under the
+// model's alias: ModelTableExpr(t.TableAs("templates", "t")) names
+// `"tenant_42"."templates" AS "t"`. The model's tag gives the table's name
+// and alias; the tenant gives its schema.
+func (t Tenant) TableAs(table, alias string) (string, bun.Ident, bun.Ident) {
+	return "? AS ?", t.Ident(table), bun.Ident(alias)
+}
+
+// Ident is a tenant's table for bun, `"tenant_42"."templates"` (TableAs
+// for a model). It and SchemaIdent are the one way bun names a tenant's
+// tables; the schema comes from the Tenant, never from input.
 func (t Tenant) Ident(table string) bun.Ident { return bun.Ident(t.Schema + "." + table) }
 
 // SchemaIdent is the tenant's schema for bun, `"tenant_42"`: a named

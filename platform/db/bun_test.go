@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -134,5 +135,21 @@ func TestQueryPgx(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A tenant names its tables for bun as quoted identifiers, a quote in a
+// name doubled.
+func TestTenantIdents(t *testing.T) {
+	t.Parallel()
+	d := dbtest.Open(t, dbtest.NewDatabase(t))
+	tn := db.Tenant{OrgID: 7, Schema: db.SchemaFor(7)}
+	got := d.Bun.NewSelect().ModelTableExpr(tn.TableAs("templates", "t")).ColumnExpr("t.id").String()
+	if want := `"tenant_7"."templates" AS "t"`; !strings.Contains(got, want) {
+		t.Errorf("TableAs: %s, want %s in it", got, want)
+	}
+	odd := db.Tenant{Schema: `x"y`}
+	if got := d.Bun.NewSelect().TableExpr("?", odd.SchemaIdent()).String(); !strings.Contains(got, `"x""y"`) {
+		t.Errorf("SchemaIdent of a quote: %s", got)
 	}
 }

@@ -18,7 +18,7 @@ import (
 
 // table names the organization's templates table for a bun query on the
 // model Template (alias t).
-func table(t db.Tenant) (string, bun.Ident) { return "? AS t", t.Ident("templates") }
+func table(t db.Tenant) (string, bun.Ident, bun.Ident) { return t.TableAs("templates", "t") }
 
 // insertColumns are the columns Create writes.
 var insertColumns = []string{"name", "language", "category", "header", "body", "footer", "variables", "examples",
