@@ -91,8 +91,12 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect to %s: %w", Redact(cfg.URL), err)
 	}
-	return &DB{Pool: pool, Bun: openBun(pool)}, nil
+	return FromPool(pool), nil
 }
+
+// FromPool is the DB of a pool opened elsewhere (a test's counting pool),
+// with bun over it. Close closes the pool too.
+func FromPool(pool *pgxpool.Pool) *DB { return &DB{Pool: pool, Bun: openBun(pool)} }
 
 // Close closes bun's handle, then the pool.
 func (d *DB) Close() {
