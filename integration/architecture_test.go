@@ -98,6 +98,7 @@ var floors = map[string]string{
 	"platform/password":              floorInfra,
 	"platform/phone":                 floorInfra,
 	"platform/queue":                 floorInfra,
+	"platform/sqlq":                  floorInfra,
 	"platform/ratelimit":             floorInfra,
 	"platform/token":                 floorInfra,
 	"platform/dbtest":                floorTest,
@@ -212,6 +213,9 @@ type goFile struct {
 	Statuses []string
 	// Constructors are its constructors (constructorsOf).
 	Constructors []constructor
+	// SQL are its string literals (or concatenations of them) that hold
+	// SQL (sqlLiterals).
+	SQL []string
 }
 
 // pkgFiles is a package (relative to the module path) and its production
@@ -235,6 +239,7 @@ func readGoFile(name string, src []byte) (goFile, error) {
 		return f, fmt.Errorf("parse %s: %w", name, err)
 	}
 	f.Constructors = constructorsOf(path.Dir(name), af)
+	f.SQL = sqlLiterals(af)
 	local := ""
 	for _, imp := range af.Imports {
 		if p, _ := strconv.Unquote(imp.Path.Value); p == "net/http" {

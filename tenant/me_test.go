@@ -55,7 +55,7 @@ func setupMe(t *testing.T, limit ratelimit.Limit) *meBundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := keys.New(keys.Config{Pool: pool, Hasher: h, Pace: store, RequestRate: limit})
+	svc, err := keys.New(keys.Config{DB: db.FromPool(pool), Hasher: h, Pace: store, RequestRate: limit})
 	if err != nil {
 		t.Fatal(err)
 	}

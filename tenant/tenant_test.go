@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bizmsg/platform/platform/apikey"
+	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/httpx"
 	"github.com/bizmsg/platform/platform/keys"
 )
@@ -94,7 +95,7 @@ func TestAuthenticateWithoutDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := keys.New(keys.Config{Pool: pool, Hasher: h})
+	svc, err := keys.New(keys.Config{DB: db.FromPool(pool), Hasher: h})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package accounts
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net/mail"
@@ -9,12 +10,13 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/uptrace/bun"
 
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/password"
+	"github.com/bizmsg/platform/platform/sqlq"
 	"github.com/bizmsg/platform/platform/token"
 )
 
@@ -139,25 +141,26 @@ func (s *Service) Register(ctx context.Context, r Registration) (*Registered, er
 			DefaultDailyLimit: s.cfg.DefaultDailyLimit, CreatedAt: now,
 		},
 	}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = s.db.RunInTx(ctx, func(tx db.Tx) error {
 		org := &out.Organization
-		if err := tx.QueryRow(ctx, `
-			INSERT INTO central.organizations (name, subscription_status, default_daily_limit, created_at)
-			VALUES ($1, $2, $3, $4) RETURNING id`,
-			org.Name, org.SubscriptionStatus, org.DefaultDailyLimit, now).Scan(&org.ID); err != nil {
+		row := orgRow{Name: org.Name, SubscriptionStatus: org.SubscriptionStatus, DefaultDailyLimit: org.DefaultDailyLimit, CreatedAt: now}
+		if _, err := tx.Bun.NewInsert().Model(&row).
+			Column("name", "subscription_status", "default_daily_limit", "created_at").Returning("id").Exec(ctx); err != nil {
 			return fmt.Errorf("insert organization: %w", err)
 		}
+		org.ID = row.ID
 		org.Tenant = db.Tenant{OrgID: org.ID, Schema: db.SchemaFor(org.ID)}
-		if _, err := tx.Exec(ctx, `UPDATE central.organizations SET schema_name = $2 WHERE id = $1`, org.ID, org.Tenant.Schema); err != nil {
+		row.SchemaName = &org.Tenant.Schema
+		if _, err := tx.Bun.NewUpdate().Model(&row).Column("schema_name").WherePK().Exec(ctx); err != nil {
 			return fmt.Errorf("set schema name: %w", err)
 		}
-		if _, err := s.cfg.Migrator.TenantTx(ctx, tx, org.Tenant); err != nil {
+		if _, err := s.cfg.Migrator.TenantTx(ctx, tx.Pgx(), org.Tenant); err != nil {
 			return fmt.Errorf("provision tenant schema: %w", err)
 		}
-		if err := insertMember(ctx, tx, org.ID, &out.User, hash); err != nil {
+		if err := insertMember(ctx, tx.Bun, org.ID, &out.User, hash); err != nil {
 			return err
 		}
-		return s.insertRefresh(ctx, tx, out.User.ID, org.ID, "", refreshHash, now)
+		return s.insertRefresh(ctx, tx.Bun, out.User.ID, org.ID, "", refreshHash, now)
 	})
 	if _, ok := apperr.As(err); ok {
 		return nil, err
@@ -176,19 +179,18 @@ func (s *Service) Register(ctx context.Context, r Registration) (*Registered, er
 // insertMember inserts user u of organization orgID, with its password
 // hash, and its membership (u.Role, u.CreatedAt), and sets u.ID. An email
 // that already has an account is 409 email_taken.
-func insertMember(ctx context.Context, tx pgx.Tx, orgID int64, u *User, hash string) error {
-	err := tx.QueryRow(ctx, `
-		INSERT INTO central.users (email, name, password_hash, created_at)
-		VALUES ($1, $2, $3, $4) RETURNING id`, u.Email, u.Name, hash, u.CreatedAt).Scan(&u.ID)
+func insertMember(ctx context.Context, tx bun.Tx, orgID int64, u *User, hash string) error {
+	row := userRow{Email: u.Email, Name: u.Name, PasswordHash: hash, CreatedAt: u.CreatedAt}
+	_, err := tx.NewInsert().Model(&row).Column("email", "name", "password_hash", "created_at").Returning("id").Exec(ctx)
 	if db.IsUniqueViolation(err, "users_email_key") {
 		return errEmailTaken()
 	}
 	if err != nil {
 		return fmt.Errorf("insert user: %w", err)
 	}
-	if _, err := tx.Exec(ctx, `
-		INSERT INTO central.memberships (organization_id, user_id, role, created_at)
-		VALUES ($1, $2, $3, $4)`, orgID, u.ID, u.Role, u.CreatedAt); err != nil {
+	u.ID = row.ID
+	m := membershipRow{OrganizationID: orgID, UserID: u.ID, Role: u.Role, CreatedAt: u.CreatedAt}
+	if _, err := tx.NewInsert().Model(&m).Exec(ctx); err != nil {
 		return fmt.Errorf("insert membership: %w", err)
 	}
 	return nil
@@ -196,11 +198,11 @@ func insertMember(ctx context.Context, tx pgx.Tx, orgID int64, u *User, hash str
 
 // insertRefresh stores a refresh token's hash, in family (a new family when
 // family is "").
-func (s *Service) insertRefresh(ctx context.Context, tx pgx.Tx, userID, orgID int64, family string, hash []byte, now time.Time) error {
-	_, err := tx.Exec(ctx, `
-		INSERT INTO central.refresh_tokens (user_id, organization_id, family_id, token_hash, expires_at, created_at)
-		VALUES ($1, $2, coalesce(nullif($3, '')::uuid, gen_random_uuid()), $4, $5, $6)`,
-		userID, orgID, family, hash, now.Add(s.cfg.RefreshTTL), now)
+func (s *Service) insertRefresh(ctx context.Context, idb bun.IDB, userID, orgID int64, family string, hash []byte, now time.Time) error {
+	_, err := s.q.Raw(idb, "insert_refresh", sqlq.Args{
+		"user_id": userID, "org_id": orgID, "family": family, "hash": hash,
+		"expires_at": now.Add(s.cfg.RefreshTTL), "now": now,
+	}).Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("insert refresh token: %w", err)
 	}
@@ -272,17 +274,15 @@ func (s *Service) Login(ctx context.Context, c Credentials, addr string) (*Sessi
 	if err := s.reserveLogin(ctx, account, address, now); err != nil {
 		return nil, err
 	}
-	var (
-		userID, orgID int64
-		hash, role    string
-	)
-	err = s.pool.QueryRow(ctx, `
-		SELECT u.id, u.password_hash, m.organization_id, m.role
-		FROM central.users u JOIN central.memberships m ON m.user_id = u.id
-		WHERE lower(u.email) = $1
-		ORDER BY m.created_at, m.organization_id
-		LIMIT 1`, email).Scan(&userID, &hash, &orgID, &role)
-	if errors.Is(err, pgx.ErrNoRows) {
+	var acct struct {
+		UserID         int64  `bun:"user_id"`
+		PasswordHash   string `bun:"password_hash"`
+		OrganizationID int64  `bun:"organization_id"`
+		Role           string `bun:"role"`
+	}
+	err = s.q.Raw(s.db.Bun, "login_account", sqlq.Args{"email": email}).Scan(ctx, &acct)
+	userID, hash, orgID, role := acct.UserID, acct.PasswordHash, acct.OrganizationID, acct.Role
+	if errors.Is(err, sql.ErrNoRows) {
 		password.DummyVerify(c.Password)
 		return nil, errBadCredentials()
 	}
@@ -310,7 +310,7 @@ func (s *Service) Login(ctx context.Context, c Credentials, addr string) (*Sessi
 func (s *Service) rehash(ctx context.Context, userID int64, plain string) {
 	h, err := password.Hash(plain)
 	if err == nil {
-		_, err = s.pool.Exec(ctx, `UPDATE central.users SET password_hash = $2 WHERE id = $1`, userID, h)
+		_, err = s.db.Bun.NewUpdate().Model(&userRow{ID: userID, PasswordHash: h}).Column("password_hash").WherePK().Exec(ctx)
 	}
 	if err != nil {
 		s.cfg.Logger.WarnContext(ctx, "password rehash failed", "user_id", userID, "error", err)
@@ -324,9 +324,7 @@ func (s *Service) startSession(ctx context.Context, userID, orgID int64, role st
 		return nil, fmt.Errorf("start session: %w", err)
 	}
 	now := clock.Stamp(s.cfg.Clock.Now())
-	if err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		return s.insertRefresh(ctx, tx, userID, orgID, "", refreshHash, now)
-	}); err != nil {
+	if err := s.insertRefresh(ctx, s.db.Bun, userID, orgID, "", refreshHash, now); err != nil {
 		return nil, fmt.Errorf("start session: %w", err)
 	}
 	return s.session(userID, orgID, role, refresh)
@@ -356,43 +354,36 @@ func (s *Service) Refresh(ctx context.Context, plain string) (*Session, error) {
 		role          string
 		refused       bool
 	)
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var (
-			id            int64
-			family        string
-			expires       time.Time
-			used, revoked *time.Time
-		)
-		err := tx.QueryRow(ctx, `
-			SELECT id, user_id, organization_id, family_id::text, expires_at, used_at, revoked_at
-			FROM central.refresh_tokens WHERE token_hash = $1 FOR UPDATE`, token.HashRefresh(plain),
-		).Scan(&id, &userID, &orgID, &family, &expires, &used, &revoked)
-		if errors.Is(err, pgx.ErrNoRows) {
+	err = s.db.Bun.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		var rt refreshRow
+		err := tx.NewSelect().Model(&rt).Where("token_hash = ?", token.HashRefresh(plain)).For("UPDATE").Scan(ctx)
+		if errors.Is(err, sql.ErrNoRows) {
 			refused = true
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("load refresh token: %w", err)
 		}
-		if revoked != nil || !now.Before(expires) {
+		userID, orgID = rt.UserID, rt.OrganizationID
+		if rt.RevokedAt != nil || !now.Before(rt.ExpiresAt) {
 			refused = true
 			return nil
 		}
-		err = tx.QueryRow(ctx, `SELECT role FROM central.memberships WHERE organization_id = $1 AND user_id = $2`,
-			orgID, userID).Scan(&role)
-		if used != nil || errors.Is(err, pgx.ErrNoRows) {
+		role, err = memberRole(ctx, tx, orgID, userID)
+		if rt.UsedAt != nil || errors.Is(err, sql.ErrNoRows) {
 			// Reuse of a rotated token, or a user no longer in the
 			// organization: end the whole family. Committed, then refused.
 			refused = true
-			return revokeFamily(ctx, tx, family, now)
+			return revokeFamily(ctx, tx, rt.FamilyID, now)
 		}
 		if err != nil {
 			return fmt.Errorf("load membership: %w", err)
 		}
-		if _, err := tx.Exec(ctx, `UPDATE central.refresh_tokens SET used_at = $2 WHERE id = $1`, id, now); err != nil {
+		rt.UsedAt = &now
+		if _, err := tx.NewUpdate().Model(&rt).Column("used_at").WherePK().Exec(ctx); err != nil {
 			return fmt.Errorf("mark refresh token used: %w", err)
 		}
-		return s.insertRefresh(ctx, tx, userID, orgID, family, nextHash, now)
+		return s.insertRefresh(ctx, tx, userID, orgID, rt.FamilyID, nextHash, now)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("refresh: %w", err)
@@ -403,9 +394,17 @@ func (s *Service) Refresh(ctx context.Context, plain string) (*Session, error) {
 	return s.session(userID, orgID, role, next)
 }
 
-func revokeFamily(ctx context.Context, tx pgx.Tx, family string, now time.Time) error {
-	if _, err := tx.Exec(ctx, `UPDATE central.refresh_tokens SET revoked_at = $2
-		WHERE family_id = $1::uuid AND revoked_at IS NULL`, family, now); err != nil {
+// memberRole reads the role of user userID in organization orgID
+// (sql.ErrNoRows: not a member).
+func memberRole(ctx context.Context, idb bun.IDB, orgID, userID int64) (string, error) {
+	m := membershipRow{OrganizationID: orgID, UserID: userID}
+	err := idb.NewSelect().Model(&m).Column("role").WherePK().Scan(ctx)
+	return m.Role, err
+}
+
+func revokeFamily(ctx context.Context, tx bun.Tx, family string, now time.Time) error {
+	if _, err := tx.NewUpdate().Model((*refreshRow)(nil)).Set("revoked_at = ?", now).
+		Where("family_id = ?::uuid", family).Where("revoked_at IS NULL").Exec(ctx); err != nil {
 		return fmt.Errorf("revoke refresh token family: %w", err)
 	}
 	return nil
@@ -419,17 +418,15 @@ func (s *Service) Logout(ctx context.Context, p Principal, refresh string) error
 	now := clock.Stamp(s.cfg.Clock.Now())
 	var err error
 	if refresh == "" {
-		_, err = s.pool.Exec(ctx, `UPDATE central.refresh_tokens SET revoked_at = $3
-			WHERE user_id = $1 AND organization_id = $2 AND revoked_at IS NULL`, p.UserID, p.OrgID, now)
+		_, err = s.db.Bun.NewUpdate().Model((*refreshRow)(nil)).Set("revoked_at = ?", now).
+			Where("user_id = ?", p.UserID).Where("organization_id = ?", p.OrgID).Where("revoked_at IS NULL").Exec(ctx)
 	} else {
 		if !token.ValidRefresh(refresh) {
 			return nil
 		}
-		_, err = s.pool.Exec(ctx, `UPDATE central.refresh_tokens SET revoked_at = $4
-			WHERE revoked_at IS NULL AND family_id = (
-			    SELECT family_id FROM central.refresh_tokens
-			    WHERE token_hash = $1 AND user_id = $2 AND organization_id = $3)`,
-			token.HashRefresh(refresh), p.UserID, p.OrgID, now)
+		_, err = s.q.Raw(s.db.Bun, "revoke_presented_family", sqlq.Args{
+			"hash": token.HashRefresh(refresh), "user_id": p.UserID, "org_id": p.OrgID, "now": now,
+		}).Exec(ctx)
 	}
 	if err != nil {
 		return fmt.Errorf("logout: %w", err)
@@ -440,22 +437,30 @@ func (s *Service) Logout(ctx context.Context, p Principal, refresh string) error
 // Me returns the signed-in user, the organization, the role and the
 // subscription.
 func (s *Service) Me(ctx context.Context, p Principal) (*Me, error) {
-	var m Me
-	u, o := &m.User, &m.Organization
-	err := s.pool.QueryRow(ctx, `
-		SELECT u.id, u.name, u.email, u.created_at, mb.role,
-		       o.id, o.name, o.subscription_status, o.default_daily_limit, o.created_at
-		FROM central.memberships mb
-		JOIN central.users u ON u.id = mb.user_id
-		JOIN central.organizations o ON o.id = mb.organization_id
-		WHERE mb.organization_id = $1 AND mb.user_id = $2`, p.OrgID, p.UserID,
-	).Scan(&u.ID, &u.Name, &u.Email, &u.CreatedAt, &u.Role, &o.ID, &o.Name, &o.SubscriptionStatus, &o.DefaultDailyLimit, &o.CreatedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
+	var row struct {
+		UserID             int64     `bun:"user_id"`
+		UserName           string    `bun:"user_name"`
+		Email              string    `bun:"email"`
+		UserCreatedAt      time.Time `bun:"user_created_at"`
+		Role               string    `bun:"role"`
+		OrgID              int64     `bun:"org_id"`
+		OrgName            string    `bun:"org_name"`
+		SubscriptionStatus string    `bun:"subscription_status"`
+		DefaultDailyLimit  int       `bun:"default_daily_limit"`
+		OrgCreatedAt       time.Time `bun:"org_created_at"`
+	}
+	err := s.q.Raw(s.db.Bun, "me", sqlq.Args{"org_id": p.OrgID, "user_id": p.UserID}).Scan(ctx, &row)
+	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrInvalidToken()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("me: %w", err)
 	}
+	var m Me
+	u, o := &m.User, &m.Organization
+	*u = User{ID: row.UserID, Name: row.UserName, Email: row.Email, Role: row.Role, CreatedAt: row.UserCreatedAt}
+	*o = Organization{ID: row.OrgID, Name: row.OrgName, SubscriptionStatus: row.SubscriptionStatus,
+		DefaultDailyLimit: row.DefaultDailyLimit, CreatedAt: row.OrgCreatedAt}
 	u.CreatedAt, o.CreatedAt = clock.Stamp(u.CreatedAt), clock.Stamp(o.CreatedAt)
 	o.Tenant = p.Tenant
 	m.Role = u.Role

@@ -62,7 +62,7 @@ func newTestService(t *testing.T, throttle accounts.ThrottleConfig) (*accounts.S
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := accounts.New(accounts.Config{Pool: d.Pool, Migrator: m, Issuer: iss, Clock: clk, Throttle: throttle})
+	svc, err := accounts.New(accounts.Config{DB: d, Migrator: m, Issuer: iss, Clock: clk, Throttle: throttle})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,14 +3,15 @@ package accounts
 import (
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
 
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/sqlq"
 	"github.com/bizmsg/platform/platform/token"
-	"github.com/jackc/pgx/v5"
 )
 
 // Principal is the signed-in user of a Central API request, with the role
@@ -60,18 +61,19 @@ func (s *Service) Authenticate(ctx context.Context, accessToken string) (*Princi
 		return nil, e
 	}
 	p := Principal{UserID: claims.UserID, OrgID: claims.OrgID}
-	var schema *string
-	err = s.pool.QueryRow(ctx, `
-		SELECT m.role, o.schema_name
-		FROM central.memberships m JOIN central.organizations o ON o.id = m.organization_id
-		WHERE m.organization_id = $1 AND m.user_id = $2`, p.OrgID, p.UserID).Scan(&p.Role, &schema)
-	if errors.Is(err, pgx.ErrNoRows) {
+	var row struct {
+		Role       string  `bun:"role"`
+		SchemaName *string `bun:"schema_name"`
+	}
+	err = s.q.Raw(s.db.Bun, "authenticate", sqlq.Args{"org_id": p.OrgID, "user_id": p.UserID}).Scan(ctx, &row)
+	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrInvalidToken()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("authenticate: %w", err)
 	}
-	if p.Tenant, err = db.StoredTenant(p.OrgID, schema); err != nil {
+	p.Role = row.Role
+	if p.Tenant, err = db.StoredTenant(p.OrgID, row.SchemaName); err != nil {
 		return nil, fmt.Errorf("authenticate: %w", err)
 	}
 	return &p, nil

@@ -2,17 +2,20 @@ package accounts
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/uptrace/bun"
 
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/audit"
 	"github.com/bizmsg/platform/platform/clock"
+	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/page"
 	"github.com/bizmsg/platform/platform/password"
+	"github.com/bizmsg/platform/platform/sqlq"
 )
 
 // NewMember is the body of POST /users: the new member's account, with an
@@ -37,27 +40,13 @@ func errNotAdmin(msg string) error {
 // Members returns one page of the organization's members, newest first, and
 // the next page's cursor ("" on the last page).
 func (s *Service) Members(ctx context.Context, orgID int64, pg page.Query) ([]User, string, error) {
-	rows, err := s.pool.Query(ctx, `
-		SELECT u.id, u.name, u.email, m.role, u.created_at
-		FROM central.memberships m JOIN central.users u ON u.id = m.user_id
-		WHERE m.organization_id = $1 AND ($2::bigint = 0 OR u.id < $2)
-		ORDER BY u.id DESC
-		LIMIT $3`, orgID, pg.After, pg.Limit+1)
-	if err != nil {
-		return nil, "", fmt.Errorf("list members: %w", err)
-	}
-	defer rows.Close()
 	var out []User
-	for rows.Next() {
-		var u User
-		if err := rows.Scan(&u.ID, &u.Name, &u.Email, &u.Role, &u.CreatedAt); err != nil {
-			return nil, "", fmt.Errorf("scan member: %w", err)
-		}
-		u.CreatedAt = clock.Stamp(u.CreatedAt)
-		out = append(out, u)
-	}
-	if err := rows.Err(); err != nil {
+	if err := s.q.Raw(s.db.Bun, "members", sqlq.Args{"org_id": orgID, "after": pg.After, "limit": pg.Limit + 1}).
+		Scan(ctx, &out); err != nil {
 		return nil, "", fmt.Errorf("list members: %w", err)
+	}
+	for i := range out {
+		out[i].CreatedAt = clock.Stamp(out[i].CreatedAt)
 	}
 	out, next := page.Cut(pg, out, func(u User) int64 { return u.ID })
 	return out, next, nil
@@ -67,12 +56,16 @@ func (s *Service) Members(ctx context.Context, orgID int64, pg page.Query) ([]Us
 // refuses to remove the last one (422 last_owner); the dashboard uses the
 // count to offer "Remove" only where it can succeed.
 func (s *Service) Owners(ctx context.Context, orgID int64) (int, error) {
-	var n int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM central.memberships WHERE organization_id = $1 AND role = 'owner'`,
-		orgID).Scan(&n); err != nil {
+	return owners(ctx, s.db.Bun, orgID)
+}
+
+func owners(ctx context.Context, idb bun.IDB, orgID int64) (int, error) {
+	n, err := idb.NewSelect().Model((*membershipRow)(nil)).
+		Where("organization_id = ?", orgID).Where("role = ?", RoleOwner).Count(ctx)
+	if err != nil {
 		return 0, fmt.Errorf("count owners: %w", err)
 	}
-	return n, nil
+	return int(n), nil
 }
 
 // AddMember creates a user account in the caller's organization with the
@@ -102,8 +95,8 @@ func (s *Service) AddMember(ctx context.Context, p Principal, m NewMember) (*Use
 	}
 	now := clock.Stamp(s.cfg.Clock.Now())
 	u := User{Name: m.Name, Email: m.Email, Role: m.Role, CreatedAt: now}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := insertMember(ctx, tx, p.OrgID, &u, hash); err != nil {
+	err = s.db.RunInTx(ctx, func(tx db.Tx) error {
+		if err := insertMember(ctx, tx.Bun, p.OrgID, &u, hash); err != nil {
 			return err
 		}
 		return auditMember(ctx, tx, p, audit.ActionMemberAdd, u, now)
@@ -129,15 +122,16 @@ func (s *Service) RemoveMember(ctx context.Context, p Principal, userID int64) e
 		return errNotAdmin("Only owners and admins can remove members.")
 	}
 	now := clock.Stamp(s.cfg.Clock.Now())
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM central.organizations WHERE id = $1 FOR UPDATE`, p.OrgID); err != nil {
+	err := s.db.RunInTx(ctx, func(tx db.Tx) error {
+		if _, err := tx.Bun.NewSelect().Model((*orgRow)(nil)).Column("id").Where("id = ?", p.OrgID).For("UPDATE").
+			Exec(ctx); err != nil {
 			return fmt.Errorf("lock organization: %w", err)
 		}
 		// The caller's role as of now, under the lock: a concurrent change
 		// may have removed or demoted them since authentication.
-		err := tx.QueryRow(ctx, `SELECT role FROM central.memberships WHERE organization_id = $1 AND user_id = $2`,
-			p.OrgID, p.UserID).Scan(&p.Role)
-		if errors.Is(err, pgx.ErrNoRows) {
+		var err error
+		p.Role, err = memberRole(ctx, tx.Bun, p.OrgID, p.UserID)
+		if errors.Is(err, sql.ErrNoRows) {
 			return ErrInvalidToken()
 		}
 		if err != nil {
@@ -147,12 +141,8 @@ func (s *Service) RemoveMember(ctx context.Context, p Principal, userID int64) e
 			return errNotAdmin("Only owners and admins can remove members.")
 		}
 		var u User
-		err = tx.QueryRow(ctx, `
-			SELECT u.id, u.name, u.email, m.role, u.created_at
-			FROM central.memberships m JOIN central.users u ON u.id = m.user_id
-			WHERE m.organization_id = $1 AND m.user_id = $2`, p.OrgID, userID,
-		).Scan(&u.ID, &u.Name, &u.Email, &u.Role, &u.CreatedAt)
-		if errors.Is(err, pgx.ErrNoRows) {
+		err = s.q.Raw(tx.Bun, "member", sqlq.Args{"org_id": p.OrgID, "user_id": userID}).Scan(ctx, &u)
+		if errors.Is(err, sql.ErrNoRows) {
 			return apperr.NotFound("member")
 		}
 		if err != nil {
@@ -162,12 +152,11 @@ func (s *Service) RemoveMember(ctx context.Context, p Principal, userID int64) e
 			if p.Role != RoleOwner {
 				return errNotAdmin("Only owners can remove owners.")
 			}
-			var owners int
-			if err := tx.QueryRow(ctx, `SELECT count(*) FROM central.memberships WHERE organization_id = $1 AND role = 'owner'`,
-				p.OrgID).Scan(&owners); err != nil {
-				return fmt.Errorf("count owners: %w", err)
+			n, err := owners(ctx, tx.Bun, p.OrgID)
+			if err != nil {
+				return err
 			}
-			if owners <= 1 {
+			if n <= 1 {
 				return apperr.Invalid("last_owner", "The last owner of an organization cannot be removed.")
 			}
 		}
@@ -176,15 +165,15 @@ func (s *Service) RemoveMember(ctx context.Context, p Principal, userID int64) e
 		if err := auditMember(ctx, tx, p, audit.ActionMemberRemove, u, now); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM central.memberships WHERE organization_id = $1 AND user_id = $2`, p.OrgID, userID); err != nil {
+		if _, err := tx.Bun.NewDelete().Model(&membershipRow{OrganizationID: p.OrgID, UserID: userID}).WherePK().Exec(ctx); err != nil {
 			return fmt.Errorf("delete membership: %w", err)
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM central.refresh_tokens WHERE organization_id = $1 AND user_id = $2`, p.OrgID, userID); err != nil {
+		if _, err := tx.Bun.NewDelete().Model((*refreshRow)(nil)).
+			Where("organization_id = ?", p.OrgID).Where("user_id = ?", userID).Exec(ctx); err != nil {
 			return fmt.Errorf("delete sessions: %w", err)
 		}
 		// The account goes with its last membership.
-		if _, err := tx.Exec(ctx, `DELETE FROM central.users u WHERE u.id = $1
-			AND NOT EXISTS (SELECT 1 FROM central.memberships m WHERE m.user_id = u.id)`, userID); err != nil {
+		if _, err := s.q.Raw(tx.Bun, "delete_orphan_user", sqlq.Args{"user_id": userID}).Exec(ctx); err != nil {
 			return fmt.Errorf("delete user: %w", err)
 		}
 		return nil
@@ -200,8 +189,8 @@ func (s *Service) RemoveMember(ctx context.Context, p Principal, userID int64) e
 
 // auditMember writes a membership change to the audit log (platform/audit),
 // in the change's transaction; the target is the member's account.
-func auditMember(ctx context.Context, tx pgx.Tx, p Principal, action string, u User, now time.Time) error {
-	return audit.Record(ctx, tx, audit.Entry{
+func auditMember(ctx context.Context, tx db.Tx, p Principal, action string, u User, now time.Time) error {
+	return audit.Record(ctx, tx.Pgx(), audit.Entry{
 		OrgID:   p.OrgID,
 		Actor:   audit.User(p.UserID),
 		Action:  action,

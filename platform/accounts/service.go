@@ -8,14 +8,15 @@ package accounts
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/bizmsg/platform/platform/clock"
+	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/migrate"
+	"github.com/bizmsg/platform/platform/sqlq"
 	"github.com/bizmsg/platform/platform/token"
 )
 
@@ -37,8 +38,9 @@ const (
 
 // Config configures the Service.
 type Config struct {
-	// Pool is the central database the Service owns tables of. Required.
-	Pool *pgxpool.Pool
+	// DB is the central database the Service owns tables of, through
+	// bun (DB.Bun). Required.
+	DB *db.DB
 	// Migrator provisions a new organization's tenant schema. Required.
 	Migrator *migrate.Migrator
 	// Issuer signs and verifies access tokens. Required.
@@ -63,15 +65,16 @@ type Config struct {
 // members. It owns the central organizations, users, memberships,
 // refresh_tokens and login_throttle tables. It is safe for concurrent use.
 type Service struct {
-	pool *pgxpool.Pool
-	cfg  Config
+	db  *db.DB
+	q   *sqlq.Queries
+	cfg Config
 }
 
 // New validates cfg and returns a Service.
 func New(cfg Config) (*Service, error) {
 	switch {
-	case cfg.Pool == nil:
-		return nil, errors.New("accounts: Config.Pool is required")
+	case cfg.DB == nil || cfg.DB.Bun == nil:
+		return nil, errors.New("accounts: Config.DB is required")
 	case cfg.Migrator == nil:
 		return nil, errors.New("accounts: Config.Migrator is required")
 	case cfg.Issuer == nil:
@@ -86,5 +89,9 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Service{pool: cfg.Pool, cfg: cfg}, nil
+	q, err := sqlq.Load(queries, "queries")
+	if err != nil {
+		return nil, fmt.Errorf("accounts: %w", err)
+	}
+	return &Service{db: cfg.DB, q: q, cfg: cfg}, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/defaults"
+	"github.com/bizmsg/platform/platform/sqlq"
 )
 
 // ThrottleConfig limits login attempts per account and per client address.
@@ -49,38 +50,21 @@ func throttleKeys(email, addr string) (account, address string) {
 // window.
 func (s *Service) reserveLogin(ctx context.Context, account, address string, now time.Time) error {
 	tc := s.cfg.Throttle
-	rows, err := s.pool.Query(ctx, `
-		INSERT INTO central.login_throttle AS t (key, attempts, window_start)
-		VALUES ($1, 1, $3), ($2, 1, $3)
-		ON CONFLICT (key) DO UPDATE SET
-		    attempts     = CASE WHEN t.window_start <= $4 THEN 1  ELSE t.attempts + 1 END,
-		    window_start = CASE WHEN t.window_start <= $4 THEN $3 ELSE t.window_start END
-		RETURNING key, attempts, window_start`,
-		account, address, now, now.Add(-tc.Window))
-	if err != nil {
+	var counters []throttleRow
+	if err := s.q.Raw(s.db.Bun, "reserve_login", sqlq.Args{
+		"account": account, "address": address, "now": now, "expired": now.Add(-tc.Window),
+	}).Scan(ctx, &counters); err != nil {
 		return fmt.Errorf("login throttle: %w", err)
 	}
-	defer rows.Close()
 	var retry time.Duration
-	for rows.Next() {
-		var (
-			key      string
-			attempts int
-			start    time.Time
-		)
-		if err := rows.Scan(&key, &attempts, &start); err != nil {
-			return fmt.Errorf("login throttle: %w", err)
-		}
+	for _, c := range counters {
 		limit := tc.AddressLimit
-		if key == account {
+		if c.Key == account {
 			limit = tc.AccountLimit
 		}
-		if attempts > limit {
-			retry = max(retry, start.Add(tc.Window).Sub(now), time.Second)
+		if c.Attempts > limit {
+			retry = max(retry, c.WindowStart.Add(tc.Window).Sub(now), time.Second)
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("login throttle: %w", err)
 	}
 	if retry > 0 {
 		return apperr.RateLimited("too_many_login_attempts",
@@ -92,10 +76,7 @@ func (s *Service) reserveLogin(ctx context.Context, account, address string, now
 // releaseLogin gives a successful login's attempt back: the account's
 // counter is cleared, the address's decremented.
 func (s *Service) releaseLogin(ctx context.Context, account, address string) error {
-	_, err := s.pool.Exec(ctx, `
-		WITH cleared AS (DELETE FROM central.login_throttle WHERE key = $1)
-		UPDATE central.login_throttle SET attempts = attempts - 1 WHERE key = $2 AND attempts > 0`,
-		account, address)
+	_, err := s.q.Raw(s.db.Bun, "release_login", sqlq.Args{"account": account, "address": address}).Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("login throttle release: %w", err)
 	}

@@ -30,7 +30,7 @@ func (a *App) identity() error {
 	// that authenticates the key. Request rates are wall-clock pace, not
 	// business time: the store keeps the database's time even when the app
 	// runs on a test clock.
-	if a.Keys, err = keys.New(keys.Config{Pool: a.DB.Pool, Hasher: hasher, Sealer: sealer, Clock: a.clock, Logger: a.log,
+	if a.Keys, err = keys.New(keys.Config{DB: a.DB, Hasher: hasher, Sealer: sealer, Clock: a.clock, Logger: a.log,
 		Batch: a.batches("auth"), Events: a.Webhooks,
 		Pace: a.pace, RequestRate: ratelimit.Limit{Rate: a.cfg.APIRateLimit, Burst: a.cfg.APIRateBurst}}); err != nil {
 		return err
@@ -42,7 +42,7 @@ func (a *App) identity() error {
 	if err != nil {
 		return fmt.Errorf("token issuer: %w", err)
 	}
-	if a.Accounts, err = accounts.New(accounts.Config{Pool: a.DB.Pool,
+	if a.Accounts, err = accounts.New(accounts.Config{DB: a.DB,
 		Migrator:          a.Migrator,
 		Issuer:            issuer,
 		Clock:             a.clock,

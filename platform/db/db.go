@@ -1,7 +1,8 @@
 // Package db owns the connection to Postgres: one pgx pool shared by every
-// statement of the platform and by River, database creation for first start, the
-// classification of "database unavailable" errors, and the single mapping from
-// an organization to its tenant schema.
+// statement of the platform and by River, bun over that pool (DB.Bun,
+// RunInTx), database creation for first start, the classification of
+// "database unavailable" errors, and the single mapping from an
+// organization to its tenant schema.
 package db
 
 import (
@@ -17,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/uptrace/bun"
 
 	"github.com/bizmsg/platform/platform/defaults"
 )
@@ -54,11 +56,14 @@ func (c *Config) setDefaults() {
 }
 
 // DB is the process's database handle: one pgx pool, which every statement
-// of the platform and River use (docs/design.md, §One pool, one way to
-// write SQL).
+// of the platform and River use (docs/design.md, §One pool).
 type DB struct {
 	// Pool is the pgx pool.
 	Pool *pgxpool.Pool
+	// Bun is bun over the same pool (database/sql through pgx's stdlib
+	// driver): bun models, bun's builder and named queries
+	// (platform/sqlq), and RunInTx (docs/design.md, §The data layer).
+	Bun *bun.DB
 }
 
 // Open connects to the database named by cfg.URL. It does not create the
@@ -86,11 +91,18 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect to %s: %w", Redact(cfg.URL), err)
 	}
-	return &DB{Pool: pool}, nil
+	return FromPool(pool), nil
 }
 
-// Close closes the pool.
+// FromPool is the DB of a pool opened elsewhere (a test's counting pool),
+// with bun over it. Close closes the pool too.
+func FromPool(pool *pgxpool.Pool) *DB { return &DB{Pool: pool, Bun: openBun(pool)} }
+
+// Close closes bun's handle, then the pool.
 func (d *DB) Close() {
+	if d.Bun != nil {
+		_ = d.Bun.Close() // releases nothing the pool does not own
+	}
 	d.Pool.Close()
 }
 

@@ -225,7 +225,7 @@ func (s *Service) findKeys(ctx context.Context, _ struct{}, items []lookup) ([]*
 	}
 	now := s.cfg.Clock.Now()
 	def := s.cfg.RequestRate
-	rows, err := s.pool.Query(ctx, query, prefixes, hashes, now, s.cfg.Pace != nil,
+	rows, err := s.db.Pool.Query(ctx, query, prefixes, hashes, now, s.cfg.Pace != nil,
 		def.Rate, int32(def.Burst), now.Add(-s.cfg.TouchInterval))
 	if err != nil {
 		return nil, err
@@ -268,4 +268,14 @@ func (s *Service) findKeys(ctx context.Context, _ struct{}, items []lookup) ([]*
 
 func invalidKey() error {
 	return apperr.New(apperr.KindUnauthenticated, CodeInvalidKey, "The API key is invalid.")
+}
+
+// keyColumns are the columns of a key that keyFields scans, in order.
+const keyColumns = `k.id, k.organization_id, coalesce(k.created_by_user_id, 0), k.name, k.prefix, k.scopes,
+	k.expires_at, k.revoked_at, k.last_used_at, k.created_at, k.key_sealed IS NOT NULL`
+
+// keyFields are the scan destinations of keyColumns into k, then extra.
+func keyFields(k *Key, extra ...any) []any {
+	return append([]any{&k.ID, &k.OrgID, &k.CreatedBy, &k.Name, &k.Prefix, &k.Scopes,
+		&k.ExpiresAt, &k.RevokedAt, &k.LastUsedAt, &k.CreatedAt, &k.Sealed}, extra...)
 }

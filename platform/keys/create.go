@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -199,17 +198,17 @@ func (s *Service) insert(ctx context.Context, orgID int64, actor Actor, spec Spe
 		OrgID: orgID, CreatedBy: actor.UserID, Name: spec.Name, Prefix: k.Prefix,
 		Scopes: spec.Scopes, ExpiresAt: expires, CreatedAt: now, Sealed: sealed != nil,
 	}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, `
-			INSERT INTO central.api_keys
-			    (organization_id, created_by_user_id, name, prefix, key_hash, key_sealed, scopes, expires_at, created_at)
-			VALUES ($1, nullif($2, 0), $3, $4, $5, $6, $7, $8, $9)
-			RETURNING id`,
-			orgID, actor.UserID, spec.Name, k.Prefix, s.cfg.Hasher.Hash(k.Plain), sealed, spec.Scopes, expires, now,
-		).Scan(&key.ID); err != nil {
+	err = s.db.RunInTx(ctx, func(tx db.Tx) error {
+		row := keyRow{
+			OrganizationID: orgID, CreatedByUserID: actor.UserID, Name: spec.Name, Prefix: k.Prefix,
+			KeyHash: s.cfg.Hasher.Hash(k.Plain), KeySealed: sealed, Scopes: spec.Scopes, ExpiresAt: expires, CreatedAt: now,
+		}
+		if _, err := tx.Bun.NewInsert().Model(&row).ExcludeColumn("id", "revoked_at", "last_used_at").
+			Returning("id").Exec(ctx); err != nil {
 			return err
 		}
-		return record(ctx, tx, orgID, actor, audit.ActionAPIKeyCreate, key, now)
+		key.ID = row.ID
+		return record(ctx, tx.Pgx(), orgID, actor, audit.ActionAPIKeyCreate, key, now)
 	})
 	if err != nil {
 		return nil, err
@@ -242,6 +241,3 @@ func (a Actor) auditActor() audit.Actor { return audit.Requester(a.UserID, a.Key
 // errNotFound is the 404 for a key id that does not exist in the caller's
 // organization (whether or not it exists in another).
 func errNotFound() error { return apperr.NotFound("API key") }
-
-// isNoRows reports whether err is pgx's "no rows".
-func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }

@@ -6,9 +6,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/sqlq"
 	"github.com/bizmsg/platform/platform/webhooks"
 )
 
@@ -27,39 +26,20 @@ func (s *Service) NotifyExpiring(ctx context.Context, now time.Time) (int, error
 	if s.cfg.Events == nil {
 		return 0, nil
 	}
-	rows, err := s.pool.Query(ctx, `
-		SELECT `+keyColumns+`, o.schema_name
-		FROM central.api_keys k JOIN central.organizations o ON o.id = k.organization_id
-		WHERE k.revoked_at IS NULL AND k.expires_at > $1 AND k.expires_at <= $2
-		  AND o.schema_name IS NOT NULL
-		ORDER BY k.id`, now, now.Add(ExpiryNotice))
-	if err != nil {
-		return 0, fmt.Errorf("expiring api keys: %w", err)
+	var due []struct {
+		keyRow
+		SchemaName string `bun:"schema_name"`
 	}
-	type expiring struct {
-		key    Key
-		schema string
-	}
-	var due []expiring
-	for rows.Next() {
-		var e expiring
-		if err := scanKey(rows, &e.key, &e.schema); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("scan expiring api key: %w", err)
-		}
-		due = append(due, e)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	if err := s.q.Raw(s.db.Bun, "expiring", sqlq.Args{"from": now, "to": now.Add(ExpiryNotice)}).Scan(ctx, &due); err != nil {
 		return 0, fmt.Errorf("expiring api keys: %w", err)
 	}
 	n := 0
 	for _, e := range due {
-		t, err := db.NewTenant(e.key.OrgID, e.schema)
+		t, err := db.NewTenant(e.OrganizationID, e.SchemaName)
 		if err != nil {
-			return n, fmt.Errorf("expiring api key %d: %w", e.key.ID, err)
+			return n, fmt.Errorf("expiring api key %d: %w", e.ID, err)
 		}
-		sent, err := s.notifyExpiring(ctx, t, e.key, now)
+		sent, err := s.notifyExpiring(ctx, t, e.key(), now)
 		if err != nil {
 			return n, err
 		}
@@ -73,14 +53,17 @@ func (s *Service) NotifyExpiring(ctx context.Context, now time.Time) (int, error
 // notifyExpiring reports key k of tenant t once; false when it was already.
 func (s *Service) notifyExpiring(ctx context.Context, t db.Tenant, k Key, now time.Time) (bool, error) {
 	sent := false
-	err := db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `INSERT INTO `+t.Table("notices")+` (kind, ref, created_at)
-			VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, webhooks.EventAPIKeyExpiring, k.ID, now)
-		if err != nil || tag.RowsAffected() == 0 {
+	err := s.db.RunInTx(ctx, func(tx db.Tx) error {
+		res, err := tx.Bun.NewInsert().Model(&noticeRow{Kind: webhooks.EventAPIKeyExpiring, Ref: k.ID, CreatedAt: now}).
+			ModelTableExpr(t.TableAs("notices", "n")).On("CONFLICT DO NOTHING").Exec(ctx)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
 			return err
 		}
 		sent = true
-		return s.cfg.Events.Emit(ctx, tx, t, webhooks.Event{
+		return s.cfg.Events.Emit(ctx, tx.Pgx(), t, webhooks.Event{
 			Type: webhooks.EventAPIKeyExpiring,
 			Key:  "api_key:" + strconv.FormatInt(k.ID, 10),
 			Data: k.Resource(now),

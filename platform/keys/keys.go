@@ -20,18 +20,19 @@ package keys
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/bizmsg/platform/platform/apikey"
 	"github.com/bizmsg/platform/platform/batch"
 	"github.com/bizmsg/platform/platform/clock"
+	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/pace"
 	"github.com/bizmsg/platform/platform/ratelimit"
+	"github.com/bizmsg/platform/platform/sqlq"
 	"github.com/bizmsg/platform/platform/webhooks"
 )
 
@@ -62,8 +63,9 @@ const DefaultTouchInterval = time.Minute
 
 // Config configures a Service.
 type Config struct {
-	// Pool is the central database the keys are stored in. Required.
-	Pool *pgxpool.Pool
+	// DB is the central database the keys are stored in: Authenticate's
+	// statement runs on its pool, the others through bun. Required.
+	DB *db.DB
 	// Hasher makes and checks the stored keyed hashes. Required.
 	Hasher *apikey.Hasher
 	// Sealer, when set, keeps an encrypted copy of every new key so that
@@ -99,8 +101,9 @@ type Config struct {
 // Service issues, lists, revokes, reveals and authenticates API keys. It is
 // safe for concurrent use.
 type Service struct {
-	pool *pgxpool.Pool
-	cfg  Config
+	db  *db.DB
+	q   *sqlq.Queries
+	cfg Config
 	// finder runs the statement of concurrent authentications together.
 	finder *batch.Batcher[struct{}, lookup, *storedKey]
 	// lastUsedWrites counts last_used_at rows actually written, for metrics
@@ -111,8 +114,8 @@ type Service struct {
 // New validates cfg and returns a Service.
 func New(cfg Config) (*Service, error) {
 	switch {
-	case cfg.Pool == nil:
-		return nil, errors.New("keys: Config.Pool is required")
+	case cfg.DB == nil || cfg.DB.Pool == nil || cfg.DB.Bun == nil:
+		return nil, errors.New("keys: Config.DB is required")
 	case cfg.Hasher == nil:
 		return nil, errors.New("keys: Config.Hasher is required")
 	}
@@ -126,7 +129,11 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Batch.MaxInFlight == 0 {
 		cfg.Batch.MaxInFlight = batch.ReadMaxInFlight
 	}
-	s := &Service{pool: cfg.Pool, cfg: cfg}
+	q, err := sqlq.Load(queries, "queries")
+	if err != nil {
+		return nil, fmt.Errorf("keys: %w", err)
+	}
+	s := &Service{db: cfg.DB, q: q, cfg: cfg}
 	s.finder = batch.New(s.findKeys, cfg.Batch)
 	return s, nil
 }

@@ -129,7 +129,7 @@ func newFixture(t testing.TB, sealed bool, opts ...func(*keys.Config)) *fixture 
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := keys.Config{Pool: d.Pool, Hasher: h, Clock: f.clock}
+	cfg := keys.Config{DB: d, Hasher: h, Clock: f.clock}
 	if sealed {
 		if cfg.Sealer, err = apikey.NewSealer(bytes.Repeat([]byte("s"), 32)); err != nil {
 			t.Fatal(err)
@@ -302,8 +302,8 @@ func TestNewValidates(t *testing.T) {
 		cfg  keys.Config
 		want string
 	}{
-		{"no pool", keys.Config{Hasher: h}, "Config.Pool is required"},
-		{"no hasher", keys.Config{Pool: new(pgxpool.Pool)}, "Config.Hasher is required"},
+		{"no database", keys.Config{Hasher: h}, "Config.DB is required"},
+		{"no hasher", keys.Config{DB: db.FromPool(new(pgxpool.Pool))}, "Config.Hasher is required"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,56 +2,35 @@ package keys
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/bizmsg/platform/platform/accounts"
 	"github.com/bizmsg/platform/platform/apikey"
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/audit"
 	"github.com/bizmsg/platform/platform/clock"
+	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/page"
+	"github.com/bizmsg/platform/platform/sqlq"
 )
-
-// keyColumns are the columns scanKey reads, in order.
-const keyColumns = `k.id, k.organization_id, coalesce(k.created_by_user_id, 0), k.name, k.prefix, k.scopes,
-	k.expires_at, k.revoked_at, k.last_used_at, k.created_at, k.key_sealed IS NOT NULL`
-
-func scanKey(row pgx.Row, k *Key, extra ...any) error {
-	return row.Scan(keyFields(k, extra...)...)
-}
-
-// keyFields are the scan destinations of keyColumns into k, then extra.
-func keyFields(k *Key, extra ...any) []any {
-	return append([]any{&k.ID, &k.OrgID, &k.CreatedBy, &k.Name, &k.Prefix, &k.Scopes,
-		&k.ExpiresAt, &k.RevokedAt, &k.LastUsedAt, &k.CreatedAt, &k.Sealed}, extra...)
-}
 
 // List returns one page of organization orgID's keys, newest first, and the
 // cursor of the next page ("" on the last page). Keys of every status are
 // listed; the plain value is never part of a listing.
 func (s *Service) List(ctx context.Context, orgID int64, pg page.Query) ([]Key, string, error) {
-	rows, err := s.pool.Query(ctx, `
-		SELECT `+keyColumns+`
-		FROM central.api_keys k
-		WHERE k.organization_id = $1 AND ($2::bigint = 0 OR k.id < $2)
-		ORDER BY k.id DESC
-		LIMIT $3`, orgID, pg.After, pg.Limit+1)
-	if err != nil {
+	var rows []keyRow
+	sel := selectKeys(s.db.Bun, &rows).Where("k.organization_id = ?", orgID).OrderExpr("k.id DESC").Limit(int64(pg.Limit + 1))
+	if pg.After != 0 {
+		sel.Where("k.id < ?", pg.After)
+	}
+	if err := sel.Scan(ctx); err != nil {
 		return nil, "", fmt.Errorf("list api keys: %w", err)
 	}
-	defer rows.Close()
-	var out []Key
-	for rows.Next() {
-		var k Key
-		if err := scanKey(rows, &k); err != nil {
-			return nil, "", fmt.Errorf("scan api key: %w", err)
-		}
-		out = append(out, k)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", fmt.Errorf("list api keys: %w", err)
+	out := make([]Key, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, r.key())
 	}
 	out, next := page.Cut(pg, out, func(k Key) int64 { return k.ID })
 	return out, next, nil
@@ -59,15 +38,15 @@ func (s *Service) List(ctx context.Context, orgID int64, pg page.Query) ([]Key, 
 
 // Get returns key id of organization orgID (404 if it is not one of its keys).
 func (s *Service) Get(ctx context.Context, orgID, id int64) (Key, error) {
-	var k Key
-	err := scanKey(s.pool.QueryRow(ctx, `SELECT `+keyColumns+` FROM central.api_keys k WHERE k.id = $1 AND k.organization_id = $2`, id, orgID), &k)
-	if isNoRows(err) {
+	var r keyRow
+	err := selectKeys(s.db.Bun, &r).Where("k.id = ?", id).Where("k.organization_id = ?", orgID).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
 		return Key{}, errNotFound()
 	}
 	if err != nil {
 		return Key{}, fmt.Errorf("get api key: %w", err)
 	}
-	return k, nil
+	return r.key(), nil
 }
 
 // Revoke revokes key id of organization orgID, effective immediately on every
@@ -77,11 +56,11 @@ func (s *Service) Get(ctx context.Context, orgID, id int64) (Key, error) {
 // active again.
 func (s *Service) Revoke(ctx context.Context, orgID int64, actor Actor, id int64) error {
 	now := clock.Stamp(s.cfg.Clock.Now())
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var k Key
-		err := scanKey(tx.QueryRow(ctx, `SELECT `+keyColumns+` FROM central.api_keys k
-			WHERE k.id = $1 AND k.organization_id = $2 FOR UPDATE`, id, orgID), &k)
-		if isNoRows(err) {
+	err := s.db.RunInTx(ctx, func(tx db.Tx) error {
+		var r keyRow
+		err := selectKeys(tx.Bun, &r).Where("k.id = ?", id).Where("k.organization_id = ?", orgID).For("UPDATE").Scan(ctx)
+		k := r.key()
+		if errors.Is(err, sql.ErrNoRows) {
 			return errNotFound()
 		}
 		if err != nil {
@@ -95,10 +74,11 @@ func (s *Service) Revoke(ctx context.Context, orgID int64, actor Actor, id int64
 		if k.RevokedAt != nil {
 			return nil
 		}
-		if _, err := tx.Exec(ctx, `UPDATE central.api_keys SET revoked_at = $2 WHERE id = $1`, id, now); err != nil {
+		r.RevokedAt = &now
+		if _, err := tx.Bun.NewUpdate().Model(&r).Column("revoked_at").WherePK().Exec(ctx); err != nil {
 			return fmt.Errorf("revoke api key: %w", err)
 		}
-		return record(ctx, tx, orgID, actor, audit.ActionAPIKeyRevoke, k, now)
+		return record(ctx, tx.Pgx(), orgID, actor, audit.ActionAPIKeyRevoke, k, now)
 	})
 	if _, ok := apperr.As(err); ok {
 		return err
@@ -120,14 +100,11 @@ func (s *Service) Reveal(ctx context.Context, orgID, userID, id int64) (*Created
 	}
 	now := clock.Stamp(s.cfg.Clock.Now())
 	var out *Created
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var (
-			k      Key
-			sealed []byte
-		)
-		err := scanKey(tx.QueryRow(ctx, `SELECT `+keyColumns+`, k.key_sealed FROM central.api_keys k
-			WHERE k.id = $1 AND k.organization_id = $2`, id, orgID), &k, &sealed)
-		if isNoRows(err) {
+	err := s.db.RunInTx(ctx, func(tx db.Tx) error {
+		var r keyRow
+		err := selectKeys(tx.Bun, &r).Column("key_sealed").Where("k.id = ?", id).Where("k.organization_id = ?", orgID).Scan(ctx)
+		k, sealed := r.key(), r.KeySealed
+		if errors.Is(err, sql.ErrNoRows) {
 			return errNotFound()
 		}
 		if err != nil {
@@ -147,7 +124,7 @@ func (s *Service) Reveal(ctx context.Context, orgID, userID, id int64) (*Created
 		if p, err := apikey.Parse(plain); err != nil || p != k.Prefix {
 			return fmt.Errorf("sealed key %d does not match its prefix", k.ID)
 		}
-		if err := record(ctx, tx, orgID, Actor{UserID: userID}, audit.ActionAPIKeyReveal, k, now); err != nil {
+		if err := record(ctx, tx.Pgx(), orgID, Actor{UserID: userID}, audit.ActionAPIKeyReveal, k, now); err != nil {
 			return err
 		}
 		out = &Created{Key: k, Plain: plain}
@@ -169,12 +146,8 @@ func (s *Service) Member(ctx context.Context, orgID, userID int64) (*accounts.Us
 		return nil, nil
 	}
 	var u accounts.User
-	err := s.pool.QueryRow(ctx, `
-		SELECT u.id, u.name, u.email, m.role, u.created_at
-		FROM central.memberships m JOIN central.users u ON u.id = m.user_id
-		WHERE m.organization_id = $1 AND m.user_id = $2`, orgID, userID,
-	).Scan(&u.ID, &u.Name, &u.Email, &u.Role, &u.CreatedAt)
-	if isNoRows(err) {
+	err := s.q.Raw(s.db.Bun, "member", sqlq.Args{"org_id": orgID, "user_id": userID}).Scan(ctx, &u)
+	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
 	if err != nil {

@@ -25,7 +25,7 @@ func setupRate(t testing.TB, opts ...func(*keys.Config)) *rateBundle {
 	b := &rateBundle{}
 	b.fixture = newFixture(t, false, append([]func(*keys.Config){func(c *keys.Config) {
 		var err error
-		if b.store, err = pace.New(pace.Config{Pool: c.Pool}); err != nil {
+		if b.store, err = pace.New(pace.Config{Pool: c.DB.Pool}); err != nil {
 			t.Fatal(err)
 		}
 		c.Pace, c.RequestRate = b.store, ratelimit.Limit{Rate: 1, Burst: 3}

@@ -2,6 +2,8 @@ package templates
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -14,32 +16,36 @@ import (
 // template at creation and needs it approved only when it starts.
 func (s *Service) Find(ctx context.Context, t db.Tenant, name, language string) (Template, bool, error) {
 	var tpl Template
-	found, err := s.sql.QueryFirst(ctx, nil, sqlFor(t, `SELECT `+columns+` FROM {templates} t
-		WHERE t.name = $1 AND t.language = $2`), []any{name, language}, func(r db.Rows) error { return scan(r, &tpl) })
-	if err != nil {
+	err := s.db.Bun.NewSelect().Model(&tpl).ModelTableExpr(table(t)).
+		Where("t.name = ?", name).Where("t.language = ?", language).Scan(ctx)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return Template{}, false, nil
+	case err != nil:
 		return Template{}, false, fmt.Errorf("read template %s/%s: %w", name, language, err)
 	}
-	return tpl, found, nil
+	return tpl, true, nil
 }
 
-// Status reads the status of template id in tx (nil: on the pool), taking
-// a share lock on its row in a transaction, so it cannot change before tx
-// ends; found is false when the organization has no template id.
+// Status reads the status of template id in tx (nil: on the database),
+// taking a share lock on its row in a transaction, so it cannot change
+// before tx ends; found is false when the organization has no template
+// id. tx is a pgx transaction of a package not on bun yet (campaigns):
+// the statement is bun's, run there by DB.QueryPgx.
 func (s *Service) Status(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64) (st Status, found bool, err error) {
-	q := `SELECT t.status FROM {templates} t WHERE t.id = $1`
-	if tx != nil {
-		q += ` FOR SHARE`
+	sel := s.db.Bun.NewSelect().Model((*Template)(nil)).ModelTableExpr(table(t)).Column("t.status").Where("t.id = ?", id)
+	if tx == nil {
+		err = sel.Scan(ctx, &st)
+	} else {
+		err = s.db.QueryPgx(ctx, tx, sel.For("SHARE")).Scan(&st)
 	}
-	found, err = s.sql.QueryFirst(ctx, tx, sqlFor(t, q), []any{id}, func(r db.Rows) error {
-		var raw string
-		err := r.Scan(&raw)
-		st = Status(raw)
-		return err
-	})
-	if err != nil {
+	switch {
+	case errors.Is(err, sql.ErrNoRows) || errors.Is(err, pgx.ErrNoRows):
+		return "", false, nil
+	case err != nil:
 		return "", false, fmt.Errorf("read status of template %d: %w", id, err)
 	}
-	return st, found, nil
+	return st, true, nil
 }
 
 // Existing returns the organization's template of name and language,

@@ -21,19 +21,16 @@ type Located struct {
 func (s *Service) ListAll(ctx context.Context, tenants []db.Tenant, status Status) ([]Located, error) {
 	var out []Located
 	for _, t := range tenants {
-		err := s.sql.Query(ctx, nil, sqlFor(t, `SELECT `+columns+` FROM {templates} t
-			WHERE $1::text = '' OR t.status = $1 ORDER BY t.id`), []any{string(status)}, func(r db.Rows) error {
-			for r.Next() {
-				l := Located{OrgID: t.OrgID}
-				if err := scan(r, &l.Template); err != nil {
-					return err
-				}
-				out = append(out, l)
-			}
-			return nil
-		})
-		if err != nil {
+		var list []Template
+		sel := s.db.Bun.NewSelect().Model(&list).ModelTableExpr(table(t)).OrderExpr("t.id")
+		if status != "" {
+			sel.Where("t.status = ?", status)
+		}
+		if err := sel.Scan(ctx); err != nil {
 			return nil, fmt.Errorf("list templates of %s: %w", t.Schema, err)
+		}
+		for _, tpl := range list {
+			out = append(out, Located{OrgID: t.OrgID, Template: tpl})
 		}
 	}
 	return out, nil
@@ -46,8 +43,7 @@ func (s *Service) ListAll(ctx context.Context, tenants []db.Tenant, status Statu
 func (s *Service) Locate(ctx context.Context, tenants []db.Tenant, id int64) (db.Tenant, error) {
 	var found []db.Tenant
 	for _, t := range tenants {
-		ok, err := s.sql.QueryFirst(ctx, nil, sqlFor(t, `SELECT t.id FROM {templates} t WHERE t.id = $1`), []any{id},
-			func(r db.Rows) error { var got int64; return r.Scan(&got) })
+		ok, err := s.db.Bun.NewSelect().Model((*Template)(nil)).ModelTableExpr(table(t)).Where("t.id = ?", id).Exists(ctx)
 		if err != nil {
 			return db.Tenant{}, fmt.Errorf("find template %d in %s: %w", id, t.Schema, err)
 		}

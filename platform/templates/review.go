@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/network"
@@ -74,8 +72,8 @@ func (s *Service) change(ctx context.Context, t db.Tenant, id int64, status Stat
 	}
 	var out Template
 	changed := false
-	err := s.sql.Tx(ctx, func(tx pgx.Tx) error {
-		tpl, err := s.load(ctx, tx, t, id, true)
+	err := s.db.RunInTx(ctx, func(tx db.Tx) error {
+		tpl, err := s.load(ctx, tx.Bun, t, id, true)
 		if err != nil {
 			return err
 		}
@@ -91,13 +89,12 @@ func (s *Service) change(ctx context.Context, t db.Tenant, id int64, status Stat
 				fmt.Sprintf("A review may not move template %d from %s to %s.", id, tpl.Status, status))
 		}
 		tpl.Status, tpl.RejectedReason, tpl.UpdatedAt = status, reason, s.clock.Now()
-		if err := s.sql.Exec(ctx, tx, sqlFor(t, `UPDATE {templates}
-			SET status = $2::text, rejected_reason = nullif($3::text, ''), updated_at = $4::timestamptz
-			WHERE id = $1`), tpl.ID, string(tpl.Status), tpl.RejectedReason, tpl.UpdatedAt); err != nil {
+		if _, err := tx.Bun.NewUpdate().Model(&tpl).ModelTableExpr(table(t)).
+			Column("status", "rejected_reason", "updated_at").Where("t.id = ?", tpl.ID).Exec(ctx); err != nil {
 			return fmt.Errorf("set status of template %d: %w", id, err)
 		}
 		if s.events != nil {
-			if err := s.events.Emit(ctx, tx, t, webhooks.Event{
+			if err := s.events.Emit(ctx, tx.Pgx(), t, webhooks.Event{
 				Type: webhooks.EventTemplateStatus,
 				Key:  "template:" + strconv.FormatInt(tpl.ID, 10),
 				Data: tpl,
@@ -169,9 +166,9 @@ func (s *Service) referenceTenant(ctx context.Context, ref string) (db.Tenant, i
 		return db.Tenant{}, 0, false, nil
 	}
 	var stored sql.NullString
-	_, err := s.sql.QueryFirst(ctx, nil, `SELECT schema_name FROM central.organizations WHERE id = $1`, []any{orgID},
-		func(r db.Rows) error { return r.Scan(&stored) })
-	if err != nil {
+	err := s.db.Bun.NewSelect().Table("central.organizations").Column("schema_name").Where("id = ?", orgID).
+		Scan(ctx, &stored)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return db.Tenant{}, 0, false, fmt.Errorf("organization of reference %q: %w", ref, err)
 	}
 	t, ok := db.ReferenceTenant(orgID, schema, stored)

@@ -59,15 +59,15 @@ func setup(t *testing.T) *bundle {
 	d, _ := dbtest.Migrated(t)
 	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	clk := clock.NewFake(time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC))
-	rc, err := queue.NewClient(queue.Config{Pool: d.Pool, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, err := d.Pool.Exec(context.Background(), `CREATE TABLE public.test_events
 		(id bigserial PRIMARY KEY, schema text, type text, key text, data jsonb)`); err != nil {
 		t.Fatal(err)
 	}
 	net := networktest.Builtin(t, builtin.Config{DB: d, Clock: clk})
+	rc, err := queue.NewClient(queue.Config{Pool: d.Pool, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
 	svc, err := templates.New(templates.Config{DB: d, Jobs: rc, Events: tableEmitter{}, Network: net, Clock: clk})
 	if err != nil {
 		t.Fatal(err)

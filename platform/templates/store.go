@@ -2,11 +2,12 @@ package templates
 
 import (
 	"context"
-	"encoding/json"
+	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/uptrace/bun"
 
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
@@ -14,23 +15,13 @@ import (
 	"github.com/bizmsg/platform/platform/queue"
 )
 
-// columns is the select list of scan, in the alias t.
-const columns = `t.id, t.name, t.language, t.category, t.header, t.body, t.footer, t.variables, t.examples::text,
-	t.status, coalesce(t.rejected_reason, ''), t.created_at, t.updated_at`
+// table names the organization's templates table for a bun query on the
+// model Template (alias t).
+func table(t db.Tenant) (string, bun.Ident, bun.Ident) { return t.TableAs("templates", "t") }
 
-func scan(r db.Rows, tpl *Template) error {
-	var status, examples string
-	err := r.Scan(&tpl.ID, &tpl.Name, &tpl.Language, &tpl.Category, &tpl.Header, &tpl.Body, &tpl.Footer,
-		&tpl.Variables, &examples, &status, &tpl.RejectedReason, &tpl.CreatedAt, &tpl.UpdatedAt)
-	if err != nil {
-		return err
-	}
-	tpl.Status = Status(status)
-	if err := json.Unmarshal([]byte(examples), &tpl.Examples); err != nil {
-		return fmt.Errorf("template %d: examples: %w", tpl.ID, err)
-	}
-	return nil
-}
+// insertColumns are the columns Create writes.
+var insertColumns = []string{"name", "language", "category", "header", "body", "footer", "variables", "examples",
+	"status", "created_at", "updated_at"}
 
 // Create validates in (Validate) and adds the template to the
 // organization, pending, with its submission to the network for review
@@ -41,30 +32,27 @@ func (s *Service) Create(ctx context.Context, t db.Tenant, in Input) (Template, 
 	if err != nil {
 		return Template{}, err
 	}
-	examples, err := json.Marshal(tpl.Examples)
-	if err != nil {
-		return Template{}, fmt.Errorf("encode examples: %w", err)
+	if tpl.Variables == nil {
+		tpl.Variables = []string{}
+	}
+	if tpl.Examples == nil {
+		tpl.Examples = map[string]string{}
 	}
 	now := s.clock.Now()
 	tpl.CreatedAt, tpl.UpdatedAt = now, now
-	err = s.sql.Tx(ctx, func(tx pgx.Tx) error {
-		found, err := s.sql.QueryFirst(ctx, tx, sqlFor(t, `INSERT INTO {templates}
-			(name, language, category, header, body, footer, variables, examples, status, created_at, updated_at)
-			VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text[], $8::jsonb, $9::text,
-			        $10::timestamptz, $10::timestamptz)
-			ON CONFLICT ON CONSTRAINT templates_name_language_key DO NOTHING
-			RETURNING id`),
-			[]any{tpl.Name, tpl.Language, tpl.Category, tpl.Header, tpl.Body, tpl.Footer, tpl.Variables, string(examples),
-				string(tpl.Status), now},
-			func(r db.Rows) error { return r.Scan(&tpl.ID) })
-		switch {
-		case err != nil:
+	err = s.db.RunInTx(ctx, func(tx db.Tx) error {
+		res, err := tx.Bun.NewInsert().Model(&tpl).ModelTableExpr(table(t)).Column(insertColumns...).
+			On("CONFLICT ON CONSTRAINT templates_name_language_key DO NOTHING").Returning("id").Exec(ctx)
+		if err != nil {
 			return fmt.Errorf("insert template: %w", err)
-		case !found:
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("insert template: %w", err)
+		} else if n == 0 {
 			return apperr.Conflict(CodeTemplateExists,
 				fmt.Sprintf("The organization already has a template named %s in %s.", tpl.Name, tpl.Language))
 		}
-		if _, err := s.jobs.InsertTx(ctx, tx, queue.TemplateReviewArgs{TenantRef: queue.RefOf(t), TemplateID: tpl.ID}, nil); err != nil {
+		if _, err := s.jobs.InsertTx(ctx, tx.Pgx(), queue.TemplateReviewArgs{TenantRef: queue.RefOf(t), TemplateID: tpl.ID}, nil); err != nil {
 			return fmt.Errorf("queue review of template %d: %w", tpl.ID, err)
 		}
 		return nil
@@ -102,21 +90,20 @@ func (s *Service) List(ctx context.Context, t db.Tenant, q ListQuery) (page.Of[T
 		return page.Of[Template]{}, err
 	}
 	var list []Template
-	err := s.sql.Query(ctx, nil, sqlFor(t, `SELECT `+columns+` FROM {templates} t
-		WHERE ($1::bigint = 0 OR t.id < $1) AND ($2::text = '' OR t.status = $2)
-		  AND ($3::text = '' OR t.category = $3) AND ($4::text = '' OR t.name = $4)
-		ORDER BY t.id DESC LIMIT $5`),
-		[]any{p.After, q.Status, q.Category, q.Name, p.Limit + 1}, func(r db.Rows) error {
-			for r.Next() {
-				var tpl Template
-				if err := scan(r, &tpl); err != nil {
-					return err
-				}
-				list = append(list, tpl)
-			}
-			return nil
-		})
-	if err != nil {
+	sel := s.db.Bun.NewSelect().Model(&list).ModelTableExpr(table(t)).OrderExpr("t.id DESC").Limit(int64(p.Limit + 1))
+	if p.After != 0 {
+		sel.Where("t.id < ?", p.After)
+	}
+	if q.Status != "" {
+		sel.Where("t.status = ?", q.Status)
+	}
+	if q.Category != "" {
+		sel.Where("t.category = ?", q.Category)
+	}
+	if q.Name != "" {
+		sel.Where("t.name = ?", q.Name)
+	}
+	if err := sel.Scan(ctx); err != nil {
 		return page.Of[Template]{}, fmt.Errorf("list templates: %w", err)
 	}
 	items, next := page.Cut(p, list, func(tpl Template) int64 { return tpl.ID })
@@ -125,25 +112,26 @@ func (s *Service) List(ctx context.Context, t db.Tenant, q ListQuery) (page.Of[T
 
 // Get returns the organization's template id (404 when it has none).
 func (s *Service) Get(ctx context.Context, t db.Tenant, id int64) (Template, error) {
-	return s.load(ctx, nil, t, id, false)
+	return s.load(ctx, s.db.Bun, t, id, false)
 }
 
-// load reads template id, locking it FOR UPDATE in tx when lock is set.
-func (s *Service) load(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64, lock bool) (Template, error) {
+// load reads template id on idb (the database or a transaction), locking
+// it FOR UPDATE when lock is set.
+func (s *Service) load(ctx context.Context, idb bun.IDB, t db.Tenant, id int64, lock bool) (Template, error) {
 	if id <= 0 {
 		return Template{}, errNotFound()
 	}
-	q := `SELECT ` + columns + ` FROM {templates} t WHERE t.id = $1`
-	if lock {
-		q += ` FOR UPDATE`
-	}
 	var tpl Template
-	found, err := s.sql.QueryFirst(ctx, tx, sqlFor(t, q), []any{id}, func(r db.Rows) error { return scan(r, &tpl) })
+	sel := idb.NewSelect().Model(&tpl).ModelTableExpr(table(t)).Where("t.id = ?", id)
+	if lock {
+		sel.For("UPDATE")
+	}
+	err := sel.Scan(ctx)
 	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return Template{}, errNotFound()
 	case err != nil:
 		return Template{}, fmt.Errorf("read template %d: %w", id, err)
-	case !found:
-		return Template{}, errNotFound()
 	}
 	return tpl, nil
 }
@@ -154,12 +142,13 @@ func (s *Service) Delete(ctx context.Context, t db.Tenant, id int64) error {
 	if id <= 0 {
 		return errNotFound()
 	}
-	found, err := s.sql.QueryFirst(ctx, nil, sqlFor(t, `DELETE FROM {templates} WHERE id = $1 RETURNING id`), []any{id},
-		func(r db.Rows) error { var gone int64; return r.Scan(&gone) })
-	switch {
-	case err != nil:
+	res, err := s.db.Bun.NewDelete().Model((*Template)(nil)).ModelTableExpr(table(t)).Where("t.id = ?", id).Exec(ctx)
+	if err != nil {
 		return fmt.Errorf("delete template %d: %w", id, err)
-	case !found:
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("delete template %d: %w", id, err)
+	} else if n == 0 {
 		return errNotFound()
 	}
 	return nil

@@ -15,9 +15,9 @@ package templates
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
-	"strings"
 	"time"
+
+	"github.com/uptrace/bun"
 
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
@@ -73,7 +73,12 @@ const (
 )
 
 // Template is an organization's message template.
+//
+// It is the bun model of an organization's templates table, named per
+// tenant with ModelTableExpr (table).
 type Template struct {
+	bun.BaseModel `bun:"table:templates,alias:t"`
+
 	ID       int64
 	Name     string
 	Language string
@@ -84,13 +89,13 @@ type Template struct {
 	Footer string
 	// Variables are the template's variable names, positional ("1", "2",
 	// ...) in order, or named in order of first use (header, then body).
-	Variables []string
+	Variables []string `bun:",array"`
 	// Examples maps each variable to its example value.
-	Examples map[string]string
+	Examples map[string]string `bun:",type:jsonb"`
 	Status   Status
 	// RejectedReason says why the network rejected the template; "" unless
 	// rejected.
-	RejectedReason string
+	RejectedReason string `bun:",nullzero"`
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 }
@@ -140,13 +145,13 @@ func nullable(s string) *string {
 
 // Config configures a Service.
 type Config struct {
-	// DB is the database. Required.
-	DB *db.DB
-	// Prepared runs the statements. Default db.NewPrepared on DB.
-	Prepared *db.Prepared
-	// Jobs inserts the review job (queue.TemplateReviewArgs) in the
-	// transaction that creates a template: the process's River client.
+	// DB is the database; the Service's statements go through DB.Bun.
 	// Required.
+	DB *db.DB
+	// Jobs inserts the review job (queue.TemplateReviewArgs) in the
+	// transaction that creates a template, through its pgx view
+	// (db.Tx.Pgx): the job outbox in the service, so that transaction
+	// writes the tenant schema alone (docs/scaling.md, §Jobs). Required.
 	Jobs queue.Inserter
 	// Events records template.status_changed in the transaction of each
 	// status change. Nil: no events.
@@ -159,7 +164,7 @@ type Config struct {
 
 // Service implements the template rules. It is safe for concurrent use.
 type Service struct {
-	sql    *db.Prepared
+	db     *db.DB
 	jobs   queue.Inserter
 	events webhooks.Emitter
 	net    network.Network
@@ -169,25 +174,13 @@ type Service struct {
 // New validates cfg and returns a Service.
 func New(cfg Config) (*Service, error) {
 	switch {
-	case cfg.DB == nil || cfg.DB.Pool == nil:
+	case cfg.DB == nil || cfg.DB.Bun == nil:
 		return nil, errors.New("templates: Config.DB is required")
 	case cfg.Jobs == nil:
 		return nil, errors.New("templates: Config.Jobs is required")
 	}
-	if cfg.Prepared == nil {
-		var err error
-		if cfg.Prepared, err = db.NewPrepared(db.PreparedConfig{DB: cfg.DB}); err != nil {
-			return nil, fmt.Errorf("templates: %w", err)
-		}
-	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
-	return &Service{sql: cfg.Prepared, jobs: cfg.Jobs, events: cfg.Events, net: cfg.Network, clock: cfg.Clock}, nil
-}
-
-// sqlFor returns query with {templates} replaced by t's schema-qualified
-// table.
-func sqlFor(t db.Tenant, query string) string {
-	return strings.ReplaceAll(query, "{templates}", t.Table("templates"))
+	return &Service{db: cfg.DB, jobs: cfg.Jobs, events: cfg.Events, net: cfg.Network, clock: cfg.Clock}, nil
 }

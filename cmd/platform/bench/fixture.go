@@ -67,7 +67,7 @@ func newFixtures(ctx context.Context, d *db.DB, pepper string, cfg fixtureConfig
 	if err != nil {
 		return nil, fmt.Errorf("api key hasher: %w", err)
 	}
-	ks, err := keys.New(keys.Config{Pool: d.Pool, Hasher: hasher, Logger: quietLogger()})
+	ks, err := keys.New(keys.Config{DB: d, Hasher: hasher, Logger: quietLogger()})
 	if err != nil {
 		return nil, fmt.Errorf("key service: %w", err)
 	}

@@ -1,0 +1,160 @@
+package sqlq_test
+
+import (
+	"context"
+	"io"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/dbtest"
+	"github.com/bizmsg/platform/platform/migrate"
+	"github.com/bizmsg/platform/platform/sqlq"
+)
+
+// argument is a named query's ?name.
+var argument = regexp.MustCompile(`\?([A-Za-z_][A-Za-z0-9_]*)`)
+
+// preparable turns a named query into a statement Postgres can prepare:
+// ?schema becomes the tenant schema's quoted name, each other ?name a
+// parameter $n (the same name, the same n). It returns the statement and
+// the number of parameters.
+func preparable(text string, t db.Tenant) (string, int) {
+	nums := map[string]int{}
+	out := argument.ReplaceAllStringFunc(text, func(m string) string {
+		name := m[1:]
+		if name == "schema" {
+			return t.Quoted()
+		}
+		if _, ok := nums[name]; !ok {
+			nums[name] = len(nums) + 1
+		}
+		return "$" + strconv.Itoa(nums[name])
+	})
+	return out, len(nums)
+}
+
+// namedQueries finds every named query of the repository: the .sql files
+// in a directory named queries, outside migrations/.
+func namedQueries(t *testing.T) map[string]string {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "migrations" || d.Name() == ".git" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || filepath.Ext(p) != sqlq.Ext || filepath.Base(filepath.Dir(p)) != "queries" {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		out[rel] = string(b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestNamedQueriesPrepare prepares every named query of the repository on
+// a freshly migrated database (central, network, river and one tenant
+// schema) and plans it (EXPLAIN EXECUTE with NULL arguments; EXPLAIN
+// without ANALYZE runs nothing): a query naming a column, a table or a
+// function that is not there, or that does not parse, fails here rather
+// than on the request that first runs it.
+func TestNamedQueriesPrepare(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, _ := dbtest.Migrated(t)
+	m, err := migrate.New(migrate.Config{Pool: d.Pool, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn := db.Tenant{OrgID: 1, Schema: db.SchemaFor(1)}
+	if _, err := m.Tenant(ctx, tn); err != nil {
+		t.Fatal(err)
+	}
+	queries := namedQueries(t)
+	if len(queries) < 10 || !slices.ContainsFunc(slices.Collect(maps.Keys(queries)), func(p string) bool {
+		return strings.HasPrefix(p, filepath.Join("platform", "accounts", "queries"))
+	}) {
+		t.Fatalf("found %d named queries, none of platform/accounts: the walk is broken", len(queries))
+	}
+	conn, err := d.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	for file, text := range queries {
+		stmt, n := preparable(text, tn)
+		name := "q_" + strconv.Itoa(len(file)) + "_" + strings.NewReplacer("/", "_", ".", "_").Replace(file)
+		if _, err := conn.Conn().Prepare(ctx, name, stmt); err != nil {
+			t.Errorf("%s does not prepare: %v\n%s", file, err, stmt)
+			continue
+		}
+		nulls := strings.TrimSuffix(strings.Repeat("NULL, ", n), ", ")
+		explain := "EXPLAIN EXECUTE " + pgx.Identifier{name}.Sanitize()
+		if n > 0 {
+			explain += "(" + nulls + ")"
+		}
+		if _, err := conn.Exec(ctx, explain); err != nil {
+			t.Errorf("%s does not plan: %v", file, err)
+		}
+	}
+}
+
+// TestLoadAndArgs checks Load's naming and refusals and how Args fill a
+// query: the schema as a quoted identifier, values as literals, quotes
+// escaped.
+func TestLoadAndArgs(t *testing.T) {
+	t.Parallel()
+	fsys := fstest.MapFS{
+		"q/one.sql":   {Data: []byte("-- one row\nSELECT ?v::text FROM ?schema.templates\n")},
+		"q/notes.txt": {Data: []byte("not a query")},
+	}
+	q, err := sqlq.Load(fsys, "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := q.Names(); !slices.Equal(got, []string{"one"}) {
+		t.Fatalf("Names = %v", got)
+	}
+	d := dbtest.Open(t, dbtest.NewDatabase(t))
+	tn := db.Tenant{OrgID: 7, Schema: db.SchemaFor(7)}
+	got := q.Raw(d.Bun, "one", sqlq.Args{"v": "it's", "schema": tn.SchemaIdent()}).String()
+	if want := "-- one row\nSELECT 'it''s'::text FROM \"tenant_7\".templates\n"; got != want {
+		t.Fatalf("Raw = %q, want %q", got, want)
+	}
+	if err := q.Raw(d.Bun, "two", nil).Scan(context.Background()); err == nil || !strings.Contains(err.Error(), `no query "two"`) {
+		t.Fatalf("unknown query: %v", err)
+	}
+	bad := fstest.MapFS{"q/bad.sql": {Data: []byte("-- the ?v\nSELECT 1\n")}}
+	if _, err := sqlq.Load(bad, "q"); err == nil || !strings.Contains(err.Error(), "question mark") {
+		t.Fatalf("Load of a ? in a comment: %v", err)
+	}
+	if _, err := sqlq.Load(fstest.MapFS{"q/x.txt": {}}, "q"); err == nil {
+		t.Fatal("Load of a directory without queries succeeded")
+	}
+}
