@@ -300,20 +300,18 @@ func idsSQL(t db.Tenant) string {
 // acceptBatchSQL counted, queued, in id order, one per element of the
 // arrays $1..$12: id (idsSQL), sender, recipient, recipient's user id,
 // type, content, file name, size, file type, duration, client reference
-// and acceptance time. The join with the sender numbers (each message's
-// sender, which its foreign key requires anyway) makes Citus run it on the
-// tenant's node alone: an INSERT ... SELECT from arrays alone is pulled
-// through the coordinator.
+// and acceptance time. On Citus the coordinator reads the arrays and
+// copies the rows to the tenant's node alone (an INSERT ... SELECT pulled
+// through the coordinator, as the job outbox's insert).
 func insertBatchSQL(t db.Tenant) string {
 	return `INSERT INTO ` + t.Table("messages") + ` ` + batchInsertMark + `, type, content,
 		       file_name, file_size, file_type, duration, status, client_reference, created_at, updated_at)
-		SELECT x.id, s.id, x.to_phone, x.recipient_user_id, x.type, x.content, x.file_name, x.file_size,
+		SELECT x.id, x.sender, x.to_phone, x.recipient_user_id, x.type, x.content, x.file_name, x.file_size,
 		       x.file_type, x.duration, 'queued', x.client_reference, x.created_at, x.created_at
 		  FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[],
 		              $8::int[], $9::text[], $10::bigint[], $11::text[], $12::timestamptz[])
 		       AS x(id, sender, to_phone, recipient_user_id, type, content, file_name, file_size, file_type,
 		            duration, client_reference, created_at)
-		  JOIN ` + t.Table("sender_numbers") + ` s ON s.id = x.sender
 		 ORDER BY x.id`
 }
 

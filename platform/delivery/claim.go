@@ -285,18 +285,16 @@ func (s *Service) claimLocked(ctx context.Context, t db.Tenant, org messages.Lim
 // in sender and day order, creating the missing ones (nothing dispatched
 // yet), and returns their dispatched counters. One statement, so that
 // creating and locking follow that one order (an update that changes nothing
-// is what locks an existing row in an upsert). The join with the sender
-// numbers (the counters' foreign key) makes Citus run it on the tenant's
-// node alone, where an INSERT ... SELECT from arrays alone is pulled
-// through the coordinator.
+// is what locks an existing row in an upsert). On Citus the coordinator
+// reads the arrays and copies the rows to the tenant's node alone, which
+// runs the upsert (messages.CreateCountersSQL says why not otherwise).
 func (s *Service) lockUsage(ctx context.Context, tx pgx.Tx, t db.Tenant, sids []int64, days []string) (map[usageKey]int, error) {
 	count := make(map[usageKey]int, len(sids))
 	if len(sids) == 0 {
 		return count, nil
 	}
 	err := s.prep.Query(ctx, tx, `INSERT INTO `+t.Table("daily_usage")+` AS d (sender_number_id, day, side)
-		SELECT s.id, v.day::date, 'deliver' FROM unnest($1::bigint[], $2::text[]) v(sender, day)
-		  JOIN `+t.Table("sender_numbers")+` s ON s.id = v.sender
+		SELECT v.sender, v.day::date, 'deliver' FROM unnest($1::bigint[], $2::text[]) v(sender, day)
 		 ORDER BY v.sender, v.day::date
 		ON CONFLICT (sender_number_id, day, side) DO UPDATE SET dispatched = d.dispatched
 		RETURNING d.sender_number_id, d.day::text, d.dispatched`, []any{sids, days}, func(r db.Rows) error {

@@ -134,13 +134,15 @@ const MissingCountersSQL = `(SELECT count(*) FROM c) <> (SELECT count(*) FROM wa
 // days $2 (arrays, 'YYYY-MM-DD'), with nothing counted: a counter
 // statement that found one missing (ReserveSQL, and the one-message
 // statements) runs again after it. In sender and day order; an existing
-// row is left as it is. The join with the sender numbers makes Citus run
-// it on the tenant's node alone (an INSERT ... SELECT from arrays alone
-// is pulled through the coordinator).
+// row is left as it is. On Citus the coordinator reads the arrays and
+// copies the rows to the tenant's node alone, which runs the insert (an
+// INSERT ... SELECT pulled through the coordinator; Citus 13.2 cannot run
+// one that joins the arrays with the schema's tables on the node: it sends
+// it a broken filter, "IS NOT NULL" of no column).
 func CreateCountersSQL(sc, side string) string {
 	return `INSERT INTO ` + sc + `.daily_usage AS d (sender_number_id, day, side)
-	  SELECT s.id, v.day::date, '` + side + `'
-	    FROM unnest($1::bigint[], $2::text[]) v(sender, day) JOIN ` + sc + `.sender_numbers s ON s.id = v.sender
+	  SELECT v.sender, v.day::date, '` + side + `'
+	    FROM unnest($1::bigint[], $2::text[]) v(sender, day)
 	   ORDER BY 1, 2
 	  ON CONFLICT (sender_number_id, day, side) DO NOTHING`
 }
