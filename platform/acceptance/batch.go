@@ -1,7 +1,6 @@
 package acceptance
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -117,9 +116,9 @@ type batchRow struct {
 	accepted, missing bool
 }
 
-// acceptManyTx is acceptMany in tx: the opt-out locks, the messages' ids
-// (idsSQL), the counters (acceptBatchSQL, run again once the missing ones
-// exist), then the accepted messages (insertBatchSQL) and their jobs.
+// acceptManyTx is acceptMany in tx: the opt-out locks, the counters
+// (acceptBatchSQL, run again once the missing ones exist), then the
+// accepted messages (insertBatchSQL) and their jobs.
 func (s *Service) acceptManyTx(ctx context.Context, tx pgx.Tx, t db.Tenant, items []pendingSend) ([]bool, error) {
 	n := len(items)
 	var (
@@ -135,23 +134,6 @@ func (s *Service) acceptManyTx(ctx context.Context, tx pgx.Tx, t db.Tenant, item
 	ok := make([]bool, n)
 	if err := s.lockOptOuts(ctx, tx, t, tos...); err != nil {
 		return ok, err
-	}
-	ids := make([]int64, 0, n)
-	err := s.prep.Query(ctx, tx, idsSQL(t), []any{n}, func(r db.Rows) error {
-		for r.Next() {
-			var id int64
-			if err := r.Scan(&id); err != nil {
-				return err
-			}
-			ids = append(ids, id)
-		}
-		return nil
-	})
-	if err == nil && len(ids) != n {
-		err = fmt.Errorf("%d ids drawn for %d messages", len(ids), n)
-	}
-	if err != nil {
-		return ok, fmt.Errorf("draw %d message ids: %w", n, err)
 	}
 	var rows []batchRow
 	for try := 0; ; try++ {
@@ -187,15 +169,20 @@ func (s *Service) acceptManyTx(ctx context.Context, tx pgx.Tx, t db.Tenant, item
 			return ok, err
 		}
 	}
-	accepted := make([]*messages.Row, 0, len(rows))
 	for _, x := range rows {
 		i := int(x.ord) - 1
 		if i < 0 || i >= n || !x.accepted || x.senderID == nil {
 			continue
 		}
 		ok[i] = true
-		items[i].r.ID, items[i].r.SenderNumberID = ids[i], *x.senderID
-		accepted = append(accepted, items[i].r)
+		items[i].r.SenderNumberID = *x.senderID
+	}
+	// In the batch's order: the order of their ids.
+	accepted := make([]*messages.Row, 0, len(rows))
+	for i, it := range items {
+		if ok[i] {
+			accepted = append(accepted, it.r)
+		}
 	}
 	if len(accepted) == 0 {
 		return ok, nil
@@ -210,26 +197,43 @@ func (s *Service) acceptManyTx(ctx context.Context, tx pgx.Tx, t db.Tenant, item
 }
 
 // insertAccepted inserts the accepted messages rows of a batch, queued
-// (insertBatchSQL), in id order.
+// (insertBatchSQL), in the batch's order, and fills their ids.
 func (s *Service) insertAccepted(ctx context.Context, tx pgx.Tx, t db.Tenant, rows []*messages.Row) error {
-	slices.SortFunc(rows, func(a, b *messages.Row) int { return cmp.Compare(a.ID, b.ID) })
 	n := len(rows)
 	var (
-		ids, senders, sizes, recipients = make([]int64, n), make([]int64, n), make([]*int64, n), make([]*int64, n)
-		tos, types, contents            = make([]string, n), make([]string, n), make([]string, n)
-		names, fileTypes, clientRefs    = make([]*string, n), make([]*string, n), make([]*string, n)
-		durations                       = make([]*int, n)
-		created                         = make([]time.Time, n)
+		senders, sizes, recipients   = make([]int64, n), make([]*int64, n), make([]*int64, n)
+		tos, types, contents         = make([]string, n), make([]string, n), make([]string, n)
+		names, fileTypes, clientRefs = make([]*string, n), make([]*string, n), make([]*string, n)
+		durations                    = make([]*int, n)
+		created                      = make([]time.Time, n)
 	)
 	for i, r := range rows {
-		ids[i], senders[i], recipients[i] = r.ID, r.SenderNumberID, r.RecipientUserID
+		senders[i], recipients[i] = r.SenderNumberID, r.RecipientUserID
 		tos[i], types[i], contents[i] = r.ToPhone, r.Type, r.Content
 		names[i], sizes[i], fileTypes[i], durations[i] = r.FileName, r.FileSize, r.FileType, r.Duration
 		clientRefs[i], created[i] = r.ClientReference, r.CreatedAt
 	}
-	if err := s.prep.Exec(ctx, tx, insertBatchSQL(t), ids, senders, tos, recipients, types, contents, names, sizes,
-		fileTypes, durations, clientRefs, created); err != nil {
+	ids := make([]int64, 0, n)
+	err := s.prep.Query(ctx, tx, insertBatchSQL(t), []any{senders, tos, recipients, types, contents, names, sizes,
+		fileTypes, durations, clientRefs, created}, func(r db.Rows) error {
+		for r.Next() {
+			var id int64
+			if err := r.Scan(&id); err != nil {
+				return err
+			}
+			ids = append(ids, id)
+		}
+		return nil
+	})
+	if err == nil && len(ids) != n {
+		err = fmt.Errorf("%d ids returned", len(ids))
+	}
+	if err != nil {
 		return fmt.Errorf("insert %d accepted messages: %w", n, err)
+	}
+	slices.Sort(ids)
+	for i, r := range rows {
+		r.ID = ids[i]
 	}
 	return nil
 }

@@ -19,7 +19,6 @@ package acceptance
 
 import (
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/bizmsg/platform/platform/db"
@@ -286,33 +285,29 @@ func acceptBatchSQL(t db.Tenant, window time.Duration) string {
 
 // batchInsertMark begins insertBatchSQL's column list: the tests tell a
 // batch's insert by it.
-const batchInsertMark = `(id, sender_number_id, to_phone, recipient_user_id`
-
-// idsSQL draws $1 ids from tenant t's messages' sequence, in order: the ids
-// of a batch's messages (acceptMany), drawn before its statement as
-// acceptSQL's insert draws one. On Citus the coordinator draws them.
-func idsSQL(t db.Tenant) string {
-	seq := "'" + strings.ReplaceAll(t.Table("messages_id_seq"), "'", "''") + "'::regclass"
-	return `SELECT nextval(` + seq + `) FROM generate_series(1, $1::int)`
-}
+const batchInsertMark = `(created_at, sender_number_id, to_phone, recipient_user_id`
 
 // insertBatchSQL inserts the messages of a batch of tenant t that
-// acceptBatchSQL counted, queued, in id order, one per element of the
-// arrays $1..$12: id (idsSQL), sender, recipient, recipient's user id,
-// type, content, file name, size, file type, duration, client reference
-// and acceptance time. On Citus the coordinator reads the arrays and
-// copies the rows to the tenant's node alone (an INSERT ... SELECT pulled
-// through the coordinator, as the job outbox's insert).
+// acceptBatchSQL counted, queued, in the batch's order, one per element of
+// the arrays $1..$11: sender, recipient, recipient's user id, type,
+// content, file name, size, file type, duration, client reference and
+// acceptance time. Their ids are drawn from the table's sequence in that
+// order (the insert's projection runs after the ORDER BY), so the i-th
+// smallest id it returns is the i-th message's. On Citus the coordinator
+// draws them, reads the arrays and copies the rows to the tenant's node
+// alone (an INSERT ... SELECT pulled through the coordinator, as the job
+// outbox's insert).
 func insertBatchSQL(t db.Tenant) string {
 	return `INSERT INTO ` + t.Table("messages") + ` ` + batchInsertMark + `, type, content,
-		       file_name, file_size, file_type, duration, status, client_reference, created_at, updated_at)
-		SELECT x.id, x.sender, x.to_phone, x.recipient_user_id, x.type, x.content, x.file_name, x.file_size,
-		       x.file_type, x.duration, 'queued', x.client_reference, x.created_at, x.created_at
-		  FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[],
-		              $8::int[], $9::text[], $10::bigint[], $11::text[], $12::timestamptz[])
-		       AS x(id, sender, to_phone, recipient_user_id, type, content, file_name, file_size, file_type,
-		            duration, client_reference, created_at)
-		 ORDER BY x.id`
+		       file_name, file_size, file_type, duration, status, client_reference, updated_at)
+		SELECT x.created_at, x.sender, x.to_phone, x.recipient_user_id, x.type, x.content, x.file_name,
+		       x.file_size, x.file_type, x.duration, 'queued', x.client_reference, x.created_at
+		  FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[],
+		              $7::int[], $8::text[], $9::bigint[], $10::text[], $11::timestamptz[]) WITH ORDINALITY
+		       AS x(sender, to_phone, recipient_user_id, type, content, file_name, file_size, file_type,
+		            duration, client_reference, created_at, ord)
+		 ORDER BY x.ord
+		RETURNING id`
 }
 
 // scheduleSQL stores a scheduled send of tenant t ($1 sender id, $2..$10 the

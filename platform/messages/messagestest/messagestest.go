@@ -203,7 +203,7 @@ func Setup(t *testing.T, rate float64, burst int, edit func(*Config)) *Fixture {
 	batches := &atomic.Int32{}
 	countBatches := func(query string, err error) {
 		if err == nil && strings.HasPrefix(query, "INSERT INTO \"tenant_") &&
-			strings.Contains(query, "(id, sender_number_id, to_phone, recipient_user_id") {
+			strings.Contains(query, "(created_at, sender_number_id, to_phone, recipient_user_id") {
 			batches.Add(1)
 		}
 	}
