@@ -108,7 +108,7 @@ func acceptSQL(t db.Tenant, byID bool, window time.Duration, template, release b
 		next++
 		return "$" + strconv.Itoa(next-1) + cast
 	}
-	tplID, tplRef, senderArg, msgArg, reserve := "", "", "", "", ""
+	tplID, tplRef, msgArg, reserve := "", "", "", ""
 	if template {
 		tplID = arg("::bigint")
 		if release {
@@ -117,8 +117,7 @@ func acceptSQL(t db.Tenant, byID bool, window time.Duration, template, release b
 	}
 	find := "s.phone = $2::text"
 	if byID {
-		senderArg = arg("::bigint")
-		find = "s.id = " + senderArg
+		find = "s.id = " + arg("::bigint")
 	}
 	if release {
 		msgArg, reserve = arg("::bigint"), arg("::int")
