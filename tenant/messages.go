@@ -47,7 +47,7 @@ func (h *messageHandlers) send(c *gin.Context) {
 		return
 	}
 	req.IdempotencyKey = c.GetHeader(sendrequest.IdempotencyKeyHeader)
-	res, err := h.svc.Send(c.Request.Context(), p.Tenant, &req)
+	res, err := h.svc.Send(c.Request.Context(), p.Tenant, p.Organization.DefaultDailyLimit, &req)
 	if err != nil {
 		httpx.Fail(c, err)
 		return

@@ -11,21 +11,28 @@
 // connection is held while the network answers. The lookup needs the
 // sender's phone: the request's, or the one this process remembers for the
 // sender's id (a sender's phone never changes), or else the sender's row,
-// read and checked first. Then one transaction accepts the message: one
-// statement (acceptSQL) and the insert of its delivery job (into the
-// tenant's job outbox, which moves it into River after the commit:
-// docs/scaling.md, §Jobs):
+// read and checked first. Then one transaction accepts the message: the
+// counter statement (acceptSQL), the message's insert (insertMessageSQL)
+// and the insert of its delivery job (into the tenant's job outbox, which
+// moves it into River after the commit: docs/scaling.md, §Jobs):
 //
 //  1. the sender, which must be active (the sender errors are worded from
 //     its row when it is not: sender_not_found, sender_not_active,
-//     sender_owner_unverified);
-//  2. the daily limit: INSERT ... ON CONFLICT DO UPDATE SET used = used + 1
-//     WHERE used < limit, so concurrent sends never pass the limit (429
-//     daily_limit_exceeded when it refuses);
+//     sender_owner_unverified), its daily limit its override or the
+//     organization's default, which the caller passes (the request read the
+//     organization);
+//  2. the daily limit: UPDATE ... SET used = used + 1 WHERE used < limit on
+//     the day's counter (created first when a day's first send finds none),
+//     so concurrent sends never pass the limit (429 daily_limit_exceeded
+//     when it refuses);
 //  3. the message row (queued), inserted only when the steps before it
 //     succeeded, and then its delivery job (Jobs.InsertManyFastTx, in the
 //     same transaction: no message without its job, no job without its
 //     message).
+//
+// Each statement reads and writes the tenant's schema alone, by steps that
+// Citus routes to the tenant's node (no INSERT step in a statement with
+// CTEs, no coordinator table): docs/scaling.md, §A worker node down.
 //
 // Sends of one tenant that arrive while its earlier ones are in the database
 // share one transaction (acceptBatch, acceptBatchSQL): each sender's counter is

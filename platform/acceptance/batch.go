@@ -3,6 +3,7 @@ package acceptance
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -19,6 +20,9 @@ import (
 type pendingSend struct {
 	ref senders.SenderRef
 	r   *messages.Row
+	// limit is the organization's default daily limit as the send's
+	// request read it.
+	limit int
 }
 
 // sendOutcome is a pending send's outcome: the answer, or the refusal.
@@ -50,7 +54,7 @@ type sendOutcome struct {
 func (s *Service) acceptBatch(ctx context.Context, t db.Tenant, items []pendingSend) ([]sendOutcome, error) {
 	out := make([]sendOutcome, len(items))
 	alone := func(i int) {
-		out[i].res, out[i].err = s.acceptAlone(ctx, t, items[i].ref, items[i].r)
+		out[i].res, out[i].err = s.acceptAlone(ctx, t, items[i].limit, items[i].ref, items[i].r)
 	}
 	if len(items) == 1 {
 		alone(0)
@@ -89,9 +93,9 @@ func (s *Service) acceptBatch(ctx context.Context, t db.Tenant, items []pendingS
 // one-message statements side by side.
 const minBatch = 4
 
-// acceptMany runs acceptBatchSQL over items and River's insert of the
-// accepted messages' jobs, in one transaction, and reports which were
-// accepted, filling their rows' ids and senders.
+// acceptMany runs acceptBatchSQL over items, the insert of the accepted
+// messages and the outbox's insert of their jobs, in one transaction, and
+// reports which were accepted, filling their rows' ids and senders.
 func (s *Service) acceptMany(ctx context.Context, t db.Tenant, items []pendingSend) ([]bool, error) {
 	var ok []bool
 	err := s.prep.Tx(ctx, func(tx pgx.Tx) error {
@@ -105,61 +109,131 @@ func (s *Service) acceptMany(ctx context.Context, t db.Tenant, items []pendingSe
 	return ok, nil
 }
 
-// acceptManyTx is acceptMany in tx.
+// batchRow is acceptBatchSQL's answer for one message.
+type batchRow struct {
+	ord               int64
+	senderID          *int64
+	accepted, missing bool
+}
+
+// acceptManyTx is acceptMany in tx: the opt-out locks, the counters
+// (acceptBatchSQL, run again once the missing ones exist), then the
+// accepted messages (insertBatchSQL) and their jobs.
 func (s *Service) acceptManyTx(ctx context.Context, tx pgx.Tx, t db.Tenant, items []pendingSend) ([]bool, error) {
 	n := len(items)
 	var (
-		senderIDs, sizes, recipients = make([]int64, n), make([]*int64, n), make([]*int64, n)
-		phones, tos, types, contents = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		senderIDs, limits  = make([]int64, n), make([]int32, n)
+		phones, tos, types = make([]string, n), make([]string, n), make([]string, n)
+		created            = make([]time.Time, n)
+	)
+	for i, it := range items {
+		r := it.r
+		senderIDs[i], phones[i], limits[i] = it.ref.ID, it.ref.Phone, int32(it.limit)
+		tos[i], types[i], created[i] = r.ToPhone, r.Type, r.CreatedAt
+	}
+	ok := make([]bool, n)
+	if err := s.lockOptOuts(ctx, tx, t, tos...); err != nil {
+		return ok, err
+	}
+	var rows []batchRow
+	for try := 0; ; try++ {
+		rows = rows[:0]
+		err := s.prep.Query(ctx, tx, acceptBatchSQL(t, s.cfg.ServiceWindow), []any{senderIDs, phones, tos, types, created, limits},
+			func(r db.Rows) error {
+				for r.Next() {
+					var x batchRow
+					if err := r.Scan(&x.ord, &x.senderID, &x.accepted, &x.missing); err != nil {
+						return err
+					}
+					rows = append(rows, x)
+				}
+				return nil
+			})
+		if err != nil {
+			return ok, fmt.Errorf("accept %d messages: %w", n, err)
+		}
+		var sids []int64
+		var days []string
+		for _, x := range rows {
+			if x.missing && x.senderID != nil && x.ord >= 1 && int(x.ord) <= n {
+				sids, days = append(sids, *x.senderID), append(days, messages.Day(created[x.ord-1]))
+			}
+		}
+		if len(sids) == 0 {
+			break
+		}
+		if try > 0 {
+			return ok, fmt.Errorf("accept %d messages: %d daily counters missing after their creation", n, len(sids))
+		}
+		if err := s.createCounters(ctx, tx, t, sids, days); err != nil {
+			return ok, err
+		}
+	}
+	for _, x := range rows {
+		i := int(x.ord) - 1
+		if i < 0 || i >= n || !x.accepted || x.senderID == nil {
+			continue
+		}
+		ok[i] = true
+		items[i].r.SenderNumberID = *x.senderID
+	}
+	// In the batch's order: the order of their ids.
+	accepted := make([]*messages.Row, 0, len(rows))
+	for i, it := range items {
+		if ok[i] {
+			accepted = append(accepted, it.r)
+		}
+	}
+	if len(accepted) == 0 {
+		return ok, nil
+	}
+	if err := s.insertAccepted(ctx, tx, t, accepted); err != nil {
+		return ok, err
+	}
+	if err := s.enqueue(ctx, tx, t, accepted...); err != nil {
+		return ok, err
+	}
+	return ok, nil
+}
+
+// insertAccepted inserts the accepted messages rows of a batch, queued
+// (insertBatchSQL), in the batch's order, and fills their ids.
+func (s *Service) insertAccepted(ctx context.Context, tx pgx.Tx, t db.Tenant, rows []*messages.Row) error {
+	n := len(rows)
+	var (
+		senders, sizes, recipients   = make([]int64, n), make([]*int64, n), make([]*int64, n)
+		tos, types, contents         = make([]string, n), make([]string, n), make([]string, n)
 		names, fileTypes, clientRefs = make([]*string, n), make([]*string, n), make([]*string, n)
 		durations                    = make([]*int, n)
 		created                      = make([]time.Time, n)
 	)
-	for i, it := range items {
-		r := it.r
-		senderIDs[i], phones[i] = it.ref.ID, it.ref.Phone
-		tos[i], recipients[i], types[i], contents[i] = r.ToPhone, r.RecipientUserID, r.Type, r.Content
+	for i, r := range rows {
+		senders[i], recipients[i] = r.SenderNumberID, r.RecipientUserID
+		tos[i], types[i], contents[i] = r.ToPhone, r.Type, r.Content
 		names[i], sizes[i], fileTypes[i], durations[i] = r.FileName, r.FileSize, r.FileType, r.Duration
 		clientRefs[i], created[i] = r.ClientReference, r.CreatedAt
 	}
-	type result struct {
-		ord                 int64
-		messageID, senderID *int64
-	}
-	if err := s.lockOptOuts(ctx, tx, t, tos...); err != nil {
-		return make([]bool, n), err
-	}
-	var rows []result
-	err := s.prep.Query(ctx, tx, acceptBatchSQL(t, s.cfg.ServiceWindow), []any{t.OrgID,
-		senderIDs, phones, tos, recipients, types, contents, names, sizes, fileTypes, durations, clientRefs, created,
-	}, func(r db.Rows) error {
+	ids := make([]int64, 0, n)
+	err := s.prep.Query(ctx, tx, insertBatchSQL(t), []any{senders, tos, recipients, types, contents, names, sizes,
+		fileTypes, durations, clientRefs, created}, func(r db.Rows) error {
 		for r.Next() {
-			var x result
-			if err := r.Scan(&x.ord, &x.messageID, &x.senderID); err != nil {
+			var id int64
+			if err := r.Scan(&id); err != nil {
 				return err
 			}
-			rows = append(rows, x)
+			ids = append(ids, id)
 		}
 		return nil
 	})
-	ok := make([]bool, n)
+	if err == nil && len(ids) != n {
+		err = fmt.Errorf("%d ids returned", len(ids))
+	}
 	if err != nil {
-		return ok, fmt.Errorf("accept %d messages: %w", n, err)
+		return fmt.Errorf("insert %d accepted messages: %w", n, err)
 	}
-	accepted := make([]*messages.Row, 0, len(rows))
-	for _, r := range rows {
-		i := int(r.ord) - 1
-		if i < 0 || i >= n || r.messageID == nil {
-			continue
-		}
-		ok[i] = true
-		items[i].r.ID, items[i].r.SenderNumberID = *r.messageID, *r.senderID
-		accepted = append(accepted, items[i].r)
+	slices.Sort(ids)
+	for i, r := range rows {
+		r.ID = ids[i]
 	}
-	if len(accepted) > 0 {
-		if err := s.enqueue(ctx, tx, t, accepted...); err != nil {
-			return ok, err
-		}
-	}
-	return ok, nil
+	return nil
 }

@@ -212,7 +212,7 @@ func (f *fixture) sendBehindLock(tn db.Tenant, held int64, bodies []string) ([]a
 		defer returned.Add(1)
 		var r sendrequest.SendRequest
 		if errs[i] = json.Unmarshal([]byte(bodies[i]), &r); errs[i] == nil {
-			results[i], errs[i] = f.Svc.Send(ctx, tn, &r)
+			results[i], errs[i] = f.Svc.Send(ctx, tn, f.DailyLimit(tn), &r)
 		}
 	}
 	wg.Add(1)

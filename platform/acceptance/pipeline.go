@@ -11,38 +11,14 @@ import (
 	"github.com/bizmsg/platform/platform/senders"
 )
 
-// releaseResult is the result row of acceptSQL's release variant for one
-// checked draft.
-type releaseResult struct {
-	template             bool
-	senderID, messageID  *int64
-	phone                *string
-	status               *senders.Status
-	limit                *int
-	optedOut, windowOpen *bool
-	approved             bool
-	scheduled            bool
-}
-
-// scan reads the statement's one row.
-func (r *releaseResult) scan(rows db.Rows) error {
-	if !rows.Next() {
-		return errors.New("no result row")
-	}
-	dest := []any{&r.senderID, &r.phone, &r.status, &r.limit, &r.messageID, &r.optedOut, &r.windowOpen}
-	if r.template {
-		dest = append(dest, &r.approved)
-	}
-	return rows.Scan(append(dest, &r.scheduled)...)
-}
-
 // releaseStatement returns acceptSQL's release variant for checked draft
-// c, its arguments and the result its row is scanned into.
-func (s *Service) releaseStatement(t db.Tenant, c *Checked) (string, []any, *releaseResult) {
+// c under the organization's default daily limit limit, its arguments and
+// the result its row is scanned into.
+func (s *Service) releaseStatement(t db.Tenant, limit int, c *Checked) (string, []any, *acceptResult) {
 	r := &c.row
-	args := []any{t.OrgID, "", r.ToPhone, r.RecipientUserID, r.Type, r.Content, r.FileName, r.FileSize,
+	args := []any{limit, "", r.ToPhone, r.RecipientUserID, r.Type, r.Content, r.FileName, r.FileSize,
 		r.FileType, r.Duration, r.ClientReference, r.CreatedAt}
-	res := &releaseResult{template: r.TemplateID != nil, approved: true}
+	res := &acceptResult{template: r.TemplateID != nil, release: true, approved: true}
 	if res.template {
 		args = append(args, *r.TemplateID, r.TemplateRef)
 	}
@@ -52,11 +28,11 @@ func (s *Service) releaseStatement(t db.Tenant, c *Checked) (string, []any, *rel
 
 // releaseAnswer is what res says of c: nil (queued), ErrNotScheduled or
 // the refusal it reads.
-func (s *Service) releaseAnswer(ctx context.Context, t db.Tenant, c *Checked, res *releaseResult) error {
+func (s *Service) releaseAnswer(ctx context.Context, t db.Tenant, c *Checked, res *acceptResult) error {
 	if !res.scheduled {
 		return ErrNotScheduled
 	}
-	if res.messageID == nil {
+	if !res.counted {
 		r := &c.row
 		ref := senders.SenderRef{ID: r.SenderNumberID}
 		return s.refusal(ctx, t, &refused{ref: ref, id: res.senderID, phone: res.phone, status: res.status,
@@ -68,15 +44,18 @@ func (s *Service) releaseAnswer(ctx context.Context, t db.Tenant, c *Checked, re
 
 // acceptPipelined runs acceptSQL's release variant for each of cs in tx,
 // in order, in one round trip (pgx's batch: the statements pipelined, run
-// by the server one after the other as if sent one by one), and answers
-// each as acceptChecked would. One round trip per message was most of a
-// campaign tick's time on a busy machine. err is a failure of a statement
-// (tx is then aborted).
-func (s *Service) acceptPipelined(ctx context.Context, tx pgx.Tx, t db.Tenant, cs []*Checked) (answers []error, err error) {
+// by the server one after the other as if sent one by one), under the
+// organization's default daily limit limit, and answers each as
+// acceptChecked would. One round trip per message was most of a campaign
+// tick's time on a busy machine. The drafts whose senders' counters for
+// the day were missing (a day's first message of a sender) run again,
+// one by one, once the counters exist (acceptChecked). err is a failure of
+// a statement (tx is then aborted).
+func (s *Service) acceptPipelined(ctx context.Context, tx pgx.Tx, t db.Tenant, limit int, cs []*Checked) (answers []error, err error) {
 	var b pgx.Batch
-	results := make([]*releaseResult, len(cs))
+	results := make([]*acceptResult, len(cs))
 	for i, c := range cs {
-		q, args, res := s.releaseStatement(t, c)
+		q, args, res := s.releaseStatement(t, limit, c)
 		b.Queue(q, args...)
 		results[i] = res
 	}
@@ -100,6 +79,13 @@ func (s *Service) acceptPipelined(ctx context.Context, tx pgx.Tx, t db.Tenant, c
 	}
 	answers = make([]error, len(cs))
 	for i, c := range cs {
+		if results[i].noCounter {
+			answers[i] = s.acceptChecked(ctx, tx, t, limit, c)
+			if _, ok := Refusal(answers[i]); !ok && answers[i] != nil && !errors.Is(answers[i], ErrNotScheduled) {
+				return nil, answers[i]
+			}
+			continue
+		}
 		answers[i] = s.releaseAnswer(ctx, t, c, results[i])
 	}
 	return answers, nil

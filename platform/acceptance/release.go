@@ -165,10 +165,14 @@ func (s *Service) Check(ctx context.Context, t db.Tenant, d Draft, now time.Time
 // a time with ReleaseMany: Check outside any transaction, then
 // ReleaseMany in theirs.
 func (s *Service) Release(ctx context.Context, tx pgx.Tx, t db.Tenant, c *Checked) (messages.Message, error) {
+	org, err := messages.ReadLimits(ctx, tx, t.OrgID)
+	if err != nil {
+		return messages.Message{}, err
+	}
 	if err := s.lockOptOuts(ctx, tx, t, c.row.ToPhone); err != nil {
 		return messages.Message{}, err
 	}
-	if err := s.acceptChecked(ctx, tx, t, c); err != nil {
+	if err := s.acceptChecked(ctx, tx, t, org.DefaultDailyLimit, c); err != nil {
 		return messages.Message{}, err
 	}
 	if err := s.enqueue(ctx, tx, t, &c.row); err != nil {
@@ -177,12 +181,14 @@ func (s *Service) Release(ctx context.Context, tx pgx.Tx, t db.Tenant, c *Checke
 	return c.row.Message, nil
 }
 
-// acceptChecked is Release without the delivery job: acceptSQL's release
-// variant, and the refusal it reads. tx holds the recipient's opt-out lock
-// already (lockOptOuts).
-func (s *Service) acceptChecked(ctx context.Context, tx pgx.Tx, t db.Tenant, c *Checked) error {
-	q, args, res := s.releaseStatement(t, c)
-	if err := s.prep.Query(ctx, tx, q, args, res.scan); err != nil {
+// acceptChecked is Release without the delivery job, under the
+// organization's default daily limit limit: acceptSQL's release variant
+// (run again once the sender's counter exists, when it was missing), and
+// the refusal it reads. tx holds the recipient's opt-out lock already
+// (lockOptOuts).
+func (s *Service) acceptChecked(ctx context.Context, tx pgx.Tx, t db.Tenant, limit int, c *Checked) error {
+	q, args, res := s.releaseStatement(t, limit, c)
+	if err := s.count(ctx, tx, t, q, args, res, c.row.CreatedAt); err != nil {
 		return fmt.Errorf("release message %d: %w", c.row.ID, err)
 	}
 	return s.releaseAnswer(ctx, t, c, res)
@@ -340,7 +346,11 @@ func (s *Service) ReleaseMany(ctx context.Context, tx pgx.Tx, t db.Tenant, cs []
 		refused  []int64
 		accepted []*messages.Row
 	)
-	answers, err := s.acceptPipelined(ctx, tx, t, cs)
+	org, err := messages.ReadLimits(ctx, tx, t.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	answers, err := s.acceptPipelined(ctx, tx, t, org.DefaultDailyLimit, cs)
 	if err != nil {
 		return nil, err
 	}

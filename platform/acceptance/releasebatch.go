@@ -93,12 +93,16 @@ func (s *Service) releaseBatch(ctx context.Context, t db.Tenant, items []pending
 		phones[k] = checked[i].row.ToPhone
 	}
 	err = s.prep.Tx(ctx, func(tx pgx.Tx) error {
+		org, err := messages.ReadLimits(ctx, tx, t.OrgID)
+		if err != nil {
+			return err
+		}
 		if err := s.lockOptOuts(ctx, tx, t, phones...); err != nil {
 			return err
 		}
 		accepted := make([]*messages.Row, 0, len(order))
 		for _, i := range order {
-			err := s.acceptChecked(ctx, tx, t, checked[i])
+			err := s.acceptChecked(ctx, tx, t, org.DefaultDailyLimit, checked[i])
 			_, refused := Refusal(err)
 			switch {
 			case err == nil:

@@ -39,15 +39,19 @@ type Result struct {
 }
 
 // Send validates req and, if the sender may send to the recipient today,
-// accepts the message: it is stored as queued with its delivery job by one
-// statement, shared with the tenant's concurrent sends (see the package
-// comment). Errors: 422 validation_failed with
+// accepts the message: it is stored as queued with its delivery job, by
+// statements shared with the tenant's concurrent sends (see the package
+// comment). dailyLimit is the organization's default daily limit (its
+// sender numbers' without an override of their own), as the request read
+// the organization (its authentication): the acceptance statements take it
+// as an argument rather than join central.organizations, so that on Citus
+// they run on the tenant's node alone (docs/scaling.md). Errors: 422 validation_failed with
 // every field error; 422 sender_not_found, sender_not_active (English
 // message), sender_owner_unverified (Arabic message); 422
 // recipient_unreachable with a reason_code; 429 daily_limit_exceeded with a
 // Retry-After up to the next UTC midnight; 422 idempotency_key_reused; 503
 // network_unavailable.
-func (s *Service) Send(ctx context.Context, t db.Tenant, req *sendrequest.SendRequest) (Result, error) {
+func (s *Service) Send(ctx context.Context, t db.Tenant, dailyLimit int, req *sendrequest.SendRequest) (Result, error) {
 	now := s.clock.Now()
 	d, err := req.Validate(now)
 	if err != nil {
@@ -122,7 +126,7 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *sendrequest.SendRe
 		// Template sends never batch: their statement checks the template
 		// too (acceptSQL), which the batch statement of the plain sends
 		// does not carry.
-		res, err := s.acceptAlone(ctx, t, ref, r)
+		res, err := s.acceptAlone(ctx, t, dailyLimit, ref, r)
 		if err != nil {
 			return Result{}, err
 		}
@@ -132,7 +136,7 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *sendrequest.SendRe
 	if key == "" {
 		// One statement, one commit, no transaction to open; concurrent
 		// sends of the tenant share it (acceptBatch).
-		a, err := s.acceptances.Do(ctx, t, pendingSend{ref: ref, r: r})
+		a, err := s.acceptances.Do(ctx, t, pendingSend{ref: ref, r: r, limit: dailyLimit})
 		if err == nil {
 			err = a.err
 		}
@@ -145,7 +149,7 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, req *sendrequest.SendRe
 	}
 
 	res, err := s.withKey(ctx, t, key, fp, now, func(tx pgx.Tx) (Result, error) {
-		return s.accept(ctx, tx, t, ref, r)
+		return s.accept(ctx, tx, t, dailyLimit, ref, r)
 	})
 	if err != nil {
 		return Result{}, err
@@ -213,63 +217,132 @@ func (s *Service) checkSender(ctx context.Context, t db.Tenant, ref senders.Send
 }
 
 // accept stores r (queued) with its delivery job in tx if the sender named
-// by ref may send today: one statement (see the package comment) and
-// River's insert of the job. It renders the answer and fills r's id and
-// sender. A refusal stores nothing and is a *refused error, which the
-// caller words (refusal) once the transaction is over: wording may read the
-// sender on another connection, and must not hold tx's meanwhile.
-func (s *Service) accept(ctx context.Context, tx pgx.Tx, t db.Tenant, ref senders.SenderRef, r *messages.Row) (Result, error) {
-	var (
-		senderID, messageID  *int64
-		phone                *string
-		status               *senders.Status
-		limit                *int
-		optedOut, windowOpen *bool
-		approved             = true
-	)
-	args := []any{t.OrgID, ref.Phone, r.ToPhone, r.RecipientUserID, r.Type, r.Content, r.FileName, r.FileSize,
-		r.FileType, r.Duration, r.ClientReference, r.CreatedAt}
+// by ref may send today, under the organization's default daily limit
+// limit: the counter statement (acceptSQL), the message's insert
+// (insertMessageSQL) and the outbox's insert of the job. It renders the
+// answer and fills r's id and sender. A refusal stores nothing and is a
+// *refused error, which the caller words (refusal) once the transaction is
+// over: wording may read the sender on another connection, and must not
+// hold tx's meanwhile.
+func (s *Service) accept(ctx context.Context, tx pgx.Tx, t db.Tenant, limit int, ref senders.SenderRef, r *messages.Row) (Result, error) {
+	args := s.sendArgs(limit, ref, r)
 	template := r.TemplateID != nil
-	if template {
-		args = append(args, *r.TemplateID, r.TemplateRef)
-	}
-	if ref.ID > 0 {
-		args = append(args, ref.ID)
-	}
 	if err := s.lockOptOuts(ctx, tx, t, r.ToPhone); err != nil {
 		return Result{}, err
 	}
-	err := s.prep.Query(ctx, tx, acceptSQL(t, ref.ID > 0, s.cfg.ServiceWindow, template, false), args, func(rows db.Rows) error {
-		if !rows.Next() {
-			return errors.New("no result row")
-		}
-		dest := []any{&senderID, &phone, &status, &limit, &messageID, &optedOut, &windowOpen}
-		if template {
-			dest = append(dest, &approved)
-		}
-		return rows.Scan(dest...)
-	})
-	if err != nil {
+	res := &acceptResult{template: template, approved: true}
+	if err := s.count(ctx, tx, t, acceptSQL(t, ref.ID > 0, s.cfg.ServiceWindow, template, false), args, res, r.CreatedAt); err != nil {
 		return Result{}, fmt.Errorf("accept message: %w", err)
 	}
-	if messageID == nil {
-		return Result{}, &refused{ref: ref, id: senderID, phone: phone, status: status, limit: limit, at: r.CreatedAt,
-			optedOut: optedOut != nil && *optedOut, windowClosed: windowOpen != nil && !*windowOpen,
-			templateNotApproved: !approved}
+	if !res.counted {
+		return Result{}, &refused{ref: ref, id: res.senderID, phone: res.phone, status: res.status, limit: res.limit,
+			at: r.CreatedAt, optedOut: res.optedOut != nil && *res.optedOut,
+			windowClosed: res.windowOpen != nil && !*res.windowOpen, templateNotApproved: !res.approved}
 	}
-	r.ID, r.SenderNumberID = *messageID, *senderID
+	ins := []any{*res.senderID, r.ToPhone, r.RecipientUserID, r.Type, r.Content, r.FileName, r.FileSize,
+		r.FileType, r.Duration, r.ClientReference, r.CreatedAt}
+	if template {
+		ins = append(ins, *r.TemplateID, r.TemplateRef)
+	}
+	var id int64
+	err := s.prep.Query(ctx, tx, insertMessageSQL(t, template), ins, func(rows db.Rows) error {
+		if !rows.Next() {
+			return errors.New("no id returned")
+		}
+		return rows.Scan(&id)
+	})
+	if err != nil {
+		return Result{}, fmt.Errorf("insert accepted message: %w", err)
+	}
+	r.ID, r.SenderNumberID = id, *res.senderID
 	if err := s.enqueue(ctx, tx, t, r); err != nil {
 		return Result{}, err
 	}
 	return render(r)
 }
 
+// sendArgs are acceptSQL's arguments for a send of r by the sender named
+// by ref under the organization's default daily limit limit.
+func (s *Service) sendArgs(limit int, ref senders.SenderRef, r *messages.Row) []any {
+	args := []any{limit, ref.Phone, r.ToPhone}
+	if s.cfg.ServiceWindow > 0 {
+		args = append(args, r.Type)
+	}
+	args = append(args, r.CreatedAt)
+	if r.TemplateID != nil {
+		args = append(args, *r.TemplateID)
+	}
+	if ref.ID > 0 {
+		args = append(args, ref.ID)
+	}
+	return args
+}
+
+// count runs query, acceptSQL's statement with args, in tx and scans its
+// row into res; when the sender's counter for the day of at was missing
+// (a day's first send), it creates the counter and runs the statement
+// again.
+func (s *Service) count(ctx context.Context, tx pgx.Tx, t db.Tenant, query string, args []any, res *acceptResult, at time.Time) error {
+	for try := 0; ; try++ {
+		if err := s.prep.Query(ctx, tx, query, args, res.scan); err != nil {
+			return err
+		}
+		if !res.noCounter {
+			return nil
+		}
+		if try > 0 || res.senderID == nil {
+			return errors.New("the sender's daily counter is missing after its creation")
+		}
+		if err := s.createCounters(ctx, tx, t, []int64{*res.senderID}, []string{messages.Day(at)}); err != nil {
+			return err
+		}
+	}
+}
+
+// createCounters creates the missing 'accept' counters of senders sids[i]
+// on days days[i] ('YYYY-MM-DD') in tx (messages.CreateCountersSQL).
+func (s *Service) createCounters(ctx context.Context, tx pgx.Tx, t db.Tenant, sids []int64, days []string) error {
+	if err := s.prep.Exec(ctx, tx, messages.CreateCountersSQL(t.Quoted(), "accept"), sids, days); err != nil {
+		return fmt.Errorf("create %d daily counters: %w", len(sids), err)
+	}
+	return nil
+}
+
+// acceptResult is the result row of acceptSQL (any variant).
+type acceptResult struct {
+	template, release    bool
+	senderID             *int64
+	phone                *string
+	status               *senders.Status
+	limit                *int
+	counted              bool
+	optedOut, windowOpen *bool
+	noCounter            bool
+	approved             bool
+	scheduled            bool
+}
+
+// scan reads the statement's one row.
+func (r *acceptResult) scan(rows db.Rows) error {
+	if !rows.Next() {
+		return errors.New("no result row")
+	}
+	dest := []any{&r.senderID, &r.phone, &r.status, &r.limit, &r.counted, &r.optedOut, &r.windowOpen, &r.noCounter}
+	if r.template {
+		dest = append(dest, &r.approved)
+	}
+	if r.release {
+		dest = append(dest, &r.scheduled)
+	}
+	return rows.Scan(dest...)
+}
+
 // acceptAlone accepts r in a transaction of its own (accept).
-func (s *Service) acceptAlone(ctx context.Context, t db.Tenant, ref senders.SenderRef, r *messages.Row) (Result, error) {
+func (s *Service) acceptAlone(ctx context.Context, t db.Tenant, limit int, ref senders.SenderRef, r *messages.Row) (Result, error) {
 	var res Result
 	err := s.prep.Tx(ctx, func(tx pgx.Tx) error {
 		var err error
-		res, err = s.accept(ctx, tx, t, ref, r)
+		res, err = s.accept(ctx, tx, t, limit, ref, r)
 		return err
 	})
 	if err != nil {

@@ -242,7 +242,7 @@ func TestRefusalWordedOutsideTheTransaction(t *testing.T) {
 			t.Fatal(err)
 		}
 		req.IdempotencyKey = key
-		_, err := svc.Send(ctx, tn, req)
+		_, err := svc.Send(ctx, tn, 1000, req)
 		if e, ok := apperr.As(err); !ok || e.Code != senders.CodeSenderNotFound {
 			t.Fatalf("key %q: %v, want %s", key, err, senders.CodeSenderNotFound)
 		}

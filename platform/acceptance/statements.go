@@ -9,8 +9,8 @@ package acceptance
 //	the recipient has not opted out         acceptSQL / acceptBatchSQL: o / s (under the lock of lockOptOuts, docs/design.md §Consent)
 //	the template is approved (template sends)  acceptSQL with template: tl, tp (template sends never batch)
 //	the service window (when the network has one)  acceptSQL / acceptBatchSQL: s (windowSQL)
-//	the daily limit                         acceptSQL / acceptBatchSQL: u (the 'accept' counter, WHERE used < limit)
-//	the message, queued                     acceptSQL / acceptBatchSQL: m
+//	the daily limit                         acceptSQL / acceptBatchSQL: c, u (the 'accept' counter, WHERE used < limit)
+//	the message, queued                     insertMessageSQL / insertBatchSQL, after the counter (a release: acceptSQL's m)
 //	its delivery job                        Jobs.InsertManyFastTx (the job outbox) in the same transaction (enqueue)
 //
 // The delivery's rules are enforced by package delivery's statements. Each
@@ -19,7 +19,6 @@ package acceptance
 
 import (
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/bizmsg/platform/platform/db"
@@ -29,18 +28,23 @@ import (
 
 // acceptSQL is the acceptance statement of tenant t for a sender named by
 // id (byID) or by phone, with $n arguments for db.Prepared: $1 the
-// organization, $2 the request's sender phone ("" if none), $3 to $12 the
-// message (recipient, recipient's user id, type, content, file name, size,
-// file type, duration, client reference, acceptance time, whose UTC day is
-// the day whose limit it counts against), and, by id, $13 the sender's
-// id; with template, $13 is the message's template and $14 its
-// template_ref (and the sender's id $15). The duration is bigint, as in
-// acceptBatchSQL.
-// Its steps, each feeding the next, so that a refused step stores nothing
+// organization's default daily limit (its sender numbers' without an
+// override; the organization as the request's authentication read it, or
+// messages.ReadLimits), $2 the request's sender phone ("" if none), $3 the
+// recipient, with a window (only) the message's type, then the acceptance
+// time (whose UTC day is the day whose limit it counts against), with
+// template the message's template, and by id the sender's id last
+// (sendArgs). A release (below)
+// takes the whole message instead: $3 to $12 (recipient, recipient's user
+// id, type, content, file name, size, file type, duration, client
+// reference, acceptance time; the duration bigint), with template $13 the
+// template and $14 its template_ref, then the sender's id, the message's
+// id and the reserve.
+// Its steps, each feeding the next, so that a refused step changes nothing
 // after it:
 //
 //   - s: the sender (by id, else by phone) with its daily limit (its
-//     override, else the organization's default);
+//     override, else the organization's default, $1);
 //   - o: whether the recipient is on the opt-out list. The transaction
 //     took the phone's opt-out lock in share mode before this statement
 //     (lockOptOuts), so its snapshot sees an opt-out that committed before,
@@ -51,41 +55,72 @@ import (
 //     the recipient has not opted out and, with a service window, the
 //     message is a template or the recipient wrote to the sender within the
 //     window (windowSQL);
-//   - u: the daily-limit reservation: the sender's acceptance counter for
+//   - c, u: the daily-limit reservation: the sender's acceptance counter for
 //     the day (its 'accept' row) goes up only while it is under the limit
-//     (INSERT ... ON CONFLICT DO UPDATE ... WHERE used < limit), so
-//     concurrent sends never pass it. Its row lock is held from here to the
-//     commit: for the two inserts below, in the same statement, and the
-//     commit. Delivery counts in the day's 'deliver' row, so a delivery
-//     never holds this lock;
-//   - m: the message, queued.
+//     (UPDATE ... WHERE used < limit), so concurrent sends never pass it. Its
+//     row lock is held from here to the commit: for the message's insert
+//     (insertMessageSQL, the next statement) and the commit. Delivery counts
+//     in the day's 'deliver' row, so a delivery never holds this lock. A
+//     day's first send of a sender finds no row (c): the result says so
+//     (no_counter), and accept creates it (messages.CreateCountersSQL) and
+//     runs the statement again.
 //
-// Its delivery job is inserted by River in the same transaction (accept).
+// The message itself is inserted by insertMessageSQL once the counter is
+// raised, and its delivery job by the job outbox in the same transaction
+// (accept). Two statements, not one with an INSERT step: Citus runs a
+// statement whose steps write only by UPDATE on the tenant's node alone,
+// and one with an INSERT step through the coordinator, which sends its
+// intermediate results to every worker node, so that any node down failed
+// every organization's sends (docs/scaling.md, §A worker node down).
 //
 // The result row tells a refusal apart: no sender, a sender that may not
 // send, an opted-out recipient, a closed window, or (else) the daily limit.
+// Its columns: the sender's id, phone, status and limit, counted (the
+// counter was raised), opted_out, window_open, no_counter, and with
+// template approved, with release scheduled.
 //
 // With release, the statement is a scheduled message's release (Release):
-// the same checks of a send made at the release time, but step m UPDATEs
-// the stored message (id $14, or $16 with template; the sender by id)
-// from scheduled to queued instead of inserting one. A step r first locks
-// that row FOR UPDATE while it is still scheduled, and ok requires it, so
-// that a release and a cancellation (or a second run of the release) are
-// serialised on the row: whichever commits first wins and the other finds
-// the message no longer scheduled and changes nothing. The result's last
-// column, scheduled, tells that case apart. A release also takes a reserve
-// ($15, or $17 with template: a campaign's reserve_percent, 0 for a
-// scheduled send): step u raises the counter only while it is under
-// limit − ceil(limit·reserve/100), so a campaign leaves that share of the
-// day to the organization's other sends.
+// the same checks of a send made at the release time, and a step m UPDATEs
+// the stored message (the sender by id)
+// from scheduled to queued when u raised the counter, in the same
+// statement. A step r first locks that row FOR UPDATE while it is still
+// scheduled, and ok requires it, so that a release and a cancellation (or
+// a second run of the release) are serialised on the row: whichever
+// commits first wins and the other finds the message no longer scheduled
+// and changes nothing. The result's last column, scheduled, tells that
+// case apart. A release also takes a reserve (a campaign's
+// reserve_percent, 0 for a scheduled send): step u raises the
+// counter only while it is under limit − ceil(limit·reserve/100), so a
+// campaign leaves that share of the day to the organization's other sends.
 func acceptSQL(t db.Tenant, byID bool, window time.Duration, template, release bool) string {
-	find := "s.phone = $2::text"
-	msgArg := "$14::bigint"
-	if byID {
-		find = "s.id = $13::bigint"
-		if template {
-			find, msgArg = "s.id = $15::bigint", "$16::bigint"
+	// The arguments' placeholders: a send's statement takes only what it
+	// checks (Postgres must know the type of every argument), a
+	// release's the whole message too (its step m).
+	recipient, typ, at, next := "$3::text", "$5::text", "$12::timestamptz", 13
+	switch {
+	case release:
+	case window > 0:
+		typ, at, next = "$4::text", "$5::timestamptz", 6
+	default:
+		at, next = "$4::timestamptz", 5
+	}
+	arg := func(cast string) string {
+		next++
+		return "$" + strconv.Itoa(next-1) + cast
+	}
+	tplID, tplRef, msgArg, reserve := "", "", "", ""
+	if template {
+		tplID = arg("::bigint")
+		if release {
+			tplRef = arg("::text")
 		}
+	}
+	find := "s.phone = $2::text"
+	if byID {
+		find = "s.id = " + arg("::bigint")
+	}
+	if release {
+		msgArg, reserve = arg("::bigint"), arg("::int")
 	}
 	sc := t.Quoted()
 	// A template message (template) also needs its template approved at
@@ -93,37 +128,21 @@ func acceptSQL(t db.Tenant, byID bool, window time.Duration, template, release b
 	// status change committed before the lock is seen (the row is read
 	// again at its newest version) and one that comes after waits for this
 	// commit. Other sends run the statement without it.
-	tpl, tplOK, tplCol, tplVal, tplOut := "", "", "", "", ""
+	tpl, tplOK, tplOut := "", "", ""
 	if template {
 		tpl = `
 		tl AS (
-		  SELECT x.id FROM ` + sc + `.templates x WHERE x.id = $13::bigint AND x.status = 'approved' FOR SHARE),
+		  SELECT x.id FROM ` + sc + `.templates x WHERE x.id = ` + tplID + ` AND x.status = 'approved' FOR SHARE),
 		tp AS (
 		  SELECT EXISTS (SELECT 1 FROM tl) AS approved),`
-		tplOK, tplCol, tplVal, tplOut = " AND (SELECT approved FROM tp)", ", template_id, template_ref", ", $13::bigint, $14::text",
-			", (SELECT approved FROM tp)"
+		tplOK, tplOut = " AND (SELECT approved FROM tp)", ", (SELECT approved FROM tp)"
 	}
-	rel, relOK, relOut := "", "", ""
+	rel, relOK, relOut, m := "", "", "", ""
 	// lim is the counter's bound: the limit, less the reserve of a
-	// release ($15, or $17 with template: a campaign's reserve_percent;
-	// 0 for a scheduled send).
+	// release (a campaign's reserve_percent; 0 for a scheduled send).
 	bound := "lim"
 	if release {
-		reserve := "$15::int"
-		if template {
-			reserve = "$17::int"
-		}
 		bound = "lim - ceil(lim * " + reserve + " / 100.0)::int"
-	}
-	m := `
-		m AS (
-		  INSERT INTO ` + sc + `.messages (sender_number_id, to_phone, recipient_user_id, type, content,
-		         file_name, file_size, file_type, duration, status, client_reference, created_at, updated_at` + tplCol + `)
-		  SELECT sender_number_id, $3::text, $4::bigint, $5::text, $6::text, $7::text, $8::bigint, $9::text,
-		         $10::bigint, 'queued', $11::text, $12::timestamptz, $12::timestamptz` + tplVal + `
-		    FROM u
-		  RETURNING id AS message_id)`
-	if release {
 		rel = `
 		r AS (
 		  SELECT x.id FROM ` + sc + `.messages x WHERE x.id = ` + msgArg + ` AND x.status = 'scheduled' FOR UPDATE),`
@@ -131,14 +150,14 @@ func acceptSQL(t db.Tenant, byID bool, window time.Duration, template, release b
 		relOut = ", EXISTS (SELECT 1 FROM r) AS scheduled"
 		set := ""
 		if template {
-			set = ", template_id = $13::bigint, template_ref = $14::text"
+			set = ", template_id = " + tplID + ", template_ref = " + tplRef
 		}
 		// The release time is the message's acceptance time (created_at):
 		// its UTC day is the day whose limit the message counts against,
 		// on acceptance's side (u) and on delivery's. The other columns
 		// are set to the draft's values (the stored ones), so that every
 		// argument has its type.
-		m = `
+		m = `,
 		m AS (
 		  UPDATE ` + sc + `.messages x
 		     SET status = 'queued', to_phone = $3::text, recipient_user_id = $4::bigint, type = $5::text,
@@ -149,24 +168,52 @@ func acceptSQL(t db.Tenant, byID bool, window time.Duration, template, release b
 		   WHERE x.id = ` + msgArg + ` AND x.sender_number_id = u.sender_number_id AND x.status = 'scheduled'
 		  RETURNING x.id AS message_id)`
 	}
+	counted := "EXISTS (SELECT 1 FROM u)"
+	if release {
+		counted = "EXISTS (SELECT 1 FROM m)"
+	}
+	day := "(" + at + " AT TIME ZONE 'UTC')::date"
 	return `WITH` + rel + tpl + ` s AS (
-		  SELECT s.id, s.phone, s.status, coalesce(s.daily_limit_override, o.default_daily_limit) AS lim,
-		         ` + windowSQL(sc, window, "s.id", "$3::text", "$5::text", "$12::timestamptz") + ` AS window_open
-		    FROM ` + sc + `.sender_numbers s JOIN central.organizations o ON o.id = $1::bigint
+		  SELECT s.id, s.phone, s.status, coalesce(s.daily_limit_override, $1::int) AS lim,
+		         ` + windowSQL(sc, window, "s.id", recipient, typ, at) + ` AS window_open
+		    FROM ` + sc + `.sender_numbers s
 		   WHERE ` + find + `),
 		o AS (
-		  SELECT EXISTS (SELECT 1 FROM ` + sc + `.opt_outs x WHERE x.phone = $3::text) AS opted_out),
+		  SELECT EXISTS (SELECT 1 FROM ` + sc + `.opt_outs x WHERE x.phone = ` + recipient + `) AS opted_out),
 		ok AS (
 		  SELECT id, ` + bound + ` AS lim FROM s, o WHERE status = 'active' AND ($2::text = '' OR phone = $2::text) AND lim >= 1
 		     AND NOT o.opted_out AND s.window_open` + tplOK + relOK + `),
+		c AS (
+		  SELECT d.sender_number_id FROM ` + sc + `.daily_usage d JOIN ok ON d.sender_number_id = ok.id
+		   WHERE d.day = ` + day + ` AND d.side = 'accept'),
 		u AS (
-		  INSERT INTO ` + sc + `.daily_usage AS u (sender_number_id, day, side, used, bound)
-		  SELECT id, ($12::timestamptz AT TIME ZONE 'UTC')::date, 'accept', 1, lim FROM ok WHERE lim >= 1
-		  ON CONFLICT (sender_number_id, day, side) DO UPDATE SET used = u.used + 1
-		   WHERE u.used < EXCLUDED.bound
-		  RETURNING u.sender_number_id),` + m + `
-		SELECT s.id AS sender_id, s.phone, s.status, s.lim, m.message_id, o.opted_out, s.window_open` + tplOut + relOut + `
-		  FROM (SELECT 1) one LEFT JOIN s ON true LEFT JOIN m ON true LEFT JOIN o ON true`
+		  UPDATE ` + sc + `.daily_usage u SET used = u.used + 1, bound = ok.lim FROM ok
+		   WHERE u.sender_number_id = ok.id AND u.day = ` + day + ` AND u.side = 'accept'
+		     AND ok.lim >= 1 AND u.used < ok.lim
+		  RETURNING u.sender_number_id)` + m + `
+		SELECT s.id AS sender_id, s.phone, s.status, s.lim, ` + counted + ` AS counted, o.opted_out, s.window_open,
+		       EXISTS (SELECT 1 FROM ok) AND NOT EXISTS (SELECT 1 FROM c) AS no_counter` + tplOut + relOut + `
+		  FROM (SELECT 1) one LEFT JOIN s ON true LEFT JOIN o ON true`
+}
+
+// insertMessageSQL inserts a message of tenant t that acceptSQL counted,
+// queued, with $n arguments for db.Prepared: $1 its sender, $2 to $11 the
+// message as acceptSQL's $3 to $12 (recipient, recipient's user id, type,
+// content, file name, size, file type, duration, client reference,
+// acceptance time) and, with template, $12 its template and $13 its
+// template_ref. It returns the message's id, drawn from the table's
+// sequence (on Citus by the coordinator, which then routes the row to the
+// tenant's node).
+func insertMessageSQL(t db.Tenant, template bool) string {
+	tplCol, tplVal := "", ""
+	if template {
+		tplCol, tplVal = ", template_id, template_ref", ", $12::bigint, $13::text"
+	}
+	return `INSERT INTO ` + t.Table("messages") + ` (sender_number_id, to_phone, recipient_user_id, type, content,
+		       file_name, file_size, file_type, duration, status, client_reference, created_at, updated_at` + tplCol + `)
+		VALUES ($1::bigint, $2::text, $3::bigint, $4::text, $5::text, $6::text, $7::bigint, $8::text,
+		        $9::bigint, 'queued', $10::text, $11::timestamptz, $11::timestamptz` + tplVal + `)
+		RETURNING id`
 }
 
 // windowSQL is the service window's condition in tenant schema sc (docs/api.md,
@@ -184,69 +231,82 @@ func windowSQL(sc string, window time.Duration, sender, recipient, typ, at strin
 }
 
 // acceptBatchSQL is acceptSQL of tenant t for several messages at once, with
-// $n arguments for db.Prepared, the i-th element of each array $2..$13 being
-// the i-th message: sender id $2 (0 when named by phone), sender phone $3
-// ("" when named by id; when both are given they must name one number),
-// recipient $4, recipient's user id $5, type $6, content $7, file name $8,
-// size $9, file type $10, duration $11, client reference $12 and
-// acceptance time $13 (its UTC day is the day whose limit it counts
-// against). Durations are bigint, so that a value past the integer column
-// is the database's data error (which makes the batch fall back), not the
-// driver's when it encodes a prepared statement's argument. $1 is the
-// organization; the messages' id sequence is named in
-// the text (a constant, so that the name is resolved once per statement, not
-// once per row).
+// $n arguments for db.Prepared, the i-th element of each array being the
+// i-th message: sender id $1 (0 when named by phone), sender phone $2 (""
+// when named by id; when both are given they must name one number),
+// recipient $3, type $4, acceptance time $5 (its UTC day is the day whose
+// limit it counts against) and the organization's default daily limit $6
+// (as each send's request read it).
 //
-//   - i: the messages, each with its ordinal and a message id drawn from
-//     the table's sequence in that order;
+//   - i: the messages, each with its ordinal;
 //   - s, ok: each message's sender, whether its recipient opted out and
 //     its window, and those that may send (as acceptSQL);
 //   - want: per sender and day, its messages in the batch;
-//   - u: the daily-limit reservation, per sender and day all its messages
-//     or none: the counter goes up by their number only while it stays
-//     within the limit. Counters ('accept' rows) are locked in sender and
-//     day order, so concurrent batches cannot deadlock;
-//   - m: the messages of the counters u reserved for (their delivery jobs
-//     are inserted by River in the same transaction, acceptMany).
+//   - c, u: the daily-limit reservation (messages.ReserveSQL), per sender
+//     and day all its messages or none: the counter goes up by their
+//     number only while it stays within the limit. Counters ('accept'
+//     rows) are locked in sender and day order, so concurrent batches
+//     cannot deadlock; when one is missing, none goes up.
 //
-// It returns, per message, its ordinal and, when accepted, its id and
-// sender.
+// It returns, per message, its ordinal, its sender's id (none when no
+// sender was found), whether it was counted (accepted: acceptMany inserts
+// it, insertBatchSQL, with its delivery job) and whether its sender's
+// counter for the day is missing (missing: acceptMany creates it and runs
+// the statement again). Like acceptSQL it writes only by UPDATE, so that
+// Citus runs it on the tenant's node alone.
 func acceptBatchSQL(t db.Tenant, window time.Duration) string {
 	sc := t.Quoted()
-	seq := "'" + strings.ReplaceAll(t.Table("messages_id_seq"), "'", "''") + "'::regclass"
 	return `WITH i AS (
-		  SELECT nextval(` + seq + `) AS id, (x.created_at AT TIME ZONE 'UTC')::date AS day, x.*
-		    FROM unnest($2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[],
-		                $8::text[], $9::int[], $10::text[], $11::bigint[], $12::text[],
-		                $13::timestamptz[]) WITH ORDINALITY
-		         AS x(sender_id, sender_phone, to_phone, recipient_user_id, type, content,
-		              file_name, file_size, file_type, duration, client_reference, created_at, ord)
-		   ORDER BY x.ord),
+		  SELECT (x.created_at AT TIME ZONE 'UTC')::date AS day, x.*
+		    FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::int[]) WITH ORDINALITY
+		         AS x(sender_id, sender_phone, to_phone, type, created_at, org_limit, ord)),
 		s AS (
-		  SELECT i.id AS mid, i.day, i.sender_phone, s.id, s.phone, s.status,
-		         coalesce(s.daily_limit_override, o.default_daily_limit) AS lim,
+		  SELECT i.ord, i.day, i.sender_phone, s.id, s.phone, s.status,
+		         coalesce(s.daily_limit_override, i.org_limit) AS lim,
 		         EXISTS (SELECT 1 FROM ` + sc + `.opt_outs x WHERE x.phone = i.to_phone) AS opted_out,
 		         ` + windowSQL(sc, window, "s.id", "i.to_phone", "i.type", "i.created_at") + ` AS window_open
 		    FROM i
 		    JOIN ` + sc + `.sender_numbers s ON s.id = CASE WHEN i.sender_id > 0 THEN i.sender_id
-		         ELSE (SELECT x.id FROM ` + sc + `.sender_numbers x WHERE x.phone = i.sender_phone) END
-		    JOIN central.organizations o ON o.id = $1::bigint),
+		         ELSE (SELECT x.id FROM ` + sc + `.sender_numbers x WHERE x.phone = i.sender_phone) END),
 		ok AS (
-		  SELECT mid, day, id, lim FROM s
+		  SELECT ord, day, id, lim FROM s
 		   WHERE status = 'active' AND (sender_phone = '' OR phone = sender_phone) AND lim >= 1
 		     AND NOT opted_out AND window_open),
 		want AS (
 		  SELECT id, day, min(lim) AS lim, count(*) AS n FROM ok GROUP BY id, day),
-		u AS (` + messages.ReserveSQL(sc, "accept", "used", "id") + `),
-		m AS (
-		  INSERT INTO ` + sc + `.messages (id, sender_number_id, to_phone, recipient_user_id, type, content,
-		         file_name, file_size, file_type, duration, status, client_reference, created_at, updated_at)
-		  SELECT i.id, ok.id, i.to_phone, i.recipient_user_id, i.type, i.content, i.file_name, i.file_size,
-		         i.file_type, i.duration, 'queued', i.client_reference, i.created_at, i.created_at
-		    FROM i JOIN ok ON ok.mid = i.id JOIN u ON u.sender_number_id = ok.id AND u.day = ok.day
-		   ORDER BY i.id
-		  RETURNING id AS message_id, sender_number_id AS sender_id)
-		SELECT i.ord, m.message_id, m.sender_id FROM i LEFT JOIN m ON m.message_id = i.id`
+		` + messages.ReserveSQL(sc, "accept", "used", "id") + `
+		SELECT s.ord, s.id, u.sender_number_id IS NOT NULL AS accepted,
+		       ok.ord IS NOT NULL AND c.sender_number_id IS NULL AS missing
+		  FROM s LEFT JOIN ok ON ok.ord = s.ord
+		  LEFT JOIN u ON u.sender_number_id = ok.id AND u.day = ok.day
+		  LEFT JOIN c ON c.sender_number_id = ok.id AND c.day = ok.day`
+}
+
+// batchInsertMark begins insertBatchSQL's column list: the tests tell a
+// batch's insert by it.
+const batchInsertMark = `(created_at, sender_number_id, to_phone, recipient_user_id`
+
+// insertBatchSQL inserts the messages of a batch of tenant t that
+// acceptBatchSQL counted, queued, in the batch's order, one per element of
+// the arrays $1..$11: sender, recipient, recipient's user id, type,
+// content, file name, size, file type, duration, client reference and
+// acceptance time. Their ids are drawn from the table's sequence in that
+// order (the insert's projection runs after the ORDER BY), so the i-th
+// smallest id it returns is the i-th message's. On Citus the coordinator
+// draws them, reads the arrays and copies the rows to the tenant's node
+// alone (an INSERT ... SELECT pulled through the coordinator, as the job
+// outbox's insert).
+func insertBatchSQL(t db.Tenant) string {
+	return `INSERT INTO ` + t.Table("messages") + ` ` + batchInsertMark + `, type, content,
+		       file_name, file_size, file_type, duration, status, client_reference, updated_at)
+		SELECT x.created_at, x.sender, x.to_phone, x.recipient_user_id, x.type, x.content, x.file_name,
+		       x.file_size, x.file_type, x.duration, 'queued', x.client_reference, x.created_at
+		  FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[],
+		              $7::int[], $8::text[], $9::bigint[], $10::text[], $11::timestamptz[]) WITH ORDINALITY
+		       AS x(sender, to_phone, recipient_user_id, type, content, file_name, file_size, file_type,
+		            duration, client_reference, created_at, ord)
+		 ORDER BY x.ord
+		RETURNING id`
 }
 
 // scheduleSQL stores a scheduled send of tenant t ($1 sender id, $2..$10 the

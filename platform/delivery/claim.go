@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -94,6 +95,9 @@ type claimRow struct {
 	Held     bool
 	Claimant int64
 	Claimed  bool
+	// Missing is whether the claim found a sender's 'deliver' counter
+	// for a day missing (it then raised none).
+	Missing bool
 }
 
 // lockedDest is the destinations of lockMessagesSQL's columns, in order.
@@ -102,27 +106,49 @@ func (c *claimRow) lockedDest() []any {
 }
 
 // claimRows runs claimMany's statement, prepared (db.Prepared): claimOneSQL
-// for one message, claimManySQL for several.
+// for one message, claimManySQL for several. When a sender's counter for
+// a day was missing (a day's first claim), it creates the missing counters
+// of the messages read (messages.CreateCountersSQL) and runs the statement
+// again, once.
 func (s *Service) claimRows(ctx context.Context, t db.Tenant, org messages.Limits, ids, jobs []int64) ([]claimRow, error) {
 	query, idArg, jobArg := claimManySQL(t), any(ids), any(jobs)
 	if len(ids) == 1 {
 		query, idArg, jobArg = claimOneSQL(t), ids[0], jobs[0]
 	}
-	now := s.clock.Now()
-	var rows []claimRow
-	err := s.prep.Query(ctx, nil, query,
-		[]any{org.DefaultDailyLimit, idArg, now, now.Add(-s.cfg.OrderWindow), jobArg, s.cfg.ClaimLease.Seconds()},
-		func(r db.Rows) error {
-			for r.Next() {
-				var c claimRow
-				if err := r.Scan(append(c.lockedDest(), &c.Claimed)...); err != nil {
-					return err
+	for try := 0; ; try++ {
+		now := s.clock.Now()
+		var rows []claimRow
+		missing := false
+		err := s.prep.Query(ctx, nil, query,
+			[]any{org.DefaultDailyLimit, idArg, now, now.Add(-s.cfg.OrderWindow), jobArg, s.cfg.ClaimLease.Seconds()},
+			func(r db.Rows) error {
+				for r.Next() {
+					var c claimRow
+					if err := r.Scan(append(c.lockedDest(), &c.Claimed, &c.Missing)...); err != nil {
+						return err
+					}
+					missing = missing || c.Missing
+					rows = append(rows, c)
 				}
-				rows = append(rows, c)
+				return nil
+			})
+		if err != nil || !missing {
+			return rows, err
+		}
+		if try > 0 {
+			return nil, errors.New("daily counters missing after their creation")
+		}
+		var sids []int64
+		var days []string
+		for i := range rows {
+			if r := &rows[i]; r.Status == messages.StatusQueued && r.DispatchedAt == nil {
+				sids, days = append(sids, r.SenderNumberID), append(days, messages.Day(r.CreatedAt))
 			}
-			return nil
-		})
-	return rows, err
+		}
+		if err := s.prep.Exec(ctx, nil, messages.CreateCountersSQL(t.Quoted(), "deliver"), sids, days); err != nil {
+			return nil, fmt.Errorf("create %d daily counters: %w", len(sids), err)
+		}
+	}
 }
 
 // usageKey names a sender's daily_usage row.
@@ -259,7 +285,9 @@ func (s *Service) claimLocked(ctx context.Context, t db.Tenant, org messages.Lim
 // in sender and day order, creating the missing ones (nothing dispatched
 // yet), and returns their dispatched counters. One statement, so that
 // creating and locking follow that one order (an update that changes nothing
-// is what locks an existing row in an upsert).
+// is what locks an existing row in an upsert). On Citus the coordinator
+// reads the arrays and copies the rows to the tenant's node alone, which
+// runs the upsert (messages.CreateCountersSQL says why not otherwise).
 func (s *Service) lockUsage(ctx context.Context, tx pgx.Tx, t db.Tenant, sids []int64, days []string) (map[usageKey]int, error) {
 	count := make(map[usageKey]int, len(sids))
 	if len(sids) == 0 {

@@ -307,7 +307,7 @@ func TestAcceptanceAndDeliveryLockApart(t *testing.T) {
 		if err := json.Unmarshal(fmt.Appendf(nil, `{"sender_number_id":%d,"to_phone":%q,"type":"text","content":"second"}`, sid, ph(2)), &r); err != nil {
 			return err
 		}
-		res, err := f.Svc.Send(ctx, tn, &r)
+		res, err := f.Svc.Send(ctx, tn, f.DailyLimit(tn), &r)
 		id = res.MessageID
 		return err
 	})

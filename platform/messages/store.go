@@ -94,16 +94,57 @@ func Day(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 // side's daily_usage rows (used on 'accept', dispatched on 'deliver'): for
 // each sender (want's column sender) and day of the statement's CTE want (n
 // messages, limit lim), the counter goes up by n only while it stays within
-// lim, all or none. The rows are locked in sender and day order, so
-// concurrent batches cannot deadlock. It returns the sender_number_id and
-// day of each row reserved on.
+// lim, all or none. It is two steps, c and u, named in the statement:
+//
+//   - c locks the rows of want in sender and day order, so that concurrent
+//     batches cannot deadlock;
+//   - u raises them, and only when c found every row of want (a day's first
+//     message of a sender finds none: the statement then changes no counter,
+//     its caller creates the missing rows, CreateCountersSQL, and runs it
+//     again). It returns the sender_number_id and day of each row reserved
+//     on.
+//
+// An UPDATE, not an INSERT ... ON CONFLICT: Citus routes a statement whose
+// CTEs modify only by UPDATE or DELETE to the tenant's node alone (a router
+// plan), and plans one with an INSERT step through the coordinator, sending
+// its intermediate results to every worker (docs/scaling.md, §A worker node
+// down).
 func ReserveSQL(sc, side, counter, sender string) string {
-	return `
-	  INSERT INTO ` + sc + `.daily_usage AS d (sender_number_id, day, side, ` + counter + `, bound)
-	  SELECT ` + sender + `, day, '` + side + `', n, lim FROM want WHERE n <= lim ORDER BY ` + sender + `, day
-	  ON CONFLICT (sender_number_id, day, side) DO UPDATE SET ` + counter + ` = d.` + counter + ` + EXCLUDED.` + counter + `
-	   WHERE d.` + counter + ` + EXCLUDED.` + counter + ` <= EXCLUDED.bound
-	  RETURNING d.sender_number_id, d.day`
+	return `c AS (
+	  SELECT d.sender_number_id, d.day FROM ` + sc + `.daily_usage d
+	    JOIN want w ON d.sender_number_id = w.` + sender + ` AND d.day = w.day
+	   WHERE d.side = '` + side + `'
+	   ORDER BY d.sender_number_id, d.day FOR UPDATE OF d),
+	u AS (
+	  UPDATE ` + sc + `.daily_usage d SET ` + counter + ` = d.` + counter + ` + w.n, bound = w.lim
+	    FROM want w
+	   WHERE d.sender_number_id = w.` + sender + ` AND d.day = w.day AND d.side = '` + side + `'
+	     AND d.` + counter + ` + w.n <= w.lim
+	     AND (SELECT count(*) FROM c) = (SELECT count(*) FROM want)
+	  RETURNING d.sender_number_id, d.day)`
+}
+
+// MissingCountersSQL is, in a statement with ReserveSQL's steps, whether
+// want holds a sender and day whose counter row c did not find (ReserveSQL
+// then reserved nothing).
+const MissingCountersSQL = `(SELECT count(*) FROM c) <> (SELECT count(*) FROM want)`
+
+// CreateCountersSQL creates the daily_usage rows of side (accept or
+// deliver) of tenant schema sc that are missing, for the senders $1 and
+// days $2 (arrays, 'YYYY-MM-DD'), with nothing counted: a counter
+// statement that found one missing (ReserveSQL, and the one-message
+// statements) runs again after it. In sender and day order; an existing
+// row is left as it is. On Citus the coordinator reads the arrays and
+// copies the rows to the tenant's node alone, which runs the insert (an
+// INSERT ... SELECT pulled through the coordinator; Citus 13.2 cannot run
+// one that joins the arrays with the schema's tables on the node: it sends
+// it a broken filter, "IS NOT NULL" of no column).
+func CreateCountersSQL(sc, side string) string {
+	return `INSERT INTO ` + sc + `.daily_usage AS d (sender_number_id, day, side)
+	  SELECT v.sender, v.day::date, '` + side + `'
+	    FROM unnest($1::bigint[], $2::text[]) v(sender, day)
+	   ORDER BY 1, 2
+	  ON CONFLICT (sender_number_id, day, side) DO NOTHING`
 }
 
 func hasControl(s string) bool {

@@ -171,8 +171,8 @@ type Fixture struct {
 	Svc   Services
 	Mig   *migrate.Migrator
 	// Batches counts the acceptance statements that stored several
-	// messages at once (acceptance's acceptBatchSQL, recognised by its
-	// first step: the one test hook that reads a statement's text, as
+	// messages at once (acceptance's insertBatchSQL, recognised by its
+	// column list: the one test hook that reads a statement's text, as
 	// acceptance offers no other sign of a batch statement that ran).
 	Batches *atomic.Int32
 	// Queued are how many sends (acceptance's batcher) and deliveries
@@ -202,7 +202,8 @@ func Setup(t *testing.T, rate float64, burst int, edit func(*Config)) *Fixture {
 	wall := &WallClock{t: Start}
 	batches := &atomic.Int32{}
 	countBatches := func(query string, err error) {
-		if err == nil && strings.HasPrefix(query, "WITH i AS (") && strings.Contains(query, "INSERT INTO \"tenant_") {
+		if err == nil && strings.HasPrefix(query, "INSERT INTO \"tenant_") &&
+			strings.Contains(query, "(created_at, sender_number_id, to_phone, recipient_user_id") {
 			batches.Add(1)
 		}
 	}
@@ -308,7 +309,18 @@ func (f *Fixture) Send(tn db.Tenant, body string, key string) (acceptance.Result
 		f.T.Fatal(err)
 	}
 	r.IdempotencyKey = key
-	return f.Svc.Send(context.Background(), tn, &r)
+	return f.Svc.Send(context.Background(), tn, f.DailyLimit(tn), &r)
+}
+
+// DailyLimit is tn's organization's default daily limit as it is stored
+// (what the API's authentication reads and hands to Send).
+func (f *Fixture) DailyLimit(tn db.Tenant) int {
+	f.T.Helper()
+	l, err := messages.ReadLimits(context.Background(), f.DB.Pool, tn.OrgID)
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	return l.DefaultDailyLimit
 }
 
 // MustSend sends a text message, failing the test on error, and returns its
