@@ -242,9 +242,14 @@ func TestCitusWorkerDown(t *testing.T) {
 	// 503 (each retried by the client) until it is back.
 	killedAt := time.Since(start)
 	script("kill", "worker2")
+	// It stays down until the victim has met it 30 times and the healthy
+	// organization has had 10 sends accepted since the stop (state, not a
+	// time: a loaded machine sends fewer a second).
 	poll(t, 2*time.Minute, func() (bool, string) {
 		n := victim.unavailableSince(killedAt)
-		return n >= 30, fmt.Sprintf("worker2 down: the victim's 503s: %d, want 30; other answers: %q", n, victim.failed())
+		_, h := healthyDuring(healthy, killedAt, time.Since(start))
+		return n >= 30 && h >= 10, fmt.Sprintf("worker2 down: the victim's 503s: %d, want 30; the healthy organization's "+
+			"sends accepted: %d, want 10; other answers: %q", n, h, victim.failed())
 	})
 	_, victimBefore := victim.since(0)
 	restartedAt := time.Since(start)
