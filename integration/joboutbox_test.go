@@ -16,6 +16,7 @@ import (
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/joboutbox"
 	"github.com/bizmsg/platform/platform/queue"
+	"github.com/bizmsg/platform/platform/senders"
 )
 
 // Job outbox tests (docs/scaling.md, §Jobs): a send's transaction writes
@@ -134,7 +135,6 @@ func TestJobOutboxDeliversOnce(t *testing.T) {
 func TestJobOutboxMoveDiesBeforeDelete(t *testing.T) {
 	t.Parallel()
 	var failing atomic.Bool
-	failing.Store(true)
 	var failed atomic.Int32
 	e := startMsg(t, Options{Workers: true, Outbox: joboutbox.Config{
 		AfterInsert: func(context.Context, db.Tenant, int) error {
@@ -149,7 +149,7 @@ func TestJobOutboxMoveDiesBeforeDelete(t *testing.T) {
 	org := e.Register(t)
 	sid := e.activeSender(org, phoneN(1))
 	e.recipient(phoneN(10))
-	failed.Store(0)
+	failing.Store(true)
 
 	m := accepted(t, e.send(org, text(sid, phoneN(10), "moved twice")))
 	e.waitStatus(org, m.ID, "delivered", 30*time.Second)
@@ -207,13 +207,22 @@ func TestJobOutboxMoveDiesBeforeDelete(t *testing.T) {
 // restart, and the send's transaction wrote no River job.
 func TestJobOutboxSurvivesRestart(t *testing.T) {
 	t.Parallel()
-	held := errors.New("this process never moves")
+	held := errors.New("this process no longer moves")
+	var holding atomic.Bool
 	first := startMsg(t, Options{Workers: true, Outbox: joboutbox.Config{
-		BeforeInsert: func(context.Context, db.Tenant, int) error { return held },
+		BeforeInsert: func(context.Context, db.Tenant, int) error {
+			if holding.Load() {
+				return held
+			}
+			return nil
+		},
 	}})
 	org := first.Register(t)
+	// The sender number's OTP job and directory entry are moved at once;
+	// the sends' jobs are not.
 	sid := first.activeSender(org, phoneN(1))
 	first.recipient(phoneN(10))
+	holding.Store(true)
 	const n = 3
 	ids := make([]int64, n)
 	for i := range n {
@@ -241,6 +250,81 @@ func TestJobOutboxSurvivesRestart(t *testing.T) {
 		}
 	}
 	if rows := second.outboxRows(org); rows != 0 {
+		t.Fatalf("the job outbox holds %d rows", rows)
+	}
+}
+
+// A sender number's coordinator writes (its directory entry, an
+// operator's audit entry) are an outbox row that a move applies on the
+// coordinator (docs/scaling.md, §Jobs). A move that dies after applying
+// it and before the row's delete leaves the row, and the next applies it
+// again: one directory entry and one audit entry stay. A late application
+// of that row after a later change (a move that held it while another
+// applied the change) does not take the directory back.
+func TestJobOutboxCentralWritesApplyOnce(t *testing.T) {
+	t.Parallel()
+	var failing atomic.Bool
+	var failed atomic.Int32
+	e := startMsg(t, Options{Workers: true, Outbox: joboutbox.Config{
+		AfterInsert: func(context.Context, db.Tenant, int) error {
+			if failing.Load() {
+				failed.Add(1)
+				return errors.New("the mover died after the coordinator's commit")
+			}
+			return nil
+		},
+	}})
+	ctx := context.Background()
+	org := e.Register(t)
+	p := phoneN(1)
+	sid := e.activeSender(org, p)
+	target := senders.AdminTarget{Phone: p, OrgID: org.Tenant.OrgID}
+
+	failing.Store(true)
+	if _, err := e.App.Senders.Suspend(ctx, target); err != nil {
+		t.Fatal(err)
+	}
+	var row []byte
+	if err := e.App.DB.Pool.QueryRow(ctx, `SELECT args::text FROM `+org.Tenant.Table("job_outbox")+` WHERE kind = $1`,
+		senders.KindCentral).Scan(&row); err != nil || failed.Load() == 0 {
+		t.Fatalf("the suspension's outbox row: %v, %d failed moves; want the row left by a move that died", err, failed.Load())
+	}
+	failing.Store(false)
+	if moved, err := e.App.Outbox.Move(ctx, org.Tenant); err != nil || moved != 1 {
+		t.Fatalf("the second move moved %d, %v; want the row applied again", moved, err)
+	}
+	state := func() (entries int, status string, audits int) {
+		t.Helper()
+		if err := e.App.DB.Pool.QueryRow(ctx, `SELECT count(*), coalesce(min(status), '')
+			FROM central.sender_number_directory WHERE organization_id = $1 AND sender_id = $2`,
+			org.Tenant.OrgID, sid).Scan(&entries, &status); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.App.DB.Pool.QueryRow(ctx, `SELECT count(*) FROM central.audit_log
+			WHERE organization_id = $1 AND action = 'sender.suspend' AND target = $2`,
+			org.Tenant.OrgID, fmt.Sprintf("sender_number:%d", sid)).Scan(&audits); err != nil {
+			t.Fatal(err)
+		}
+		return entries, status, audits
+	}
+	if entries, status, audits := state(); entries != 1 || status != "suspended" || audits != 1 {
+		t.Fatalf("after the row was applied twice: %d directory entries (%s), %d audit entries; want 1 suspended, 1",
+			entries, status, audits)
+	}
+
+	if _, err := e.App.Senders.Unsuspend(ctx, target); err != nil {
+		t.Fatal(err)
+	}
+	if err := pgx.BeginFunc(ctx, e.App.DB.Pool, func(tx pgx.Tx) error {
+		return senders.ApplyCentral(ctx, tx, org.Tenant, row)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if entries, status, audits := state(); entries != 1 || status != "active" || audits != 1 {
+		t.Fatalf("after the suspension's row was applied late: %d directory entries (%s), %d suspensions audited; want 1 active, 1",
+			entries, status, audits)
+	}
+	if rows := e.outboxRows(org); rows != 0 {
 		t.Fatalf("the job outbox holds %d rows", rows)
 	}
 }

@@ -10,8 +10,9 @@ import (
 
 // senderNumbers builds the messaging network (unless already set) and the
 // sender-number service shared by both APIs and the workers. It queues OTP
-// jobs through a.River, the process's one River client, which must exist
-// (non-nil) before it is called.
+// jobs and its coordinator writes through a.Outbox, the job outbox, which
+// must exist (non-nil) before it is called and apply senders.KindCentral
+// (jobOutbox registers it).
 func (a *App) senderNumbers() error {
 	if a.Network == nil {
 		n, err := a.newNetwork()
@@ -22,7 +23,7 @@ func (a *App) senderNumbers() error {
 	}
 	svc, err := senders.New(senders.Config{
 		DB:      a.DB,
-		Jobs:    a.River,
+		Jobs:    a.Outbox,
 		Network: a.Network,
 		Secret:  a.cfg.APIKeyPepper,
 		Clock:   a.clock,

@@ -180,7 +180,13 @@ type Execer interface {
 
 // Record writes e in q. The actor's name is read from their account in the
 // same statement; e.ID and e.Actor.Name are ignored.
-func Record(ctx context.Context, q Execer, e Entry) error {
+func Record(ctx context.Context, q Execer, e Entry) error { return RecordOnce(ctx, q, "", e) }
+
+// RecordOnce is Record for an entry that may be written twice (applied
+// from a tenant's job outbox, docs/scaling.md §Jobs): the entry with key
+// is written once, a second write with the same key is a no-op. An empty
+// key is Record.
+func RecordOnce(ctx context.Context, q Execer, key string, e Entry) error {
 	if err := e.check(); err != nil {
 		return err
 	}
@@ -195,10 +201,11 @@ func Record(ctx context.Context, q Execer, e Entry) error {
 	userID, keyID := e.Actor.columns()
 	if _, err := q.Exec(ctx, `
 		INSERT INTO central.audit_log
-		    (organization_id, actor_type, actor_user_id, actor_api_key_id, actor_name, action, target, details, created_at)
+		    (organization_id, actor_type, actor_user_id, actor_api_key_id, actor_name, action, target, details, created_at, dedup_key)
 		VALUES ($1, $2, nullif($3::bigint, 0), nullif($4::bigint, 0),
-		        (SELECT name FROM central.users WHERE id = nullif($3::bigint, 0)), $5, $6, $7, $8)`,
-		e.OrgID, e.Actor.Type, userID, keyID, e.Action, e.Target.String(), raw, e.At); err != nil {
+		        (SELECT name FROM central.users WHERE id = nullif($3::bigint, 0)), $5, $6, $7, $8, nullif($9, ''))
+		ON CONFLICT (dedup_key) DO NOTHING`,
+		e.OrgID, e.Actor.Type, userID, keyID, e.Action, e.Target.String(), raw, e.At, key); err != nil {
 		return fmt.Errorf("audit %s: %w", e.Action, err)
 	}
 	return nil

@@ -28,9 +28,20 @@
 // message no longer scheduled, and webhook and campaign jobs are unique
 // in River while not finished, so River skips the second.
 //
+// A row may also be a coordinator write instead of a job: a kind for which
+// Config.Appliers holds an Applier is not inserted into River but applied
+// by that function in the move's transaction on the coordinator (the one
+// that inserts the jobs: River's tables and central's are both there). A
+// tenant's transaction so changes a coordinator table (the sender
+// directory, the audit log) without writing it: it writes an outbox row,
+// and the move applies it. An applier must be idempotent, as a job is
+// safe to insert twice: a move that dies between its commits applies the
+// row again.
+//
 // Rows whose process ended before moving them are found by Sweep, which
 // a periodic job runs over every tenant, and each worker process once as
-// it starts.
+// it starts. Flush is Move for a request that needs its rows applied
+// before it answers: it waits for the rows another move holds.
 package joboutbox
 
 import (
@@ -57,6 +68,13 @@ type River interface {
 	InsertManyTx(ctx context.Context, tx pgx.Tx, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error)
 }
 
+// Applier applies a coordinator write of tenant t, an outbox row whose
+// args are the JSON its writer stored, in tx: the move's transaction on
+// the coordinator, which commits before the row's delete. It must be
+// idempotent: a move that dies between the two commits applies the row
+// again. An error rolls the move back (its rows stay for the next).
+type Applier func(ctx context.Context, tx pgx.Tx, t db.Tenant, args []byte) error
+
 // Config configures an Outbox.
 type Config struct {
 	// DB is the database. Required.
@@ -66,6 +84,10 @@ type Config struct {
 	Prepared *db.Prepared
 	// River inserts the moved jobs. Required.
 	River River
+	// Appliers apply the rows of their kinds, coordinator writes, instead
+	// of inserting them into River (the package comment). The kinds'
+	// writers register them (platform/app).
+	Appliers map[string]Applier
 	// Batch is the most rows one move takes. Default 500.
 	Batch int
 	// Moves bounds the moves of this process that run at once (each
@@ -110,6 +132,14 @@ func New(cfg Config) (*Outbox, error) {
 		return nil, err
 	}
 	return o, nil
+}
+
+// Applies reports whether rows of kind are applied by an Applier rather
+// than inserted into River: a writer whose kind is not registered would
+// see its rows become River jobs that no worker works.
+func (o *Outbox) Applies(kind string) bool {
+	_, ok := o.cfg.Appliers[kind]
+	return ok
 }
 
 // tenantOf is a job's arguments that name their tenant (queue.TenantRef,

@@ -44,9 +44,25 @@ func newMover(o *Outbox) (*mover, error) {
 // how many jobs it moved. The process's own mover does this after each
 // commit that wrote the outbox; tests call it to see the jobs at once.
 func (o *Outbox) Move(ctx context.Context, t db.Tenant) (int, error) {
+	return o.move(ctx, t, false)
+}
+
+// Flush is Move for a caller that needs the rows it committed moved (its
+// coordinator writes applied) when it returns: where Move skips the rows
+// another move holds, Flush waits until that move has ended (its River
+// transaction, which commits first, committed) and takes what it left.
+// A request calls it after its commit, so that what it answers is already
+// true on the coordinator; the mover and the sweep stay the fallback.
+func (o *Outbox) Flush(ctx context.Context, t db.Tenant) (int, error) {
+	return o.move(ctx, t, true)
+}
+
+// move moves t's outbox batch by batch until a batch comes back short;
+// wait says whether to wait for rows another move holds (Flush).
+func (o *Outbox) move(ctx context.Context, t db.Tenant, wait bool) (int, error) {
 	total := 0
 	for {
-		n, err := o.moveBatch(ctx, t)
+		n, err := o.moveBatch(ctx, t, wait)
 		total += n
 		if err != nil || n < o.cfg.Batch {
 			return total, err
@@ -78,7 +94,7 @@ func (o *Outbox) Sweep(ctx context.Context, t db.Tenant) (bool, error) {
 // deletes them in a transaction on t's schema, inserts their jobs in a
 // transaction on River's schema and commits it, and then commits the
 // delete (see the package comment). It returns how many it moved.
-func (o *Outbox) moveBatch(ctx context.Context, t db.Tenant) (int, error) {
+func (o *Outbox) moveBatch(ctx context.Context, t db.Tenant, wait bool) (int, error) {
 	select {
 	case o.mover.slots <- struct{}{}:
 		defer func() { <-o.mover.slots }()
@@ -94,8 +110,8 @@ func (o *Outbox) moveBatch(ctx context.Context, t db.Tenant) (int, error) {
 		if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
 			return fmt.Errorf("asynchronous commit: %w", err)
 		}
-		plain, unique, err := o.take(ctx, tx, t)
-		n = len(plain) + len(unique)
+		plain, unique, applied, err := o.take(ctx, tx, t, wait)
+		n = len(plain) + len(unique) + len(applied)
 		if err != nil || n == 0 {
 			return err
 		}
@@ -105,6 +121,11 @@ func (o *Outbox) moveBatch(ctx context.Context, t db.Tenant) (int, error) {
 			}
 		}
 		err = pgx.BeginFunc(ctx, o.cfg.DB.Pool, func(rtx pgx.Tx) error {
+			for _, a := range applied {
+				if err := o.cfg.Appliers[a.kind](ctx, rtx, t, a.args); err != nil {
+					return fmt.Errorf("apply %s: %w", a.kind, err)
+				}
+			}
 			if len(plain) > 0 {
 				if _, err := o.cfg.River.InsertManyFastTx(ctx, rtx, plain); err != nil {
 					return err
@@ -132,11 +153,12 @@ func (o *Outbox) moveBatch(ctx context.Context, t db.Tenant) (int, error) {
 }
 
 // take deletes t's oldest outbox rows in tx (locked, skipping those
-// another move holds) and returns their jobs: those River may insert with
-// COPY, and the unique ones, which need River's insert that skips a
-// duplicate.
-func (o *Outbox) take(ctx context.Context, tx pgx.Tx, t db.Tenant) (plain, unique []river.InsertManyParams, err error) {
-	err = o.cfg.Prepared.Query(ctx, tx, takeSQL(t), []any{o.cfg.Batch}, func(r db.Rows) error {
+// another move holds unless wait) and returns their jobs: those River may
+// insert with COPY, the unique ones, which need River's insert that skips
+// a duplicate, and the coordinator writes of an Applier's kind, oldest
+// first.
+func (o *Outbox) take(ctx context.Context, tx pgx.Tx, t db.Tenant, wait bool) (plain, unique []river.InsertManyParams, applied []storedArgs, err error) {
+	err = o.cfg.Prepared.Query(ctx, tx, takeSQL(t, wait), []any{o.cfg.Batch}, func(r db.Rows) error {
 		for r.Next() {
 			var (
 				a                  storedArgs
@@ -147,6 +169,10 @@ func (o *Outbox) take(ctx context.Context, tx pgx.Tx, t db.Tenant) (plain, uniqu
 			)
 			if err := r.Scan(&a.kind, &a.args, &queue, &priority, &attempts, &scheduled, &states); err != nil {
 				return err
+			}
+			if _, ok := o.cfg.Appliers[a.kind]; ok {
+				applied = append(applied, a)
+				continue
 			}
 			opts := &river.InsertOpts{Queue: queue, Priority: int(priority), MaxAttempts: int(attempts)}
 			if scheduled != nil {
@@ -165,17 +191,22 @@ func (o *Outbox) take(ctx context.Context, tx pgx.Tx, t db.Tenant) (plain, uniqu
 		return r.Err()
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("take outbox rows: %w", err)
+		return nil, nil, nil, fmt.Errorf("take outbox rows: %w", err)
 	}
-	return plain, unique, nil
+	return plain, unique, applied, nil
 }
 
 // takeSQL deletes t's $1 oldest outbox rows that no other transaction
-// holds and returns them, oldest first.
-func takeSQL(t db.Tenant) string {
+// holds (wait: once the transactions that hold them have ended) and
+// returns them, oldest first.
+func takeSQL(t db.Tenant, wait bool) string {
 	o := t.Table("job_outbox")
+	lock := "FOR UPDATE SKIP LOCKED"
+	if wait {
+		lock = "FOR UPDATE"
+	}
 	return `WITH d AS (
-		  DELETE FROM ` + o + ` WHERE id IN (SELECT id FROM ` + o + ` ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
+		  DELETE FROM ` + o + ` WHERE id IN (SELECT id FROM ` + o + ` ORDER BY id LIMIT $1 ` + lock + `)
 		  RETURNING id, kind, args, queue, priority, max_attempts, scheduled_at, unique_states)
 		SELECT kind, args::text, queue, priority, max_attempts, scheduled_at, unique_states FROM d ORDER BY id`
 }

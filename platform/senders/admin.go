@@ -70,9 +70,34 @@ func (s *Service) Suspend(ctx context.Context, target AdminTarget) (AdminResult,
 // the owner unverified → pending_account_verification. If the phone became
 // active in another organization meanwhile, the number waits in
 // pending_account_verification and the sweep activates it once the phone is
-// free.
+// free. The phone's claim is taken before the tenant's transaction, in one
+// of its own, and released unless the number holds it after.
 func (s *Service) Unsuspend(ctx context.Context, target AdminTarget) (AdminResult, error) {
-	return s.statusChange(ctx, target, audit.ActionSenderUnsuspend, func(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error {
+	loc, err := s.locate(ctx, target)
+	if err != nil {
+		return AdminResult{}, err
+	}
+	t, err := loc.tenant()
+	if err != nil {
+		return AdminResult{}, err
+	}
+	pre, err := loadRow(ctx, s.pool, t, loc.SenderID, "", noLock)
+	if err != nil {
+		return AdminResult{}, err
+	}
+	claimed := false
+	if pre.Status == StatusSuspended && pre.VerificationStatus == VerificationVerified {
+		verified, err := s.ownerVerified(ctx, pre.Phone)
+		if err != nil {
+			return AdminResult{}, err
+		}
+		if verified {
+			if claimed, err = s.claimFirst(ctx, t, pre.ID, pre.Phone); err != nil {
+				return AdminResult{}, err
+			}
+		}
+	}
+	res, err := s.changeAt(ctx, t, loc.SenderID, audit.ActionSenderUnsuspend, true, func(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error {
 		if r.Status != StatusSuspended {
 			return apperr.Invalid(CodeNotSuspended,
 				fmt.Sprintf("The sender number is not suspended (its status is %s).", r.Status))
@@ -81,37 +106,44 @@ func (s *Service) Unsuspend(ctx context.Context, target AdminTarget) (AdminResul
 			r.Status = StatusPendingVerification
 			return s.saveStatus(ctx, tx, t, r)
 		}
-		verified, err := s.ownerVerified(ctx, r.Phone)
-		if err != nil {
-			return err
-		}
 		r.Status = StatusPendingAccountVerification
-		if verified {
-			now := s.clock.Now()
-			claimed, err := claimPhone(ctx, tx, t.OrgID, r, now)
+		if claimed && r.Phone == pre.Phone {
+			held, err := claimHeld(ctx, tx, t.OrgID, r)
 			if err != nil {
 				return err
 			}
-			if claimed {
+			if held {
+				now := s.clock.Now()
 				r.Status = StatusActive
 				r.ActivatedAt = &now
 			}
 		}
 		return s.saveStatus(ctx, tx, t, r, "activated_at")
 	})
+	if claimed {
+		s.compensate(ctx, t, pre.ID, pre.Phone)
+	}
+	return res, err
 }
 
 // Reject rejects the number for good: it can never send or change state
-// again, and its claim on the phone (if active) is released.
+// again, and its claim on the phone (if active) is released, after the
+// rejection's commit (a claim a crash leaves there is released by the
+// periodic sweep: releaseStaleClaims).
 func (s *Service) Reject(ctx context.Context, target AdminTarget) (AdminResult, error) {
-	return s.statusChange(ctx, target, audit.ActionSenderReject, func(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error {
-		if err := releasePhone(ctx, tx, t.OrgID, r); err != nil {
-			return err
-		}
+	res, err := s.statusChange(ctx, target, audit.ActionSenderReject, func(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error {
 		r.Status = StatusRejected
 		r.clearOTP()
 		return s.saveStatus(ctx, tx, t, r, "otp_hash", "otp_expires_at", "otp_attempts")
 	})
+	if err != nil {
+		return res, err
+	}
+	if _, err := releasePhone(ctx, s.pool, res.OrganizationID, &row{ID: res.Sender.ID, Phone: res.Sender.Phone}); err != nil {
+		s.log.WarnContext(ctx, "release the phone of a rejected sender", "organization_id", res.OrganizationID,
+			"sender_id", res.Sender.ID, "error", err)
+	}
+	return res, nil
 }
 
 // SetLimit sets the number's daily limit override; nil clears it (the
@@ -124,14 +156,14 @@ func (s *Service) SetLimit(ctx context.Context, target AdminTarget, limit *int) 
 			return AdminResult{}, err
 		}
 	}
-	return s.adminChange(ctx, target, audit.ActionSenderSetLimit, func(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error {
+	return s.adminChange(ctx, target, audit.ActionSenderSetLimit, false, func(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error {
 		r.DailyLimitOverride = limit
 		return saveRow(ctx, tx, t, r, s.clock.Now(), "daily_limit_override")
 	})
 }
 
-// saveStatus writes the status (and extra columns) and mirrors it in the
-// directory.
+// saveStatus writes the status (and extra columns) and records the
+// change's event; adminChange writes its directory mirror.
 func (s *Service) saveStatus(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row, extra ...string) error {
 	if err := saveRow(ctx, tx, t, r, s.clock.Now(), append([]string{"status"}, extra...)...); err != nil {
 		return err
@@ -139,10 +171,10 @@ func (s *Service) saveStatus(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row
 	return s.statusChanged(ctx, tx, t, r)
 }
 
-// adminChange finds the target, applies change under the row lock, and
-// records the operator action in the audit log (actor operator), in one
-// transaction.
-func (s *Service) adminChange(ctx context.Context, target AdminTarget, action string,
+// adminChange finds the target and changes it (changeAt); status says
+// whether the change is one of the number's status, which a rejected
+// number refuses (its rejection is final).
+func (s *Service) adminChange(ctx context.Context, target AdminTarget, action string, status bool,
 	change func(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error) (AdminResult, error) {
 	loc, err := s.locate(ctx, target)
 	if err != nil {
@@ -152,17 +184,27 @@ func (s *Service) adminChange(ctx context.Context, target AdminTarget, action st
 	if err != nil {
 		return AdminResult{}, err
 	}
+	return s.changeAt(ctx, t, loc.SenderID, action, status, change)
+}
+
+// changeAt applies change to number id of t under the row lock, and
+// records the operator action in the audit log (actor operator) with the
+// number's directory mirror through the outbox (toCentral), moved after
+// the commit.
+func (s *Service) changeAt(ctx context.Context, t db.Tenant, id int64, action string, status bool,
+	change func(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error) (AdminResult, error) {
 	var res AdminResult
-	err = s.inRowTx(ctx, t, loc.SenderID, func(tx pgx.Tx, r *row) error {
+	err := s.inRowTx(ctx, t, id, func(tx pgx.Tx, r *row) error {
 		prev := r.Status
+		if status && r.Status == StatusRejected {
+			return errRejectedFinal()
+		}
 		if err := change(ctx, tx, t, r); err != nil {
 			return err
 		}
-		if err := audit.Record(ctx, tx, audit.Entry{
-			OrgID:  t.OrgID,
+		if err := s.toCentral(ctx, tx, t, r, &audit.Entry{
 			Actor:  audit.Operator(),
 			Action: action,
-			Target: audit.Target{Type: audit.TargetSenderNumber, ID: r.ID},
 			Details: map[string]any{
 				"phone": r.Phone, "previous_status": prev, "status": r.Status,
 				"daily_limit_override": r.DailyLimitOverride,
@@ -174,19 +216,17 @@ func (s *Service) adminChange(ctx context.Context, target AdminTarget, action st
 		res = AdminResult{OrganizationID: t.OrgID, PreviousStatus: prev, Sender: r.sender()}
 		return nil
 	})
-	return res, err
+	if err != nil {
+		return AdminResult{}, err
+	}
+	s.flush(ctx, t)
+	return res, nil
 }
 
-// statusChange is adminChange for a change of the number's status, which a
-// rejected number refuses before change runs: its rejection is final.
+// statusChange is adminChange for a change of the number's status.
 func (s *Service) statusChange(ctx context.Context, target AdminTarget, action string,
 	change func(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error) (AdminResult, error) {
-	return s.adminChange(ctx, target, action, func(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error {
-		if r.Status == StatusRejected {
-			return errRejectedFinal()
-		}
-		return change(ctx, tx, t, r)
-	})
+	return s.adminChange(ctx, target, action, true, change)
 }
 
 // locate finds the one number the target names.

@@ -73,7 +73,7 @@ func (s *Service) DeliverOTP(ctx context.Context, args queue.OTPArgs) error {
 	if err != nil {
 		return fmt.Errorf("deliver otp: %w", err)
 	}
-	if _, err := s.pool.Exec(ctx, `UPDATE `+t.Table("sender_numbers")+` SET otp_sent_at = $1, updated_at = $2
+	if _, err := s.pool.Exec(ctx, `UPDATE `+t.Table("sender_numbers")+` SET otp_sent_at = $1, updated_at = greatest(updated_at, $2)
 		WHERE id = $3 AND otp_generation = $4 AND otp_sent_at IS NULL`,
 		simple(now, now, r.ID, r.OTPGeneration)...); err != nil {
 		return fmt.Errorf("record otp delivery: %w", err)

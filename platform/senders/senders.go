@@ -21,10 +21,16 @@
 //
 // A phone is registered at most once per organization (the tenant table's
 // unique phone) and is active in at most one organization: activation claims
-// the phone in central.active_sender_phones in the activation's transaction.
-// central.sender_number_directory mirrors every number's organization, phone and
-// status (written in the same transactions) for operator look-ups by phone and
-// for the account-verification sweep.
+// the phone in central.active_sender_phones, in a transaction of its own
+// before the activation's (which checks the claim under the row lock), and
+// releases it when the number did not become active; the periodic sweep
+// releases the claims a crash left (central.go).
+// central.sender_number_directory mirrors every number's organization, phone
+// and status for operator look-ups by phone and for the account-verification
+// sweep. No transaction writes a tenant schema and a central table: the
+// directory entry and the audit entries of a change are a row of the
+// tenant's job outbox, applied on the coordinator after the commit
+// (ApplyCentral; docs/scaling.md, §What crosses nodes today).
 package senders
 
 import (
@@ -140,8 +146,13 @@ type Config struct {
 	// DB is the database; the service uses its pgx pool. Required.
 	DB *db.DB
 	// Jobs inserts the OTP delivery job in the pgx transaction that issues
-	// the code, so the code and its job commit together: the process's River
-	// client (queue.NewClient). Required.
+	// the code, so the code and its job commit together. The platform's is
+	// the job outbox (joboutbox.Outbox) with ApplyCentral registered for
+	// KindCentral: it then also carries the number's coordinator writes
+	// (its directory entry, its audit entries), and the service flushes it
+	// after each commit. Any other inserter (the process's River client, in
+	// tests) makes the service write those in the tenant's transaction, as
+	// a single server can. Required.
 	Jobs queue.Inserter
 	// Network is the messaging network. Required.
 	Network network.Network
@@ -178,6 +189,9 @@ type Service struct {
 	cfg     Config
 	hashKey []byte
 	sealer  *apikey.Sealer
+	// outbox is cfg.Jobs when it is a job outbox that applies KindCentral
+	// (toCentral); nil otherwise.
+	outbox centralOutbox
 }
 
 // New validates cfg and returns a Service.
@@ -208,7 +222,7 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("senders: %w", err)
 	}
-	return &Service{
+	svc := &Service{
 		pool:    cfg.DB.Pool,
 		jobs:    cfg.Jobs,
 		net:     cfg.Network,
@@ -217,7 +231,11 @@ func New(cfg Config) (*Service, error) {
 		cfg:     cfg,
 		hashKey: deriveKey(cfg.Secret, "bizmsg/sender-otp/hash/v1"),
 		sealer:  sealer,
-	}, nil
+	}
+	if o, ok := cfg.Jobs.(centralOutbox); ok && o.Applies(KindCentral) {
+		svc.outbox = o
+	}
+	return svc, nil
 }
 
 // deriveKey derives a purpose-bound 32-byte key from secret, so one

@@ -23,6 +23,7 @@ import (
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/dbtest"
 	"github.com/bizmsg/platform/platform/httpx"
+	"github.com/bizmsg/platform/platform/joboutbox"
 	"github.com/bizmsg/platform/platform/migrate"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/network/builtin"
@@ -71,8 +72,16 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The platform's jobs go through the job outbox, which also applies the
+	// numbers' coordinator writes (senders.ApplyCentral).
+	outbox, err := joboutbox.New(joboutbox.Config{DB: d, Prepared: dbtest.Prepared(t, db.PreparedConfig{DB: d}), River: rc,
+		Appliers: map[string]joboutbox.Applier{senders.KindCentral: senders.ApplyCentral}, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(outbox.Close)
 	svc, err := senders.New(senders.Config{
-		DB: d, Jobs: rc, Network: net, Clock: clk, Logger: quiet,
+		DB: d, Jobs: outbox, Network: net, Clock: clk, Logger: quiet,
 		Secret: []byte(strings.Repeat("s", 32)),
 	})
 	if err != nil {

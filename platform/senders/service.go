@@ -45,13 +45,15 @@ type RegisterInput struct {
 }
 
 // Register validates in, creates the number in pending_verification, issues
-// its OTP and queues the OTP's delivery, all in one transaction.
+// its OTP and queues the OTP's delivery and the number's directory entry,
+// all in one transaction, and moves them out of the outbox after its
+// commit (toCentral, flush).
 func (s *Service) Register(ctx context.Context, t db.Tenant, in RegisterInput) (Sender, error) {
 	e164, name, err := in.check()
 	if err != nil {
 		return Sender{}, err
 	}
-	now := s.clock.Now()
+	now := s.clock.Now().Truncate(time.Microsecond)
 	r := &row{
 		Phone:              e164,
 		DisplayName:        name,
@@ -68,14 +70,15 @@ func (s *Service) Register(ctx context.Context, t db.Tenant, in RegisterInput) (
 			}
 			return fmt.Errorf("insert sender number: %w", err)
 		}
-		if err := dirInsert(ctx, tx, t.OrgID, r); err != nil {
+		if err := s.issueOTP(ctx, tx, t, r, now); err != nil {
 			return err
 		}
-		return s.issueOTP(ctx, tx, t, r, now)
+		return s.toCentral(ctx, tx, t, r, nil)
 	})
 	if err != nil {
 		return Sender{}, err
 	}
+	s.flush(ctx, t)
 	return r.sender(), nil
 }
 
@@ -246,10 +249,20 @@ func (s *Service) Verify(ctx context.Context, t db.Tenant, id int64, code string
 	if err != nil {
 		return Sender{}, err
 	}
+	// An owner verified makes the number active: its phone's claim is
+	// taken first, in a transaction of its own, and released below unless
+	// the number became active.
+	claimed := false
+	if ownerVerified {
+		if claimed, err = s.claimFirst(ctx, t, pre.ID, pre.Phone); err != nil {
+			return Sender{}, err
+		}
+	}
 
 	var (
-		out     Sender
-		refusal error // a refusal whose bookkeeping (attempts) must commit
+		out       Sender
+		refusal   error // a refusal whose bookkeeping (attempts) must commit
+		activated bool
 	)
 	err = s.inRowTx(ctx, t, id, func(tx pgx.Tx, r *row) error {
 		now := s.clock.Now()
@@ -279,11 +292,14 @@ func (s *Service) Verify(ctx context.Context, t db.Tenant, id int64, code string
 		// Accepted. A phone active in another organization cannot be verified
 		// here: nothing changes and the code stays usable.
 		if ownerVerified {
-			claimed, err := claimPhone(ctx, tx, t.OrgID, r, now)
-			if err != nil {
-				return err
+			held := false
+			if claimed && r.Phone == pre.Phone {
+				var err error
+				if held, err = claimHeld(ctx, tx, t.OrgID, r); err != nil {
+					return err
+				}
 			}
-			if !claimed {
+			if !held {
 				return errActiveElsewhere()
 			}
 			r.Status = StatusActive
@@ -308,15 +324,22 @@ func (s *Service) Verify(ctx context.Context, t db.Tenant, id int64, code string
 		if err := s.statusChanged(ctx, tx, t, r); err != nil {
 			return err
 		}
-		out = r.sender()
+		if err := s.toCentral(ctx, tx, t, r, nil); err != nil {
+			return err
+		}
+		out, activated = r.sender(), r.Status == StatusActive
 		return nil
 	})
+	if claimed && (err != nil || !activated) {
+		s.compensate(ctx, t, pre.ID, pre.Phone)
+	}
 	if err != nil {
 		return Sender{}, err
 	}
 	if refusal != nil {
 		return Sender{}, refusal
 	}
+	s.flush(ctx, t)
 	return out, nil
 }
 
@@ -345,7 +368,11 @@ func (s *Service) ResendOTP(ctx context.Context, t db.Tenant, id int64) (Sender,
 		out = r.sender()
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return Sender{}, err
+	}
+	s.flush(ctx, t)
+	return out, nil
 }
 
 // ownerVerified asks the network whether the account holding phone is

@@ -160,9 +160,12 @@ func loadRow(ctx context.Context, q querier, t db.Tenant, id int64, phone string
 	return r, nil
 }
 
-// saveRow writes the given columns of r (and updated_at) back.
+// saveRow writes the given columns of r (and updated_at) back. updated_at
+// increases at every save (a microsecond past the last one when the clock
+// has not moved, as a fake clock does not): the directory keeps the entry
+// of the latest one (dirUpsert).
 func saveRow(ctx context.Context, q querier, t db.Tenant, r *row, now time.Time, cols ...string) error {
-	r.UpdatedAt = now
+	r.UpdatedAt = nextUpdate(r.UpdatedAt, now)
 	cols = append(cols, "updated_at")
 	set := make([]string, len(cols))
 	args := make([]any, 0, len(cols)+1)
@@ -181,6 +184,17 @@ func saveRow(ctx context.Context, q querier, t db.Tenant, r *row, now time.Time,
 		return fmt.Errorf("update sender number %d: %w", r.ID, err)
 	}
 	return nil
+}
+
+// nextUpdate is the updated_at of a change at now of a row last changed
+// at prev: now to the microsecond (Postgres's precision), and later than
+// prev.
+func nextUpdate(prev, now time.Time) time.Time {
+	now, prev = now.Truncate(time.Microsecond), prev.Truncate(time.Microsecond)
+	if !now.After(prev) {
+		return prev.Add(time.Microsecond)
+	}
+	return now
 }
 
 // insertRow inserts r and fills its id. A phone already registered in the
@@ -217,23 +231,32 @@ func listRows(ctx context.Context, q querier, t db.Tenant) ([]row, error) {
 
 // The central directory of sender numbers.
 
-// dirInsert records a new number in the central directory.
-func dirInsert(ctx context.Context, q querier, orgID int64, r *row) error {
-	_, err := q.Exec(ctx, `INSERT INTO central.sender_number_directory
-		(organization_id, sender_id, phone, status, updated_at) VALUES ($1, $2, $3, $4, $5)`,
-		orgID, r.ID, r.Phone, string(r.Status), r.UpdatedAt)
+// dirUpsert writes a's directory entry unless the entry holds a later
+// state already (the number's updated_at increases at every change, so a
+// write applied twice, or after a later one, changes nothing). An entry of
+// another number with the same phone in the organization is stale (the
+// tenant's phones are unique) and goes.
+func dirUpsert(ctx context.Context, q querier, a centralArgs) error {
+	if _, err := q.Exec(ctx, `DELETE FROM central.sender_number_directory
+		WHERE organization_id = $1 AND phone = $2 AND sender_id <> $3`, a.OrgID, a.Phone, a.SenderID); err != nil {
+		return fmt.Errorf("write sender directory entry: %w", err)
+	}
+	_, err := q.Exec(ctx, `INSERT INTO central.sender_number_directory AS d
+		(organization_id, sender_id, phone, status, updated_at) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (organization_id, sender_id) DO UPDATE SET phone = excluded.phone, status = excluded.status,
+		    updated_at = excluded.updated_at
+		WHERE d.updated_at < excluded.updated_at`,
+		a.OrgID, a.SenderID, a.Phone, string(a.Status), a.UpdatedAt)
 	if err != nil {
-		return fmt.Errorf("insert sender directory entry: %w", err)
+		return fmt.Errorf("write sender directory entry: %w", err)
 	}
 	return nil
 }
 
-// statusChanged records a status change of r made in tx: the central
-// directory's mirror, and the sender_number.status_changed event.
+// statusChanged records the sender_number.status_changed event of a
+// status change of r made in tx (the directory's mirror is the caller's
+// toCentral).
 func (s *Service) statusChanged(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error {
-	if err := dirSetStatus(ctx, tx, t.OrgID, r); err != nil {
-		return err
-	}
 	if s.cfg.Events == nil {
 		return nil
 	}
@@ -245,16 +268,6 @@ func (s *Service) statusChanged(ctx context.Context, tx pgx.Tx, t db.Tenant, r *
 	})
 	if err != nil {
 		return fmt.Errorf("record status change of sender %d: %w", r.ID, err)
-	}
-	return nil
-}
-
-// dirSetStatus mirrors a status change into the central directory.
-func dirSetStatus(ctx context.Context, q querier, orgID int64, r *row) error {
-	_, err := q.Exec(ctx, `UPDATE central.sender_number_directory SET status = $1, updated_at = $2
-		WHERE organization_id = $3 AND sender_id = $4`, string(r.Status), r.UpdatedAt, orgID, r.ID)
-	if err != nil {
-		return fmt.Errorf("update sender directory entry: %w", err)
 	}
 	return nil
 }
@@ -337,6 +350,19 @@ func claimPhone(ctx context.Context, q querier, orgID int64, r *row, now time.Ti
 	return holderOrg == orgID && holderSender == r.ID, nil
 }
 
+// claimHeld reports whether orgID's number r holds its phone's claim: an
+// activation checks it under the tenant row's lock, after its claim was
+// taken in a transaction of its own (a sweep may have released it since).
+func claimHeld(ctx context.Context, q querier, orgID int64, r *row) (bool, error) {
+	var held bool
+	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT FROM central.active_sender_phones
+		WHERE phone = $1 AND organization_id = $2 AND sender_id = $3)`, r.Phone, orgID, r.ID).Scan(&held)
+	if err != nil {
+		return false, fmt.Errorf("check claim on phone %s: %w", r.Phone, err)
+	}
+	return held, nil
+}
+
 // heldElsewhere reports whether another organization's number holds phone.
 func heldElsewhere(ctx context.Context, q querier, orgID int64, r *row) (bool, error) {
 	var n int
@@ -348,14 +374,15 @@ func heldElsewhere(ctx context.Context, q querier, orgID int64, r *row) (bool, e
 	return n > 0, nil
 }
 
-// releasePhone drops orgID's claim on the phone, if it holds one.
-func releasePhone(ctx context.Context, q querier, orgID int64, r *row) error {
-	_, err := q.Exec(ctx, `DELETE FROM central.active_sender_phones
+// releasePhone drops orgID's claim on the phone, if it holds one, and
+// reports whether it did.
+func releasePhone(ctx context.Context, q querier, orgID int64, r *row) (bool, error) {
+	tag, err := q.Exec(ctx, `DELETE FROM central.active_sender_phones
 		WHERE phone = $1 AND organization_id = $2 AND sender_id = $3`, r.Phone, orgID, r.ID)
 	if err != nil {
-		return fmt.Errorf("release phone %s: %w", r.Phone, err)
+		return false, fmt.Errorf("release phone %s: %w", r.Phone, err)
 	}
-	return nil
+	return tag.RowsAffected() > 0, nil
 }
 
 // organizationName returns the organization's name for OTP messages.

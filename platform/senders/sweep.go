@@ -21,13 +21,20 @@ const sweepPage = 500
 // schema) and asks the network once per distinct phone. A number whose phone
 // is active in another organization stays pending (and is retried by later
 // sweeps). Failures to check some numbers are returned joined, after the
-// others have been processed.
+// others have been processed. It first releases the phone claims that no
+// tenant row holds (releaseStaleClaims): those of a process that died
+// between a claim and its activation's commit.
 func (s *Service) ActivateVerifiedOwners(ctx context.Context) (int, error) {
 	var (
 		a                activations
 		afterOrg, afterS int64
 		verified         = map[string]bool{}
 	)
+	if released, err := s.releaseStaleClaims(ctx); err != nil {
+		a.errs = append(a.errs, err)
+	} else if released > 0 {
+		s.log.InfoContext(ctx, "released sender claims no number holds", "released", released)
+	}
 	for {
 		page, err := dirPending(ctx, s.pool, afterOrg, afterS, sweepPage)
 		if err != nil {
@@ -89,7 +96,7 @@ func (s *Service) activateAt(ctx context.Context, loc location, via string) (boo
 	if err != nil {
 		return false, err
 	}
-	done, err := s.activatePending(ctx, t, loc.SenderID, via)
+	done, err := s.activatePending(ctx, t, loc.SenderID, loc.Phone, via)
 	if err != nil {
 		return false, fmt.Errorf("activate sender %d of organization %d: %w", loc.SenderID, loc.OrgID, err)
 	}
@@ -99,23 +106,29 @@ func (s *Service) activateAt(ctx context.Context, loc location, via string) (boo
 // activatePending makes a pending_account_verification number active, unless
 // its state changed meanwhile or its phone is active elsewhere, and records
 // the activation in the audit log (actor network; via says whether the
-// network's event or the sweep brought the news), in one transaction.
-func (s *Service) activatePending(ctx context.Context, t db.Tenant, id int64, via string) (bool, error) {
+// network's event or the sweep brought the news). The phone's claim is
+// taken first, in a transaction of its own, and released unless the
+// number became active; the tenant's transaction writes the number, its
+// event and its coordinator writes (toCentral), which are moved after the
+// commit.
+func (s *Service) activatePending(ctx context.Context, t db.Tenant, id int64, phone, via string) (bool, error) {
+	claimed, err := s.claimFirst(ctx, t, id, phone)
+	if err != nil {
+		return false, err
+	}
+	if !claimed {
+		s.log.Debug("sender stays pending: phone active in another organization", "schema", t.Schema, "sender_id", id)
+		return false, nil
+	}
 	var done bool
-	err := s.inRowTx(ctx, t, id, func(tx pgx.Tx, r *row) error {
-		if r.Status != StatusPendingAccountVerification {
+	err = s.inRowTx(ctx, t, id, func(tx pgx.Tx, r *row) error {
+		if r.Status != StatusPendingAccountVerification || r.Phone != phone {
 			return nil
 		}
-		now := s.clock.Now()
-		claimed, err := claimPhone(ctx, tx, t.OrgID, r, now)
-		if err != nil {
+		if held, err := claimHeld(ctx, tx, t.OrgID, r); err != nil || !held {
 			return err
 		}
-		if !claimed {
-			s.log.Debug("sender stays pending: phone active in another organization",
-				"schema", t.Schema, "sender_id", r.ID)
-			return nil
-		}
+		now := s.clock.Now()
 		r.Status = StatusActive
 		r.ActivatedAt = &now
 		if err := saveRow(ctx, tx, t, r, now, "status", "activated_at"); err != nil {
@@ -124,11 +137,9 @@ func (s *Service) activatePending(ctx context.Context, t db.Tenant, id int64, vi
 		if err := s.statusChanged(ctx, tx, t, r); err != nil {
 			return err
 		}
-		if err := audit.Record(ctx, tx, audit.Entry{
-			OrgID:  t.OrgID,
+		if err := s.toCentral(ctx, tx, t, r, &audit.Entry{
 			Actor:  audit.Network(),
 			Action: audit.ActionSenderActivate,
-			Target: audit.Target{Type: audit.TargetSenderNumber, ID: r.ID},
 			Details: map[string]any{
 				"phone": r.Phone, "previous_status": StatusPendingAccountVerification, "status": r.Status, "via": via,
 			},
@@ -139,5 +150,14 @@ func (s *Service) activatePending(ctx context.Context, t db.Tenant, id int64, vi
 		done = true
 		return nil
 	})
-	return done, err
+	if err != nil || !done {
+		s.compensate(ctx, t, id, phone)
+	}
+	if err != nil {
+		return false, err
+	}
+	if done {
+		s.flush(ctx, t)
+	}
+	return done, nil
 }
