@@ -28,8 +28,8 @@ type citusCluster struct {
 // output goes to stderr. The caller must destroy the cluster, also when
 // startCitus fails (a node may have started).
 func startCitus(ctx context.Context, script string, stderr io.Writer) (*citusCluster, error) {
-	if _, err := os.Stat(script); err != nil {
-		return nil, fmt.Errorf("-citus needs scripts/citus-cluster (run from the repository's root or set -citus-script): %w", err)
+	if err := checkCitusScript(script); err != nil {
+		return nil, err
 	}
 	// Not a private temporary directory's child: the servers run as
 	// postgres when the bench runs as root (the script chowns dir).
@@ -42,6 +42,14 @@ func startCitus(ctx context.Context, script string, stderr io.Writer) (*citusClu
 		return c, err
 	}
 	return c, nil
+}
+
+// checkCitusScript fails unless script is there to run.
+func checkCitusScript(script string) error {
+	if _, err := os.Stat(script); err != nil {
+		return fmt.Errorf("-citus needs scripts/citus-cluster (run from the repository's root or set -citus-script): %w", err)
+	}
+	return nil
 }
 
 // run runs the script with args, its stderr to the bench's, and returns

@@ -23,6 +23,9 @@ type besideReport struct {
 // ".citus".
 func benchSendCitus(ctx context.Context, cfg sendConfig, command, script, cpuProfile string, keep bool,
 	stdout, stderr io.Writer, out string) (err error) {
+	if err := checkCitusScript(script); err != nil {
+		return err
+	}
 	rep := &besideReport{}
 	single := &sendBench{cfg: cfg, stderr: stderr, cpuProfile: cpuProfile}
 	if rep.SingleServer, err = single.run(ctx, command+"  [single server]", keep); err != nil {

@@ -55,6 +55,10 @@ service's measured phases):
 
 Prints a table on stdout (and JSON with -out), a progress line on stderr.
 Exits non-zero when an accepted message was not sent exactly once.
+With -citus, the same phases run again on a local 3-node Citus cluster that
+the bench starts (scripts/citus-cluster) and stops, the scratch database on
+its coordinator, every tenant schema distributed to a worker; both runs are
+printed, then their tenant sweeps side by side.
 
 Flags:
 `
