@@ -64,7 +64,8 @@ func TestBenchSendCitus(t *testing.T) {
 		}
 	}
 	// One row per tenant count, both columns delivered exactly once.
-	row := regexp.MustCompile(`(?m)^(\d+)\s+\|\s+\d+ /s\s+x[\d.]+\s+[\d.]+\s+(true|false)\s+\|\s+\d+ /s\s+x[\d.]+\s+[\d.]+\s+(true|false)\s+\|\s+x[\d.]+$`)
+	cells := `\s+\d+ /s\s+x[\d.]+\s+[\d.]+ / +[\d.]+\s+(true|false)\s+`
+	row := regexp.MustCompile(`(?m)^(\d+)\s+\|` + cells + `\|` + cells + `\|\s+x[\d.]+$`)
 	rows := row.FindAllStringSubmatch(stdout, -1)
 	if len(rows) != 2 || rows[0][1] != "1" || rows[1][1] != "2" {
 		t.Fatalf("side-by-side rows %q, want one for 1 and one for 2 tenants:\n%s", rows, stdout)

@@ -68,25 +68,26 @@ func printBeside(w io.Writer, r *besideReport) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "== tenant sweep, single server beside the Citus cluster (same flags, one run after the other)")
-	fmt.Fprintf(w, "%-9s | %-44s | %-44s | %s\n", "tenants", "single server", "Citus cluster", "Citus/single")
-	fmt.Fprintf(w, "%-9s | %-44s | %-44s | %s\n", "", sweepColumns, sweepColumns, "sends/s")
-	fmt.Fprintf(w, "%s\n", strings.Repeat("-", 9+3+44+3+44+3+12))
+	fmt.Fprintf(w, "%-9s | %-48s | %-48s | %s\n", "tenants", "single server", "Citus cluster", "Citus/single")
+	fmt.Fprintf(w, "%-9s | %-48s | %-48s | %s\n", "", sweepColumns, sweepColumns, "sends/s")
+	fmt.Fprintf(w, "%s\n", strings.Repeat("-", 9+3+48+3+48+3+12))
 	for i, s := range r.SingleServer.Sweep {
 		if i >= len(r.Citus.Sweep) || r.Citus.Sweep[i].Tenants != s.Tenants {
 			break
 		}
 		c := r.Citus.Sweep[i]
-		fmt.Fprintf(w, "%-9s | %-44s | %-44s | %s\n", thousands(s.Tenants), sweepCells(s), sweepCells(c),
+		fmt.Fprintf(w, "%-9s | %-48s | %-48s | %s\n", thousands(s.Tenants), sweepCells(s), sweepCells(c),
 			fmt.Sprintf("x%.2f", c.Send.Rate/max(s.Send.Rate, 1)))
 	}
 	fmt.Fprintf(w, "(sends/s: the closed loop of POST /api/v1/messages, platform serve delivering; x1st: its ratio to the first count's, "+
-		"median of the rounds; CPU: the machine's per accepted message, in ms; once: accepted = rows = sent = network)\n")
+		"median of the rounds; CPU: per accepted message in ms, the machine's / the service's and its database's backends' on every node; "+
+		"once: accepted = rows = sent = network)\n")
 }
 
 // sweepColumns heads the cells of sweepCells.
-const sweepColumns = "sends/s    x1st   CPU ms  once"
+const sweepColumns = "sends/s    x1st   CPU ms         once"
 
 // sweepCells is one run's cells of a sweep entry.
 func sweepCells(e sweepEntry) string {
-	return fmt.Sprintf("%7.0f /s  x%.2f  %6.3f  %v", e.Send.Rate, e.Ratio, e.Send.CPUPerOK, e.Delivery.ExactlyOnce)
+	return fmt.Sprintf("%7.0f /s  x%.2f  %6.2f / %5.2f  %v", e.Send.Rate, e.Ratio, e.Send.CPUPerOK, e.Send.ScopeCPUPerOK, e.Delivery.ExactlyOnce)
 }

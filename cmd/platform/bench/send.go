@@ -539,7 +539,7 @@ func (b *sendBench) setup(ctx context.Context) error {
 		return err
 	}
 	if _, err = b.d.Pool.Exec(ctx, "ANALYZE"); err != nil {
-		return err
+		return fmt.Errorf("analyze the fixtures: %w", err)
 	}
 	// Provisioning 1,000 tenants writes about a gigabyte of WAL, which
 	// starts a checkpoint (max_wal_size) that would spend the next minutes
