@@ -30,6 +30,7 @@ func TestBenchCommandErrors(t *testing.T) {
 		{[]string{"send", "-sweep-rounds", "0"}, "-sweep-rounds must be at least 1", ""},
 		{[]string{"send", "-webhook-slices", "6"}, "-webhook-slices must be a multiple of 4", ""},
 		{[]string{"send", "-webhook-slice", "10ms"}, "-webhook-slice must be at least 100ms", ""},
+		{[]string{"send", "-citus", "-citus-script", "/nonexistent/citus-cluster"}, "-citus needs scripts/citus-cluster", ""},
 		{[]string{"tenants", "-h"}, "", "-count"},
 		{[]string{"tenants", "-count", "0"}, "-count must be at least 1", ""},
 		{[]string{"bare-gin", "-port", "1"}, "flag provided but not defined", ""},

@@ -18,28 +18,36 @@ import (
 
 // scratch is what a benchmark keeps of its scratch database: the
 // database's URL, a pool on it, and the pepper its fixtures' keys (and
-// the service under test) use.
+// the service under test) use; and the Citus cluster it is on, if any.
 type scratch struct {
 	url    string
 	pepper string
 	d      *db.DB
+	citus  *citusCluster
 }
 
-// open (re)creates the scratch database name on DATABASE_URL's server,
-// opens a pool of maxConns on it and draws a pepper. The function it
-// returns closes the pool and, unless keep, drops the database.
+// open (re)creates the scratch database name on DATABASE_URL's server, or
+// on the Citus cluster when s.citus is set, opens a pool of maxConns on it
+// and draws a pepper. The function it returns closes the pool and, unless
+// keep, drops the database (a cluster's goes with the cluster).
 func (s *scratch) open(ctx context.Context, name string, maxConns int32, keep bool) (func(), error) {
 	base, err := config.Load(os.Getenv)
 	if err != nil {
-		return nil, err
-	}
-	if s.url, err = scratchDatabase(ctx, base.DatabaseURL, name); err != nil {
 		return nil, err
 	}
 	drop := func() {
 		if !keep {
 			_ = dropDatabase(context.WithoutCancel(ctx), base.DatabaseURL, name)
 		}
+	}
+	if s.citus != nil {
+		s.url, err = s.citus.createdb(ctx, name)
+		drop = func() {}
+	} else {
+		s.url, err = scratchDatabase(ctx, base.DatabaseURL, name)
+	}
+	if err != nil {
+		return nil, err
 	}
 	secret := make([]byte, 32)
 	_, _ = rand.Read(secret)

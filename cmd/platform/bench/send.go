@@ -55,6 +55,10 @@ service's measured phases):
 
 Prints a table on stdout (and JSON with -out), a progress line on stderr.
 Exits non-zero when an accepted message was not sent exactly once.
+With -citus, the same phases run again on a local 3-node Citus cluster that
+the bench starts (scripts/citus-cluster) and stops, the scratch database on
+its coordinator, every tenant schema distributed to a worker; both runs are
+printed, then their tenant sweeps side by side.
 
 Flags:
 `
@@ -200,6 +204,8 @@ type sendReport struct {
 	GoVersion string     `json:"go_version"`
 	// Server is what the database server was set to.
 	Server serverSettings `json:"server"`
+	// Citus is where the tenant schemas are, on a Citus cluster (-citus).
+	Citus *citusPlacement `json:"citus,omitempty"`
 
 	CeilingPostgres loadResult `json:"ceiling_postgres"`
 	// CeilingWAL is the WAL ceiling (a) wrote per transaction.
@@ -315,6 +321,9 @@ func benchSend(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Float64Var(&cfg.ConversationRate, "conversation-rate", 20, "sender_rate of the deep conversation's organization (its sender's throttle, messages/s)")
 	fs.IntVar(&cfg.ConversationBurst, "conversation-burst", 40, "sender_burst of the deep conversation's organization")
 	out := fs.String("out", "", "also write the results as JSON to this file")
+	citus := fs.Bool("citus", false, "after the run on DATABASE_URL's server, start a local 3-node Citus cluster (scripts/citus-cluster, on free ports), run the same phases with the scratch database on its coordinator "+
+		"(every tenant schema distributed to a worker), stop the cluster, and print both runs and the sweep side by side (-out: both reports; -keep keeps the stopped cluster's directory)")
+	citusScript := fs.String("citus-script", "scripts/citus-cluster", "the cluster script -citus runs")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the service during the closed-loop send to this file, one during the first webhook round's run with an endpoint to this file + \".webhooks\", and one of the worker during the drain to this file + \".drain\" (the service runs with PPROF_ADDR on a loopback port)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -347,8 +356,12 @@ func benchSend(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	case cfg.DrainWorkers > 0 && cfg.Conversation > 0 && (cfg.ConversationRate <= 0 || cfg.ConversationBurst < 1):
 		return errors.New("-conversation-rate must be positive and -conversation-burst at least 1")
 	}
+	command := "platform bench send " + strings.Join(args, " ")
+	if *citus {
+		return benchSendCitus(ctx, cfg, command, *citusScript, *cpuProfile, *keep, stdout, stderr, *out)
+	}
 	b := &sendBench{cfg: cfg, stderr: stderr, cpuProfile: *cpuProfile}
-	rep, err := b.run(ctx, "platform bench send "+strings.Join(args, " "), *keep)
+	rep, err := b.run(ctx, command, *keep)
 	return finish(stdout, *out, rep, err, printSendReport)
 }
 
@@ -405,6 +418,13 @@ func (b *sendBench) run(ctx context.Context, command string, keep bool) (*sendRe
 	first := b.tenants[:b.cfg.Tenants[0]]
 	if rep.Server, err = readServerSettings(ctx, b.d, first[0].Tenant); err != nil {
 		return nil, err
+	}
+	if b.citus != nil {
+		p, err := readPlacement(ctx, b.d, b.tenants)
+		if err != nil {
+			return nil, err
+		}
+		rep.Citus = &p
 	}
 
 	// The ceilings, with no service running.
@@ -519,7 +539,7 @@ func (b *sendBench) setup(ctx context.Context) error {
 		return err
 	}
 	if _, err = b.d.Pool.Exec(ctx, "ANALYZE"); err != nil {
-		return err
+		return fmt.Errorf("analyze the fixtures: %w", err)
 	}
 	// Provisioning 1,000 tenants writes about a gigabyte of WAL, which
 	// starts a checkpoint (max_wal_size) that would spend the next minutes
@@ -1250,6 +1270,9 @@ func printSendReport(w io.Writer, r *sendReport) {
 		r.Command, r.CPUs, r.GoVersion, r.Config.Concurrency, r.Config.Senders, r.Config.DBMaxConns, r.Config.LogLevel)
 	fmt.Fprintf(w, "Postgres %s: shared_buffers %s, max_files_per_process %d, synchronous_commit %s, autovacuum %s; %d relation files per tenant\n",
 		r.Server.Version, r.Server.SharedBuffers, r.Server.MaxFiles, r.Server.CommitMode, r.Server.Autovacuum, r.Server.TenantRelFiles)
+	if r.Citus != nil {
+		fmt.Fprintf(w, "Citus cluster (coordinator and 2 workers, scripts/citus-cluster): %s\n", r.Citus)
+	}
 	if r.FixtureCheckpoint != "" {
 		fmt.Fprintf(w, "warning: no CHECKPOINT after the fixtures and the ceilings (%s): their WAL may start a checkpoint during the measured phases\n", r.FixtureCheckpoint)
 	}
