@@ -215,16 +215,7 @@ func (s *Service) insertAccepted(ctx context.Context, tx pgx.Tx, t db.Tenant, ro
 	}
 	ids := make([]int64, 0, n)
 	err := s.prep.Query(ctx, tx, insertBatchSQL(t), []any{senders, tos, recipients, types, contents, names, sizes,
-		fileTypes, durations, clientRefs, created}, func(r db.Rows) error {
-		for r.Next() {
-			var id int64
-			if err := r.Scan(&id); err != nil {
-				return err
-			}
-			ids = append(ids, id)
-		}
-		return nil
-	})
+		fileTypes, durations, clientRefs, created}, db.Int64s(&ids))
 	if err == nil && len(ids) != n {
 		err = fmt.Errorf("%d ids returned", len(ids))
 	}

@@ -88,6 +88,21 @@ type Rows interface {
 	Err() error
 }
 
+// Int64s is the scan function of a statement that returns one bigint
+// column (ids): it appends each row's value to *dst.
+func Int64s(dst *[]int64) func(Rows) error {
+	return func(r Rows) error {
+		for r.Next() {
+			var v int64
+			if err := r.Scan(&v); err != nil {
+				return err
+			}
+			*dst = append(*dst, v)
+		}
+		return r.Err()
+	}
+}
+
 // errStalePlan marks a prepared statement that Postgres refused in a
 // transaction because its result columns changed; Tx runs the
 // transaction again.

@@ -73,11 +73,7 @@ func (s *Service) Suspend(ctx context.Context, target AdminTarget) (AdminResult,
 // free. The phone's claim is taken before the tenant's transaction, in one
 // of its own, and released unless the number holds it after.
 func (s *Service) Unsuspend(ctx context.Context, target AdminTarget) (AdminResult, error) {
-	loc, err := s.locate(ctx, target)
-	if err != nil {
-		return AdminResult{}, err
-	}
-	t, err := loc.tenant()
+	loc, t, err := s.locate(ctx, target)
 	if err != nil {
 		return AdminResult{}, err
 	}
@@ -176,11 +172,7 @@ func (s *Service) saveStatus(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row
 // number refuses (its rejection is final).
 func (s *Service) adminChange(ctx context.Context, target AdminTarget, action string, status bool,
 	change func(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error) (AdminResult, error) {
-	loc, err := s.locate(ctx, target)
-	if err != nil {
-		return AdminResult{}, err
-	}
-	t, err := loc.tenant()
+	loc, t, err := s.locate(ctx, target)
 	if err != nil {
 		return AdminResult{}, err
 	}
@@ -229,8 +221,18 @@ func (s *Service) statusChange(ctx context.Context, target AdminTarget, action s
 	return s.adminChange(ctx, target, action, true, change)
 }
 
-// locate finds the one number the target names.
-func (s *Service) locate(ctx context.Context, target AdminTarget) (location, error) {
+// locate finds the one number the target names, and its tenant.
+func (s *Service) locate(ctx context.Context, target AdminTarget) (location, db.Tenant, error) {
+	loc, err := s.find(ctx, target)
+	if err != nil {
+		return location{}, db.Tenant{}, err
+	}
+	t, err := loc.tenant()
+	return loc, t, err
+}
+
+// find is locate's directory lookup.
+func (s *Service) find(ctx context.Context, target AdminTarget) (location, error) {
 	var v apperr.Validation
 	e164 := phone.Required(&v, "phone", target.Phone)
 	if err := v.Err(); err != nil {

@@ -202,16 +202,7 @@ func (s *Service) RedeliverFailed(ctx context.Context, t db.Tenant, endpointID i
 			         ORDER BY event_id, id DESC) o
 			 WHERE o.state = 'failed'
 			 ORDER BY o.id
-			RETURNING id`), []any{endpointID, since, now}, func(r db.Rows) error {
-			for r.Next() {
-				var id int64
-				if err := r.Scan(&id); err != nil {
-					return err
-				}
-				ids = append(ids, id)
-			}
-			return nil
-		})
+			RETURNING id`), []any{endpointID, since, now}, db.Int64s(&ids))
 		if err != nil {
 			return fmt.Errorf("redeliver failed webhook deliveries: %w", err)
 		}
