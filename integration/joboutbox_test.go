@@ -134,17 +134,7 @@ func TestJobOutboxDeliversOnce(t *testing.T) {
 // finished, is not inserted twice.
 func TestJobOutboxMoveDiesBeforeDelete(t *testing.T) {
 	t.Parallel()
-	var failing atomic.Bool
-	var failed atomic.Int32
-	e := startMsg(t, Options{Workers: true, Outbox: joboutbox.Config{
-		AfterInsert: func(context.Context, db.Tenant, int) error {
-			if failing.Load() {
-				failed.Add(1)
-				return errors.New("the mover died after River's commit")
-			}
-			return nil
-		},
-	}})
+	e, failing, failed := startDyingMover(t)
 	ctx := context.Background()
 	org := e.Register(t)
 	sid := e.activeSender(org, phoneN(1))
@@ -263,17 +253,7 @@ func TestJobOutboxSurvivesRestart(t *testing.T) {
 // applied the change) does not take the directory back.
 func TestJobOutboxCentralWritesApplyOnce(t *testing.T) {
 	t.Parallel()
-	var failing atomic.Bool
-	var failed atomic.Int32
-	e := startMsg(t, Options{Workers: true, Outbox: joboutbox.Config{
-		AfterInsert: func(context.Context, db.Tenant, int) error {
-			if failing.Load() {
-				failed.Add(1)
-				return errors.New("the mover died after the coordinator's commit")
-			}
-			return nil
-		},
-	}})
+	e, failing, failed := startDyingMover(t)
 	ctx := context.Background()
 	org := e.Register(t)
 	p := phoneN(1)
@@ -327,4 +307,23 @@ func TestJobOutboxCentralWritesApplyOnce(t *testing.T) {
 	if rows := e.outboxRows(org); rows != 0 {
 		t.Fatalf("the job outbox holds %d rows", rows)
 	}
+}
+
+// startDyingMover starts an environment whose job outbox moves fail after
+// their coordinator transaction committed and before the outbox rows'
+// delete, as a mover that dies there, while failing holds; failed counts
+// those moves.
+func startDyingMover(t *testing.T) (e *msgEnv, failing *atomic.Bool, failed *atomic.Int32) {
+	t.Helper()
+	failing, failed = new(atomic.Bool), new(atomic.Int32)
+	e = startMsg(t, Options{Workers: true, Outbox: joboutbox.Config{
+		AfterInsert: func(context.Context, db.Tenant, int) error {
+			if failing.Load() {
+				failed.Add(1)
+				return errors.New("the mover died after the coordinator's commit")
+			}
+			return nil
+		},
+	}})
+	return e, failing, failed
 }
