@@ -33,7 +33,6 @@ var notOnBun = []string{
 	"platform/consent",
 	"platform/db",
 	"platform/delivery",
-	"platform/devsecrets",
 	"platform/joboutbox",
 	"platform/keys",
 	"platform/messages",

@@ -339,7 +339,7 @@ func (a *App) devSecrets(ctx context.Context, readOnly bool) error {
 			return fmt.Errorf("generated secret %s has no configuration field", name)
 		}
 		if readOnly {
-			value, found, err := devsecrets.Read(ctx, a.DB.Pool, name)
+			value, found, err := devsecrets.Read(ctx, a.DB.Bun, name)
 			if err != nil {
 				return err
 			}
@@ -348,7 +348,7 @@ func (a *App) devSecrets(ctx context.Context, readOnly bool) error {
 			}
 			continue
 		}
-		value, created, err := devsecrets.Keep(ctx, a.DB.Pool, name, *field)
+		value, created, err := devsecrets.Keep(ctx, a.DB.Bun, name, *field)
 		if err != nil {
 			return err
 		}
