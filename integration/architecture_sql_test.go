@@ -41,7 +41,6 @@ var notOnBun = []string{
 	"platform/pace",
 	"platform/queue",
 	"platform/senders",
-	"platform/usage",
 	"platform/webhooks",
 	"web",
 }
