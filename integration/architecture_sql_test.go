@@ -42,7 +42,6 @@ var notOnBun = []string{
 	"platform/queue",
 	"platform/senders",
 	"platform/webhooks",
-	"web",
 }
 
 // sqlStatement and sqlClause are the words that make a literal SQL: a

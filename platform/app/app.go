@@ -418,7 +418,7 @@ func (a *App) addWorkers(cfg queue.Config) {
 			"idempotency_keys":   jobs.PurgerFunc(a.purgeIdempotencyKeys),
 			"webhook_deliveries": jobs.PurgerFunc(a.purgeWebhookDeliveries),
 			"web_sessions": jobs.PurgerFunc(func(ctx context.Context, now time.Time) (int64, error) {
-				return web.PurgeSessions(ctx, a.DB.Pool, now, web.DefaultIdleTimeout)
+				return web.PurgeSessions(ctx, a.DB.Bun, now, web.DefaultIdleTimeout)
 			}),
 		},
 		Now:    a.clock.Now,
