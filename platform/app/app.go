@@ -274,7 +274,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	a.Engine = a.routes()
 	if a.workers != nil {
 		a.addWorkers(a.jobs)
-		if a.rescuer, err = a.jobs.Rescuer(a.DB.Pool); err != nil {
+		if a.rescuer, err = a.jobs.Rescuer(a.DB); err != nil {
 			a.Close()
 			return nil, err
 		}
