@@ -52,8 +52,7 @@ func TestAdminMessageShowAndJobsRetry(t *testing.T) {
 	}
 
 	bin := platformBinary(t)
-	run := func(args ...string) string {
-		t.Helper()
+	runErr := func(args ...string) (string, error) {
 		cmd := exec.CommandContext(t.Context(), bin, args...)
 		cmd.Env = append(os.Environ(),
 			"DATABASE_URL="+e.DatabaseURL,
@@ -62,10 +61,20 @@ func TestAdminMessageShowAndJobsRetry(t *testing.T) {
 			"API_KEY_PEPPER="+strings.Repeat("p", 32),
 		)
 		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := runErr(args...)
 		if err != nil {
 			t.Fatalf("platform %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
-		return string(out)
+		return out
+	}
+	// An organization that does not exist is named as such.
+	if out, err := runErr("admin", "message", "show", "--id", fmt.Sprint(m.ID), "--org", fmt.Sprint(org.ID+1000)); err == nil ||
+		!strings.Contains(out, fmt.Sprintf("no organization %d", org.ID+1000)) {
+		t.Fatalf("message show of another organization: %v\n%s", err, out)
 	}
 	show := run("admin", "message", "show", "--id", fmt.Sprint(m.ID), "--org", fmt.Sprint(org.ID))
 	for _, want := range []string{

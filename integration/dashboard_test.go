@@ -371,6 +371,27 @@ func TestDashboardSessionCookies(t *testing.T) {
 	if r := w.get("/senders"); r.Status != http.StatusSeeOther {
 		t.Fatalf("after the absolute lifetime: %d", r.Status)
 	}
+
+	// The housekeeping purge deletes the ended sessions, past their
+	// lifetime or idle, and keeps the live one.
+	purge := func(want int64) {
+		t.Helper()
+		n, err := web.PurgeSessions(context.Background(), e.App.DB.Bun, e.Clock.Now(), web.DefaultIdleTimeout)
+		if err != nil || n != want {
+			t.Fatalf("PurgeSessions = %d, %v; want %d", n, err, want)
+		}
+	}
+	purge(1) // past its lifetime, not idle
+	newWebClient(t, e).login(acct.Email, acct.Password)
+	purge(0)
+	if n := sessions(t, e, acct.Email); n != 1 {
+		t.Fatalf("%d sessions after the purge, want the live one", n)
+	}
+	e.Clock.Advance(web.DefaultIdleTimeout + time.Second)
+	purge(1) // idle, not past its lifetime
+	if n := sessions(t, e, acct.Email); n != 0 {
+		t.Fatalf("%d sessions after the purge, want none", n)
+	}
 }
 
 // Secrets never travel in a URL: passwords, codes and keys are posted, the

@@ -13,7 +13,7 @@ func (d *Dashboard) signedIn(c *gin.Context) bool {
 	if cookie == "" {
 		return false
 	}
-	s, err := loadSession(c.Request.Context(), d.cfg.Pool, cookie, d.clock.Now(), d.cfg.IdleTimeout)
+	s, err := d.loadSession(c.Request.Context(), cookie, d.clock.Now())
 	return err == nil && s != nil
 }
 

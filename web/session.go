@@ -5,6 +5,8 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"database/sql"
+	"embed"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -13,12 +15,40 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/uptrace/bun"
 
 	"github.com/bizmsg/platform/platform/accounts"
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/sqlq"
 )
+
+// queries are the package's named queries (platform/sqlq).
+//
+//go:embed queries/*.sql
+var queries embed.FS
+
+// sessionRow is the bun model of central.web_sessions, for the
+// statements of one table (touch, logout, purge).
+type sessionRow struct {
+	bun.BaseModel `bun:"table:central.web_sessions,alias:ws"`
+
+	ID         int64     `bun:"id,pk"`
+	LastSeenAt time.Time `bun:"last_seen_at"`
+}
+
+// liveSession is a row of the load_session query.
+type liveSession struct {
+	ID                int64     `bun:"id"`
+	UserID            int64     `bun:"user_id"`
+	OrganizationID    int64     `bun:"organization_id"`
+	LastSeenAt        time.Time `bun:"last_seen_at"`
+	Role              string    `bun:"role"`
+	SchemaName        *string   `bun:"schema_name"`
+	OrgName           string    `bun:"org_name"`
+	DefaultDailyLimit int       `bun:"default_daily_limit"`
+	UserName          string    `bun:"user_name"`
+	UserEmail         string    `bun:"user_email"`
+}
 
 // Cookie names. The session cookie holds the session token; the pre-session
 // cookie only keys the CSRF token of the sign-up and log-in forms.
@@ -92,13 +122,9 @@ func (d *Dashboard) startSession(c *gin.Context, userID, orgID int64) error {
 		return err
 	}
 	now := d.clock.Now()
-	if _, err := d.cfg.Pool.Exec(ctx, `
-		WITH expired AS (
-		    DELETE FROM central.web_sessions
-		    WHERE user_id = $2 AND (expires_at <= $4 OR last_seen_at <= $5))
-		INSERT INTO central.web_sessions (token_hash, user_id, organization_id, created_at, last_seen_at, expires_at)
-		VALUES ($1, $2, $3, $4, $4, $6)`,
-		hashToken(token), userID, orgID, now, now.Add(-d.cfg.IdleTimeout), now.Add(d.cfg.MaxAge)); err != nil {
+	if _, err := d.q.Raw(d.cfg.DB.Bun, "start_session", sqlq.Args{"token_hash": hashToken(token), "user_id": userID,
+		"org_id": orgID, "now": now, "idle_since": now.Add(-d.cfg.IdleTimeout),
+		"expires_at": now.Add(d.cfg.MaxAge)}).Exec(ctx); err != nil {
 		return fmt.Errorf("start session: %w", err)
 	}
 	d.setCookie(c, SessionCookie, token, d.cfg.MaxAge)
@@ -111,33 +137,29 @@ var errNoSession = errors.New("web: no session")
 // loadSession finds the live session of token: not idle for longer than
 // IdleTimeout, not past its absolute expiry, and its user still a member of
 // its organization (the role is the membership's current one).
-func loadSession(ctx context.Context, pool *pgxpool.Pool, token string, now time.Time, idle time.Duration) (*Session, error) {
+func (d *Dashboard) loadSession(ctx context.Context, token string, now time.Time) (*Session, error) {
 	if !validToken(token) {
 		return nil, errNoSession
 	}
-	var (
-		s      Session
-		schema *string
-	)
-	p := &s.Principal
-	err := pool.QueryRow(ctx, `
-		SELECT s.id, s.user_id, s.organization_id, s.last_seen_at, m.role, o.schema_name, o.name,
-		       o.default_daily_limit, u.name, u.email
-		FROM central.web_sessions s
-		JOIN central.memberships m ON m.organization_id = s.organization_id AND m.user_id = s.user_id
-		JOIN central.organizations o ON o.id = s.organization_id
-		JOIN central.users u ON u.id = s.user_id
-		WHERE s.token_hash = $1 AND s.expires_at > $2 AND s.last_seen_at > $3`,
-		hashToken(token), now, now.Add(-idle),
-	).Scan(&s.ID, &p.UserID, &p.OrgID, &s.LastSeenAt, &p.Role, &schema, &s.OrgName,
-		&s.DefaultDailyLimit, &s.UserName, &s.UserEmail)
-	if errors.Is(err, pgx.ErrNoRows) {
+	var r liveSession
+	err := d.q.Raw(d.cfg.DB.Bun, "load_session", sqlq.Args{"token_hash": hashToken(token), "now": now,
+		"idle_since": now.Add(-d.cfg.IdleTimeout)}).Scan(ctx, &r)
+	if errors.Is(err, sql.ErrNoRows) {
 		return nil, errNoSession
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load session: %w", err)
 	}
-	if p.Tenant, err = db.StoredTenant(p.OrgID, schema); err != nil {
+	s := Session{
+		ID:                r.ID,
+		Principal:         accounts.Principal{UserID: r.UserID, OrgID: r.OrganizationID, Role: r.Role},
+		UserName:          r.UserName,
+		UserEmail:         r.UserEmail,
+		OrgName:           r.OrgName,
+		DefaultDailyLimit: r.DefaultDailyLimit,
+		LastSeenAt:        r.LastSeenAt,
+	}
+	if s.Principal.Tenant, err = db.StoredTenant(r.OrganizationID, r.SchemaName); err != nil {
 		return nil, fmt.Errorf("load session: %w", err)
 	}
 	return &s, nil
@@ -150,7 +172,7 @@ func loadSession(ctx context.Context, pool *pgxpool.Pool, token string, now time
 func (d *Dashboard) requireSession(c *gin.Context) {
 	cookie, _ := c.Cookie(SessionCookie)
 	now := d.clock.Now()
-	s, err := loadSession(c.Request.Context(), d.cfg.Pool, cookie, now, d.cfg.IdleTimeout)
+	s, err := d.loadSession(c.Request.Context(), cookie, now)
 	if errors.Is(err, errNoSession) {
 		if cookie != "" {
 			d.clearCookie(c, SessionCookie)
@@ -172,8 +194,8 @@ func (d *Dashboard) requireSession(c *gin.Context) {
 		return
 	}
 	if now.Sub(s.LastSeenAt) >= d.cfg.TouchInterval {
-		if _, err := d.cfg.Pool.Exec(c.Request.Context(),
-			`UPDATE central.web_sessions SET last_seen_at = $2 WHERE id = $1`, s.ID, now); err != nil {
+		if _, err := d.cfg.DB.Bun.NewUpdate().Model(&sessionRow{ID: s.ID, LastSeenAt: now}).Column("last_seen_at").
+			WherePK().Exec(c.Request.Context()); err != nil {
 			d.log.WarnContext(c.Request.Context(), "web session touch failed", "error", err)
 		}
 	}
@@ -196,8 +218,8 @@ func (d *Dashboard) endSession(c *gin.Context) error {
 	if !validToken(cookie) {
 		return nil
 	}
-	if _, err := d.cfg.Pool.Exec(c.Request.Context(),
-		`DELETE FROM central.web_sessions WHERE token_hash = $1`, hashToken(cookie)); err != nil {
+	if _, err := d.cfg.DB.Bun.NewDelete().Model((*sessionRow)(nil)).Where("ws.token_hash = ?", hashToken(cookie)).
+		Exec(c.Request.Context()); err != nil {
 		return fmt.Errorf("end session: %w", err)
 	}
 	return nil
@@ -206,13 +228,17 @@ func (d *Dashboard) endSession(c *gin.Context) error {
 // PurgeSessions deletes sessions that ended (idle for longer than idle, or
 // past their absolute expiry) before now, for a housekeeping job; it returns
 // how many it deleted.
-func PurgeSessions(ctx context.Context, pool *pgxpool.Pool, now time.Time, idle time.Duration) (int64, error) {
-	tag, err := pool.Exec(ctx, `DELETE FROM central.web_sessions WHERE expires_at <= $1 OR last_seen_at <= $2`,
-		now, now.Add(-idle))
+func PurgeSessions(ctx context.Context, idb bun.IDB, now time.Time, idle time.Duration) (int64, error) {
+	res, err := idb.NewDelete().Model((*sessionRow)(nil)).Where("ws.expires_at <= ?", now).
+		WhereOr("ws.last_seen_at <= ?", now.Add(-idle)).Exec(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("purge web sessions: %w", err)
 	}
-	return tag.RowsAffected(), nil
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("purge web sessions: %w", err)
+	}
+	return n, nil
 }
 
 // secure reports whether cookies of this request get the Secure attribute.

@@ -46,13 +46,13 @@ import (
 	"context"
 	"embed"
 	"errors"
+	"fmt"
 	"html/template"
 	"io/fs"
 	"log/slog"
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bizmsg/platform/platform/accounts"
 	"github.com/bizmsg/platform/platform/clock"
@@ -61,6 +61,7 @@ import (
 	"github.com/bizmsg/platform/platform/keys"
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/senders"
+	"github.com/bizmsg/platform/platform/sqlq"
 	"github.com/bizmsg/platform/platform/usage"
 )
 
@@ -83,9 +84,10 @@ const (
 
 // Config configures the Dashboard.
 type Config struct {
-	// Pool is the database (central.web_sessions and the session's user,
-	// membership and organization). Required.
-	Pool *pgxpool.Pool
+	// DB is the database (central.web_sessions and the session's user,
+	// membership and organization), read and written through bun.
+	// Required.
+	DB *db.DB
 	// Accounts signs people up and in (password check and login throttle)
 	// and manages members. Required.
 	Accounts *accounts.Service
@@ -124,6 +126,7 @@ type Canceler interface {
 // Dashboard serves the dashboard's pages.
 type Dashboard struct {
 	cfg     Config
+	q       *sqlq.Queries
 	log     *slog.Logger
 	clock   clock.Clock
 	csrfKey []byte
@@ -135,8 +138,8 @@ type Dashboard struct {
 // New validates cfg, parses the embedded templates and returns a Dashboard.
 func New(cfg Config) (*Dashboard, error) {
 	switch {
-	case cfg.Pool == nil:
-		return nil, errors.New("web: Config.Pool is required")
+	case cfg.DB == nil || cfg.DB.Bun == nil:
+		return nil, errors.New("web: Config.DB is required")
 	case cfg.Accounts == nil || cfg.Keys == nil || cfg.Senders == nil || cfg.Messages == nil || cfg.Usage == nil:
 		return nil, errors.New("web: the central, keys, senders, messages and usage services are required")
 	case len(cfg.Secret) < 32:
@@ -159,8 +162,13 @@ func New(cfg Config) (*Dashboard, error) {
 	if err != nil {
 		return nil, err
 	}
+	q, err := sqlq.Load(queries, "queries")
+	if err != nil {
+		return nil, fmt.Errorf("web: %w", err)
+	}
 	return &Dashboard{
 		cfg:     cfg,
+		q:       q,
 		log:     cfg.Logger,
 		clock:   cfg.Clock,
 		csrfKey: deriveKey(cfg.Secret, "bizmsg-web-csrf"),

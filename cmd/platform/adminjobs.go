@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -12,9 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
+	"github.com/uptrace/bun"
 
 	"github.com/bizmsg/platform/platform/app"
 	"github.com/bizmsg/platform/platform/config"
@@ -36,17 +37,26 @@ func openApp(ctx context.Context, stderr io.Writer) (*app.App, error) {
 	return app.New(ctx, app.Options{Config: cfg, Logger: log, Operator: true, Name: "bizmsg operator"})
 }
 
+// orgSchema is the bun model of an organization's schema in
+// central.organizations.
+type orgSchema struct {
+	bun.BaseModel `bun:"table:central.organizations,alias:o"`
+
+	ID         int64   `bun:"id,pk"`
+	SchemaName *string `bun:"schema_name"`
+}
+
 // tenantOf maps an organization id to its tenant.
 func tenantOf(ctx context.Context, d *db.DB, orgID int64) (db.Tenant, error) {
-	var schema *string
-	err := d.Pool.QueryRow(ctx, `SELECT schema_name FROM central.organizations WHERE id = $1`, orgID).Scan(&schema)
-	if errors.Is(err, pgx.ErrNoRows) || (err == nil && schema == nil) {
+	var o orgSchema
+	err := d.Bun.NewSelect().Model(&o).Column("schema_name").Where("o.id = ?", orgID).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && o.SchemaName == nil) {
 		return db.Tenant{}, fmt.Errorf("no organization %d", orgID)
 	}
 	if err != nil {
 		return db.Tenant{}, fmt.Errorf("organization %d: %w", orgID, err)
 	}
-	return db.NewTenant(orgID, *schema)
+	return db.NewTenant(orgID, *o.SchemaName)
 }
 
 // subcommand checks that args name the area's one command, want: help

@@ -274,7 +274,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	a.Engine = a.routes()
 	if a.workers != nil {
 		a.addWorkers(a.jobs)
-		if a.rescuer, err = a.jobs.Rescuer(a.DB.Pool); err != nil {
+		if a.rescuer, err = a.jobs.Rescuer(a.DB); err != nil {
 			a.Close()
 			return nil, err
 		}
@@ -339,7 +339,7 @@ func (a *App) devSecrets(ctx context.Context, readOnly bool) error {
 			return fmt.Errorf("generated secret %s has no configuration field", name)
 		}
 		if readOnly {
-			value, found, err := devsecrets.Read(ctx, a.DB.Pool, name)
+			value, found, err := devsecrets.Read(ctx, a.DB.Bun, name)
 			if err != nil {
 				return err
 			}
@@ -348,7 +348,7 @@ func (a *App) devSecrets(ctx context.Context, readOnly bool) error {
 			}
 			continue
 		}
-		value, created, err := devsecrets.Keep(ctx, a.DB.Pool, name, *field)
+		value, created, err := devsecrets.Keep(ctx, a.DB.Bun, name, *field)
 		if err != nil {
 			return err
 		}
@@ -418,7 +418,7 @@ func (a *App) addWorkers(cfg queue.Config) {
 			"idempotency_keys":   jobs.PurgerFunc(a.purgeIdempotencyKeys),
 			"webhook_deliveries": jobs.PurgerFunc(a.purgeWebhookDeliveries),
 			"web_sessions": jobs.PurgerFunc(func(ctx context.Context, now time.Time) (int64, error) {
-				return web.PurgeSessions(ctx, a.DB.Pool, now, web.DefaultIdleTimeout)
+				return web.PurgeSessions(ctx, a.DB.Bun, now, web.DefaultIdleTimeout)
 			}),
 		},
 		Now:    a.clock.Now,

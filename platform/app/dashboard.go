@@ -18,7 +18,7 @@ import (
 // /api and the operational endpoints, so it shadows none of them.
 func (a *App) dashboardRoutes(r *gin.Engine) {
 	d, err := web.New(web.Config{
-		Pool:      a.DB.Pool,
+		DB:        a.DB,
 		Accounts:  a.Accounts,
 		Keys:      a.Keys,
 		Senders:   a.Senders,

@@ -92,7 +92,7 @@ func (a *App) messaging() error {
 	}); err != nil {
 		return err
 	}
-	a.Usage, err = usage.New(usage.Config{Pool: a.DB.Pool, Clock: a.clock, Defaults: usage.Defaults{
+	a.Usage, err = usage.New(usage.Config{DB: a.DB, Clock: a.clock, Defaults: usage.Defaults{
 		SenderRate:   a.cfg.SenderRate,
 		SenderBurst:  a.cfg.SenderBurst,
 		APIRateLimit: a.cfg.APIRateLimit,

@@ -38,7 +38,7 @@ func TestKeep(t *testing.T) {
 			for i := range tt.callers {
 				wg.Go(func() {
 					generated := bytes.Repeat([]byte{byte('a' + i)}, 32)
-					v, created, err := devsecrets.Keep(ctx, d.Pool, "JWT_SECRET", generated)
+					v, created, err := devsecrets.Keep(ctx, d.Bun, "JWT_SECRET", generated)
 					results[i] = result{v, created, err}
 				})
 			}
@@ -59,12 +59,12 @@ func TestKeep(t *testing.T) {
 				t.Fatalf("%d callers stored their value, want 1", created)
 			}
 			// A restart: the kept value wins over a newly generated one.
-			again, created2, err := devsecrets.Keep(ctx, d.Pool, "JWT_SECRET", bytes.Repeat([]byte("z"), 32))
+			again, created2, err := devsecrets.Keep(ctx, d.Bun, "JWT_SECRET", bytes.Repeat([]byte("z"), 32))
 			if err != nil || created2 || !bytes.Equal(again, results[0].value) {
 				t.Fatalf("after a restart Keep = %q, %v, %v; want the kept %q", again, created2, err, results[0].value)
 			}
 			// Another secret is kept apart.
-			other, _, err := devsecrets.Keep(ctx, d.Pool, "API_KEY_PEPPER", bytes.Repeat([]byte("p"), 32))
+			other, _, err := devsecrets.Keep(ctx, d.Bun, "API_KEY_PEPPER", bytes.Repeat([]byte("p"), 32))
 			if err != nil || string(other) != strings.Repeat("p", 32) {
 				t.Fatalf("API_KEY_PEPPER = %q, %v", other, err)
 			}

@@ -26,6 +26,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/migrate"
 )
@@ -160,10 +161,10 @@ func (c *Config) setDefaults() {
 // due within seconds even while River has no leader (its scheduler runs
 // on the leader only); a campaign's job is unique, so River's scheduler
 // moves it when it waits longer than 5 s (until send_at or midnight).
-func (c Config) Rescuer(pool *pgxpool.Pool) (*Rescuer, error) {
+func (c Config) Rescuer(d *db.DB) (*Rescuer, error) {
 	c.setDefaults()
 	return NewRescuer(RescuerConfig{
-		Pool: pool,
+		DB: d,
 		Kinds: map[string]time.Duration{
 			DeliverArgs{}.Kind():  c.DeliveryRescueAfter,
 			ReleaseArgs{}.Kind():  c.ReleaseRescueAfter,

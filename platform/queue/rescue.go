@@ -2,16 +2,22 @@ package queue
 
 import (
 	"context"
+	"embed"
 	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
+	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/defaults"
-	"github.com/bizmsg/platform/platform/migrate"
+	"github.com/bizmsg/platform/platform/sqlq"
 )
+
+// queries are the package's named queries (platform/sqlq): the Rescuer's
+// two statements.
+//
+//go:embed queries/*.sql
+var queries embed.FS
 
 // Rescuer gives the jobs of a dead worker process back to the living ones
 // within seconds. River's own rescuer does this too, but only on the
@@ -38,7 +44,8 @@ import (
 // a rescued job that River then works and completes, reading the rescue's
 // error back; a River upgrade that changes any of it fails there.
 type Rescuer struct {
-	pool     *pgxpool.Pool
+	db       *db.DB
+	q        *sqlq.Queries
 	kinds    map[string]time.Duration
 	interval time.Duration
 	log      *slog.Logger
@@ -46,8 +53,9 @@ type Rescuer struct {
 
 // RescuerConfig configures a Rescuer.
 type RescuerConfig struct {
-	// Pool holds River's schema (migrate.RiverSchema). Required.
-	Pool *pgxpool.Pool
+	// DB holds River's schema (migrate.RiverSchema); the Rescuer's
+	// statements run through bun. Required.
+	DB *db.DB
 	// Kinds maps each job kind to watch to its rescue time: how long a job
 	// of the kind may run before it is orphaned. Each must be longer than
 	// the kind's timeout. Required.
@@ -59,10 +67,10 @@ type RescuerConfig struct {
 	Logger *slog.Logger
 }
 
-// NewRescuer returns a Rescuer of the jobs in cfg.Pool's River schema.
+// NewRescuer returns a Rescuer of the jobs in cfg.DB's River schema.
 func NewRescuer(cfg RescuerConfig) (*Rescuer, error) {
-	if cfg.Pool == nil {
-		return nil, errors.New("queue: NewRescuer needs a pool")
+	if cfg.DB == nil || cfg.DB.Bun == nil {
+		return nil, errors.New("queue: NewRescuer needs a database")
 	}
 	if len(cfg.Kinds) == 0 {
 		return nil, errors.New("queue: NewRescuer needs job kinds to watch")
@@ -76,30 +84,12 @@ func NewRescuer(cfg RescuerConfig) (*Rescuer, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Rescuer{pool: cfg.Pool, kinds: cfg.Kinds, interval: cfg.Interval, log: cfg.Logger}, nil
+	q, err := sqlq.Load(queries, "queries")
+	if err != nil {
+		return nil, fmt.Errorf("queue: %w", err)
+	}
+	return &Rescuer{db: cfg.DB, q: q, kinds: cfg.Kinds, interval: cfg.Interval, log: cfg.Logger}, nil
 }
-
-// rescueSQL frees the orphaned jobs of one kind ($1) running for longer
-// than $2 (microseconds), recording $3 as their attempt's error and
-// counting the rescue in the job's metadata like River's rescuer; it
-// returns their ids.
-var rescueSQL = `UPDATE ` + migrate.RiverSchema + `.river_job SET
-	    state = CASE WHEN attempt >= max_attempts THEN 'discarded' ELSE 'available' END::` + migrate.RiverSchema + `.river_job_state,
-	    finalized_at = CASE WHEN attempt >= max_attempts THEN now() END,
-	    scheduled_at = CASE WHEN attempt >= max_attempts THEN scheduled_at ELSE now() END,
-	    errors = array_append(errors, jsonb_build_object(
-	        'at', to_jsonb(now()), 'attempt', greatest(attempt, 0), 'error', $3::text, 'trace', '')),
-	    metadata = metadata || jsonb_build_object('river:rescue_count', coalesce(
-	        CASE WHEN jsonb_typeof(metadata -> 'river:rescue_count') = 'number'
-	             THEN (metadata ->> 'river:rescue_count')::int END, 0) + 1)
-	WHERE state = 'running' AND kind = $1 AND attempted_at < now() - make_interval(secs => $2::bigint / 1e6)
-	RETURNING id`
-
-// dueSQL makes the scheduled and retryable jobs of one kind ($1) that are
-// due available, as River's scheduler does for jobs without a unique key.
-var dueSQL = `UPDATE ` + migrate.RiverSchema + `.river_job SET state = 'available'
-	WHERE state IN ('scheduled', 'retryable') AND kind = $1 AND scheduled_at <= now()
-	  AND unique_key IS NULL`
 
 // RescueOnce frees every orphaned job of the watched kinds now, makes
 // their due jobs available, and returns how many orphans it freed.
@@ -107,27 +97,14 @@ func (r *Rescuer) RescueOnce(ctx context.Context) (int, error) {
 	total := 0
 	var errs []error
 	for kind, after := range r.kinds {
-		if _, err := r.pool.Exec(ctx, dueSQL, kind); err != nil {
+		if _, err := r.q.Raw(r.db.Bun, "due", sqlq.Args{"kind": kind}).Exec(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("schedule due %s jobs: %w", kind, err))
 		}
 		msg := ReasonInterrupted + reasonSep + fmt.Sprintf(
 			"its worker stopped answering: rescued after running for more than %s", after)
-		rows, err := r.pool.Query(ctx, rescueSQL, kind, after.Microseconds(), msg)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("rescue %s jobs: %w", kind, err))
-			continue
-		}
 		var ids []int64
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return total, fmt.Errorf("rescue %s jobs: %w", kind, err)
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		if err := r.q.Raw(r.db.Bun, "rescue", sqlq.Args{"kind": kind, "after_us": after.Microseconds(),
+			"reason": msg}).Scan(ctx, &ids); err != nil {
 			errs = append(errs, fmt.Errorf("rescue %s jobs: %w", kind, err))
 			continue
 		}

@@ -14,20 +14,22 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/dbtest"
 	"github.com/bizmsg/platform/platform/queue"
 )
 
-// The Rescuer's statements (rescue.go) are the platform's only writes to
-// River's tables. These tests hold them to the River they were written
-// against: a River upgrade that changes what they rely on fails here, not
+// The Rescuer's statements (queries/rescue.sql and due.sql) are the
+// platform's only writes to River's tables. These tests hold them to the
+// River they were written against: a River upgrade that changes what they rely on fails here, not
 // silently in production.
 
 // riverMigrationChecked is the last migration of River's main line that
-// rescue.go was checked against (River v0.51.2: 008_job_id_autoincrement).
+// the statements were checked against (River v0.51.2: 008_job_id_autoincrement).
 const riverMigrationChecked = 8
 
 type rescueBundle struct {
+	db    *db.DB
 	pool  *pgxpool.Pool
 	quiet *slog.Logger
 }
@@ -35,7 +37,7 @@ type rescueBundle struct {
 func setupRescue(t *testing.T) *rescueBundle {
 	t.Helper()
 	d, _ := dbtest.Migrated(t)
-	return &rescueBundle{pool: d.Pool, quiet: slog.New(slog.NewJSONHandler(io.Discard, nil))}
+	return &rescueBundle{db: d, pool: d.Pool, quiet: slog.New(slog.NewJSONHandler(io.Discard, nil))}
 }
 
 // River's schema has the columns, types, states and migration that the
@@ -49,8 +51,8 @@ func TestRescueRiverSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	if version != riverMigrationChecked {
-		t.Fatalf("River's schema is at migration %d; rescue.go was checked against %d. Read River's rescuer "+
-			"(internal/maintenance/job_rescuer.go) and scheduler at the new version, adjust rescueSQL and dueSQL, "+
+		t.Fatalf("River's schema is at migration %d; queries/rescue.sql was checked against %d. Read River's rescuer "+
+			"(internal/maintenance/job_rescuer.go) and scheduler at the new version, adjust queries/rescue.sql and due.sql, "+
 			"then riverMigrationChecked", version, riverMigrationChecked)
 	}
 	want := map[string]string{
@@ -85,7 +87,7 @@ func TestRescueRiverSchema(t *testing.T) {
 	}
 	for col, typ := range want {
 		if got[col] != typ {
-			t.Errorf("river.river_job.%s is %q, rescue.go relies on %q", col, got[col], typ)
+			t.Errorf("river.river_job.%s is %q, the rescue relies on %q", col, got[col], typ)
 		}
 	}
 	var states []string
@@ -140,7 +142,7 @@ func TestRescuedJobIsWorkedByRiver(t *testing.T) {
 		attempted_at = now() - interval '1 hour', attempted_by = '{dead-worker}' WHERE id = $1`, res.Job.ID); err != nil {
 		t.Fatal(err)
 	}
-	r, err := queue.NewRescuer(queue.RescuerConfig{Pool: b.pool, Kinds: map[string]time.Duration{probeArgs{}.Kind(): 10 * time.Second}, Logger: b.quiet})
+	r, err := queue.NewRescuer(queue.RescuerConfig{DB: b.db, Kinds: map[string]time.Duration{probeArgs{}.Kind(): 10 * time.Second}, Logger: b.quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

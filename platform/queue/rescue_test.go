@@ -28,7 +28,7 @@ func TestRescuer(t *testing.T) {
 		t.Fatal(err)
 	}
 	const after = 10 * time.Second
-	r, err := queue.NewRescuer(queue.RescuerConfig{Pool: d.Pool,
+	r, err := queue.NewRescuer(queue.RescuerConfig{DB: d,
 		Kinds: map[string]time.Duration{queue.DeliverArgs{}.Kind(): after}, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)

@@ -15,17 +15,24 @@ package usage
 
 import (
 	"context"
+	"embed"
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/uptrace/bun"
 
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/defaults"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/bizmsg/platform/platform/sqlq"
 )
+
+// queries are the package's named queries (platform/sqlq).
+//
+//go:embed queries/*.sql
+var queries embed.FS
 
 // Period bounds.
 const (
@@ -132,15 +139,16 @@ type Query struct {
 
 // Service builds reports.
 type Service struct {
-	pool     *pgxpool.Pool
+	db       *db.DB
+	q        *sqlq.Queries
 	clock    clock.Clock
 	defaults Defaults
 }
 
 // Config configures a Service.
 type Config struct {
-	// Pool is the database the report reads. Required.
-	Pool *pgxpool.Pool
+	// DB is the database the report reads, through bun. Required.
+	DB *db.DB
 	// Clock is the time source of "today". Default clock.Real{}.
 	Clock clock.Clock
 	// Defaults are the platform-wide limits the report shows an
@@ -152,8 +160,8 @@ type Config struct {
 
 // New validates cfg and returns a Service.
 func New(cfg Config) (*Service, error) {
-	if cfg.Pool == nil {
-		return nil, errors.New("usage: Config.Pool is required")
+	if cfg.DB == nil || cfg.DB.Bun == nil {
+		return nil, errors.New("usage: Config.DB is required")
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
@@ -163,7 +171,11 @@ func New(cfg Config) (*Service, error) {
 	defaults.Positive(&def.SenderBurst, 40)
 	defaults.Positive(&def.APIRateLimit, 50)
 	defaults.Positive(&def.APIRateBurst, 100)
-	return &Service{pool: cfg.Pool, clock: cfg.Clock, defaults: def}, nil
+	q, err := sqlq.Load(queries, "queries")
+	if err != nil {
+		return nil, fmt.Errorf("usage: %w", err)
+	}
+	return &Service{db: cfg.DB, q: q, clock: cfg.Clock, defaults: def}, nil
 }
 
 // parse validates q against today (UTC): the default period is the 30 days
@@ -209,16 +221,8 @@ func (s *Service) Report(ctx context.Context, t db.Tenant, q Query) (Report, err
 	}
 	r := Report{Period: Period{From: from.Format(time.DateOnly), To: to.Format(time.DateOnly)}}
 
-	var org struct {
-		DefaultDailyLimit int
-		SenderRate        *float64
-		SenderBurst       *int
-		APIRateLimit      *float64
-		APIRateBurst      *int
-	}
-	if err := s.pool.QueryRow(ctx, `SELECT default_daily_limit, sender_rate, sender_burst, api_rate_limit, api_rate_burst
-		FROM central.organizations WHERE id = $1`, t.OrgID).Scan(&org.DefaultDailyLimit, &org.SenderRate,
-		&org.SenderBurst, &org.APIRateLimit, &org.APIRateBurst); err != nil {
+	var org orgLimits
+	if err := s.db.Bun.NewSelect().Model(&org).Where("o.id = ?", t.OrgID).Scan(ctx); err != nil {
 		return Report{}, fmt.Errorf("organization %d limits: %w", t.OrgID, err)
 	}
 	r.Limits = Limits{
@@ -229,25 +233,12 @@ func (s *Service) Report(ctx context.Context, t db.Tenant, q Query) (Report, err
 		APIRateBurst:      orI(org.APIRateBurst, s.defaults.APIRateBurst),
 	}
 
-	// The history's queries run on the simple protocol: their values are
-	// inlined, so each gets a plan for its own range (as every rare read
-	// of the service does; docs/design.md, §One way to write SQL).
-	type dayRow struct {
-		Day                                           time.Time
-		Used, Sent, Delivered, Read, Failed, Received int64
-	}
-	rows, err := s.pool.Query(ctx, `SELECT day, sum(used), sum(sent), sum(delivered), sum(read), sum(failed), sum(received)
-		  FROM `+t.Table("daily_usage")+` WHERE day BETWEEN $1::date AND $2::date
-		 GROUP BY day ORDER BY day`, pgx.QueryExecModeSimpleProtocol, r.Period.From, r.Period.To)
-	if err != nil {
-		return Report{}, fmt.Errorf("daily usage: %w", err)
-	}
-	days, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (dayRow, error) {
-		var d dayRow
-		err := row.Scan(&d.Day, &d.Used, &d.Sent, &d.Delivered, &d.Read, &d.Failed, &d.Received)
-		return d, err
-	})
-	if err != nil {
+	// The history's statements carry their values as literals (bun), so
+	// each gets a plan for its own range, as every rare read of the
+	// service does (docs/design.md, §The data layer).
+	var days []dayRow
+	if err := s.q.Raw(s.db.Bun, "daily", sqlq.Args{"schema": t.SchemaIdent(), "from": r.Period.From,
+		"to": r.Period.To}).Scan(ctx, &days); err != nil {
 		return Report{}, fmt.Errorf("daily usage: %w", err)
 	}
 	byDay := make(map[string]Counts, len(days))
@@ -270,30 +261,9 @@ func (s *Service) Report(ctx context.Context, t db.Tenant, q Query) (Report, err
 		r.Totals.Counts.Add(c)
 	}
 
-	type senderRow struct {
-		ID               int64
-		Phone, Status    string
-		DailyLimit, Used int
-		Scheduled        int64
-	}
-	// The scheduled messages are read through messages_status_idx: the
-	// scheduled ones only.
-	rows, err = s.pool.Query(ctx, `SELECT s.id, s.phone, s.status,
-		       coalesce(s.daily_limit_override, $1), coalesce(u.used, 0), coalesce(w.n, 0)
-		  FROM `+t.Table("sender_numbers")+` s
-		  LEFT JOIN `+t.Table("daily_usage")+` u ON u.sender_number_id = s.id AND u.day = $2::date AND u.side = 'accept'
-		  LEFT JOIN (SELECT m.sender_number_id, count(*) AS n FROM `+t.Table("messages")+` m
-		              WHERE m.status = 'scheduled' GROUP BY m.sender_number_id) w ON w.sender_number_id = s.id
-		 ORDER BY s.id`, pgx.QueryExecModeSimpleProtocol, org.DefaultDailyLimit, today.Format(time.DateOnly))
-	if err != nil {
-		return Report{}, fmt.Errorf("sender usage: %w", err)
-	}
-	senders, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (senderRow, error) {
-		var sn senderRow
-		err := row.Scan(&sn.ID, &sn.Phone, &sn.Status, &sn.DailyLimit, &sn.Used, &sn.Scheduled)
-		return sn, err
-	})
-	if err != nil {
+	var senders []senderRow
+	if err := s.q.Raw(s.db.Bun, "senders", sqlq.Args{"schema": t.SchemaIdent(),
+		"default_limit": org.DefaultDailyLimit, "today": today.Format(time.DateOnly)}).Scan(ctx, &senders); err != nil {
 		return Report{}, fmt.Errorf("sender usage: %w", err)
 	}
 	resets := today.AddDate(0, 0, 1).Format(time.RFC3339)
@@ -312,6 +282,39 @@ func (s *Service) Report(ctx context.Context, t db.Tenant, q Query) (Report, err
 		r.Totals.Scheduled += sn.Scheduled
 	}
 	return r, nil
+}
+
+// orgLimits is the bun model of an organization's limits in
+// central.organizations; a nil or non-positive rate is the default.
+type orgLimits struct {
+	bun.BaseModel `bun:"table:central.organizations,alias:o"`
+
+	DefaultDailyLimit int      `bun:"default_daily_limit"`
+	SenderRate        *float64 `bun:"sender_rate"`
+	SenderBurst       *int     `bun:"sender_burst"`
+	APIRateLimit      *float64 `bun:"api_rate_limit"`
+	APIRateBurst      *int     `bun:"api_rate_burst"`
+}
+
+// dayRow is one day of the daily query.
+type dayRow struct {
+	Day       time.Time `bun:"day"`
+	Used      int64     `bun:"used"`
+	Sent      int64     `bun:"sent"`
+	Delivered int64     `bun:"delivered"`
+	Read      int64     `bun:"read"`
+	Failed    int64     `bun:"failed"`
+	Received  int64     `bun:"received"`
+}
+
+// senderRow is one sender number of the senders query.
+type senderRow struct {
+	ID         int64  `bun:"id"`
+	Phone      string `bun:"phone"`
+	Status     string `bun:"status"`
+	DailyLimit int    `bun:"daily_limit"`
+	Used       int    `bun:"used"`
+	Scheduled  int64  `bun:"scheduled"`
 }
 
 func orF(p *float64, def float64) float64 {
