@@ -1156,8 +1156,8 @@ type Message struct {
 
 	// Delivery The message's delivery, in the organization's terms: present in `GET /messages/{id}`
 	// while the platform keeps the delivery's record (a day after it finished, a week after
-	// its attempts ran out), absent in lists, afterwards, and in the milliseconds after the
-	// acceptance before the job outbox has queued the delivery.
+	// its attempts ran out), absent in lists, afterwards, and, on a Citus cluster, in the
+	// milliseconds after the acceptance before the job outbox has queued the delivery.
 	Delivery  *MessageDelivery `json:"delivery,omitempty"`
 	Direction MessageDirection `json:"direction"`
 
@@ -1217,8 +1217,8 @@ type Message struct {
 
 // MessageDelivery The message's delivery, in the organization's terms: present in `GET /messages/{id}`
 // while the platform keeps the delivery's record (a day after it finished, a week after
-// its attempts ran out), absent in lists, afterwards, and in the milliseconds after the
-// acceptance before the job outbox has queued the delivery.
+// its attempts ran out), absent in lists, afterwards, and, on a Citus cluster, in the
+// milliseconds after the acceptance before the job outbox has queued the delivery.
 type MessageDelivery struct {
 	// Attempts Attempts made so far.
 	Attempts int `json:"attempts"`

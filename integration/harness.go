@@ -61,6 +61,9 @@ type Options struct {
 	Webhooks webhooks.Config
 	// Outbox tunes the job outbox (its hooks; app.Options.Outbox).
 	Outbox joboutbox.Config
+	// OutboxOnOneServer keeps the job outbox on the test's one server
+	// (app.Options.OutboxOnOneServer): tests of the outbox itself.
+	OutboxOnOneServer bool
 	// DatabaseURL, when set, is a database an earlier Start of the same
 	// test created (Env.DatabaseURL): the service starts on it as a process
 	// restarted on the same database would. Default: a fresh database.
@@ -107,7 +110,7 @@ func Start(t testing.TB, opts Options) *Env {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	appOpts := app.Options{Config: cfg, Logger: log, Clock: clk, Workers: opts.Workers, Jobs: opts.Jobs, Webhooks: opts.Webhooks,
-		Outbox: opts.Outbox}
+		Outbox: opts.Outbox, OutboxOnOneServer: opts.OutboxOnOneServer}
 	if opts.Network != nil {
 		appOpts.Network = opts.Network(networktest.Builtin(t, builtin.Config{DB: dbtest.Open(t, dbURL), Clock: clk}))
 	}

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net"
 	"net/http"
 	"sync"
@@ -76,6 +75,10 @@ type Options struct {
 	// Outbox tunes the job outbox (tests set its hooks); the application
 	// sets its database, statements, River client and logger.
 	Outbox joboutbox.Config
+	// OutboxOnOneServer keeps the job outbox's rows and moves on one
+	// server, where the application otherwise has River insert the jobs
+	// directly (joboutbox.Config.Direct): tests of the outbox itself.
+	OutboxOnOneServer bool
 	// Webhooks tunes the webhook service (tests shorten its timeout and
 	// backoff); WEBHOOK_ALLOW_PRIVATE sets AllowPrivate.
 	Webhooks webhooks.Config
@@ -239,7 +242,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		a.Close()
 		return nil, err
 	}
-	if err := a.jobOutbox(opts.Outbox); err != nil {
+	if err := a.jobOutbox(ctx, opts); err != nil {
 		a.Close()
 		return nil, err
 	}
@@ -385,27 +388,6 @@ func (a *App) riverClient(opts Options) (*river.Client[pgx.Tx], error) {
 	}
 	cfg.Pool = a.DB.Pool
 	return queue.NewClient(cfg)
-}
-
-// jobOutbox builds the job outbox over a.River (docs/scaling.md, §Jobs):
-// the services whose transactions write a tenant schema queue their jobs
-// through it, so that no such transaction writes River's tables too, and
-// the sender numbers their coordinator writes (senders.ApplyCentral).
-func (a *App) jobOutbox(cfg joboutbox.Config) error {
-	prepared := a.cfg.DBPreparedStatements
-	if prepared == 0 {
-		prepared = -1 // DB_PREPARED_STATEMENTS=0: prepare nothing
-	}
-	prep, err := db.NewPrepared(db.PreparedConfig{DB: a.DB, MaxPerConn: prepared})
-	if err != nil {
-		return err
-	}
-	cfg.DB, cfg.Prepared, cfg.River, cfg.Logger = a.DB, prep, a.River, a.log
-	appliers := map[string]joboutbox.Applier{senders.KindCentral: senders.ApplyCentral}
-	maps.Copy(appliers, cfg.Appliers)
-	cfg.Appliers = appliers
-	a.Outbox, err = joboutbox.New(cfg)
-	return err
 }
 
 // addWorkers registers every worker in the River client's bundle.

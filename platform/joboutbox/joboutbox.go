@@ -38,6 +38,16 @@
 // safe to insert twice: a move that dies between its commits applies the
 // row again.
 //
+// On one server the outbox has nothing to keep apart: the tenant schemas
+// and River's tables are on the same server, and one transaction writes
+// both atomically. There (Config.Direct, which platform/app sets when the
+// database is not a Citus coordinator) the Outbox hands the jobs to River
+// in the writer's own transaction, as the writer would without it, and
+// Applies answers false, so writers apply their coordinator writes in
+// their own transaction too. Moves and the sweep still run: they move the
+// rows an earlier process left (an installation that ran on Citus, or
+// before the mode existed).
+//
 // Rows whose process ended before moving them are found by Sweep, which
 // a periodic job runs over every tenant, and each worker process once as
 // it starts. Flush is Move for a request that needs its rows applied
@@ -62,8 +72,10 @@ import (
 	"github.com/bizmsg/platform/platform/defaults"
 )
 
-// River is what the mover needs of River: the process's client is one.
+// River is what the mover (and Direct) needs of River: the process's
+// client is one.
 type River interface {
+	InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
 	InsertManyFastTx(ctx context.Context, tx pgx.Tx, params []river.InsertManyParams) (int, error)
 	InsertManyTx(ctx context.Context, tx pgx.Tx, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error)
 }
@@ -88,6 +100,12 @@ type Config struct {
 	// of inserting them into River (the package comment). The kinds'
 	// writers register them (platform/app).
 	Appliers map[string]Applier
+	// Direct hands the jobs to River in the writer's transaction instead
+	// of writing them into the outbox, and applies no coordinator write
+	// (Applies is false): right on one server, where that transaction
+	// writes the tenant schema and River's tables atomically, and wrong on
+	// Citus (the package comment).
+	Direct bool
 	// Batch is the most rows one move takes. Default 500.
 	Batch int
 	// Moves bounds the moves of this process that run at once (each
@@ -138,6 +156,9 @@ func New(cfg Config) (*Outbox, error) {
 // than inserted into River: a writer whose kind is not registered would
 // see its rows become River jobs that no worker works.
 func (o *Outbox) Applies(kind string) bool {
+	if o.cfg.Direct {
+		return false
+	}
 	_, ok := o.cfg.Appliers[kind]
 	return ok
 }
@@ -150,8 +171,14 @@ type tenantOf interface {
 
 // InsertTx writes args's job, with opts over the job's own InsertOpts as
 // River merges them, into its tenant's outbox in tx. The result holds no
-// job: the job is made when it is moved.
+// job: the job is made when it is moved. Direct, River inserts it in tx.
 func (o *Outbox) InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error) {
+	if o.cfg.Direct {
+		if _, err := jobTenant(args); err != nil {
+			return nil, err
+		}
+		return o.cfg.River.InsertTx(ctx, tx, args, opts)
+	}
 	if _, err := o.InsertManyFastTx(ctx, tx, []river.InsertManyParams{{Args: args, InsertOpts: opts}}); err != nil {
 		return nil, err
 	}
@@ -161,20 +188,25 @@ func (o *Outbox) InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, op
 // InsertManyFastTx writes params's jobs into their tenant's outbox in tx,
 // one statement per tenant (a call names one, in practice), and has the
 // tenant's mover run once tx has committed. It returns how many it wrote.
+// Direct, River inserts them in tx.
 func (o *Outbox) InsertManyFastTx(ctx context.Context, tx pgx.Tx, params []river.InsertManyParams) (int, error) {
 	if len(params) == 0 {
 		return 0, nil
 	}
+	if o.cfg.Direct {
+		for _, p := range params {
+			if _, err := jobTenant(p.Args); err != nil {
+				return 0, err
+			}
+		}
+		return o.cfg.River.InsertManyFastTx(ctx, tx, params)
+	}
 	rows := make(map[db.Tenant]*outboxRows, 1)
 	var order []db.Tenant
 	for _, p := range params {
-		ta, ok := p.Args.(tenantOf)
-		if !ok {
-			return 0, fmt.Errorf("job outbox: %s job names no tenant", p.Args.Kind())
-		}
-		t, err := ta.Tenant()
+		t, err := jobTenant(p.Args)
 		if err != nil {
-			return 0, fmt.Errorf("job outbox: %s job: %w", p.Args.Kind(), err)
+			return 0, err
 		}
 		r := rows[t]
 		if r == nil {
@@ -192,6 +224,20 @@ func (o *Outbox) InsertManyFastTx(ctx context.Context, tx pgx.Tx, params []river
 		}
 	}
 	return len(params), nil
+}
+
+// jobTenant is the tenant args's job names. Direct checks it too, so that
+// a job that would fail on Citus fails on one server as well.
+func jobTenant(args river.JobArgs) (db.Tenant, error) {
+	ta, ok := args.(tenantOf)
+	if !ok {
+		return db.Tenant{}, fmt.Errorf("job outbox: %s job names no tenant", args.Kind())
+	}
+	t, err := ta.Tenant()
+	if err != nil {
+		return db.Tenant{}, fmt.Errorf("job outbox: %s job: %w", args.Kind(), err)
+	}
+	return t, nil
 }
 
 // write inserts r into t's outbox in tx and wakes t's mover after the
