@@ -390,7 +390,7 @@ func (a *App) riverClient(opts Options) (*river.Client[pgx.Tx], error) {
 // jobOutbox builds the job outbox over a.River (docs/scaling.md, §Jobs):
 // the services whose transactions write a tenant schema queue their jobs
 // through it, so that no such transaction writes River's tables too, and
-// the sender numbers their coordinator writes (senders.ApplyCentral).
+// sender numbers and opt-outs their coordinator writes (senders.ApplyCentral, consent.ApplyAudit).
 func (a *App) jobOutbox(cfg joboutbox.Config) error {
 	prepared := a.cfg.DBPreparedStatements
 	if prepared == 0 {
@@ -401,7 +401,7 @@ func (a *App) jobOutbox(cfg joboutbox.Config) error {
 		return err
 	}
 	cfg.DB, cfg.Prepared, cfg.River, cfg.Logger = a.DB, prep, a.River, a.log
-	appliers := map[string]joboutbox.Applier{senders.KindCentral: senders.ApplyCentral}
+	appliers := map[string]joboutbox.Applier{senders.KindCentral: senders.ApplyCentral, consent.KindAudit: consent.ApplyAudit}
 	maps.Copy(appliers, cfg.Appliers)
 	cfg.Appliers = appliers
 	a.Outbox, err = joboutbox.New(cfg)
