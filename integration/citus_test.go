@@ -274,6 +274,7 @@ func TestCitusCluster(t *testing.T) {
 	citusConsentAndTemplates(t, e, runs)
 	citusOptOuts(t, e, runs)
 	citusExactlyOnce(t, e, runs)
+	citusRedeliveries(t, e, runs)
 	var early int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM river.river_job WHERE errors::text LIKE '%not visible yet%'`).Scan(&early); err != nil {
 		t.Fatal(err)

@@ -3,12 +3,14 @@ package integration
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -231,4 +233,33 @@ func twoPCCount(t *testing.T, url string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// citusRedeliveries, for each organization once its events are delivered:
+// its first delivery redelivered (a new delivery of the same event, heard
+// once more) and its failed ones since an hour ago (none), so that
+// checkTwoPC covers their statements.
+func citusRedeliveries(t *testing.T, e *msgEnv, runs []*citusOrg) {
+	t.Helper()
+	for _, r := range runs {
+		var first int64
+		if err := e.App.DB.Pool.QueryRow(t.Context(), `SELECT min(id) FROM `+r.org.Tenant.Table("webhook_deliveries")).Scan(&first); err != nil {
+			t.Fatal(err)
+		}
+		heard := len(r.rcv.hooks())
+		path := fmt.Sprintf("/api/v1/webhooks/%d/deliveries", r.hook.ID)
+		if resp := e.Do(Request{Method: http.MethodPost, Path: fmt.Sprintf("%s/%d/redeliver", path, first),
+			Header: r.org.Key()}); resp.Status != http.StatusAccepted {
+			t.Fatalf("%s: redeliver = %d %s", r.org.Name, resp.Status, resp.Body)
+		}
+		since := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+		if resp := e.Do(Request{Method: http.MethodPost, Path: path + "/redeliver", Header: r.org.Key(),
+			Body: map[string]any{"since": since}}); resp.Status != http.StatusAccepted {
+			t.Fatalf("%s: redeliver the failed = %d %s", r.org.Name, resp.Status, resp.Body)
+		}
+		poll(t, 30*time.Second, func() (bool, string) {
+			n := len(r.rcv.hooks())
+			return n == heard+1, fmt.Sprintf("%s's endpoint heard %d requests, want %d after the redelivery", r.org.Name, n, heard+1)
+		})
+	}
 }

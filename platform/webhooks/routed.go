@@ -126,8 +126,8 @@ type delivered struct {
 }
 
 // insertDeliveries inserts the deliveries of args (seven values each:
-// endpoint, event id, type, body, key, the expansion's time and the
-// events' creation) in one VALUES statement, in their order, and appends
+// endpoint, event id, type, body, key, their next attempt's and update's
+// time, and their creation) in one VALUES statement, in their order, and appends
 // them to out. The statement's text depends on how many it carries, so it
 // is not prepared.
 func (s *Service) insertDeliveries(ctx context.Context, tx pgx.Tx, t db.Tenant, args []any, out []delivered) ([]delivered, error) {
