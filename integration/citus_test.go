@@ -108,7 +108,8 @@ func execSQL(t *testing.T, url, sql string) {
 // (citusLifecycle: send, delivered, read, a reply) and a small campaign
 // (citusCampaigns), its endpoint hearing each event once
 // (citusExactlyOnce), and none sees another's; each adds and removes
-// opt-outs through the API and the dashboard (citusOptOuts). No
+// opt-outs through the API and the dashboard (citusOptOuts) and
+// redelivers webhook deliveries (citusRedeliveries). No
 // transaction but provisioning writes a tenant schema and a coordinator
 // table (measureSpanning), and every two-phase commit is provisioning or
 // a statement named in stillTwoPC (checkTwoPC).
