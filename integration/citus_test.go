@@ -107,9 +107,12 @@ func execSQL(t *testing.T, url, sql string) {
 // receives an inbound message; then each runs the lifecycle
 // (citusLifecycle: send, delivered, read, a reply) and a small campaign
 // (citusCampaigns), its endpoint hearing each event once
-// (citusExactlyOnce), and none sees another's. The test also measures,
-// without asserting a fix, the transactions that write a tenant schema and a
-// coordinator table, and whether Citus makes them two-phase commits.
+// (citusExactlyOnce), and none sees another's; each adds and removes
+// opt-outs through the API and the dashboard (citusOptOuts) and
+// redelivers webhook deliveries (citusRedeliveries). No
+// transaction but provisioning writes a tenant schema and a coordinator
+// table (measureSpanning), and every two-phase commit is provisioning or
+// a statement named in stillTwoPC (checkTwoPC).
 func TestCitusCluster(t *testing.T) {
 	t.Parallel()
 	cluster := startCitusCluster(t)
@@ -121,6 +124,7 @@ func TestCitusCluster(t *testing.T) {
 	execSQL(t, url, fmt.Sprintf("ALTER DATABASE %s SET log_min_messages = notice", pgx.Identifier{dbName(t, url)}.Sanitize()))
 	execSQL(t, url, "ALTER SYSTEM SET citus.recover_2pc_interval = -1")
 	execSQL(t, url, "SELECT pg_reload_conf()")
+	logged := twoPCCount(t, url)
 
 	e := startMsg(t, Options{DatabaseURL: url, Workers: true, Env: map[string]string{"WEBHOOK_ALLOW_PRIVATE": "true"}})
 	ctx := t.Context()
@@ -269,7 +273,9 @@ func TestCitusCluster(t *testing.T) {
 	t.Logf("pg_dist_transaction records: %d for %d sends with their delivery, read and reply", twoPC()-beforeSends, orgs)
 	citusCampaigns(t, e, runs)
 	citusConsentAndTemplates(t, e, runs)
+	citusOptOuts(t, e, runs)
 	citusExactlyOnce(t, e, runs)
+	citusRedeliveries(t, e, runs)
 	var early int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM river.river_job WHERE errors::text LIKE '%not visible yet%'`).Scan(&early); err != nil {
 		t.Fatal(err)
@@ -312,7 +318,8 @@ func TestCitusCluster(t *testing.T) {
 
 	// The job outbox (docs/scaling.md, §Jobs): no send, delivery, webhook
 	// outbox expansion, campaign tick or completion, template review,
-	// opt-out confirmation, sender number registration or confirmation
+	// opt-out confirmation, opt-out by the API or the dashboard (its audit
+	// entry through the outbox), sender number registration or confirmation
 	// (its directory entry and OTP job through the outbox) wrote a tenant
 	// schema and a coordinator table in one transaction, and every outbox
 	// was moved. What still spans is named (docs/scaling.md, §What crosses
@@ -322,6 +329,7 @@ func TestCitusCluster(t *testing.T) {
 			t.Fatalf("a transaction wrote a tenant schema and a coordinator table: %s", first)
 		}
 	}
+	checkTwoPC(t, cluster, url, logged, pool)
 	for _, r := range runs {
 		var left int
 		if err := pool.QueryRow(ctx, `SELECT count(*) FROM `+r.org.Tenant.Table("job_outbox")).Scan(&left); err != nil || left != 0 {

@@ -246,7 +246,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		a.Close()
 		return nil, err
 	}
-	if err := a.webhookService(opts.Webhooks); err != nil {
+	if err := a.webhookService(ctx, opts.Webhooks); err != nil {
 		a.Close()
 		return nil, err
 	}

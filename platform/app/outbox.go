@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 
+	"github.com/bizmsg/platform/platform/consent"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/joboutbox"
 	"github.com/bizmsg/platform/platform/senders"
@@ -13,8 +14,8 @@ import (
 // jobOutbox builds the job outbox over a.River (docs/scaling.md, §Jobs):
 // the services whose transactions write a tenant schema queue their jobs
 // through it, so that on Citus no such transaction writes River's tables
-// too, and the sender numbers their coordinator writes
-// (senders.ApplyCentral). On one server it is direct (joboutbox.Config):
+// too, and the sender numbers and opt-outs their coordinator writes
+// (senders.ApplyCentral, consent.ApplyAudit). On one server it is direct (joboutbox.Config):
 // River inserts the jobs in the writer's transaction, which is atomic
 // there and costs no outbox row and no move, unless
 // opts.OutboxOnOneServer keeps the outbox.
@@ -34,7 +35,7 @@ func (a *App) jobOutbox(ctx context.Context, opts Options) error {
 		return err
 	}
 	cfg.DB, cfg.Prepared, cfg.River, cfg.Logger = a.DB, prep, a.River, a.log
-	appliers := map[string]joboutbox.Applier{senders.KindCentral: senders.ApplyCentral}
+	appliers := map[string]joboutbox.Applier{senders.KindCentral: senders.ApplyCentral, consent.KindAudit: consent.ApplyAudit}
 	maps.Copy(appliers, cfg.Appliers)
 	cfg.Appliers = appliers
 	a.Outbox, err = joboutbox.New(cfg)

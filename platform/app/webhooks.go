@@ -17,8 +17,10 @@ import (
 // jobs go through the job outbox a.Outbox, which must exist. WEBHOOK_ALLOW_PRIVATE turns
 // on cfg.AllowPrivate (the service logs a warning then). Its attempts yield
 // to the API and the send path through a.yield (WEBHOOK_BUSY_RATE), on
-// which their batches count their runs (batches).
-func (a *App) webhookService(cfg webhooks.Config) error {
+// which their batches count their runs (batches). On a Citus coordinator
+// its outbox expansion runs as statements routed to the tenant's node
+// (webhooks.Config.Routed).
+func (a *App) webhookService(ctx context.Context, cfg webhooks.Config) error {
 	if a.cfg.WebhookAllowPrivate {
 		cfg.AllowPrivate = true
 	}
@@ -38,6 +40,11 @@ func (a *App) webhookService(cfg webhooks.Config) error {
 	a.Metrics.CountWebhookYields(cfg.Yield.Yields)
 	cfg.DB, cfg.Jobs, cfg.Clock, cfg.Logger = a.DB, a.Outbox, a.clock, a.log
 	var err error
+	if !cfg.Routed {
+		if cfg.Routed, err = a.Migrator.Citus(ctx); err != nil {
+			return err
+		}
+	}
 	if a.Webhooks, err = webhooks.New(cfg); err != nil {
 		return err
 	}

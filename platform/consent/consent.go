@@ -138,7 +138,12 @@ func (s Settings) Replies() (optOut, optIn string) {
 type Config struct {
 	// DB is the pool. Required.
 	DB *db.DB
-	// Jobs inserts the confirmation jobs. Required.
+	// Jobs inserts the confirmation jobs. The platform's is the job outbox
+	// (joboutbox.Outbox) with ApplyAudit registered for KindAudit: it then
+	// also carries the audit entries of the opt-outs made by request, and
+	// the service flushes it after each such commit. Any other inserter (a
+	// River client, in tests) makes the service write those entries in the
+	// tenant's transaction, as a single server can. Required.
 	Jobs queue.Inserter
 	// Network sends the confirmations. Required.
 	Network network.Network
@@ -158,6 +163,9 @@ type Service struct {
 	events webhooks.Emitter
 	clock  clock.Clock
 	log    *slog.Logger
+	// outbox is Jobs when it is a job outbox that applies KindAudit
+	// (audit.go); nil otherwise.
+	outbox auditOutbox
 }
 
 // New returns the consent service.
@@ -171,5 +179,9 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Service{db: cfg.DB, jobs: cfg.Jobs, net: cfg.Network, events: cfg.Events, clock: cfg.Clock, log: cfg.Logger}, nil
+	s := &Service{db: cfg.DB, jobs: cfg.Jobs, net: cfg.Network, events: cfg.Events, clock: cfg.Clock, log: cfg.Logger}
+	if o, ok := cfg.Jobs.(auditOutbox); ok && o.Applies(KindAudit) {
+		s.outbox = o
+	}
+	return s, nil
 }

@@ -26,10 +26,6 @@ type Actor struct {
 	KeyID  int64
 }
 
-// auditActor is the audit log's actor of a: the member, else the key acting
-// for nobody, else the platform.
-func (a Actor) auditActor() audit.Actor { return audit.Requester(a.UserID, a.KeyID) }
-
 // AddRequest puts a phone on the list by request (POST /api/v1/opt-outs,
 // the dashboard).
 type AddRequest struct {
@@ -43,7 +39,8 @@ type AddRequest struct {
 // Add puts req.Phone on organization t's opt-out list, and reports whether
 // it was added (false: it was on the list already, and the entry is the
 // existing one, unchanged). An addition records contact.opted_out and an
-// audit entry (opt_out.add) in its transaction. Errors: 422 with every
+// audit entry (opt_out.add) in its transaction (the entry through the job
+// outbox, applied before Add returns: audit.go). Errors: 422 with every
 // field error.
 func (s *Service) Add(ctx context.Context, t db.Tenant, by Actor, req AddRequest) (Entry, bool, error) {
 	e, err := req.entry()
@@ -61,6 +58,9 @@ func (s *Service) Add(ctx context.Context, t db.Tenant, by Actor, req AddRequest
 	})
 	if err != nil {
 		return Entry{}, false, err
+	}
+	if added {
+		s.flush(ctx, t)
 	}
 	return e, added, nil
 }
@@ -86,7 +86,7 @@ func (req AddRequest) entry() (Entry, error) {
 
 // Remove takes phone off organization t's list (an opt-in by request):
 // contact.opted_in and an audit entry (opt_out.remove) are recorded in its
-// transaction. Errors: 404 when the phone is not on the list; 422 for a
+// transaction (the entry as Add's). Errors: 404 when the phone is not on the list; 422 for a
 // phone that is not one.
 func (s *Service) Remove(ctx context.Context, t db.Tenant, by Actor, raw, source string) error {
 	var v apperr.Validation
@@ -94,7 +94,7 @@ func (s *Service) Remove(ctx context.Context, t db.Tenant, by Actor, raw, source
 	if err := v.Err(); err != nil {
 		return err
 	}
-	return db.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
+	err := db.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
 		in := Entry{Phone: p, Source: source, CreatedAt: clock.Stamp(s.clock.Now())}
 		old, found, err := s.optIn(ctx, tx, t, in)
 		if err != nil {
@@ -105,6 +105,11 @@ func (s *Service) Remove(ctx context.Context, t db.Tenant, by Actor, raw, source
 		}
 		return s.audit(ctx, tx, t, by, audit.ActionOptOutRemove, old)
 	})
+	if err != nil {
+		return err
+	}
+	s.flush(ctx, t)
+	return nil
 }
 
 // optOut puts e on the list in tx, under the phone's exclusive lock, and
@@ -161,19 +166,6 @@ func (s *Service) emit(ctx context.Context, tx pgx.Tx, t db.Tenant, typ string, 
 		return nil
 	}
 	return s.events.Emit(ctx, tx, t, webhooks.Event{Type: typ, Key: "contact:" + e.Phone, Data: e, At: e.CreatedAt})
-}
-
-// audit writes a change by request to the audit log, in its transaction.
-func (s *Service) audit(ctx context.Context, tx pgx.Tx, t db.Tenant, by Actor, action string, e Entry) error {
-	details := map[string]any{"phone": e.Phone, "source": e.Source, "note": e.Note}
-	if by.KeyID > 0 {
-		details["via_api_key_id"] = by.KeyID
-	}
-	return audit.Record(ctx, tx, audit.Entry{
-		OrgID: t.OrgID, Actor: by.auditActor(), Action: action,
-		Target:  audit.Target{Type: audit.TargetOptOut, ID: e.ID},
-		Details: details, At: s.clock.Now(),
-	})
 }
 
 // entryColumns are an entry's columns, in scanEntry's order.

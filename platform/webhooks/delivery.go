@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -162,11 +163,20 @@ func (s *Service) Redeliver(ctx context.Context, t db.Tenant, endpointID, delive
 			return err
 		}
 		now := s.clock.Now()
-		found, err := s.sql.QueryFirst(ctx, tx, sqlFor(t, `INSERT INTO {deliveries} AS d (`+copiedColumns+`, next_attempt_at, created_at, updated_at)
-			SELECT `+copiedColumns+`, $3::timestamptz, $3::timestamptz, $3::timestamptz
-			  FROM {deliveries} o WHERE o.id = $2 AND o.endpoint_id = $1
-			RETURNING `+deliveryColumns),
-			[]any{endpointID, deliveryID, now}, func(r db.Rows) error { return scanDelivery(r, &out) })
+		// The event read, then the delivery inserted by VALUES: statements
+		// Citus routes to the tenant's node, where an INSERT ... SELECT is
+		// copied through the coordinator and committed in two phases
+		// (docs/scaling.md, §Two-phase commits).
+		var endpoint int64
+		var id, typ, body, key string
+		found, err := s.queryRow(ctx, tx, sqlFor(t, `SELECT `+copiedColumns+` FROM {deliveries} o WHERE o.id = $2 AND o.endpoint_id = $1`),
+			[]any{endpointID, deliveryID}, &endpoint, &id, &typ, &body, &key)
+		if err == nil && found {
+			found, err = s.sql.QueryFirst(ctx, tx, sqlFor(t, `INSERT INTO {deliveries} AS d (`+copiedColumns+`, next_attempt_at, created_at, updated_at)
+				VALUES ($1::bigint, $2::text, $3::text, $4::text, $5::text, $6::timestamptz, $6::timestamptz, $6::timestamptz)
+				RETURNING `+deliveryColumns),
+				[]any{endpoint, id, typ, body, key, now}, func(r db.Rows) error { return scanDelivery(r, &out) })
+		}
 		switch {
 		case err != nil:
 			return fmt.Errorf("redeliver webhook delivery %d: %w", deliveryID, err)
@@ -191,20 +201,42 @@ func (s *Service) RedeliverFailed(ctx context.Context, t db.Tenant, endpointID i
 		if err := s.checkEnabled(ctx, tx, t, endpointID); err != nil {
 			return err
 		}
-		var ids []int64
 		now := s.clock.Now()
 		// The latest delivery of each event to the endpoint created since
-		// then (a later one of the same event was created later still).
-		err := s.sql.Query(ctx, tx, sqlFor(t, `INSERT INTO {deliveries} (`+copiedColumns+`, next_attempt_at, created_at, updated_at)
-			SELECT `+copiedColumns+`, $3::timestamptz, $3::timestamptz, $3::timestamptz
+		// then (a later one of the same event was created later still),
+		// read, then inserted by VALUES (as Redeliver).
+		var args []any
+		err := s.sql.Query(ctx, tx, sqlFor(t, `SELECT `+copiedColumns+`
 			  FROM (SELECT DISTINCT ON (event_id) * FROM {deliveries}
 			         WHERE endpoint_id = $1 AND created_at >= $2::timestamptz
 			         ORDER BY event_id, id DESC) o
 			 WHERE o.state = 'failed'
-			 ORDER BY o.id
-			RETURNING id`), []any{endpointID, since, now}, db.Int64s(&ids))
+			 ORDER BY o.id`), []any{endpointID, since}, func(r db.Rows) error {
+			for r.Next() {
+				var endpoint int64
+				var id, typ, body, key string
+				if err := r.Scan(&endpoint, &id, &typ, &body, &key); err != nil {
+					return err
+				}
+				args = append(args, endpoint, id, typ, body, key, now, now)
+			}
+			return nil
+		})
 		if err != nil {
 			return fmt.Errorf("redeliver failed webhook deliveries: %w", err)
+		}
+		var made []delivered
+		for len(args) > 0 {
+			chunk := args[:min(len(args), routedBatch*7)]
+			args = args[len(chunk):]
+			if made, err = s.insertDeliveries(ctx, tx, t, chunk, made); err != nil {
+				return fmt.Errorf("redeliver failed webhook deliveries: %w", err)
+			}
+		}
+		slices.SortFunc(made, func(a, b delivered) int { return cmp.Compare(a.id, b.id) })
+		ids := make([]int64, len(made))
+		for i, d := range made {
+			ids[i] = d.id
 		}
 		n = len(ids)
 		return s.queueJobs(ctx, tx, t, endpointID, ids, now)

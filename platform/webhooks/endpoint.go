@@ -145,13 +145,22 @@ func (s *Service) Create(ctx context.Context, t db.Tenant, in EndpointInput) (En
 	now := s.clock.Now()
 	e := Endpoint{URL: u, Description: desc, Events: events, Enabled: true, Secret: newSecret(), CreatedAt: now, UpdatedAt: now}
 	err := s.sql.Tx(ctx, func(tx pgx.Tx) error {
-		// The count and the insert are one statement: concurrent creations
-		// may pass the limit by the few that race, never by more.
-		found, err := s.queryRow(ctx, tx, sqlFor(t, `INSERT INTO {endpoints}
-			(url, description, events, secret, created_at, updated_at)
-			SELECT $1::text, $2::text, $3::text[], $4::text, $5::timestamptz, $5::timestamptz
-			 WHERE (SELECT count(*) FROM {endpoints}) < $6::bigint
-			RETURNING id`), []any{e.URL, e.Description, e.Events, e.Secret, now, s.cfg.MaxEndpoints}, &e.ID)
+		// The count, then the insert (VALUES, which Citus routes to the
+		// tenant's node in one phase, where an INSERT ... SELECT is copied
+		// through the coordinator in two): concurrent creations may pass
+		// the limit by the few that race, never by more.
+		var n int
+		if _, err := s.queryRow(ctx, tx, sqlFor(t, `SELECT count(*) FROM {endpoints}`), nil, &n); err != nil {
+			return fmt.Errorf("count webhook endpoints: %w", err)
+		}
+		found := false
+		var err error
+		if n < s.cfg.MaxEndpoints {
+			found, err = s.queryRow(ctx, tx, sqlFor(t, `INSERT INTO {endpoints}
+				(url, description, events, secret, created_at, updated_at)
+				VALUES ($1::text, $2::text, $3::text[], $4::text, $5::timestamptz, $5::timestamptz)
+				RETURNING id`), []any{e.URL, e.Description, e.Events, e.Secret, now}, &e.ID)
+		}
 		switch {
 		case err != nil:
 			return fmt.Errorf("insert webhook endpoint: %w", err)

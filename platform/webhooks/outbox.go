@@ -164,23 +164,16 @@ func (s *Service) expand(ctx context.Context, tx pgx.Tx, t db.Tenant, limit int)
 	var rows int
 	var ids, endpoints []int64
 	var created []time.Time
-	_, err := s.queryRow(ctx, tx, sqlFor(t, `WITH o AS (
-		  DELETE FROM {outbox} WHERE id IN (SELECT id FROM {outbox} ORDER BY id LIMIT $1)
-		  RETURNING *),
-		d AS (
-		  INSERT INTO {deliveries} (endpoint_id, event_id, event_type, body, key, next_attempt_at, created_at, updated_at)
-		  SELECT e.id, o.event_ids[p.place], o.event_types[p.place], o.bodies[p.place], o.event_keys[p.place],
-		         $2::timestamptz, o.created_at, $2::timestamptz
-		    FROM o CROSS JOIN LATERAL unnest(o.delivery_events, o.endpoint_ids) WITH ORDINALITY AS p(place, endpoint_id, n)
-		    JOIN {endpoints} e ON e.id = p.endpoint_id
-		   ORDER BY o.id, p.n
-		  RETURNING id, endpoint_id, created_at)
-		SELECT (SELECT count(*) FROM o)::int,
-		       coalesce((SELECT array_agg(id ORDER BY id) FROM d), '{}'),
-		       coalesce((SELECT array_agg(endpoint_id ORDER BY id) FROM d), '{}'),
-		       coalesce((SELECT array_agg(created_at ORDER BY id) FROM d), '{}')`),
-		[]any{limit, s.clock.Now()}, &rows, &ids, &endpoints, &created)
-	if err != nil {
+	if s.cfg.Routed {
+		var made []delivered
+		var err error
+		if rows, made, err = s.expandRouted(ctx, tx, t, limit); err != nil {
+			return 0, err
+		}
+		for _, d := range made {
+			ids, endpoints, created = append(ids, d.id), append(endpoints, d.endpoint), append(created, d.created)
+		}
+	} else if _, err := s.queryRow(ctx, tx, sqlFor(t, expandSQL), []any{limit, s.clock.Now()}, &rows, &ids, &endpoints, &created); err != nil {
 		return 0, err
 	}
 	if len(ids) == 0 {
@@ -198,3 +191,25 @@ func (s *Service) expand(ctx context.Context, tx pgx.Tx, t db.Tenant, limit int)
 	}
 	return rows, nil
 }
+
+// expandSQL is the one-statement expansion on one server: it deletes the
+// $1 oldest outbox rows, inserts their deliveries (those of endpoints that
+// still exist) with next_attempt_at and updated_at $2, in the order of
+// their rows and their places in them, and returns how many rows it
+// deleted and the deliveries' ids, endpoints and creation times in id
+// order. On Citus its INSERT step reaches every worker (expandRouted).
+const expandSQL = `WITH o AS (
+		  DELETE FROM {outbox} WHERE id IN (SELECT id FROM {outbox} ORDER BY id LIMIT $1)
+		  RETURNING *),
+		d AS (
+		  INSERT INTO {deliveries} (endpoint_id, event_id, event_type, body, key, next_attempt_at, created_at, updated_at)
+		  SELECT e.id, o.event_ids[p.place], o.event_types[p.place], o.bodies[p.place], o.event_keys[p.place],
+		         $2::timestamptz, o.created_at, $2::timestamptz
+		    FROM o CROSS JOIN LATERAL unnest(o.delivery_events, o.endpoint_ids) WITH ORDINALITY AS p(place, endpoint_id, n)
+		    JOIN {endpoints} e ON e.id = p.endpoint_id
+		   ORDER BY o.id, p.n
+		  RETURNING id, endpoint_id, created_at)
+		SELECT (SELECT count(*) FROM o)::int,
+		       coalesce((SELECT array_agg(id ORDER BY id) FROM d), '{}'),
+		       coalesce((SELECT array_agg(endpoint_id ORDER BY id) FROM d), '{}'),
+		       coalesce((SELECT array_agg(created_at ORDER BY id) FROM d), '{}')`

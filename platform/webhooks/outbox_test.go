@@ -3,6 +3,7 @@ package webhooks_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -81,11 +82,22 @@ func TestEmitNeedsACommitHook(t *testing.T) {
 // Rows expand in the order their transactions recorded them, into
 // deliveries dated when the events were recorded; an endpoint deleted in
 // between gets none, one disabled in between gets its deliveries (they
-// fail at their attempt, as deliveries made before would).
+// fail at their attempt, as deliveries made before would). So with the
+// one statement of a single server and with the routed statements of
+// Citus (Config.Routed), which the test runs on one server.
 func TestOutboxExpansion(t *testing.T) {
 	t.Parallel()
+	for _, routed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("routed=%v", routed), func(t *testing.T) {
+			t.Parallel()
+			testOutboxExpansion(t, routed)
+		})
+	}
+}
+
+func testOutboxExpansion(t *testing.T, routed bool) {
 	f := newFixture(t)
-	svc := f.service(webhooks.Config{})
+	svc := f.service(webhooks.Config{Routed: routed})
 	tn := f.org()
 	ctx := context.Background()
 	a := f.create(svc, tn, "https://example.com/a")

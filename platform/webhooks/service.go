@@ -83,6 +83,10 @@ type Config struct {
 	// each) one expansion transaction turns into deliveries while the
 	// yield gate is open; while it is closed, one. Default 64.
 	OutboxBatch int
+	// Routed makes the outbox expansion run as statements Citus routes to
+	// the tenant's node alone (routed.go): set on a Citus coordinator. On
+	// one server the expansion is one statement.
+	Routed bool
 	// Expansions is the most outbox expansion transactions this process
 	// runs at once, over every organization. Default 2.
 	Expansions int
