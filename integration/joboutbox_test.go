@@ -387,3 +387,36 @@ func startDyingMover(t *testing.T) (e *msgEnv, failing *atomic.Bool, failed *ato
 	}})
 	return e, failing, failed
 }
+
+// A write of more jobs than one insert takes (1,000 rows) is written in
+// chunks, all in the writer's transaction, and each job moved once.
+func TestJobOutboxWritesInChunks(t *testing.T) {
+	t.Parallel()
+	e := startMsg(t, Options{Workers: true, OutboxOnOneServer: true})
+	ctx := context.Background()
+	org := e.Register(t)
+	const n = 1001
+	params := make([]river.InsertManyParams, n)
+	for i := range params {
+		params[i] = queue.WebhookDeliveryJob(queue.WebhookDeliveryArgs{TenantRef: queue.RefOf(org.Tenant), DeliveryID: int64(500000 + i), EndpointID: 1})
+		params[i].InsertOpts.ScheduledAt = time.Now().Add(time.Hour)
+	}
+	if err := db.BeginFunc(ctx, e.App.DB.Pool, func(tx pgx.Tx) error {
+		wrote, err := e.App.Outbox.InsertManyFastTx(ctx, tx, params)
+		if err == nil && wrote != n {
+			err = fmt.Errorf("wrote %d of %d", wrote, n)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, 30*time.Second, func() (bool, string) {
+		var jobs, distinct int
+		if err := e.App.DB.Pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT args ->> 'delivery_id') FROM river.river_job
+			WHERE kind = 'webhook_delivery' AND args ->> 'schema' = $1`, org.Tenant.Schema).Scan(&jobs, &distinct); err != nil {
+			t.Fatal(err)
+		}
+		rows := e.outboxRows(org)
+		return jobs == n && distinct == n && rows == 0, fmt.Sprintf("%d webhook jobs (%d distinct), %d outbox rows; want %d, %d, 0", jobs, distinct, rows, n, n)
+	})
+}

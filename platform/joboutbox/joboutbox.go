@@ -247,10 +247,11 @@ func (o *Outbox) write(ctx context.Context, tx pgx.Tx, t db.Tenant, r *outboxRow
 	if err := db.AfterCommit(tx, func() { o.mover.runner.Wake(t) }); err != nil {
 		return fmt.Errorf("job outbox of %s: %w", t.Schema, err)
 	}
-	err := o.cfg.Prepared.Exec(ctx, tx, insertSQL(t),
-		r.kinds, r.args, r.queues, r.priorities, r.attempts, r.scheduled, r.unique)
-	if err != nil {
-		return fmt.Errorf("write %d jobs into the job outbox of %s: %w", len(r.kinds), t.Schema, err)
+	for from := 0; from < len(r.kinds); from += maxInsertRows {
+		to := min(from+maxInsertRows, len(r.kinds))
+		if err := o.cfg.Prepared.Exec(ctx, tx, insertSQL(t, to-from), r.values(from, to)...); err != nil {
+			return fmt.Errorf("write %d jobs into the job outbox of %s: %w", len(r.kinds), t.Schema, err)
+		}
 	}
 	return nil
 }
@@ -323,11 +324,41 @@ func (r *outboxRows) add(p river.InsertManyParams) error {
 	return nil
 }
 
-// insertSQL writes rows into t's outbox: $1 to $7 the columns' arrays
-// (the unique states as the text of a text[] each, or NULL).
-func insertSQL(t db.Tenant) string {
-	return `INSERT INTO ` + t.Table("job_outbox") + ` (kind, args, queue, priority, max_attempts, scheduled_at, unique_states)
-		SELECT k, a::json, q, p, m, s, u::text[]
-		  FROM unnest($1::text[], $2::text[], $3::text[], $4::smallint[], $5::smallint[], $6::timestamptz[], $7::text[])
-		       AS j(k, a, q, p, m, s, u)`
+// maxInsertRows is the most rows one insert writes: 7 arguments a row,
+// well under Postgres's 65,535.
+const maxInsertRows = 1000
+
+// values are the arguments of insertSQL for rows from to to of r, row by
+// row.
+func (r *outboxRows) values(from, to int) []any {
+	out := make([]any, 0, (to-from)*insertColumns)
+	for i := from; i < to; i++ {
+		out = append(out, r.kinds[i], r.args[i], r.queues[i], r.priorities[i], r.attempts[i], r.scheduled[i], r.unique[i])
+	}
+	return out
+}
+
+// insertColumns are the arguments of one row of insertSQL.
+const insertColumns = 7
+
+// insertSQL writes n rows into t's outbox, each 7 arguments (values):
+// the kind, the arguments' JSON, the queue, priority, attempts, the time
+// it is scheduled at, and the unique states as the text of a text[] or
+// NULL. A multi-row VALUES, not a SELECT FROM unnest of arrays: Citus
+// sends an INSERT ... SELECT through the coordinator, which copies its
+// rows to the tenant's node in a two-phase commit, where it routes an
+// INSERT ... VALUES to that node alone (docs/scaling.md, §Two-phase
+// commits).
+func insertSQL(t db.Tenant, n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO ` + t.Table("job_outbox") + ` (kind, args, queue, priority, max_attempts, scheduled_at, unique_states) VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		a := i * insertColumns
+		fmt.Fprintf(&b, "($%d::text, $%d::text::json, $%d::text, $%d::smallint, $%d::smallint, $%d::timestamptz, $%d::text::text[])",
+			a+1, a+2, a+3, a+4, a+5, a+6, a+7)
+	}
+	return b.String()
 }
