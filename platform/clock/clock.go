@@ -3,6 +3,7 @@
 package clock
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -76,4 +77,23 @@ func FormatPtr(t *time.Time) *string {
 	}
 	s := Format(*t)
 	return &s
+}
+
+// Every calls round every interval until ctx ends or round returns false:
+// the loop of a background task that works in rounds. The first round is
+// one interval after the call; a round that overruns the interval is
+// followed by the next at once, not by a burst.
+func Every(ctx context.Context, interval time.Duration, round func(context.Context) bool) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if !round(ctx) {
+			return
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/sqlq"
@@ -119,16 +120,10 @@ func (r *Rescuer) RescueOnce(ctx context.Context) (int, error) {
 // Run rescues every interval until ctx ends. A failed round is logged and
 // the next one tries again.
 func (r *Rescuer) Run(ctx context.Context) {
-	tick := time.NewTicker(r.interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	clock.Every(ctx, r.interval, func(ctx context.Context) bool {
 		if _, err := r.RescueOnce(ctx); err != nil && ctx.Err() == nil {
 			r.log.WarnContext(ctx, "rescuing orphaned jobs failed", "error", err)
 		}
-	}
+		return true
+	})
 }

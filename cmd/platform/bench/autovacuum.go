@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
 )
 
@@ -74,21 +75,15 @@ func startStandIn(ctx context.Context, d *db.DB) (*standIn, error) {
 // run does a round every naptime until ctx ends.
 func (s *standIn) run(ctx context.Context) {
 	defer close(s.done)
-	tick := time.NewTicker(s.naptime)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	clock.Every(ctx, s.naptime, func(ctx context.Context) bool {
 		if err := s.round(ctx); err != nil && ctx.Err() == nil {
 			s.mu.Lock()
 			s.err = err
 			s.mu.Unlock()
-			return
+			return false
 		}
-	}
+		return true
+	})
 }
 
 // round vacuums and analyzes the tables past their thresholds, one at a
