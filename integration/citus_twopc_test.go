@@ -171,8 +171,6 @@ var stillTwoPC = []string{
 	// platform/joboutbox: every job and coordinator write of a tenant's
 	// transaction (sends, sender numbers, templates, campaigns).
 	`INSERT INTO "tenant_N"."job_outbox" (kind, args, queue, priority, max_attempts, scheduled_at, unique_states) SELECT`,
-	// platform/messages: an inbound message's store (INSERT steps).
-	`WITH s AS ( SELECT id, phone FROM "tenant_N".sender_numbers`,
 	// platform/messages.CreateCountersSQL: a day's first counter rows.
 	`INSERT INTO "tenant_N".daily_usage AS d (sender_number_id, day, side) SELECT`,
 	// platform/campaigns: a campaign's recipients.

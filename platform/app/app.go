@@ -262,7 +262,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		a.Close()
 		return nil, err
 	}
-	if err := a.messaging(); err != nil {
+	if err := a.messaging(ctx); err != nil {
 		a.Close()
 		return nil, err
 	}
