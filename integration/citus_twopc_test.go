@@ -173,8 +173,6 @@ var stillTwoPC = []string{
 	`INSERT INTO "tenant_N"."job_outbox" (kind, args, queue, priority, max_attempts, scheduled_at, unique_states) SELECT`,
 	// platform/messages.CreateCountersSQL: a day's first counter rows.
 	`INSERT INTO "tenant_N".daily_usage AS d (sender_number_id, day, side) SELECT`,
-	// platform/campaigns: a campaign's recipients.
-	`INSERT INTO "tenant_N"."campaign_recipients"`,
 	// platform/campaignrelease: a tick's messages.
 	`INSERT INTO "tenant_N"."messages" (id, sender_number_id`,
 }
