@@ -161,20 +161,16 @@ func provisioning(source string) bool {
 }
 
 // stillTwoPC are the statements that still make a transaction after
-// provisioning a two-phase commit, each an INSERT Citus plans through the
-// coordinator (docs/scaling.md, §What crosses nodes today): an INSERT ...
-// SELECT FROM unnest(…) copied to the tenant's node (COPY, a two-phase
-// commit of one record) or an INSERT step in a CTE whose intermediate
-// results go to every worker. Each is to become a statement Citus routes
-// (a VALUES insert, or an UPDATE step); the list then empties.
+// provisioning a two-phase commit, each an INSERT ... SELECT FROM
+// unnest(…) that Citus plans through the coordinator and copies to the
+// tenant's node (COPY, a two-phase commit of one record; docs/scaling.md,
+// §Two-phase commits). Each is to become a statement Citus routes (a
+// VALUES insert); the list then empties.
 var stillTwoPC = []string{
-	// platform/messages: an inbound message's store (INSERT steps).
-	`WITH s AS ( SELECT id, phone FROM "tenant_N".sender_numbers`,
 	// platform/messages.CreateCountersSQL: a day's first counter rows.
 	`INSERT INTO "tenant_N".daily_usage AS d (sender_number_id, day, side) SELECT`,
-	// platform/campaigns: a campaign's recipients.
-	`INSERT INTO "tenant_N"."campaign_recipients"`,
-	// platform/campaignrelease: a tick's messages.
+	// platform/acceptance's stageManySQL (ReleaseMany): a campaign tick's
+	// messages.
 	`INSERT INTO "tenant_N"."messages" (id, sender_number_id`,
 }
 

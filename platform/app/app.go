@@ -262,11 +262,11 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		a.Close()
 		return nil, err
 	}
-	if err := a.messaging(); err != nil {
+	if err := a.messaging(ctx); err != nil {
 		a.Close()
 		return nil, err
 	}
-	if err := a.campaignService(); err != nil {
+	if err := a.campaignService(ctx); err != nil {
 		a.Close()
 		return nil, err
 	}

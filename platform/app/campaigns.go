@@ -28,8 +28,13 @@ func (f wakeFunc) Wake(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64) er
 // resolves templates through a.Templates, emits campaign events through
 // a.Webhooks and releases recipients through a.Acceptance, so all three
 // must exist. Every change of a campaign's state wakes the release in its
-// transaction.
-func (a *App) campaignService() error {
+// transaction. On a Citus coordinator its recipients' inserts are routed
+// (campaigns.Config.Routed).
+func (a *App) campaignService(ctx context.Context) error {
+	routed, err := a.Migrator.Citus(ctx)
+	if err != nil {
+		return err
+	}
 	svc, err := campaigns.New(campaigns.Config{
 		DB:        a.DB,
 		Templates: a.Templates,
@@ -38,6 +43,7 @@ func (a *App) campaignService() error {
 		Releaser: wakeFunc(func(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64) error {
 			return a.CampaignRelease.Wake(ctx, tx, t, id)
 		}),
+		Routed: routed,
 	})
 	if err != nil {
 		return err

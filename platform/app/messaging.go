@@ -25,9 +25,10 @@ import (
 const idempotencyTTL = 24 * time.Hour
 
 // messaging builds the consent, acceptance, delivery, message, lookup and
-// usage services. The delivery throttle is the shared pace.Store: a
+// usage services (the message service's Routed on a Citus coordinator).
+// The delivery throttle is the shared pace.Store: a
 // sender's rate holds in total across every worker process.
-func (a *App) messaging() error {
+func (a *App) messaging(ctx context.Context) error {
 	var err error
 	prepared := a.cfg.DBPreparedStatements
 	if prepared == 0 {
@@ -41,6 +42,10 @@ func (a *App) messaging() error {
 	// One statement cache for the three stages of a message: each
 	// connection keeps the statements of all of them, up to one bound.
 	prep, err := db.NewPrepared(db.PreparedConfig{DB: a.DB, MaxPerConn: prepared})
+	if err != nil {
+		return err
+	}
+	routed, err := a.Migrator.Citus(ctx) // on Citus, inbound messages are stored by routed statements
 	if err != nil {
 		return err
 	}
@@ -83,6 +88,7 @@ func (a *App) messaging() error {
 		Events:   a.Webhooks,
 		Clock:    a.clock,
 		Logger:   a.log,
+		Routed:   routed,
 	}); err != nil {
 		return err
 	}

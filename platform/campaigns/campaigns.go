@@ -246,6 +246,13 @@ type Config struct {
 	Releaser Releaser
 	// Clock is the time source. Default clock.Real{}.
 	Clock clock.Clock
+	// Routed adds recipients by VALUES statements, which Citus routes to
+	// the tenant's node (platform/app sets it on a Citus coordinator;
+	// docs/scaling.md, §Two-phase commits): the one INSERT ... SELECT FROM
+	// unnest(…) is planned through the coordinator, which copies its rows
+	// to the node and commits in two phases. Off, that one statement adds
+	// them.
+	Routed bool
 }
 
 // Service implements the campaign rules. It is safe for concurrent use.
@@ -255,6 +262,7 @@ type Service struct {
 	events    webhooks.Emitter
 	releaser  Releaser
 	clock     clock.Clock
+	routed    bool
 }
 
 // New validates cfg and returns a Service.
@@ -268,5 +276,6 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
-	return &Service{db: cfg.DB, templates: cfg.Templates, events: cfg.Events, releaser: cfg.Releaser, clock: cfg.Clock}, nil
+	return &Service{db: cfg.DB, templates: cfg.Templates, events: cfg.Events, releaser: cfg.Releaser, clock: cfg.Clock,
+		routed: cfg.Routed}, nil
 }

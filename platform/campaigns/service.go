@@ -198,11 +198,10 @@ func (s *Service) AddRecipients(ctx context.Context, t db.Tenant, id int64, cont
 		if c.Status != StatusDraft {
 			return errState(c, "adding recipients (only a draft takes them)")
 		}
-		tag, err := tx.Exec(ctx, sqlFor(t, addRecipientsSQL), id, batch.phones, batch.variables, batch.refs, s.clock.Now())
+		added, err := s.addRecipients(ctx, tx, t, id, batch)
 		if err != nil {
 			return fmt.Errorf("add recipients to campaign %d: %w", id, err)
 		}
-		added := int(tag.RowsAffected())
 		out.Added, out.Duplicates = added, out.Duplicates+len(batch.phones)-added
 		var total int
 		if err := tx.QueryRow(ctx, sqlFor(t, countRecipientsSQL), id, added, s.clock.Now()).Scan(&total); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/phone"
+	"github.com/bizmsg/platform/platform/webhooks"
 )
 
 // MaxInboundIDLength bounds the network's id of an inbound message.
@@ -69,31 +70,11 @@ func (s *Service) Receive(ctx context.Context, in Inbound) (ReceiptOutcome, erro
 	outcome := ReceiptIgnored
 	err = s.prep.Tx(ctx, func(tx pgx.Tx) error {
 		outcome = ReceiptIgnored
-		n, evs, err := s.changes.Run(ctx, tx, `WITH s AS (
-			  SELECT id, phone FROM `+sc+`.sender_numbers
-			   WHERE id = $1::bigint AND phone = $2::text AND status = 'active'),
-			m AS (
-			  INSERT INTO `+sc+`.messages (direction, sender_number_id, to_phone, from_phone, conversation_id,
-			         type, content, file_name, file_size, file_type, duration, status, received_at,
-			         network_inbound_id, created_at, updated_at)
-			  SELECT 'inbound', s.id, s.phone, $3::text, $4::bigint, $5::text, $6::text, $7::text, $8::bigint,
-			         $9::text, $10::bigint, 'received', $11::timestamptz, $12::text, $13::timestamptz,
-			         $13::timestamptz
-			    FROM s
-			  ON CONFLICT (network_inbound_id) WHERE network_inbound_id IS NOT NULL DO NOTHING
-			  RETURNING ''::text AS old_status, *),
-			u AS (
-			  INSERT INTO `+sc+`.daily_usage AS u (sender_number_id, day, side, received)
-			  SELECT sender_number_id, (created_at AT TIME ZONE 'UTC')::date, 'receive', 1 FROM m
-			  ON CONFLICT (sender_number_id, day, side) DO UPDATE SET received = u.received + 1),
-			l AS (
-			  INSERT INTO `+sc+`.last_inbound AS l (sender_number_id, phone, at)
-			  SELECT sender_number_id, from_phone, received_at FROM m
-			  ON CONFLICT (sender_number_id, phone) DO UPDATE SET at = greatest(l.at, EXCLUDED.at))
-			SELECT `+ChangedColumns+` FROM m`,
-			[]any{senderID, to, in.FromPhone, db.Null(in.ConversationID), in.Type, in.Content,
-				db.Null(in.FileName), db.Null(in.FileSize), db.Null(in.FileType), db.Null(int64(in.Duration)),
-				in.At, in.ID, s.clock.Now()}, 1)
+		store := s.storeInbound
+		if s.cfg.Routed {
+			store = s.storeInboundRouted
+		}
+		n, evs, err := store(ctx, tx, t, senderID, to, in)
 		if err != nil {
 			return fmt.Errorf("store inbound message %q: %w", in.ID, err)
 		}
@@ -126,6 +107,40 @@ func (s *Service) Receive(ctx context.Context, in Inbound) (ReceiptOutcome, erro
 	}
 	s.log.InfoContext(ctx, "inbound message", "schema", t.Schema, "network_inbound_id", in.ID, "outcome", outcome)
 	return outcome, nil
+}
+
+// storeInbound stores in, to the active sender number senderID of phone
+// to of tenant t, in tx, in one statement: the message (nothing when the
+// number is not active in the tenant's table, or in.ID was stored before),
+// and for a stored one its day's received counter and last_inbound. It
+// returns how many messages it stored (0 or 1) and their events.
+func (s *Service) storeInbound(ctx context.Context, tx pgx.Tx, t db.Tenant, senderID int64, to string, in Inbound) (int, []webhooks.Event, error) {
+	sc := t.Quoted()
+	return s.changes.Run(ctx, tx, `WITH s AS (
+		  SELECT id, phone FROM `+sc+`.sender_numbers
+		   WHERE id = $1::bigint AND phone = $2::text AND status = 'active'),
+		m AS (
+		  INSERT INTO `+sc+`.messages (direction, sender_number_id, to_phone, from_phone, conversation_id,
+		         type, content, file_name, file_size, file_type, duration, status, received_at,
+		         network_inbound_id, created_at, updated_at)
+		  SELECT 'inbound', s.id, s.phone, $3::text, $4::bigint, $5::text, $6::text, $7::text, $8::bigint,
+		         $9::text, $10::bigint, 'received', $11::timestamptz, $12::text, $13::timestamptz,
+		         $13::timestamptz
+		    FROM s
+		  ON CONFLICT (network_inbound_id) WHERE network_inbound_id IS NOT NULL DO NOTHING
+		  RETURNING ''::text AS old_status, *),
+		u AS (
+		  INSERT INTO `+sc+`.daily_usage AS u (sender_number_id, day, side, received)
+		  SELECT sender_number_id, (created_at AT TIME ZONE 'UTC')::date, 'receive', 1 FROM m
+		  ON CONFLICT (sender_number_id, day, side) DO UPDATE SET received = u.received + 1),
+		l AS (
+		  INSERT INTO `+sc+`.last_inbound AS l (sender_number_id, phone, at)
+		  SELECT sender_number_id, from_phone, received_at FROM m
+		  ON CONFLICT (sender_number_id, phone) DO UPDATE SET at = greatest(l.at, EXCLUDED.at))
+		SELECT `+ChangedColumns+` FROM m`,
+		[]any{senderID, to, in.FromPhone, db.Null(in.ConversationID), in.Type, in.Content,
+			db.Null(in.FileName), db.Null(in.FileSize), db.Null(in.FileType), db.Null(int64(in.Duration)),
+			in.At, in.ID, s.clock.Now()}, 1)
 }
 
 // checkInbound validates an inbound report (422 with every problem) and

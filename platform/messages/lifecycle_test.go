@@ -362,10 +362,23 @@ func (f *fixture) activeNumber(tn db.Tenant, p string) int64 {
 // written to, and only there; a repeated report stores nothing; a phone
 // that is no organization's active number is ignored. An inbound message
 // sits in the conversation of the outbound ones to its writer, counts in
-// the received counter and against no limit, and records message.received.
+// the received counter and against no limit, moves its writer's service
+// window, and records message.received. A number active in the directory
+// but not in the tenant's table stores nothing. The same with the store
+// in one statement and routed (messages.Config.Routed, as on Citus).
 func TestReceive(t *testing.T) {
 	t.Parallel()
-	f, _ := newRecorded(t, true, nil)
+	for _, routed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("routed=%v", routed), func(t *testing.T) {
+			t.Parallel()
+			testReceive(t, routed)
+		})
+	}
+}
+
+// testReceive is TestReceive, the store routed or not.
+func testReceive(t *testing.T, routed bool) {
+	f, _ := newRecorded(t, true, func(c *messagestest.Config) { c.Messages.Routed = routed })
 	ctx := context.Background()
 	a, b := f.Org(), f.Org()
 	sa, sb := f.activeNumber(a, ph(1)), f.activeNumber(b, ph(2))
@@ -483,6 +496,19 @@ func TestReceive(t *testing.T) {
 	// A receipt never touches an inbound message.
 	if got := f.receipt(messages.Receipt{Reference: messages.Reference(a, m.ID), Status: messages.StatusRead}); got != messages.ReceiptIgnored {
 		t.Fatalf("receipt of an inbound message: %s", got)
+	}
+	var window time.Time
+	if err := f.DB.Pool.QueryRow(ctx, `SELECT at FROM `+a.Table("last_inbound")+` WHERE sender_number_id = $1 AND phone = $2`,
+		sa, writer).Scan(&window); err != nil || !window.Equal(recvAt) {
+		t.Fatalf("a's last inbound from the writer: %v %v, want %v", window, err, recvAt)
+	}
+	// b's number suspended in its own table, still active in the directory.
+	f.Exec(fmt.Sprintf(`UPDATE %s SET status = 'suspended' WHERE id = %d`, b.Table("sender_numbers"), sb))
+	if got, err := f.Svc.Receive(ctx, in("in-7", ph(2))); err != nil || got != messages.ReceiptIgnored {
+		t.Fatalf("to a number suspended in the tenant's table: %s %v, want %s", got, err, messages.ReceiptIgnored)
+	}
+	if got := f.Usage(b, sb); got != (messagestest.Usage{Received: 1}) {
+		t.Fatalf("b's usage after a message to its suspended number %+v", got)
 	}
 }
 

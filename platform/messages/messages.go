@@ -295,6 +295,13 @@ type Config struct {
 	Clock clock.Clock
 	// Logger. Default slog.Default().
 	Logger *slog.Logger
+	// Routed stores an inbound message as statements Citus routes to the
+	// tenant's node (platform/app sets it on a Citus coordinator;
+	// docs/scaling.md, §Two-phase commits): the one-statement store's
+	// INSERT steps are planned through the coordinator, send their
+	// intermediate results to every worker and commit in two phases.
+	// Off, one statement stores it (fewer round trips on one server).
+	Routed bool
 }
 
 // Service implements receipts, inbound messages and the history. It is
