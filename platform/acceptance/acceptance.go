@@ -137,6 +137,12 @@ type Config struct {
 	// of a release refused, message.canceled of a cancellation, each in
 	// the transaction of its change. Nil records none.
 	Events webhooks.Emitter
+	// Routed stages a campaign tick's messages (ReleaseMany) by multi-row
+	// VALUES inserts, which Citus routes to the tenant's node, instead of
+	// one insert from the arrays, which it copies there in a two-phase
+	// commit (docs/scaling.md, §Two-phase commits). platform/app sets it
+	// on a Citus coordinator.
+	Routed bool
 }
 
 // Service accepts sends. It is safe for concurrent use.

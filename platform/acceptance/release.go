@@ -314,24 +314,7 @@ func (s *Service) ReleaseMany(ctx context.Context, tx pgx.Tx, t db.Tenant, cs []
 		return nil, nil
 	}
 	n := len(cs)
-	var (
-		ids, senderIDs, sizes, templateIDs, campaignIDs               []*int64
-		durations                                                     []*int
-		phones, types, contents, names, fileTypes, refs, templateRefs []*string
-		at                                                            []time.Time
-	)
-	for _, c := range cs {
-		r := &c.row
-		id, sender := r.ID, r.SenderNumberID
-		ids, senderIDs = append(ids, &id), append(senderIDs, &sender)
-		phones, types, contents = append(phones, &r.ToPhone), append(types, &r.Type), append(contents, &r.Content)
-		names, sizes, fileTypes = append(names, r.FileName), append(sizes, r.FileSize), append(fileTypes, r.FileType)
-		durations, refs = append(durations, r.Duration), append(refs, r.ClientReference)
-		templateIDs, templateRefs = append(templateIDs, r.TemplateID), append(templateRefs, r.TemplateRef)
-		campaignIDs, at = append(campaignIDs, r.CampaignID), append(at, r.CreatedAt)
-	}
-	if err := s.prep.Exec(ctx, tx, stageManySQL(t), ids, senderIDs, phones, types, contents, names, sizes,
-		fileTypes, durations, refs, templateIDs, templateRefs, campaignIDs, at); err != nil {
+	if err := s.stage(ctx, tx, t, cs); err != nil {
 		return nil, fmt.Errorf("stage %d messages: %w", n, err)
 	}
 	to := make([]string, n)
@@ -377,4 +360,43 @@ func (s *Service) ReleaseMany(ctx context.Context, tx pgx.Tx, t db.Tenant, cs []
 		}
 	}
 	return refusals, nil
+}
+
+// stage stores a tick's checked drafts cs as scheduled messages in tx, in
+// one statement from arrays (stageManySQL), or Routed as VALUES inserts
+// of at most stageRows rows each (stageValuesSQL).
+func (s *Service) stage(ctx context.Context, tx pgx.Tx, t db.Tenant, cs []*Checked) error {
+	if s.cfg.Routed {
+		for from := 0; from < len(cs); from += stageRows {
+			to := min(from+stageRows, len(cs))
+			args := make([]any, 0, (to-from)*14)
+			for _, c := range cs[from:to] {
+				r := &c.row
+				args = append(args, r.ID, r.SenderNumberID, r.ToPhone, r.Type, r.Content, r.FileName, r.FileSize,
+					r.FileType, r.Duration, r.ClientReference, r.TemplateID, r.TemplateRef, r.CampaignID, r.CreatedAt)
+			}
+			if err := s.prep.Exec(ctx, tx, stageValuesSQL(t, to-from), args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var (
+		ids, senderIDs, sizes, templateIDs, campaignIDs               []*int64
+		durations                                                     []*int
+		phones, types, contents, names, fileTypes, refs, templateRefs []*string
+		at                                                            []time.Time
+	)
+	for _, c := range cs {
+		r := &c.row
+		id, sender := r.ID, r.SenderNumberID
+		ids, senderIDs = append(ids, &id), append(senderIDs, &sender)
+		phones, types, contents = append(phones, &r.ToPhone), append(types, &r.Type), append(contents, &r.Content)
+		names, sizes, fileTypes = append(names, r.FileName), append(sizes, r.FileSize), append(fileTypes, r.FileType)
+		durations, refs = append(durations, r.Duration), append(refs, r.ClientReference)
+		templateIDs, templateRefs = append(templateIDs, r.TemplateID), append(templateRefs, r.TemplateRef)
+		campaignIDs, at = append(campaignIDs, r.CampaignID), append(at, r.CreatedAt)
+	}
+	return s.prep.Exec(ctx, tx, stageManySQL(t), ids, senderIDs, phones, types, contents, names, sizes,
+		fileTypes, durations, refs, templateIDs, templateRefs, campaignIDs, at)
 }

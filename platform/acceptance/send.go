@@ -300,9 +300,10 @@ func (s *Service) count(ctx context.Context, tx pgx.Tx, t db.Tenant, query strin
 }
 
 // createCounters creates the missing 'accept' counters of senders sids[i]
-// on days days[i] ('YYYY-MM-DD') in tx (messages.CreateCountersSQL).
+// on days days[i] ('YYYY-MM-DD') in tx (messages.CreateCounters).
 func (s *Service) createCounters(ctx context.Context, tx pgx.Tx, t db.Tenant, sids []int64, days []string) error {
-	if err := s.prep.Exec(ctx, tx, messages.CreateCountersSQL(t.Quoted(), "accept"), sids, days); err != nil {
+	q, args := messages.CreateCounters(t.Quoted(), "accept", sids, days)
+	if err := s.prep.Exec(ctx, tx, q, args...); err != nil {
 		return fmt.Errorf("create %d daily counters: %w", len(sids), err)
 	}
 	return nil

@@ -19,6 +19,7 @@ package acceptance
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/bizmsg/platform/platform/db"
@@ -62,7 +63,7 @@ import (
 //     (insertMessageSQL, the next statement) and the commit. Delivery counts
 //     in the day's 'deliver' row, so a delivery never holds this lock. A
 //     day's first send of a sender finds no row (c): the result says so
-//     (no_counter), and accept creates it (messages.CreateCountersSQL) and
+//     (no_counter), and accept creates it (messages.CreateCounters) and
 //     runs the statement again.
 //
 // The message itself is inserted by insertMessageSQL once the counter is
@@ -378,6 +379,36 @@ func stageManySQL(t db.Tenant) string {
 		              $14::timestamptz[])
 		       AS x(id, sender, phone, type, content, file_name, file_size, file_type, duration, ref, template_id,
 		            template_ref, campaign_id, at)`
+}
+
+// stageRows is the most rows one stageValuesSQL writes: 14 arguments a
+// row, well under Postgres's 65,535.
+const stageRows = 1000
+
+// stageValuesSQL is stageManySQL for Citus (Config.Routed): n rows of a
+// multi-row VALUES, 14 arguments each in stageManySQL's order, which
+// Citus routes to the tenant's node, where it copies the rows of
+// stageManySQL's SELECT there in a two-phase commit.
+func stageValuesSQL(t db.Tenant, n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO ` + t.Table("messages") + ` (id, sender_number_id, to_phone, type, content, file_name,
+		       file_size, file_type, duration, client_reference, template_id, template_ref, campaign_id, status,
+		       created_at, updated_at) VALUES `)
+	casts := [...]string{"::bigint", "::bigint", "::text", "::text", "::text", "::text", "::bigint",
+		"::text", "::int", "::text", "::bigint", "::text", "::bigint"}
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		a := i * 14
+		b.WriteString("(")
+		for j, c := range casts {
+			b.WriteString("$" + strconv.Itoa(a+j+1) + c + ", ")
+		}
+		at := "$" + strconv.Itoa(a+14) + "::timestamptz"
+		b.WriteString("'scheduled', " + at + ", " + at + ")")
+	}
+	return b.String()
 }
 
 // unstageSQL deletes tenant t's staged messages $1 their release refused.

@@ -45,7 +45,7 @@ func (a *App) messaging(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	routed, err := a.Migrator.Citus(ctx) // on Citus, inbound messages are stored by routed statements
+	routed, err := a.Migrator.Citus(ctx) // on Citus: inbound stores and campaign ticks by routed statements
 	if err != nil {
 		return err
 	}
@@ -61,6 +61,7 @@ func (a *App) messaging(ctx context.Context) error {
 		Templates:      a.Templates,
 		Clock:          a.clock,
 		Events:         a.Webhooks,
+		Routed:         routed,
 	}); err != nil {
 		return err
 	}

@@ -100,7 +100,7 @@ func blockerSQL(sc, since string) string {
 // tenant's node alone (as messages.ReserveSQL says); when the sender's
 // 'deliver' counter for the day is missing (c: a day's first claim), the
 // message is not claimed and the result says so (missing): the claim
-// creates the counter (messages.CreateCountersSQL) and runs again.
+// creates the counter (messages.CreateCounters) and runs again.
 func claimOneSQL(t db.Tenant) string {
 	sc := t.Quoted()
 	day := "(m.created_at AT TIME ZONE 'UTC')::date"

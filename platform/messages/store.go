@@ -1,6 +1,8 @@
 package messages
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -129,22 +131,44 @@ func ReserveSQL(sc, side, counter, sender string) string {
 // then reserved nothing).
 const MissingCountersSQL = `(SELECT count(*) FROM c) <> (SELECT count(*) FROM want)`
 
-// CreateCountersSQL creates the daily_usage rows of side (accept or
-// deliver) of tenant schema sc that are missing, for the senders $1 and
-// days $2 (arrays, 'YYYY-MM-DD'), with nothing counted: a counter
-// statement that found one missing (ReserveSQL, and the one-message
-// statements) runs again after it. In sender and day order; an existing
-// row is left as it is. On Citus the coordinator reads the arrays and
-// copies the rows to the tenant's node alone, which runs the insert (an
-// INSERT ... SELECT pulled through the coordinator; Citus 13.2 cannot run
-// one that joins the arrays with the schema's tables on the node: it sends
-// it a broken filter, "IS NOT NULL" of no column).
-func CreateCountersSQL(sc, side string) string {
-	return `INSERT INTO ` + sc + `.daily_usage AS d (sender_number_id, day, side)
-	  SELECT v.sender, v.day::date, '` + side + `'
-	    FROM unnest($1::bigint[], $2::text[]) v(sender, day)
-	   ORDER BY 1, 2
-	  ON CONFLICT (sender_number_id, day, side) DO NOTHING`
+// CreateCounters is the statement, and its arguments, that creates the
+// daily_usage rows of side (accept or deliver) of tenant schema sc that
+// are missing, for senders sids[i] on days days[i] ('YYYY-MM-DD'), with
+// nothing counted: a counter statement that found one missing
+// (ReserveSQL, and the one-message statements) runs again after it. An
+// existing row is left as it is. The rows are inserted in sender and day
+// order, each pair once, so that concurrent creators lock them in one
+// order. A multi-row VALUES: Citus routes it to the tenant's node alone,
+// where it sends an INSERT ... SELECT FROM unnest(...) of the arrays
+// through the coordinator, in a two-phase commit (docs/scaling.md,
+// §Two-phase commits); Citus 13.2 cannot run one that joins the arrays
+// with the schema's tables on the node (it sends it a broken filter,
+// "IS NOT NULL" of no column).
+func CreateCounters(sc, side string, sids []int64, days []string) (string, []any) {
+	type pair struct {
+		sid int64
+		day string
+	}
+	pairs := make([]pair, 0, len(sids))
+	for i := range sids {
+		pairs = append(pairs, pair{sids[i], days[i]})
+	}
+	slices.SortFunc(pairs, func(a, b pair) int {
+		return cmp.Or(cmp.Compare(a.sid, b.sid), strings.Compare(a.day, b.day))
+	})
+	pairs = slices.Compact(pairs)
+	var q strings.Builder
+	q.WriteString(`INSERT INTO ` + sc + `.daily_usage AS d (sender_number_id, day, side) VALUES `)
+	args := make([]any, 0, 2*len(pairs))
+	for i, p := range pairs {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("($" + strconv.Itoa(2*i+1) + "::bigint, $" + strconv.Itoa(2*i+2) + "::date, '" + side + "')")
+		args = append(args, p.sid, p.day)
+	}
+	q.WriteString(` ON CONFLICT (sender_number_id, day, side) DO NOTHING`)
+	return q.String(), args
 }
 
 func hasControl(s string) bool {
