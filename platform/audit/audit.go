@@ -14,6 +14,8 @@ package audit
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -181,6 +183,17 @@ type Execer interface {
 // Record writes e in q. The actor's name is read from their account in the
 // same statement; e.ID and e.Actor.Name are ignored.
 func Record(ctx context.Context, q Execer, e Entry) error { return RecordOnce(ctx, q, "", e) }
+
+// NewKey draws a RecordOnce key for an entry written from a job outbox:
+// prefix (the writer's name) and 16 random bytes in hex, drawn when the
+// outbox row is written, so that every application of the row carries it.
+func NewKey(prefix string) (string, error) {
+	var key [16]byte
+	if _, err := rand.Read(key[:]); err != nil {
+		return "", fmt.Errorf("audit key: %w", err)
+	}
+	return prefix + ":" + hex.EncodeToString(key[:]), nil
+}
 
 // RecordOnce is Record for an entry that may be written twice (applied
 // from a tenant's job outbox, docs/scaling.md §Jobs): the entry with key

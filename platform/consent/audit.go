@@ -2,8 +2,6 @@ package consent
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -87,11 +85,11 @@ func (s *Service) audit(ctx context.Context, tx pgx.Tx, t db.Tenant, by Actor, a
 	if s.outbox == nil {
 		return audit.Record(ctx, tx, a.entry())
 	}
-	var key [16]byte
-	if _, err := rand.Read(key[:]); err != nil {
-		return fmt.Errorf("audit key: %w", err)
+	key, err := audit.NewKey("opt_out")
+	if err != nil {
+		return err
 	}
-	a.Key = "opt_out:" + hex.EncodeToString(key[:])
+	a.Key = key
 	if _, err := s.jobs.InsertTx(ctx, tx, a, nil); err != nil {
 		return fmt.Errorf("queue the audit entry of %s: %w", action, err)
 	}

@@ -2,8 +2,6 @@ package senders
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -108,11 +106,11 @@ func applyCentral(ctx context.Context, q querier, a centralArgs) error {
 func (s *Service) toCentral(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row, e *audit.Entry) error {
 	a := centralArgs{TenantRef: queue.RefOf(t), SenderID: r.ID, Phone: r.Phone, Status: r.Status, UpdatedAt: r.UpdatedAt}
 	if e != nil {
-		var key [16]byte
-		if _, err := rand.Read(key[:]); err != nil {
-			return fmt.Errorf("audit key: %w", err)
+		key, err := audit.NewKey("sender")
+		if err != nil {
+			return err
 		}
-		a.Audit = &centralAudit{Key: "sender:" + hex.EncodeToString(key[:]), ActorType: e.Actor.Type,
+		a.Audit = &centralAudit{Key: key, ActorType: e.Actor.Type,
 			Action: e.Action, Details: e.Details, At: e.At}
 	}
 	if s.outbox == nil {
