@@ -329,10 +329,16 @@ func TestJobOutboxCentralWritesApplyOnce(t *testing.T) {
 		senders.KindCentral).Scan(&row); err != nil || failed.Load() == 0 {
 		t.Fatalf("the suspension's outbox row: %v, %d failed moves; want the row left by a move that died", err, failed.Load())
 	}
+	// The row is applied again by the next move that does not die: this
+	// one, or the process's mover woken by another write of the tenant.
 	failing.Store(false)
-	if moved, err := e.App.Outbox.Move(ctx, org.Tenant); err != nil || moved != 1 {
-		t.Fatalf("the second move moved %d, %v; want the row applied again", moved, err)
+	if _, err := e.App.Outbox.Move(ctx, org.Tenant); err != nil {
+		t.Fatal(err)
 	}
+	poll(t, 10*time.Second, func() (bool, string) {
+		rows := e.outboxRows(org)
+		return rows == 0, fmt.Sprintf("the job outbox holds %d rows; want the row applied again", rows)
+	})
 	state := func() (entries int, status string, audits int) {
 		t.Helper()
 		if err := e.App.DB.Pool.QueryRow(ctx, `SELECT count(*), coalesce(min(status), '')
