@@ -12,6 +12,13 @@
 // the query; every other ?name is a value. A literal question mark is
 // written \?, and a comment holds none (bun would fill it there too).
 //
+// A statement every message runs stays prepared on pgx (db.Prepared):
+// Pgx writes the same file as a pgx statement, ?schema as the tenant's
+// quoted schema in the text and every other ?name a parameter $n, with its
+// arguments in their order. Such a statement is parsed and planned once
+// per connection instead of at every run, which bun's literals cannot be
+// (docs/design.md, §The data layer).
+//
 // sqlq's test prepares every named query of the repository against a
 // migrated database, so a query that does not parse or plan fails it.
 package sqlq
@@ -20,6 +27,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"strconv"
 	"strings"
 
 	"github.com/uptrace/bun"
@@ -33,6 +41,7 @@ const Ext = ".sql"
 // Queries are one package's named queries, by name.
 type Queries struct {
 	text map[string]string
+	pgx  map[string]pgxQuery
 }
 
 // Load reads the named queries of the .sql files in directory dir of
@@ -43,7 +52,7 @@ func Load(fsys fs.FS, dir string) (*Queries, error) {
 	if err != nil {
 		return nil, fmt.Errorf("named queries: %w", err)
 	}
-	q := &Queries{text: map[string]string{}}
+	q := &Queries{text: map[string]string{}, pgx: map[string]pgxQuery{}}
 	for _, e := range entries {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), Ext) {
 			continue
@@ -55,7 +64,8 @@ func Load(fsys fs.FS, dir string) (*Queries, error) {
 		if err := checkComments(string(b)); err != nil {
 			return nil, fmt.Errorf("named queries: %s: %w", e.Name(), err)
 		}
-		q.text[strings.TrimSuffix(e.Name(), Ext)] = string(b)
+		name := strings.TrimSuffix(e.Name(), Ext)
+		q.text[name], q.pgx[name] = string(b), parsePgx(string(b))
 	}
 	if len(q.text) == 0 {
 		return nil, fmt.Errorf("named queries: no %s files in %s", Ext, dir)
@@ -116,3 +126,121 @@ func checkComments(text string) error {
 	}
 	return nil
 }
+
+// Pgx returns named query name as a pgx statement (for db.Prepared) and
+// its arguments: ?schema written as schema (db.Tenant.Quoted, the tenant's
+// quoted schema; "" for a query that names none), each other ?name a
+// parameter $n numbered in the order the names first appear, and args'
+// values in that order. A name args lacks, or an unknown query, is an
+// error.
+func (q *Queries) Pgx(name, schema string, args Args) (string, []any, error) {
+	pq, ok := q.pgx[name]
+	if !ok {
+		return "", nil, fmt.Errorf("named queries: no query %q", name)
+	}
+	var b strings.Builder
+	b.Grow(pq.size + len(schema)*pq.schemas)
+	out := make([]any, len(pq.names))
+	for i, n := range pq.names {
+		v, ok := args[n]
+		if !ok {
+			return "", nil, fmt.Errorf("named query %s: no argument %q", name, n)
+		}
+		out[i] = v
+	}
+	for _, p := range pq.parts {
+		switch {
+		case p.param > 0:
+			b.WriteString("$")
+			b.WriteString(strconv.Itoa(p.param))
+		case p.schema:
+			if schema == "" {
+				return "", nil, fmt.Errorf("named query %s: it names ?schema and no schema was given", name)
+			}
+			b.WriteString(schema)
+		default:
+			b.WriteString(p.lit)
+		}
+	}
+	return b.String(), out, nil
+}
+
+// Params returns the names of query name's parameters as Pgx numbers
+// them: the first is $1 (tests).
+func (q *Queries) Params(name string) []string {
+	return append([]string(nil), q.pgx[name].names...)
+}
+
+// pgxQuery is a named query cut for Pgx: its text in parts, and its
+// parameters' names in their order.
+type pgxQuery struct {
+	parts   []pgxPart
+	names   []string
+	size    int
+	schemas int
+}
+
+// pgxPart is a literal piece of a query's text, its ?schema, or its
+// parameter number param.
+type pgxPart struct {
+	lit    string
+	schema bool
+	param  int
+}
+
+// parsePgx cuts text at its ?names (a \? is a literal question mark, as
+// bun reads it).
+func parsePgx(text string) pgxQuery {
+	var q pgxQuery
+	nums := map[string]int{}
+	var lit strings.Builder
+	flush := func() {
+		if lit.Len() > 0 {
+			q.parts = append(q.parts, pgxPart{lit: lit.String()})
+			q.size += lit.Len()
+			lit.Reset()
+		}
+	}
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		if c == '\\' && i+1 < len(text) && text[i+1] == '?' {
+			lit.WriteByte('?')
+			i++
+			continue
+		}
+		if c != '?' {
+			lit.WriteByte(c)
+			continue
+		}
+		j := i + 1
+		for j < len(text) && (text[j] == '_' || isAlnum(text[j])) {
+			j++
+		}
+		if j == i+1 || isDigit(text[i+1]) {
+			lit.WriteByte(c)
+			continue
+		}
+		flush()
+		name := text[i+1 : j]
+		if name == "schema" {
+			q.parts = append(q.parts, pgxPart{schema: true})
+			q.schemas++
+		} else {
+			n, ok := nums[name]
+			if !ok {
+				n = len(nums) + 1
+				nums[name] = n
+				q.names = append(q.names, name)
+			}
+			q.parts = append(q.parts, pgxPart{param: n})
+			q.size += 4
+		}
+		i = j - 1
+	}
+	flush()
+	return q
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func isAlnum(c byte) bool { return isDigit(c) || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,26 +22,24 @@ import (
 	"github.com/bizmsg/platform/platform/sqlq"
 )
 
-// argument is a named query's ?name.
-var argument = regexp.MustCompile(`\?([A-Za-z_][A-Za-z0-9_]*)`)
-
-// preparable turns a named query into a statement Postgres can prepare:
-// ?schema becomes the tenant schema's quoted name, each other ?name a
-// parameter $n (the same name, the same n). It returns the statement and
-// the number of parameters.
-func preparable(text string, t db.Tenant) (string, int) {
-	nums := map[string]int{}
-	out := argument.ReplaceAllStringFunc(text, func(m string) string {
-		name := m[1:]
-		if name == "schema" {
-			return t.Quoted()
-		}
-		if _, ok := nums[name]; !ok {
-			nums[name] = len(nums) + 1
-		}
-		return "$" + strconv.Itoa(nums[name])
-	})
-	return out, len(nums)
+// preparable turns a named query into a statement Postgres can prepare,
+// as Pgx writes it for tenant t, and returns it with its number of
+// parameters.
+func preparable(t *testing.T, file, text string, tn db.Tenant) (string, int) {
+	t.Helper()
+	q, err := sqlq.Load(fstest.MapFS{"queries/q.sql": {Data: []byte(text)}}, "queries")
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	args := sqlq.Args{}
+	for _, n := range q.Params("q") {
+		args[n] = nil
+	}
+	stmt, vals, err := q.Pgx("q", tn.Quoted(), args)
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	return stmt, len(vals)
 }
 
 // namedQueries finds every named query of the repository: the .sql files
@@ -108,7 +105,7 @@ func TestNamedQueriesPrepare(t *testing.T) {
 	}
 	defer conn.Release()
 	for file, text := range queries {
-		stmt, n := preparable(text, tn)
+		stmt, n := preparable(t, file, text, tn)
 		name := "q_" + strconv.Itoa(len(file)) + "_" + strings.NewReplacer("/", "_", ".", "_").Replace(file)
 		if _, err := conn.Conn().Prepare(ctx, name, stmt); err != nil {
 			t.Errorf("%s does not prepare: %v\n%s", file, err, stmt)
@@ -156,5 +153,40 @@ func TestLoadAndArgs(t *testing.T) {
 	}
 	if _, err := sqlq.Load(fstest.MapFS{"q/x.txt": {}}, "q"); err == nil {
 		t.Fatal("Load of a directory without queries succeeded")
+	}
+}
+
+// TestPgx checks how Pgx writes a query for pgx: ?schema as the quoted
+// schema, each other name one $n in the order names first appear (a name
+// used twice is one parameter), \? a literal question mark, a cast kept,
+// and its refusals.
+func TestPgx(t *testing.T) {
+	t.Parallel()
+	fsys := fstest.MapFS{"q/one.sql": {Data: []byte(
+		"SELECT ?b::int, ?a::text, ?b::int, '\\?' FROM ?schema.t WHERE x ?| array[?a] AND y = ?1\n")}}
+	q, err := sqlq.Load(fsys, "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn := db.Tenant{OrgID: 7, Schema: db.SchemaFor(7)}
+	text, args, err := q.Pgx("one", tn.Quoted(), sqlq.Args{"a": "x", "b": 2, "unused": 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "SELECT $1::int, $2::text, $1::int, '?' FROM \"tenant_7\".t WHERE x ?| array[$2] AND y = ?1\n"
+	if text != want || !slices.Equal(args, []any{2, "x"}) {
+		t.Fatalf("Pgx = %q %v, want %q [2 x]", text, args, want)
+	}
+	if got := q.Params("one"); !slices.Equal(got, []string{"b", "a"}) {
+		t.Fatalf("Params = %v", got)
+	}
+	if _, _, err := q.Pgx("one", tn.Quoted(), sqlq.Args{"a": "x"}); err == nil || !strings.Contains(err.Error(), `no argument "b"`) {
+		t.Fatalf("missing argument: %v", err)
+	}
+	if _, _, err := q.Pgx("one", "", sqlq.Args{"a": "x", "b": 2}); err == nil || !strings.Contains(err.Error(), "no schema") {
+		t.Fatalf("missing schema: %v", err)
+	}
+	if _, _, err := q.Pgx("two", tn.Quoted(), nil); err == nil || !strings.Contains(err.Error(), `no query "two"`) {
+		t.Fatalf("unknown query: %v", err)
 	}
 }
