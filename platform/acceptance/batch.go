@@ -114,49 +114,60 @@ type batchRow struct {
 	ord               int64
 	senderID          *int64
 	accepted, missing bool
+	// messageID is the inserted message's id (the insert variant).
+	messageID *int64
 }
 
 // acceptManyTx is acceptMany in tx: the opt-out locks, the counters
-// (acceptBatchSQL, run again once the missing ones exist), then the
-// accepted messages (insertBatchSQL) and their jobs.
+// (acceptBatchSQL, run again once the missing ones exist), with the
+// accepted messages inserted in that statement on one server, else after
+// it (insertBatchSQL, Config.Routed), then their jobs.
 func (s *Service) acceptManyTx(ctx context.Context, tx pgx.Tx, t db.Tenant, items []pendingSend) ([]bool, error) {
 	n := len(items)
+	insert := !s.cfg.Routed
 	var (
-		senderIDs, limits  = make([]int64, n), make([]int32, n)
-		phones, tos, types = make([]string, n), make([]string, n), make([]string, n)
-		created            = make([]time.Time, n)
+		senderIDs, limits = make([]int64, n), make([]int32, n)
+		phones            = make([]string, n)
+		rows              = make([]*messages.Row, n)
 	)
 	for i, it := range items {
-		r := it.r
-		senderIDs[i], phones[i], limits[i] = it.ref.ID, it.ref.Phone, int32(it.limit)
-		tos[i], types[i], created[i] = r.ToPhone, r.Type, r.CreatedAt
+		senderIDs[i], phones[i], limits[i], rows[i] = it.ref.ID, it.ref.Phone, int32(it.limit), it.r
+	}
+	cols := columnsOf(rows)
+	args := []any{senderIDs, phones, cols.tos, cols.types, cols.created, limits}
+	if insert {
+		args = append(args, cols.recipients, cols.contents, cols.names, cols.sizes, cols.fileTypes, cols.durations,
+			cols.clientRefs)
 	}
 	ok := make([]bool, n)
-	if err := s.lockOptOuts(ctx, tx, t, tos...); err != nil {
+	if err := s.lockOptOuts(ctx, tx, t, cols.tos...); err != nil {
 		return ok, err
 	}
-	var rows []batchRow
+	var answers []batchRow
 	for try := 0; ; try++ {
-		rows = rows[:0]
-		err := s.prep.Query(ctx, tx, acceptBatchSQL(t, s.cfg.ServiceWindow), []any{senderIDs, phones, tos, types, created, limits},
-			func(r db.Rows) error {
-				for r.Next() {
-					var x batchRow
-					if err := r.Scan(&x.ord, &x.senderID, &x.accepted, &x.missing); err != nil {
-						return err
-					}
-					rows = append(rows, x)
+		answers = answers[:0]
+		err := s.prep.Query(ctx, tx, acceptBatchSQL(t, s.cfg.ServiceWindow, insert), args, func(r db.Rows) error {
+			for r.Next() {
+				var x batchRow
+				dest := []any{&x.ord, &x.senderID, &x.accepted, &x.missing}
+				if insert {
+					dest = append(dest, &x.messageID)
 				}
-				return nil
-			})
+				if err := r.Scan(dest...); err != nil {
+					return err
+				}
+				answers = append(answers, x)
+			}
+			return nil
+		})
 		if err != nil {
 			return ok, fmt.Errorf("accept %d messages: %w", n, err)
 		}
 		var sids []int64
 		var days []string
-		for _, x := range rows {
+		for _, x := range answers {
 			if x.missing && x.senderID != nil && x.ord >= 1 && int(x.ord) <= n {
-				sids, days = append(sids, *x.senderID), append(days, messages.Day(created[x.ord-1]))
+				sids, days = append(sids, *x.senderID), append(days, messages.Day(cols.created[x.ord-1]))
 			}
 		}
 		if len(sids) == 0 {
@@ -169,26 +180,34 @@ func (s *Service) acceptManyTx(ctx context.Context, tx pgx.Tx, t db.Tenant, item
 			return ok, err
 		}
 	}
-	for _, x := range rows {
+	for _, x := range answers {
 		i := int(x.ord) - 1
 		if i < 0 || i >= n || !x.accepted || x.senderID == nil {
 			continue
 		}
+		if insert && x.messageID == nil {
+			return ok, fmt.Errorf("accept %d messages: message %d counted and not inserted", n, x.ord)
+		}
 		ok[i] = true
-		items[i].r.SenderNumberID = *x.senderID
+		rows[i].SenderNumberID = *x.senderID
+		if insert {
+			rows[i].ID = *x.messageID
+		}
 	}
 	// In the batch's order: the order of their ids.
-	accepted := make([]*messages.Row, 0, len(rows))
-	for i, it := range items {
+	accepted := make([]*messages.Row, 0, n)
+	for i, r := range rows {
 		if ok[i] {
-			accepted = append(accepted, it.r)
+			accepted = append(accepted, r)
 		}
 	}
 	if len(accepted) == 0 {
 		return ok, nil
 	}
-	if err := s.insertAccepted(ctx, tx, t, accepted); err != nil {
-		return ok, err
+	if !insert {
+		if err := s.insertAccepted(ctx, tx, t, accepted); err != nil {
+			return ok, err
+		}
 	}
 	if err := s.enqueue(ctx, tx, t, accepted...); err != nil {
 		return ok, err
@@ -196,26 +215,43 @@ func (s *Service) acceptManyTx(ctx context.Context, tx pgx.Tx, t db.Tenant, item
 	return ok, nil
 }
 
+// columns are messages' columns as arrays, the i-th element of each the
+// i-th message's, for the batch statements.
+type columns struct {
+	senders                      []int64
+	sizes, recipients            []*int64
+	tos, types, contents         []string
+	names, fileTypes, clientRefs []*string
+	durations                    []*int
+	created                      []time.Time
+}
+
+// columnsOf are rows' columns (their senders as the rows hold them).
+func columnsOf(rows []*messages.Row) columns {
+	n := len(rows)
+	c := columns{
+		senders: make([]int64, n), sizes: make([]*int64, n), recipients: make([]*int64, n),
+		tos: make([]string, n), types: make([]string, n), contents: make([]string, n),
+		names: make([]*string, n), fileTypes: make([]*string, n), clientRefs: make([]*string, n),
+		durations: make([]*int, n), created: make([]time.Time, n),
+	}
+	for i, r := range rows {
+		c.senders[i], c.recipients[i] = r.SenderNumberID, r.RecipientUserID
+		c.tos[i], c.types[i], c.contents[i] = r.ToPhone, r.Type, r.Content
+		c.names[i], c.sizes[i], c.fileTypes[i], c.durations[i] = r.FileName, r.FileSize, r.FileType, r.Duration
+		c.clientRefs[i], c.created[i] = r.ClientReference, r.CreatedAt
+	}
+	return c
+}
+
 // insertAccepted inserts the accepted messages rows of a batch, queued
 // (insertBatchSQL), in the batch's order, and fills their ids.
 func (s *Service) insertAccepted(ctx context.Context, tx pgx.Tx, t db.Tenant, rows []*messages.Row) error {
 	n := len(rows)
-	var (
-		senders, sizes, recipients   = make([]int64, n), make([]*int64, n), make([]*int64, n)
-		tos, types, contents         = make([]string, n), make([]string, n), make([]string, n)
-		names, fileTypes, clientRefs = make([]*string, n), make([]*string, n), make([]*string, n)
-		durations                    = make([]*int, n)
-		created                      = make([]time.Time, n)
-	)
-	for i, r := range rows {
-		senders[i], recipients[i] = r.SenderNumberID, r.RecipientUserID
-		tos[i], types[i], contents[i] = r.ToPhone, r.Type, r.Content
-		names[i], sizes[i], fileTypes[i], durations[i] = r.FileName, r.FileSize, r.FileType, r.Duration
-		clientRefs[i], created[i] = r.ClientReference, r.CreatedAt
-	}
+	c := columnsOf(rows)
 	ids := make([]int64, 0, n)
-	err := s.prep.Query(ctx, tx, insertBatchSQL(t), []any{senders, tos, recipients, types, contents, names, sizes,
-		fileTypes, durations, clientRefs, created}, db.Int64s(&ids))
+	err := s.prep.Query(ctx, tx, insertBatchSQL(t), []any{c.senders, c.tos, c.recipients, c.types, c.contents, c.names,
+		c.sizes, c.fileTypes, c.durations, c.clientRefs, c.created}, db.Int64s(&ids))
 	if err == nil && len(ids) != n {
 		err = fmt.Errorf("%d ids returned", len(ids))
 	}

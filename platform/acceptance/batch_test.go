@@ -30,8 +30,25 @@ import (
 // send stores nothing.
 func TestAcceptBatch(t *testing.T) {
 	t.Parallel()
+	bothWays(t, testAcceptBatch)
+}
+
+// bothWays runs test with the statements of one server and with Citus's
+// (acceptance.Config.Routed).
+func bothWays(t *testing.T, test func(*testing.T, bool)) {
+	t.Helper()
+	for _, routed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("routed=%v", routed), func(t *testing.T) {
+			t.Parallel()
+			test(t, routed)
+		})
+	}
+}
+
+func testAcceptBatch(t *testing.T, routed bool) {
 	f := setupWith(t, 1000, 1000, func(c *messagestest.Config) {
 		c.Acceptance.Batch = batch.Config{MaxInFlight: 1}
+		c.Acceptance.Routed = routed
 	})
 	before := f.Batches.Load()
 	tn := f.Org()

@@ -16,14 +16,13 @@ import (
 // the result its row is scanned into.
 func (s *Service) releaseStatement(t db.Tenant, limit int, c *Checked) (string, []any, *acceptResult) {
 	r := &c.row
-	args := []any{limit, "", r.ToPhone, r.RecipientUserID, r.Type, r.Content, r.FileName, r.FileSize,
-		r.FileType, r.Duration, r.ClientReference, r.CreatedAt}
+	args := append([]any{limit, ""}, messageArgs(r)...)
 	res := &acceptResult{template: r.TemplateID != nil, release: true, approved: true}
 	if res.template {
 		args = append(args, *r.TemplateID, r.TemplateRef)
 	}
 	args = append(args, r.SenderNumberID, r.ID, c.reserve)
-	return acceptSQL(t, true, s.cfg.ServiceWindow, res.template, true), args, res
+	return acceptSQL(t, acceptVariant{byID: true, window: s.cfg.ServiceWindow, template: res.template, release: true}), args, res
 }
 
 // releaseAnswer is what res says of c: nil (queued), ErrNotScheduled or

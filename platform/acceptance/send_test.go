@@ -17,6 +17,7 @@ import (
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/dbtest"
 	"github.com/bizmsg/platform/platform/messages"
+	"github.com/bizmsg/platform/platform/messages/messagestest"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
 	"github.com/bizmsg/platform/platform/sendrequest"
@@ -85,7 +86,11 @@ func TestSendSenderErrorsOnceKnown(t *testing.T) {
 // Concurrent sends never pass the daily limit, and the limit is per UTC day.
 func TestDailyLimitReservation(t *testing.T) {
 	t.Parallel()
-	f := setup(t, 100, 100)
+	bothWays(t, testDailyLimitReservation)
+}
+
+func testDailyLimitReservation(t *testing.T, routed bool) {
+	f := setupWith(t, 100, 100, func(c *messagestest.Config) { c.Acceptance.Routed = routed })
 	tn := f.Org()
 	if _, err := f.DB.Pool.Exec(context.Background(), `UPDATE central.organizations SET default_daily_limit = 7 WHERE id = $1`, tn.OrgID); err != nil {
 		t.Fatal(err)

@@ -170,10 +170,11 @@ type Fixture struct {
 	Wall  *WallClock
 	Svc   Services
 	Mig   *migrate.Migrator
-	// Batches counts the acceptance statements that stored several
-	// messages at once (acceptance's insertBatchSQL, recognised by its
-	// column list: the one test hook that reads a statement's text, as
-	// acceptance offers no other sign of a batch statement that ran).
+	// Batches counts the runs of the acceptance statements that store
+	// several messages at once (acceptance's insertBatchSQL, or on one
+	// server its acceptBatchSQL, recognised by their insert's column
+	// list: the one test hook that reads a statement's text, as acceptance
+	// offers no other sign of a batch statement that ran).
 	Batches *atomic.Int32
 	// Queued are how many sends (acceptance's batcher) and deliveries
 	// (delivery's) last waited for a run of their tenant's batch
@@ -202,8 +203,7 @@ func Setup(t *testing.T, rate float64, burst int, edit func(*Config)) *Fixture {
 	wall := &WallClock{t: Start}
 	batches := &atomic.Int32{}
 	countBatches := func(query string, err error) {
-		if err == nil && strings.HasPrefix(query, "INSERT INTO \"tenant_") &&
-			strings.Contains(query, "(created_at, sender_number_id, to_phone, recipient_user_id") {
+		if err == nil && strings.Contains(query, "(created_at, sender_number_id, to_phone, recipient_user_id") {
 			batches.Add(1)
 		}
 	}
