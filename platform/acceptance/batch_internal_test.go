@@ -117,6 +117,9 @@ func TestAcceptBatchDataErrorFallsBack(t *testing.T) {
 	bothWays(t, testAcceptBatchDataErrorFallsBack)
 }
 
+// BothWays is bothWays for the package's external tests.
+var BothWays = bothWays
+
 // bothWays runs test with the statements of one server and with Citus's
 // (Config.Routed).
 func bothWays(t *testing.T, test func(*testing.T, bool)) {

@@ -30,19 +30,7 @@ import (
 // send stores nothing.
 func TestAcceptBatch(t *testing.T) {
 	t.Parallel()
-	bothWays(t, testAcceptBatch)
-}
-
-// bothWays runs test with the statements of one server and with Citus's
-// (acceptance.Config.Routed).
-func bothWays(t *testing.T, test func(*testing.T, bool)) {
-	t.Helper()
-	for _, routed := range []bool{false, true} {
-		t.Run(fmt.Sprintf("routed=%v", routed), func(t *testing.T) {
-			t.Parallel()
-			test(t, routed)
-		})
-	}
+	acceptance.BothWays(t, testAcceptBatch)
 }
 
 func testAcceptBatch(t *testing.T, routed bool) {

@@ -86,7 +86,7 @@ func TestSendSenderErrorsOnceKnown(t *testing.T) {
 // Concurrent sends never pass the daily limit, and the limit is per UTC day.
 func TestDailyLimitReservation(t *testing.T) {
 	t.Parallel()
-	bothWays(t, testDailyLimitReservation)
+	acceptance.BothWays(t, testDailyLimitReservation)
 }
 
 func testDailyLimitReservation(t *testing.T, routed bool) {
