@@ -102,7 +102,8 @@ func OpenExisting(ctx context.Context, cfg config.Config, name string, maxConns 
 		}
 		return nil, nil, err
 	}
-	d, err := db.Open(ctx, db.Config{URL: cfg.DatabaseURL, MaxConns: maxConns, ApplicationName: name})
+	d, err := db.Open(ctx, db.Config{URL: cfg.DatabaseURL, MaxConns: maxConns, ApplicationName: name,
+		MaxConnTenants: off(cfg.DBMaxConnTenants)})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -308,6 +309,7 @@ func (a *App) openAndMigrate(ctx context.Context, name string) error {
 	}
 	d, err := db.Open(ctx, db.Config{
 		URL: cfg.DatabaseURL, MaxConns: cfg.DBMaxConns, AcquireTimeout: cfg.DBAcquireTimeout, ApplicationName: name,
+		MaxConnTenants: off(cfg.DBMaxConnTenants),
 	})
 	if err != nil {
 		return err

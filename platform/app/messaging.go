@@ -30,10 +30,6 @@ const idempotencyTTL = 24 * time.Hour
 // sender's rate holds in total across every worker process.
 func (a *App) messaging(ctx context.Context) error {
 	var err error
-	prepared := a.cfg.DBPreparedStatements
-	if prepared == 0 {
-		prepared = -1 // DB_PREPARED_STATEMENTS=0: prepare nothing
-	}
 	if a.Consent, err = consent.New(consent.Config{
 		DB: a.DB, Jobs: a.Outbox, Network: a.Network, Events: a.Webhooks, Clock: a.clock, Logger: a.log,
 	}); err != nil {
@@ -41,7 +37,7 @@ func (a *App) messaging(ctx context.Context) error {
 	}
 	// One statement cache for the three stages of a message: each
 	// connection keeps the statements of all of them, up to one bound.
-	prep, err := db.NewPrepared(db.PreparedConfig{DB: a.DB, MaxPerConn: prepared})
+	prep, err := a.newPrepared()
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"maps"
 
 	"github.com/bizmsg/platform/platform/consent"
-	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/joboutbox"
 	"github.com/bizmsg/platform/platform/senders"
 )
@@ -26,11 +25,7 @@ func (a *App) jobOutbox(ctx context.Context, opts Options) error {
 		return fmt.Errorf("job outbox: %w", err)
 	}
 	cfg.Direct = !citus && !opts.OutboxOnOneServer
-	prepared := a.cfg.DBPreparedStatements
-	if prepared == 0 {
-		prepared = -1 // DB_PREPARED_STATEMENTS=0: prepare nothing
-	}
-	prep, err := db.NewPrepared(db.PreparedConfig{DB: a.DB, MaxPerConn: prepared})
+	prep, err := a.newPrepared()
 	if err != nil {
 		return err
 	}

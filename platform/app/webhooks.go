@@ -25,12 +25,8 @@ func (a *App) webhookService(ctx context.Context, cfg webhooks.Config) error {
 		cfg.AllowPrivate = true
 	}
 	if cfg.Prepared == nil {
-		prepared := a.cfg.DBPreparedStatements
-		if prepared == 0 {
-			prepared = -1 // DB_PREPARED_STATEMENTS=0: prepare nothing
-		}
 		var err error
-		if cfg.Prepared, err = db.NewPrepared(db.PreparedConfig{DB: a.DB, MaxPerConn: prepared}); err != nil {
+		if cfg.Prepared, err = a.newPrepared(); err != nil {
 			return err
 		}
 	}

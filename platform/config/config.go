@@ -41,6 +41,11 @@ type Config struct {
 	// costs Postgres about 100 KB on that connection. Default 64; 0 prepares
 	// none.
 	DBPreparedStatements int
+	// DBMaxConnTenants (DB_MAX_CONN_TENANTS) is the most tenant schemas one
+	// pool connection serves before it is closed and opened afresh, which
+	// bounds its Postgres backend's memory (db.Config.MaxConnTenants).
+	// Default 500; 0 sets no bound.
+	DBMaxConnTenants int
 	// Env (PLATFORM_ENV) is "development" (default) or "production". In
 	// production every secret of RequiredSecrets() must be set: none is
 	// generated.
@@ -163,6 +168,7 @@ func Load(getenv func(string) string) (Config, error) {
 		APIRateBurst:         100,
 		DBMaxConns:           10,
 		DBPreparedStatements: 64,
+		DBMaxConnTenants:     500,
 		DBAcquireTimeout:     5 * time.Second,
 		DBConnectTimeout:     60 * time.Second,
 		BatchSize:            64,
@@ -188,6 +194,13 @@ func Load(getenv func(string) string) (Config, error) {
 			fail("DB_PREPARED_STATEMENTS", fmt.Errorf("must be a non-negative integer, got %q", v))
 		}
 		c.DBPreparedStatements = n
+	}
+	if v := getenv("DB_MAX_CONN_TENANTS"); v != "" {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 0 {
+			fail("DB_MAX_CONN_TENANTS", fmt.Errorf("must be a non-negative integer, got %q", v))
+		}
+		c.DBMaxConnTenants = n
 	}
 	for _, iv := range []struct {
 		name string

@@ -17,7 +17,7 @@ func TestLoadDefaults(t *testing.T) {
 	if c.DatabaseURL != DefaultDatabaseURL || c.HTTPAddr != ":8080" || c.Network != "builtin" ||
 		c.DefaultDailyLimit != 1000 || c.SenderRate != 20 || c.SenderBurst != 40 || c.NetworkTimeout != 5*time.Second ||
 		c.DBAcquireTimeout != 5*time.Second || c.DBConnectTimeout != 60*time.Second || c.Env != EnvDevelopment ||
-		c.WebhookAllowPrivate || c.WebhookWorkers != 100 {
+		c.WebhookAllowPrivate || c.WebhookWorkers != 100 || c.DBMaxConnTenants != 500 {
 		t.Fatalf("defaults = %+v", c)
 	}
 	if len(c.JWTSecret) != 32 || len(c.APIKeyPepper) != 32 || c.APIKeyEncryptionKey != nil {
@@ -49,6 +49,8 @@ func TestLoadErrors(t *testing.T) {
 		{"bad webhook busy rate", map[string]string{"WEBHOOK_BUSY_RATE": "0"}, "WEBHOOK_BUSY_RATE"},
 		{"bad acquire timeout", map[string]string{"DB_ACQUIRE_TIMEOUT": "0s"}, "DB_ACQUIRE_TIMEOUT"},
 		{"negative prepared statements", map[string]string{"DB_PREPARED_STATEMENTS": "-1"}, "DB_PREPARED_STATEMENTS"},
+		{"negative tenants a connection", map[string]string{"DB_MAX_CONN_TENANTS": "-1"}, "DB_MAX_CONN_TENANTS"},
+		{"tenants a connection not a number", map[string]string{"DB_MAX_CONN_TENANTS": "many"}, "DB_MAX_CONN_TENANTS"},
 		{"ops user without password", map[string]string{"OPS_USER": "ops"}, "OPS_USER/OPS_PASSWORD"},
 		{"ops password without user", map[string]string{"OPS_PASSWORD": "a-long-password"}, "OPS_USER/OPS_PASSWORD"},
 		{"short ops password", map[string]string{"OPS_USER": "ops", "OPS_PASSWORD": "short"}, "OPS_PASSWORD"},
@@ -81,6 +83,7 @@ func TestLoadValues(t *testing.T) {
 		"HTTP_ADDR":              "127.0.0.1:9000",
 		"BATCH_SIZE":             "1",
 		"DB_PREPARED_STATEMENTS": "0",
+		"DB_MAX_CONN_TENANTS":    "0",
 		"DB_ACQUIRE_TIMEOUT":     "250ms",
 		"WEBHOOK_WORKERS":        "24",
 		"WEBHOOK_BUSY_RATE":      "2.5",
@@ -88,7 +91,7 @@ func TestLoadValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Generated) != 0 || len(c.APIKeyEncryptionKey) != 32 || string(c.JWTPreviousSecret) != strings.Repeat("o", 32) || c.SenderRate != 5 || c.SenderBurst != 5 || c.HTTPAddr != "127.0.0.1:9000" || c.BatchSize != 1 || c.DBPreparedStatements != 0 || c.DBAcquireTimeout != 250*time.Millisecond ||
+	if len(c.Generated) != 0 || len(c.APIKeyEncryptionKey) != 32 || string(c.JWTPreviousSecret) != strings.Repeat("o", 32) || c.SenderRate != 5 || c.SenderBurst != 5 || c.HTTPAddr != "127.0.0.1:9000" || c.BatchSize != 1 || c.DBPreparedStatements != 0 || c.DBMaxConnTenants != 0 || c.DBAcquireTimeout != 250*time.Millisecond ||
 		c.WebhookWorkers != 24 || c.WebhookBusyRate != 2.5 {
 		t.Fatalf("config = %+v", c)
 	}

@@ -30,9 +30,12 @@ var ErrAcquireTimeout = errors.New("no database connection free")
 // which the HTTP layer answers with 503; Prepared, which acquires itself,
 // names it ErrAcquireTimeout (acquireError).
 //
-// A pool's ConnConfig.Tracer must be a pgx.QueryTracer, so acquireBound is
-// one that does nothing.
-type acquireBound struct{ timeout time.Duration }
+// It is also the pool's statement tracer, which counts the tenant schemas
+// each connection serves under Config.MaxConnTenants (tenantbound.go).
+type acquireBound struct {
+	timeout    time.Duration
+	maxTenants int
+}
 
 // acquireCancel is the context key of the cancel function of the bound that
 // TraceAcquireStart set, which TraceAcquireEnd calls.
@@ -41,6 +44,7 @@ type acquireCancel struct{}
 var (
 	_ pgxpool.AcquireTracer = acquireBound{}
 	_ pgx.QueryTracer       = acquireBound{}
+	_ pgx.BatchTracer       = acquireBound{}
 )
 
 // TraceAcquireStart bounds the acquisition by b.timeout, unless ctx ends
@@ -62,14 +66,6 @@ func (acquireBound) TraceAcquireEnd(ctx context.Context, _ *pgxpool.Pool, _ pgxp
 		cancel()
 	}
 }
-
-// TraceQueryStart does nothing (acquireBound traces acquisitions only).
-func (acquireBound) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	return ctx
-}
-
-// TraceQueryEnd does nothing.
-func (acquireBound) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 // acquireError is the error of a failed Pool.Acquire under the caller's
 // ctx: ErrAcquireTimeout when the pool's bound (acquireBound), not ctx,

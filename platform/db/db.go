@@ -44,12 +44,21 @@ type Config struct {
 	// processes' connections apart by it), unless the URL sets one.
 	// Default "bizmsg".
 	ApplicationName string
+	// MaxConnTenants bounds a pool connection's Postgres backend memory:
+	// a connection whose statements have named more tenant schemas than
+	// this is closed when it is released, and a fresh one opened when one
+	// is needed (tenantbound.go; docs/operations.md, §Memory). 0 takes the
+	// default (500); a negative value sets no bound.
+	MaxConnTenants int
 }
 
 func (c *Config) setDefaults() {
 	defaults.Positive(&c.MaxConns, 10)
 	defaults.Positive(&c.ConnectTimeout, 3*time.Second)
 	defaults.Positive(&c.AcquireTimeout, 5*time.Second)
+	if c.MaxConnTenants == 0 {
+		c.MaxConnTenants = 500
+	}
 	if c.ApplicationName == "" {
 		c.ApplicationName = "bizmsg"
 	}
@@ -77,7 +86,10 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	pcfg.MaxConns = cfg.MaxConns
 	pcfg.ConnConfig.ConnectTimeout = cfg.ConnectTimeout
 	pcfg.HealthCheckPeriod = 15 * time.Second
-	pcfg.ConnConfig.Tracer = acquireBound{timeout: cfg.AcquireTimeout}
+	pcfg.ConnConfig.Tracer = acquireBound{timeout: cfg.AcquireTimeout, maxTenants: cfg.MaxConnTenants}
+	if cfg.MaxConnTenants > 0 {
+		pcfg.AfterRelease = keepConn
+	}
 	if pcfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		pcfg.ConnConfig.RuntimeParams["application_name"] = cfg.ApplicationName
 	}
