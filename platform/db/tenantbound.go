@@ -36,7 +36,7 @@ type tenantCount struct {
 // countTenant records in conn's count the tenant schema that sql names
 // (the first one it names: a statement names one tenant), under the bound
 // max.
-func countTenant(conn *pgx.Conn, sql string, max int) {
+func countTenant(conn *pgx.Conn, sql string, bound int) {
 	id, ok := tenantNamed(sql)
 	if !ok {
 		return
@@ -51,7 +51,7 @@ func countTenant(conn *pgx.Conn, sql string, max int) {
 		return
 	}
 	c.seen[id] = struct{}{}
-	if len(c.seen) > max {
+	if len(c.seen) > bound {
 		c.over, c.seen = true, nil
 	}
 }
