@@ -156,9 +156,10 @@ func (s *Service) OutboxFailures() int64 { return s.outbox.failed.Load() }
 
 // expand turns at most limit of t's oldest outbox rows into deliveries and
 // their jobs in tx, and deletes them: in one statement on one server
-// (queries/expand.sql), in routed ones on Citus (routed.go). The deliveries of an endpoint deleted
-// since are dropped; those of an endpoint disabled since are made (and
-// fail at their attempt, as if they had been made before).
+// (queries/expand.sql), in routed ones on Citus (routed.go). The
+// deliveries of an endpoint deleted since are dropped; those of an
+// endpoint disabled since are made (and fail at their attempt, as if they
+// had been made before).
 func (s *Service) expand(ctx context.Context, tx pgx.Tx, t db.Tenant, limit int) (int, error) {
 	if err := s.exec(ctx, tx, t, "lock_outbox", sqlq.Args{"key": "webhook_outbox:" + t.Schema}); err != nil {
 		return 0, fmt.Errorf("lock: %w", err)
