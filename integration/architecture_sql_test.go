@@ -39,7 +39,6 @@ var notOnBun = []string{
 	"platform/network/builtin",
 	"platform/pace",
 	"platform/senders",
-	"platform/webhooks",
 }
 
 // sqlStatement and sqlClause are the words that make a literal SQL: a

@@ -19,6 +19,11 @@
 // per connection instead of at every run, which bun's literals cannot be
 // (docs/design.md, §The data layer).
 //
+// A statement whose VALUES list has as many rows as its caller has (a
+// multi-row insert Citus routes to one node) is kept with one row in its
+// file, so it prepares as it is; PgxRows writes that row once per row
+// given, each with parameters of its own.
+//
 // sqlq's test prepares every named query of the repository against a
 // migrated database, so a query that does not parse or plan fails it.
 package sqlq
@@ -27,6 +32,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -42,6 +48,7 @@ const Ext = ".sql"
 type Queries struct {
 	text map[string]string
 	pgx  map[string]pgxQuery
+	rows map[string]rowsQuery
 }
 
 // Load reads the named queries of the .sql files in directory dir of
@@ -52,7 +59,7 @@ func Load(fsys fs.FS, dir string) (*Queries, error) {
 	if err != nil {
 		return nil, fmt.Errorf("named queries: %w", err)
 	}
-	q := &Queries{text: map[string]string{}, pgx: map[string]pgxQuery{}}
+	q := &Queries{text: map[string]string{}, pgx: map[string]pgxQuery{}, rows: map[string]rowsQuery{}}
 	for _, e := range entries {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), Ext) {
 			continue
@@ -66,6 +73,9 @@ func Load(fsys fs.FS, dir string) (*Queries, error) {
 		}
 		name := strings.TrimSuffix(e.Name(), Ext)
 		q.text[name], q.pgx[name] = string(b), parsePgx(string(b))
+		if r, ok := parseRows(string(b)); ok {
+			q.rows[name] = r
+		}
 	}
 	if len(q.text) == 0 {
 		return nil, fmt.Errorf("named queries: no %s files in %s", Ext, dir)
@@ -239,6 +249,107 @@ func parsePgx(text string) pgxQuery {
 	}
 	flush()
 	return q
+}
+
+// PgxRows returns named query name as Pgx does, for a statement whose
+// file has one VALUES row (INSERT ... VALUES (?a, ?b) RETURNING ...): the
+// row written once per element of rows, separated by commas, the row's
+// ?names of rows[i] numbered after those of rows[i-1], and the values in
+// that order. The text varies with len(rows), so it is run unprepared
+// (pgx.QueryExecModeExec) rather than filling the statement cache. A
+// query without exactly one VALUES row, a ?name outside the row, a row
+// lacking a name, or no rows, is an error.
+func (q *Queries) PgxRows(name, schema string, rows []Args) (string, []any, error) {
+	rq, ok := q.rows[name]
+	switch {
+	case !ok && q.text[name] == "":
+		return "", nil, fmt.Errorf("named queries: no query %q", name)
+	case !ok:
+		return "", nil, fmt.Errorf("named query %s: it has no one VALUES row", name)
+	case len(rq.head.names)+len(rq.tail.names) > 0:
+		return "", nil, fmt.Errorf("named query %s: a ?name outside its VALUES row", name)
+	case len(rows) == 0:
+		return "", nil, fmt.Errorf("named query %s: no rows", name)
+	}
+	if rq.head.schemas+rq.row.schemas+rq.tail.schemas > 0 && schema == "" {
+		return "", nil, fmt.Errorf("named query %s: it names ?schema and no schema was given", name)
+	}
+	width := len(rq.row.names)
+	out := make([]any, 0, width*len(rows))
+	for i, r := range rows {
+		for _, n := range rq.row.names {
+			v, ok := r[n]
+			if !ok {
+				return "", nil, fmt.Errorf("named query %s: row %d has no argument %q", name, i, n)
+			}
+			out = append(out, v)
+		}
+	}
+	var b strings.Builder
+	b.Grow(rq.head.size + rq.tail.size + (rq.row.size+2)*len(rows) + len(schema)*(rq.head.schemas+rq.tail.schemas+rq.row.schemas*len(rows)))
+	rq.head.write(&b, schema, 0)
+	for i := range rows {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		rq.row.write(&b, schema, i*width)
+	}
+	rq.tail.write(&b, schema, 0)
+	return b.String(), out, nil
+}
+
+// write writes the parts of q to b: ?schema as schema, parameter n as
+// $(n+offset).
+func (q pgxQuery) write(b *strings.Builder, schema string, offset int) {
+	for _, p := range q.parts {
+		switch {
+		case p.param > 0:
+			b.WriteString("$")
+			b.WriteString(strconv.Itoa(p.param + offset))
+		case p.schema:
+			b.WriteString(schema)
+		default:
+			b.WriteString(p.lit)
+		}
+	}
+}
+
+// rowsQuery is a named query cut for PgxRows: the text before its VALUES
+// row, the row (its parentheses included), and the text after it.
+type rowsQuery struct {
+	head, row, tail pgxQuery
+}
+
+// valuesRow finds the keyword VALUES followed by a parenthesis.
+var valuesRow = regexp.MustCompile(`(?i)\bVALUES\s*\(`)
+
+// parseRows cuts text at its one VALUES row; ok is false when it has no
+// VALUES row, more than one, or one whose parentheses do not close.
+func parseRows(text string) (rowsQuery, bool) {
+	locs := valuesRow.FindAllStringIndex(text, 2)
+	if len(locs) != 1 {
+		return rowsQuery{}, false
+	}
+	start := locs[0][1] - 1
+	depth, quoted := 0, false
+	for i := start; i < len(text); i++ {
+		switch c := text[i]; {
+		case c == '\'':
+			quoted = !quoted
+		case quoted:
+		case c == '(':
+			depth++
+		case c == ')':
+			if depth--; depth == 0 {
+				return rowsQuery{
+					head: parsePgx(text[:start]),
+					row:  parsePgx(text[start : i+1]),
+					tail: parsePgx(text[i+1:]),
+				}, true
+			}
+		}
+	}
+	return rowsQuery{}, false
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }

@@ -190,3 +190,74 @@ func TestPgx(t *testing.T) {
 		t.Fatalf("unknown query: %v", err)
 	}
 }
+
+// TestPgxRows checks how PgxRows writes a statement's one VALUES row once
+// per row: the head and tail once, each row's names numbered after the
+// previous row's (a name used twice in the row is one parameter), the
+// values row by row, and its refusals.
+func TestPgxRows(t *testing.T) {
+	t.Parallel()
+	fsys := fstest.MapFS{
+		"q/ins.sql": {Data: []byte("INSERT INTO ?schema.t (a, b, c)\nVALUES (?a::bigint, lower(?b::text), ?a::bigint)\nRETURNING id, '(\\?'\n")},
+		"q/sel.sql": {Data: []byte("SELECT ?a::int\n")},
+		"q/two.sql": {Data: []byte("INSERT INTO t VALUES (?a) ON CONFLICT DO NOTHING; INSERT INTO u VALUES (?a)\n")},
+		"q/out.sql": {Data: []byte("INSERT INTO t SELECT * FROM (VALUES (?a::int)) v WHERE ?b::bool\n")},
+	}
+	q, err := sqlq.Load(fsys, "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn := db.Tenant{OrgID: 7, Schema: db.SchemaFor(7)}
+	text, args, err := q.PgxRows("ins", tn.Quoted(), []sqlq.Args{{"a": 1, "b": "x"}, {"a": 2, "b": "y", "unused": 0}, {"b": "z", "a": 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "INSERT INTO \"tenant_7\".t (a, b, c)\nVALUES ($1::bigint, lower($2::text), $1::bigint), " +
+		"($3::bigint, lower($4::text), $3::bigint), ($5::bigint, lower($6::text), $5::bigint)\nRETURNING id, '(?'\n"
+	if text != want || !slices.Equal(args, []any{1, "x", 2, "y", 3, "z"}) {
+		t.Fatalf("PgxRows = %q %v, want %q [1 x 2 y 3 z]", text, args, want)
+	}
+	ctx := context.Background()
+	d := dbtest.Open(t, dbtest.NewDatabase(t))
+	if _, err := d.Pool.Exec(ctx, `CREATE SCHEMA tenant_7; CREATE TABLE tenant_7.t (id bigserial, a bigint, b text, c bigint)`); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := d.Pool.Query(ctx, text, append([]any{pgx.QueryExecModeExec}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (int64, error) {
+		var id int64
+		var lit string
+		return id, r.Scan(&id, &lit)
+	})
+	if err != nil || !slices.Equal(ids, []int64{1, 2, 3}) {
+		t.Fatalf("the insert returned %v, %v", ids, err)
+	}
+	var rowsOut string
+	if err := d.Pool.QueryRow(ctx, `SELECT string_agg(a || b || c, ' ' ORDER BY id) FROM tenant_7.t`).Scan(&rowsOut); err != nil || rowsOut != "1x1 2y2 3z3" {
+		t.Fatalf("the rows inserted are %q, %v", rowsOut, err)
+	}
+	one, oneArgs, err := q.PgxRows("ins", tn.Quoted(), []sqlq.Args{{"a": 1, "b": "x"}})
+	pgxText, pgxArgs, pgxErr := q.Pgx("ins", tn.Quoted(), sqlq.Args{"a": 1, "b": "x"})
+	if err != nil || pgxErr != nil || one != pgxText || !slices.Equal(oneArgs, pgxArgs) {
+		t.Fatalf("one row = %q %v %v, Pgx = %q %v %v", one, oneArgs, err, pgxText, pgxArgs, pgxErr)
+	}
+	for _, c := range []struct {
+		name, schema string
+		rows         []sqlq.Args
+		want         string
+	}{
+		{"ins", tn.Quoted(), []sqlq.Args{{"a": 1, "b": "x"}, {"a": 2}}, `row 1 has no argument "b"`},
+		{"ins", tn.Quoted(), nil, "no rows"},
+		{"ins", "", []sqlq.Args{{"a": 1, "b": "x"}}, "no schema"},
+		{"sel", "", []sqlq.Args{{"a": 1}}, "no one VALUES row"},
+		{"two", "", []sqlq.Args{{"a": 1}}, "no one VALUES row"},
+		{"out", "", []sqlq.Args{{"a": 1, "b": true}}, "outside its VALUES row"},
+		{"none", "", []sqlq.Args{{}}, `no query "none"`},
+	} {
+		if _, _, err := q.PgxRows(c.name, c.schema, c.rows); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("PgxRows(%s, %q, %v) = %v, want an error with %q", c.name, c.schema, c.rows, err, c.want)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/queue"
+	"github.com/bizmsg/platform/platform/sqlq"
 )
 
 // Waits of a delivery that cannot be attempted at once. A short wait is
@@ -234,9 +235,7 @@ func (s *Service) loadAttempt(ctx context.Context, t db.Tenant, id int64, now ti
 // failDisabled fails a pending delivery whose endpoint is disabled,
 // without an attempt.
 func (s *Service) failDisabled(ctx context.Context, t db.Tenant, id int64, now time.Time) error {
-	if err := s.exec(ctx, nil, sqlFor(t, `UPDATE {deliveries}
-		SET state = 'failed', last_error = $2::text, next_attempt_at = NULL, updated_at = $3::timestamptz
-		WHERE id = $1 AND state = 'pending'`), id, errEndpointDisabled, now); err != nil {
+	if err := s.exec(ctx, nil, t, "fail_disabled", sqlq.Args{"id": id, "last_error": errEndpointDisabled, "now": now}); err != nil {
 		return fmt.Errorf("fail webhook delivery %d: %w", id, err)
 	}
 	return nil
@@ -264,8 +263,8 @@ func (s *Service) recordFailure(ctx context.Context, t db.Tenant, d attemptRow, 
 			failingSince time.Time
 			enabled      bool
 		)
-		found, err := s.queryRow(ctx, tx, sqlFor(t, `UPDATE {endpoints} SET failing_since = coalesce(failing_since, $2::timestamptz)
-			WHERE id = $1 RETURNING failing_since, enabled`), []any{d.endpointID, now}, &failingSince, &enabled)
+		found, err := s.queryRow(ctx, tx, t, "record_endpoint_failure", sqlq.Args{"id": d.endpointID, "now": now},
+			&failingSince, &enabled)
 		if err != nil {
 			return fmt.Errorf("record webhook endpoint %d failure: %w", d.endpointID, err)
 		}
@@ -275,9 +274,7 @@ func (s *Service) recordFailure(ctx context.Context, t db.Tenant, d attemptRow, 
 		if enabled && !failingSince.After(now.Add(-s.cfg.DisableAfter)) {
 			reason := fmt.Sprintf("Disabled after every delivery attempt failed for %s; the last one: %s.",
 				humanDuration(s.cfg.DisableAfter), res.failure)
-			if err := s.exec(ctx, tx, sqlFor(t, `UPDATE {endpoints}
-				SET enabled = false, disabled_reason = $2::text, updated_at = $3::timestamptz WHERE id = $1`),
-				d.endpointID, reason, now); err != nil {
+			if err := s.exec(ctx, tx, t, "disable_endpoint", sqlq.Args{"id": d.endpointID, "reason": reason, "now": now}); err != nil {
 				return fmt.Errorf("disable webhook endpoint %d: %w", d.endpointID, err)
 			}
 			enabled = false
@@ -296,11 +293,10 @@ func (s *Service) recordFailure(ctx context.Context, t db.Tenant, d attemptRow, 
 		if res.status != 0 {
 			status = &res.status
 		}
-		if err := s.exec(ctx, tx, sqlFor(t, `UPDATE {deliveries}
-			SET state = $2::text, attempts = attempts + 1, last_status_code = $3::integer, last_error = $4::text,
-			    latency_ms = $5::integer, next_attempt_at = $6::timestamptz, updated_at = $7::timestamptz
-			WHERE id = $1 AND state = 'pending'`),
-			d.id, state, status, res.failure, latencyMS(res.latency), nextAt, now); err != nil {
+		if err := s.exec(ctx, tx, t, "record_failure", sqlq.Args{
+			"id": d.id, "state": state, "status": status, "last_error": res.failure,
+			"latency_ms": latencyMS(res.latency), "next_attempt_at": nextAt, "now": now,
+		}); err != nil {
 			return fmt.Errorf("record webhook delivery %d: %w", d.id, err)
 		}
 		return nil

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/sqlq"
 )
 
 // An attempt reads its delivery before the request and records a success
@@ -49,17 +50,7 @@ func (s *Service) loadMany(ctx context.Context, t db.Tenant, items []loadItem) (
 		body             string
 	}
 	byItem := make(map[int]*found, len(items))
-	err := s.sql.Query(ctx, nil, sqlFor(t, `SELECT q.n, d.endpoint_id, d.key, d.state, d.created_at, d.event_id, d.body,
-		       e.url, e.enabled, e.secret, coalesce(e.previous_secret, ''), e.previous_secret_until,
-		       b.id, b.next_attempt_at
-		  FROM unnest($1::bigint[], $2::timestamptz[]) WITH ORDINALITY AS q(id, stale_before, n)
-		  JOIN {deliveries} d ON d.id = q.id
-		  JOIN {endpoints} e ON e.id = d.endpoint_id
-		  LEFT JOIN LATERAL (
-		       SELECT p.id, p.next_attempt_at FROM {deliveries} p
-		        WHERE p.endpoint_id = d.endpoint_id AND p.key = d.key AND p.state = 'pending'
-		          AND p.id < d.id AND p.created_at > q.stale_before
-		        ORDER BY p.id LIMIT 1) b ON true`), []any{ids, staleBefore}, func(r db.Rows) error {
+	err := s.query(ctx, nil, t, "load_attempts", sqlq.Args{"ids": ids, "stale_before": staleBefore}, func(r db.Rows) error {
 		for r.Next() {
 			var (
 				n int
@@ -119,18 +110,9 @@ func (s *Service) recordSuccesses(ctx context.Context, t db.Tenant, items []succ
 	for i, it := range items {
 		ids[i], statuses[i], latencies[i], ats[i] = it.id, int32(it.status), int32(it.latencyMS), it.at
 	}
-	if err := s.exec(ctx, nil, sqlFor(t, `WITH u AS (
-			SELECT * FROM unnest($1::bigint[], $2::integer[], $3::integer[], $4::timestamptz[]) AS u(id, status, latency_ms, at)),
-		d AS (
-			UPDATE {deliveries} d
-			   SET state = 'succeeded', attempts = d.attempts + 1, last_status_code = u.status, last_error = NULL,
-			       latency_ms = u.latency_ms, next_attempt_at = NULL, updated_at = u.at
-			  FROM u
-			 WHERE d.id = u.id AND d.state = 'pending'
-			RETURNING d.endpoint_id)
-		UPDATE {endpoints} SET failing_since = NULL
-		 WHERE id IN (SELECT endpoint_id FROM d) AND failing_since IS NOT NULL`),
-		ids, statuses, latencies, ats); err != nil {
+	if err := s.exec(ctx, nil, t, "record_successes", sqlq.Args{
+		"ids": ids, "statuses": statuses, "latencies": latencies, "ats": ats,
+	}); err != nil {
 		return nil, err
 	}
 	return make([]struct{}, len(items)), nil

@@ -12,12 +12,14 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
+	"github.com/uptrace/bun"
 
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/page"
 	"github.com/bizmsg/platform/platform/queue"
+	"github.com/bizmsg/platform/platform/sqlq"
 )
 
 // Delivery states.
@@ -32,24 +34,29 @@ const (
 )
 
 // Delivery is one event's delivery to one endpoint, as its log shows it.
+//
+// It is the bun model of the log's columns of an organization's
+// webhook_deliveries table, named per tenant with ModelTableExpr.
 type Delivery struct {
-	ID int64
+	bun.BaseModel `bun:"table:webhook_deliveries,alias:d"`
+
+	ID int64 `bun:"id,pk,autoincrement"`
 	// EventID is the event's public id, the webhook-id header.
-	EventID   string
-	EventType string
-	State     string
+	EventID   string `bun:"event_id"`
+	EventType string `bun:"event_type"`
+	State     string `bun:"state"`
 	// Attempts counts the requests made.
-	Attempts int
+	Attempts int `bun:"attempts"`
 	// LastStatusCode is the last answer's HTTP status, nil when no answer
 	// came (or no attempt was made).
-	LastStatusCode *int
+	LastStatusCode *int `bun:"last_status_code"`
 	// LastError says why the last attempt failed ("" when it did not).
-	LastError string
+	LastError string `bun:"last_error,nullzero"`
 	// LatencyMS is how long the last attempt took, in milliseconds.
-	LatencyMS *int
+	LatencyMS *int `bun:"latency_ms"`
 	// NextAttemptAt is when the next attempt is due, nil unless pending.
-	NextAttemptAt *time.Time
-	CreatedAt     time.Time
+	NextAttemptAt *time.Time `bun:"next_attempt_at"`
+	CreatedAt     time.Time  `bun:"created_at"`
 }
 
 // deliveryJSON is the resource of docs/api.md, §Webhooks: Delivery log.
@@ -89,14 +96,8 @@ func (d Delivery) MarshalJSON() ([]byte, error) {
 	return json.Marshal(out)
 }
 
-// deliveryColumns is the select list of scanDelivery, in the alias d.
-const deliveryColumns = `d.id, d.event_id, d.event_type, d.state, d.attempts, d.last_status_code,
-	coalesce(d.last_error, ''), d.latency_ms, d.next_attempt_at, d.created_at`
-
-// copiedColumns are what a redelivery copies from the delivery it repeats:
-// the endpoint and the event (the same webhook-id and body).
-const copiedColumns = `endpoint_id, event_id, event_type, body, key`
-
+// scanDelivery scans a row of queries/redeliver.sql, the columns of
+// Delivery in its order.
 func scanDelivery(r db.Rows, d *Delivery) error {
 	return r.Scan(&d.ID, &d.EventID, &d.EventType, &d.State, &d.Attempts, &d.LastStatusCode,
 		&d.LastError, &d.LatencyMS, &d.NextAttemptAt, &d.CreatedAt)
@@ -135,18 +136,24 @@ func (s *Service) Deliveries(ctx context.Context, t db.Tenant, endpointID int64,
 	if _, err := s.Get(ctx, t, endpointID); err != nil {
 		return page.Of[Delivery]{}, err
 	}
-	list, err := listPage(ctx, s.sql, sqlFor(t, `SELECT `+deliveryColumns+`
-		  FROM {deliveries} d
-		 WHERE d.endpoint_id = $1
-		   AND ($2::text = '' OR d.state = $2::text)
-		   AND ($3::text = '' OR d.event_type = $3::text)
-		   AND ($4::bigint = 0 OR d.id < $4::bigint)
-		 ORDER BY d.id DESC LIMIT $5`), []any{endpointID, q.State, q.EventType, p.After, p.Limit + 1},
-		p, scanDelivery, func(d Delivery) int64 { return d.ID })
+	var list []Delivery
+	sel := s.db.Bun.NewSelect().Model(&list).ModelTableExpr(t.TableAs("webhook_deliveries", "d")).
+		Where("d.endpoint_id = ?", endpointID).OrderExpr("d.id DESC").Limit(int64(p.Limit + 1))
+	if p.After != 0 {
+		sel.Where("d.id < ?", p.After)
+	}
+	if q.State != "" {
+		sel.Where("d.state = ?", q.State)
+	}
+	if q.EventType != "" {
+		sel.Where("d.event_type = ?", q.EventType)
+	}
+	err := sel.Scan(ctx)
 	if err != nil {
 		return page.Of[Delivery]{}, fmt.Errorf("list webhook deliveries: %w", err)
 	}
-	return list, nil
+	items, next := page.Cut(p, list, func(d Delivery) int64 { return d.ID })
+	return page.Of[Delivery]{Items: items, NextCursor: next}, nil
 }
 
 // Redeliver sends delivery deliveryID's event to the endpoint again: a new
@@ -169,13 +176,12 @@ func (s *Service) Redeliver(ctx context.Context, t db.Tenant, endpointID, delive
 		// (docs/scaling.md, §Two-phase commits).
 		var endpoint int64
 		var id, typ, body, key string
-		found, err := s.queryRow(ctx, tx, sqlFor(t, `SELECT `+copiedColumns+` FROM {deliveries} o WHERE o.id = $2 AND o.endpoint_id = $1`),
-			[]any{endpointID, deliveryID}, &endpoint, &id, &typ, &body, &key)
+		found, err := s.queryRow(ctx, tx, t, "redelivered", sqlq.Args{"id": deliveryID, "endpoint_id": endpointID},
+			&endpoint, &id, &typ, &body, &key)
 		if err == nil && found {
-			found, err = s.sql.QueryFirst(ctx, tx, sqlFor(t, `INSERT INTO {deliveries} AS d (`+copiedColumns+`, next_attempt_at, created_at, updated_at)
-				VALUES ($1::bigint, $2::text, $3::text, $4::text, $5::text, $6::timestamptz, $6::timestamptz, $6::timestamptz)
-				RETURNING `+deliveryColumns),
-				[]any{endpoint, id, typ, body, key, now}, func(r db.Rows) error { return scanDelivery(r, &out) })
+			found, err = s.queryFirst(ctx, tx, t, "redeliver", sqlq.Args{
+				"endpoint_id": endpoint, "event_id": id, "event_type": typ, "body": body, "key": key, "now": now,
+			}, func(r db.Rows) error { return scanDelivery(r, &out) })
 		}
 		switch {
 		case err != nil:
@@ -205,20 +211,15 @@ func (s *Service) RedeliverFailed(ctx context.Context, t db.Tenant, endpointID i
 		// The latest delivery of each event to the endpoint created since
 		// then (a later one of the same event was created later still),
 		// read, then inserted by VALUES (as Redeliver).
-		var args []any
-		err := s.sql.Query(ctx, tx, sqlFor(t, `SELECT `+copiedColumns+`
-			  FROM (SELECT DISTINCT ON (event_id) * FROM {deliveries}
-			         WHERE endpoint_id = $1 AND created_at >= $2::timestamptz
-			         ORDER BY event_id, id DESC) o
-			 WHERE o.state = 'failed'
-			 ORDER BY o.id`), []any{endpointID, since}, func(r db.Rows) error {
+		var rows []sqlq.Args
+		err := s.query(ctx, tx, t, "failed_since", sqlq.Args{"endpoint_id": endpointID, "since": since}, func(r db.Rows) error {
 			for r.Next() {
 				var endpoint int64
 				var id, typ, body, key string
 				if err := r.Scan(&endpoint, &id, &typ, &body, &key); err != nil {
 					return err
 				}
-				args = append(args, endpoint, id, typ, body, key, now, now)
+				rows = append(rows, deliveryRow(endpoint, id, typ, body, key, now, now))
 			}
 			return nil
 		})
@@ -226,9 +227,9 @@ func (s *Service) RedeliverFailed(ctx context.Context, t db.Tenant, endpointID i
 			return fmt.Errorf("redeliver failed webhook deliveries: %w", err)
 		}
 		var made []delivered
-		for len(args) > 0 {
-			chunk := args[:min(len(args), routedBatch*7)]
-			args = args[len(chunk):]
+		for len(rows) > 0 {
+			chunk := rows[:min(len(rows), routedBatch)]
+			rows = rows[len(chunk):]
 			if made, err = s.insertDeliveries(ctx, tx, t, chunk, made); err != nil {
 				return fmt.Errorf("redeliver failed webhook deliveries: %w", err)
 			}
@@ -254,7 +255,7 @@ func (s *Service) checkEnabled(ctx context.Context, tx pgx.Tx, t db.Tenant, endp
 		return errEndpointNotFound()
 	}
 	var enabled bool
-	found, err := s.queryRow(ctx, tx, sqlFor(t, `SELECT enabled FROM {endpoints} WHERE id = $1 FOR KEY SHARE`), []any{endpointID}, &enabled)
+	found, err := s.queryRow(ctx, tx, t, "check_enabled", sqlq.Args{"id": endpointID}, &enabled)
 	switch {
 	case err != nil:
 		return fmt.Errorf("read webhook endpoint %d: %w", endpointID, err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/jsonenc"
+	"github.com/bizmsg/platform/platform/sqlq"
 )
 
 // payload is the body of a webhook request (Standard Webhooks).
@@ -75,8 +76,7 @@ func (s *Service) Emit(ctx context.Context, tx pgx.Tx, t db.Tenant, events ...Ev
 		}
 	}
 	var subs []subscriber
-	err := s.sql.Query(ctx, tx, sqlFor(t, `SELECT id, events FROM {endpoints}
-		WHERE enabled AND events && $1::text[] ORDER BY id`), []any{types}, func(r db.Rows) error {
+	err := s.query(ctx, tx, t, "subscribers", sqlq.Args{"types": types}, func(r db.Rows) error {
 		for r.Next() {
 			var sub subscriber
 			if err := r.Scan(&sub.id, &sub.events); err != nil {
@@ -145,9 +145,10 @@ func (s *Service) record(ctx context.Context, tx pgx.Tx, t db.Tenant, events []E
 	if len(ids) == 0 {
 		return nil
 	}
-	err := s.sql.Exec(ctx, tx, sqlFor(t, `INSERT INTO {outbox}
-		(created_at, event_ids, event_types, event_keys, bodies, delivery_events, endpoint_ids)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`), now, ids, types, keys, bodies, places, endpoints)
+	err := s.exec(ctx, tx, t, "record_outbox", sqlq.Args{
+		"created_at": now, "event_ids": ids, "event_types": types, "event_keys": keys, "bodies": bodies,
+		"delivery_events": places, "endpoint_ids": endpoints,
+	})
 	if err != nil {
 		return fmt.Errorf("record webhook events: %w", err)
 	}

@@ -2,7 +2,9 @@ package webhooks
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -10,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/uptrace/bun"
 
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/clock"
@@ -41,25 +43,31 @@ const (
 const reasonDisabledByRequest = "Disabled through the API."
 
 // Endpoint is an organization's webhook endpoint.
+//
+// It is the bun model of an organization's webhook_endpoints table, named
+// per tenant with ModelTableExpr (endpointTable); reads leave out the
+// secret (readColumns).
 type Endpoint struct {
-	ID int64
+	bun.BaseModel `bun:"table:webhook_endpoints,alias:e"`
+
+	ID int64 `bun:"id,pk,autoincrement"`
 	// URL receives the requests.
-	URL string
+	URL string `bun:"url"`
 	// Description is the organization's note ("" when none).
-	Description string
+	Description string `bun:"description"`
 	// Events are the event types the endpoint receives, in the order of
 	// EventTypes.
-	Events []string
+	Events []string `bun:"events,array"`
 	// Enabled is false once the endpoint was disabled (by request, or
 	// after Config.DisableAfter of failures); it then gets no deliveries.
-	Enabled bool
+	Enabled bool `bun:"enabled"`
 	// DisabledReason says why the endpoint is disabled; "" while enabled.
-	DisabledReason string
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	DisabledReason string    `bun:"disabled_reason,nullzero"`
+	CreatedAt      time.Time `bun:"created_at"`
+	UpdatedAt      time.Time `bun:"updated_at"`
 	// Secret is the signing secret, set only in the answers of Create and
 	// RotateSecret (it is never shown again).
-	Secret string
+	Secret string `bun:"secret"`
 }
 
 // endpointJSON is the resource of docs/api.md, §Webhooks.
@@ -115,12 +123,21 @@ type EndpointPatch struct {
 	Description *string   `json:"description"`
 }
 
-// endpointColumns is the select list of scanEndpoint, in the alias e.
-const endpointColumns = `e.id, e.url, e.description, e.events, e.enabled, coalesce(e.disabled_reason, ''), e.created_at, e.updated_at`
-
-func scanEndpoint(r db.Rows, e *Endpoint) error {
-	return r.Scan(&e.ID, &e.URL, &e.Description, &e.Events, &e.Enabled, &e.DisabledReason, &e.CreatedAt, &e.UpdatedAt)
+// endpointTable names the organization's webhook_endpoints table for a
+// bun query on the model Endpoint (alias e).
+func endpointTable(t db.Tenant) (string, bun.Ident, bun.Ident) {
+	return t.TableAs("webhook_endpoints", "e")
 }
+
+// readColumns are the columns an endpoint's reads return: all but the
+// secret.
+var readColumns = []string{"id", "url", "description", "events", "enabled", "disabled_reason", "created_at", "updated_at"}
+
+// insertColumns are the columns Create writes.
+var insertColumns = []string{"url", "description", "events", "secret", "created_at", "updated_at"}
+
+// updateColumns are the columns Update writes.
+var updateColumns = []string{"url", "events", "description", "enabled", "disabled_reason", "updated_at"}
 
 // Create validates in and adds an endpoint to the organization, with a new
 // secret (shown in the answer only).
@@ -144,29 +161,22 @@ func (s *Service) Create(ctx context.Context, t db.Tenant, in EndpointInput) (En
 	}
 	now := s.clock.Now()
 	e := Endpoint{URL: u, Description: desc, Events: events, Enabled: true, Secret: newSecret(), CreatedAt: now, UpdatedAt: now}
-	err := s.sql.Tx(ctx, func(tx pgx.Tx) error {
+	err := s.db.RunInTx(ctx, func(tx db.Tx) error {
 		// The count, then the insert (VALUES, which Citus routes to the
 		// tenant's node in one phase, where an INSERT ... SELECT is copied
 		// through the coordinator in two): concurrent creations may pass
 		// the limit by the few that race, never by more.
-		var n int
-		if _, err := s.queryRow(ctx, tx, sqlFor(t, `SELECT count(*) FROM {endpoints}`), nil, &n); err != nil {
-			return fmt.Errorf("count webhook endpoints: %w", err)
-		}
-		found := false
-		var err error
-		if n < s.cfg.MaxEndpoints {
-			found, err = s.queryRow(ctx, tx, sqlFor(t, `INSERT INTO {endpoints}
-				(url, description, events, secret, created_at, updated_at)
-				VALUES ($1::text, $2::text, $3::text[], $4::text, $5::timestamptz, $5::timestamptz)
-				RETURNING id`), []any{e.URL, e.Description, e.Events, e.Secret, now}, &e.ID)
-		}
+		n, err := tx.Bun.NewSelect().Model((*Endpoint)(nil)).ModelTableExpr(endpointTable(t)).Count(ctx)
 		switch {
 		case err != nil:
-			return fmt.Errorf("insert webhook endpoint: %w", err)
-		case !found:
+			return fmt.Errorf("count webhook endpoints: %w", err)
+		case n >= int64(s.cfg.MaxEndpoints):
 			return apperr.Invalid(CodeEndpointLimit,
 				fmt.Sprintf("The organization already has %d webhook endpoints, the most it may have. Delete one first.", s.cfg.MaxEndpoints))
+		}
+		if _, err := tx.Bun.NewInsert().Model(&e).ModelTableExpr(endpointTable(t)).Column(insertColumns...).
+			Returning("id").Exec(ctx); err != nil {
+			return fmt.Errorf("insert webhook endpoint: %w", err)
 		}
 		return nil
 	})
@@ -183,36 +193,41 @@ func (s *Service) List(ctx context.Context, t db.Tenant, limit, cursor string) (
 	if err != nil {
 		return page.Of[Endpoint]{}, err
 	}
-	list, err := listPage(ctx, s.sql, sqlFor(t, `SELECT `+endpointColumns+` FROM {endpoints} e
-		WHERE ($1::bigint = 0 OR e.id < $1) ORDER BY e.id DESC LIMIT $2`),
-		[]any{p.After, p.Limit + 1}, p, scanEndpoint, func(e Endpoint) int64 { return e.ID })
-	if err != nil {
+	var list []Endpoint
+	sel := s.db.Bun.NewSelect().Model(&list).ModelTableExpr(endpointTable(t)).Column(readColumns...).
+		OrderExpr("e.id DESC").Limit(int64(p.Limit + 1))
+	if p.After != 0 {
+		sel.Where("e.id < ?", p.After)
+	}
+	if err := sel.Scan(ctx); err != nil {
 		return page.Of[Endpoint]{}, fmt.Errorf("list webhook endpoints: %w", err)
 	}
-	return list, nil
+	items, next := page.Cut(p, list, func(e Endpoint) int64 { return e.ID })
+	return page.Of[Endpoint]{Items: items, NextCursor: next}, nil
 }
 
 // Get returns the organization's endpoint id (404 when it has none).
 func (s *Service) Get(ctx context.Context, t db.Tenant, id int64) (Endpoint, error) {
-	return s.load(ctx, nil, t, id, false)
+	return s.load(ctx, s.db.Bun, t, id, false)
 }
 
-// load reads endpoint id, locking it FOR UPDATE in tx when lock is set.
-func (s *Service) load(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64, lock bool) (Endpoint, error) {
+// load reads endpoint id on idb (the database or a transaction), locking
+// it FOR UPDATE when lock is set.
+func (s *Service) load(ctx context.Context, idb bun.IDB, t db.Tenant, id int64, lock bool) (Endpoint, error) {
 	if id <= 0 {
 		return Endpoint{}, errEndpointNotFound()
 	}
-	q := `SELECT ` + endpointColumns + ` FROM {endpoints} e WHERE e.id = $1`
-	if lock {
-		q += ` FOR UPDATE`
-	}
 	var e Endpoint
-	found, err := s.sql.QueryFirst(ctx, tx, sqlFor(t, q), []any{id}, func(r db.Rows) error { return scanEndpoint(r, &e) })
+	sel := idb.NewSelect().Model(&e).ModelTableExpr(endpointTable(t)).Column(readColumns...).Where("e.id = ?", id)
+	if lock {
+		sel.For("UPDATE")
+	}
+	err := sel.Scan(ctx)
 	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return Endpoint{}, errEndpointNotFound()
 	case err != nil:
 		return Endpoint{}, fmt.Errorf("read webhook endpoint %d: %w", id, err)
-	case !found:
-		return Endpoint{}, errEndpointNotFound()
 	}
 	return e, nil
 }
@@ -238,8 +253,8 @@ func (s *Service) Update(ctx context.Context, t db.Tenant, id int64, in Endpoint
 		return Endpoint{}, err
 	}
 	var out Endpoint
-	err := s.sql.Tx(ctx, func(tx pgx.Tx) error {
-		e, err := s.load(ctx, tx, t, id, true)
+	err := s.db.RunInTx(ctx, func(tx db.Tx) error {
+		e, err := s.load(ctx, tx.Bun, t, id, true)
 		if err != nil {
 			return err
 		}
@@ -264,12 +279,11 @@ func (s *Service) Update(ctx context.Context, t db.Tenant, id int64, in Endpoint
 		}
 		if changed {
 			e.UpdatedAt = s.clock.Now()
-			if err := s.exec(ctx, tx, sqlFor(t, `UPDATE {endpoints}
-				SET url = $2::text, events = $3::text[], description = $4::text, enabled = $5::boolean,
-				    disabled_reason = nullif($6::text, ''),
-				    failing_since = CASE WHEN $7::boolean THEN NULL ELSE failing_since END, updated_at = $8::timestamptz
-				WHERE id = $1`),
-				e.ID, e.URL, e.Events, e.Description, e.Enabled, e.DisabledReason, clearFailing, e.UpdatedAt); err != nil {
+			upd := tx.Bun.NewUpdate().Model(&e).ModelTableExpr(endpointTable(t)).Column(updateColumns...).WherePK()
+			if clearFailing {
+				upd.Set("failing_since = NULL")
+			}
+			if _, err := upd.Exec(ctx); err != nil {
 				return fmt.Errorf("update webhook endpoint %d: %w", e.ID, err)
 			}
 		}
@@ -285,12 +299,13 @@ func (s *Service) Delete(ctx context.Context, t db.Tenant, id int64) error {
 	if id <= 0 {
 		return errEndpointNotFound()
 	}
-	var gone int64
-	found, err := s.queryRow(ctx, nil, sqlFor(t, `DELETE FROM {endpoints} WHERE id = $1 RETURNING id`), []any{id}, &gone)
-	switch {
-	case err != nil:
+	res, err := s.db.Bun.NewDelete().Model((*Endpoint)(nil)).ModelTableExpr(endpointTable(t)).Where("e.id = ?", id).Exec(ctx)
+	if err != nil {
 		return fmt.Errorf("delete webhook endpoint %d: %w", id, err)
-	case !found:
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("delete webhook endpoint %d: %w", id, err)
+	} else if n == 0 {
 		return errEndpointNotFound()
 	}
 	return nil
@@ -301,17 +316,17 @@ func (s *Service) Delete(ctx context.Context, t db.Tenant, id int64) error {
 // Config.SecretOverlap; a secret replaced before that is dropped.
 func (s *Service) RotateSecret(ctx context.Context, t db.Tenant, id int64) (Endpoint, error) {
 	var out Endpoint
-	err := s.sql.Tx(ctx, func(tx pgx.Tx) error {
-		e, err := s.load(ctx, tx, t, id, true)
+	err := s.db.RunInTx(ctx, func(tx db.Tx) error {
+		e, err := s.load(ctx, tx.Bun, t, id, true)
 		if err != nil {
 			return err
 		}
 		now := s.clock.Now()
 		e.Secret, e.UpdatedAt = newSecret(), now
-		if err := s.exec(ctx, tx, sqlFor(t, `UPDATE {endpoints}
-			SET previous_secret = secret, previous_secret_until = $3::timestamptz, secret = $2::text,
-			    updated_at = $4::timestamptz
-			WHERE id = $1`), e.ID, e.Secret, now.Add(s.cfg.SecretOverlap), now); err != nil {
+		_, err = tx.Bun.NewUpdate().Model((*Endpoint)(nil)).ModelTableExpr(endpointTable(t)).
+			Set("previous_secret = secret").Set("previous_secret_until = ?", now.Add(s.cfg.SecretOverlap)).
+			Set("secret = ?", e.Secret).Set("updated_at = ?", now).Where("e.id = ?", e.ID).Exec(ctx)
+		if err != nil {
 			return fmt.Errorf("rotate secret of webhook endpoint %d: %w", e.ID, err)
 		}
 		out = e

@@ -12,6 +12,7 @@ import (
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/drain"
 	"github.com/bizmsg/platform/platform/queue"
+	"github.com/bizmsg/platform/platform/sqlq"
 )
 
 // The webhook outbox (docs/design.md, §Webhooks). Emit writes a
@@ -89,7 +90,7 @@ func (s *Service) ExpandOutbox(ctx context.Context, t db.Tenant) (int, error) {
 // organization).
 func (s *Service) SweepOutbox(ctx context.Context, t db.Tenant) (bool, error) {
 	var pending bool
-	if _, err := s.queryRow(ctx, nil, sqlFor(t, `SELECT EXISTS (SELECT FROM {outbox})`), nil, &pending); err != nil {
+	if _, err := s.queryRow(ctx, nil, t, "outbox_pending", nil, &pending); err != nil {
 		return false, fmt.Errorf("look at the webhook outbox of %s: %w", t.Schema, err)
 	}
 	if pending {
@@ -154,11 +155,13 @@ func (s *Service) OutboxExpanded() int64 { return s.outbox.expanded.Load() }
 func (s *Service) OutboxFailures() int64 { return s.outbox.failed.Load() }
 
 // expand turns at most limit of t's oldest outbox rows into deliveries and
-// their jobs in tx, and deletes them. The deliveries of an endpoint deleted
-// since are dropped; those of an endpoint disabled since are made (and
-// fail at their attempt, as if they had been made before).
+// their jobs in tx, and deletes them: in one statement on one server
+// (queries/expand.sql), in routed ones on Citus (routed.go). The
+// deliveries of an endpoint deleted since are dropped; those of an
+// endpoint disabled since are made (and fail at their attempt, as if they
+// had been made before).
 func (s *Service) expand(ctx context.Context, tx pgx.Tx, t db.Tenant, limit int) (int, error) {
-	if err := s.sql.Exec(ctx, tx, `SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))`, "webhook_outbox:"+t.Schema); err != nil {
+	if err := s.exec(ctx, tx, t, "lock_outbox", sqlq.Args{"key": "webhook_outbox:" + t.Schema}); err != nil {
 		return 0, fmt.Errorf("lock: %w", err)
 	}
 	var rows int
@@ -173,7 +176,8 @@ func (s *Service) expand(ctx context.Context, tx pgx.Tx, t db.Tenant, limit int)
 		for _, d := range made {
 			ids, endpoints, created = append(ids, d.id), append(endpoints, d.endpoint), append(created, d.created)
 		}
-	} else if _, err := s.queryRow(ctx, tx, sqlFor(t, expandSQL), []any{limit, s.clock.Now()}, &rows, &ids, &endpoints, &created); err != nil {
+	} else if _, err := s.queryRow(ctx, tx, t, "expand", sqlq.Args{"limit": limit, "now": s.clock.Now()},
+		&rows, &ids, &endpoints, &created); err != nil {
 		return 0, err
 	}
 	if len(ids) == 0 {
@@ -191,25 +195,3 @@ func (s *Service) expand(ctx context.Context, tx pgx.Tx, t db.Tenant, limit int)
 	}
 	return rows, nil
 }
-
-// expandSQL is the one-statement expansion on one server: it deletes the
-// $1 oldest outbox rows, inserts their deliveries (those of endpoints that
-// still exist) with next_attempt_at and updated_at $2, in the order of
-// their rows and their places in them, and returns how many rows it
-// deleted and the deliveries' ids, endpoints and creation times in id
-// order. On Citus its INSERT step reaches every worker (expandRouted).
-const expandSQL = `WITH o AS (
-		  DELETE FROM {outbox} WHERE id IN (SELECT id FROM {outbox} ORDER BY id LIMIT $1)
-		  RETURNING *),
-		d AS (
-		  INSERT INTO {deliveries} (endpoint_id, event_id, event_type, body, key, next_attempt_at, created_at, updated_at)
-		  SELECT e.id, o.event_ids[p.place], o.event_types[p.place], o.bodies[p.place], o.event_keys[p.place],
-		         $2::timestamptz, o.created_at, $2::timestamptz
-		    FROM o CROSS JOIN LATERAL unnest(o.delivery_events, o.endpoint_ids) WITH ORDINALITY AS p(place, endpoint_id, n)
-		    JOIN {endpoints} e ON e.id = p.endpoint_id
-		   ORDER BY o.id, p.n
-		  RETURNING id, endpoint_id, created_at)
-		SELECT (SELECT count(*) FROM o)::int,
-		       coalesce((SELECT array_agg(id ORDER BY id) FROM d), '{}'),
-		       coalesce((SELECT array_agg(endpoint_id ORDER BY id) FROM d), '{}'),
-		       coalesce((SELECT array_agg(created_at ORDER BY id) FROM d), '{}')`

@@ -15,10 +15,12 @@ import (
 // tenant.
 func (s *Service) Purge(ctx context.Context, t db.Tenant, now time.Time) (int64, error) {
 	before := now.Add(-s.cfg.Retention)
-	var n int64
-	_, err := s.queryRow(ctx, nil, sqlFor(t, `WITH d AS (
-			DELETE FROM {deliveries} WHERE state <> 'pending' AND created_at < $1::timestamptz RETURNING 1)
-		SELECT count(*) FROM d`), []any{before}, &n)
+	res, err := s.db.Bun.NewDelete().Model((*Delivery)(nil)).ModelTableExpr(t.TableAs("webhook_deliveries", "d")).
+		Where("d.state <> ?", StatePending).Where("d.created_at < ?", before).Exec(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("purge webhook deliveries of %s: %w", t.Schema, err)
+	}
+	n, err := res.RowsAffected()
 	if err != nil {
 		return 0, fmt.Errorf("purge webhook deliveries of %s: %w", t.Schema, err)
 	}

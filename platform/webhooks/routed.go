@@ -5,13 +5,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/sqlq"
 )
 
 // The expansion on Citus (Config.Routed; docs/scaling.md, §A worker node
@@ -49,11 +48,7 @@ type outboxRow struct {
 // id order.
 func (s *Service) expandRouted(ctx context.Context, tx pgx.Tx, t db.Tenant, limit int) (int, []delivered, error) {
 	var rows []outboxRow
-	err := s.sql.Query(ctx, tx, sqlFor(t, `WITH o AS (
-		  DELETE FROM {outbox} WHERE id IN (SELECT id FROM {outbox} ORDER BY id LIMIT $1)
-		  RETURNING *)
-		SELECT created_at, event_ids, event_types, event_keys, bodies, delivery_events, endpoint_ids
-		  FROM o ORDER BY id`), []any{limit}, func(r db.Rows) error {
+	err := s.query(ctx, tx, t, "take_outbox", sqlq.Args{"limit": limit}, func(r db.Rows) error {
 		for r.Next() {
 			var o outboxRow
 			if err := r.Scan(&o.created, &o.eventIDs, &o.types, &o.keys, &o.bodies, &o.places, &o.endpoints); err != nil {
@@ -75,21 +70,20 @@ func (s *Service) expandRouted(ctx context.Context, tx pgx.Tx, t db.Tenant, limi
 		}
 	}
 	live := map[int64]bool{}
-	err = s.sql.Query(ctx, tx, sqlFor(t, `SELECT id FROM {endpoints} WHERE id = ANY($1::bigint[]) FOR KEY SHARE`),
-		[]any{named}, func(r db.Rows) error {
-			for r.Next() {
-				var id int64
-				if err := r.Scan(&id); err != nil {
-					return err
-				}
-				live[id] = true
+	err = s.query(ctx, tx, t, "lock_endpoints", sqlq.Args{"ids": named}, func(r db.Rows) error {
+		for r.Next() {
+			var id int64
+			if err := r.Scan(&id); err != nil {
+				return err
 			}
-			return nil
-		})
+			live[id] = true
+		}
+		return nil
+	})
 	if err != nil {
 		return 0, nil, fmt.Errorf("lock webhook endpoints: %w", err)
 	}
-	var args []any
+	var batch []sqlq.Args
 	var out []delivered
 	now := s.clock.Now()
 	for _, o := range rows {
@@ -101,17 +95,17 @@ func (s *Service) expandRouted(ctx context.Context, tx pgx.Tx, t db.Tenant, limi
 			if p < 0 || int(p) >= len(o.eventIDs) {
 				return 0, nil, fmt.Errorf("webhook outbox row names event %d of %d", p+1, len(o.eventIDs))
 			}
-			args = append(args, e, o.eventIDs[p], o.types[p], o.bodies[p], o.keys[p], now, o.created)
-			if len(args) == routedBatch*7 {
-				if out, err = s.insertDeliveries(ctx, tx, t, args, out); err != nil {
+			batch = append(batch, deliveryRow(e, o.eventIDs[p], o.types[p], o.bodies[p], o.keys[p], now, o.created))
+			if len(batch) == routedBatch {
+				if out, err = s.insertDeliveries(ctx, tx, t, batch, out); err != nil {
 					return 0, nil, err
 				}
-				args = args[:0]
+				batch = batch[:0]
 			}
 		}
 	}
-	if len(args) > 0 {
-		if out, err = s.insertDeliveries(ctx, tx, t, args, out); err != nil {
+	if len(batch) > 0 {
+		if out, err = s.insertDeliveries(ctx, tx, t, batch, out); err != nil {
 			return 0, nil, err
 		}
 	}
@@ -125,37 +119,37 @@ type delivered struct {
 	created      time.Time
 }
 
-// insertDeliveries inserts the deliveries of args (seven values each:
-// endpoint, event id, type, body, key, their next attempt's and update's
-// time, and their creation) in one VALUES statement, in their order, and appends
-// them to out. The statement's text depends on how many it carries, so it
-// is not prepared.
-func (s *Service) insertDeliveries(ctx context.Context, tx pgx.Tx, t db.Tenant, args []any, out []delivered) ([]delivered, error) {
-	var b strings.Builder
-	b.WriteString(sqlFor(t, `INSERT INTO {deliveries}
-		(endpoint_id, event_id, event_type, body, key, next_attempt_at, updated_at, created_at) VALUES `))
-	for i := 0; i < len(args); i += 7 {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		n := func(k int) string { return "$" + strconv.Itoa(i+k) }
-		b.WriteString("(" + n(1) + "::bigint, " + n(2) + "::text, " + n(3) + "::text, " + n(4) + "::text, " +
-			n(5) + "::text, " + n(6) + "::timestamptz, " + n(6) + "::timestamptz, " + n(7) + "::timestamptz)")
-	}
-	b.WriteString(" RETURNING id, endpoint_id, created_at")
-	rows, err := tx.Query(ctx, b.String(), append([]any{pgx.QueryExecModeExec}, args...)...)
+// deliveryRow is one row of insertDeliveries: a delivery of event eventID
+// (its type, body and key) to endpoint, due and updated at now, created at
+// created.
+func deliveryRow(endpoint int64, eventID, typ, body, key string, now, created time.Time) sqlq.Args {
+	return sqlq.Args{"endpoint_id": endpoint, "event_id": eventID, "event_type": typ, "body": body, "key": key,
+		"now": now, "created_at": created}
+}
+
+// insertDeliveries inserts the deliveries of rows (deliveryRow) in one
+// VALUES statement (queries/insert_deliveries.sql, its row written once
+// per delivery by sqlq's PgxRows), in their order, and appends them to
+// out. The statement's text depends on how many it carries, so it is not
+// prepared.
+func (s *Service) insertDeliveries(ctx context.Context, tx pgx.Tx, t db.Tenant, rows []sqlq.Args, out []delivered) ([]delivered, error) {
+	text, args, err := s.q.PgxRows("insert_deliveries", t.Quoted(), rows)
 	if err != nil {
 		return nil, fmt.Errorf("insert webhook deliveries: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
+	res, err := tx.Query(ctx, text, append([]any{pgx.QueryExecModeExec}, args...)...)
+	if err != nil {
+		return nil, fmt.Errorf("insert webhook deliveries: %w", err)
+	}
+	defer res.Close()
+	for res.Next() {
 		var d delivered
-		if err := rows.Scan(&d.id, &d.endpoint, &d.created); err != nil {
+		if err := res.Scan(&d.id, &d.endpoint, &d.created); err != nil {
 			return nil, fmt.Errorf("insert webhook deliveries: %w", err)
 		}
 		out = append(out, d)
 	}
-	if err := rows.Err(); err != nil {
+	if err := res.Err(); err != nil {
 		return nil, fmt.Errorf("insert webhook deliveries: %w", err)
 	}
 	return out, nil

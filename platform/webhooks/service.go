@@ -2,11 +2,11 @@ package webhooks
 
 import (
 	"context"
+	"embed"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -16,6 +16,7 @@ import (
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/queue"
+	"github.com/bizmsg/platform/platform/sqlq"
 	"github.com/bizmsg/platform/platform/yield"
 )
 
@@ -94,7 +95,8 @@ type Config struct {
 	// their recorded successes that share a statement. Defaults 64 and 2
 	// (batch.Config).
 	Batch batch.Config
-	// Prepared runs the service's statements. Default: db.NewPrepared on
+	// Prepared runs the service's pgx statements (those of Emit, the
+	// outbox, attempts and redeliveries). Default: db.NewPrepared on
 	// the DB with its default bound (the prepared statements of a
 	// connection are shared by every db.Prepared of the process).
 	Prepared *db.Prepared
@@ -124,7 +126,9 @@ func (c *Config) setDefaults() {
 // (Emit) and delivers them (Attempt, run by the River worker). It is safe
 // for concurrent use.
 type Service struct {
+	db     *db.DB
 	sql    *db.Prepared
+	q      *sqlq.Queries
 	jobs   queue.Inserter
 	clock  clock.Clock
 	log    *slog.Logger
@@ -142,8 +146,8 @@ type Service struct {
 	successes *batch.Batcher[db.Tenant, success, struct{}]
 }
 
-// New returns the webhook service on cfg.DB (its statements are pgx
-// statements with $n arguments, run through cfg.Prepared), inserting
+// New returns the webhook service on cfg.DB (its named queries run on bun,
+// or as pgx statements through cfg.Prepared: queries), inserting
 // delivery jobs with cfg.Jobs in the transactions that write the
 // deliveries. Close stops its outbox expansions.
 func New(cfg Config) (*Service, error) {
@@ -163,8 +167,14 @@ func New(cfg Config) (*Service, error) {
 	if cfg.AllowPrivate {
 		cfg.Logger.Warn("webhooks may be sent to loopback, private and link-local addresses (WEBHOOK_ALLOW_PRIVATE): use this in development and tests only")
 	}
+	q, err := sqlq.Load(queries, "queries")
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: %w", err)
+	}
 	s := &Service{
+		db:     cfg.DB,
 		sql:    cfg.Prepared,
+		q:      q,
 		jobs:   cfg.Jobs,
 		clock:  cfg.Clock,
 		log:    cfg.Logger,
@@ -173,7 +183,6 @@ func New(cfg Config) (*Service, error) {
 		places: newWaiters[placeKey](func() chan struct{} { return make(chan struct{}, cfg.MaxInFlight) }),
 		turns:  newWaiters[turnKey](func() chan struct{} { return make(chan struct{}) }),
 	}
-	var err error
 	if s.outbox, err = newExpander(s); err != nil {
 		return nil, err
 	}
@@ -194,23 +203,46 @@ func (s *Service) AttemptTimeout() time.Duration {
 // beside the new one (Config.SecretOverlap).
 func (s *Service) SecretOverlap() time.Duration { return s.cfg.SecretOverlap }
 
-// sqlFor returns query with its table placeholders ({endpoints},
-// {deliveries}) replaced by t's schema-qualified tables.
-func sqlFor(t db.Tenant, query string) string {
-	return strings.NewReplacer(
-		"{endpoints}", t.Table("webhook_endpoints"),
-		"{deliveries}", t.Table("webhook_deliveries"),
-		"{outbox}", t.Table("webhook_outbox"),
-	).Replace(query)
+// queries are the package's named queries (platform/sqlq). The statements
+// of the send path, of attempts and of the outbox, and those run in
+// another package's pgx transaction (Emit), run as pgx statements
+// (sqlq.Queries.Pgx) through Config.Prepared, prepared on their
+// connections; the endpoints' management and the delivery log are bun's.
+//
+//go:embed queries/*.sql
+var queries embed.FS
+
+// query runs named query name for t with args (in tx, or on the pool when
+// tx is nil) through Config.Prepared and hands its rows to scan.
+func (s *Service) query(ctx context.Context, tx pgx.Tx, t db.Tenant, name string, args sqlq.Args, scan func(db.Rows) error) error {
+	text, vals, err := s.q.Pgx(name, t.Quoted(), args)
+	if err != nil {
+		return err
+	}
+	return s.sql.Query(ctx, tx, text, vals, scan)
 }
 
-// queryRow runs query (in tx, or on the pool when tx is nil) and scans its
-// first row into dest; it reports whether there was one.
-func (s *Service) queryRow(ctx context.Context, tx pgx.Tx, query string, args []any, dest ...any) (bool, error) {
-	return s.sql.QueryFirst(ctx, tx, query, args, func(r db.Rows) error { return r.Scan(dest...) })
+// queryFirst runs named query name as query does and hands its first row,
+// if it has one, to scan; it reports whether there was one.
+func (s *Service) queryFirst(ctx context.Context, tx pgx.Tx, t db.Tenant, name string, args sqlq.Args, scan func(db.Rows) error) (bool, error) {
+	text, vals, err := s.q.Pgx(name, t.Quoted(), args)
+	if err != nil {
+		return false, err
+	}
+	return s.sql.QueryFirst(ctx, tx, text, vals, scan)
 }
 
-// exec runs a statement and discards its rows.
-func (s *Service) exec(ctx context.Context, tx pgx.Tx, query string, args ...any) error {
-	return s.sql.Exec(ctx, tx, query, args...)
+// queryRow runs named query name as query does and scans its first row
+// into dest; it reports whether there was one.
+func (s *Service) queryRow(ctx context.Context, tx pgx.Tx, t db.Tenant, name string, args sqlq.Args, dest ...any) (bool, error) {
+	return s.queryFirst(ctx, tx, t, name, args, func(r db.Rows) error { return r.Scan(dest...) })
+}
+
+// exec runs named query name as query does and discards its rows.
+func (s *Service) exec(ctx context.Context, tx pgx.Tx, t db.Tenant, name string, args sqlq.Args) error {
+	text, vals, err := s.q.Pgx(name, t.Quoted(), args)
+	if err != nil {
+		return err
+	}
+	return s.sql.Exec(ctx, tx, text, vals...)
 }

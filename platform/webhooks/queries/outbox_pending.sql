@@ -1,0 +1,2 @@
+-- SweepOutbox: whether the organization's webhook outbox holds a row.
+SELECT EXISTS (SELECT FROM ?schema.webhook_outbox)
