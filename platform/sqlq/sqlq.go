@@ -158,20 +158,10 @@ func (q *Queries) Pgx(name, schema string, args Args) (string, []any, error) {
 		}
 		out[i] = v
 	}
-	for _, p := range pq.parts {
-		switch {
-		case p.param > 0:
-			b.WriteString("$")
-			b.WriteString(strconv.Itoa(p.param))
-		case p.schema:
-			if schema == "" {
-				return "", nil, fmt.Errorf("named query %s: it names ?schema and no schema was given", name)
-			}
-			b.WriteString(schema)
-		default:
-			b.WriteString(p.lit)
-		}
+	if pq.schemas > 0 && schema == "" {
+		return "", nil, fmt.Errorf("named query %s: it names ?schema and no schema was given", name)
 	}
+	pq.write(&b, schema, 0)
 	return b.String(), out, nil
 }
 
