@@ -85,6 +85,7 @@ type riverNodeBench struct {
 	nodeOf   map[string]string
 	schemaOn map[string]string
 	logs     *riverLog
+	swept    atomic.Int64
 }
 
 // riverNodeReport is what bench river-node prints.
@@ -101,7 +102,7 @@ type riverNodeReport struct {
 	PerNode *pathFigures `json:"per_node,omitempty"`
 	// OutboxSweeps is how often the wait for the outbox's moves found rows
 	// left (its sweep, which wakes the mover again).
-	OutboxSweeps atomic.Int64 `json:"outbox_sweeps"`
+	OutboxSweeps int64 `json:"outbox_sweeps"`
 	// Move is a tenant schema moved away from its node's River.
 	Move *moveFigures `json:"move,omitempty"`
 	// RiverErrors is what River's clients logged at warning or error
@@ -539,7 +540,7 @@ func printRiverNode(w io.Writer, r *riverNodeReport) {
 				fmt.Fprintf(w, "  first error: %s\n", p.f.Median.FirstErr)
 			}
 		}
-		fmt.Fprintf(w, "(median row: jobs, 2PC and errors summed over the rounds; outbox rows found by the sweep while waiting: %d)\n", r.OutboxSweeps.Load())
+		fmt.Fprintf(w, "(median row: jobs, 2PC and errors summed over the rounds; outbox rows found by the sweep while waiting: %d)\n", r.OutboxSweeps)
 		fmt.Fprintln(w, "== the jobs worked (a no-op worker: River's fetch and completion)")
 		for _, p := range []struct {
 			name string

@@ -84,7 +84,7 @@ func (b *riverNodeBench) outboxPath(ctx context.Context) (*riverPath, error) {
 		ob.Close()
 		return nil, err
 	}
-	swept := &b.rep.OutboxSweeps
+	swept := &b.swept
 	return &riverPath{
 		inserter: func(benchTenant) queue.Inserter { return ob },
 		drained: func() (bool, error) {
@@ -163,6 +163,7 @@ func (b *riverNodeBench) paths(ctx context.Context) error {
 			p.f.add(round)
 		}
 	}
+	b.rep.OutboxSweeps = b.swept.Load()
 	fmt.Fprintln(b.stderr, "river-node: working the jobs")
 	if err := b.work(ctx, outbox, b.rep.Outbox); err != nil {
 		return fmt.Errorf("outbox: %w", err)
