@@ -50,6 +50,9 @@ func benchRiverNode(ctx context.Context, args []string, stdout, stderr io.Writer
 	if *dur <= 0 || *conc < 1 || *rounds < 1 || *tenants < 2 || *moveJobs < 1 {
 		return errors.New("-duration, -concurrency, -rounds and -move-jobs must be positive and -tenants at least 2")
 	}
+	if err := checkCitusScript(*script); err != nil {
+		return err
+	}
 	cluster, err := startCitus(ctx, *script, stderr)
 	if cluster != nil {
 		defer func() { err = errors.Join(err, cluster.stop(ctx, *keep)) }()
