@@ -104,7 +104,7 @@ type riverNodeReport struct {
 	Outbox  *pathFigures `json:"outbox,omitempty"`
 	PerNode *pathFigures `json:"per_node,omitempty"`
 	// OutboxSweeps is how often the wait for the outbox's moves found rows
-	// left (its sweep, which wakes the mover again).
+	// still there after 5 s and swept them (woke their mover again).
 	OutboxSweeps int64 `json:"outbox_sweeps"`
 	// Move is a tenant schema moved away from its node's River.
 	Move *moveFigures `json:"move,omitempty"`
@@ -543,7 +543,7 @@ func printRiverNode(w io.Writer, r *riverNodeReport) {
 				fmt.Fprintf(w, "  first error: %s\n", p.f.Median.FirstErr)
 			}
 		}
-		fmt.Fprintf(w, "(median row: jobs, 2PC and errors summed over the rounds; outbox rows found by the sweep while waiting: %d)\n", r.OutboxSweeps)
+		fmt.Fprintf(w, "(median row: jobs, 2PC and errors summed over the rounds; outbox rows still there after 5 s, swept: %d)\n", r.OutboxSweeps)
 		fmt.Fprintln(w, "== the jobs worked (a no-op worker: River's fetch and completion)")
 		for _, p := range []struct {
 			name string

@@ -55,11 +55,13 @@ func (b *riverNodeBench) nodeTenant(s string) (benchTenant, string, error) {
 // jobs River holds, and the clients that work them.
 type riverPath struct {
 	inserter func(benchTenant) queue.Inserter
-	drained  func() (bool, error)
-	inRiver  func() (int64, error)
-	workers  []*river.Client[pgx.Tx]
-	schemas  []string
-	close    func()
+	// drained reports whether every job is in River; late, when the
+	// wait has been long, it may sweep for rows no mover was woken for.
+	drained func(late bool) (bool, error)
+	inRiver func() (int64, error)
+	workers []*river.Client[pgx.Tx]
+	schemas []string
+	close   func()
 }
 
 // outboxPath is the job outbox as the platform runs it on Citus: each
@@ -87,10 +89,17 @@ func (b *riverNodeBench) outboxPath(ctx context.Context) (*riverPath, error) {
 	swept := &b.swept
 	return &riverPath{
 		inserter: func(benchTenant) queue.Inserter { return ob },
-		drained: func() (bool, error) {
+		drained: func(late bool) (bool, error) {
 			for _, t := range b.tenants {
-				// The platform's sweep, the backstop of a mover that did
-				// not see a row: rows it finds are counted.
+				if !late {
+					n, err := b.count(ctx, "SELECT count(*) FROM "+t.Tenant.Table("job_outbox"))
+					if err != nil || n > 0 {
+						return false, err
+					}
+					continue
+				}
+				// Rows still there after seconds: the platform's sweep,
+				// the backstop of a wake lost, wakes their mover; counted.
 				found, err := ob.Sweep(ctx, t.Tenant)
 				if err != nil || found {
 					if found {
@@ -112,7 +121,7 @@ func (b *riverNodeBench) outboxPath(ctx context.Context) (*riverPath, error) {
 // its River job into the River schema on the tenant's worker; a River
 // client per node schema works them.
 func (b *riverNodeBench) perNodePath(ctx context.Context) (*riverPath, error) {
-	p := &riverPath{drained: func() (bool, error) { return true, nil }, close: func() {}}
+	p := &riverPath{drained: func(bool) (bool, error) { return true, nil }, close: func() {}}
 	inserters := map[string]queue.Inserter{}
 	var union []string
 	for _, s := range slices.Sorted(maps.Values(b.schemaOn)) {
@@ -189,17 +198,18 @@ func (b *riverNodeBench) insertRound(ctx context.Context, p *riverPath) (roundFi
 	var ok, failed atomic.Int64
 	var firstErr atomic.Value
 	cpu0, start := scopeCPU(b.dbName, os.Getpid()), time.Now()
-	lctx, cancel := context.WithTimeout(ctx, b.dur)
+	// The senders stop between transactions: a deadline cancelling one in
+	// its commit could leave it committed without its commit hook, the
+	// outbox's wake, having run (its rows then wait for the sweep).
+	deadline := start.Add(b.dur)
 	var wg sync.WaitGroup
 	for i := range b.conc {
 		wg.Go(func() {
-			for n := i; lctx.Err() == nil; n += b.conc {
+			for n := i; time.Now().Before(deadline) && ctx.Err() == nil; n += b.conc {
 				t := b.tenants[n%len(b.tenants)]
-				if err := b.send(lctx, t, p.inserter(t)); err != nil {
-					if lctx.Err() == nil {
-						failed.Add(1)
-						firstErr.CompareAndSwap(nil, err.Error())
-					}
+				if err := b.send(ctx, t, p.inserter(t)); err != nil {
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
 					continue
 				}
 				ok.Add(1)
@@ -207,14 +217,14 @@ func (b *riverNodeBench) insertRound(ctx context.Context, p *riverPath) (roundFi
 		})
 	}
 	wg.Wait()
-	cancel()
 	sent := time.Since(start)
 	f.Jobs, f.Errors = ok.Load(), failed.Load()
 	if e, _ := firstErr.Load().(string); e != "" {
 		f.FirstErr = e
 	}
+	waiting := time.Now()
 	if err := waitFor(ctx, time.Minute, func() (bool, error) {
-		d, err := p.drained()
+		d, err := p.drained(time.Since(waiting) > 5*time.Second)
 		if err != nil || !d {
 			return false, err
 		}

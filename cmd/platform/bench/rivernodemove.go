@@ -50,21 +50,19 @@ func (b *riverNodeBench) move(ctx context.Context) (*moveFigures, error) {
 
 	var ok, failed, slowest atomic.Int64
 	var firstErr atomic.Value
-	sctx, stop := context.WithCancel(ctx)
+	var moved atomic.Bool
 	var wg sync.WaitGroup
 	for range 2 {
 		wg.Go(func() {
-			for sctx.Err() == nil {
+			for !moved.Load() && ctx.Err() == nil {
 				t0 := time.Now()
-				err := b.send(sctx, t, old)
+				err := b.send(ctx, t, old)
 				if d := int64(time.Since(t0)); d > slowest.Load() {
 					slowest.Store(d)
 				}
 				if err != nil {
-					if sctx.Err() == nil {
-						failed.Add(1)
-						firstErr.CompareAndSwap(nil, err.Error())
-					}
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
 					continue
 				}
 				ok.Add(1)
@@ -75,7 +73,7 @@ func (b *riverNodeBench) move(ctx context.Context) (*moveFigures, error) {
 	t0 := time.Now()
 	_, err = b.d.Pool.Exec(ctx, "SELECT citus_schema_move($1, $2, $3::int, shard_transfer_mode => 'auto')", t.Tenant.Schema, host, port)
 	m.Took = time.Since(t0)
-	stop()
+	moved.Store(true)
 	wg.Wait()
 	m.DuringOK, m.DuringErr, m.DuringMax = ok.Load(), failed.Load(), time.Duration(slowest.Load())
 	if e, _ := firstErr.Load().(string); e != "" {
