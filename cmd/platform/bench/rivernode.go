@@ -491,12 +491,13 @@ func (l *riverLog) errOf(msg string, mark int) string {
 func (b *riverNodeBench) count(ctx context.Context, sql string, args ...any) (int64, error) {
 	var n int64
 	if err := b.d.Pool.QueryRow(ctx, sql, args...).Scan(&n); err != nil {
-		return 0, fmt.Errorf("%s: %w", strings.Fields(sql)[0:min(4, len(strings.Fields(sql)))], err)
+		return 0, fmt.Errorf("%s: %w", strings.Join(strings.Fields(sql)[:min(6, len(strings.Fields(sql)))], " "), err)
 	}
 	return n, nil
 }
 
-// waitFor polls cond every 20 ms until it holds or within passes.
+// waitFor polls cond every 20 ms until it holds, it fails, or within
+// passes.
 func waitFor(ctx context.Context, within time.Duration, cond func() (bool, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()

@@ -22,8 +22,8 @@ import (
 // the coordinator's regular river schema they are the control.
 func (b *riverNodeBench) statements(ctx context.Context, s string) ([]probeStep, error) {
 	ex := riverpgxv5.New(b.d.Pool).GetExecutor()
-	// A running job for the completer and the rescuer, an available one
-	// for the fetch, a retryable one for the scheduler.
+	// A running job for the completer, a retryable one for the rescuer,
+	// the scheduler and the retry.
 	var running, other int64
 	if err := b.d.Pool.QueryRow(ctx, `INSERT INTO `+s+`.river_job (args, kind, max_attempts, queue, state, attempt, attempted_at, attempted_by)
 		VALUES ('{}', 'probe', 5, 'probe', 'running', 1, now() - interval '1 hour', '{probe}') RETURNING id`).Scan(&running); err != nil {
