@@ -19,6 +19,9 @@ import (
 //   - River's fetch and completion fail on a node schema through the
 //     coordinator (non-IMMUTABLE functions in COALESCE) and work on the
 //     coordinator's river schema, so no job of River per node is worked;
+//   - with a worker down, the other worker's tenant sends by both paths
+//     (the outbox's job reaches the coordinator's River) and the stopped
+//     worker's by neither;
 //   - a tenant schema's move leaves its queued jobs in the old node's
 //     River, and a send into that River then spans two workers.
 func TestBenchRiverNode(t *testing.T) {
@@ -31,7 +34,7 @@ func TestBenchRiverNode(t *testing.T) {
 	stdout, _ := runBench(t, "river-node", "-citus-script", script, "-duration", "1s", "-rounds", "1", "-concurrency", "2",
 		"-move-jobs", "20", "-out", out)
 	for _, want := range []string{"== node River schemas", "== River's statements on a node schema", "outbox median",
-		"River per node median", "== the jobs worked", "== a tenant schema moved away from its node's River"} {
+		"River per node median", "== the jobs worked", "== a worker node down", "== a tenant schema moved away from its node's River"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
 		}
@@ -57,7 +60,14 @@ func TestBenchRiverNode(t *testing.T) {
 		Probe   []step `json:"probe"`
 		Outbox  path   `json:"outbox"`
 		PerNode path   `json:"per_node"`
-		Move    struct {
+		Down    struct {
+			OutboxUp        string `json:"outbox_up"`
+			PerNodeUp       string `json:"per_node_up"`
+			OutboxDown      string `json:"outbox_down"`
+			PerNodeDown     string `json:"per_node_down"`
+			OutboxUpInRiver bool   `json:"outbox_up_in_river"`
+		} `json:"down"`
+		Move struct {
 			Queued      int64 `json:"queued"`
 			Stranded    int64 `json:"stranded"`
 			OldTwoPhase int64 `json:"old_two_phase"`
@@ -99,6 +109,9 @@ func TestBenchRiverNode(t *testing.T) {
 	}
 	if p := rep.PerNode; p.Median.Jobs == 0 || p.Median.TwoPhase < p.Median.Jobs || p.Median.Errors != 0 || !strings.Contains(p.WorkErr, notImmutable) {
 		t.Errorf("River per node %+v, want every send two-phase and no job worked", p)
+	}
+	if d := rep.Down; d.OutboxUp != "ok" || !d.OutboxUpInRiver || d.PerNodeUp != "ok" || d.OutboxDown == "ok" || d.PerNodeDown == "ok" {
+		t.Errorf("worker down %+v, want the other worker's tenant sending by both paths and the stopped worker's by neither", d)
 	}
 	if m := rep.Move; m.Queued < 20 || m.Stranded < m.Queued || m.OldTwoPhase != 2 || m.NewTwoPhase != 1 {
 		t.Errorf("move %+v, want the queued jobs left in the old node's River and a send into it on two workers", m)

@@ -65,7 +65,7 @@ func benchRiverNode(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return finish(stdout, *out, rep, err, printRiverNode)
 	}
-	b := &riverNodeBench{url: url, dbName: "bizmsg_river_node", conc: *conc, rounds: *rounds, dur: *dur, moveJobs: *moveJobs, stderr: stderr, rep: rep}
+	b := &riverNodeBench{cluster: cluster, url: url, dbName: "bizmsg_river_node", conc: *conc, rounds: *rounds, dur: *dur, moveJobs: *moveJobs, stderr: stderr, rep: rep}
 	err = b.run(ctx, *tenants)
 	b.close()
 	return finish(stdout, *out, rep, err, printRiverNode)
@@ -73,6 +73,7 @@ func benchRiverNode(ctx context.Context, args []string, stdout, stderr io.Writer
 
 // riverNodeBench is one run of bench river-node.
 type riverNodeBench struct {
+	cluster     *citusCluster
 	url, dbName string
 	conc        int
 	rounds      int
@@ -106,6 +107,8 @@ type riverNodeReport struct {
 	// OutboxSweeps is how often the wait for the outbox's moves found rows
 	// still there after 5 s and swept them (woke their mover again).
 	OutboxSweeps int64 `json:"outbox_sweeps"`
+	// Down is a worker node stopped, and started again.
+	Down *downFigures `json:"down,omitempty"`
 	// Move is a tenant schema moved away from its node's River.
 	Move *moveFigures `json:"move,omitempty"`
 	// RiverErrors is what River's clients logged at warning or error
@@ -558,6 +561,12 @@ func printRiverNode(w io.Writer, r *riverNodeReport) {
 				fmt.Fprintf(w, "%-30s %.0f jobs/s, %.2f ms CPU a job\n", p.name, p.f.WorkRate, p.f.WorkCPU)
 			}
 		}
+	}
+	if d := r.Down; d != nil {
+		fmt.Fprintf(w, "== a worker node down (%s, stopped as a crash does), one send each\n", d.Node)
+		fmt.Fprintf(w, "tenant on the worker up:   outbox %s (in River: %v); River per node %s\n", d.OutboxUp, d.OutboxUpInRiver, d.PerNodeUp)
+		fmt.Fprintf(w, "tenant on the worker down: outbox %s; River per node %s\n", d.OutboxDown, d.PerNodeDown)
+		fmt.Fprintf(w, "its tenant sent again %s after the worker's start\n", d.Back.Round(time.Millisecond))
 	}
 	if m := r.Move; m != nil {
 		fmt.Fprintln(w, "== a tenant schema moved away from its node's River")

@@ -180,6 +180,10 @@ func (b *riverNodeBench) paths(ctx context.Context) error {
 	if err := b.work(ctx, perNode, b.rep.PerNode); err != nil {
 		return fmt.Errorf("river per node: %w", err)
 	}
+	fmt.Fprintln(b.stderr, "river-node: a worker node down")
+	if b.rep.Down, err = b.down(ctx, outbox, perNode); err != nil {
+		return fmt.Errorf("worker down: %w", err)
+	}
 	return nil
 }
 

@@ -115,3 +115,81 @@ func (b *riverNodeBench) move(ctx context.Context) (*moveFigures, error) {
 	}
 	return m, nil
 }
+
+// downFigures is bench river-node's worker node down: what one send of
+// each path does for a tenant on the worker still up and for one on the
+// worker stopped, and how long the stopped worker's tenant took to send
+// again once it was started.
+type downFigures struct {
+	Node string `json:"node"`
+	// Up and Down are each path's outcome for a tenant on the worker up
+	// and on the one down: "ok" or the error.
+	OutboxUp    string `json:"outbox_up"`
+	PerNodeUp   string `json:"per_node_up"`
+	OutboxDown  string `json:"outbox_down"`
+	PerNodeDown string `json:"per_node_down"`
+	// OutboxUpInRiver is whether the up tenant's outbox row reached the
+	// coordinator's River while the other worker was down.
+	OutboxUpInRiver bool `json:"outbox_up_in_river"`
+	// Back is from the worker's start until its tenant's send committed.
+	Back time.Duration `json:"back_ns"`
+}
+
+// down stops the worker of river_node2 as a crash does (citus-cluster
+// kill), sends once by each path for a tenant on each worker, starts it
+// again and waits until its tenant sends.
+func (b *riverNodeBench) down(ctx context.Context, outbox, perNode *riverPath) (*downFigures, error) {
+	_, downNode, err := b.nodeTenant("river_node2")
+	if err != nil {
+		return nil, err
+	}
+	var upT, downT benchTenant
+	for _, t := range b.tenants {
+		if b.nodeOf[t.Tenant.Schema] == downNode {
+			downT = t
+		} else {
+			upT = t
+		}
+	}
+	name, err := b.cluster.nodeName(downNode)
+	if err != nil {
+		return nil, err
+	}
+	f := &downFigures{Node: name + " " + downNode}
+	outcome := func(err error) string {
+		if err != nil {
+			return err.Error()
+		}
+		return "ok"
+	}
+	before, err := outbox.inRiver()
+	if err != nil {
+		return f, err
+	}
+	if _, err := b.cluster.run(ctx, "kill", name, b.cluster.dir); err != nil {
+		return f, err
+	}
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	f.OutboxUp = outcome(b.send(sctx, upT, outbox.inserter(upT)))
+	f.PerNodeUp = outcome(b.send(sctx, upT, perNode.inserter(upT)))
+	f.OutboxDown = outcome(b.send(sctx, downT, outbox.inserter(downT)))
+	f.PerNodeDown = outcome(b.send(sctx, downT, perNode.inserter(downT)))
+	cancel()
+	if f.OutboxUp == "ok" {
+		f.OutboxUpInRiver = waitFor(ctx, 10*time.Second, func() (bool, error) {
+			n, err := outbox.inRiver()
+			return n > before, err
+		}) == nil
+	}
+	t0 := time.Now()
+	if _, err := b.cluster.run(ctx, "start", b.cluster.dir); err != nil {
+		return f, err
+	}
+	if err := waitFor(ctx, time.Minute, func() (bool, error) {
+		return b.send(ctx, downT, outbox.inserter(downT)) == nil, nil
+	}); err != nil {
+		return f, fmt.Errorf("%s back: %w", name, err)
+	}
+	f.Back = time.Since(t0)
+	return f, nil
+}
