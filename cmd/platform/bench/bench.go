@@ -41,7 +41,8 @@ Benchmarks (each prints its figures; run with -h for its flags):
   river-node on a 3-node Citus cluster it starts, River per worker node
             (a River schema distributed onto each worker) beside the job
             outbox: River's statements on a node schema, jobs inserted and
-            worked per second and CPU per job of both, a tenant schema moved
+            worked per second and CPU per job of both, a worker stopped, a
+            tenant schema moved
   campaign  run one campaign on the service (a child process): recipients
             added per second, release and delivery against the sender
             pool's throttle, the memory of the service and of Postgres

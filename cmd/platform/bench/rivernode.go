@@ -31,8 +31,9 @@ import (
 // with River per node (a River schema distributed onto each worker, and a
 // transaction writing the tenant's message and its River job on the
 // tenant's worker). It probes River's statements on a node schema, measures
-// jobs inserted and worked per second and CPU per job of both, and moves a
-// tenant schema away from its node's River (docs/scaling.md, §Jobs).
+// jobs inserted and worked per second and CPU per job of both, stops a
+// worker node and sends by both paths, and moves a tenant schema away from
+// its node's River (docs/scaling.md, §Jobs).
 func benchRiverNode(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := flag.NewFlagSet("bench river-node", flag.ContinueOnError)
 	fs.SetOutput(stderr)
