@@ -41,6 +41,11 @@ Benchmarks (each prints its figures; run with -h for its flags):
             release them with platform worker processes, and print the
             scheduling rate, release latency and rate, the exactly-once
             check, and the cost of a per-tenant release sweep instead
+  river-node on a 3-node Citus cluster it starts, River per worker node
+            (a River schema distributed onto each worker) beside the job
+            outbox: River's statements on a node schema, jobs inserted and
+            worked per second and CPU per job of both, a worker stopped, a
+            tenant schema moved
   campaign  run one campaign on the service (a child process): recipients
             added per second, release and delivery against the sender
             pool's throttle, the memory of the service and of Postgres
@@ -65,6 +70,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return benchScheduled(ctx, args[1:], stdout, stderr)
 	case "campaign":
 		return benchCampaign(ctx, args[1:], stdout, stderr)
+	case "river-node":
+		return benchRiverNode(ctx, args[1:], stdout, stderr)
 	case "bare-gin":
 		// Ceiling (c) of bench send, run by it as a child process.
 		fs := flag.NewFlagSet("bench bare-gin", flag.ContinueOnError)

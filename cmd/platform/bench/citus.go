@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -155,4 +156,17 @@ func readPlacement(ctx context.Context, d *db.DB, tenants []benchTenant) (citusP
 		return p, fmt.Errorf("only %s", p)
 	}
 	return p, nil
+}
+
+// nodeName is the script's name of the node at hostport (worker1,
+// worker2 or coordinator), by the port each node's directory records.
+func (c *citusCluster) nodeName(hostport string) (string, error) {
+	_, port, _ := strings.Cut(hostport, ":")
+	for _, n := range []string{"coordinator", "worker1", "worker2"} {
+		b, err := os.ReadFile(filepath.Join(c.dir, n, "port")) //nolint:gosec // G304: the cluster directory this bench made
+		if err == nil && strings.TrimSpace(string(b)) == port {
+			return n, nil
+		}
+	}
+	return "", fmt.Errorf("no node of %s listens on %s", c.dir, hostport)
 }
