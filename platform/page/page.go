@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/uptrace/bun"
+
 	"github.com/bizmsg/platform/platform/apperr"
 )
 
@@ -62,6 +64,17 @@ func ParseInto(v *apperr.Validation, limit, cursor string) Query {
 		p.After = after
 	}
 	return p
+}
+
+// Select makes sel (a bun select of a list) fetch p's page: ordered by
+// column id (SQL, e.g. "t.id"), newest first, after p's cursor, Limit+1
+// rows (Cut).
+func (p Query) Select(sel *bun.SelectQuery, id string) *bun.SelectQuery {
+	sel.OrderExpr(id + " DESC").Limit(int64(p.Limit + 1))
+	if p.After != 0 {
+		sel.Where(id+" < ?", p.After)
+	}
+	return sel
 }
 
 // Cut trims rows (fetched with Limit+1) to the page and returns the next

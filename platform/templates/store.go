@@ -90,10 +90,7 @@ func (s *Service) List(ctx context.Context, t db.Tenant, q ListQuery) (page.Of[T
 		return page.Of[Template]{}, err
 	}
 	var list []Template
-	sel := s.db.Bun.NewSelect().Model(&list).ModelTableExpr(table(t)).OrderExpr("t.id DESC").Limit(int64(p.Limit + 1))
-	if p.After != 0 {
-		sel.Where("t.id < ?", p.After)
-	}
+	sel := p.Select(s.db.Bun.NewSelect().Model(&list).ModelTableExpr(table(t)), "t.id")
 	if q.Status != "" {
 		sel.Where("t.status = ?", q.Status)
 	}

@@ -137,11 +137,8 @@ func (s *Service) Deliveries(ctx context.Context, t db.Tenant, endpointID int64,
 		return page.Of[Delivery]{}, err
 	}
 	var list []Delivery
-	sel := s.db.Bun.NewSelect().Model(&list).ModelTableExpr(t.TableAs("webhook_deliveries", "d")).
-		Where("d.endpoint_id = ?", endpointID).OrderExpr("d.id DESC").Limit(int64(p.Limit + 1))
-	if p.After != 0 {
-		sel.Where("d.id < ?", p.After)
-	}
+	sel := p.Select(s.db.Bun.NewSelect().Model(&list).ModelTableExpr(t.TableAs("webhook_deliveries", "d")).
+		Where("d.endpoint_id = ?", endpointID), "d.id")
 	if q.State != "" {
 		sel.Where("d.state = ?", q.State)
 	}

@@ -194,11 +194,7 @@ func (s *Service) List(ctx context.Context, t db.Tenant, limit, cursor string) (
 		return page.Of[Endpoint]{}, err
 	}
 	var list []Endpoint
-	sel := s.db.Bun.NewSelect().Model(&list).ModelTableExpr(endpointTable(t)).Column(readColumns...).
-		OrderExpr("e.id DESC").Limit(int64(p.Limit + 1))
-	if p.After != 0 {
-		sel.Where("e.id < ?", p.After)
-	}
+	sel := p.Select(s.db.Bun.NewSelect().Model(&list).ModelTableExpr(endpointTable(t)).Column(readColumns...), "e.id")
 	if err := sel.Scan(ctx); err != nil {
 		return page.Of[Endpoint]{}, fmt.Errorf("list webhook endpoints: %w", err)
 	}
