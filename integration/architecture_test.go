@@ -63,6 +63,7 @@ var floors = map[string]string{
 	"platform/consent":               floorService,
 	"platform/messages":              floorService,
 	"platform/acceptance":            floorService,
+	"platform/idempotency":           floorService,
 	"platform/sendrequest":           floorService,
 	"platform/delivery":              floorService,
 	"platform/messages/messagestest": floorTest,

@@ -12,7 +12,7 @@
 // sender's phone: the request's, or the one this process remembers for the
 // sender's id (a sender's phone never changes), or else the sender's row,
 // read and checked first. Then one transaction accepts the message: the
-// counter statement (acceptSQL), the message's insert (insertMessageSQL)
+// counter statement (acceptSQL), the message's insert (insert_message)
 // and the insert of its delivery job (into the tenant's job outbox, which
 // moves it into River after the commit: docs/scaling.md, §Jobs):
 //
@@ -63,6 +63,7 @@ package acceptance
 
 import (
 	"context"
+	"embed"
 	"errors"
 	"fmt"
 	"time"
@@ -75,9 +76,11 @@ import (
 	"github.com/bizmsg/platform/platform/consent"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/defaults"
+	"github.com/bizmsg/platform/platform/idempotency"
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/senders"
+	"github.com/bizmsg/platform/platform/sqlq"
 	"github.com/bizmsg/platform/platform/webhooks"
 )
 
@@ -145,8 +148,17 @@ type Config struct {
 	Routed bool
 }
 
+// queries are the package's static statements (named queries, run
+// through sqlq's Pgx and db.Prepared); the statements whose text varies
+// with the send (acceptSQL, acceptBatchSQL) are built in statements.go.
+//
+//go:embed queries/*.sql
+var queries embed.FS
+
 // Service accepts sends. It is safe for concurrent use.
 type Service struct {
+	q       *sqlq.Queries
+	keys    *idempotency.Store
 	prep    *db.Prepared
 	senders Senders
 	net     network.Network
@@ -180,7 +192,17 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
+	q, err := sqlq.Load(queries, "queries")
+	if err != nil {
+		return nil, fmt.Errorf("acceptance: %w", err)
+	}
+	keys, err := idempotency.New(idempotency.Config{Prepared: cfg.Prepared, TTL: cfg.IdempotencyTTL})
+	if err != nil {
+		return nil, fmt.Errorf("acceptance: %w", err)
+	}
 	s := &Service{
+		q:       q,
+		keys:    keys,
 		prep:    cfg.Prepared,
 		senders: cfg.Senders,
 		net:     cfg.Network,

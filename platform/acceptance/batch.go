@@ -11,6 +11,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/senders"
+	"github.com/bizmsg/platform/platform/sqlq"
 
 	"github.com/bizmsg/platform/platform/messages"
 )
@@ -121,7 +122,7 @@ type batchRow struct {
 // acceptManyTx is acceptMany in tx: the opt-out locks, the counters
 // (acceptBatchSQL, run again once the missing ones exist), with the
 // accepted messages inserted in that statement on one server, else after
-// it (insertBatchSQL, Config.Routed), then their jobs.
+// it (insert_batch, Config.Routed), then their jobs.
 func (s *Service) acceptManyTx(ctx context.Context, tx pgx.Tx, t db.Tenant, items []pendingSend) ([]bool, error) {
 	n := len(items)
 	insert := !s.cfg.Routed
@@ -245,13 +246,15 @@ func columnsOf(rows []*messages.Row) columns {
 }
 
 // insertAccepted inserts the accepted messages rows of a batch, queued
-// (insertBatchSQL), in the batch's order, and fills their ids.
+// (insert_batch), in the batch's order, and fills their ids.
 func (s *Service) insertAccepted(ctx context.Context, tx pgx.Tx, t db.Tenant, rows []*messages.Row) error {
 	n := len(rows)
 	c := columnsOf(rows)
 	ids := make([]int64, 0, n)
-	err := s.prep.Query(ctx, tx, insertBatchSQL(t), []any{c.senders, c.tos, c.recipients, c.types, c.contents, c.names,
-		c.sizes, c.fileTypes, c.durations, c.clientRefs, c.created}, db.Int64s(&ids))
+	err := s.queryNamed(ctx, tx, t, "insert_batch", sqlq.Args{"senders": c.senders, "to_phones": c.tos,
+		"recipient_user_ids": c.recipients, "types": c.types, "contents": c.contents, "file_names": c.names,
+		"file_sizes": c.sizes, "file_types": c.fileTypes, "durations": c.durations, "client_references": c.clientRefs,
+		"created": c.created}, db.Int64s(&ids))
 	if err == nil && len(ids) != n {
 		err = fmt.Errorf("%d ids returned", len(ids))
 	}

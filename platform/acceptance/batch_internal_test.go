@@ -30,7 +30,7 @@ func (unusedSenders) Resolve(context.Context, db.Tenant, senders.SenderRef) (sen
 type unusedNetwork struct{ network.Network }
 
 // batchAttempts counts the runs of the statements that insert a batch's
-// messages (insertBatchSQL; on one server acceptBatchSQL), failed ones
+// messages (insert_batch; on one server acceptBatchSQL), failed ones
 // included.
 type batchAttempts struct{ n atomic.Int32 }
 

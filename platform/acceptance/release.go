@@ -15,6 +15,7 @@ import (
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/senders"
 	"github.com/bizmsg/platform/platform/sendrequest"
+	"github.com/bizmsg/platform/platform/sqlq"
 )
 
 // The release of a stored message: the checks of a send made at the
@@ -350,7 +351,7 @@ func (s *Service) ReleaseMany(ctx context.Context, tx pgx.Tx, t db.Tenant, cs []
 		accepted = append(accepted, &c.row)
 	}
 	if len(refused) > 0 {
-		if err := s.prep.Exec(ctx, tx, unstageSQL(t), refused); err != nil {
+		if err := s.queryNamed(ctx, tx, t, "unstage", sqlq.Args{"ids": refused}, nil); err != nil {
 			return nil, fmt.Errorf("drop %d refused messages: %w", len(refused), err)
 		}
 	}
@@ -362,41 +363,49 @@ func (s *Service) ReleaseMany(ctx context.Context, tx pgx.Tx, t db.Tenant, cs []
 	return refusals, nil
 }
 
+// stageRows is the most rows one stage_values statement writes: 14
+// arguments a row, well under Postgres's 65,535.
+const stageRows = 1000
+
 // stage stores a tick's checked drafts cs as scheduled messages in tx, in
-// one statement from arrays (stageManySQL), or Routed as VALUES inserts
-// of at most stageRows rows each (stageValuesSQL).
+// one statement from arrays (stage_many), or Routed as VALUES inserts of
+// at most stageRows rows each (stage_values).
 func (s *Service) stage(ctx context.Context, tx pgx.Tx, t db.Tenant, cs []*Checked) error {
 	if s.cfg.Routed {
 		for from := 0; from < len(cs); from += stageRows {
-			to := min(from+stageRows, len(cs))
-			args := make([]any, 0, (to-from)*14)
-			for _, c := range cs[from:to] {
-				r := &c.row
-				args = append(args, r.ID, r.SenderNumberID, r.ToPhone, r.Type, r.Content, r.FileName, r.FileSize,
-					r.FileType, r.Duration, r.ClientReference, r.TemplateID, r.TemplateRef, r.CampaignID, r.CreatedAt)
+			rows := make([]sqlq.Args, 0, stageRows)
+			for _, c := range cs[from:min(from+stageRows, len(cs))] {
+				rows = append(rows, rowArgs(&c.row))
 			}
-			if err := s.prep.Exec(ctx, tx, stageValuesSQL(t, to-from), args...); err != nil {
+			q, args, err := s.q.PgxRows("stage_values", t.Quoted(), rows)
+			if err == nil {
+				err = s.prep.Exec(ctx, tx, q, args...)
+			}
+			if err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	var (
-		ids, senderIDs, sizes, templateIDs, campaignIDs               []*int64
-		durations                                                     []*int
-		phones, types, contents, names, fileTypes, refs, templateRefs []*string
-		at                                                            []time.Time
-	)
+	var a struct {
+		ids, senders                    []int64
+		sizes, templateIDs, campaignIDs []*int64
+		durations                       []*int
+		phones, types, contents         []string
+		names, fileTypes, refs, tRefs   []*string
+		at                              []time.Time
+	}
 	for _, c := range cs {
 		r := &c.row
-		id, sender := r.ID, r.SenderNumberID
-		ids, senderIDs = append(ids, &id), append(senderIDs, &sender)
-		phones, types, contents = append(phones, &r.ToPhone), append(types, &r.Type), append(contents, &r.Content)
-		names, sizes, fileTypes = append(names, r.FileName), append(sizes, r.FileSize), append(fileTypes, r.FileType)
-		durations, refs = append(durations, r.Duration), append(refs, r.ClientReference)
-		templateIDs, templateRefs = append(templateIDs, r.TemplateID), append(templateRefs, r.TemplateRef)
-		campaignIDs, at = append(campaignIDs, r.CampaignID), append(at, r.CreatedAt)
+		a.ids, a.senders = append(a.ids, r.ID), append(a.senders, r.SenderNumberID)
+		a.phones, a.types, a.contents = append(a.phones, r.ToPhone), append(a.types, r.Type), append(a.contents, r.Content)
+		a.names, a.sizes, a.fileTypes = append(a.names, r.FileName), append(a.sizes, r.FileSize), append(a.fileTypes, r.FileType)
+		a.durations, a.refs = append(a.durations, r.Duration), append(a.refs, r.ClientReference)
+		a.templateIDs, a.tRefs = append(a.templateIDs, r.TemplateID), append(a.tRefs, r.TemplateRef)
+		a.campaignIDs, a.at = append(a.campaignIDs, r.CampaignID), append(a.at, r.CreatedAt)
 	}
-	return s.prep.Exec(ctx, tx, stageManySQL(t), ids, senderIDs, phones, types, contents, names, sizes,
-		fileTypes, durations, refs, templateIDs, templateRefs, campaignIDs, at)
+	return s.queryNamed(ctx, tx, t, "stage_many", sqlq.Args{"ids": a.ids, "senders": a.senders, "phones": a.phones,
+		"types": a.types, "contents": a.contents, "file_names": a.names, "file_sizes": a.sizes,
+		"file_types": a.fileTypes, "durations": a.durations, "refs": a.refs, "template_ids": a.templateIDs,
+		"template_refs": a.tRefs, "campaign_ids": a.campaignIDs, "at": a.at}, nil)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/sendrequest"
+	"github.com/bizmsg/platform/platform/sqlq"
 )
 
 // Scheduled sends (docs/api.md, §Scheduled sends; docs/design.md,
@@ -72,14 +73,12 @@ func (s *Service) schedule(ctx context.Context, t db.Tenant, d sendrequest.Send,
 // storeScheduled inserts scheduled message r and its release job, due at
 // r.SendAt, in tx, and renders the answer.
 func (s *Service) storeScheduled(ctx context.Context, tx pgx.Tx, t db.Tenant, r *messages.Row) (Result, error) {
-	err := s.prep.Query(ctx, tx, scheduleSQL(t), []any{r.SenderNumberID, r.ToPhone, r.Type, r.Content, r.FileName,
-		r.FileSize, r.FileType, r.Duration, r.ClientReference, r.TemplateID, r.TemplateRef, *r.SendAt, r.CreatedAt},
-		func(rows db.Rows) error {
-			if !rows.Next() {
-				return errors.New("no id returned")
-			}
-			return rows.Scan(&r.ID)
-		})
+	err := s.queryNamed(ctx, tx, t, "schedule", rowArgs(r), func(rows db.Rows) error {
+		if !rows.Next() {
+			return errors.New("no id returned")
+		}
+		return rows.Scan(&r.ID)
+	})
 	if err != nil {
 		return Result{}, fmt.Errorf("store scheduled message: %w", err)
 	}
@@ -103,7 +102,7 @@ func (s *Service) Cancel(ctx context.Context, t db.Tenant, id int64) (messages.M
 	}
 	var status string
 	found := false
-	err = s.prep.Query(ctx, nil, messageStatusSQL(t), []any{id}, func(r db.Rows) error {
+	err = s.queryNamed(ctx, nil, t, "message_status", sqlq.Args{"id": id}, func(r db.Rows) error {
 		if r.Next() {
 			found = true
 			return r.Scan(&status)

@@ -12,10 +12,12 @@ import (
 
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/idempotency"
 	"github.com/bizmsg/platform/platform/lookup"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
 	"github.com/bizmsg/platform/platform/sendrequest"
+	"github.com/bizmsg/platform/platform/sqlq"
 
 	"github.com/bizmsg/platform/platform/messages"
 )
@@ -59,8 +61,8 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, dailyLimit int, req *se
 	}
 	key, fp := req.IdempotencyKey, d.Fingerprint()
 	if key != "" {
-		if res, found, err := s.replay(ctx, nil, t, key, fp, now); err != nil || found {
-			return res, err
+		if a, found, err := s.keys.Replay(ctx, nil, t, key, fp, now); err != nil || found {
+			return replayed(a), err
 		}
 	}
 	if d.SendAt != nil {
@@ -170,19 +172,19 @@ func (s *Service) withKey(ctx context.Context, t db.Tenant, key string, fp []byt
 	store func(tx pgx.Tx) (Result, error)) (Result, error) {
 	var res Result
 	err := s.prep.Tx(ctx, func(tx pgx.Tx) error {
-		claimed, err := s.claimKey(ctx, tx, t, key, fp, now, now.Add(-s.cfg.IdempotencyTTL))
+		claimed, err := s.keys.Claim(ctx, tx, t, key, fp, now)
 		if err != nil {
 			return err
 		}
 		if !claimed {
 			// A concurrent send with this key committed first (this
 			// statement waited for it): answer as it did.
-			r, found, err := s.replay(ctx, tx, t, key, fp, now)
+			a, found, err := s.keys.Replay(ctx, tx, t, key, fp, now)
 			if err == nil && !found {
 				err = errors.New("idempotency key conflicted but its record is gone")
 			}
 			if err == nil {
-				res = r
+				res = replayed(a)
 				err = errReplayed
 			}
 			return err
@@ -190,7 +192,7 @@ func (s *Service) withKey(ctx context.Context, t db.Tenant, key string, fp []byt
 		if res, err = store(tx); err != nil {
 			return err
 		}
-		return s.storeAnswer(ctx, tx, t, key, res)
+		return s.keys.Save(ctx, tx, t, key, res.Resource)
 	})
 	if errors.Is(err, errReplayed) {
 		return res, nil
@@ -219,7 +221,7 @@ func (s *Service) checkSender(ctx context.Context, t db.Tenant, ref senders.Send
 // accept stores r (queued) with its delivery job in tx if the sender named
 // by ref may send today, under the organization's default daily limit
 // limit: the counter statement (acceptSQL) with, on one server, the
-// message's insert in it, else followed by that insert (insertMessageSQL,
+// message's insert in it, else followed by that insert (insert_message,
 // Config.Routed), and the outbox's insert of the job. It renders the
 // answer and fills r's id and sender. A refusal stores nothing and is a
 // *refused error, which the caller words (refusal) once the transaction is
@@ -256,14 +258,9 @@ func (s *Service) accept(ctx context.Context, tx pgx.Tx, t db.Tenant, limit int,
 }
 
 // insertMessage inserts r, which acceptSQL counted, queued
-// (insertMessageSQL), and fills its id.
+// (insert_message, Config.Routed), and fills its id.
 func (s *Service) insertMessage(ctx context.Context, tx pgx.Tx, t db.Tenant, r *messages.Row) error {
-	template := r.TemplateID != nil
-	ins := append([]any{r.SenderNumberID}, messageArgs(r)...)
-	if template {
-		ins = append(ins, *r.TemplateID, r.TemplateRef)
-	}
-	err := s.prep.Query(ctx, tx, insertMessageSQL(t, template), ins, func(rows db.Rows) error {
+	err := s.queryNamed(ctx, tx, t, "insert_message", rowArgs(r), func(rows db.Rows) error {
 		if !rows.Next() {
 			return errors.New("no id returned")
 		}
@@ -275,8 +272,29 @@ func (s *Service) insertMessage(ctx context.Context, tx pgx.Tx, t db.Tenant, r *
 	return nil
 }
 
+// queryNamed runs named query name of tenant t (sqlq's Pgx) with args
+// through db.Prepared, in tx (nil: on a pool connection), as Query does.
+func (s *Service) queryNamed(ctx context.Context, tx pgx.Tx, t db.Tenant, name string, args sqlq.Args, scan func(db.Rows) error) error {
+	q, vals, err := s.q.Pgx(name, t.Quoted(), args)
+	if err != nil {
+		return err
+	}
+	if scan == nil {
+		return s.prep.Exec(ctx, tx, q, vals...)
+	}
+	return s.prep.Query(ctx, tx, q, vals, scan)
+}
+
+// rowArgs are r's columns as the named queries name them.
+func rowArgs(r *messages.Row) sqlq.Args {
+	return sqlq.Args{"id": r.ID, "sender": r.SenderNumberID, "to_phone": r.ToPhone, "recipient_user_id": r.RecipientUserID,
+		"type": r.Type, "content": r.Content, "file_name": r.FileName, "file_size": r.FileSize, "file_type": r.FileType,
+		"duration": r.Duration, "client_reference": r.ClientReference, "at": r.CreatedAt, "template_id": r.TemplateID,
+		"template_ref": r.TemplateRef, "campaign_id": r.CampaignID, "send_at": r.SendAt}
+}
+
 // messageArgs are r's columns as acceptSQL's release and insert variants
-// take them ($3 to $12) and insertMessageSQL ($2 to $11): recipient,
+// take them ($3 to $12): recipient,
 // recipient's user id, type, content, file name, size, file type,
 // duration, client reference, acceptance time.
 func messageArgs(r *messages.Row) []any {
@@ -473,6 +491,11 @@ func (s *Service) refusal(ctx context.Context, t db.Tenant, r *refused) error {
 			"The recipient has not written to this sender number within the service window: only a template message may be sent.")
 	}
 	return errDailyLimit(*r.limit, r.at)
+}
+
+// replayed is the Result of a replay of stored answer a.
+func replayed(a idempotency.Answer) Result {
+	return Result{MessageID: a.MessageID, Resource: a.Resource, Replayed: true}
 }
 
 // errReplayed rolls back the transaction of a send whose idempotency key was

@@ -16,6 +16,7 @@ import (
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/dbtest"
+	"github.com/bizmsg/platform/platform/idempotency"
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/messages/messagestest"
 	"github.com/bizmsg/platform/platform/queue"
@@ -200,7 +201,7 @@ func TestIdempotencyKeyLifetime(t *testing.T) {
 	if err != nil || again.Replayed || again.MessageID == first.MessageID {
 		t.Fatalf("stale key: %+v %v", again, err)
 	}
-	n, err := acceptance.PurgeIdempotencyKeys(context.Background(), f.DB, tn, f.Clock.Now().Add(-24*time.Hour))
+	n, err := idempotency.Purge(context.Background(), f.DB, tn, f.Clock.Now().Add(-24*time.Hour))
 	if err != nil || n != 1 {
 		t.Fatalf("purged %d (%v), want 1 (k2; k1 was renewed)", n, err)
 	}

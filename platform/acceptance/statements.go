@@ -10,7 +10,7 @@ package acceptance
 //	the template is approved (template sends)  acceptSQL with template: tl, tp (template sends never batch)
 //	the service window (when the network has one)  acceptSQL / acceptBatchSQL: s (windowSQL)
 //	the daily limit                         acceptSQL / acceptBatchSQL: c, u (the 'accept' counter, WHERE used < limit)
-//	the message, queued                     acceptSQL / acceptBatchSQL: m on one server; on Citus insertMessageSQL / insertBatchSQL after the counter (a release: acceptSQL's m)
+//	the message, queued                     acceptSQL / acceptBatchSQL: m on one server; on Citus insert_message / insert_batch after the counter (a release: acceptSQL's m)
 //	its delivery job                        Jobs.InsertManyFastTx (the job outbox) in the same transaction (enqueue)
 //
 // The delivery's rules are enforced by package delivery's statements. Each
@@ -60,14 +60,14 @@ import (
 //     the day (its 'accept' row) goes up only while it is under the limit
 //     (UPDATE ... WHERE used < limit), so concurrent sends never pass it. Its
 //     row lock is held from here to the commit: for the message's insert
-//     (insertMessageSQL, the next statement) and the commit. Delivery counts
+//     (insert_message, the next statement) and the commit. Delivery counts
 //     in the day's 'deliver' row, so a delivery never holds this lock. A
 //     day's first send of a sender finds no row (c): the result says so
 //     (no_counter), and accept creates it (messages.CreateCounters) and
 //     runs the statement again.
 //
 // On Citus (Config.Routed) the message itself is inserted by
-// insertMessageSQL once the counter is raised, and its delivery job by the
+// insert_message once the counter is raised, and its delivery job by the
 // job outbox in the same transaction (accept). Two statements, not one
 // with an INSERT step: Citus runs a statement whose steps write only by
 // UPDATE on the tenant's node alone, and one with an INSERT step through
@@ -235,26 +235,6 @@ type acceptVariant struct {
 	insert bool
 }
 
-// insertMessageSQL inserts a message of tenant t that acceptSQL counted,
-// queued, with $n arguments for db.Prepared: $1 its sender, $2 to $11 the
-// message as acceptSQL's $3 to $12 (recipient, recipient's user id, type,
-// content, file name, size, file type, duration, client reference,
-// acceptance time) and, with template, $12 its template and $13 its
-// template_ref. It returns the message's id, drawn from the table's
-// sequence (on Citus by the coordinator, which then routes the row to the
-// tenant's node).
-func insertMessageSQL(t db.Tenant, template bool) string {
-	tplCol, tplVal := "", ""
-	if template {
-		tplCol, tplVal = ", template_id, template_ref", ", $12::bigint, $13::text"
-	}
-	return `INSERT INTO ` + t.Table("messages") + ` (sender_number_id, to_phone, recipient_user_id, type, content,
-		       file_name, file_size, file_type, duration, status, client_reference, created_at, updated_at` + tplCol + `)
-		VALUES ($1::bigint, $2::text, $3::bigint, $4::text, $5::text, $6::text, $7::bigint, $8::text,
-		        $9::bigint, 'queued', $10::text, $11::timestamptz, $11::timestamptz` + tplVal + `)
-		RETURNING id`
-}
-
 // windowSQL is the service window's condition in tenant schema sc (docs/api.md,
 // §Service window): true without a window (0) or for a template message,
 // else whether the recipient wrote to the sender within the window before
@@ -289,7 +269,7 @@ func windowSQL(sc string, window time.Duration, sender, recipient, typ, at strin
 //
 // It returns, per message, its ordinal, its sender's id (none when no
 // sender was found), whether it was counted (accepted: acceptMany inserts
-// it, insertBatchSQL, with its delivery job) and whether its sender's
+// it, insert_batch, with its delivery job) and whether its sender's
 // counter for the day is missing (missing: acceptMany creates it and runs
 // the statement again). Like acceptSQL it writes only by UPDATE, so that
 // Citus runs it on the tenant's node alone (Config.Routed).
@@ -353,47 +333,9 @@ func acceptBatchSQL(t db.Tenant, window time.Duration, insert bool) string {
 }
 
 // batchInsertMark begins the column list of a batch's insert, in
-// insertBatchSQL and in acceptBatchSQL's insert step: the tests count a
+// insert_batch and in acceptBatchSQL's insert step: the tests count a
 // batch's inserting statements by it.
 const batchInsertMark = `(created_at, sender_number_id, to_phone, recipient_user_id`
-
-// insertBatchSQL inserts the messages of a batch of tenant t that
-// acceptBatchSQL counted, queued, in the batch's order, one per element of
-// the arrays $1..$11: sender, recipient, recipient's user id, type,
-// content, file name, size, file type, duration, client reference and
-// acceptance time. Their ids are drawn from the table's sequence in that
-// order (the insert's projection runs after the ORDER BY), so the i-th
-// smallest id it returns is the i-th message's. On Citus the coordinator
-// draws them, reads the arrays and copies the rows to the tenant's node
-// alone (an INSERT ... SELECT pulled through the coordinator, as the job
-// outbox's insert).
-func insertBatchSQL(t db.Tenant) string {
-	return `INSERT INTO ` + t.Table("messages") + ` ` + batchInsertMark + `, type, content,
-		       file_name, file_size, file_type, duration, status, client_reference, updated_at)
-		SELECT x.created_at, x.sender, x.to_phone, x.recipient_user_id, x.type, x.content, x.file_name,
-		       x.file_size, x.file_type, x.duration, 'queued', x.client_reference, x.created_at
-		  FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[],
-		              $7::int[], $8::text[], $9::bigint[], $10::text[], $11::timestamptz[]) WITH ORDINALITY
-		       AS x(sender, to_phone, recipient_user_id, type, content, file_name, file_size, file_type,
-		            duration, client_reference, created_at, ord)
-		 ORDER BY x.ord
-		RETURNING id`
-}
-
-// scheduleSQL stores a scheduled send of tenant t ($1 sender id, $2..$10 the
-// message: recipient, type, content, file name, size, file type, duration,
-// client reference, template id; $11 its template_ref, $12 its send_at, $13
-// the scheduling time): status scheduled, counted against nothing. Its
-// release job is inserted by River in the same transaction (schedule). It
-// returns the message's id.
-func scheduleSQL(t db.Tenant) string {
-	return `INSERT INTO ` + t.Table("messages") + ` (sender_number_id, to_phone, type, content, file_name,
-		       file_size, file_type, duration, client_reference, template_id, template_ref, send_at, status,
-		       created_at, updated_at)
-		VALUES ($1::bigint, $2::text, $3::text, $4::text, $5::text, $6::bigint, $7::text, $8::bigint, $9::text,
-		        $10::bigint, $11::text, $12::timestamptz, 'scheduled', $13::timestamptz, $13::timestamptz)
-		RETURNING id`
-}
 
 // endScheduledSQL ends scheduled message $1 of tenant t while it is still
 // scheduled, under its row lock (UPDATE ... WHERE status = 'scheduled', the
@@ -415,14 +357,6 @@ func endScheduledSQL(t db.Tenant, canceled bool) string {
 		SELECT ` + messages.ChangedColumns + ` FROM m`
 }
 
-// messageStatusSQL reads message $1 of tenant t's status, inbound or
-// outbound: a cancellation of a message that exists but is not scheduled
-// (an inbound one too) is 409 not_cancelable, not 404 (docs/api.md,
-// §Scheduled sends).
-func messageStatusSQL(t db.Tenant) string {
-	return `SELECT status FROM ` + t.Table("messages") + ` WHERE id = $1::bigint`
-}
-
 // scheduledSQL reads message $1 of tenant t (messages.Columns) for its
 // release.
 func scheduledSQL(t db.Tenant) string {
@@ -433,55 +367,4 @@ func scheduledSQL(t db.Tenant) string {
 // for their release together (releaseBatch).
 func scheduledManySQL(t db.Tenant) string {
 	return `SELECT ` + messages.Columns + ` FROM ` + t.Table("messages") + ` m WHERE m.id = ANY($1::bigint[])`
-}
-
-// stageManySQL stores checked drafts of tenant t as scheduled messages
-// under their ids (ReleaseMany), one per element of the arrays $1..$14:
-// the columns it names, in that order.
-func stageManySQL(t db.Tenant) string {
-	return `INSERT INTO ` + t.Table("messages") + ` (id, sender_number_id, to_phone, type, content, file_name,
-		       file_size, file_type, duration, client_reference, template_id, template_ref, campaign_id, status,
-		       created_at, updated_at)
-		SELECT x.id, x.sender, x.phone, x.type, x.content, x.file_name, x.file_size, x.file_type, x.duration,
-		       x.ref, x.template_id, x.template_ref, x.campaign_id, 'scheduled', x.at, x.at
-		  FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[],
-		              $8::text[], $9::int[], $10::text[], $11::bigint[], $12::text[], $13::bigint[],
-		              $14::timestamptz[])
-		       AS x(id, sender, phone, type, content, file_name, file_size, file_type, duration, ref, template_id,
-		            template_ref, campaign_id, at)`
-}
-
-// stageRows is the most rows one stageValuesSQL writes: 14 arguments a
-// row, well under Postgres's 65,535.
-const stageRows = 1000
-
-// stageValuesSQL is stageManySQL for Citus (Config.Routed): n rows of a
-// multi-row VALUES, 14 arguments each in stageManySQL's order, which
-// Citus routes to the tenant's node, where it copies the rows of
-// stageManySQL's SELECT there in a two-phase commit.
-func stageValuesSQL(t db.Tenant, n int) string {
-	var b strings.Builder
-	b.WriteString(`INSERT INTO ` + t.Table("messages") + ` (id, sender_number_id, to_phone, type, content, file_name,
-		       file_size, file_type, duration, client_reference, template_id, template_ref, campaign_id, status,
-		       created_at, updated_at) VALUES `)
-	casts := [...]string{"::bigint", "::bigint", "::text", "::text", "::text", "::text", "::bigint",
-		"::text", "::int", "::text", "::bigint", "::text", "::bigint"}
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		a := i * 14
-		b.WriteString("(")
-		for j, c := range casts {
-			b.WriteString("$" + strconv.Itoa(a+j+1) + c + ", ")
-		}
-		at := "$" + strconv.Itoa(a+14) + "::timestamptz"
-		b.WriteString("'scheduled', " + at + ", " + at + ")")
-	}
-	return b.String()
-}
-
-// unstageSQL deletes tenant t's staged messages $1 their release refused.
-func unstageSQL(t db.Tenant) string {
-	return `DELETE FROM ` + t.Table("messages") + ` WHERE id = ANY($1::bigint[]) AND status = 'scheduled'`
 }

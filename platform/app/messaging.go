@@ -14,6 +14,7 @@ import (
 	"github.com/bizmsg/platform/platform/consent"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/delivery"
+	"github.com/bizmsg/platform/platform/idempotency"
 	"github.com/bizmsg/platform/platform/lookup"
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/queue"
@@ -145,6 +146,6 @@ func (a *App) messagingWorkers(workers *river.Workers, cfg queue.Config) {
 // their lifetime. A failing tenant does not stop the others.
 func (a *App) purgeIdempotencyKeys(ctx context.Context, now time.Time) (int64, error) {
 	return a.sumTenants(ctx, func(t db.Tenant) (int64, error) {
-		return acceptance.PurgeIdempotencyKeys(ctx, a.DB, t, now.Add(-idempotencyTTL))
+		return idempotency.Purge(ctx, a.DB, t, now.Add(-idempotencyTTL))
 	})
 }

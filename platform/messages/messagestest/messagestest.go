@@ -171,7 +171,7 @@ type Fixture struct {
 	Svc   Services
 	Mig   *migrate.Migrator
 	// Batches counts the runs of the acceptance statements that store
-	// several messages at once (acceptance's insertBatchSQL, or on one
+	// several messages at once (acceptance's insert_batch, or on one
 	// server its acceptBatchSQL, recognised by their insert's column
 	// list: the one test hook that reads a statement's text, as acceptance
 	// offers no other sign of a batch statement that ran).

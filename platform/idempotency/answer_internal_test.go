@@ -1,4 +1,4 @@
-package acceptance
+package idempotency
 
 import (
 	"encoding/json"
@@ -16,24 +16,24 @@ import (
 func TestStoredAnswerRoundTrip(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 11, 22, 14, 3, 5, 0, time.UTC)
-	r := &messages.Row{Message: messages.Message{ID: 7, Direction: messages.DirectionOutbound, SenderNumberID: 2,
-		ToPhone: "+14155550100", Type: messages.TypeText, Content: "<b>&\u2028 \"hi\"</b>", Status: messages.StatusQueued}}
-	r.CreatedAt = at
-	res, err := render(r)
+	m := messages.Message{ID: 7, Direction: messages.DirectionOutbound, SenderNumberID: 2,
+		ToPhone: "+14155550100", Type: messages.TypeText, Content: "<b>&\u2028 \"hi\"</b>", Status: messages.StatusQueued,
+		CreatedAt: at}
+	resource, err := json.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
 	}
 	before, err := json.Marshal(struct {
 		Data messages.Message `json:"data"`
-	}{r.Message})
+	}{m})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := storedBody(res.Resource); string(got) != string(before) {
+	if got := Body(resource); string(got) != string(before) {
 		t.Fatalf("stored %s\nwant     %s", got, before)
 	}
 	back, ok := resourceOf(before)
-	if !ok || string(back) != string(res.Resource) {
+	if !ok || string(back) != string(resource) {
 		t.Fatalf("resource of the stored answer: %s %v", back, ok)
 	}
 	for _, bad := range []string{``, `{}`, `{"data":}`, `[{"data":1}]`} {
