@@ -12,9 +12,11 @@
 // sender's phone: the request's, or the one this process remembers for the
 // sender's id (a sender's phone never changes), or else the sender's row,
 // read and checked first. Then one transaction accepts the message: the
-// counter statement (acceptSQL), the message's insert (insert_message)
-// and the insert of its delivery job (into the tenant's job outbox, which
-// moves it into River after the commit: docs/scaling.md, §Jobs):
+// counter statement (acceptSQL) with the message's insert in it (on
+// Citus the insert_message statement after it) and the insert of its
+// delivery job (River's, in the same transaction; on Citus into the
+// tenant's job outbox, which moves it into River after the commit:
+// docs/scaling.md, §Jobs):
 //
 //  1. the sender, which must be active (the sender errors are worded from
 //     its row when it is not: sender_not_found, sender_not_active,
