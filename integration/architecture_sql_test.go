@@ -38,7 +38,6 @@ var notOnBun = []string{
 	"platform/migrate",
 	"platform/network/builtin",
 	"platform/pace",
-	"platform/senders",
 	"platform/webhooks",
 }
 
