@@ -33,10 +33,11 @@ type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// named are the package's named queries as pgx runs them: the statements
-// of the service's pgx transactions (which also hold its job, its audit
-// entry and its webhook event, all on pgx), of the outbox's coordinator
-// transaction (Central.Apply) and of a send's sender (Resolve).
+// named are the package's named queries: the directory's joins run on
+// bun (Raw), and its methods run on pgx the statements of the service's
+// pgx transactions (which also hold its job, its audit entry and its
+// webhook event, all on pgx), of the outbox's coordinator transaction
+// (Central.Apply) and of a send's sender (Resolve).
 type named struct{ *sqlq.Queries }
 
 // loadNamed loads the package's named queries.
