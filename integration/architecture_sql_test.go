@@ -38,7 +38,6 @@ var notOnBun = []string{
 	"platform/migrate",
 	"platform/network/builtin",
 	"platform/pace",
-	"platform/senders",
 }
 
 // sqlStatement and sqlClause are the words that make a literal SQL: a

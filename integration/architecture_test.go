@@ -512,6 +512,7 @@ var constructorShapes = map[string]string{
 	"platform/metrics.New":        "nothing to configure and nothing to fail",
 	"platform/ratelimit.NewLocal": "every LocalConfig field has a default and none is required: nothing to fail",
 	"platform/pace.NewLocal":      "every Config field has a default and none is required: nothing to fail",
+	"platform/senders.NewCentral": "the job outbox's applier of sender_central rows: nothing to configure, it holds the package's embedded named queries, whose loading is its one failure",
 }
 
 // constructor is what the shape rule reads of an exported function whose

@@ -361,8 +361,12 @@ func TestJobOutboxCentralWritesApplyOnce(t *testing.T) {
 	if _, err := e.App.Senders.Unsuspend(ctx, target); err != nil {
 		t.Fatal(err)
 	}
+	central, err := senders.NewCentral()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := pgx.BeginFunc(ctx, e.App.DB.Pool, func(tx pgx.Tx) error {
-		return senders.ApplyCentral(ctx, tx, org.Tenant, row)
+		return central.Apply(ctx, tx, org.Tenant, row)
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 // the services whose transactions write a tenant schema queue their jobs
 // through it, so that on Citus no such transaction writes River's tables
 // too, and the sender numbers and opt-outs their coordinator writes
-// (senders.ApplyCentral, consent.ApplyAudit). On one server it is direct (joboutbox.Config):
+// (senders.Central, consent.ApplyAudit). On one server it is direct (joboutbox.Config):
 // River inserts the jobs in the writer's transaction, which is atomic
 // there and costs no outbox row and no move, unless
 // opts.OutboxOnOneServer keeps the outbox.
@@ -30,7 +30,11 @@ func (a *App) jobOutbox(ctx context.Context, opts Options) error {
 		return err
 	}
 	cfg.DB, cfg.Prepared, cfg.River, cfg.Logger = a.DB, prep, a.River, a.log
-	appliers := map[string]joboutbox.Applier{senders.KindCentral: senders.ApplyCentral, consent.KindAudit: consent.ApplyAudit}
+	central, err := senders.NewCentral()
+	if err != nil {
+		return fmt.Errorf("job outbox: %w", err)
+	}
+	appliers := map[string]joboutbox.Applier{senders.KindCentral: central.Apply, consent.KindAudit: consent.ApplyAudit}
 	maps.Copy(appliers, cfg.Appliers)
 	cfg.Appliers = appliers
 	a.Outbox, err = joboutbox.New(cfg)

@@ -77,7 +77,7 @@ func (s *Service) Unsuspend(ctx context.Context, target AdminTarget) (AdminResul
 	if err != nil {
 		return AdminResult{}, err
 	}
-	pre, err := loadRow(ctx, s.pool, t, loc.SenderID, "", noLock)
+	pre, err := getRow(ctx, s.db.Bun, t, loc.SenderID)
 	if err != nil {
 		return AdminResult{}, err
 	}
@@ -104,7 +104,7 @@ func (s *Service) Unsuspend(ctx context.Context, target AdminTarget) (AdminResul
 		}
 		r.Status = StatusPendingAccountVerification
 		if claimed && r.Phone == pre.Phone {
-			held, err := claimHeld(ctx, tx, t.OrgID, r)
+			held, err := s.q.claimHeld(ctx, tx, t.OrgID, r)
 			if err != nil {
 				return err
 			}
@@ -114,7 +114,7 @@ func (s *Service) Unsuspend(ctx context.Context, target AdminTarget) (AdminResul
 				r.ActivatedAt = &now
 			}
 		}
-		return s.saveStatus(ctx, tx, t, r, "activated_at")
+		return s.saveStatus(ctx, tx, t, r)
 	})
 	if claimed {
 		s.compensate(ctx, t, pre.ID, pre.Phone)
@@ -130,12 +130,12 @@ func (s *Service) Reject(ctx context.Context, target AdminTarget) (AdminResult, 
 	res, err := s.statusChange(ctx, target, audit.ActionSenderReject, func(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error {
 		r.Status = StatusRejected
 		r.clearOTP()
-		return s.saveStatus(ctx, tx, t, r, "otp_hash", "otp_expires_at", "otp_attempts")
+		return s.saveStatus(ctx, tx, t, r)
 	})
 	if err != nil {
 		return res, err
 	}
-	if _, err := releasePhone(ctx, s.pool, res.OrganizationID, &row{ID: res.Sender.ID, Phone: res.Sender.Phone}); err != nil {
+	if _, err := s.releasePhone(ctx, res.OrganizationID, &row{ID: res.Sender.ID, Phone: res.Sender.Phone}); err != nil {
 		s.log.WarnContext(ctx, "release the phone of a rejected sender", "organization_id", res.OrganizationID,
 			"sender_id", res.Sender.ID, "error", err)
 	}
@@ -154,14 +154,14 @@ func (s *Service) SetLimit(ctx context.Context, target AdminTarget, limit *int) 
 	}
 	return s.adminChange(ctx, target, audit.ActionSenderSetLimit, false, func(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error {
 		r.DailyLimitOverride = limit
-		return saveRow(ctx, tx, t, r, s.clock.Now(), "daily_limit_override")
+		return s.q.saveRow(ctx, tx, t, r, s.clock.Now())
 	})
 }
 
-// saveStatus writes the status (and extra columns) and records the
-// change's event; adminChange writes its directory mirror.
-func (s *Service) saveStatus(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row, extra ...string) error {
-	if err := saveRow(ctx, tx, t, r, s.clock.Now(), append([]string{"status"}, extra...)...); err != nil {
+// saveStatus writes the changed row and records the change's event;
+// adminChange writes its directory mirror.
+func (s *Service) saveStatus(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row) error {
+	if err := s.q.saveRow(ctx, tx, t, r, s.clock.Now()); err != nil {
 		return err
 	}
 	return s.statusChanged(ctx, tx, t, r)
@@ -238,7 +238,7 @@ func (s *Service) find(ctx context.Context, target AdminTarget) (location, error
 	if err := v.Err(); err != nil {
 		return location{}, err
 	}
-	locs, err := dirFind(ctx, s.pool, e164, target.OrgID)
+	locs, err := s.dirFind(ctx, e164, target.OrgID)
 	if err != nil {
 		return location{}, err
 	}

@@ -20,7 +20,7 @@ import (
 // entries of its operator and network changes are not written in the
 // tenant's transaction. The transaction writes one row of the tenant's job
 // outbox of kind KindCentral, which the outbox's move applies on the
-// coordinator (ApplyCentral), and the service flushes the outbox after its
+// coordinator (Central.Apply), and the service flushes the outbox after its
 // commit so that the directory is current when it answers. The claim on a
 // phone (central.active_sender_phones) is a decision across organizations
 // and stays synchronous: it is taken in a coordinator transaction of its
@@ -28,7 +28,7 @@ import (
 // transaction does not make the number hold it.
 
 // KindCentral is the job outbox kind of a sender number's coordinator
-// writes: the platform registers ApplyCentral for it (joboutbox.Config's
+// writes: the platform registers Central.Apply for it (joboutbox.Config's
 // Appliers).
 const KindCentral = "sender_central"
 
@@ -64,12 +64,25 @@ type centralOutbox interface {
 	Flush(ctx context.Context, t db.Tenant) (int, error)
 }
 
-// ApplyCentral applies a KindCentral row of tenant t's job outbox in tx,
-// a transaction on the coordinator (a joboutbox.Applier). Applied twice,
-// it changes what it changed once: the directory entry is written only
-// over an older one (a number's updated_at increases at every change,
+// Central applies the KindCentral rows of the job outbox: its Apply is the
+// joboutbox.Applier the platform registers for KindCentral.
+type Central struct{ q named }
+
+// NewCentral returns the applier of KindCentral rows.
+func NewCentral() (*Central, error) {
+	q, err := loadNamed()
+	if err != nil {
+		return nil, err
+	}
+	return &Central{q: q}, nil
+}
+
+// Apply applies a KindCentral row of tenant t's job outbox in tx, a
+// transaction on the coordinator (a joboutbox.Applier). Applied twice, it
+// changes what it changed once: the directory entry is written only over
+// an older one (a number's updated_at increases at every change,
 // saveRow), and the audit entry is written once by its key.
-func ApplyCentral(ctx context.Context, tx pgx.Tx, t db.Tenant, args []byte) error {
+func (c *Central) Apply(ctx context.Context, tx pgx.Tx, t db.Tenant, args []byte) error {
 	var a centralArgs
 	if err := json.Unmarshal(args, &a); err != nil {
 		return fmt.Errorf("sender central write: %w", err)
@@ -77,12 +90,12 @@ func ApplyCentral(ctx context.Context, tx pgx.Tx, t db.Tenant, args []byte) erro
 	if a.OrgID != t.OrgID {
 		return fmt.Errorf("sender central write of organization %d in the outbox of %s", a.OrgID, t.Schema)
 	}
-	return applyCentral(ctx, tx, a)
+	return c.q.applyCentral(ctx, tx, a)
 }
 
 // applyCentral writes a's directory entry and audit entry in q.
-func applyCentral(ctx context.Context, q querier, a centralArgs) error {
-	if err := dirUpsert(ctx, q, a); err != nil {
+func (n named) applyCentral(ctx context.Context, q querier, a centralArgs) error {
+	if err := n.dirUpsert(ctx, q, a); err != nil {
 		return err
 	}
 	if a.Audit == nil {
@@ -114,7 +127,7 @@ func (s *Service) toCentral(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row,
 			Action: e.Action, Details: e.Details, At: e.At}
 	}
 	if s.outbox == nil {
-		return applyCentral(ctx, tx, a)
+		return s.q.applyCentral(ctx, tx, a)
 	}
 	if _, err := s.jobs.InsertTx(ctx, tx, a, nil); err != nil {
 		return fmt.Errorf("queue central write of sender %d: %w", r.ID, err)
@@ -153,7 +166,7 @@ func holdsClaim(r *row) bool {
 // false when another organization's number holds it. The caller releases
 // the claim (releaseUnheld) when that transaction does not activate.
 func (s *Service) claimFirst(ctx context.Context, t db.Tenant, id int64, phone string) (bool, error) {
-	return claimPhone(ctx, s.pool, t.OrgID, &row{ID: id, Phone: phone}, s.clock.Now())
+	return s.claimPhone(ctx, t.OrgID, &row{ID: id, Phone: phone}, s.clock.Now())
 }
 
 // releaseUnheld releases number id's claim on phone unless its tenant row
@@ -166,14 +179,14 @@ func (s *Service) claimFirst(ctx context.Context, t db.Tenant, id int64, phone s
 func (s *Service) releaseUnheld(ctx context.Context, t db.Tenant, id int64, phone string) (bool, error) {
 	var released bool
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		r, err := loadRow(ctx, tx, t, id, "", lockUpdate)
+		r, err := s.q.lockRow(ctx, tx, t, id)
 		if e, ok := apperr.As(err); ok && e.Kind == apperr.KindNotFound {
 			r, err = nil, nil
 		}
 		if err != nil || r != nil && holdsClaim(r) {
 			return err
 		}
-		released, err = releasePhone(ctx, s.pool, t.OrgID, &row{ID: id, Phone: phone})
+		released, err = s.releasePhone(ctx, t.OrgID, &row{ID: id, Phone: phone})
 		return err
 	})
 	if err != nil {
@@ -202,17 +215,9 @@ const claimGrace = time.Minute
 // claimGrace whose directory entry is neither active nor suspended. It
 // returns how many it released.
 func (s *Service) releaseStaleClaims(ctx context.Context) (int, error) {
-	locs, err := collectLocations(ctx, s.pool, `SELECT a.organization_id, o.schema_name, a.sender_id, a.phone,
-		       coalesce(d.status, '') AS status
-		  FROM central.active_sender_phones a
-		  JOIN central.organizations o ON o.id = a.organization_id
-		  LEFT JOIN central.sender_number_directory d ON d.organization_id = a.organization_id AND d.sender_id = a.sender_id
-		 WHERE a.claimed_at < $1 AND o.schema_name IS NOT NULL
-		   AND (d.status IS NULL OR d.status NOT IN ($2, $3))
-		 ORDER BY a.organization_id, a.sender_id`,
-		s.clock.Now().Add(-claimGrace), string(StatusActive), string(StatusSuspended))
+	locs, err := s.staleClaims(ctx, s.clock.Now().Add(-claimGrace))
 	if err != nil {
-		return 0, fmt.Errorf("list stale sender claims: %w", err)
+		return 0, err
 	}
 	var (
 		released int

@@ -30,7 +30,7 @@ func (s *Service) DeliverOTP(ctx context.Context, args queue.OTPArgs) error {
 		return &network.PermanentError{Code: network.CodeInvalidMessage, Message: err.Error()}
 	}
 	log := s.log.With("schema", t.Schema, "sender_id", args.SenderID, "otp_generation", args.Generation)
-	r, err := loadRow(ctx, s.pool, t, args.SenderID, "", noLock)
+	r, err := getRow(ctx, s.db.Bun, t, args.SenderID)
 	if e, ok := apperr.As(err); ok && e.Kind == apperr.KindNotFound {
 		log.Info("otp not sent: sender number no longer exists")
 		return nil
@@ -60,7 +60,7 @@ func (s *Service) DeliverOTP(ctx context.Context, args queue.OTPArgs) error {
 	} else if err != nil {
 		return fmt.Errorf("look up owner: %w", err)
 	}
-	orgName, err := organizationName(ctx, s.pool, t.OrgID)
+	orgName, err := s.organizationName(ctx, t.OrgID)
 	if err != nil {
 		return err
 	}
@@ -73,9 +73,10 @@ func (s *Service) DeliverOTP(ctx context.Context, args queue.OTPArgs) error {
 	if err != nil {
 		return fmt.Errorf("deliver otp: %w", err)
 	}
-	if _, err := s.pool.Exec(ctx, `UPDATE `+t.Table("sender_numbers")+` SET otp_sent_at = $1, updated_at = greatest(updated_at, $2)
-		WHERE id = $3 AND otp_generation = $4 AND otp_sent_at IS NULL`,
-		simple(now, now, r.ID, r.OTPGeneration)...); err != nil {
+	if _, err := s.db.Bun.NewUpdate().Model((*row)(nil)).ModelTableExpr(table(t)).
+		Set("otp_sent_at = ?", now).Set("updated_at = greatest(s.updated_at, ?)", now).
+		Where("s.id = ?", r.ID).Where("s.otp_generation = ?", r.OTPGeneration).Where("s.otp_sent_at IS NULL").
+		Exec(ctx); err != nil {
 		return fmt.Errorf("record otp delivery: %w", err)
 	}
 	log.Info("otp delivered", "network_message_id", d.MessageID)

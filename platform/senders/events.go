@@ -26,7 +26,7 @@ func (s *Service) ActivateOwner(ctx context.Context, rawPhone string) (int, erro
 		v.Add("data.phone", err.Error())
 		return 0, v.Err()
 	}
-	locs, err := dirFind(ctx, s.pool, p, 0)
+	locs, err := s.dirFind(ctx, p, 0)
 	if err != nil {
 		return 0, err
 	}

@@ -30,7 +30,7 @@
 // sweep. No transaction writes a tenant schema and a central table: the
 // directory entry and the audit entries of a change are a row of the
 // tenant's job outbox, applied on the coordinator after the commit
-// (ApplyCentral; docs/scaling.md, §What crosses nodes today).
+// (Central.Apply; docs/scaling.md, §What crosses nodes today).
 package senders
 
 import (
@@ -143,11 +143,12 @@ func (s Sender) MarshalJSON() ([]byte, error) {
 
 // Config configures a Service.
 type Config struct {
-	// DB is the database; the service uses its pgx pool. Required.
+	// DB is the database: the service's transactions and the send path's
+	// read run on its pgx pool, its other statements on bun. Required.
 	DB *db.DB
 	// Jobs inserts the OTP delivery job in the pgx transaction that issues
 	// the code, so the code and its job commit together. The platform's is
-	// the job outbox (joboutbox.Outbox) with ApplyCentral registered for
+	// the job outbox (joboutbox.Outbox) with Central.Apply registered for
 	// KindCentral: it then also carries the number's coordinator writes
 	// (its directory entry, its audit entries), and the service flushes it
 	// after each commit. Any other inserter (the process's River client, in
@@ -181,7 +182,9 @@ type Config struct {
 
 // Service implements the sender-number rules. It is safe for concurrent use.
 type Service struct {
+	db      *db.DB
 	pool    *pgxpool.Pool
+	q       named
 	jobs    queue.Inserter
 	net     network.Network
 	clock   clock.Clock
@@ -222,8 +225,14 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("senders: %w", err)
 	}
+	q, err := loadNamed()
+	if err != nil {
+		return nil, err
+	}
 	svc := &Service{
+		db:      cfg.DB,
 		pool:    cfg.DB.Pool,
+		q:       q,
 		jobs:    cfg.Jobs,
 		net:     cfg.Network,
 		clock:   cfg.Clock,
@@ -254,11 +263,11 @@ func (s *Service) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 }
 
 // inRowTx is inTx with number id of t loaded and locked for update first:
-// fn gets the row (a number that is not there is loadRow's error, and fn
+// fn gets the row (a number that is not there is lockRow's error, and fn
 // does not run).
 func (s *Service) inRowTx(ctx context.Context, t db.Tenant, id int64, fn func(tx pgx.Tx, r *row) error) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
-		r, err := loadRow(ctx, tx, t, id, "", lockUpdate)
+		r, err := s.q.lockRow(ctx, tx, t, id)
 		if err != nil {
 			return err
 		}

@@ -73,9 +73,13 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	// The platform's jobs go through the job outbox, which also applies the
-	// numbers' coordinator writes (senders.ApplyCentral).
+	// numbers' coordinator writes (senders.Central).
+	central, err := senders.NewCentral()
+	if err != nil {
+		t.Fatal(err)
+	}
 	outbox, err := joboutbox.New(joboutbox.Config{DB: d, Prepared: dbtest.Prepared(t, db.PreparedConfig{DB: d}), River: rc,
-		Appliers: map[string]joboutbox.Applier{senders.KindCentral: senders.ApplyCentral}, Logger: quiet})
+		Appliers: map[string]joboutbox.Applier{senders.KindCentral: central.Apply}, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

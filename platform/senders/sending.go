@@ -43,10 +43,6 @@ type SenderRef struct {
 // (validation_failed). The send path itself checks the state in its
 // acceptance statement; it calls Resolve for these errors.
 func (s *Service) Resolve(ctx context.Context, t db.Tenant, ref SenderRef) (Sender, error) {
-	return resolve(ctx, s.pool, t, ref, noLock)
-}
-
-func resolve(ctx context.Context, q querier, t db.Tenant, ref SenderRef, lock string) (Sender, error) {
 	var v apperr.Validation
 	e164 := ""
 	switch {
@@ -61,7 +57,7 @@ func resolve(ctx context.Context, q querier, t db.Tenant, ref SenderRef, lock st
 	if err := v.Err(); err != nil {
 		return Sender{}, err
 	}
-	r, err := loadRow(ctx, q, t, ref.ID, e164, lock)
+	r, err := s.q.findRow(ctx, s.pool, t, ref.ID, e164)
 	if e, ok := apperr.As(err); ok && e.Kind == apperr.KindNotFound {
 		field, val := "sender_number_id", fmt.Sprint(ref.ID)
 		if ref.ID == 0 {

@@ -63,7 +63,7 @@ func (s *Service) Register(ctx context.Context, t db.Tenant, in RegisterInput) (
 		UpdatedAt:          now,
 	}
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		if err := insertRow(ctx, tx, t, r); err != nil {
+		if err := s.q.insertRow(ctx, tx, t, r); err != nil {
 			if db.IsUniqueViolation(err, "") {
 				return apperr.Wrap(err, apperr.KindConflict, CodeSenderExists,
 					"This phone number is already registered as a sender number of the organization.")
@@ -112,7 +112,7 @@ func (s *Service) issueOTP(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row, 
 	r.OTPSentAt = nil
 	issued := now
 	r.OTPIssuedAt = &issued
-	if err := saveRow(ctx, tx, t, r, now, otpColumns...); err != nil {
+	if err := s.q.saveRow(ctx, tx, t, r, now); err != nil {
 		return err
 	}
 	sealed, err := s.sealer.Seal(code, binding)
@@ -128,7 +128,7 @@ func (s *Service) issueOTP(ctx context.Context, tx pgx.Tx, t db.Tenant, r *row, 
 
 // List returns every sender number of the organization, newest first.
 func (s *Service) List(ctx context.Context, t db.Tenant) ([]Sender, error) {
-	rows, err := listRows(ctx, s.pool, t)
+	rows, err := listRows(ctx, s.db.Bun, t)
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +144,7 @@ func (s *Service) Get(ctx context.Context, t db.Tenant, id int64) (Sender, error
 	if id <= 0 {
 		return Sender{}, apperr.NotFound("sender number")
 	}
-	r, err := loadRow(ctx, s.pool, t, id, "", noLock)
+	r, err := getRow(ctx, s.db.Bun, t, id)
 	if err != nil {
 		return Sender{}, err
 	}
@@ -178,17 +178,14 @@ func (s *Service) Update(ctx context.Context, t db.Tenant, id int64, in UpdateIn
 	}
 	var out Sender
 	err = s.inRowTx(ctx, t, id, func(tx pgx.Tx, r *row) error {
-		var cols []string
 		if in.DisplayName != nil {
 			r.DisplayName = name
-			cols = append(cols, "display_name")
 		}
 		if in.SetDailyLimit {
 			r.DailyLimitOverride = in.DailyLimit
-			cols = append(cols, "daily_limit_override")
 		}
-		if len(cols) > 0 {
-			if err := saveRow(ctx, tx, t, r, s.clock.Now(), cols...); err != nil {
+		if in.DisplayName != nil || in.SetDailyLimit {
+			if err := s.q.saveRow(ctx, tx, t, r, s.clock.Now()); err != nil {
 				return err
 			}
 		}
@@ -277,7 +274,7 @@ func (s *Service) Verify(ctx context.Context, t db.Tenant, id int64, code string
 		}
 		if !s.otpMatches(otpBinding(t, r.Phone, r.ID, r.OTPGeneration), code, r.OTPHash) {
 			r.OTPAttempts++
-			if err := saveRow(ctx, tx, t, r, now, "otp_attempts"); err != nil {
+			if err := s.q.saveRow(ctx, tx, t, r, now); err != nil {
 				return err
 			}
 			left := s.cfg.MaxOTPAttempts - r.OTPAttempts
@@ -295,7 +292,7 @@ func (s *Service) Verify(ctx context.Context, t db.Tenant, id int64, code string
 			held := false
 			if claimed && r.Phone == pre.Phone {
 				var err error
-				if held, err = claimHeld(ctx, tx, t.OrgID, r); err != nil {
+				if held, err = s.q.claimHeld(ctx, tx, t.OrgID, r); err != nil {
 					return err
 				}
 			}
@@ -305,7 +302,7 @@ func (s *Service) Verify(ctx context.Context, t db.Tenant, id int64, code string
 			r.Status = StatusActive
 			r.ActivatedAt = &now
 		} else {
-			elsewhere, err := heldElsewhere(ctx, tx, t.OrgID, r)
+			elsewhere, err := s.q.heldElsewhere(ctx, tx, t.OrgID, r)
 			if err != nil {
 				return err
 			}
@@ -317,8 +314,7 @@ func (s *Service) Verify(ctx context.Context, t db.Tenant, id int64, code string
 		r.VerificationStatus = VerificationVerified
 		r.VerifiedAt = &now
 		r.clearOTP()
-		if err := saveRow(ctx, tx, t, r, now,
-			"status", "verification_status", "verified_at", "activated_at", "otp_hash", "otp_expires_at", "otp_attempts"); err != nil {
+		if err := s.q.saveRow(ctx, tx, t, r, now); err != nil {
 			return err
 		}
 		if err := s.statusChanged(ctx, tx, t, r); err != nil {

@@ -36,7 +36,7 @@ func (s *Service) ActivateVerifiedOwners(ctx context.Context) (int, error) {
 		s.log.InfoContext(ctx, "released sender claims no number holds", "released", released)
 	}
 	for {
-		page, err := dirPending(ctx, s.pool, afterOrg, afterS, sweepPage)
+		page, err := s.dirPending(ctx, afterOrg, afterS, sweepPage)
 		if err != nil {
 			return a.n, err
 		}
@@ -125,13 +125,13 @@ func (s *Service) activatePending(ctx context.Context, t db.Tenant, id int64, ph
 		if r.Status != StatusPendingAccountVerification || r.Phone != phone {
 			return nil
 		}
-		if held, err := claimHeld(ctx, tx, t.OrgID, r); err != nil || !held {
+		if held, err := s.q.claimHeld(ctx, tx, t.OrgID, r); err != nil || !held {
 			return err
 		}
 		now := s.clock.Now()
 		r.Status = StatusActive
 		r.ActivatedAt = &now
-		if err := saveRow(ctx, tx, t, r, now, "status", "activated_at"); err != nil {
+		if err := s.q.saveRow(ctx, tx, t, r, now); err != nil {
 			return err
 		}
 		if err := s.statusChanged(ctx, tx, t, r); err != nil {
