@@ -19,11 +19,25 @@
 // per connection instead of at every run, which bun's literals cannot be
 // (docs/design.md, §The data layer).
 //
+// A piece of text several statements share is a fragment, written once
+// and included where a query writes ?{name} (the steps of a WITH clause,
+// the rows of a FROM), its comments on lines of their own before its text
+// (what follows ?{name} goes on its last line). A package's own fragments
+// are the .sql files of dir/fragments (FragmentDir), each named by its
+// file's name without .sql; a fragment of another package is one that
+// package hands out with ReadFragment (pace.AllowStep) and the caller
+// passes to Load. Load includes them, and the fragments they include,
+// before anything else reads the text, so Raw and Pgx see one statement;
+// an unknown name, a name given twice or a fragment that includes itself
+// fails Load. This is the one way a statement is put together from parts:
+// no Go code joins SQL text.
+//
 // sqlq's test prepares every named query of the repository against a
 // migrated database, so a query that does not parse or plan fails it.
 package sqlq
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -38,6 +52,36 @@ import (
 // Ext is the extension of a named query's file.
 const Ext = ".sql"
 
+// FragmentDir is the directory, in a package's directory of named
+// queries, of its fragments.
+const FragmentDir = "fragments"
+
+// maxDepth bounds how deep fragments include fragments: past it, one
+// includes itself.
+const maxDepth = 8
+
+// Fragment is a piece of a statement, included where a query writes
+// ?{Name}.
+type Fragment struct {
+	Name string
+	Text string
+}
+
+// ReadFragment reads the fragment in file p of fsys (a package's
+// embed.FS), named by the file's name without .sql: what a package hands
+// out for another's queries to include (Load's extra).
+func ReadFragment(fsys fs.FS, p string) (Fragment, error) {
+	b, err := fs.ReadFile(fsys, p)
+	if err != nil {
+		return Fragment{}, fmt.Errorf("fragment: %w", err)
+	}
+	name := strings.TrimSuffix(path.Base(p), Ext)
+	if err := checkComments(string(b)); err != nil {
+		return Fragment{}, fmt.Errorf("fragment %s: %w", name, err)
+	}
+	return Fragment{Name: name, Text: string(b)}, nil
+}
+
 // Queries are one package's named queries, by name.
 type Queries struct {
 	text map[string]string
@@ -46,9 +90,14 @@ type Queries struct {
 
 // Load reads the named queries of the .sql files in directory dir of
 // fsys (a package's embed.FS): one query per file, named by the file's
-// name without .sql.
-func Load(fsys fs.FS, dir string) (*Queries, error) {
+// name without .sql, with the fragments it includes (?{name}) from
+// dir/fragments and extra (another package's, ReadFragment).
+func Load(fsys fs.FS, dir string, extra ...Fragment) (*Queries, error) {
 	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return nil, fmt.Errorf("named queries: %w", err)
+	}
+	frags, err := fragments(fsys, path.Join(dir, FragmentDir), extra)
 	if err != nil {
 		return nil, fmt.Errorf("named queries: %w", err)
 	}
@@ -64,13 +113,84 @@ func Load(fsys fs.FS, dir string) (*Queries, error) {
 		if err := checkComments(string(b)); err != nil {
 			return nil, fmt.Errorf("named queries: %s: %w", e.Name(), err)
 		}
+		text, err := include(string(b), frags, 0)
+		if err != nil {
+			return nil, fmt.Errorf("named queries: %s: %w", e.Name(), err)
+		}
 		name := strings.TrimSuffix(e.Name(), Ext)
-		q.text[name], q.pgx[name] = string(b), parsePgx(string(b))
+		q.text[name], q.pgx[name] = text, parsePgx(text)
 	}
 	if len(q.text) == 0 {
 		return nil, fmt.Errorf("named queries: no %s files in %s", Ext, dir)
 	}
 	return q, nil
+}
+
+// fragments reads the fragments of directory dir (none when it does not
+// exist) and adds extra, by name; a name given twice is an error.
+func fragments(fsys fs.FS, dir string, extra []Fragment) (map[string]string, error) {
+	out := map[string]string{}
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("fragments: %w", err)
+	}
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), Ext) {
+			continue
+		}
+		f, err := ReadFragment(fsys, path.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		extra = append(extra, f)
+	}
+	for _, f := range extra {
+		if _, dup := out[f.Name]; dup {
+			return nil, fmt.Errorf("fragment %q given twice", f.Name)
+		}
+		out[f.Name] = f.Text
+	}
+	return out, nil
+}
+
+// include writes text with each ?{name} replaced by fragment name, itself
+// included; depth is how deep in fragments text is.
+func include(text string, frags map[string]string, depth int) (string, error) {
+	if !strings.Contains(text, "?{") {
+		return text, nil
+	}
+	if depth >= maxDepth {
+		return "", fmt.Errorf("fragments include each other more than %d deep", maxDepth)
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(text, "?{")
+		if i < 0 {
+			b.WriteString(text)
+			return b.String(), nil
+		}
+		if i > 0 && text[i-1] == '\\' { // \? is a literal question mark
+			b.WriteString(text[:i+2])
+			text = text[i+2:]
+			continue
+		}
+		end := strings.IndexByte(text[i:], '}')
+		if end < 0 {
+			return "", errors.New("?{ without its }")
+		}
+		name := text[i+2 : i+end]
+		f, ok := frags[name]
+		if !ok {
+			return "", fmt.Errorf("no fragment %q", name)
+		}
+		f, err := include(strings.TrimRight(f, "\n"), frags, depth+1)
+		if err != nil {
+			return "", fmt.Errorf("fragment %s: %w", name, err)
+		}
+		b.WriteString(text[:i])
+		b.WriteString(f)
+		text = text[i+end+1:]
+	}
 }
 
 // Raw returns query name with args as a bun query on idb (the database, a
