@@ -50,8 +50,8 @@ func RequestLimit(org accounts.Organization, def ratelimit.Limit) ratelimit.Limi
 }
 
 // rated reports whether l is decided in the store: the authentication
-// statement's test (rate >
-// 0, finite, burst >= 1). Any other limit allows every request.
+// statement's test (rate > 0, finite, burst >= 1). Any other limit allows
+// every request.
 func rated(l ratelimit.Limit) bool { return l.Valid() && !math.IsInf(l.Rate, 1) }
 
 // lookup is one authentication waiting for its run: the presented key's
