@@ -258,8 +258,6 @@ func (q *Queries) Pgx(name, schema string, args Args) (string, []any, error) {
 	if !ok {
 		return "", nil, fmt.Errorf("named queries: no query %q", name)
 	}
-	var b strings.Builder
-	b.Grow(pq.size + len(schema)*pq.schemas)
 	out := make([]any, len(pq.names))
 	for i, n := range pq.names {
 		v, ok := args[n]
@@ -268,21 +266,31 @@ func (q *Queries) Pgx(name, schema string, args Args) (string, []any, error) {
 		}
 		out[i] = v
 	}
+	if pq.schemas == 0 {
+		return pq.fixed, out, nil
+	}
+	if schema == "" {
+		return "", nil, fmt.Errorf("named query %s: it names ?schema and no schema was given", name)
+	}
+	return pq.write(schema), out, nil
+}
+
+// write writes the statement with schema for ?schema.
+func (pq pgxQuery) write(schema string) string {
+	var b strings.Builder
+	b.Grow(pq.size + len(schema)*pq.schemas)
 	for _, p := range pq.parts {
 		switch {
 		case p.param > 0:
 			b.WriteString("$")
 			b.WriteString(strconv.Itoa(p.param))
 		case p.schema:
-			if schema == "" {
-				return "", nil, fmt.Errorf("named query %s: it names ?schema and no schema was given", name)
-			}
 			b.WriteString(schema)
 		default:
 			b.WriteString(p.lit)
 		}
 	}
-	return b.String(), out, nil
+	return b.String()
 }
 
 // Params returns the names of query name's parameters as Pgx numbers
@@ -292,8 +300,11 @@ func (q *Queries) Params(name string) []string {
 }
 
 // pgxQuery is a named query cut for Pgx: its text in parts, and its
-// parameters' names in their order.
+// parameters' names in their order; fixed is the whole statement of a
+// query that names no ?schema, written once (keys' authentication, run
+// with every Tenant API request, writes no text per run).
 type pgxQuery struct {
+	fixed   string
 	parts   []pgxPart
 	names   []string
 	size    int
@@ -358,6 +369,9 @@ func parsePgx(text string) pgxQuery {
 		i = j - 1
 	}
 	flush()
+	if q.schemas == 0 {
+		q.fixed = q.write("")
+	}
 	return q
 }
 
