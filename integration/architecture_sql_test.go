@@ -26,18 +26,14 @@ var sqlFree = map[string]string{
 // not listed holds SQL, and when a listed one no longer does.
 var notOnBun = []string{
 	"platform/acceptance",
-	"platform/audit",
 	"platform/campaignrelease",
 	"platform/campaigns",
-	"platform/consent",
 	"platform/db",
 	"platform/delivery",
 	"platform/joboutbox",
-	"platform/keys",
 	"platform/messages",
 	"platform/migrate",
 	"platform/network/builtin",
-	"platform/pace",
 }
 
 // sqlStatement and sqlClause are the words that make a literal SQL: a

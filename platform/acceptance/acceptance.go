@@ -174,6 +174,8 @@ type Service struct {
 	clock    clock.Clock
 	// changes records the events of scheduled sends (Config.Events).
 	changes messages.Changes
+	// optOuts takes the recipients' opt-out locks (lockOptOuts).
+	optOuts consent.ShareLocker
 	cfg     Config
 }
 
@@ -202,6 +204,10 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("acceptance: %w", err)
 	}
+	optOuts, err := consent.LoadShareLocker()
+	if err != nil {
+		return nil, fmt.Errorf("acceptance: %w", err)
+	}
 	s := &Service{
 		q:       q,
 		keys:    keys,
@@ -212,6 +218,7 @@ func New(cfg Config) (*Service, error) {
 		known:   newSenderCache(cfg.SenderCache),
 		clock:   cfg.Clock,
 		changes: messages.Changes{Prepared: cfg.Prepared, Events: cfg.Events},
+		optOuts: optOuts,
 		cfg:     cfg,
 	}
 	s.acceptances = batch.New(s.acceptBatch, cfg.Batch)
@@ -220,13 +227,17 @@ func New(cfg Config) (*Service, error) {
 }
 
 // lockOptOuts takes, in tx, the opt-out locks of the recipients' phones in
-// share mode (consent.ShareLockSQL), in a statement before the acceptance
+// share mode (consent.ShareLocker), in a statement before the acceptance
 // statement that reads the list: that statement's snapshot is then taken
 // after the locks are granted, so an opt-out that committed before sees
 // itself read, and one that comes after waits for this transaction's
 // commit (docs/design.md, §Consent).
 func (s *Service) lockOptOuts(ctx context.Context, tx pgx.Tx, t db.Tenant, phones ...string) error {
-	if err := s.prep.Exec(ctx, tx, consent.ShareLockSQL, t.Schema, consent.SharePhones(phones...)); err != nil {
+	stmt, args, err := s.optOuts.Statement(t, phones...)
+	if err == nil {
+		err = s.prep.Exec(ctx, tx, stmt, args...)
+	}
+	if err != nil {
 		return fmt.Errorf("lock the opt-outs of %d recipients: %w", len(phones), err)
 	}
 	return nil

@@ -57,7 +57,7 @@ func (a *App) identity() error {
 	if a.centralAPI, err = central.New(central.Config{Accounts: a.Accounts, Keys: a.Keys}); err != nil {
 		return err
 	}
-	if a.Audit, err = audit.New(audit.Config{Pool: a.DB.Pool}); err != nil {
+	if a.Audit, err = audit.New(audit.Config{DB: a.DB}); err != nil {
 		return err
 	}
 	return nil

@@ -114,7 +114,7 @@ func newFixture(t *testing.T) *fixture {
 	if err := d.Pool.QueryRow(ctx, `INSERT INTO central.users (email, name, password_hash) VALUES ('ada@example.com', 'Ada', 'x') RETURNING id`).Scan(&f.user); err != nil {
 		t.Fatal(err)
 	}
-	svc, err := audit.New(audit.Config{Pool: d.Pool})
+	svc, err := audit.New(audit.Config{DB: d})
 	if err != nil {
 		t.Fatal(err)
 	}

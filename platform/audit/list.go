@@ -9,31 +9,47 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/uptrace/bun"
 
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/clock"
+	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/httpx"
 	"github.com/bizmsg/platform/platform/page"
 )
 
 // Service reads the audit log. It is safe for concurrent use.
 type Service struct {
-	pool *pgxpool.Pool
+	db *db.DB
 }
 
 // Config configures a Service.
 type Config struct {
-	// Pool is the database the audit log is read from. Required.
-	Pool *pgxpool.Pool
+	// DB is the database the audit log is read from, through bun.
+	// Required.
+	DB *db.DB
 }
 
 // New validates cfg and returns the audit log's reader.
 func New(cfg Config) (*Service, error) {
-	if cfg.Pool == nil {
-		return nil, errors.New("audit: Config.Pool is required")
+	if cfg.DB == nil || cfg.DB.Bun == nil {
+		return nil, errors.New("audit: Config.DB is required")
 	}
-	return &Service{pool: cfg.Pool}, nil
+	return &Service{db: cfg.DB}, nil
+}
+
+// entryRow is the bun model of central.audit_log as List reads it.
+type entryRow struct {
+	bun.BaseModel `bun:"table:central.audit_log,alias:a"`
+
+	ID        int64          `bun:"id"`
+	ActorType string         `bun:"actor_type"`
+	ActorID   int64          `bun:"actor_id,scanonly"`
+	ActorName string         `bun:"actor_name,scanonly"`
+	Action    string         `bun:"action"`
+	Target    string         `bun:"target"`
+	Details   map[string]any `bun:"details,type:jsonb"`
+	CreatedAt time.Time      `bun:"created_at"`
 }
 
 // Query is a list request as it arrives: the query parameters of GET
@@ -217,48 +233,50 @@ func (s *Service) ListFilter(ctx context.Context, orgID int64, f Filter) (page.O
 	if f.Target.Type != "" {
 		target = f.Target.String()
 	}
-	rows, err := s.pool.Query(ctx, `
-		SELECT id, actor_type, coalesce(actor_user_id, actor_api_key_id, 0), coalesce(actor_name, ''),
-		       action, target, details, created_at
-		FROM central.audit_log
-		WHERE organization_id = $1
-		  AND ($2::bigint = 0 OR id < $2)
-		  AND ($3::text = '' OR actor_type = $3)
-		  AND ($4::bigint = 0 OR actor_user_id = $4)
-		  AND ($5::bigint = 0 OR actor_api_key_id = $5)
-		  AND ($6::text = '' OR action = $6)
-		  AND ($7::text = '' OR split_part(action, '.', 1) = $7)
-		  AND ($8::text = '' OR target = $8)
-		  AND ($9::timestamptz IS NULL OR created_at >= $9)
-		  AND ($10::timestamptz IS NULL OR created_at < $10)
-		ORDER BY id DESC
-		LIMIT $11`,
-		orgID, f.Page.After, f.Actor.Type, userID, keyID, f.Action, f.Family, target, f.Since, f.Until, f.Page.Limit+1)
-	if err != nil {
+	var rows []entryRow
+	q := s.db.Bun.NewSelect().Model(&rows).
+		Column("id", "actor_type", "action", "target", "details", "created_at").
+		ColumnExpr("coalesce(a.actor_user_id, a.actor_api_key_id, 0) AS actor_id").
+		ColumnExpr("coalesce(a.actor_name, '') AS actor_name").
+		Where("a.organization_id = ?", orgID)
+	if f.Page.After > 0 {
+		q = q.Where("a.id < ?", f.Page.After)
+	}
+	if f.Actor.Type != "" {
+		q = q.Where("a.actor_type = ?", f.Actor.Type)
+	}
+	if userID > 0 {
+		q = q.Where("a.actor_user_id = ?", userID)
+	}
+	if keyID > 0 {
+		q = q.Where("a.actor_api_key_id = ?", keyID)
+	}
+	if f.Action != "" {
+		q = q.Where("a.action = ?", f.Action)
+	}
+	if f.Family != "" {
+		q = q.Where("split_part(a.action, '.', 1) = ?", f.Family)
+	}
+	if target != "" {
+		q = q.Where("a.target = ?", target)
+	}
+	if f.Since != nil {
+		q = q.Where("a.created_at >= ?", *f.Since)
+	}
+	if f.Until != nil {
+		q = q.Where("a.created_at < ?", *f.Until)
+	}
+	if err := q.OrderExpr("a.id DESC").Limit(int64(f.Page.Limit) + 1).Scan(ctx); err != nil {
 		return page.Of[Entry]{}, fmt.Errorf("list audit log: %w", err)
 	}
-	defer rows.Close()
-	var out []Entry
-	for rows.Next() {
-		var (
-			e       Entry
-			target  string
-			details []byte
-		)
-		if err := rows.Scan(&e.ID, &e.Actor.Type, &e.Actor.ID, &e.Actor.Name, &e.Action, &target, &details, &e.At); err != nil {
-			return page.Of[Entry]{}, fmt.Errorf("scan audit entry: %w", err)
-		}
-		e.OrgID = orgID
-		if t, ok := ParseTarget(target); ok {
+	out := make([]Entry, 0, len(rows))
+	for _, r := range rows {
+		e := Entry{ID: r.ID, OrgID: orgID, Actor: Actor{Type: r.ActorType, ID: r.ActorID, Name: r.ActorName},
+			Action: r.Action, Details: r.Details, At: r.CreatedAt}
+		if t, ok := ParseTarget(r.Target); ok {
 			e.Target = t
 		}
-		if err := json.Unmarshal(details, &e.Details); err != nil {
-			return page.Of[Entry]{}, fmt.Errorf("audit entry %d: details: %w", e.ID, err)
-		}
 		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return page.Of[Entry]{}, fmt.Errorf("list audit log: %w", err)
 	}
 	entries, next := page.Cut(f.Page, out, func(e Entry) int64 { return e.ID })
 	return page.Of[Entry]{Items: entries, NextCursor: next}, nil

@@ -5,30 +5,56 @@
 // Where each rule sits:
 //   - "no send to an opted-out recipient" is the acceptance statement's
 //     (platform/acceptance), which reads the list after its transaction
-//     took the phone's opt-out lock in share mode (ShareLockSQL); this
-//     package takes the lock exclusively (lockSQL) before every change of a
-//     phone's opt-out, so a send is never accepted after an opt-out
-//     committed (docs/design.md, §Consent);
+//     took the phone's opt-out lock in share mode (ShareLocker); this
+//     package takes the lock exclusively (queries/lock.sql) before every
+//     change of a phone's opt-out, so a send is never accepted after an
+//     opt-out committed (docs/design.md, §Consent);
 //   - keywords (Keyword) are read on every inbound message, in the
 //     transaction that stores it (ApplyKeyword);
 //   - the confirmation goes out by a job (queue.ConsentReplyArgs, SendReply)
 //     inserted in that transaction, under a network reference of its own, so
 //     it is sent once, from the number the keyword came to, and counts
 //     against no limit.
+//
+// Its statements are named queries (queries/*.sql, platform/sqlq): those
+// that run in a pgx transaction (the locks, the list's changes and the
+// texts read with an inbound message, in messages' transaction) through
+// Pgx, the others through bun.
 package consent
 
 import (
+	"context"
+	"embed"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/queue"
+	"github.com/bizmsg/platform/platform/sqlq"
 	"github.com/bizmsg/platform/platform/webhooks"
 )
+
+// queries are the package's named queries (platform/sqlq), with the
+// fragment opt_out_entry, an entry's columns.
+//
+//go:embed queries/*.sql queries/fragments/*.sql
+var queries embed.FS
+
+// loadQueries reads the package's named queries.
+func loadQueries() (*sqlq.Queries, error) {
+	q, err := sqlq.Load(queries, "queries")
+	if err != nil {
+		return nil, fmt.Errorf("consent: %w", err)
+	}
+	return q, nil
+}
 
 // Sources of an opt-out entry.
 const (
@@ -158,6 +184,7 @@ type Config struct {
 // Service is the opt-out list of every organization.
 type Service struct {
 	db     *db.DB
+	q      *sqlq.Queries
 	jobs   queue.Inserter
 	net    network.Network
 	events webhooks.Emitter
@@ -179,9 +206,33 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Service{db: cfg.DB, jobs: cfg.Jobs, net: cfg.Network, events: cfg.Events, clock: cfg.Clock, log: cfg.Logger}
+	q, err := loadQueries()
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{db: cfg.DB, q: q, jobs: cfg.Jobs, net: cfg.Network, events: cfg.Events, clock: cfg.Clock, log: cfg.Logger}
 	if o, ok := cfg.Jobs.(auditOutbox); ok && o.Applies(KindAudit) {
 		s.outbox = o
 	}
 	return s, nil
+}
+
+// query runs named query name with args in tx, a pgx transaction, as pgx
+// writes it (sqlq.Queries.Pgx) for tenant t.
+func (s *Service) query(ctx context.Context, tx pgx.Tx, t db.Tenant, name string, args sqlq.Args) (pgx.Rows, error) {
+	text, vals, err := s.q.Pgx(name, t.Quoted(), args)
+	if err != nil {
+		return nil, err
+	}
+	return tx.Query(ctx, text, vals...)
+}
+
+// exec is query for a statement whose rows are not read.
+func (s *Service) exec(ctx context.Context, tx pgx.Tx, t db.Tenant, name string, args sqlq.Args) error {
+	text, vals, err := s.q.Pgx(name, t.Quoted(), args)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, text, vals...)
+	return err
 }

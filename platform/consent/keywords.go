@@ -2,6 +2,7 @@ package consent
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/queue"
+	"github.com/bizmsg/platform/platform/sqlq"
 )
 
 // InboundText is an inbound message as the keyword rule reads it.
@@ -93,26 +95,45 @@ func (s *Service) SendReply(ctx context.Context, args queue.ConsentReplyArgs) er
 // Settings returns organization t's confirmation texts.
 func (s *Service) Settings(ctx context.Context, t db.Tenant) (Settings, error) {
 	var out Settings
-	err := db.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
-		var err error
-		out, err = s.settings(ctx, tx, t)
-		return err
-	})
-	return out, err
-}
-
-// settings reads the texts in tx.
-func (s *Service) settings(ctx context.Context, tx pgx.Tx, t db.Tenant) (Settings, error) {
-	var out Settings
-	err := tx.QueryRow(ctx, `SELECT opt_out_reply, opt_in_reply, updated_at FROM `+t.Table("consent_settings")).
-		Scan(&out.OptOutReply, &out.OptInReply, &out.UpdatedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
+	err := s.q.Raw(s.db.Bun, "settings", sqlq.Args{"schema": t.SchemaIdent()}).
+		Scan(ctx, &out.OptOutReply, &out.OptInReply, &out.UpdatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
 		return Settings{}, nil
 	}
 	if err != nil {
 		return Settings{}, fmt.Errorf("read opt-out settings: %w", err)
 	}
 	return out, nil
+}
+
+// settings reads the texts in tx (the inbound message's transaction).
+func (s *Service) settings(ctx context.Context, tx pgx.Tx, t db.Tenant) (Settings, error) {
+	var out Settings
+	rows, err := s.query(ctx, tx, t, "settings", nil)
+	if err == nil {
+		var found bool
+		found, err = scanOne(rows, &out.OptOutReply, &out.OptInReply, &out.UpdatedAt)
+		if !found && err == nil {
+			return Settings{}, nil
+		}
+	}
+	if err != nil {
+		return Settings{}, fmt.Errorf("read opt-out settings: %w", err)
+	}
+	return out, nil
+}
+
+// scanOne scans the first row of rows into dest and closes them; found is
+// false when there is none.
+func scanOne(rows pgx.Rows, dest ...any) (found bool, err error) {
+	defer rows.Close()
+	if rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return false, err
+		}
+		found = true
+	}
+	return found, rows.Err()
 }
 
 // SettingsRequest changes the texts: a nil field keeps the current text, ""
@@ -140,15 +161,9 @@ func (s *Service) PutSettings(ctx context.Context, t db.Tenant, req SettingsRequ
 	}
 	var set Settings
 	now := s.clock.Now()
-	err := s.db.Pool.QueryRow(ctx, `INSERT INTO `+t.Table("consent_settings")+` AS c
-		    (singleton, opt_out_reply, opt_in_reply, updated_at)
-		VALUES (true, $1, $2, $3)
-		ON CONFLICT (singleton) DO UPDATE
-		   SET opt_out_reply = CASE WHEN $4 THEN EXCLUDED.opt_out_reply ELSE c.opt_out_reply END,
-		       opt_in_reply = CASE WHEN $5 THEN EXCLUDED.opt_in_reply ELSE c.opt_in_reply END,
-		       updated_at = EXCLUDED.updated_at
-		RETURNING opt_out_reply, opt_in_reply, updated_at`, out, in, now, out != nil, in != nil).
-		Scan(&set.OptOutReply, &set.OptInReply, &set.UpdatedAt)
+	err := s.q.Raw(s.db.Bun, "put_settings", sqlq.Args{"schema": t.SchemaIdent(), "opt_out_reply": out,
+		"opt_in_reply": in, "updated_at": now, "set_opt_out": out != nil, "set_opt_in": in != nil}).
+		Scan(ctx, &set.OptOutReply, &set.OptInReply, &set.UpdatedAt)
 	if err != nil {
 		return Settings{}, fmt.Errorf("store opt-out settings: %w", err)
 	}

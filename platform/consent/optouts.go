@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/uptrace/bun"
 
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/audit"
@@ -15,6 +16,7 @@ import (
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/page"
 	"github.com/bizmsg/platform/platform/phone"
+	"github.com/bizmsg/platform/platform/sqlq"
 	"github.com/bizmsg/platform/platform/webhooks"
 )
 
@@ -116,14 +118,11 @@ func (s *Service) Remove(ctx context.Context, t db.Tenant, by Actor, raw, source
 // records contact.opted_out; added is false (and the entry the stored one)
 // when the phone was on the list already.
 func (s *Service) optOut(ctx context.Context, tx pgx.Tx, t db.Tenant, e Entry) (Entry, bool, error) {
-	if err := lock(ctx, tx, t, e.Phone); err != nil {
+	if err := s.lock(ctx, tx, t, e.Phone); err != nil {
 		return Entry{}, false, err
 	}
-	rows, err := tx.Query(ctx, `INSERT INTO `+t.Table("opt_outs")+` AS o
-		    (phone, source, keyword, sender_number_id, note, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6)
-		ON CONFLICT (phone) DO NOTHING
-		RETURNING `+entryColumns, e.Phone, e.Source, e.Keyword, e.SenderNumberID, e.Note, e.CreatedAt)
+	rows, err := s.query(ctx, tx, t, "opt_out", sqlq.Args{"phone": e.Phone, "source": e.Source, "keyword": e.Keyword,
+		"sender_number_id": e.SenderNumberID, "note": e.Note, "created_at": e.CreatedAt})
 	if err != nil {
 		return Entry{}, false, fmt.Errorf("opt out: %w", err)
 	}
@@ -143,10 +142,10 @@ func (s *Service) optOut(ctx context.Context, tx pgx.Tx, t db.Tenant, e Entry) (
 // back); found is false when it was not on the list. It returns the entry
 // removed.
 func (s *Service) optIn(ctx context.Context, tx pgx.Tx, t db.Tenant, in Entry) (Entry, bool, error) {
-	if err := lock(ctx, tx, t, in.Phone); err != nil {
+	if err := s.lock(ctx, tx, t, in.Phone); err != nil {
 		return Entry{}, false, err
 	}
-	rows, err := tx.Query(ctx, `DELETE FROM `+t.Table("opt_outs")+` AS o WHERE phone = $1 RETURNING `+entryColumns, in.Phone)
+	rows, err := s.query(ctx, tx, t, "opt_in", sqlq.Args{"phone": in.Phone})
 	if err != nil {
 		return Entry{}, false, fmt.Errorf("opt in: %w", err)
 	}
@@ -168,10 +167,7 @@ func (s *Service) emit(ctx context.Context, tx pgx.Tx, t db.Tenant, typ string, 
 	return s.events.Emit(ctx, tx, t, webhooks.Event{Type: typ, Key: "contact:" + e.Phone, Data: e, At: e.CreatedAt})
 }
 
-// entryColumns are an entry's columns, in scanEntry's order.
-const entryColumns = `o.id, o.phone, o.source, o.keyword, o.sender_number_id, o.note, o.created_at`
-
-// scanEntry reads entryColumns.
+// scanEntry reads an entry's columns (queries/fragments/opt_out_entry.sql).
 func scanEntry(r pgx.CollectableRow) (Entry, error) {
 	var e Entry
 	err := r.Scan(&e.ID, &e.Phone, &e.Source, &e.Keyword, &e.SenderNumberID, &e.Note, &e.CreatedAt)
@@ -181,7 +177,7 @@ func scanEntry(r pgx.CollectableRow) (Entry, error) {
 
 // get reads phone's entry in tx.
 func (s *Service) get(ctx context.Context, tx pgx.Tx, t db.Tenant, p string) (Entry, error) {
-	rows, err := tx.Query(ctx, `SELECT `+entryColumns+` FROM `+t.Table("opt_outs")+` o WHERE phone = $1`, p)
+	rows, err := s.query(ctx, tx, t, "get", sqlq.Args{"phone": p})
 	if err != nil {
 		return Entry{}, fmt.Errorf("read opt-out: %w", err)
 	}
@@ -193,6 +189,20 @@ func (s *Service) get(ctx context.Context, tx pgx.Tx, t db.Tenant, p string) (En
 		return Entry{}, fmt.Errorf("read opt-out: %w", err)
 	}
 	return e, nil
+}
+
+// entryRow is the bun model of a tenant's opt_outs table, as List reads
+// it.
+type entryRow struct {
+	bun.BaseModel `bun:"table:opt_outs,alias:o"`
+
+	ID             int64     `bun:"id,pk"`
+	Phone          string    `bun:"phone"`
+	Source         string    `bun:"source"`
+	Keyword        *string   `bun:"keyword"`
+	SenderNumberID *int64    `bun:"sender_number_id"`
+	Note           *string   `bun:"note"`
+	CreatedAt      time.Time `bun:"created_at"`
 }
 
 // ListQuery filters the list: Phone and Source as given (validated by
@@ -237,19 +247,24 @@ func (s *Service) List(ctx context.Context, t db.Tenant, q ListQuery) (page.Of[E
 	if err != nil {
 		return page.Of[Entry]{}, err
 	}
-	after := f.page.After
-	if after == 0 {
-		after = 1<<63 - 1
+	var rows []entryRow
+	sel := s.db.Bun.NewSelect().Model(&rows).ModelTableExpr(t.TableAs("opt_outs", "o"))
+	if f.page.After > 0 {
+		sel = sel.Where("o.id < ?", f.page.After)
 	}
-	rows, err := s.db.Pool.Query(ctx, `SELECT `+entryColumns+` FROM `+t.Table("opt_outs")+` o
-		WHERE o.id < $1 AND ($2::text IS NULL OR o.phone = $2) AND ($3::text IS NULL OR o.source = $3)
-		ORDER BY o.id DESC LIMIT $4`, after, f.phone, f.source, f.page.Limit+1)
-	if err != nil {
+	if f.phone != nil {
+		sel = sel.Where("o.phone = ?", *f.phone)
+	}
+	if f.source != nil {
+		sel = sel.Where("o.source = ?", *f.source)
+	}
+	if err := sel.OrderExpr("o.id DESC").Limit(int64(f.page.Limit) + 1).Scan(ctx); err != nil {
 		return page.Of[Entry]{}, fmt.Errorf("list opt-outs: %w", err)
 	}
-	list, err := pgx.CollectRows(rows, scanEntry)
-	if err != nil {
-		return page.Of[Entry]{}, fmt.Errorf("list opt-outs: %w", err)
+	list := make([]Entry, len(rows))
+	for i, r := range rows {
+		list[i] = Entry{ID: r.ID, Phone: r.Phone, Source: r.Source, Keyword: r.Keyword,
+			SenderNumberID: r.SenderNumberID, Note: r.Note, CreatedAt: r.CreatedAt.UTC()}
 	}
 	items, next := page.Cut(f.page, list, func(e Entry) int64 { return e.ID })
 	return page.Of[Entry]{Items: items, NextCursor: next}, nil
@@ -270,9 +285,8 @@ type Contact struct {
 // acceptance statement).
 func (s *Service) Contact(ctx context.Context, t db.Tenant, p string, senderID int64) (Contact, error) {
 	var c Contact
-	err := s.db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+t.Table("opt_outs")+` WHERE phone = $1),
-		(SELECT at FROM `+t.Table("last_inbound")+` WHERE sender_number_id = $2 AND phone = $1)`, p, senderID).
-		Scan(&c.OptedOut, &c.LastInbound)
+	err := s.q.Raw(s.db.Bun, "contact", sqlq.Args{"schema": t.SchemaIdent(), "phone": p, "sender_id": senderID}).
+		Scan(ctx, &c.OptedOut, &c.LastInbound)
 	if err != nil {
 		return Contact{}, fmt.Errorf("read contact: %w", err)
 	}

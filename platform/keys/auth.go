@@ -14,6 +14,7 @@ import (
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/pace"
 	"github.com/bizmsg/platform/platform/ratelimit"
+	"github.com/bizmsg/platform/platform/sqlq"
 )
 
 // Authentication failure codes. Expired and revoked are told apart only once
@@ -48,84 +49,10 @@ func RequestLimit(org accounts.Organization, def ratelimit.Limit) ratelimit.Limi
 	return def
 }
 
-// rated reports whether l is decided in the store: authSQL's test (rate >
-// 0, finite, burst >= 1). Any other limit allows every request.
+// rated reports whether l is decided in the store: the authentication
+// statement's test (rate > 0, finite, burst >= 1). Any other limit allows
+// every request.
 func rated(l ratelimit.Limit) bool { return l.Valid() && !math.IsInf(l.Rate, 1) }
-
-// authSQL is the whole database work of an authentication, for the
-// authentications of a run together (items: their prefixes and the keyed
-// hashes of the keys presented, numbered in arrival order): one round
-// trip. Its steps:
-//   - found: each item's key by its prefix, with its organization and the
-//     member the key acts for, each probed per item on its index (OFFSET
-//     0 keeps the planner from joining them otherwise, whatever number of
-//     items it expects); live when the presented key is the stored one
-//     (hash), not revoked and not expired at $3 (the Service's clock);
-//   - rated: when $4 (Config.Pace), each live item whose limit (the
-//     organization's, else $5 and $6) is decided, numbered per key in
-//     arrival order (idx); pace_v counts them per bucket "key:<id>", and
-//     pace.AllowStep decides them under the buckets' row locks;
-//   - due, touched: last_used_at = $3 for the live keys whose value is at
-//     or before $7, skipping the rows another transaction holds (another
-//     node's touch, a revocation) instead of waiting for them: a key
-//     skipped now is written by a later request. The ids go as arrays
-//     (= ANY (ARRAY(...))), which the planner looks up on the primary key
-//     however many it expects.
-//
-// Only a key proven genuine (its hash) and live takes a rate slot or a
-// touch; the caller still compares the hash in constant time. The hash
-// comparison in SQL is not constant-time, which gives nothing away: the
-// caller cannot choose the keyed hash of what it presents.
-const authSQL = `WITH items AS (%s),
-	found AS (
-	  SELECT i.ord, k.*, k.key_hash = i.hash AND k.revoked_at IS NULL AND k.expires_at > $3 AS live,
-	         o.name AS org_name, o.schema_name, o.subscription_status, o.default_daily_limit,
-	         o.created_at AS org_created_at, o.api_rate_limit, o.api_rate_burst,
-	         coalesce(o.api_rate_limit, $5) AS rate, coalesce(o.api_rate_burst, $6) AS burst,
-	         u.id AS user_id, u.name AS user_name, u.email AS user_email, u.role AS user_role,
-	         u.created_at AS user_created_at
-	    FROM items i
-	    CROSS JOIN LATERAL (SELECT * FROM central.api_keys k WHERE k.prefix = i.prefix OFFSET 0) k
-	    CROSS JOIN LATERAL (SELECT * FROM central.organizations o WHERE o.id = k.organization_id OFFSET 0) o
-	    LEFT JOIN LATERAL (
-	      SELECT u.id, u.name, u.email, m.role, u.created_at
-	        FROM central.memberships m JOIN central.users u ON u.id = m.user_id
-	       WHERE m.organization_id = k.organization_id AND m.user_id = k.created_by_user_id OFFSET 0) u ON true),
-	rated AS (
-	  SELECT ord, 'key:' || id AS key, 1 / rate AS t, burst / rate AS tau,
-	         row_number() OVER (PARTITION BY id ORDER BY ord) AS idx
-	    FROM found WHERE live AND $4 AND rate > 0 AND rate < 'Infinity' AND burst >= 1),
-	pace_v AS (
-	  SELECT key, min(t) AS t, min(tau) AS tau, count(*)::int AS n FROM rated GROUP BY key),
-	` + pace.AllowStep + `,
-	due AS (
-	  SELECT id FROM central.api_keys
-	   WHERE id = ANY (ARRAY(SELECT id FROM found WHERE live)) AND (last_used_at IS NULL OR last_used_at <= $7)
-	     FOR UPDATE SKIP LOCKED),
-	touched AS (
-	  UPDATE central.api_keys k SET last_used_at = $3
-	   WHERE k.id = ANY (ARRAY(SELECT id FROM due)) RETURNING k.id)
-	SELECT k.ord, ` + keyColumns + `, k.key_hash,
-	       k.org_name, k.schema_name, k.subscription_status, k.default_daily_limit, k.org_created_at,
-	       k.api_rate_limit, k.api_rate_burst,
-	       k.user_id, k.user_name, k.user_email, k.user_role, k.user_created_at,
-	       EXISTS (SELECT FROM touched t WHERE t.id = k.id), r.idx, p.from_s, p.to_s
-	  FROM found k LEFT JOIN rated r ON r.ord = k.ord LEFT JOIN pace_out p ON p.key = r.key`
-
-// authOne and authMany are authSQL for a run of one ($1 its prefix, $2 its
-// hash) and of several ($1 and $2 arrays). Both are planned once per
-// connection (a generic plan), not at every run: the statement takes 0.5
-// to 0.6 ms to plan, three times its execution. A run of one, what a
-// process that is not busy runs, keeps a statement of scalars; unnest over
-// the arrays would let Postgres see each run's length and plan each run
-// afresh (a custom plan), which generate_subscripts (no such estimate)
-// does not.
-var (
-	authOne  = fmt.Sprintf(authSQL, `SELECT $1::text AS prefix, $2::bytea AS hash, 1::bigint AS ord`)
-	authMany = fmt.Sprintf(authSQL, `
-	  SELECT ($1::text[])[g] AS prefix, ($2::bytea[])[g] AS hash, g::bigint AS ord
-	    FROM generate_subscripts($1::text[], 1) AS g`)
-)
 
 // lookup is one authentication waiting for its run: the presented key's
 // prefix and keyed hash.
@@ -134,7 +61,8 @@ type lookup struct {
 	hash   []byte
 }
 
-// storedKey is what authSQL read and decided for one authentication.
+// storedKey is what the authentication statement read and decided for one
+// authentication.
 type storedKey struct {
 	auth   Auth
 	hash   []byte
@@ -152,7 +80,7 @@ type storedKey struct {
 
 // Authenticate checks a presented API key. A malformed key (wrong marker,
 // length, alphabet or checksum) is refused before any database work.
-// Otherwise one statement (authSQL) finds the key and its organization and,
+// Otherwise one statement (queries/fragments/authenticate.sql) finds the key and its organization and,
 // for a genuine live key, decides its request rate (Config.Pace) and writes
 // last_used_at if it is older than the touch interval (at most one write
 // per key per interval, however many nodes serve the key). The keyed hash
@@ -212,21 +140,30 @@ func (s *Service) Authenticate(ctx context.Context, plain string) (*Auth, error)
 	return &a, nil
 }
 
-// findKeys runs authSQL for a batch.Batcher run and returns each item's
-// key, or nil when no key has its prefix.
+// findKeys runs the authentication statement for a batch.Batcher run and
+// returns each item's key, or nil when no key has its prefix. A run of
+// one runs authenticate_one, a run of several authenticate_many: both are
+// planned once per connection (a generic plan), not at every run, as pgx
+// keeps them prepared; the statement takes 0.5 to 0.6 ms to plan, three
+// times its execution.
 func (s *Service) findKeys(ctx context.Context, _ struct{}, items []lookup) ([]*storedKey, error) {
-	query, prefixes, hashes := authOne, any(items[0].prefix), any(items[0].hash)
+	query, prefixes, hashes := "authenticate_one", any(items[0].prefix), any(items[0].hash)
 	if len(items) > 1 {
 		ps, hs := make([]string, len(items)), make([][]byte, len(items))
 		for i, it := range items {
 			ps[i], hs[i] = it.prefix, it.hash
 		}
-		query, prefixes, hashes = authMany, ps, hs
+		query, prefixes, hashes = "authenticate_many", ps, hs
 	}
 	now := s.cfg.Clock.Now()
 	def := s.cfg.RequestRate
-	rows, err := s.db.Pool.Query(ctx, query, prefixes, hashes, now, s.cfg.Pace != nil,
-		def.Rate, int32(def.Burst), now.Add(-s.cfg.TouchInterval))
+	text, args, err := s.q.Pgx(query, "", sqlq.Args{"prefix": prefixes, "hash": hashes, "now": now,
+		"rates": s.cfg.Pace != nil, "rate": def.Rate, "burst": int32(def.Burst),
+		"touched_before": now.Add(-s.cfg.TouchInterval)})
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.db.Pool.Query(ctx, text, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -270,11 +207,8 @@ func invalidKey() error {
 	return apperr.New(apperr.KindUnauthenticated, CodeInvalidKey, "The API key is invalid.")
 }
 
-// keyColumns are the columns of a key that keyFields scans, in order.
-const keyColumns = `k.id, k.organization_id, coalesce(k.created_by_user_id, 0), k.name, k.prefix, k.scopes,
-	k.expires_at, k.revoked_at, k.last_used_at, k.created_at, k.key_sealed IS NOT NULL`
-
-// keyFields are the scan destinations of keyColumns into k, then extra.
+// keyFields are the scan destinations of a key's columns into k (the
+// authentication statement's, in order), then extra.
 func keyFields(k *Key, extra ...any) []any {
 	return append([]any{&k.ID, &k.OrgID, &k.CreatedBy, &k.Name, &k.Prefix, &k.Scopes,
 		&k.ExpiresAt, &k.RevokedAt, &k.LastUsedAt, &k.CreatedAt, &k.Sealed}, extra...)

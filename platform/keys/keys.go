@@ -15,7 +15,8 @@
 //
 // The package owns the central.api_keys table and reads the organization and
 // user rows a key resolves to; with Config.Pace it decides the keys'
-// request rates in central.pace (pace.AllowStep) in the same statement.
+// request rates in central.pace (pace.AllowStep, which its statement
+// includes) in the same statement.
 package keys
 
 import (
@@ -64,7 +65,8 @@ const DefaultTouchInterval = time.Minute
 // Config configures a Service.
 type Config struct {
 	// DB is the central database the keys are stored in: Authenticate's
-	// statement runs on its pool, the others through bun. Required.
+	// statement runs on its pool (pgx, prepared), the others through bun.
+	// Required.
 	DB *db.DB
 	// Hasher makes and checks the stored keyed hashes. Required.
 	Hasher *apikey.Hasher
@@ -129,7 +131,11 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Batch.MaxInFlight == 0 {
 		cfg.Batch.MaxInFlight = batch.ReadMaxInFlight
 	}
-	q, err := sqlq.Load(queries, "queries")
+	allow, err := pace.AllowStep()
+	if err != nil {
+		return nil, fmt.Errorf("keys: %w", err)
+	}
+	q, err := sqlq.Load(queries, "queries", allow)
 	if err != nil {
 		return nil, fmt.Errorf("keys: %w", err)
 	}

@@ -7,13 +7,14 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// queries are the package's named queries (platform/sqlq).
+// queries are the package's named queries (platform/sqlq), and the
+// fragment authenticate its two authentication statements include.
 //
-//go:embed queries/*.sql
+//go:embed queries/*.sql queries/fragments/*.sql
 var queries embed.FS
 
 // keyRow is the bun model of central.api_keys. Reads leave out the hash
-// and the sealed copy (Sealed says whether there is one, keyColumns);
+// and the sealed copy (Sealed says whether there is one, sealedColumn);
 // Reveal reads the sealed copy, Create writes both.
 type keyRow struct {
 	bun.BaseModel `bun:"table:central.api_keys,alias:k"`

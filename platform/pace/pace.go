@@ -29,17 +29,28 @@ package pace
 
 import (
 	"context"
+	"embed"
 	"errors"
 	"fmt"
 	"math"
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bizmsg/platform/platform/batch"
 	"github.com/bizmsg/platform/platform/defaults"
+	"github.com/bizmsg/platform/platform/sqlq"
 )
+
+// queries are the package's named queries (platform/sqlq), and its
+// fragment allow_step (AllowStep). Every statement runs on pgx, prepared:
+// the decisions are on the hot path (every delivery's throttle, every
+// Tenant API request's rate).
+//
+//go:embed queries/*.sql queries/fragments/*.sql
+var queries embed.FS
 
 // Limit is a rate: Rate events a second, at most Burst at once.
 type Limit struct {
@@ -96,6 +107,7 @@ func (c *Config) setDefaults() {
 // trip per batch, not per event, and an event alone runs at once.
 type Store struct {
 	pool  *pgxpool.Pool
+	q     *sqlq.Queries
 	cfg   Config
 	takes *batch.Batcher[struct{}, takeItem, time.Duration]
 	allow *batch.Batcher[struct{}, allowItem, Decision]
@@ -110,7 +122,11 @@ func New(cfg Config) (*Store, error) {
 		return nil, errors.New("pace: Config.Pool is required")
 	}
 	cfg.setDefaults()
-	s := &Store{pool: cfg.Pool, cfg: cfg, lastSweep: cfg.Now()}
+	q, err := sqlq.Load(queries, "queries")
+	if err != nil {
+		return nil, fmt.Errorf("pace: %w", err)
+	}
+	s := &Store{pool: cfg.Pool, q: q, cfg: cfg, lastSweep: cfg.Now()}
 	s.takes = batch.New(s.takeMany, batch.Config{MaxInFlight: batch.ReadMaxInFlight})
 	s.allow = batch.New(s.allowMany, batch.Config{MaxInFlight: batch.ReadMaxInFlight})
 	return s, nil
@@ -171,53 +187,7 @@ func (sl Slot) valid() error {
 	return sl.Limit.Validate()
 }
 
-// takeSQL takes slots for the items ($1 keys, $2 tickets, $3 the interval T
-// and $4 the tolerance τ of each, in seconds; one limit per key) and returns
-// each item's ordinal with the seconds until its slot is due (zero: now).
-// Its steps:
-//   - prior: a slot an item's ticket reserved before; the item gets it
-//     instead of a new one (and it is forgotten once due: used);
-//   - fresh: the other items, numbered per key in arrival order (idx);
-//   - up: each key's tat moves to max(tat, now) + n·T for its n fresh items
-//     (a missing row is a full bucket), under the row's lock, rows in key
-//     order (so concurrent batches cannot deadlock), prev keeping where the
-//     slots start;
-//   - due: the item numbered idx is due at max(prev, now) + idx·T − τ;
-//   - keep: a slot due in the future is kept under its item's ticket.
-const takeSQL = `WITH items AS (
-	  SELECT * FROM unnest($1::text[], $2::text[], $3::float8[], $4::float8[]) WITH ORDINALITY AS i(key, ticket, t, tau, ord)),
-	prior AS (
-	  SELECT ticket, due FROM central.pace_tickets WHERE ticket = ANY($2::text[]) AND ticket <> ''),
-	used AS (
-	  DELETE FROM central.pace_tickets
-	   WHERE ticket IN (SELECT ticket FROM prior) AND due <= statement_timestamp()),
-	fresh AS (
-	  SELECT i.*, row_number() OVER (PARTITION BY i.key ORDER BY i.ord) AS idx FROM items i
-	   WHERE NOT EXISTS (SELECT FROM prior p WHERE p.ticket = i.ticket)),
-	v AS (
-	  SELECT key, count(*) * min(t) AS span FROM fresh GROUP BY key),
-	up AS (
-	  INSERT INTO central.pace AS p (key, tat)
-	  SELECT key, statement_timestamp() + span * interval '1 second' FROM v ORDER BY key
-	  ON CONFLICT (key) DO UPDATE
-	     SET prev = p.tat,
-	         tat = greatest(p.tat, statement_timestamp())
-	               + (SELECT v.span FROM v WHERE v.key = excluded.key) * interval '1 second'
-	  RETURNING key, prev),
-	due AS (
-	  SELECT f.ord, f.ticket,
-	         greatest(up.prev, statement_timestamp()) + (f.idx * f.t - f.tau) * interval '1 second' AS at
-	    FROM fresh f JOIN up ON up.key = f.key),
-	keep AS (
-	  INSERT INTO central.pace_tickets (ticket, due)
-	  SELECT ticket, at FROM due WHERE ticket <> '' AND at > statement_timestamp()
-	  ON CONFLICT (ticket) DO UPDATE SET due = excluded.due)
-	SELECT ord, greatest(extract(epoch FROM at - statement_timestamp()), 0)::float8 FROM due
-	UNION ALL
-	SELECT i.ord, greatest(extract(epoch FROM p.due - statement_timestamp()), 0)::float8
-	  FROM items i JOIN prior p ON p.ticket = i.ticket`
-
-// takeMany runs takeSQL for a batch of Takes. Items with the same non-empty
+// takeMany runs the query take (queries/take.sql) for a batch of Takes. Items with the same non-empty
 // ticket (a rescued job beside its original) share the first one's slot; the
 // items of one key all use the first one's limit.
 func (s *Store) takeMany(ctx context.Context, _ struct{}, items []takeItem) ([]time.Duration, error) {
@@ -246,7 +216,7 @@ func (s *Store) takeMany(ctx context.Context, _ struct{}, items []takeItem) ([]t
 		sent = append(sent, i)
 	}
 	out := make([]time.Duration, len(items))
-	rows, err := s.pool.Query(ctx, takeSQL, keys, tickets, ts, taus)
+	rows, err := s.query(ctx, "take", sqlq.Args{"keys": keys, "tickets": tickets, "t": ts, "tau": taus})
 	if err != nil {
 		return nil, fmt.Errorf("pace: take: %w", err)
 	}
@@ -303,41 +273,27 @@ func (s *Store) Allow(ctx context.Context, key string, l Limit) (Decision, error
 	return s.allow.Do(ctx, struct{}{}, allowItem{key: key, l: l})
 }
 
-// AllowStep is the decision of Allow as steps of a WITH clause, for a
-// statement that decides request rates beside other work of its own
-// (platform/keys finds API keys and decides their rates in one round trip).
-// It reads a relation pace_v(key text, t float8, tau float8, n int): each
-// key with its interval T and tolerance τ in seconds and its number of
-// events; the statement defines pace_v before it. It ends with pace_out(key,
-// from_s, to_s), what Decide takes. A missing row is a full bucket; the
-// upsert decides under each row's lock, rows in key order (so concurrent
-// statements cannot deadlock), how many of a key's events fit before
-// max(tat, now) + k·T passes now + τ (at most all of them), and returns
-// where the key's slots started (prev, the tat it found; none for a new
-// row: now) and where they end (the new tat), in seconds from now.
-const AllowStep = `pace_up AS (
-	  INSERT INTO central.pace AS p (key, tat)
-	  SELECT key, statement_timestamp() + least(n, floor(tau / t + 1e-9)) * t * interval '1 second'
-	    FROM pace_v ORDER BY key
-	  ON CONFLICT (key) DO UPDATE
-	     SET prev = p.tat,
-	         tat = greatest(p.tat, statement_timestamp()) + (
-	               SELECT least(v.n, greatest(floor((v.tau - extract(epoch FROM
-	                      greatest(p.tat, statement_timestamp()) - statement_timestamp())) / v.t + 1e-9), 0)) * v.t
-	                 FROM pace_v v WHERE v.key = excluded.key) * interval '1 second'
-	  RETURNING key, prev, tat),
-	pace_out AS (
-	  SELECT key, greatest(extract(epoch FROM prev - statement_timestamp()), 0)::float8 AS from_s,
-	         extract(epoch FROM tat - statement_timestamp())::float8 AS to_s
-	    FROM pace_up)`
-
-// allowSQL decides, for each key ($1, with its interval $2 and tolerance $3
-// in seconds and its number of events $4), how many of its events take a
-// slot now (AllowStep).
-const allowSQL = `WITH pace_v AS (
-	  SELECT * FROM unnest($1::text[], $2::float8[], $3::float8[], $4::int[]) AS v(key, t, tau, n)),
-	` + AllowStep + `
-	SELECT key, from_s, to_s FROM pace_out`
+// AllowStep returns the decision of Allow as steps of a WITH clause, the
+// fragment allow_step (queries/fragments/allow_step.sql), for a statement
+// that decides request rates beside other work of its own (platform/keys
+// finds API keys and decides their rates in one round trip) and includes
+// it (sqlq.Load's extra, ?{allow_step}). It reads a relation pace_v(key
+// text, t float8, tau float8, n int): each key with its interval T and
+// tolerance τ in seconds and its number of events; the statement defines
+// pace_v before it. It ends with pace_out(key, from_s, to_s), what Decide
+// takes. A missing row is a full bucket; the upsert decides under each
+// row's lock, rows in key order (so concurrent statements cannot
+// deadlock), how many of a key's events fit before max(tat, now) + k·T
+// passes now + τ (at most all of them), and returns where the key's slots
+// started (prev, the tat it found; none for a new row: now) and where they
+// end (the new tat), in seconds from now.
+func AllowStep() (sqlq.Fragment, error) {
+	f, err := sqlq.ReadFragment(queries, "queries/"+sqlq.FragmentDir+"/allow_step"+sqlq.Ext)
+	if err != nil {
+		return sqlq.Fragment{}, fmt.Errorf("pace: %w", err)
+	}
+	return f, nil
+}
 
 // Decide is the decision of the event numbered idx (from 1, in arrival
 // order) of a key under l, from the key's from and to of AllowStep: the
@@ -353,7 +309,8 @@ func Decide(l Limit, idx int, from, to float64) Decision {
 	return Decision{Ahead: seconds(to), RetryAfter: seconds(to + t - tau)}
 }
 
-// allowMany runs allowSQL for a batch of Allows. The events of one key all
+// allowMany runs the query allow (queries/allow.sql, AllowStep) for a
+// batch of Allows. The events of one key all
 // use the first one's limit.
 func (s *Store) allowMany(ctx context.Context, _ struct{}, items []allowItem) ([]Decision, error) {
 	byKey := make(map[string][]int, len(items))
@@ -371,7 +328,7 @@ func (s *Store) allowMany(ctx context.Context, _ struct{}, items []allowItem) ([
 		ns[j] = int32(len(byKey[k]))
 	}
 	out := make([]Decision, len(items))
-	rows, err := s.pool.Query(ctx, allowSQL, keys, ts, taus, ns)
+	rows, err := s.query(ctx, "allow", sqlq.Args{"keys": keys, "t": ts, "tau": taus, "n": ns})
 	if err != nil {
 		return nil, fmt.Errorf("pace: allow: %w", err)
 	}
@@ -427,11 +384,10 @@ func (s *Store) SweepDue(ctx context.Context) {
 // bucket, so this changes no decision) and the tickets whose slot fell due
 // more than TicketTTL ago.
 func (s *Store) Sweep(ctx context.Context) error {
-	if _, err := s.pool.Exec(ctx, `DELETE FROM central.pace WHERE tat < statement_timestamp()`); err != nil {
+	if err := s.exec(ctx, "sweep_buckets", nil); err != nil {
 		return fmt.Errorf("pace: sweep buckets: %w", err)
 	}
-	if _, err := s.pool.Exec(ctx, `DELETE FROM central.pace_tickets
-		WHERE due < statement_timestamp() - $1::float8 * interval '1 second'`, s.cfg.TicketTTL.Seconds()); err != nil {
+	if err := s.exec(ctx, "sweep_tickets", sqlq.Args{"ttl": s.cfg.TicketTTL.Seconds()}); err != nil {
 		return fmt.Errorf("pace: sweep tickets: %w", err)
 	}
 	return nil
@@ -440,10 +396,33 @@ func (s *Store) Sweep(ctx context.Context) error {
 // Len reports how many buckets and tickets the table holds, for tests and
 // operators.
 func (s *Store) Len(ctx context.Context) (buckets, tickets int, err error) {
-	err = s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM central.pace), (SELECT count(*) FROM central.pace_tickets)`).
-		Scan(&buckets, &tickets)
+	text, _, err := s.q.Pgx("count", "", nil)
+	if err == nil {
+		err = s.pool.QueryRow(ctx, text).Scan(&buckets, &tickets)
+	}
 	if err != nil {
 		return 0, 0, fmt.Errorf("pace: count: %w", err)
 	}
 	return buckets, tickets, nil
+}
+
+// query runs named query name with args on the pool, as pgx writes it
+// (sqlq.Queries.Pgx): pgx keeps the statement prepared per connection, as
+// it does every statement of the Store.
+func (s *Store) query(ctx context.Context, name string, args sqlq.Args) (pgx.Rows, error) {
+	text, vals, err := s.q.Pgx(name, "", args)
+	if err != nil {
+		return nil, err
+	}
+	return s.pool.Query(ctx, text, vals...)
+}
+
+// exec is query for a statement that returns no rows.
+func (s *Store) exec(ctx context.Context, name string, args sqlq.Args) error {
+	text, vals, err := s.q.Pgx(name, "", args)
+	if err != nil {
+		return err
+	}
+	_, err = s.pool.Exec(ctx, text, vals...)
+	return err
 }

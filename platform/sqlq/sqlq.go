@@ -24,11 +24,25 @@
 // file, so it prepares as it is; PgxRows writes that row once per row
 // given, each with parameters of its own.
 //
+// A piece of text several statements share is a fragment, written once
+// and included where a query writes ?{name} (the steps of a WITH clause,
+// the rows of a FROM), its comments on lines of their own before its text
+// (what follows ?{name} goes on its last line). A package's own fragments
+// are the .sql files of dir/fragments (FragmentDir), each named by its
+// file's name without .sql; a fragment of another package is one that
+// package hands out with ReadFragment (pace.AllowStep) and the caller
+// passes to Load. Load includes them, and the fragments they include,
+// before anything else reads the text, so Raw and Pgx see one statement;
+// an unknown name, a name given twice or a fragment that includes itself
+// fails Load. This is the one way a statement is put together from parts:
+// no Go code joins SQL text.
+//
 // sqlq's test prepares every named query of the repository against a
 // migrated database, so a query that does not parse or plan fails it.
 package sqlq
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -44,6 +58,36 @@ import (
 // Ext is the extension of a named query's file.
 const Ext = ".sql"
 
+// FragmentDir is the directory, in a package's directory of named
+// queries, of its fragments.
+const FragmentDir = "fragments"
+
+// maxDepth bounds how deep fragments include fragments: past it, one
+// includes itself.
+const maxDepth = 8
+
+// Fragment is a piece of a statement, included where a query writes
+// ?{Name}.
+type Fragment struct {
+	Name string
+	Text string
+}
+
+// ReadFragment reads the fragment in file p of fsys (a package's
+// embed.FS), named by the file's name without .sql: what a package hands
+// out for another's queries to include (Load's extra).
+func ReadFragment(fsys fs.FS, p string) (Fragment, error) {
+	b, err := fs.ReadFile(fsys, p)
+	if err != nil {
+		return Fragment{}, fmt.Errorf("fragment: %w", err)
+	}
+	name := strings.TrimSuffix(path.Base(p), Ext)
+	if err := checkComments(string(b)); err != nil {
+		return Fragment{}, fmt.Errorf("fragment %s: %w", name, err)
+	}
+	return Fragment{Name: name, Text: string(b)}, nil
+}
+
 // Queries are one package's named queries, by name.
 type Queries struct {
 	text map[string]string
@@ -53,9 +97,14 @@ type Queries struct {
 
 // Load reads the named queries of the .sql files in directory dir of
 // fsys (a package's embed.FS): one query per file, named by the file's
-// name without .sql.
-func Load(fsys fs.FS, dir string) (*Queries, error) {
+// name without .sql, with the fragments it includes (?{name}) from
+// dir/fragments and extra (another package's, ReadFragment).
+func Load(fsys fs.FS, dir string, extra ...Fragment) (*Queries, error) {
 	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return nil, fmt.Errorf("named queries: %w", err)
+	}
+	frags, err := fragments(fsys, path.Join(dir, FragmentDir), extra)
 	if err != nil {
 		return nil, fmt.Errorf("named queries: %w", err)
 	}
@@ -71,9 +120,13 @@ func Load(fsys fs.FS, dir string) (*Queries, error) {
 		if err := checkComments(string(b)); err != nil {
 			return nil, fmt.Errorf("named queries: %s: %w", e.Name(), err)
 		}
+		text, err := include(string(b), frags, 0)
+		if err != nil {
+			return nil, fmt.Errorf("named queries: %s: %w", e.Name(), err)
+		}
 		name := strings.TrimSuffix(e.Name(), Ext)
-		q.text[name], q.pgx[name] = string(b), parsePgx(string(b))
-		if r, ok := parseRows(string(b)); ok {
+		q.text[name], q.pgx[name] = text, parsePgx(text)
+		if r, ok := parseRows(text); ok {
 			q.rows[name] = r
 		}
 	}
@@ -81,6 +134,73 @@ func Load(fsys fs.FS, dir string) (*Queries, error) {
 		return nil, fmt.Errorf("named queries: no %s files in %s", Ext, dir)
 	}
 	return q, nil
+}
+
+// fragments reads the fragments of directory dir (none when it does not
+// exist) and adds extra, by name; a name given twice is an error.
+func fragments(fsys fs.FS, dir string, extra []Fragment) (map[string]string, error) {
+	out := map[string]string{}
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("fragments: %w", err)
+	}
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), Ext) {
+			continue
+		}
+		f, err := ReadFragment(fsys, path.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		extra = append(extra, f)
+	}
+	for _, f := range extra {
+		if _, dup := out[f.Name]; dup {
+			return nil, fmt.Errorf("fragment %q given twice", f.Name)
+		}
+		out[f.Name] = f.Text
+	}
+	return out, nil
+}
+
+// include writes text with each ?{name} replaced by fragment name, itself
+// included; depth is how deep in fragments text is.
+func include(text string, frags map[string]string, depth int) (string, error) {
+	if !strings.Contains(text, "?{") {
+		return text, nil
+	}
+	if depth >= maxDepth {
+		return "", fmt.Errorf("fragments include each other more than %d deep", maxDepth)
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(text, "?{")
+		if i < 0 {
+			b.WriteString(text)
+			return b.String(), nil
+		}
+		if i > 0 && text[i-1] == '\\' { // \? is a literal question mark
+			b.WriteString(text[:i+2])
+			text = text[i+2:]
+			continue
+		}
+		end := strings.IndexByte(text[i:], '}')
+		if end < 0 {
+			return "", errors.New("?{ without its }")
+		}
+		name := text[i+2 : i+end]
+		f, ok := frags[name]
+		if !ok {
+			return "", fmt.Errorf("no fragment %q", name)
+		}
+		f, err := include(strings.TrimRight(f, "\n"), frags, depth+1)
+		if err != nil {
+			return "", fmt.Errorf("fragment %s: %w", name, err)
+		}
+		b.WriteString(text[:i])
+		b.WriteString(f)
+		text = text[i+end+1:]
+	}
 }
 
 // Raw returns query name with args as a bun query on idb (the database, a
@@ -148,8 +268,6 @@ func (q *Queries) Pgx(name, schema string, args Args) (string, []any, error) {
 	if !ok {
 		return "", nil, fmt.Errorf("named queries: no query %q", name)
 	}
-	var b strings.Builder
-	b.Grow(pq.size + len(schema)*pq.schemas)
 	out := make([]any, len(pq.names))
 	for i, n := range pq.names {
 		v, ok := args[n]
@@ -158,9 +276,14 @@ func (q *Queries) Pgx(name, schema string, args Args) (string, []any, error) {
 		}
 		out[i] = v
 	}
-	if pq.schemas > 0 && schema == "" {
+	if pq.schemas == 0 {
+		return pq.fixed, out, nil
+	}
+	if schema == "" {
 		return "", nil, fmt.Errorf("named query %s: it names ?schema and no schema was given", name)
 	}
+	var b strings.Builder
+	b.Grow(pq.size + len(schema)*pq.schemas)
 	pq.write(&b, schema, 0)
 	return b.String(), out, nil
 }
@@ -172,8 +295,11 @@ func (q *Queries) Params(name string) []string {
 }
 
 // pgxQuery is a named query cut for Pgx: its text in parts, and its
-// parameters' names in their order.
+// parameters' names in their order; fixed is the whole statement of a
+// query that names no ?schema, written once (keys' authentication, run
+// with every Tenant API request, writes no text per run).
 type pgxQuery struct {
+	fixed   string
 	parts   []pgxPart
 	names   []string
 	size    int
@@ -238,6 +364,12 @@ func parsePgx(text string) pgxQuery {
 		i = j - 1
 	}
 	flush()
+	if q.schemas == 0 {
+		var b strings.Builder
+		b.Grow(q.size)
+		q.write(&b, "", 0)
+		q.fixed = b.String()
+	}
 	return q
 }
 

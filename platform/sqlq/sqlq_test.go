@@ -23,11 +23,24 @@ import (
 )
 
 // preparable turns a named query into a statement Postgres can prepare,
-// as Pgx writes it for tenant t, and returns it with its number of
-// parameters.
-func preparable(t *testing.T, file, text string, tn db.Tenant) (string, int) {
+// as Pgx writes it for tenant t with the fragments it may include (its
+// package's and every other package's, as a caller would pass them), and
+// returns it with its number of parameters.
+func preparable(t *testing.T, file string, r repoQueries, tn db.Tenant) (string, int) {
 	t.Helper()
-	q, err := sqlq.Load(fstest.MapFS{"queries/q.sql": {Data: []byte(text)}}, "queries")
+	dir := filepath.Dir(file)
+	fsys := fstest.MapFS{"queries/q.sql": {Data: []byte(r.queries[file])}}
+	var extra []sqlq.Fragment
+	for fdir, frags := range r.fragments {
+		for name, text := range frags {
+			if fdir == dir {
+				fsys["queries/"+sqlq.FragmentDir+"/"+name+sqlq.Ext] = &fstest.MapFile{Data: []byte(text)}
+			} else {
+				extra = append(extra, sqlq.Fragment{Name: name, Text: text})
+			}
+		}
+	}
+	q, err := sqlq.Load(fsys, "queries", extra...)
 	if err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}
@@ -42,15 +55,25 @@ func preparable(t *testing.T, file, text string, tn db.Tenant) (string, int) {
 	return stmt, len(vals)
 }
 
-// namedQueries finds every named query of the repository: the .sql files
-// in a directory named queries, outside migrations/.
-func namedQueries(t *testing.T) map[string]string {
+// repoQueries are the named queries of the repository by file, and its
+// fragments by their directory of named queries and name.
+type repoQueries struct {
+	queries   map[string]string
+	fragments map[string]map[string]string
+}
+
+// namedQueries finds every named query of the repository, the .sql files
+// in a directory named queries outside migrations/, and every fragment,
+// those of queries/fragments; a fragment's name is the repository's once,
+// so that any package may be handed it.
+func namedQueries(t *testing.T) repoQueries {
 	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]string{}
+	out := repoQueries{queries: map[string]string{}, fragments: map[string]map[string]string{}}
+	named := map[string]string{}
 	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -58,7 +81,13 @@ func namedQueries(t *testing.T) map[string]string {
 		if d.IsDir() && (d.Name() == "migrations" || d.Name() == ".git" || d.Name() == "node_modules") {
 			return filepath.SkipDir
 		}
-		if d.IsDir() || filepath.Ext(p) != sqlq.Ext || filepath.Base(filepath.Dir(p)) != "queries" {
+		if d.IsDir() || filepath.Ext(p) != sqlq.Ext {
+			return nil
+		}
+		parent := filepath.Dir(p)
+		isQuery := filepath.Base(parent) == "queries"
+		isFragment := filepath.Base(parent) == sqlq.FragmentDir && filepath.Base(filepath.Dir(parent)) == "queries"
+		if !isQuery && !isFragment {
 			return nil
 		}
 		b, err := os.ReadFile(p)
@@ -66,7 +95,19 @@ func namedQueries(t *testing.T) map[string]string {
 			return err
 		}
 		rel, _ := filepath.Rel(root, p)
-		out[rel] = string(b)
+		if isQuery {
+			out.queries[rel] = string(b)
+			return nil
+		}
+		dir, name := filepath.Dir(filepath.Dir(rel)), strings.TrimSuffix(filepath.Base(p), sqlq.Ext)
+		if other, dup := named[name]; dup {
+			t.Errorf("fragment %s: %s has one of the same name", rel, other)
+		}
+		named[name] = rel
+		if out.fragments[dir] == nil {
+			out.fragments[dir] = map[string]string{}
+		}
+		out.fragments[dir][name] = string(b)
 		return nil
 	})
 	if err != nil {
@@ -93,19 +134,19 @@ func TestNamedQueriesPrepare(t *testing.T) {
 	if _, err := m.Tenant(ctx, tn); err != nil {
 		t.Fatal(err)
 	}
-	queries := namedQueries(t)
-	if len(queries) < 10 || !slices.ContainsFunc(slices.Collect(maps.Keys(queries)), func(p string) bool {
+	repo := namedQueries(t)
+	if len(repo.queries) < 10 || !slices.ContainsFunc(slices.Collect(maps.Keys(repo.queries)), func(p string) bool {
 		return strings.HasPrefix(p, filepath.Join("platform", "accounts", "queries"))
 	}) {
-		t.Fatalf("found %d named queries, none of platform/accounts: the walk is broken", len(queries))
+		t.Fatalf("found %d named queries, none of platform/accounts: the walk is broken", len(repo.queries))
 	}
 	conn, err := d.Pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	for file, text := range queries {
-		stmt, n := preparable(t, file, text, tn)
+	for file := range repo.queries {
+		stmt, n := preparable(t, file, repo, tn)
 		name := "q_" + strconv.Itoa(len(file)) + "_" + strings.NewReplacer("/", "_", ".", "_").Replace(file)
 		if _, err := conn.Conn().Prepare(ctx, name, stmt); err != nil {
 			t.Errorf("%s does not prepare: %v\n%s", file, err, stmt)
@@ -258,6 +299,58 @@ func TestPgxRows(t *testing.T) {
 	} {
 		if _, _, err := q.PgxRows(c.name, c.schema, c.rows); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("PgxRows(%s, %q, %v) = %v, want an error with %q", c.name, c.schema, c.rows, err, c.want)
+// TestFragments checks how Load includes fragments: a package's own from
+// queries/fragments and another's passed to it, a fragment that includes
+// another, each written once; the parameters Pgx numbers across them; and
+// Load's refusals (an unknown name, one given twice, a fragment that
+// includes itself, a question mark in a fragment's comment).
+func TestFragments(t *testing.T) {
+	t.Parallel()
+	fsys := fstest.MapFS{
+		"q/one.sql":             {Data: []byte("-- items then steps\nWITH items AS (?{items}),\n?{steps}\nSELECT * FROM out WHERE '\\?{x}' <> ?c\n")},
+		"q/fragments/items.sql": {Data: []byte("-- one item\nSELECT ?a::int AS v\n")},
+		"q/fragments/steps.sql": {Data: []byte("mid AS (SELECT v + ?b AS v FROM items),\n?{other}\n")},
+	}
+	other := sqlq.Fragment{Name: "other", Text: "out AS (SELECT v * ?a AS v FROM mid)\n"}
+	q, err := sqlq.Load(fsys, "q", other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, args, err := q.Pgx("one", "", sqlq.Args{"a": 1, "b": 2, "c": "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "-- items then steps\nWITH items AS (-- one item\nSELECT $1::int AS v),\n" +
+		"mid AS (SELECT v + $2 AS v FROM items),\nout AS (SELECT v * $1 AS v FROM mid)\n" +
+		"SELECT * FROM out WHERE '?{x}' <> $3\n"
+	if text != want || !slices.Equal(args, []any{1, 2, "x"}) {
+		t.Fatalf("Pgx = %q %v, want %q [1 2 x]", text, args, want)
+	}
+	if got := slices.Sorted(slices.Values(q.Names())); !slices.Equal(got, []string{"one"}) {
+		t.Fatalf("Names = %v: a fragment is no query", got)
+	}
+	d := dbtest.Open(t, dbtest.NewDatabase(t))
+	var v int
+	if err := q.Raw(d.Bun, "one", sqlq.Args{"a": 3, "b": 4, "c": "y"}).Scan(context.Background(), &v); err != nil || v != 21 {
+		t.Fatalf("Raw = %d, %v; want (3+4)*3 = 21", v, err)
+	}
+	f, err := sqlq.ReadFragment(fsys, "q/fragments/items.sql")
+	if err != nil || f.Name != "items" || !strings.Contains(f.Text, "?a::int") {
+		t.Fatalf("ReadFragment = %+v, %v", f, err)
+	}
+	for name, c := range map[string]struct {
+		fsys  fstest.MapFS
+		extra []sqlq.Fragment
+		want  string
+	}{
+		"unknown":   {fstest.MapFS{"q/one.sql": {Data: []byte("SELECT 1 FROM ?{nope}")}}, nil, `no fragment "nope"`},
+		"twice":     {fsys, []sqlq.Fragment{other, {Name: "items", Text: "SELECT 1"}}, `"items" given twice`},
+		"itself":    {fstest.MapFS{"q/one.sql": {Data: []byte("?{a}")}, "q/fragments/a.sql": {Data: []byte("?{a}")}}, nil, "more than"},
+		"unclosed":  {fstest.MapFS{"q/one.sql": {Data: []byte("SELECT ?{a")}}, nil, "without its }"},
+		"comment ?": {fstest.MapFS{"q/one.sql": {Data: []byte("?{a}")}, "q/fragments/a.sql": {Data: []byte("-- ?x\nSELECT 1")}}, nil, "question mark"},
+	} {
+		if _, err := sqlq.Load(c.fsys, "q", c.extra...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Load = %v, want an error with %q", name, err, c.want)
 		}
 	}
 }
