@@ -32,7 +32,6 @@ var notOnBun = []string{
 	"platform/consent",
 	"platform/db",
 	"platform/delivery",
-	"platform/joboutbox",
 	"platform/keys",
 	"platform/messages",
 	"platform/migrate",
