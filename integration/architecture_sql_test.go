@@ -35,7 +35,6 @@ var notOnBun = []string{
 	"platform/keys",
 	"platform/messages",
 	"platform/migrate",
-	"platform/network/builtin",
 	"platform/pace",
 	"platform/senders",
 }
