@@ -34,7 +34,6 @@ var notOnBun = []string{
 	"platform/delivery",
 	"platform/keys",
 	"platform/messages",
-	"platform/migrate",
 	"platform/pace",
 	"platform/senders",
 }

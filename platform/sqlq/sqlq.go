@@ -25,7 +25,15 @@
 // given, each with parameters of its own.
 //
 // sqlq's test prepares every named query of the repository against a
-// migrated database, so a query that does not parse or plan fails it.
+// migrated database, so a query that does not parse or plan fails it. Two
+// kinds are checked less or elsewhere. A DDL statement (the migrator's
+// CREATE SCHEMA and version table) prepares on the protocol, where
+// Postgres parses it but neither analyses nor plans it: the test checks
+// its syntax, and platform/migrate's tests run it. A statement naming
+// Citus's functions or catalogs, which one server has not, is kept in a
+// directory queries/citus (platform/migrate's), outside the test's walk
+// of directories named queries: integration's TestCitusCluster prepares
+// and plans each on a Citus coordinator (checkCitusQueries).
 package sqlq
 
 import (

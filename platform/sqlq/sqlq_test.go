@@ -43,7 +43,9 @@ func preparable(t *testing.T, file, text string, tn db.Tenant) (string, int) {
 }
 
 // namedQueries finds every named query of the repository: the .sql files
-// in a directory named queries, outside migrations/.
+// in a directory named queries, outside migrations/ (a queries/citus
+// directory is not one: its statements need a Citus coordinator, and
+// integration's checkCitusQueries prepares them there).
 func namedQueries(t *testing.T) map[string]string {
 	t.Helper()
 	root, err := filepath.Abs("../..")
