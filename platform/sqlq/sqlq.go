@@ -254,7 +254,9 @@ func parsePgx(text string) pgxQuery {
 // row written once per element of rows, separated by commas, the row's
 // ?names of rows[i] numbered after those of rows[i-1], and the values in
 // that order. The text varies with len(rows), so it is run unprepared
-// (pgx.QueryExecModeExec) rather than filling the statement cache. A
+// (pgx.QueryExecModeExec) rather than filling the statement cache, unless
+// its lengths recur (the job outbox's one-row insert, through
+// db.Prepared). A
 // query without exactly one VALUES row, a ?name outside the row, a row
 // lacking a name, or no rows, is an error.
 func (q *Queries) PgxRows(name, schema string, rows []Args) (string, []any, error) {
