@@ -30,10 +30,7 @@ var notOnBun = []string{
 	"platform/campaigns",
 	"platform/db",
 	"platform/delivery",
-	"platform/joboutbox",
 	"platform/messages",
-	"platform/migrate",
-	"platform/network/builtin",
 }
 
 // sqlStatement and sqlClause are the words that make a literal SQL: a

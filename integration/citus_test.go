@@ -112,7 +112,8 @@ func execSQL(t *testing.T, url, sql string) {
 // redelivers webhook deliveries (citusRedeliveries). No
 // transaction but provisioning writes a tenant schema and a coordinator
 // table (measureSpanning), and every two-phase commit is provisioning or
-// a statement named in stillTwoPC (checkTwoPC).
+// a statement named in stillTwoPC (checkTwoPC). The migrator's Citus
+// statements prepare and plan on the coordinator (checkCitusQueries).
 func TestCitusCluster(t *testing.T) {
 	t.Parallel()
 	cluster := startCitusCluster(t)
@@ -193,6 +194,7 @@ func TestCitusCluster(t *testing.T) {
 			t.Fatalf("%s is a distributed schema, want a regular coordinator schema", schema)
 		}
 	}
+	checkCitusQueries(t, pool)
 
 	// Isolation between organizations on different nodes: each lists only
 	// its own sender number and webhook endpoint, and reads none of the

@@ -57,6 +57,7 @@ package joboutbox
 import (
 	"cmp"
 	"context"
+	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,7 +71,16 @@ import (
 
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/defaults"
+	"github.com/bizmsg/platform/platform/sqlq"
 )
+
+// queries are the outbox's named queries (platform/sqlq), all pgx
+// statements (sqlq.Queries.Pgx) run through Config.Prepared: its insert
+// joins the writer's pgx transaction on the send path, and a move's take
+// runs in its own pgx transaction.
+//
+//go:embed queries/*.sql
+var queries embed.FS
 
 // River is what the mover (and Direct) needs of River: the process's
 // client is one.
@@ -126,6 +136,7 @@ type Config struct {
 type Outbox struct {
 	cfg   Config
 	log   *slog.Logger
+	q     *sqlq.Queries
 	mover *mover
 }
 
@@ -144,8 +155,11 @@ func New(cfg Config) (*Outbox, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	o := &Outbox{cfg: cfg, log: cfg.Logger.With("component", "joboutbox")}
-	var err error
+	q, err := sqlq.Load(queries, "queries")
+	if err != nil {
+		return nil, fmt.Errorf("joboutbox: %w", err)
+	}
+	o := &Outbox{cfg: cfg, log: cfg.Logger.With("component", "joboutbox"), q: q}
 	if o.mover, err = newMover(o); err != nil {
 		return nil, err
 	}
@@ -249,7 +263,15 @@ func (o *Outbox) write(ctx context.Context, tx pgx.Tx, t db.Tenant, r *outboxRow
 	}
 	for from := 0; from < len(r.kinds); from += maxInsertRows {
 		to := min(from+maxInsertRows, len(r.kinds))
-		if err := o.cfg.Prepared.Exec(ctx, tx, insertSQL(t, to-from), r.values(from, to)...); err != nil {
+		// One statement for the rows (queries/insert.sql, its VALUES row
+		// written once per job). A send writes one job, so its text is
+		// the same at every send and Prepared keeps it prepared, as it
+		// does any other length that recurs.
+		text, args, err := o.q.PgxRows("insert", t.Quoted(), r.rows(from, to))
+		if err == nil {
+			err = o.cfg.Prepared.Exec(ctx, tx, text, args...)
+		}
+		if err != nil {
 			return fmt.Errorf("write %d jobs into the job outbox of %s: %w", len(r.kinds), t.Schema, err)
 		}
 	}
@@ -261,7 +283,7 @@ func (o *Outbox) write(ctx context.Context, tx pgx.Tx, t db.Tenant, r *outboxRow
 func (o *Outbox) Close() { o.mover.runner.Close() }
 
 // outboxRows are jobs to write into one tenant's outbox, as the columns of
-// insertSQL.
+// queries/insert.sql.
 type outboxRows struct {
 	kinds, queues        []string
 	args                 []string
@@ -328,37 +350,16 @@ func (r *outboxRows) add(p river.InsertManyParams) error {
 // well under Postgres's 65,535.
 const maxInsertRows = 1000
 
-// values are the arguments of insertSQL for rows from to to of r, row by
-// row.
-func (r *outboxRows) values(from, to int) []any {
-	out := make([]any, 0, (to-from)*insertColumns)
+// rows are the arguments of queries/insert.sql for rows from to to of r,
+// one Args a row: the kind, the arguments' JSON, the queue, priority,
+// attempts, the time it is scheduled at, and the unique states as the
+// text of a text[] or NULL.
+func (r *outboxRows) rows(from, to int) []sqlq.Args {
+	out := make([]sqlq.Args, 0, to-from)
 	for i := from; i < to; i++ {
-		out = append(out, r.kinds[i], r.args[i], r.queues[i], r.priorities[i], r.attempts[i], r.scheduled[i], r.unique[i])
+		out = append(out, sqlq.Args{"kind": r.kinds[i], "args": r.args[i], "queue": r.queues[i],
+			"priority": r.priorities[i], "max_attempts": r.attempts[i], "scheduled_at": r.scheduled[i],
+			"unique_states": r.unique[i]})
 	}
 	return out
-}
-
-// insertColumns are the arguments of one row of insertSQL.
-const insertColumns = 7
-
-// insertSQL writes n rows into t's outbox, each 7 arguments (values):
-// the kind, the arguments' JSON, the queue, priority, attempts, the time
-// it is scheduled at, and the unique states as the text of a text[] or
-// NULL. A multi-row VALUES, not a SELECT FROM unnest of arrays: Citus
-// sends an INSERT ... SELECT through the coordinator, which copies its
-// rows to the tenant's node in a two-phase commit, where it routes an
-// INSERT ... VALUES to that node alone (docs/scaling.md, §Two-phase
-// commits).
-func insertSQL(t db.Tenant, n int) string {
-	var b strings.Builder
-	b.WriteString(`INSERT INTO ` + t.Table("job_outbox") + ` (kind, args, queue, priority, max_attempts, scheduled_at, unique_states) VALUES `)
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		a := i * insertColumns
-		fmt.Fprintf(&b, "($%d::text, $%d::text::json, $%d::text, $%d::smallint, $%d::smallint, $%d::timestamptz, $%d::text::text[])",
-			a+1, a+2, a+3, a+4, a+5, a+6, a+7)
-	}
-	return b.String()
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/drain"
+	"github.com/bizmsg/platform/platform/sqlq"
 )
 
 // mover runs the moves of one process: at most one goroutine per tenant
@@ -75,7 +76,7 @@ func (o *Outbox) move(ctx context.Context, t db.Tenant, wait bool) (int, error) 
 // them (a periodic job runs it over every tenant, and each worker process as it starts).
 func (o *Outbox) Sweep(ctx context.Context, t db.Tenant) (bool, error) {
 	var pending bool
-	err := o.cfg.Prepared.Query(ctx, nil, `SELECT EXISTS (SELECT FROM `+t.Table("job_outbox")+`)`, nil, func(r db.Rows) error {
+	err := o.query(ctx, nil, t, "pending", nil, func(r db.Rows) error {
 		if !r.Next() {
 			return r.Err()
 		}
@@ -107,7 +108,7 @@ func (o *Outbox) moveBatch(ctx context.Context, t db.Tenant, wait bool) (int, er
 		// crash, it leaves rows whose jobs River has (its commit was
 		// flushed first), which the next move inserts again, harmlessly.
 		// The next move of the tenant so waits for one flush, not two.
-		if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
+		if err := o.query(ctx, tx, t, "async_commit", nil, func(db.Rows) error { return nil }); err != nil {
 			return fmt.Errorf("asynchronous commit: %w", err)
 		}
 		plain, unique, applied, err := o.take(ctx, tx, t, wait)
@@ -158,7 +159,11 @@ func (o *Outbox) moveBatch(ctx context.Context, t db.Tenant, wait bool) (int, er
 // a duplicate, and the coordinator writes of an Applier's kind, oldest
 // first.
 func (o *Outbox) take(ctx context.Context, tx pgx.Tx, t db.Tenant, wait bool) (plain, unique []river.InsertManyParams, applied []storedArgs, err error) {
-	err = o.cfg.Prepared.Query(ctx, tx, takeSQL(t, wait), []any{o.cfg.Batch}, func(r db.Rows) error {
+	take := "take"
+	if wait {
+		take = "take_wait"
+	}
+	err = o.query(ctx, tx, t, take, sqlq.Args{"limit": o.cfg.Batch}, func(r db.Rows) error {
 		for r.Next() {
 			var (
 				a                  storedArgs
@@ -196,19 +201,14 @@ func (o *Outbox) take(ctx context.Context, tx pgx.Tx, t db.Tenant, wait bool) (p
 	return plain, unique, applied, nil
 }
 
-// takeSQL deletes t's $1 oldest outbox rows that no other transaction
-// holds (wait: once the transactions that hold them have ended) and
-// returns them, oldest first.
-func takeSQL(t db.Tenant, wait bool) string {
-	o := t.Table("job_outbox")
-	lock := "FOR UPDATE SKIP LOCKED"
-	if wait {
-		lock = "FOR UPDATE"
+// query runs named query name of t with args (in tx, or on the pool when
+// tx is nil) through Config.Prepared and hands its rows to scan.
+func (o *Outbox) query(ctx context.Context, tx pgx.Tx, t db.Tenant, name string, args sqlq.Args, scan func(db.Rows) error) error {
+	text, vals, err := o.q.Pgx(name, t.Quoted(), args)
+	if err != nil {
+		return err
 	}
-	return `WITH d AS (
-		  DELETE FROM ` + o + ` WHERE id IN (SELECT id FROM ` + o + ` ORDER BY id LIMIT $1 ` + lock + `)
-		  RETURNING id, kind, args, queue, priority, max_attempts, scheduled_at, unique_states)
-		SELECT kind, args::text, queue, priority, max_attempts, scheduled_at, unique_states FROM d ORDER BY id`
+	return o.cfg.Prepared.Query(ctx, tx, text, vals, scan)
 }
 
 // storedArgs is a job's arguments as the outbox stored them: its kind and

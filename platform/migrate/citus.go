@@ -7,6 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/bizmsg/platform/platform/sqlq"
 )
 
 // On a Citus coordinator (docs/scaling.md, §Run on Citus) the migrator keeps
@@ -36,25 +38,12 @@ func (m *Migrator) citusVia(ctx context.Context, q querier) (bool, error) {
 	if m.citusState.known {
 		return m.citusState.on, nil
 	}
-	on, err := HasCitus(ctx, q)
-	if err != nil {
-		return false, err
-	}
-	m.citusState.known, m.citusState.on = true, on
-	return on, nil
-}
-
-// querier is what HasCitus asks: a pool, a connection or a transaction.
-type querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
-// HasCitus reports whether the citus extension exists in q's database.
-func HasCitus(ctx context.Context, q querier) (bool, error) {
 	var on bool
-	if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')`).Scan(&on); err != nil {
+	err := m.queryRow(ctx, q, m.q, "has_citus", "", nil).Scan(&on)
+	if err != nil {
 		return false, fmt.Errorf("detect citus: %w", err)
 	}
+	m.citusState.known, m.citusState.on = true, on
 	return on, nil
 }
 
@@ -63,11 +52,11 @@ func HasCitus(ctx context.Context, q querier) (bool, error) {
 // migrated as a regular one and distributed after (distributeTx), because
 // Citus refuses some of the migrations' DDL on distributed tables (ADD COLUMN
 // with a CHECK constraint). A no-op without Citus.
-func localSchemas(ctx context.Context, tx pgx.Tx, citus bool) error {
+func (m *Migrator) localSchemas(ctx context.Context, tx pgx.Tx, citus bool) error {
 	if !citus {
 		return nil
 	}
-	if _, err := tx.Exec(ctx, "SET LOCAL citus.enable_schema_based_sharding TO off"); err != nil {
+	if err := m.exec(ctx, tx, m.q, "local_schemas", "", nil); err != nil {
 		return fmt.Errorf("set citus.enable_schema_based_sharding: %w", err)
 	}
 	return nil
@@ -75,9 +64,8 @@ func localSchemas(ctx context.Context, tx pgx.Tx, citus bool) error {
 
 // distributeTx makes schema a distributed schema in tx unless it is one
 // already: Citus moves its tables, functions and rows whole to one worker.
-func distributeTx(ctx context.Context, tx pgx.Tx, schema string) error {
-	if _, err := tx.Exec(ctx, `SELECT citus_schema_distribute($1::regnamespace) WHERE NOT EXISTS (
-		SELECT 1 FROM pg_dist_schema WHERE schemaid = $1::regnamespace)`, schema); err != nil {
+func (m *Migrator) distributeTx(ctx context.Context, tx pgx.Tx, schema string) error {
+	if err := m.exec(ctx, tx, m.cq, "distribute", "", sqlq.Args{"name": schema}); err != nil {
 		return fmt.Errorf("distribute %s: %w", schema, err)
 	}
 	return nil
@@ -137,11 +125,10 @@ func (m *Migrator) distribute(ctx context.Context, schema string) (Distribution,
 	d := Distribution{Schema: schema}
 	err := m.withLock(ctx, schema, func(conn *pgxpool.Conn) error {
 		return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-			if err := tx.QueryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM pg_dist_schema WHERE schemaid = $1::regnamespace)`,
-				schema).Scan(&d.Moved); err != nil {
+			if err := m.queryRow(ctx, tx, m.cq, "undistributed", "", sqlq.Args{"name": schema}).Scan(&d.Moved); err != nil {
 				return err
 			}
-			return distributeTx(ctx, tx, schema)
+			return m.distributeTx(ctx, tx, schema)
 		})
 	})
 	if err != nil {
@@ -153,8 +140,7 @@ func (m *Migrator) distribute(ctx context.Context, schema string) (Distribution,
 // placement fills in where a schema lives.
 func (m *Migrator) placement(ctx context.Context, d Distribution) (Distribution, error) {
 	var node *string
-	err := m.pool.QueryRow(ctx, `SELECT (SELECT min(nodename || ':' || nodeport) FROM citus_shards
-		WHERE colocation_id = (SELECT colocationid FROM pg_dist_schema WHERE schemaid = $1::regnamespace))`, d.Schema).Scan(&node)
+	err := m.queryRow(ctx, m.pool, m.cq, "placement", "", sqlq.Args{"name": d.Schema}).Scan(&node)
 	if err != nil {
 		return d, fmt.Errorf("placement of %s: %w", d.Schema, err)
 	}

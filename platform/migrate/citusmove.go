@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/bizmsg/platform/platform/sqlq"
 )
 
 // Rebalancing a Citus cluster (docs/scaling.md, §Rebalancing): an
@@ -58,7 +60,7 @@ func (m *Migrator) Placements(ctx context.Context) ([]Placement, error) {
 	if err := m.requireCitus(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := m.pool.Query(ctx, placementsSQL+` WHERE o.schema_name IS NOT NULL ORDER BY o.id`)
+	rows, err := m.query(ctx, m.pool, m.cq, "placements", "", nil)
 	if err != nil {
 		return nil, fmt.Errorf("list placements: %w", err)
 	}
@@ -69,20 +71,8 @@ func (m *Migrator) Placements(ctx context.Context) ([]Placement, error) {
 	return out, nil
 }
 
-// placementsSQL reads organizations with their schema's node: the node of
-// the group holding the placements of the schema's colocated shards (one
-// group: a distributed schema lives whole on one node). Citus's metadata
-// tables, not citus_shards, which asks every worker for shard sizes.
-const placementsSQL = `SELECT o.id, o.schema_name, d.schemaid IS NOT NULL,
-	(SELECT min(n.nodename || ':' || n.nodeport) FROM pg_dist_partition p
-		JOIN pg_dist_shard s ON s.logicalrelid = p.logicalrelid
-		JOIN pg_dist_placement pl ON pl.shardid = s.shardid
-		JOIN pg_dist_node n ON n.groupid = pl.groupid AND n.noderole = 'primary'
-		WHERE p.colocationid = d.colocationid)
-	FROM central.organizations o
-	LEFT JOIN pg_dist_schema d ON d.schemaid = to_regnamespace(o.schema_name)`
-
-// scanPlacement scans one row of placementsSQL.
+// scanPlacement scans one row of queries/citus/placements.sql or
+// placement_of.sql.
 func scanPlacement(row pgx.CollectableRow) (Placement, error) {
 	var p Placement
 	var node *string
@@ -98,7 +88,7 @@ func scanPlacement(row pgx.CollectableRow) (Placement, error) {
 // placementOf is organization org's placement; it fails naming the
 // organization when there is none or it has no tenant schema.
 func (m *Migrator) placementOf(ctx context.Context, org int64) (Placement, error) {
-	rows, err := m.pool.Query(ctx, placementsSQL+` WHERE o.id = $1`, org)
+	rows, err := m.query(ctx, m.pool, m.cq, "placement_of", "", sqlq.Args{"org": org})
 	if err != nil {
 		return Placement{}, fmt.Errorf("placement of organization %d: %w", org, err)
 	}
@@ -145,10 +135,7 @@ func (m *Migrator) MoveTenant(ctx context.Context, org int64, node string) (Move
 	}
 	var group *int32
 	var workers string
-	if err := m.pool.QueryRow(ctx, `SELECT
-		(SELECT groupid FROM pg_dist_node WHERE nodename = $1 AND nodeport = $2 AND noderole = 'primary' AND isactive),
-		coalesce((SELECT string_agg(nodename || ':' || nodeport, ', ' ORDER BY nodeid) FROM pg_dist_node
-			WHERE groupid <> 0 AND noderole = 'primary' AND isactive), '')`, host, port).Scan(&group, &workers); err != nil {
+	if err := m.queryRow(ctx, m.pool, m.cq, "node", "", sqlq.Args{"host": host, "port": port}).Scan(&group, &workers); err != nil {
 		return Move{}, fmt.Errorf("look up node %s: %w", node, err)
 	}
 	switch {
@@ -162,8 +149,7 @@ func (m *Migrator) MoveTenant(ctx context.Context, org int64, node string) (Move
 	mv := Move{Org: org, Schema: p.Schema, From: p.Node}
 	err = m.withLock(ctx, p.Schema, func(conn *pgxpool.Conn) error {
 		start := time.Now()
-		if _, err := conn.Exec(ctx, `SELECT citus_schema_move($1::regnamespace, $2, $3, shard_transfer_mode => 'auto')`,
-			p.Schema, host, port); err != nil {
+		if err := m.exec(ctx, conn, m.cq, "schema_move", "", sqlq.Args{"name": p.Schema, "host": host, "port": port}); err != nil {
 			return err
 		}
 		mv.Took = time.Since(start)

@@ -13,6 +13,7 @@ package migrate
 
 import (
 	"context"
+	"embed"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -31,7 +32,19 @@ import (
 	"github.com/bizmsg/platform/migrations"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/defaults"
+	"github.com/bizmsg/platform/platform/sqlq"
 )
+
+// queries are the migrator's own statements (platform/sqlq), pgx
+// statements written by sqlq.Queries.Pgx (?schema the quoted schema it
+// migrates): queries/ those of every database, two of them DDL (the
+// schema and its version table), which Postgres parses but does not plan
+// when they are prepared; queries/citus/ those that name Citus's functions
+// and catalogs, which exist on a Citus coordinator only (integration's
+// TestCitusCluster prepares them there).
+//
+//go:embed queries/*.sql queries/citus/*.sql
+var queries embed.FS
 
 // Schema names owned by the platform besides the tenant schemas.
 const (
@@ -118,6 +131,8 @@ type Migrator struct {
 	// citusState caches whether the database is a Citus coordinator
 	// (citus.go).
 	citusState citusState
+	// q are the statements of queries/, cq those of queries/citus/.
+	q, cq *sqlq.Queries
 }
 
 // New checks cfg and returns a Migrator over its pool with the embedded
@@ -133,6 +148,12 @@ func New(cfg Config) (*Migrator, error) {
 	}
 	m := &Migrator{pool: pool, cfg: cfg}
 	var err error
+	if m.q, err = sqlq.Load(queries, "queries"); err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	if m.cq, err = sqlq.Load(queries, "queries/citus"); err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
 	if m.central, err = LoadSet(migrations.Central()); err != nil {
 		return nil, fmt.Errorf("central: %w", err)
 	}
@@ -202,7 +223,7 @@ func (m *Migrator) TenantTx(ctx context.Context, tx pgx.Tx, t db.Tenant) (applie
 	if err != nil {
 		return 0, err
 	}
-	n, err := applySetTx(ctx, tx, t.Schema, m.tenant, true, citus)
+	n, err := m.applySetTx(ctx, tx, t.Schema, m.tenant, true, citus)
 	if err != nil {
 		return 0, fmt.Errorf("migrate %s: %w", t.Schema, err)
 	}
@@ -226,7 +247,7 @@ func (m *Migrator) applySet(ctx context.Context, schema string, set Set) (int, e
 	err = m.withLock(ctx, schema, func(conn *pgxpool.Conn) error {
 		return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			var err error
-			applied, err = applySetTx(ctx, tx, schema, set, false, citus)
+			applied, err = m.applySetTx(ctx, tx, schema, set, false, citus)
 			return err
 		})
 	})
@@ -241,12 +262,12 @@ func (m *Migrator) withLock(ctx context.Context, schema string, f func(*pgxpool.
 		return fmt.Errorf("acquire: %w", err)
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock(hashtextextended($1, 0))", lockKey(schema)); err != nil {
+	if err := m.exec(ctx, conn, m.q, "lock", "", sqlq.Args{"key": lockKey(schema)}); err != nil {
 		return fmt.Errorf("lock: %w", err)
 	}
 	defer func() {
 		// Unlock on a fresh context: the caller's may be cancelled by now.
-		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(hashtextextended($1, 0))", lockKey(schema))
+		_ = m.exec(context.WithoutCancel(ctx), conn, m.q, "unlock", "", sqlq.Args{"key": lockKey(schema)})
 	}()
 	return f(conn)
 }
@@ -257,27 +278,24 @@ func (m *Migrator) withLock(ctx context.Context, schema string, f func(*pgxpool.
 // (citus) every schema is created a regular one and migrated one statement at
 // a time, and a tenant schema is then distributed in the same transaction
 // (citus.go).
-func applySetTx(ctx context.Context, tx pgx.Tx, schema string, set Set, xactLock, citus bool) (int, error) {
+func (m *Migrator) applySetTx(ctx context.Context, tx pgx.Tx, schema string, set Set, xactLock, citus bool) (int, error) {
 	q := pgx.Identifier{schema}.Sanitize()
 	if xactLock {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", lockKey(schema)); err != nil {
+		if err := m.exec(ctx, tx, m.q, "xact_lock", "", sqlq.Args{"key": lockKey(schema)}); err != nil {
 			return 0, fmt.Errorf("lock: %w", err)
 		}
 	}
-	if err := localSchemas(ctx, tx, citus); err != nil {
+	if err := m.localSchemas(ctx, tx, citus); err != nil {
 		return 0, err
 	}
-	if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+q); err != nil {
+	if err := m.exec(ctx, tx, m.q, "create_schema", q, nil); err != nil {
 		return 0, fmt.Errorf("create schema: %w", err)
 	}
-	if _, err := tx.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+q+`.schema_migrations (
-		version    integer PRIMARY KEY,
-		name       text NOT NULL,
-		applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+	if err := m.exec(ctx, tx, m.q, "create_version_table", q, nil); err != nil {
 		return 0, fmt.Errorf("create version table: %w", err)
 	}
 	var current int
-	if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+q+".schema_migrations").Scan(&current); err != nil {
+	if err := m.queryRow(ctx, tx, m.q, "version", q, nil).Scan(&current); err != nil {
 		return 0, fmt.Errorf("read version: %w", err)
 	}
 	applied := 0
@@ -287,7 +305,7 @@ func applySetTx(ctx context.Context, tx pgx.Tx, schema string, set Set, xactLock
 		}
 		// Migration files use unqualified names; scope them to this schema for
 		// this transaction only (SET LOCAL never leaks to the pooled session).
-		if _, err := tx.Exec(ctx, "SET LOCAL search_path TO "+q); err != nil {
+		if err := m.exec(ctx, tx, m.q, "search_path", "", sqlq.Args{"path": q}); err != nil {
 			return applied, fmt.Errorf("set search_path: %w", err)
 		}
 		stmts := []string{mig.SQL}
@@ -299,13 +317,13 @@ func applySetTx(ctx context.Context, tx pgx.Tx, schema string, set Set, xactLock
 				return applied, fmt.Errorf("apply %04d_%s: %w", mig.Version, mig.Name, err)
 			}
 		}
-		if _, err := tx.Exec(ctx, "INSERT INTO "+q+".schema_migrations (version, name) VALUES ($1, $2)", mig.Version, mig.Name); err != nil {
+		if err := m.exec(ctx, tx, m.q, "record", q, sqlq.Args{"version": mig.Version, "name": mig.Name}); err != nil {
 			return applied, fmt.Errorf("record %04d_%s: %w", mig.Version, mig.Name, err)
 		}
 		applied++
 	}
 	if citus && schema != CentralSchema && schema != NetworkSchema && schema != RiverSchema {
-		if err := distributeTx(ctx, tx, schema); err != nil {
+		if err := m.distributeTx(ctx, tx, schema); err != nil {
 			return applied, err
 		}
 	}
@@ -318,7 +336,7 @@ func lockKey(schema string) string { return "bizmsg.migrate." + schema }
 // table does not exist yet.
 func (m *Migrator) version(ctx context.Context, schema string) (int, error) {
 	var v int
-	err := m.pool.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+pgx.Identifier{schema, "schema_migrations"}.Sanitize()).Scan(&v)
+	err := m.queryRow(ctx, m.pool, m.q, "version", pgx.Identifier{schema}.Sanitize(), nil).Scan(&v)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000") {
 		return 0, nil
@@ -343,11 +361,10 @@ func (m *Migrator) migrateRiver(ctx context.Context) (int, error) {
 	err = m.withLock(ctx, RiverSchema, func(conn *pgxpool.Conn) error {
 		// River's schema is a regular coordinator schema on Citus.
 		if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-			if err := localSchemas(ctx, tx, citus); err != nil {
+			if err := m.localSchemas(ctx, tx, citus); err != nil {
 				return err
 			}
-			_, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{RiverSchema}.Sanitize())
-			return err
+			return m.exec(ctx, tx, m.q, "create_schema", pgx.Identifier{RiverSchema}.Sanitize(), nil)
 		}); err != nil {
 			return fmt.Errorf("create schema: %w", err)
 		}

@@ -50,7 +50,7 @@ type Progress func(done, total int)
 
 // Tenants lists every organization's tenant from the central schema.
 func (m *Migrator) Tenants(ctx context.Context) ([]db.Tenant, error) {
-	rows, err := m.pool.Query(ctx, `SELECT id, schema_name FROM central.organizations WHERE schema_name IS NOT NULL ORDER BY id`)
+	rows, err := m.query(ctx, m.pool, m.q, "tenants", "", nil)
 	if err != nil {
 		return nil, fmt.Errorf("list organizations: %w", err)
 	}

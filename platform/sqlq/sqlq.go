@@ -38,7 +38,15 @@
 // no Go code joins SQL text.
 //
 // sqlq's test prepares every named query of the repository against a
-// migrated database, so a query that does not parse or plan fails it.
+// migrated database, so a query that does not parse or plan fails it. Two
+// kinds are checked less or elsewhere. A DDL statement (the migrator's
+// CREATE SCHEMA and version table) prepares on the protocol, where
+// Postgres parses it but neither analyses nor plans it: the test checks
+// its syntax, and platform/migrate's tests run it. A statement naming
+// Citus's functions or catalogs, which one server has not, is kept in a
+// directory queries/citus (platform/migrate's), outside the test's walk
+// of directories named queries: integration's TestCitusCluster prepares
+// and plans each on a Citus coordinator (checkCitusQueries).
 package sqlq
 
 import (
@@ -378,7 +386,9 @@ func parsePgx(text string) pgxQuery {
 // row written once per element of rows, separated by commas, the row's
 // ?names of rows[i] numbered after those of rows[i-1], and the values in
 // that order. The text varies with len(rows), so it is run unprepared
-// (pgx.QueryExecModeExec) rather than filling the statement cache. A
+// (pgx.QueryExecModeExec) rather than filling the statement cache, unless
+// its lengths recur (the job outbox's one-row insert, through
+// db.Prepared). A
 // query without exactly one VALUES row, a ?name outside the row, a row
 // lacking a name, or no rows, is an error.
 func (q *Queries) PgxRows(name, schema string, rows []Args) (string, []any, error) {

@@ -63,9 +63,11 @@ type repoQueries struct {
 }
 
 // namedQueries finds every named query of the repository, the .sql files
-// in a directory named queries outside migrations/, and every fragment,
-// those of queries/fragments; a fragment's name is the repository's once,
-// so that any package may be handed it.
+// in a directory named queries outside migrations/ (a queries/citus
+// directory is not one: its statements need a Citus coordinator, and
+// integration's checkCitusQueries prepares them there), and every
+// fragment, those of queries/fragments; a fragment's name is the
+// repository's once, so that any package may be handed it.
 func namedQueries(t *testing.T) repoQueries {
 	t.Helper()
 	root, err := filepath.Abs("../..")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/network"
+	"github.com/bizmsg/platform/platform/sqlq"
 )
 
 // batchItem is a message of a batch that passed check.
@@ -138,11 +139,11 @@ func (n *Network) deliverBatch(ctx context.Context, msgs []network.Message) []ne
 	return out
 }
 
-// batchParties reads with batchParties the accounts of each pair of phones
-// (froms[i], tos[i]) and returns them in that order.
+// batchParties reads with queries/batch_parties.sql the accounts of each
+// pair of phones (froms[i], tos[i]) and returns them in that order.
 func (n *Network) batchParties(ctx context.Context, froms, tos []string) ([]partyRow, error) {
 	out := make([]partyRow, len(froms))
-	rows, err := n.pool.Query(ctx, batchParties, froms, tos)
+	rows, err := n.query(ctx, n.pool, "batch_parties", sqlq.Args{"froms": froms, "tos": tos})
 	if err != nil {
 		return nil, fmt.Errorf("sender and recipient accounts: %w", err)
 	}
@@ -161,11 +162,11 @@ func (n *Network) batchParties(ctx context.Context, froms, tos []string) ([]part
 	return out, nil
 }
 
-// insertMessages stores with insertMessages the messages items of msgs, whose
-// references are all different, and returns the delivery of each message
-// inserted by reference (RecipientID unset). A message missing from it was
-// not inserted: its reference exists, or its pair's conversation was created
-// concurrently.
+// insertMessages stores with queries/insert_messages.sql the messages items
+// of msgs, whose references are all different, and returns the delivery of
+// each message inserted by reference (RecipientID unset). A message missing
+// from it was not inserted: its reference exists, or its pair's
+// conversation was created concurrently.
 func (n *Network) insertMessages(ctx context.Context, msgs []network.Message, items []*batchItem) (map[string]network.Delivery, error) {
 	var (
 		lows, highs, senders, recipients, fileSizes, durations []int64
@@ -181,8 +182,11 @@ func (n *Network) insertMessages(ctx context.Context, msgs []network.Message, it
 		fileTypes, durations = append(fileTypes, m.FileType), append(durations, int64(m.Duration))
 		refs = append(refs, m.Reference)
 	}
-	rows, err := n.pool.Query(ctx, insertMessages, lows, highs, senders, recipients, types, contents,
-		fileNames, fileSizes, fileTypes, durations, refs, n.clock.Now())
+	rows, err := n.query(ctx, n.pool, "insert_messages", sqlq.Args{
+		"lows": lows, "highs": highs, "from_ids": senders, "to_ids": recipients, "types": types,
+		"contents": contents, "file_names": fileNames, "file_sizes": fileSizes, "file_types": fileTypes,
+		"durations": durations, "references": refs, "now": n.clock.Now(),
+	})
 	if err != nil {
 		return nil, fmt.Errorf("insert messages: %w", err)
 	}

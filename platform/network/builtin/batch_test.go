@@ -608,12 +608,14 @@ func TestDeliverBatchConversationRace(t *testing.T) {
 	statements.Reset()
 	done := make(chan []network.Result)
 	go func() { done <- f.net.DeliverBatch(ctx, msgs) }()
-	// The batch's insert waits for that transaction's conversation...
+	// The batch's insert (queries/insert_messages.sql, known by its first
+	// line: pg_stat_activity keeps a query's first 1024 bytes) waits for
+	// that transaction's conversation...
 	deadline := time.Now().Add(10 * time.Second)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for f.count(`SELECT count(*) FROM pg_stat_activity
-	    WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'WITH input AS%'`) == 0 {
+	    WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '-- insert\_message for a batch%'`) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the batch does not wait for the other transaction's conversation")
 		}

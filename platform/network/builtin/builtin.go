@@ -20,6 +20,7 @@ package builtin
 
 import (
 	"context"
+	"embed"
 	"errors"
 	"fmt"
 	"time"
@@ -32,6 +33,7 @@ import (
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/phone"
+	"github.com/bizmsg/platform/platform/sqlq"
 )
 
 // ServicePhone is the reserved phone of the platform's service account (created
@@ -61,6 +63,7 @@ type Config struct {
 // Network is the built-in messaging network. It is safe for concurrent use.
 type Network struct {
 	pool  *pgxpool.Pool
+	q     *sqlq.Queries
 	clock clock.Clock
 	// lookups answers concurrent Lookups together.
 	lookups *batch.Batcher[struct{}, lookupKey, lookupResult]
@@ -84,16 +87,68 @@ func New(cfg Config) (*Network, error) {
 	if cfg.Batch.MaxInFlight == 0 {
 		cfg.Batch.MaxInFlight = batch.ReadMaxInFlight
 	}
-	n := &Network{pool: cfg.DB.Pool, clock: cfg.Clock}
+	q, err := sqlq.Load(queries, "queries")
+	if err != nil {
+		return nil, fmt.Errorf("builtin: %w", err)
+	}
+	n := &Network{pool: cfg.DB.Pool, q: q, clock: cfg.Clock}
 	n.lookups = batch.New(n.lookupMany, cfg.Batch)
 	n.deliveries = batch.New(n.deliverShared, cfg.DeliverBatch)
 	return n, nil
 }
 
+// queries are the network's named queries (platform/sqlq). They are on
+// the send path (Lookup, Deliver, DeliverBatch) or beside it, and name the
+// network schema, not a tenant's: written as pgx statements
+// (sqlq.Queries.Pgx, no ?schema), their texts never vary, and pgx's
+// statement cache keeps each prepared on every connection that runs it,
+// so each run is one round trip on a generic plan, as before they were
+// files.
+//
+//go:embed queries/*.sql
+var queries embed.FS
+
 // querier is what both the pool and a transaction offer.
 type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
+
+// query runs named query name with args on q (the pool or a transaction).
+func (n *Network) query(ctx context.Context, q querier, name string, args sqlq.Args) (pgx.Rows, error) {
+	text, vals, err := n.q.Pgx(name, "", args)
+	if err != nil {
+		return nil, err
+	}
+	return q.Query(ctx, text, vals...)
+}
+
+// queryRow runs named query name with args on q as query does, for its
+// first row.
+func (n *Network) queryRow(ctx context.Context, q querier, name string, args sqlq.Args) pgx.Row {
+	text, vals, err := n.q.Pgx(name, "", args)
+	if err != nil {
+		return errRow{err}
+	}
+	return q.QueryRow(ctx, text, vals...)
+}
+
+// exec runs named query name with args on the pool, discarding its rows.
+func (n *Network) exec(ctx context.Context, name string, args sqlq.Args) error {
+	rows, err := n.query(ctx, n.pool, name, args)
+	if err != nil {
+		return err
+	}
+	rows.Close()
+	return rows.Err()
+}
+
+// errRow is the row of a named query that could not be written: its
+// Scan returns why.
+type errRow struct{ err error }
+
+// Scan returns the row's error.
+func (r errRow) Scan(...any) error { return r.err }
 
 func scanAccount(row pgx.Row) (network.Account, error) {
 	var a network.Account
@@ -110,29 +165,6 @@ func scanAccount(row pgx.Row) (network.Account, error) {
 	return a, nil
 }
 
-// lookupColumns are what Lookup reads of an account, after its place in
-// the batch: the account and whether it blocks the account of the phone
-// q.sender (an empty phone matches no account).
-const lookupColumns = `q.i, a.id, a.phone, a.verified, a.verified_at, a.phone_verified,
-       a.phone_verified_at, a.receiving_enabled,
-       EXISTS (SELECT 1 FROM network.blocks b JOIN network.accounts s ON s.id = b.blocked_account_id
-               WHERE b.account_id = a.id AND s.phone = q.sender)`
-
-// lookupManySQL reads the accounts holding the normalised phones $1 (a
-// text array), each with whether it blocks the account of the phone at the
-// same place in $2, numbered by their place (from 1). A phone no account
-// holds has no row. lookupOneSQL is the same for one phone ($1) and sender
-// ($2), what a network that is not busy runs: its plan is a plain index
-// lookup.
-const (
-	lookupManySQL = `SELECT ` + lookupColumns + `
-  FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS q(phone, sender, i)
-  JOIN network.accounts a ON a.phone = q.phone`
-	lookupOneSQL = `SELECT ` + lookupColumns + `
-  FROM (SELECT 1::bigint AS i, $1::text AS phone, $2::text AS sender) q
-  JOIN network.accounts a ON a.phone = q.phone`
-)
-
 // lookupKey is one Lookup's question: the normalised phone, and the
 // normalised sender phone ("" for none).
 type lookupKey struct{ phone, sender string }
@@ -145,17 +177,17 @@ type lookupResult struct {
 }
 
 // lookupMany answers the lookups waiting together (a batch.Batcher run) in
-// one statement: lookupOneSQL for one, else lookupManySQL.
+// one statement: queries/lookup_one.sql for one, else lookup_many.sql.
 func (n *Network) lookupMany(ctx context.Context, _ struct{}, keys []lookupKey) ([]lookupResult, error) {
-	query, phones, senders := lookupOneSQL, any(keys[0].phone), any(keys[0].sender)
+	query, args := "lookup_one", sqlq.Args{"phone": keys[0].phone, "sender": keys[0].sender}
 	if len(keys) > 1 {
 		ps, ss := make([]string, len(keys)), make([]string, len(keys))
 		for i, k := range keys {
 			ps[i], ss[i] = k.phone, k.sender
 		}
-		query, phones, senders = lookupManySQL, ps, ss
+		query, args = "lookup_many", sqlq.Args{"phones": ps, "senders": ss}
 	}
-	rows, err := n.pool.Query(ctx, query, phones, senders)
+	rows, err := n.query(ctx, n.pool, query, args)
 	if err != nil {
 		return nil, err
 	}
@@ -178,17 +210,13 @@ func (n *Network) lookupMany(ctx context.Context, _ struct{}, keys []lookupKey) 
 	return out, rows.Err()
 }
 
-// parties reads, in one query, the id of the sender's account (phone from)
-// and the recipient's account (phone to) with whether it blocks the sender.
-// A missing account is the refusal sender_not_registered or not_registered.
-func parties(ctx context.Context, q querier, from, to string) (int64, network.Account, error) {
+// parties reads, in one query (queries/parties.sql), the id of the
+// sender's account (phone from) and the recipient's account (phone to)
+// with whether it blocks the sender. A missing account is the refusal
+// sender_not_registered or not_registered.
+func (n *Network) parties(ctx context.Context, from, to string) (int64, network.Account, error) {
 	var r partyRow
-	err := q.QueryRow(ctx, `SELECT (SELECT id FROM network.accounts WHERE phone = $2),
-	       a.id, a.phone, a.verified, a.verified_at, a.phone_verified, a.phone_verified_at,
-	       a.receiving_enabled,
-	       EXISTS (SELECT 1 FROM network.blocks b JOIN network.accounts s ON s.id = b.blocked_account_id
-	               WHERE b.account_id = a.id AND s.phone = $2)
-	  FROM (SELECT 1) one LEFT JOIN network.accounts a ON a.phone = $1`, to, from).Scan(r.dest()...)
+	err := n.queryRow(ctx, n.pool, "parties", sqlq.Args{"from": from, "to": to}).Scan(r.dest()...)
 	if err != nil {
 		return 0, network.Account{}, fmt.Errorf("sender and recipient accounts: %w", err)
 	}
@@ -283,7 +311,7 @@ func (n *Network) Verified(ctx context.Context, rawPhone string) (bool, error) {
 		return false, err
 	}
 	var v bool
-	err = n.pool.QueryRow(ctx, `SELECT verified FROM network.accounts WHERE phone = $1`, p).Scan(&v)
+	err = n.queryRow(ctx, n.pool, "verified", sqlq.Args{"phone": p}).Scan(&v)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return false, fmt.Errorf("verified %s: %w", p, network.ErrNotFound)
@@ -389,12 +417,12 @@ func (n *Network) deliver(ctx context.Context, msg network.Message, from, to str
 	// path does not look the reference up first: the insert's unique
 	// reference finds a repeat.
 	refuse := func(err error) (network.Delivery, error) {
-		if d, found, derr := delivered(ctx, n.pool, msg.Reference, from, to); derr != nil || found {
+		if d, found, derr := n.delivered(ctx, msg.Reference, from, to); derr != nil || found {
 			return d, derr
 		}
 		return network.Delivery{}, err
 	}
-	senderID, recipient, err := parties(ctx, n.pool, from, to)
+	senderID, recipient, err := n.parties(ctx, from, to)
 	if network.IsPermanent(err) {
 		return refuse(err)
 	} else if err != nil {
@@ -409,9 +437,13 @@ func (n *Network) deliver(ctx context.Context, msg network.Message, from, to str
 	for try := 0; ; try++ {
 		var conv, id *int64
 		var at *time.Time
-		err := n.pool.QueryRow(ctx, insertMessage, low, high, now, senderID, recipient.ID, msg.Type, msg.Content,
-			db.Null(msg.FileName), db.Null(msg.FileSize), db.Null(msg.FileType), db.Null(int64(msg.Duration)),
-			msg.Reference).Scan(&conv, &id, &at)
+		// One statement, one commit (queries/insert_message.sql).
+		err := n.queryRow(ctx, n.pool, "insert_message", sqlq.Args{
+			"low": low, "high": high, "now": now, "from_id": senderID, "to_id": recipient.ID,
+			"type": msg.Type, "content": msg.Content, "file_name": db.Null(msg.FileName),
+			"file_size": db.Null(msg.FileSize), "file_type": db.Null(msg.FileType),
+			"duration": db.Null(int64(msg.Duration)), "reference": msg.Reference,
+		}).Scan(&conv, &id, &at)
 		switch {
 		case err != nil:
 			return network.Delivery{}, fmt.Errorf("insert message: %w", err)
@@ -423,7 +455,7 @@ func (n *Network) deliver(ctx context.Context, msg network.Message, from, to str
 		// or a concurrent call that committed first; answer with that), or
 		// a concurrent call created the pair's conversation after this
 		// statement's snapshot (the next statement sees it).
-		d, found, err := delivered(ctx, n.pool, msg.Reference, from, to)
+		d, found, err := n.delivered(ctx, msg.Reference, from, to)
 		switch {
 		case err != nil || found:
 			return d, err
@@ -435,108 +467,6 @@ func (n *Network) deliver(ctx context.Context, msg network.Message, from, to str
 	}
 }
 
-// insertMessage stores a delivery in one statement (one implicit
-// transaction, one commit): it finds the conversation of the account pair
-// ($1 < $2), creating it if needed, and inserts the message under its unique
-// reference, delivered ($3: the network stores it in the recipient's inbox).
-// It returns the conversation and the new message's id and time;
-// the id is NULL when the reference exists already (nothing is inserted, and
-// no conversation is created for it), and the conversation too when another
-// call created it after this statement began (it conflicts on the pair's
-// unique index and inserts nothing: run the statement again).
-const insertMessage = `WITH existing AS (
-	  SELECT id FROM network.conversations WHERE low_account_id = $1 AND high_account_id = $2),
-	created AS (
-	  INSERT INTO network.conversations (low_account_id, high_account_id, created_at)
-	  SELECT $1, $2, $3
-	   WHERE NOT EXISTS (SELECT 1 FROM existing)
-	     AND NOT EXISTS (SELECT 1 FROM network.messages WHERE reference = $12)
-	  ON CONFLICT (low_account_id, high_account_id) DO NOTHING
-	  RETURNING id),
-	conv AS (SELECT id FROM existing UNION ALL SELECT id FROM created),
-	ins AS (
-	  INSERT INTO network.messages
-	         (conversation_id, from_account_id, to_account_id, type, content,
-	          file_name, file_size, file_type, duration, reference, created_at, delivered_at)
-	  SELECT id, $4, $5, $6, $7, $8, $9, $10, $11, $12, $3, $3 FROM conv
-	  ON CONFLICT (reference) DO NOTHING
-	  RETURNING id, created_at)
-	SELECT (SELECT id FROM conv LIMIT 1), ins.id, ins.created_at
-	  FROM (SELECT 1) one LEFT JOIN ins ON true`
-
-// batchParties is parties for a batch (DeliverBatch): for each pair i of
-// phones ($1[i] the sender's, $2[i] the recipient's, i from 1) one row: i,
-// then the columns of parties (partyRow), NULL for a missing account.
-//
-// The accounts are found per pair by a subquery on the phone index (a
-// scalar subquery, and a LATERAL one that OFFSET 0 keeps from being turned
-// into a join): the statement is prepared (pgx's statement cache), and the
-// generic plan Postgres switches to after five runs does not know the
-// arrays' length, so a join could become a scan of every account per batch.
-const batchParties = `SELECT p.i, p.sender_id,
-	       a.id, a.phone, a.verified, a.verified_at, a.phone_verified, a.phone_verified_at,
-	       a.receiving_enabled,
-	       EXISTS (SELECT 1 FROM network.blocks b WHERE b.account_id = a.id AND b.blocked_account_id = p.sender_id)
-	  FROM (SELECT x.i, x.to_phone, (SELECT s.id FROM network.accounts s WHERE s.phone = x.from_phone) AS sender_id
-	          FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS x(from_phone, to_phone, i)) p
-	  LEFT JOIN LATERAL (SELECT * FROM network.accounts a WHERE a.phone = p.to_phone OFFSET 0) a ON true`
-
-// insertMessages is insertMessage for a batch (DeliverBatch), in one
-// statement (one commit) whatever its size. Each message is the i-th element
-// of the arrays $1..$11: its account pair (low $1 < high $2), sender $3,
-// recipient $4, type $5, content $6, file name $7, file size $8, file type
-// $9 and duration $10 ("" and 0 for none: stored NULL as Deliver does) and
-// reference $11, the references all different; $12 is the delivery time.
-//
-// Like insertMessage it gets or creates the conversation of each pair, but
-// creates none for a pair whose messages' references all exist already, and
-// a pair whose conversation another call created after this statement began
-// conflicts and gets none: its messages are not inserted (the caller delivers
-// them again, one by one). A message whose reference exists is not inserted
-// either. It returns the reference, id, conversation and time of each message
-// inserted.
-//
-// Each pair's conversation is found by a scalar subquery on the pair's
-// unique index, whatever the plan (see batchParties).
-//
-// Message ids are drawn in the order of the arrays, so they follow the
-// batch's order as successive Deliver calls would. Rows are inserted in a
-// fixed order, conversations by pair and then messages by reference, so that
-// concurrent batches sharing pairs or references wait for one another instead
-// of deadlocking. (The sort over all messages makes every conversation exist
-// before the first message is inserted.)
-const insertMessages = `WITH input AS (
-	  SELECT nextval('network.messages_id_seq'::regclass) AS id, m.*
-	    FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::text[],
-	                $7::text[], $8::bigint[], $9::text[], $10::bigint[], $11::text[]) WITH ORDINALITY
-	         AS m(low, high, from_id, to_id, type, content, file_name, file_size, file_type, duration,
-	              reference, ord)
-	   ORDER BY m.ord),
-	existing AS (
-	  SELECT p.low, p.high,
-	         (SELECT c.id FROM network.conversations c
-	           WHERE c.low_account_id = p.low AND c.high_account_id = p.high) AS id
-	    FROM (SELECT DISTINCT low, high FROM input) p),
-	created AS (
-	  INSERT INTO network.conversations (low_account_id, high_account_id, created_at)
-	  SELECT DISTINCT m.low, m.high, $12::timestamptz FROM input m
-	   WHERE NOT EXISTS (SELECT 1 FROM existing e WHERE e.low = m.low AND e.high = m.high AND e.id IS NOT NULL)
-	     AND NOT EXISTS (SELECT 1 FROM network.messages x WHERE x.reference = m.reference)
-	   ORDER BY m.low, m.high
-	  ON CONFLICT (low_account_id, high_account_id) DO NOTHING
-	  RETURNING id, low_account_id AS low, high_account_id AS high),
-	conv AS (SELECT id, low, high FROM existing WHERE id IS NOT NULL UNION ALL SELECT id, low, high FROM created)
-	INSERT INTO network.messages
-	       (id, conversation_id, from_account_id, to_account_id, type, content,
-	        file_name, file_size, file_type, duration, reference, created_at, delivered_at)
-	SELECT m.id, c.id, m.from_id, m.to_id, m.type, m.content,
-	       NULLIF(m.file_name, ''), NULLIF(m.file_size, 0), NULLIF(m.file_type, ''),
-	       NULLIF(m.duration, 0)::integer, m.reference, $12, $12
-	  FROM input m JOIN conv c ON c.low = m.low AND c.high = m.high
-	 ORDER BY m.reference
-	ON CONFLICT (reference) DO NOTHING
-	RETURNING reference, id, conversation_id, created_at`
-
 // refusals are the messages of the refusals an account's ReasonCode gives.
 var refusals = map[string]string{
 	network.CodePhoneUnverified:   "the recipient's phone is not verified",
@@ -547,14 +477,10 @@ var refusals = map[string]string{
 // delivered returns the delivery of a message already stored under ref. A
 // message under ref between other phones than from and to is a
 // CodeReferenceReused refusal.
-func delivered(ctx context.Context, q querier, ref, from, to string) (network.Delivery, bool, error) {
+func (n *Network) delivered(ctx context.Context, ref, from, to string) (network.Delivery, bool, error) {
 	var d network.Delivery
 	var gotFrom, gotTo string
-	err := q.QueryRow(ctx, `SELECT m.id, m.conversation_id, m.to_account_id, m.created_at, f.phone, t.phone
-	      FROM network.messages m
-	      JOIN network.accounts f ON f.id = m.from_account_id
-	      JOIN network.accounts t ON t.id = m.to_account_id
-	     WHERE m.reference = $1`, ref).
+	err := n.queryRow(ctx, n.pool, "delivered", sqlq.Args{"reference": ref}).
 		Scan(&d.MessageID, &d.ConversationID, &d.RecipientID, &d.DeliveredAt, &gotFrom, &gotTo)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return network.Delivery{}, false, nil

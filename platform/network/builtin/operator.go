@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bizmsg/platform/platform/network"
+	"github.com/bizmsg/platform/platform/sqlq"
 )
 
 // AccountSpec is the state AddAccount gives an account.
@@ -32,20 +33,8 @@ func (n *Network) AddAccount(ctx context.Context, spec AccountSpec) (network.Acc
 	if err != nil {
 		return network.Account{}, err
 	}
-	row := n.pool.QueryRow(ctx, `INSERT INTO network.accounts AS a
-	        (phone, verified, verified_at, phone_verified, phone_verified_at, receiving_enabled, created_at, updated_at)
-	    VALUES ($1, $2::boolean, CASE WHEN $2::boolean THEN $5::timestamptz END,
-	            $3::boolean, CASE WHEN $3::boolean THEN $5::timestamptz END, $4, $5, $5)
-	    ON CONFLICT (phone) DO UPDATE SET
-	        verified          = EXCLUDED.verified,
-	        verified_at       = CASE WHEN EXCLUDED.verified THEN coalesce(a.verified_at, EXCLUDED.updated_at) END,
-	        phone_verified    = EXCLUDED.phone_verified,
-	        phone_verified_at = CASE WHEN EXCLUDED.phone_verified THEN coalesce(a.phone_verified_at, EXCLUDED.updated_at) END,
-	        receiving_enabled = EXCLUDED.receiving_enabled,
-	        updated_at        = EXCLUDED.updated_at
-	    RETURNING a.id, a.phone, a.verified, a.verified_at, a.phone_verified, a.phone_verified_at,
-	              a.receiving_enabled, false`,
-		p, spec.Verified, spec.PhoneVerified, spec.ReceivingEnabled, n.clock.Now())
+	row := n.queryRow(ctx, n.pool, "add_account", sqlq.Args{"phone": p, "verified": spec.Verified,
+		"phone_verified": spec.PhoneVerified, "receiving_enabled": spec.ReceivingEnabled, "now": n.clock.Now()})
 	a, err := scanAccount(row)
 	if err != nil {
 		return network.Account{}, fmt.Errorf("add account %s: %w", p, err)
@@ -61,11 +50,7 @@ func (n *Network) VerifyAccount(ctx context.Context, rawPhone string) (network.A
 	if err != nil {
 		return network.Account{}, err
 	}
-	row := n.pool.QueryRow(ctx, `UPDATE network.accounts AS a
-	    SET verified = true, verified_at = coalesce(a.verified_at, $2), updated_at = $2
-	    WHERE a.phone = $1
-	    RETURNING a.id, a.phone, a.verified, a.verified_at, a.phone_verified, a.phone_verified_at,
-	              a.receiving_enabled, false`, p, n.clock.Now())
+	row := n.queryRow(ctx, n.pool, "verify_account", sqlq.Args{"phone": p, "now": n.clock.Now()})
 	a, err := scanAccount(row)
 	if err != nil {
 		return network.Account{}, fmt.Errorf("verify account %s: %w", p, err)
@@ -82,8 +67,7 @@ func (n *Network) Block(ctx context.Context, recipientPhone, senderPhone string)
 	if err != nil {
 		return fmt.Errorf("block: %w", err)
 	}
-	if _, err := n.pool.Exec(ctx, `INSERT INTO network.blocks (account_id, blocked_account_id, created_at)
-	    VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, r, s, n.clock.Now()); err != nil {
+	if err := n.exec(ctx, "block", sqlq.Args{"account_id": r, "blocked_id": s, "now": n.clock.Now()}); err != nil {
 		return fmt.Errorf("block: %w", err)
 	}
 	return nil
@@ -97,7 +81,7 @@ func (n *Network) Unblock(ctx context.Context, recipientPhone, senderPhone strin
 	if err != nil {
 		return fmt.Errorf("unblock: %w", err)
 	}
-	if _, err := n.pool.Exec(ctx, `DELETE FROM network.blocks WHERE account_id = $1 AND blocked_account_id = $2`, r, s); err != nil {
+	if err := n.exec(ctx, "unblock", sqlq.Args{"account_id": r, "blocked_id": s}); err != nil {
 		return fmt.Errorf("unblock: %w", err)
 	}
 	return nil
@@ -128,7 +112,7 @@ func (n *Network) pair(ctx context.Context, recipientPhone, senderPhone string) 
 
 func (n *Network) accountID(ctx context.Context, p string) (int64, error) {
 	var id int64
-	err := n.pool.QueryRow(ctx, `SELECT id FROM network.accounts WHERE phone = $1`, p).Scan(&id)
+	err := n.queryRow(ctx, n.pool, "account_id", sqlq.Args{"phone": p}).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, network.ErrNotFound
 	}
@@ -184,14 +168,9 @@ func (m InboxMessage) Receipt() string {
 	return network.ReceiptDelivered
 }
 
-// inboxColumns are what an InboxMessage reads of a message m, its sender f
-// and its recipient t (scanInbox).
-const inboxColumns = `m.id, m.conversation_id, f.phone, t.phone, m.type, m.content,
-       coalesce(m.file_name, ''), coalesce(m.file_size, 0), coalesce(m.file_type, ''),
-       coalesce(m.duration, 0), m.reference, m.created_at, coalesce(m.delivered_at, m.created_at),
-       m.read_at`
-
-// scanInbox scans the inboxColumns of a row.
+// scanInbox scans a message of an inbox (queries/inbox.sql), a read
+// (read.sql) or a Send (send.sql): the message, its sender's and
+// recipient's phones, its media, reference and times.
 func scanInbox(row pgx.CollectableRow) (InboxMessage, error) {
 	var m InboxMessage
 	err := row.Scan(&m.MessageID, &m.ConversationID, &m.FromPhone, &m.ToPhone, &m.Type, &m.Content,
@@ -217,13 +196,7 @@ func (n *Network) InboxLast(ctx context.Context, rawPhone string, count int) ([]
 	if count > 0 {
 		limit = &count
 	}
-	rows, err := n.pool.Query(ctx, `SELECT `+inboxColumns+`
-	  FROM network.messages m
-	  JOIN network.accounts f ON f.id = m.from_account_id
-	  JOIN network.accounts t ON t.id = m.to_account_id
-	 WHERE m.to_account_id = $1
-	 ORDER BY m.id DESC
-	 LIMIT $2`, id, limit)
+	rows, err := n.query(ctx, n.pool, "inbox", sqlq.Args{"account_id": id, "limit": limit})
 	if err != nil {
 		return nil, fmt.Errorf("inbox %s: %w", p, err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/network"
+	"github.com/bizmsg/platform/platform/sqlq"
 )
 
 // The kinds of the events of the outbox (network.events.kind).
@@ -24,7 +25,7 @@ const (
 const DefaultDrainLimit = 100
 
 // receiptPayload is the payload of a receipt event: network.Receipt, field
-// for field (a conversion), with the keys readSQL writes.
+// for field (a conversion), with the keys queries/read.sql writes.
 type receiptPayload struct {
 	Reference    string    `json:"reference"`
 	Status       string    `json:"status"`
@@ -43,29 +44,6 @@ type inboundPayload struct {
 	network.Media
 	At time.Time `json:"at"`
 }
-
-// readSQL marks read ($3) the unread messages of the account $1, from the
-// account $2 only when it is not NULL, and writes a read receipt to the
-// outbox for each, in one statement (one transaction). It returns the
-// messages read, inboxColumns, in delivery order.
-//
-// A message two Reads race for is read by one: the second waits for the
-// first's row lock, then finds read_at set and skips it.
-const readSQL = `WITH r AS (
-	  UPDATE network.messages
-	     SET read_at = $3
-	   WHERE to_account_id = $1 AND ($2::bigint IS NULL OR from_account_id = $2) AND read_at IS NULL
-	  RETURNING *),
-	ev AS (
-	  INSERT INTO network.events (kind, payload, created_at)
-	  SELECT '` + eventReceipt + `', jsonb_build_object('reference', r.reference, 'status', '` + network.ReceiptRead + `',
-	                            'at', r.read_at), $3
-	    FROM r ORDER BY r.id)
-	SELECT ` + inboxColumns + `
-	  FROM r m
-	  JOIN network.accounts f ON f.id = m.from_account_id
-	  JOIN network.accounts t ON t.id = m.to_account_id
-	 ORDER BY m.id`
 
 // Read makes the account of recipientPhone read every message it received
 // and has not read yet (only those from the account of senderPhone when it is
@@ -90,7 +68,8 @@ func (n *Network) Read(ctx context.Context, recipientPhone, senderPhone string) 
 		}
 		sender = &id
 	}
-	rows, err := n.pool.Query(ctx, readSQL, recipient, sender, n.clock.Now())
+	rows, err := n.query(ctx, n.pool, "read", sqlq.Args{"recipient_id": recipient, "sender_id": sender,
+		"now": n.clock.Now(), "receipt_kind": eventReceipt, "read_status": network.ReceiptRead})
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", r, err)
 	}
@@ -101,43 +80,8 @@ func (n *Network) Read(ctx context.Context, recipientPhone, senderPhone string) 
 	return msgs, nil
 }
 
-// sendSQL stores a text message written with Send, in one statement (one
-// transaction), with the network's own reference "net:<message id>": the
-// message from the account $2 to the account $3 in the conversation $1, text
-// $4, written (and delivered) at $5, and the inbound event for it, whose
-// phones are $6 and $7. It returns inboxColumns of the message (sender and
-// recipient phones from $6 and $7).
-const sendSQL = `WITH m AS (
-	  INSERT INTO network.messages
-	         (id, conversation_id, from_account_id, to_account_id, type, content, reference, created_at, delivered_at)
-	  SELECT i.id, $1, $2, $3, 'text', $4, '` + sendReferencePrefix + `' || i.id, $5, $5
-	    FROM (SELECT nextval('network.messages_id_seq'::regclass) AS id) i
-	  RETURNING *),
-	ev AS (
-	  INSERT INTO network.events (kind, payload, created_at)
-	  SELECT '` + eventInbound + `', jsonb_build_object('id', m.id::text, 'from_phone', $6::text, 'to_phone', $7::text,
-	                            'conversation_id', m.conversation_id, 'type', m.type, 'content', m.content,
-	                            'at', m.created_at), $5
-	    FROM m)
-	SELECT m.id, m.conversation_id, $6::text, $7::text, m.type, m.content, '', 0::bigint, '', 0, m.reference,
-	       m.created_at, m.delivered_at, m.read_at
-	  FROM m`
-
 // sendReferencePrefix begins the reference of a message written with Send.
 const sendReferencePrefix = "net:"
-
-// conversationSQL returns the conversation of the account pair ($1 < $2),
-// creating it at $3 if there is none. It returns no row when another call
-// created it after this statement began (the insert conflicts): run it again,
-// its new snapshot sees that conversation.
-const conversationSQL = `WITH existing AS (
-	  SELECT id FROM network.conversations WHERE low_account_id = $1 AND high_account_id = $2),
-	created AS (
-	  INSERT INTO network.conversations (low_account_id, high_account_id, created_at)
-	  SELECT $1, $2, $3 WHERE NOT EXISTS (SELECT 1 FROM existing)
-	  ON CONFLICT (low_account_id, high_account_id) DO NOTHING
-	  RETURNING id)
-	SELECT id FROM existing UNION ALL SELECT id FROM created`
 
 // Send makes the account of fromPhone write the text message text to the
 // account of toPhone, as a person does in a messaging app, and returns it as
@@ -168,7 +112,7 @@ func (n *Network) Send(ctx context.Context, fromPhone, toPhone, text string) (In
 	if text == "" {
 		return fail(permanent(network.CodeInvalidMessage, "the text is empty"))
 	}
-	senderID, recipient, err := parties(ctx, n.pool, from, to)
+	senderID, recipient, err := n.parties(ctx, from, to)
 	if err != nil {
 		return fail(err)
 	}
@@ -179,7 +123,7 @@ func (n *Network) Send(ctx context.Context, fromPhone, toPhone, text string) (In
 	low, high := min(senderID, recipient.ID), max(senderID, recipient.ID)
 	var conv int64
 	for try := 0; ; try++ {
-		err := n.pool.QueryRow(ctx, conversationSQL, low, high, now).Scan(&conv)
+		err := n.queryRow(ctx, n.pool, "conversation", sqlq.Args{"low": low, "high": high, "now": now}).Scan(&conv)
 		if err == nil {
 			break
 		}
@@ -187,7 +131,9 @@ func (n *Network) Send(ctx context.Context, fromPhone, toPhone, text string) (In
 			return fail(fmt.Errorf("conversation: %w", err))
 		}
 	}
-	rows, err := n.pool.Query(ctx, sendSQL, conv, senderID, recipient.ID, text, now, from, to)
+	rows, err := n.query(ctx, n.pool, "send", sqlq.Args{"conversation_id": conv, "from_id": senderID,
+		"to_id": recipient.ID, "text": text, "now": now, "from_phone": from, "to_phone": to,
+		"prefix": sendReferencePrefix, "inbound_kind": eventInbound})
 	if err != nil {
 		return fail(err)
 	}
@@ -226,11 +172,7 @@ func (n *Network) Drain(ctx context.Context, sink network.Sink, limit int) (int,
 		return 0, fmt.Errorf("drain: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	rows, err := tx.Query(ctx, `SELECT id, kind, payload FROM network.events
-	     WHERE processed_at IS NULL
-	     ORDER BY id
-	     LIMIT $1
-	     FOR UPDATE SKIP LOCKED`, limit)
+	rows, err := n.query(ctx, tx, "drain_take", sqlq.Args{"limit": limit})
 	if err != nil {
 		return 0, fmt.Errorf("drain: %w", err)
 	}
@@ -256,8 +198,12 @@ func (n *Network) Drain(ctx context.Context, sink network.Sink, limit int) (int,
 		// stopping worker), so that it is not offered again needlessly.
 		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		if _, err := tx.Exec(mctx, `UPDATE network.events SET processed_at = $2 WHERE id = ANY($1)`,
-			done, n.clock.Now()); err != nil {
+		rows, err := n.query(mctx, tx, "drain_mark", sqlq.Args{"ids": done, "now": n.clock.Now()})
+		if err == nil {
+			rows.Close()
+			err = rows.Err()
+		}
+		if err != nil {
 			return 0, fmt.Errorf("drain: mark %d events processed: %w", len(done), err)
 		}
 		if err := tx.Commit(mctx); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bizmsg/platform/platform/network"
+	"github.com/bizmsg/platform/platform/sqlq"
 )
 
 // eventTemplate is the outbox kind of a template verdict.
@@ -70,8 +71,7 @@ func (n *Network) SubmitTemplate(ctx context.Context, tpl network.Template) erro
 	if err != nil {
 		return fmt.Errorf("template verdict: %w", err)
 	}
-	if _, err := n.pool.Exec(ctx, `INSERT INTO network.events (kind, payload, created_at) VALUES ($1, $2, $3)`,
-		eventTemplate, payload, v.At); err != nil {
+	if err := n.exec(ctx, "insert_event", sqlq.Args{"kind": eventTemplate, "payload": payload, "now": v.At}); err != nil {
 		return network.Platform(fmt.Errorf("template verdict for %s: %w", v.Reference, err))
 	}
 	return nil

@@ -1,0 +1,7 @@
+-- Deletes the tenant's oldest outbox rows that no other transaction holds
+-- (a move of another process takes others) and returns them, oldest first.
+WITH d AS (
+  DELETE FROM ?schema.job_outbox
+  WHERE id IN (SELECT id FROM ?schema.job_outbox ORDER BY id LIMIT ?limit::bigint FOR UPDATE SKIP LOCKED)
+  RETURNING id, kind, args, queue, priority, max_attempts, scheduled_at, unique_states)
+SELECT kind, args::text, queue, priority, max_attempts, scheduled_at, unique_states FROM d ORDER BY id
