@@ -234,6 +234,62 @@ func TestPgx(t *testing.T) {
 	}
 }
 
+// TestFragments checks how Load includes fragments: a package's own from
+// queries/fragments and another's passed to it, a fragment that includes
+// another, each written once; the parameters Pgx numbers across them; and
+// Load's refusals (an unknown name, one given twice, a fragment that
+// includes itself, a question mark in a fragment's comment).
+func TestFragments(t *testing.T) {
+	t.Parallel()
+	fsys := fstest.MapFS{
+		"q/one.sql":             {Data: []byte("-- items then steps\nWITH items AS (?{items}),\n?{steps}\nSELECT * FROM out WHERE '\\?{x}' <> ?c\n")},
+		"q/fragments/items.sql": {Data: []byte("-- one item\nSELECT ?a::int AS v\n")},
+		"q/fragments/steps.sql": {Data: []byte("mid AS (SELECT v + ?b AS v FROM items),\n?{other}\n")},
+	}
+	other := sqlq.Fragment{Name: "other", Text: "out AS (SELECT v * ?a AS v FROM mid)\n"}
+	q, err := sqlq.Load(fsys, "q", other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, args, err := q.Pgx("one", "", sqlq.Args{"a": 1, "b": 2, "c": "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "-- items then steps\nWITH items AS (-- one item\nSELECT $1::int AS v),\n" +
+		"mid AS (SELECT v + $2 AS v FROM items),\nout AS (SELECT v * $1 AS v FROM mid)\n" +
+		"SELECT * FROM out WHERE '?{x}' <> $3\n"
+	if text != want || !slices.Equal(args, []any{1, 2, "x"}) {
+		t.Fatalf("Pgx = %q %v, want %q [1 2 x]", text, args, want)
+	}
+	if got := slices.Sorted(slices.Values(q.Names())); !slices.Equal(got, []string{"one"}) {
+		t.Fatalf("Names = %v: a fragment is no query", got)
+	}
+	d := dbtest.Open(t, dbtest.NewDatabase(t))
+	var v int
+	if err := q.Raw(d.Bun, "one", sqlq.Args{"a": 3, "b": 4, "c": "y"}).Scan(context.Background(), &v); err != nil || v != 21 {
+		t.Fatalf("Raw = %d, %v; want (3+4)*3 = 21", v, err)
+	}
+	f, err := sqlq.ReadFragment(fsys, "q/fragments/items.sql")
+	if err != nil || f.Name != "items" || !strings.Contains(f.Text, "?a::int") {
+		t.Fatalf("ReadFragment = %+v, %v", f, err)
+	}
+	for name, c := range map[string]struct {
+		fsys  fstest.MapFS
+		extra []sqlq.Fragment
+		want  string
+	}{
+		"unknown":   {fstest.MapFS{"q/one.sql": {Data: []byte("SELECT 1 FROM ?{nope}")}}, nil, `no fragment "nope"`},
+		"twice":     {fsys, []sqlq.Fragment{other, {Name: "items", Text: "SELECT 1"}}, `"items" given twice`},
+		"itself":    {fstest.MapFS{"q/one.sql": {Data: []byte("?{a}")}, "q/fragments/a.sql": {Data: []byte("?{a}")}}, nil, "more than"},
+		"unclosed":  {fstest.MapFS{"q/one.sql": {Data: []byte("SELECT ?{a")}}, nil, "without its }"},
+		"comment ?": {fstest.MapFS{"q/one.sql": {Data: []byte("?{a}")}, "q/fragments/a.sql": {Data: []byte("-- ?x\nSELECT 1")}}, nil, "question mark"},
+	} {
+		if _, err := sqlq.Load(c.fsys, "q", c.extra...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Load = %v, want an error with %q", name, err, c.want)
+		}
+	}
+}
+
 // TestPgxRows checks how PgxRows writes a statement's one VALUES row once
 // per row: the head and tail once, each row's names numbered after the
 // previous row's (a name used twice in the row is one parameter), the
@@ -301,58 +357,6 @@ func TestPgxRows(t *testing.T) {
 	} {
 		if _, _, err := q.PgxRows(c.name, c.schema, c.rows); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("PgxRows(%s, %q, %v) = %v, want an error with %q", c.name, c.schema, c.rows, err, c.want)
-// TestFragments checks how Load includes fragments: a package's own from
-// queries/fragments and another's passed to it, a fragment that includes
-// another, each written once; the parameters Pgx numbers across them; and
-// Load's refusals (an unknown name, one given twice, a fragment that
-// includes itself, a question mark in a fragment's comment).
-func TestFragments(t *testing.T) {
-	t.Parallel()
-	fsys := fstest.MapFS{
-		"q/one.sql":             {Data: []byte("-- items then steps\nWITH items AS (?{items}),\n?{steps}\nSELECT * FROM out WHERE '\\?{x}' <> ?c\n")},
-		"q/fragments/items.sql": {Data: []byte("-- one item\nSELECT ?a::int AS v\n")},
-		"q/fragments/steps.sql": {Data: []byte("mid AS (SELECT v + ?b AS v FROM items),\n?{other}\n")},
-	}
-	other := sqlq.Fragment{Name: "other", Text: "out AS (SELECT v * ?a AS v FROM mid)\n"}
-	q, err := sqlq.Load(fsys, "q", other)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text, args, err := q.Pgx("one", "", sqlq.Args{"a": 1, "b": 2, "c": "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := "-- items then steps\nWITH items AS (-- one item\nSELECT $1::int AS v),\n" +
-		"mid AS (SELECT v + $2 AS v FROM items),\nout AS (SELECT v * $1 AS v FROM mid)\n" +
-		"SELECT * FROM out WHERE '?{x}' <> $3\n"
-	if text != want || !slices.Equal(args, []any{1, 2, "x"}) {
-		t.Fatalf("Pgx = %q %v, want %q [1 2 x]", text, args, want)
-	}
-	if got := slices.Sorted(slices.Values(q.Names())); !slices.Equal(got, []string{"one"}) {
-		t.Fatalf("Names = %v: a fragment is no query", got)
-	}
-	d := dbtest.Open(t, dbtest.NewDatabase(t))
-	var v int
-	if err := q.Raw(d.Bun, "one", sqlq.Args{"a": 3, "b": 4, "c": "y"}).Scan(context.Background(), &v); err != nil || v != 21 {
-		t.Fatalf("Raw = %d, %v; want (3+4)*3 = 21", v, err)
-	}
-	f, err := sqlq.ReadFragment(fsys, "q/fragments/items.sql")
-	if err != nil || f.Name != "items" || !strings.Contains(f.Text, "?a::int") {
-		t.Fatalf("ReadFragment = %+v, %v", f, err)
-	}
-	for name, c := range map[string]struct {
-		fsys  fstest.MapFS
-		extra []sqlq.Fragment
-		want  string
-	}{
-		"unknown":   {fstest.MapFS{"q/one.sql": {Data: []byte("SELECT 1 FROM ?{nope}")}}, nil, `no fragment "nope"`},
-		"twice":     {fsys, []sqlq.Fragment{other, {Name: "items", Text: "SELECT 1"}}, `"items" given twice`},
-		"itself":    {fstest.MapFS{"q/one.sql": {Data: []byte("?{a}")}, "q/fragments/a.sql": {Data: []byte("?{a}")}}, nil, "more than"},
-		"unclosed":  {fstest.MapFS{"q/one.sql": {Data: []byte("SELECT ?{a")}}, nil, "without its }"},
-		"comment ?": {fstest.MapFS{"q/one.sql": {Data: []byte("?{a}")}, "q/fragments/a.sql": {Data: []byte("-- ?x\nSELECT 1")}}, nil, "question mark"},
-	} {
-		if _, err := sqlq.Load(c.fsys, "q", c.extra...); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: Load = %v, want an error with %q", name, err, c.want)
 		}
 	}
 }
