@@ -115,17 +115,13 @@ type batchRow struct {
 	ord               int64
 	senderID          *int64
 	accepted, missing bool
-	// messageID is the inserted message's id (the insert variant).
-	messageID *int64
 }
 
 // acceptManyTx is acceptMany in tx: the opt-out locks, the counters
-// (acceptBatchSQL, run again once the missing ones exist), with the
-// accepted messages inserted in that statement on one server, else after
-// it (insert_batch, Config.Routed), then their jobs.
+// (acceptBatchSQL, run again once the missing ones exist), then the
+// accepted messages (insert_batch) and their jobs.
 func (s *Service) acceptManyTx(ctx context.Context, tx pgx.Tx, t db.Tenant, items []pendingSend) ([]bool, error) {
 	n := len(items)
-	insert := !s.cfg.Routed
 	var (
 		senderIDs, limits = make([]int64, n), make([]int32, n)
 		phones            = make([]string, n)
@@ -136,10 +132,6 @@ func (s *Service) acceptManyTx(ctx context.Context, tx pgx.Tx, t db.Tenant, item
 	}
 	cols := columnsOf(rows)
 	args := []any{senderIDs, phones, cols.tos, cols.types, cols.created, limits}
-	if insert {
-		args = append(args, cols.recipients, cols.contents, cols.names, cols.sizes, cols.fileTypes, cols.durations,
-			cols.clientRefs)
-	}
 	ok := make([]bool, n)
 	if err := s.lockOptOuts(ctx, tx, t, cols.tos...); err != nil {
 		return ok, err
@@ -147,14 +139,10 @@ func (s *Service) acceptManyTx(ctx context.Context, tx pgx.Tx, t db.Tenant, item
 	var answers []batchRow
 	for try := 0; ; try++ {
 		answers = answers[:0]
-		err := s.prep.Query(ctx, tx, acceptBatchSQL(t, s.cfg.ServiceWindow, insert), args, func(r db.Rows) error {
+		err := s.prep.Query(ctx, tx, acceptBatchSQL(t, s.cfg.ServiceWindow), args, func(r db.Rows) error {
 			for r.Next() {
 				var x batchRow
-				dest := []any{&x.ord, &x.senderID, &x.accepted, &x.missing}
-				if insert {
-					dest = append(dest, &x.messageID)
-				}
-				if err := r.Scan(dest...); err != nil {
+				if err := r.Scan(&x.ord, &x.senderID, &x.accepted, &x.missing); err != nil {
 					return err
 				}
 				answers = append(answers, x)
@@ -186,14 +174,8 @@ func (s *Service) acceptManyTx(ctx context.Context, tx pgx.Tx, t db.Tenant, item
 		if i < 0 || i >= n || !x.accepted || x.senderID == nil {
 			continue
 		}
-		if insert && x.messageID == nil {
-			return ok, fmt.Errorf("accept %d messages: message %d counted and not inserted", n, x.ord)
-		}
 		ok[i] = true
 		rows[i].SenderNumberID = *x.senderID
-		if insert {
-			rows[i].ID = *x.messageID
-		}
 	}
 	// In the batch's order: the order of their ids.
 	accepted := make([]*messages.Row, 0, n)
@@ -205,10 +187,8 @@ func (s *Service) acceptManyTx(ctx context.Context, tx pgx.Tx, t db.Tenant, item
 	if len(accepted) == 0 {
 		return ok, nil
 	}
-	if !insert {
-		if err := s.insertAccepted(ctx, tx, t, accepted); err != nil {
-			return ok, err
-		}
+	if err := s.insertAccepted(ctx, tx, t, accepted); err != nil {
+		return ok, err
 	}
 	if err := s.enqueue(ctx, tx, t, accepted...); err != nil {
 		return ok, err

@@ -29,9 +29,8 @@ func (unusedSenders) Resolve(context.Context, db.Tenant, senders.SenderRef) (sen
 
 type unusedNetwork struct{ network.Network }
 
-// batchAttempts counts the runs of the statements that insert a batch's
-// messages (insert_batch; on one server acceptBatchSQL), failed ones
-// included.
+// batchAttempts counts the runs of insert_batch (a batch's messages
+// stored), failed ones included.
 type batchAttempts struct{ n atomic.Int32 }
 
 func (h *batchAttempts) observe(query string, _ error) {
@@ -41,20 +40,18 @@ func (h *batchAttempts) observe(query string, _ error) {
 }
 
 // acceptFixture is a Service on a database of its own, with one tenant and
-// one active sender, and a count of its batch statements; routed: the
-// Service's statements as on Citus (Config.Routed).
+// one active sender, and a count of its batch statements.
 type acceptFixture struct {
-	routed bool
-	d      *db.DB
-	one    *db.DB // the service's pool: one connection
-	prep   *db.Prepared
-	svc    *Service
-	tn     db.Tenant
-	sid    int64
-	batch  *batchAttempts
+	d     *db.DB
+	one   *db.DB // the service's pool: one connection
+	prep  *db.Prepared
+	svc   *Service
+	tn    db.Tenant
+	sid   int64
+	batch *batchAttempts
 }
 
-func newAcceptFixture(t *testing.T, routed bool) *acceptFixture {
+func newAcceptFixture(t *testing.T) *acceptFixture {
 	t.Helper()
 	d, url := dbtest.Migrated(t)
 	ctx := context.Background()
@@ -95,11 +92,11 @@ func newAcceptFixture(t *testing.T, routed bool) *acceptFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := New(Config{Prepared: prep, Jobs: rc, Senders: unusedSenders{}, Network: unusedNetwork{}, Routed: routed})
+	svc, err := New(Config{Prepared: prep, Jobs: rc, Senders: unusedSenders{}, Network: unusedNetwork{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &acceptFixture{routed: routed, d: d, one: one, prep: prep, svc: svc, tn: tn, sid: sid, batch: h}
+	return &acceptFixture{d: d, one: one, prep: prep, svc: svc, tn: tn, sid: sid, batch: h}
 }
 
 // voice is an acceptance of a voice message of duration seconds, at at.
@@ -114,26 +111,7 @@ func (f *acceptFixture) voice(duration int, at time.Time) pendingSend {
 // own: only that one fails, the others are stored.
 func TestAcceptBatchDataErrorFallsBack(t *testing.T) {
 	t.Parallel()
-	bothWays(t, testAcceptBatchDataErrorFallsBack)
-}
-
-// BothWays is bothWays for the package's external tests.
-var BothWays = bothWays
-
-// bothWays runs test with the statements of one server and with Citus's
-// (Config.Routed).
-func bothWays(t *testing.T, test func(*testing.T, bool)) {
-	t.Helper()
-	for _, routed := range []bool{false, true} {
-		t.Run(fmt.Sprintf("routed=%v", routed), func(t *testing.T) {
-			t.Parallel()
-			test(t, routed)
-		})
-	}
-}
-
-func testAcceptBatchDataErrorFallsBack(t *testing.T, routed bool) {
-	f := newAcceptFixture(t, routed)
+	f := newAcceptFixture(t)
 	ctx := context.Background()
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	batchOf := func(durations ...int) []pendingSend {
@@ -175,13 +153,8 @@ func testAcceptBatchDataErrorFallsBack(t *testing.T, routed bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := good + 1
-	if !f.routed {
-		// The day's first batch found its counter missing and ran again.
-		want++
-	}
-	if n := f.batch.n.Load(); int(n) != want {
-		t.Fatalf("the batch's insert ran %d times, want %d (then each message of the last alone)", n, want)
+	if n := f.batch.n.Load(); int(n) != good+1 {
+		t.Fatalf("the batch's insert ran %d times, want %d (then each message of the last alone)", n, good+1)
 	}
 	for i, o := range out {
 		if (o.err != nil) != (i == 1) {
@@ -201,11 +174,7 @@ func testAcceptBatchDataErrorFallsBack(t *testing.T, routed bool) {
 // acceptance time and counts it against the limit of its own day.
 func TestAcceptBatchAcrossMidnight(t *testing.T) {
 	t.Parallel()
-	bothWays(t, testAcceptBatchAcrossMidnight)
-}
-
-func testAcceptBatchAcrossMidnight(t *testing.T, routed bool) {
-	f := newAcceptFixture(t, routed)
+	f := newAcceptFixture(t)
 	ctx := context.Background()
 	before := time.Date(2026, 11, 22, 23, 59, 59, 500_000_000, time.UTC)
 	after := time.Date(2026, 11, 23, 0, 0, 0, 250_000_000, time.UTC)
@@ -214,14 +183,8 @@ func testAcceptBatchAcrossMidnight(t *testing.T, routed bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := int32(1)
-	if !routed {
-		// Its statement found the two days' counters missing and ran
-		// again once they existed.
-		want = 2
-	}
-	if n := f.batch.n.Load(); n != want {
-		t.Fatalf("the batch's insert ran %d times, want %d", n, want)
+	if f.batch.n.Load() != 1 {
+		t.Fatalf("the batch's insert ran %d times, want once", f.batch.n.Load())
 	}
 	for i, o := range out {
 		if o.err != nil {

@@ -30,13 +30,8 @@ import (
 // send stores nothing.
 func TestAcceptBatch(t *testing.T) {
 	t.Parallel()
-	acceptance.BothWays(t, testAcceptBatch)
-}
-
-func testAcceptBatch(t *testing.T, routed bool) {
 	f := setupWith(t, 1000, 1000, func(c *messagestest.Config) {
 		c.Acceptance.Batch = batch.Config{MaxInFlight: 1}
-		c.Acceptance.Routed = routed
 	})
 	before := f.Batches.Load()
 	tn := f.Org()

@@ -220,21 +220,20 @@ func (s *Service) checkSender(ctx context.Context, t db.Tenant, ref senders.Send
 
 // accept stores r (queued) with its delivery job in tx if the sender named
 // by ref may send today, under the organization's default daily limit
-// limit: the counter statement (acceptSQL) with, on one server, the
-// message's insert in it, else followed by that insert (insert_message,
-// Config.Routed), and the outbox's insert of the job. It renders the
+// limit: the counter statement (acceptSQL), the message's insert
+// (insert_message) and the outbox's insert of the job. It renders the
 // answer and fills r's id and sender. A refusal stores nothing and is a
 // *refused error, which the caller words (refusal) once the transaction is
 // over: wording may read the sender on another connection, and must not
 // hold tx's meanwhile.
 func (s *Service) accept(ctx context.Context, tx pgx.Tx, t db.Tenant, limit int, ref senders.SenderRef, r *messages.Row) (Result, error) {
 	template := r.TemplateID != nil
-	v := acceptVariant{byID: ref.ID > 0, window: s.cfg.ServiceWindow, template: template, insert: !s.cfg.Routed}
+	v := acceptVariant{byID: ref.ID > 0, window: s.cfg.ServiceWindow, template: template}
 	if err := s.lockOptOuts(ctx, tx, t, r.ToPhone); err != nil {
 		return Result{}, err
 	}
-	res := &acceptResult{template: template, approved: true, insert: v.insert}
-	if err := s.count(ctx, tx, t, acceptSQL(t, v), s.sendArgs(limit, ref, r, v.insert), res, r.CreatedAt); err != nil {
+	res := &acceptResult{template: template, approved: true}
+	if err := s.count(ctx, tx, t, acceptSQL(t, v), s.sendArgs(limit, ref, r), res, r.CreatedAt); err != nil {
 		return Result{}, fmt.Errorf("accept message: %w", err)
 	}
 	if !res.counted {
@@ -243,12 +242,7 @@ func (s *Service) accept(ctx context.Context, tx pgx.Tx, t db.Tenant, limit int,
 			windowClosed: res.windowOpen != nil && !*res.windowOpen, templateNotApproved: !res.approved}
 	}
 	r.SenderNumberID = *res.senderID
-	if v.insert {
-		if res.messageID == nil {
-			return Result{}, errors.New("accept message: counted and no id returned")
-		}
-		r.ID = *res.messageID
-	} else if err := s.insertMessage(ctx, tx, t, r); err != nil {
+	if err := s.insertMessage(ctx, tx, t, r); err != nil {
 		return Result{}, err
 	}
 	if err := s.enqueue(ctx, tx, t, r); err != nil {
@@ -258,7 +252,7 @@ func (s *Service) accept(ctx context.Context, tx pgx.Tx, t db.Tenant, limit int,
 }
 
 // insertMessage inserts r, which acceptSQL counted, queued
-// (insert_message, Config.Routed), and fills its id.
+// (insert_message), and fills its id.
 func (s *Service) insertMessage(ctx context.Context, tx pgx.Tx, t db.Tenant, r *messages.Row) error {
 	err := s.queryNamed(ctx, tx, t, "insert_message", rowArgs(r), func(rows db.Rows) error {
 		if !rows.Next() {
@@ -293,23 +287,19 @@ func rowArgs(r *messages.Row) sqlq.Args {
 		"template_ref": r.TemplateRef, "campaign_id": r.CampaignID, "send_at": r.SendAt}
 }
 
-// messageArgs are r's columns as acceptSQL's release and insert variants
-// take them ($3 to $12): recipient,
-// recipient's user id, type, content, file name, size, file type,
-// duration, client reference, acceptance time.
+// messageArgs are r's columns as acceptSQL's release variant takes them
+// ($3 to $12): recipient, recipient's user id, type, content, file name,
+// size, file type, duration, client reference, acceptance time.
 func messageArgs(r *messages.Row) []any {
 	return []any{r.ToPhone, r.RecipientUserID, r.Type, r.Content, r.FileName, r.FileSize,
 		r.FileType, r.Duration, r.ClientReference, r.CreatedAt}
 }
 
 // sendArgs are acceptSQL's arguments for a send of r by the sender named
-// by ref under the organization's default daily limit limit, for its
-// insert variant (insert) or not.
-func (s *Service) sendArgs(limit int, ref senders.SenderRef, r *messages.Row, insert bool) []any {
+// by ref under the organization's default daily limit limit.
+func (s *Service) sendArgs(limit int, ref senders.SenderRef, r *messages.Row) []any {
 	args := []any{limit, ref.Phone}
 	switch {
-	case insert:
-		args = append(args, messageArgs(r)...)
 	case s.cfg.ServiceWindow > 0:
 		args = append(args, r.ToPhone, r.Type, r.CreatedAt)
 	default:
@@ -317,9 +307,6 @@ func (s *Service) sendArgs(limit int, ref senders.SenderRef, r *messages.Row, in
 	}
 	if r.TemplateID != nil {
 		args = append(args, *r.TemplateID)
-		if insert {
-			args = append(args, r.TemplateRef)
-		}
 	}
 	if ref.ID > 0 {
 		args = append(args, ref.ID)
@@ -361,7 +348,6 @@ func (s *Service) createCounters(ctx context.Context, tx pgx.Tx, t db.Tenant, si
 // acceptResult is the result row of acceptSQL (any variant).
 type acceptResult struct {
 	template, release    bool
-	insert               bool
 	senderID             *int64
 	phone                *string
 	status               *senders.Status
@@ -371,7 +357,6 @@ type acceptResult struct {
 	noCounter            bool
 	approved             bool
 	scheduled            bool
-	messageID            *int64
 }
 
 // scan reads the statement's one row.
@@ -385,9 +370,6 @@ func (r *acceptResult) scan(rows db.Rows) error {
 	}
 	if r.release {
 		dest = append(dest, &r.scheduled)
-	}
-	if r.insert {
-		dest = append(dest, &r.messageID)
 	}
 	return rows.Scan(dest...)
 }

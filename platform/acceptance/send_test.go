@@ -18,7 +18,6 @@ import (
 	"github.com/bizmsg/platform/platform/dbtest"
 	"github.com/bizmsg/platform/platform/idempotency"
 	"github.com/bizmsg/platform/platform/messages"
-	"github.com/bizmsg/platform/platform/messages/messagestest"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
 	"github.com/bizmsg/platform/platform/sendrequest"
@@ -87,11 +86,7 @@ func TestSendSenderErrorsOnceKnown(t *testing.T) {
 // Concurrent sends never pass the daily limit, and the limit is per UTC day.
 func TestDailyLimitReservation(t *testing.T) {
 	t.Parallel()
-	acceptance.BothWays(t, testDailyLimitReservation)
-}
-
-func testDailyLimitReservation(t *testing.T, routed bool) {
-	f := setupWith(t, 100, 100, func(c *messagestest.Config) { c.Acceptance.Routed = routed })
+	f := setup(t, 100, 100)
 	tn := f.Org()
 	if _, err := f.DB.Pool.Exec(context.Background(), `UPDATE central.organizations SET default_daily_limit = 7 WHERE id = $1`, tn.OrgID); err != nil {
 		t.Fatal(err)

@@ -10,7 +10,7 @@ package acceptance
 //	the template is approved (template sends)  acceptSQL with template: tl, tp (template sends never batch)
 //	the service window (when the network has one)  acceptSQL / acceptBatchSQL: s (windowSQL)
 //	the daily limit                         acceptSQL / acceptBatchSQL: c, u (the 'accept' counter, WHERE used < limit)
-//	the message, queued                     acceptSQL / acceptBatchSQL: m on one server; on Citus insert_message / insert_batch after the counter (a release: acceptSQL's m)
+//	the message, queued                     insert_message / insert_batch, after the counter (a release: acceptSQL's m)
 //	its delivery job                        Jobs.InsertManyFastTx (the job outbox) in the same transaction (enqueue)
 //
 // The delivery's rules are enforced by package delivery's statements. Each
@@ -19,7 +19,6 @@ package acceptance
 
 import (
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/bizmsg/platform/platform/db"
@@ -66,19 +65,15 @@ import (
 //     (no_counter), and accept creates it (messages.CreateCounters) and
 //     runs the statement again.
 //
-// On Citus (Config.Routed) the message itself is inserted by
-// insert_message once the counter is raised, and its delivery job by the
-// job outbox in the same transaction (accept). Two statements, not one
-// with an INSERT step: Citus runs a statement whose steps write only by
-// UPDATE on the tenant's node alone, and one with an INSERT step through
-// the coordinator, which sends its intermediate results to every worker
-// node, so that any node down failed every organization's sends
-// (docs/scaling.md, §A worker node down). On one server the variant's
-// insert puts that INSERT step (m) in this statement instead, after u: one
-// statement and one round trip a send, as the statement was before Citus;
-// its arguments are then a release's, the whole message ($3 to $12, with
-// template $13 and $14), and the sender's id last (by id). Its result's
-// last column is the message's id.
+// The message itself is inserted by insert_message once the counter is
+// raised, and its delivery job by the job outbox in the same transaction
+// (accept). Two statements, not one with an INSERT step: Citus runs a
+// statement whose steps write only by UPDATE on the tenant's node alone,
+// and one with an INSERT step through the coordinator, which sends its
+// intermediate results to every worker node, so that any node down failed
+// every organization's sends (docs/scaling.md, §A worker node down). On
+// one server the statement with the INSERT step in it measured no less
+// CPU a message (docs/scaling.md, §Measured), so both run these two.
 //
 // The result row tells a refusal apart: no sender, a sender that may not
 // send, an opted-out recipient, a closed window, or (else) the daily limit.
@@ -106,7 +101,7 @@ func acceptSQL(t db.Tenant, v acceptVariant) string {
 	// release's the whole message too (its step m).
 	recipient, typ, at, next := "$3::text", "$5::text", "$12::timestamptz", 13
 	switch {
-	case release || v.insert:
+	case release:
 	case window > 0:
 		typ, at, next = "$4::text", "$5::timestamptz", 6
 	default:
@@ -119,7 +114,7 @@ func acceptSQL(t db.Tenant, v acceptVariant) string {
 	tplID, tplRef, msgArg, reserve := "", "", "", ""
 	if template {
 		tplID = arg("::bigint")
-		if release || v.insert {
+		if release {
 			tplRef = arg("::text")
 		}
 	}
@@ -176,23 +171,8 @@ func acceptSQL(t db.Tenant, v acceptVariant) string {
 		   WHERE x.id = ` + msgArg + ` AND x.sender_number_id = u.sender_number_id AND x.status = 'scheduled'
 		  RETURNING x.id AS message_id)`
 	}
-	if v.insert {
-		tplCol, tplVal := "", ""
-		if template {
-			tplCol, tplVal = ", template_id, template_ref", ", "+tplID+", "+tplRef
-		}
-		m = `,
-		m AS (
-		  INSERT INTO ` + sc + `.messages (sender_number_id, to_phone, recipient_user_id, type, content,
-		         file_name, file_size, file_type, duration, status, client_reference, created_at, updated_at` + tplCol + `)
-		  SELECT u.sender_number_id, $3::text, $4::bigint, $5::text, $6::text, $7::text, $8::bigint, $9::text,
-		         $10::bigint, 'queued', $11::text, $12::timestamptz, $12::timestamptz` + tplVal + `
-		    FROM u
-		  RETURNING id AS message_id)`
-		relOut += ", (SELECT message_id FROM m)"
-	}
 	counted := "EXISTS (SELECT 1 FROM u)"
-	if release || v.insert {
+	if release {
 		counted = "EXISTS (SELECT 1 FROM m)"
 	}
 	day := "(" + at + " AT TIME ZONE 'UTC')::date"
@@ -230,9 +210,6 @@ type acceptVariant struct {
 	// release: a scheduled message's release, which queues the stored
 	// message (step m updates it).
 	release bool
-	// insert: step m inserts the message (one server; a send, not a
-	// release).
-	insert bool
 }
 
 // windowSQL is the service window's condition in tenant schema sc (docs/api.md,
@@ -272,41 +249,15 @@ func windowSQL(sc string, window time.Duration, sender, recipient, typ, at strin
 // it, insert_batch, with its delivery job) and whether its sender's
 // counter for the day is missing (missing: acceptMany creates it and runs
 // the statement again). Like acceptSQL it writes only by UPDATE, so that
-// Citus runs it on the tenant's node alone (Config.Routed).
-//
-// On one server (insert) it also inserts the accepted messages, as
-// acceptSQL's insert variant does: i draws each message's id from the
-// table's sequence in the batch's order, step m inserts the messages of
-// the counters u raised, and the result's last column is each message's
-// id (none when it was not accepted). The arrays $7 to $13 are then the
-// rest of each message: recipient's user id, content, file name, size,
-// file type, duration and client reference. Durations are bigint, so that
-// a value past the integer column is the database's data error (which
-// makes the batch fall back to one-message statements), not the driver's.
-func acceptBatchSQL(t db.Tenant, window time.Duration, insert bool) string {
+// Citus runs it on the tenant's node alone.
+func acceptBatchSQL(t db.Tenant, window time.Duration) string {
 	sc := t.Quoted()
-	cols, mid, arrays, names, m, out := "x.*", "", "", "", "", ""
-	if insert {
-		seq := "'" + strings.ReplaceAll(t.Table("messages_id_seq"), "'", "''") + "'::regclass"
-		cols, mid = "nextval("+seq+") AS mid, x.*", ", i.mid"
-		arrays = `, $7::bigint[], $8::text[], $9::text[], $10::int[], $11::text[], $12::bigint[], $13::text[]`
-		names = `, recipient_user_id, content, file_name, file_size, file_type, duration, client_reference`
-		m = `,
-		m AS (
-		  INSERT INTO ` + sc + `.messages ` + batchInsertMark + `, id, type, content,
-		         file_name, file_size, file_type, duration, status, client_reference, updated_at)
-		  SELECT i.created_at, ok.id, i.to_phone, i.recipient_user_id, i.mid, i.type, i.content, i.file_name,
-		         i.file_size, i.file_type, i.duration, 'queued', i.client_reference, i.created_at
-		    FROM i JOIN ok ON ok.ord = i.ord JOIN u ON u.sender_number_id = ok.id AND u.day = ok.day
-		  RETURNING id AS message_id)`
-		out = `, m.message_id`
-	}
-	q := `WITH i AS (
-		  SELECT (x.created_at AT TIME ZONE 'UTC')::date AS day, ` + cols + `
-		    FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::int[]` + arrays + `) WITH ORDINALITY
-		         AS x(sender_id, sender_phone, to_phone, type, created_at, org_limit` + names + `, ord)),
+	return `WITH i AS (
+		  SELECT (x.created_at AT TIME ZONE 'UTC')::date AS day, x.*
+		    FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::int[]) WITH ORDINALITY
+		         AS x(sender_id, sender_phone, to_phone, type, created_at, org_limit, ord)),
 		s AS (
-		  SELECT i.ord, i.day, i.sender_phone, s.id, s.phone, s.status` + mid + `,
+		  SELECT i.ord, i.day, i.sender_phone, s.id, s.phone, s.status,
 		         coalesce(s.daily_limit_override, i.org_limit) AS lim,
 		         EXISTS (SELECT 1 FROM ` + sc + `.opt_outs x WHERE x.phone = i.to_phone) AS opted_out,
 		         ` + windowSQL(sc, window, "s.id", "i.to_phone", "i.type", "i.created_at") + ` AS window_open
@@ -319,22 +270,16 @@ func acceptBatchSQL(t db.Tenant, window time.Duration, insert bool) string {
 		     AND NOT opted_out AND window_open),
 		want AS (
 		  SELECT id, day, min(lim) AS lim, count(*) AS n FROM ok GROUP BY id, day),
-		` + messages.ReserveSQL(sc, "accept", "used", "id") + m + `
+		` + messages.ReserveSQL(sc, "accept", "used", "id") + `
 		SELECT s.ord, s.id, u.sender_number_id IS NOT NULL AS accepted,
-		       ok.ord IS NOT NULL AND c.sender_number_id IS NULL AS missing` + out + `
+		       ok.ord IS NOT NULL AND c.sender_number_id IS NULL AS missing
 		  FROM s LEFT JOIN ok ON ok.ord = s.ord
 		  LEFT JOIN u ON u.sender_number_id = ok.id AND u.day = ok.day
 		  LEFT JOIN c ON c.sender_number_id = ok.id AND c.day = ok.day`
-	if insert {
-		q += `
-		  LEFT JOIN m ON m.message_id = s.mid`
-	}
-	return q
 }
 
-// batchInsertMark begins the column list of a batch's insert, in
-// insert_batch and in acceptBatchSQL's insert step: the tests count a
-// batch's inserting statements by it.
+// batchInsertMark begins insert_batch's column list: the tests count a
+// batch's inserts by it.
 const batchInsertMark = `(created_at, sender_number_id, to_phone, recipient_user_id`
 
 // endScheduledSQL ends scheduled message $1 of tenant t while it is still

@@ -170,11 +170,10 @@ type Fixture struct {
 	Wall  *WallClock
 	Svc   Services
 	Mig   *migrate.Migrator
-	// Batches counts the runs of the acceptance statements that store
-	// several messages at once (acceptance's insert_batch, or on one
-	// server its acceptBatchSQL, recognised by their insert's column
-	// list: the one test hook that reads a statement's text, as acceptance
-	// offers no other sign of a batch statement that ran).
+	// Batches counts the acceptance statements that stored several
+	// messages at once (acceptance's insert_batch, recognised by its
+	// column list: the one test hook that reads a statement's text, as
+	// acceptance offers no other sign of a batch statement that ran).
 	Batches *atomic.Int32
 	// Queued are how many sends (acceptance's batcher) and deliveries
 	// (delivery's) last waited for a run of their tenant's batch
