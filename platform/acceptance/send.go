@@ -266,17 +266,10 @@ func (s *Service) insertMessage(ctx context.Context, tx pgx.Tx, t db.Tenant, r *
 	return nil
 }
 
-// queryNamed runs named query name of tenant t (sqlq's Pgx) with args
-// through db.Prepared, in tx (nil: on a pool connection), as Query does.
+// queryNamed runs named query name of tenant t with args through
+// db.Prepared (Named), in tx (nil: on a pool connection).
 func (s *Service) queryNamed(ctx context.Context, tx pgx.Tx, t db.Tenant, name string, args sqlq.Args, scan func(db.Rows) error) error {
-	q, vals, err := s.q.Pgx(name, t.Quoted(), args)
-	if err != nil {
-		return err
-	}
-	if scan == nil {
-		return s.prep.Exec(ctx, tx, q, vals...)
-	}
-	return s.prep.Query(ctx, tx, q, vals, scan)
+	return s.prep.Named(ctx, tx, s.q, name, t.Quoted(), args, scan)
 }
 
 // rowArgs are r's columns as the named queries name them.

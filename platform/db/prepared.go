@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bizmsg/platform/platform/defaults"
+	"github.com/bizmsg/platform/platform/sqlq"
 )
 
 // Prepared runs the hot paths' statements whose text names a tenant schema
@@ -354,4 +355,18 @@ func (s *stmtSet) forget(ctx context.Context, conn *pgx.Conn, query string) {
 	}
 	delete(s.stmts, query)
 	_ = conn.Deallocate(ctx, st.name)
+}
+
+// Named runs named query name of q, written for pgx with the tenant
+// schema schema (sqlq's Pgx), with args: as Query hands its rows to scan,
+// or as Exec when scan is nil.
+func (p *Prepared) Named(ctx context.Context, tx pgx.Tx, q *sqlq.Queries, name, schema string, args sqlq.Args, scan func(Rows) error) error {
+	text, vals, err := q.Pgx(name, schema, args)
+	if err != nil {
+		return err
+	}
+	if scan == nil {
+		return p.Exec(ctx, tx, text, vals...)
+	}
+	return p.Query(ctx, tx, text, vals, scan)
 }

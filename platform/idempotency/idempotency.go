@@ -97,14 +97,7 @@ func resourceOf(body []byte) ([]byte, bool) {
 // run runs named query name of tenant t with args in tx (nil: on a pool
 // connection), handing its rows to scan (nil: none).
 func (s *Store) run(ctx context.Context, tx pgx.Tx, t db.Tenant, name string, args sqlq.Args, scan func(db.Rows) error) error {
-	q, vals, err := s.q.Pgx(name, t.Quoted(), args)
-	if err != nil {
-		return err
-	}
-	if scan == nil {
-		return s.prep.Exec(ctx, tx, q, vals...)
-	}
-	return s.prep.Query(ctx, tx, q, vals, scan)
+	return s.prep.Named(ctx, tx, s.q, name, t.Quoted(), args, scan)
 }
 
 // Replay answers a send whose key was already used within the TTL: the
