@@ -44,7 +44,7 @@ type Config struct {
 	// DBMaxConnTenants (DB_MAX_CONN_TENANTS) is the most tenant schemas one
 	// pool connection serves before it is closed and opened afresh, which
 	// bounds its Postgres backend's memory (db.Config.MaxConnTenants).
-	// Default 500; 0 sets no bound.
+	// Default 1,000; 0 sets no bound.
 	DBMaxConnTenants int
 	// Env (PLATFORM_ENV) is "development" (default) or "production". In
 	// production every secret of RequiredSecrets() must be set: none is
@@ -168,7 +168,7 @@ func Load(getenv func(string) string) (Config, error) {
 		APIRateBurst:         100,
 		DBMaxConns:           10,
 		DBPreparedStatements: 64,
-		DBMaxConnTenants:     500,
+		DBMaxConnTenants:     1000,
 		DBAcquireTimeout:     5 * time.Second,
 		DBConnectTimeout:     60 * time.Second,
 		BatchSize:            64,

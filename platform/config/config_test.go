@@ -17,7 +17,7 @@ func TestLoadDefaults(t *testing.T) {
 	if c.DatabaseURL != DefaultDatabaseURL || c.HTTPAddr != ":8080" || c.Network != "builtin" ||
 		c.DefaultDailyLimit != 1000 || c.SenderRate != 20 || c.SenderBurst != 40 || c.NetworkTimeout != 5*time.Second ||
 		c.DBAcquireTimeout != 5*time.Second || c.DBConnectTimeout != 60*time.Second || c.Env != EnvDevelopment ||
-		c.WebhookAllowPrivate || c.WebhookWorkers != 100 || c.DBMaxConnTenants != 500 {
+		c.WebhookAllowPrivate || c.WebhookWorkers != 100 || c.DBMaxConnTenants != 1000 {
 		t.Fatalf("defaults = %+v", c)
 	}
 	if len(c.JWTSecret) != 32 || len(c.APIKeyPepper) != 32 || c.APIKeyEncryptionKey != nil {

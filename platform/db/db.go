@@ -48,7 +48,7 @@ type Config struct {
 	// a connection whose statements have named more tenant schemas than
 	// this is closed when it is released, and a fresh one opened when one
 	// is needed (tenantbound.go; docs/operations.md, §Memory). 0 takes the
-	// default (500); a negative value sets no bound.
+	// default (1,000); a negative value sets no bound.
 	MaxConnTenants int
 }
 
@@ -57,7 +57,7 @@ func (c *Config) setDefaults() {
 	defaults.Positive(&c.ConnectTimeout, 3*time.Second)
 	defaults.Positive(&c.AcquireTimeout, 5*time.Second)
 	if c.MaxConnTenants == 0 {
-		c.MaxConnTenants = 500
+		c.MaxConnTenants = 1000
 	}
 	if c.ApplicationName == "" {
 		c.ApplicationName = "bizmsg"
