@@ -587,17 +587,3 @@ func printRiverNode(w io.Writer, r *riverNodeReport) {
 		}
 	}
 }
-
-func printSteps(w io.Writer, steps []probeStep) {
-	for _, s := range steps {
-		res := "ok"
-		if s.Err != "" {
-			res = "FAILS: " + s.Err
-		}
-		fmt.Fprintf(w, "  %s: %s", s.Step, res)
-		if s.Detail != "" {
-			fmt.Fprintf(w, " (%s)", s.Detail)
-		}
-		fmt.Fprintln(w)
-	}
-}

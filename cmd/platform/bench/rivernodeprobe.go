@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -224,4 +225,19 @@ func (b *riverNodeBench) probe(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// printSteps prints the probe's steps, each ok or how it fails.
+func printSteps(w io.Writer, steps []probeStep) {
+	for _, s := range steps {
+		res := "ok"
+		if s.Err != "" {
+			res = "FAILS: " + s.Err
+		}
+		fmt.Fprintf(w, "  %s: %s", s.Step, res)
+		if s.Detail != "" {
+			fmt.Fprintf(w, " (%s)", s.Detail)
+		}
+		fmt.Fprintln(w)
+	}
 }
