@@ -204,11 +204,7 @@ func (o *Outbox) take(ctx context.Context, tx pgx.Tx, t db.Tenant, wait bool) (p
 // query runs named query name of t with args (in tx, or on the pool when
 // tx is nil) through Config.Prepared and hands its rows to scan.
 func (o *Outbox) query(ctx context.Context, tx pgx.Tx, t db.Tenant, name string, args sqlq.Args, scan func(db.Rows) error) error {
-	text, vals, err := o.q.Pgx(name, t.Quoted(), args)
-	if err != nil {
-		return err
-	}
-	return o.cfg.Prepared.Query(ctx, tx, text, vals, scan)
+	return o.cfg.Prepared.Named(ctx, tx, o.q, name, t.Quoted(), args, scan)
 }
 
 // storedArgs is a job's arguments as the outbox stored them: its kind and

@@ -215,11 +215,7 @@ var queries embed.FS
 // query runs named query name for t with args (in tx, or on the pool when
 // tx is nil) through Config.Prepared and hands its rows to scan.
 func (s *Service) query(ctx context.Context, tx pgx.Tx, t db.Tenant, name string, args sqlq.Args, scan func(db.Rows) error) error {
-	text, vals, err := s.q.Pgx(name, t.Quoted(), args)
-	if err != nil {
-		return err
-	}
-	return s.sql.Query(ctx, tx, text, vals, scan)
+	return s.sql.Named(ctx, tx, s.q, name, t.Quoted(), args, scan)
 }
 
 // queryFirst runs named query name as query does and hands its first row,
@@ -240,9 +236,5 @@ func (s *Service) queryRow(ctx context.Context, tx pgx.Tx, t db.Tenant, name str
 
 // exec runs named query name as query does and discards its rows.
 func (s *Service) exec(ctx context.Context, tx pgx.Tx, t db.Tenant, name string, args sqlq.Args) error {
-	text, vals, err := s.q.Pgx(name, t.Quoted(), args)
-	if err != nil {
-		return err
-	}
-	return s.sql.Exec(ctx, tx, text, vals...)
+	return s.sql.Named(ctx, tx, s.q, name, t.Quoted(), args, nil)
 }
