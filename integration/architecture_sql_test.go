@@ -29,7 +29,6 @@ var notOnBun = []string{
 	"platform/campaignrelease",
 	"platform/campaigns",
 	"platform/db",
-	"platform/delivery",
 	"platform/messages",
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/pace"
 	"github.com/bizmsg/platform/platform/senders"
+	"github.com/bizmsg/platform/platform/sqlq"
 
 	"github.com/bizmsg/platform/platform/messages"
 )
@@ -46,8 +47,8 @@ func (c *claim) waits(r *claimRow) bool {
 // the claiming job of each, in the same order, org the organization's
 // limits), in one statement (one round trip, no explicit transaction): it
 // locks the messages (by id) and reads them with their senders, the earlier
-// message of each one's conversation that it waits for (blockerSQL) and
-// whether another job's claim holds it (heldSQL); it locks the
+// message of each one's conversation that it waits for (blocker) and
+// whether another job's claim holds it (held, statements.go); it locks the
 // delivery-side day counters of the senders whose queued, not yet
 // dispatched messages that wait for nothing all fit under their current
 // limits (in sender and day order, creating a counter a day's first claim
@@ -86,7 +87,7 @@ func (s *Service) claimMany(ctx context.Context, t db.Tenant, org messages.Limit
 
 // claimRow is a message as the claim reads it: with its sender, the
 // earlier message of its conversation it waits
-// for (blockerSQL; nil when none), whether another job's claim holds it,
+// for (blocker; nil when none), whether another job's claim holds it,
 // the job claiming it, and whether this claim claimed it.
 type claimRow struct {
 	messages.Row
@@ -100,27 +101,28 @@ type claimRow struct {
 	Missing bool
 }
 
-// lockedDest is the destinations of lockMessagesSQL's columns, in order.
+// lockedDest is the destinations of locked_messages' columns, in order.
 func (c *claimRow) lockedDest() []any {
 	return append(c.deliveryDest(), &c.Blocker, &c.Held, &c.Claimant)
 }
 
-// claimRows runs claimMany's statement, prepared (db.Prepared): claimOneSQL
-// for one message, claimManySQL for several. When a sender's counter for
+// claimRows runs claimMany's statement, prepared (db.Prepared): claim_one
+// for one message, claim_many for several. When a sender's counter for
 // a day was missing (a day's first claim), it creates the missing counters
 // of the messages read (messages.CreateCounters) and runs the statement
 // again, once.
 func (s *Service) claimRows(ctx context.Context, t db.Tenant, org messages.Limits, ids, jobs []int64) ([]claimRow, error) {
-	query, idArg, jobArg := claimManySQL(t), any(ids), any(jobs)
+	query, idName, idArg, jobName, jobArg := "claim_many", "ids", any(ids), "jobs", any(jobs)
 	if len(ids) == 1 {
-		query, idArg, jobArg = claimOneSQL(t), ids[0], jobs[0]
+		query, idName, idArg, jobName, jobArg = "claim_one", "id", ids[0], "job", jobs[0]
 	}
 	for try := 0; ; try++ {
 		now := s.clock.Now()
 		var rows []claimRow
 		missing := false
-		err := s.prep.Query(ctx, nil, query,
-			[]any{org.DefaultDailyLimit, idArg, now, now.Add(-s.cfg.OrderWindow), jobArg, s.cfg.ClaimLease.Seconds()},
+		err := s.query(ctx, nil, t, query,
+			sqlq.Args{"default_limit": org.DefaultDailyLimit, idName: idArg, "now": now,
+				"since": now.Add(-s.cfg.OrderWindow), jobName: jobArg, "lease": s.cfg.ClaimLease.Seconds()},
 			func(r db.Rows) error {
 				for r.Next() {
 					var c claimRow
@@ -193,8 +195,8 @@ func (s *Service) claimLocked(ctx context.Context, t db.Tenant, org messages.Lim
 		out = make(map[int64]claim, len(ids))
 		now := s.clock.Now()
 		var rows []claimRow
-		err := s.prep.Query(ctx, tx, lockMessagesSQL(t.Quoted(), "$1::bigint[]", "$2::bigint[]", "$3::timestamptz", "$4::float8"),
-			[]any{ids, jobs, now.Add(-s.cfg.OrderWindow), s.cfg.ClaimLease.Seconds()},
+		err := s.query(ctx, tx, t, "lock_messages",
+			sqlq.Args{"ids": ids, "jobs": jobs, "since": now.Add(-s.cfg.OrderWindow), "lease": s.cfg.ClaimLease.Seconds()},
 			func(r db.Rows) error {
 				for r.Next() {
 					var c claimRow
@@ -267,13 +269,8 @@ func (s *Service) claimLocked(ctx context.Context, t db.Tenant, org messages.Lim
 				sids, days, ns = append(sids, k.sender), append(days, k.day), append(ns, int32(count[k]))
 			}
 		}
-		err = s.prep.Exec(ctx, tx, `WITH u AS (
-			  UPDATE `+t.Table("daily_usage")+` d SET dispatched = v.n
-			    FROM unnest($1::bigint[], $2::text[], $3::int[]) v(sender, day, n)
-			   WHERE d.sender_number_id = v.sender AND d.day = v.day::date AND d.side = 'deliver')
-			UPDATE `+t.Table("messages")+` x SET `+claimSetSQL("c.job", "$4::timestamptz")+`
-			  FROM unnest($5::bigint[], $6::bigint[]) c(id, job) WHERE x.id = c.id`,
-			sids, days, ns, now, claimed, claimants)
+		err = s.query(ctx, tx, t, "claim_locked", sqlq.Args{"senders": sids, "days": days, "counts": ns,
+			"now": now, "ids": claimed, "jobs": claimants}, nil)
 		if err != nil {
 			return fmt.Errorf("claim daily limits: %w", err)
 		}
@@ -297,11 +294,7 @@ func (s *Service) lockUsage(ctx context.Context, tx pgx.Tx, t db.Tenant, sids []
 	if len(sids) == 0 {
 		return count, nil
 	}
-	err := s.prep.Query(ctx, tx, `INSERT INTO `+t.Table("daily_usage")+` AS d (sender_number_id, day, side)
-		SELECT v.sender, v.day::date, 'deliver' FROM unnest($1::bigint[], $2::text[]) v(sender, day)
-		 ORDER BY v.sender, v.day::date
-		ON CONFLICT (sender_number_id, day, side) DO UPDATE SET dispatched = d.dispatched
-		RETURNING d.sender_number_id, d.day::text, d.dispatched`, []any{sids, days}, func(r db.Rows) error {
+	err := s.query(ctx, tx, t, "lock_usage", sqlq.Args{"senders": sids, "days": days}, func(r db.Rows) error {
 		for r.Next() {
 			var k usageKey
 			var n int

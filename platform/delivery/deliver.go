@@ -16,6 +16,7 @@ import (
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/pace"
 	"github.com/bizmsg/platform/platform/queue"
+	"github.com/bizmsg/platform/platform/sqlq"
 
 	"encoding/json"
 
@@ -49,8 +50,8 @@ import (
 //     returned for River to retry, except on the last attempt, which fails
 //     the message with network_error;
 //  5. once the message is no longer queued, the job goes on with the next
-//     queued message of its conversation (nextSQL), claimed as in step 2 by
-//     this job, while its run may wait; past that, it hands the next
+//     queued message of its conversation (the query next), claimed as in
+//     step 2 by this job, while its run may wait; past that, it hands the next
 //     message to a job of its own (handOver). A message of its own that
 //     failed for good, or has been failing for the order window, hands
 //     the conversation's next message over too.
@@ -218,7 +219,7 @@ type sentMessage struct {
 //     error, for River to retry, except on its last attempt, which fails
 //     the message with network_error;
 //   - for every message no longer queued, its conversation's next message
-//     (nextSQL, read after the records committed).
+//     (the query next, read after the records committed).
 //
 // Two jobs of one message in a batch (a rescued job and the original, or a
 // job and the one carrying its conversation on) claim it one after the
@@ -375,8 +376,8 @@ func (s *Service) reserve(ctx context.Context, t db.Tenant, claims map[int64]cla
 // nextOf sets, in out (indexed through first), the next queued message of
 // the conversation of every message of ids that is no longer queued (its
 // outcome nil), unless another job's unlapsed claim holds that message (it
-// carries the conversation already), in one statement (nextSQL) read after
-// the batch's records committed: a message accepted before then is found,
+// carries the conversation already), in one statement (the query next)
+// read after the batch's records committed: a message accepted before then is found,
 // and one accepted after finds this batch's messages no longer queued, so
 // none is left without a job that delivers it.
 func (s *Service) nextOf(ctx context.Context, t db.Tenant, items []pendingDelivery, ids []int64, first map[int64]int, out []delivered) error {
@@ -400,7 +401,8 @@ func (s *Service) nextOf(ctx context.Context, t db.Tenant, items []pendingDelive
 		holds     *bool // the claim has not lapsed (null: never claimed)
 	}
 	next := make(map[conversation]nextMessage, len(senders))
-	err := s.prep.Query(ctx, nil, nextSQL(t), []any{senders, phones, s.clock.Now().Add(-s.cfg.OrderWindow), s.cfg.ClaimLease.Seconds()}, func(r db.Rows) error {
+	err := s.query(ctx, nil, t, "next", sqlq.Args{"senders": senders, "phones": phones,
+		"since": s.clock.Now().Add(-s.cfg.OrderWindow), "lease": s.cfg.ClaimLease.Seconds()}, func(r db.Rows) error {
 		for r.Next() {
 			var c conversation
 			var n nextMessage

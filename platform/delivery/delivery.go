@@ -16,11 +16,12 @@
 // together (deliverBatch): one claim statement, one network batch, one sent
 // record.
 //
-// The statements every message runs (the claim, the sent record) take $n
-// arguments and go through db.Prepared, which keeps them prepared on each
-// pool connection up to a bound; the rarer paths (claimLocked, failures)
-// go through it too, in pgx transactions where they change a message, so
-// that an event can be recorded with the change (messages.Changes).
+// The statements every message runs (the claim, the sent record) are named
+// queries (statements.go) written for pgx, and go through db.Prepared,
+// which keeps them prepared on each pool connection up to a bound; the
+// rarer paths (claimLocked, failures) go through it too, in pgx
+// transactions where they change a message, so that an event can be
+// recorded with the change (messages.Changes).
 package delivery
 
 import (
@@ -37,6 +38,7 @@ import (
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/pace"
+	"github.com/bizmsg/platform/platform/sqlq"
 	"github.com/bizmsg/platform/platform/webhooks"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -109,6 +111,7 @@ type Config struct {
 type Service struct {
 	pool     *pgxpool.Pool
 	prep     *db.Prepared
+	q        *sqlq.Queries
 	net      network.Network
 	jobs     Jobs
 	throttle Throttle
@@ -146,9 +149,14 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	q, err := loadQueries()
+	if err != nil {
+		return nil, err
+	}
 	s := &Service{
 		pool:     cfg.DB.Pool,
 		prep:     cfg.Prepared,
+		q:        q,
 		net:      cfg.Network,
 		jobs:     cfg.Jobs,
 		throttle: cfg.Throttle,

@@ -10,15 +10,16 @@ import (
 // recipient, reach the network in id order, one job delivering them at a
 // time.
 //
-//   - The claim (claimOneSQL, claimManySQL, claimLocked) finds, for each
+//   - The claim (claim_one, claim_many, claimLocked) finds, for each
 //     message, the nearest earlier message of its conversation still queued
-//     (blockerSQL); a message with one waits (orderWaitError), unclaimed,
-//     and takes no throttle token: only a claimed message reserves one.
+//     (blocker, statements.go); a message with one waits (orderWaitError),
+//     unclaimed, and takes no throttle token: only a claimed message
+//     reserves one.
 //   - A claimed message is held by the claiming job until the claim lapses
 //     (Config.ClaimLease); another job's claim of it waits (heldError).
 //   - The job that delivers or fails a message carries its conversation on:
-//     it claims the conversation's next message (nextSQL) and delivers it in
-//     the same run, and so on, for as long as its run may wait
+//     it claims the conversation's next message (the query next) and
+//     delivers it in the same run, and so on, for as long as its run may wait
 //     (Config.MaxInlineWait); then it hands the next message to a new job
 //     of its own (handOver). So a conversation's backlog goes from one
 //     message to the next without a snooze between them, in whichever

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"strings"
 	"testing"
 
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/dbtest"
 	"github.com/bizmsg/platform/platform/migrate"
+	"github.com/bizmsg/platform/platform/sqlq"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -40,17 +42,31 @@ func TestDeliveryPlansStartFromIDs(t *testing.T) {
 	}
 	insert("queued", 5000)
 
+	q, err := loadQueries()
+	if err != nil {
+		t.Fatal(err)
+	}
 	ids := "'{5001,5002,5003,5004,5005,5006,5007,5008}'"
 	ones := "'{1,1,1,1,1,1,1,1}'"
+	claim := sqlq.Args{"default_limit": "1000", "now": "now()", "since": "now() - interval '10 minutes'", "lease": "10"}
+	markMany := func(delivered string) sqlq.Args {
+		return sqlq.Args{"ids": ids, "message_ids": ones, "conversation_ids": ones, "recipient_ids": ones,
+			"sent_ats": "array_fill(now(), '{8}')", "delivered": "array_fill(" + delivered + ", '{8}')", "now": "now()"}
+	}
+	markOne := func(delivered string) sqlq.Args {
+		return sqlq.Args{"message_id": "1", "conversation_id": "1", "recipient_id": "1", "sent_at": "now()",
+			"delivered": delivered, "now": "now()", "id": "5001"}
+	}
 	statements := []struct {
-		name, sql, args string
+		name, query string
+		args        sqlq.Args
 	}{
-		{"claim one", claimOneSQL(f.tn), "1000, 5001, now(), now() - interval '10 minutes', 1, 10"},
-		{"claim many", claimManySQL(f.tn), fmt.Sprintf("1000, %s, now(), now() - interval '10 minutes', %s, 10", ids, ones)},
-		{"mark one sent", markOneSentSQL(f.tn, false), "1, 1, 1, now(), false, now(), 5001"},
-		{"mark one sent with rows", markOneSentSQL(f.tn, true), "1, 1, 1, now(), true, now(), 5001"},
-		{"mark sent", markSentSQL(f.tn, false), fmt.Sprintf("%s, %s, %s, %s, array_fill(now(), '{8}'), array_fill(false, '{8}'), now()", ids, ones, ones, ones)},
-		{"mark sent with rows", markSentSQL(f.tn, true), fmt.Sprintf("%s, %s, %s, %s, array_fill(now(), '{8}'), array_fill(true, '{8}'), now()", ids, ones, ones, ones)},
+		{"claim one", "claim_one", with(claim, sqlq.Args{"id": "5001", "job": "1"})},
+		{"claim many", "claim_many", with(claim, sqlq.Args{"ids": ids, "jobs": ones})},
+		{"mark one sent", "mark_one_sent", markOne("false")},
+		{"mark one sent with rows", "mark_one_sent_rows", markOne("true")},
+		{"mark sent", "mark_sent", markMany("false")},
+		{"mark sent with rows", "mark_sent_rows", markMany("true")},
 	}
 	for _, st := range statements {
 		for _, mode := range []string{"force_generic_plan", "force_custom_plan"} {
@@ -64,11 +80,20 @@ func TestDeliveryPlansStartFromIDs(t *testing.T) {
 				if _, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := conn.Exec(ctx, "PREPARE plan_check AS "+st.sql); err != nil {
+				// The arguments are SQL expressions, in the parameters' order.
+				text, vals, err := q.Pgx(st.query, f.tn.Quoted(), st.args)
+				if err != nil {
+					t.Fatal(err)
+				}
+				args := make([]string, len(vals))
+				for i, v := range vals {
+					args[i] = v.(string)
+				}
+				if _, err := conn.Exec(ctx, "PREPARE plan_check AS "+text); err != nil {
 					t.Fatal(err)
 				}
 				defer conn.Exec(ctx, "DEALLOCATE plan_check") //nolint:errcheck // the connection goes back to a test pool
-				rows, err := conn.Query(ctx, "EXPLAIN (COSTS OFF) EXECUTE plan_check("+st.args+")")
+				rows, err := conn.Query(ctx, "EXPLAIN (COSTS OFF) EXECUTE plan_check("+strings.Join(args, ", ")+")")
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -76,16 +101,24 @@ func TestDeliveryPlansStartFromIDs(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				text := strings.Join(plan, "\n")
-				if strings.Contains(text, "messages_status_idx") || !strings.Contains(text, "messages_pkey") {
-					t.Fatalf("the plan does not find the messages by id:\n%s", text)
+				shown := strings.Join(plan, "\n")
+				if strings.Contains(shown, "messages_status_idx") || !strings.Contains(shown, "messages_pkey") {
+					t.Fatalf("the plan does not find the messages by id:\n%s", shown)
 				}
-				if strings.HasPrefix(st.name, "claim") && !strings.Contains(text, "messages_queued_conversation_idx") {
-					t.Fatalf("the plan does not find the blockers in their index:\n%s", text)
+				if strings.HasPrefix(st.name, "claim") && !strings.Contains(shown, "messages_queued_conversation_idx") {
+					t.Fatalf("the plan does not find the blockers in their index:\n%s", shown)
 				}
 			})
 		}
 	}
+}
+
+// with returns the arguments of a and b together.
+func with(a, b sqlq.Args) sqlq.Args {
+	out := sqlq.Args{}
+	maps.Copy(out, a)
+	maps.Copy(out, b)
+	return out
 }
 
 // planFixture is a database of its own with one tenant and one active

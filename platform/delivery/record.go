@@ -9,6 +9,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/network"
+	"github.com/bizmsg/platform/platform/sqlq"
 
 	"errors"
 
@@ -39,12 +40,17 @@ func (s *Service) markSent(ctx context.Context, t db.Tenant, sent []sentMessage)
 	}
 	now := s.clock.Now()
 	rows := s.changes.Recording()
+	one, many := "mark_one_sent", "mark_sent"
+	if rows {
+		one, many = "mark_one_sent_rows", "mark_sent_rows"
+	}
 	var query string
-	var args []any
+	var args sqlq.Args
 	if len(sent) == 1 {
 		m := sent[0]
-		query = markOneSentSQL(t, rows)
-		args = []any{m.d.MessageID, m.d.ConversationID, m.d.RecipientID, sentAt(m.d, now), m.delivered, now, m.id}
+		query = one
+		args = sqlq.Args{"message_id": m.d.MessageID, "conversation_id": m.d.ConversationID, "recipient_id": m.d.RecipientID,
+			"sent_at": sentAt(m.d, now), "delivered": m.delivered, "now": now, "id": m.id}
 	} else {
 		ids := make([]int64, len(sent))
 		netIDs := make([]int64, len(sent))
@@ -56,15 +62,18 @@ func (s *Service) markSent(ctx context.Context, t db.Tenant, sent []sentMessage)
 			ids[i], netIDs[i], convs[i], recipients[i] = m.id, m.d.MessageID, m.d.ConversationID, m.d.RecipientID
 			at[i], delivered[i] = sentAt(m.d, now), m.delivered
 		}
-		query = markSentSQL(t, rows)
-		args = []any{ids, netIDs, convs, recipients, at, delivered, now}
+		query = many
+		args = sqlq.Args{"ids": ids, "message_ids": netIDs, "conversation_ids": convs, "recipient_ids": recipients,
+			"sent_ats": at, "delivered": delivered, "now": now}
 	}
-	var err error
-	if !rows {
-		err = s.prep.Exec(ctx, nil, query, args...)
-	} else {
+	text, vals, err := s.q.Pgx(query, t.Quoted(), args)
+	switch {
+	case err != nil:
+	case !rows:
+		err = s.prep.Exec(ctx, nil, text, vals...)
+	default:
 		err = s.prep.Tx(ctx, func(tx pgx.Tx) error {
-			_, evs, err := s.changes.Run(ctx, tx, query, args, 2*len(sent))
+			_, evs, err := s.changes.Run(ctx, tx, text, vals, 2*len(sent))
 			if err != nil {
 				return err
 			}
@@ -86,32 +95,6 @@ func sentAt(d network.Delivery, now time.Time) time.Time {
 	return d.DeliveredAt
 }
 
-// recordableSQL is whether message x may take a sent record (markSent): it
-// is queued, or a receipt moved it on (delivered, read or failed) before
-// the record (it gets the network's ids). It is a CASE, not the equivalent
-// OR of status comparisons, so that it can only filter the rows the ids
-// find and never be the index condition the plan starts from. With the OR,
-// a plan made after an ANALYZE that saw almost nothing queued (the usual
-// state of a tenant whose messages are delivered as they come) scans every
-// queued message through messages_status_idx and joins the batch's ids to
-// them: 80 ms and more per batch under a backlog of 10,000, which took the
-// delivery drain from 3,300 to 1,000-1,300 messages/s once autovacuum ran
-// (docs/design.md, §Delivery plans start from the ids).
-// TestDeliveryPlansStartFromIDs holds it.
-const recordableSQL = `CASE WHEN x.status = 'queued' THEN true
-	              WHEN x.status IN ('delivered', 'read', 'failed') THEN x.message_id IS NULL
-	              ELSE false END`
-
-// markedColumns is what a sent record's CTE m returns: the old status, and
-// the whole message when the statement returns rows, else what the
-// counters need.
-func markedColumns(rows bool) string {
-	if rows {
-		return `o.status AS old_status, x.*`
-	}
-	return `o.status AS old_status, x.sender_number_id, x.created_at, x.status`
-}
-
 // fail marks a queued message failed with code and text, and counts it in
 // its day's failed counter, in one statement, with its message.failed
 // event: in tx (claimLocked's), or, when tx is nil, in a transaction of its
@@ -120,18 +103,11 @@ func (s *Service) fail(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64, co
 	if tx == nil && s.changes.Recording() {
 		return s.prep.Tx(ctx, func(tx pgx.Tx) error { return s.fail(ctx, tx, t, id, code, text) })
 	}
-	sc := t.Quoted()
-	_, evs, err := s.changes.Run(ctx, tx, `WITH m AS (
-		  UPDATE `+sc+`.messages
-		     SET status = 'failed', error_code = $1::text, error_message = $2::text,
-		         failed_at = $3::timestamptz, updated_at = $3::timestamptz
-		   WHERE id = $4::bigint AND status = 'queued'
-		  RETURNING 'queued'::text AS old_status, *),
-		u AS (
-		  INSERT INTO `+sc+`.daily_usage AS u (sender_number_id, day, side, failed)
-		  SELECT sender_number_id, (created_at AT TIME ZONE 'UTC')::date, 'deliver', 1 FROM m
-		  ON CONFLICT (sender_number_id, day, side) DO UPDATE SET failed = u.failed + 1)
-		SELECT `+messages.ChangedColumns+` FROM m`, []any{code, text, s.clock.Now(), id}, 1)
+	query, args, err := s.q.Pgx("fail", t.Quoted(), sqlq.Args{"code": code, "text": text, "now": s.clock.Now(), "id": id})
+	if err != nil {
+		return fmt.Errorf("record failure of message %d: %w", id, err)
+	}
+	_, evs, err := s.changes.Run(ctx, tx, query, args, 1)
 	if err != nil {
 		return fmt.Errorf("record failure of message %d: %w", id, err)
 	}
@@ -146,8 +122,9 @@ func (s *Service) fail(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64, co
 // item i): a delivery is returned, to record; a refusal fails the message; a
 // transient failure is the job's error, marks the message failing (its
 // failing_since, the start of the time after which it no longer holds its
-// conversation back: blockerSQL), and on the job's last attempt at its own
-// message fails the message with network_error as well. A transient failure
+// conversation back: blocker, statements.go), and on the job's last
+// attempt at its own message fails the message with network_error as well.
+// A transient failure
 // of a message the job carried its conversation on to releases the job's
 // claim of it: its retries are its own job's (DeliverMessage hands it over).
 func (s *Service) outcome(ctx context.Context, t db.Tenant, it pendingDelivery, i int, r network.Result) (*sentMessage, error) {
@@ -168,11 +145,8 @@ func (s *Service) outcome(ctx context.Context, t db.Tenant, it pendingDelivery, 
 		// once the cause is gone).
 		return nil, fmt.Errorf("deliver (last attempt; message failed %s): %w", messages.CodeNetworkError, network.Transient(r.Err))
 	case r.Err != nil:
-		if err := s.prep.Exec(ctx, nil, `UPDATE `+t.Table("messages")+`
-			SET failing_since = coalesce(failing_since, $2::timestamptz),
-			    claimed_by = CASE WHEN $3::boolean THEN claimed_by END
-			WHERE id = $1::bigint AND status = 'queued'`,
-			id, s.clock.Now(), it.own); err != nil {
+		if err := s.query(ctx, nil, t, "mark_failing",
+			sqlq.Args{"id": id, "now": s.clock.Now(), "keep_claim": it.own}, nil); err != nil {
 			s.log.WarnContext(ctx, "marking a message failing", "schema", t.Schema, "message_id", id, "error", err)
 		}
 		return nil, fmt.Errorf("deliver: %w", network.Transient(r.Err))

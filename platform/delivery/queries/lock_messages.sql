@@ -1,0 +1,2 @@
+-- claimLocked's first step: the messages ids locked and read.
+?{locked_messages}
