@@ -167,10 +167,10 @@ type Service struct {
 	jobs    Jobs
 	known   *senderCache
 	// acceptances batches the sends of each tenant (acceptBatch).
-	acceptances *batch.Batcher[db.Tenant, pendingSend, sendOutcome]
+	acceptances *batch.Batcher[db.Tenant, pendingSend, outcome[Result]]
 	// releases batches the scheduled sends' releases of each tenant
 	// (releaseBatch).
-	releases *batch.Batcher[db.Tenant, pendingRelease, releaseOutcome]
+	releases *batch.Batcher[db.Tenant, pendingRelease, outcome[string]]
 	clock    clock.Clock
 	// changes records the events of scheduled sends (Config.Events).
 	changes messages.Changes

@@ -26,9 +26,10 @@ type pendingSend struct {
 	limit int
 }
 
-// sendOutcome is a pending send's outcome: the answer, or the refusal.
-type sendOutcome struct {
-	res Result
+// outcome is the answer of one item of a batch (acceptBatch,
+// releaseBatch): its value, or the error that fails that item alone.
+type outcome[T any] struct {
+	val T
 	err error
 }
 
@@ -52,10 +53,10 @@ type sendOutcome struct {
 // A send whose client goes away while its batch runs may still be stored,
 // as when a lone send's commit races the disconnect; an Idempotency-Key
 // (which never batches) makes the retry safe.
-func (s *Service) acceptBatch(ctx context.Context, t db.Tenant, items []pendingSend) ([]sendOutcome, error) {
-	out := make([]sendOutcome, len(items))
+func (s *Service) acceptBatch(ctx context.Context, t db.Tenant, items []pendingSend) ([]outcome[Result], error) {
+	out := make([]outcome[Result], len(items))
 	alone := func(i int) {
-		out[i].res, out[i].err = s.acceptAlone(ctx, t, items[i].limit, items[i].ref, items[i].r)
+		out[i].val, out[i].err = s.acceptAlone(ctx, t, items[i].limit, items[i].ref, items[i].r)
 	}
 	if len(items) == 1 {
 		alone(0)
@@ -78,7 +79,7 @@ func (s *Service) acceptBatch(ctx context.Context, t db.Tenant, items []pendingS
 			alone(i)
 			continue
 		}
-		out[i].res, out[i].err = render(it.r)
+		out[i].val, out[i].err = render(it.r)
 	}
 	return out, nil
 }

@@ -192,7 +192,7 @@ func TestAcceptBatchAcrossMidnight(t *testing.T) {
 		}
 		var stored time.Time
 		if err := f.d.Pool.QueryRow(ctx, fmt.Sprintf(`SELECT created_at FROM %s WHERE id = $1`, f.tn.Table("messages")),
-			o.res.MessageID).Scan(&stored); err != nil {
+			o.val.MessageID).Scan(&stored); err != nil {
 			t.Fatal(err)
 		}
 		if want := items[i].r.CreatedAt; !stored.Equal(want) {

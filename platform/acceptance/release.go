@@ -230,7 +230,7 @@ func (s *Service) ReleaseScheduled(ctx context.Context, t db.Tenant, id int64, l
 	if err != nil {
 		return "", err
 	}
-	return out.status, out.err
+	return out.val, out.err
 }
 
 // releaseAlone is ReleaseScheduled for one message, in a transaction of

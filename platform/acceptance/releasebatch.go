@@ -21,12 +21,6 @@ type pendingRelease struct {
 	last bool
 }
 
-// releaseOutcome is ReleaseScheduled's answer for one message.
-type releaseOutcome struct {
-	status string
-	err    error
-}
-
 // releaseBatch releases the scheduled messages of tenant t whose jobs run
 // while its earlier releases are in the database (a batch.Batcher run),
 // as releaseAlone would each, sharing what they can: one read of the
@@ -44,10 +38,10 @@ type releaseOutcome struct {
 // scheduled, under its row lock, which the transaction holds to its
 // commit. When the transaction fails, each message it held is released
 // alone, so that one message's fault is not its neighbours'.
-func (s *Service) releaseBatch(ctx context.Context, t db.Tenant, items []pendingRelease) ([]releaseOutcome, error) {
-	out := make([]releaseOutcome, len(items))
+func (s *Service) releaseBatch(ctx context.Context, t db.Tenant, items []pendingRelease) ([]outcome[string], error) {
+	out := make([]outcome[string], len(items))
 	if len(items) == 1 {
-		out[0].status, out[0].err = s.releaseAlone(ctx, t, items[0].id, items[0].last)
+		out[0].val, out[0].err = s.releaseAlone(ctx, t, items[0].id, items[0].last)
 		return out, nil
 	}
 	rows, err := s.readScheduled(ctx, t, items)
@@ -70,7 +64,7 @@ func (s *Service) releaseBatch(ctx context.Context, t db.Tenant, items []pending
 		switch {
 		case !ok: // no such message: nothing to release
 		case r.Status != messages.StatusScheduled:
-			out[i].status = r.Status
+			out[i].val = r.Status
 		default:
 			wg.Go(func() { checked[i], checks[i] = s.checkScheduled(ctx, t, r) })
 		}
@@ -123,16 +117,16 @@ func (s *Service) releaseBatch(ctx context.Context, t db.Tenant, items []pending
 		// transaction, and its own error.
 		for _, i := range order {
 			checked[i] = nil
-			wg.Go(func() { out[i].status, out[i].err = s.releaseAlone(ctx, t, items[i].id, items[i].last) })
+			wg.Go(func() { out[i].val, out[i].err = s.releaseAlone(ctx, t, items[i].id, items[i].last) })
 		}
 	}
 	for i, it := range items {
 		switch {
 		case first[it.id] != i:
 		case checks[i] != nil:
-			wg.Go(func() { out[i].status, out[i].err = s.settle(ctx, t, it.id, it.last, checks[i]) })
+			wg.Go(func() { out[i].val, out[i].err = s.settle(ctx, t, it.id, it.last, checks[i]) })
 		case checked[i] != nil:
-			wg.Go(func() { out[i].status, out[i].err = s.settle(ctx, t, it.id, it.last, released[i]) })
+			wg.Go(func() { out[i].val, out[i].err = s.settle(ctx, t, it.id, it.last, released[i]) })
 		}
 	}
 	wg.Wait()

@@ -145,7 +145,7 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, dailyLimit int, req *se
 		if err != nil {
 			return Result{}, err
 		}
-		res := a.res
+		res := a.val
 		s.known.putPhone(t, r.SenderNumberID, senderPhone)
 		return res, nil
 	}

@@ -116,21 +116,22 @@ func Keyword(text string) (word string, optOut, ok bool) {
 }
 
 // Entry is one phone on the opt-out list (or, in a contact.opted_in event,
-// the opt-in: how and when the phone came back).
+// the opt-in: how and when the phone came back). Its bun tags name the
+// columns of the tenant's opt_outs table (entryRow).
 type Entry struct {
-	ID    int64  `json:"-"`
-	Phone string `json:"phone"`
+	ID    int64  `bun:"id,pk" json:"-"`
+	Phone string `bun:"phone" json:"phone"`
 	// Source is SourceKeyword, SourceAPI or SourceDashboard.
-	Source string `json:"source"`
+	Source string `bun:"source" json:"source"`
 	// Keyword is the word the recipient wrote (null unless Source is
 	// keyword).
-	Keyword *string `json:"keyword"`
+	Keyword *string `bun:"keyword" json:"keyword"`
 	// SenderNumberID is the number the keyword came to (null unless
 	// Source is keyword).
-	SenderNumberID *int64 `json:"sender_number_id"`
+	SenderNumberID *int64 `bun:"sender_number_id" json:"sender_number_id"`
 	// Note is the organization's note (null when none).
-	Note      *string   `json:"note"`
-	CreatedAt time.Time `json:"created_at"`
+	Note      *string   `bun:"note" json:"note"`
+	CreatedAt time.Time `bun:"created_at" json:"created_at"`
 }
 
 // Settings are the organization's confirmation texts: nil is the English

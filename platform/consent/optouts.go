@@ -192,17 +192,10 @@ func (s *Service) get(ctx context.Context, tx pgx.Tx, t db.Tenant, p string) (En
 }
 
 // entryRow is the bun model of a tenant's opt_outs table, as List reads
-// it.
+// it: an Entry, whose tags name its columns.
 type entryRow struct {
 	bun.BaseModel `bun:"table:opt_outs,alias:o"`
-
-	ID             int64     `bun:"id,pk"`
-	Phone          string    `bun:"phone"`
-	Source         string    `bun:"source"`
-	Keyword        *string   `bun:"keyword"`
-	SenderNumberID *int64    `bun:"sender_number_id"`
-	Note           *string   `bun:"note"`
-	CreatedAt      time.Time `bun:"created_at"`
+	Entry
 }
 
 // ListQuery filters the list: Phone and Source as given (validated by
@@ -263,8 +256,8 @@ func (s *Service) List(ctx context.Context, t db.Tenant, q ListQuery) (page.Of[E
 	}
 	list := make([]Entry, len(rows))
 	for i, r := range rows {
-		list[i] = Entry{ID: r.ID, Phone: r.Phone, Source: r.Source, Keyword: r.Keyword,
-			SenderNumberID: r.SenderNumberID, Note: r.Note, CreatedAt: r.CreatedAt.UTC()}
+		list[i] = r.Entry
+		list[i].CreatedAt = r.CreatedAt.UTC()
 	}
 	items, next := page.Cut(f.page, list, func(e Entry) int64 { return e.ID })
 	return page.Of[Entry]{Items: items, NextCursor: next}, nil

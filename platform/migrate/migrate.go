@@ -43,7 +43,7 @@ import (
 // and catalogs, which exist on a Citus coordinator only (integration's
 // TestCitusCluster prepares them there).
 //
-//go:embed queries/*.sql queries/citus/*.sql
+//go:embed queries/*.sql queries/citus/*.sql queries/citus/fragments/*.sql
 var queries embed.FS
 
 // Schema names owned by the platform besides the tenant schemas.

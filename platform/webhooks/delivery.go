@@ -82,18 +82,20 @@ func (d Delivery) MarshalJSON() ([]byte, error) {
 		State:          d.State,
 		Attempts:       d.Attempts,
 		LastStatusCode: d.LastStatusCode,
+		LastError:      nullable(d.LastError),
 		LatencyMS:      d.LatencyMS,
+		NextAttemptAt:  clock.FormatPtr(d.NextAttemptAt),
 		CreatedAt:      clock.Format(d.CreatedAt),
 	}
-	if d.LastError != "" {
-		e := d.LastError
-		out.LastError = &e
-	}
-	if d.NextAttemptAt != nil {
-		n := clock.Format(*d.NextAttemptAt)
-		out.NextAttemptAt = &n
-	}
 	return json.Marshal(out)
+}
+
+// nullable is a resource's optional text: null (nil) when "".
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // scanDelivery scans a row of queries/redeliver.sql, the columns of

@@ -87,21 +87,18 @@ type endpointJSON struct {
 // second, disabled_reason null while enabled, secret only when set.
 func (e Endpoint) MarshalJSON() ([]byte, error) {
 	out := endpointJSON{
-		ID:          e.ID,
-		URL:         e.URL,
-		Description: e.Description,
-		Events:      e.Events,
-		Enabled:     e.Enabled,
-		CreatedAt:   clock.Format(e.CreatedAt),
-		UpdatedAt:   clock.Format(e.UpdatedAt),
-		Secret:      e.Secret,
+		ID:             e.ID,
+		URL:            e.URL,
+		Description:    e.Description,
+		Events:         e.Events,
+		Enabled:        e.Enabled,
+		DisabledReason: nullable(e.DisabledReason),
+		CreatedAt:      clock.Format(e.CreatedAt),
+		UpdatedAt:      clock.Format(e.UpdatedAt),
+		Secret:         e.Secret,
 	}
 	if out.Events == nil {
 		out.Events = []string{}
-	}
-	if e.DisabledReason != "" {
-		r := e.DisabledReason
-		out.DisabledReason = &r
 	}
 	return json.Marshal(out)
 }
