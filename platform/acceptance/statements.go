@@ -106,10 +106,11 @@ package acceptance
 // read it): i (accept_batch_input), the messages with their ordinals; s,
 // each message's sender, opt-out and window; then (accept_batch_reserve)
 // ok, those that may send, want, per sender and day its messages, and c,
-// u, the reservation as messages.ReserveSQL writes it on the 'accept'
-// counters: c locks them in sender and day order, so concurrent batches
-// cannot deadlock, and u raises each by its number of messages only while
-// it stays within the limit and only when c found every one. Per sender
+// u, the reservation delivery's claims also make (on the 'deliver'
+// counters), here on the 'accept' counters: c locks them in sender and
+// day order, so concurrent batches cannot deadlock, and u raises each by
+// its number of messages only while it stays within the limit and only
+// when c found every one. Per sender
 // and day it raises the counter once for all the sender's messages, or
 // not at all, and returns per message its ordinal, its sender's id,
 // whether it was counted (accepted) and whether its sender's counter for
