@@ -12,8 +12,8 @@
 // sender's phone: the request's, or the one this process remembers for the
 // sender's id (a sender's phone never changes), or else the sender's row,
 // read and checked first. Then one transaction accepts the message: the
-// counter statement (acceptSQL) with the message's insert in it (on
-// Citus the insert_message statement after it) and the insert of its
+// counter statement (acceptVariant), the message's insert after it
+// (insert_message) and the insert of its
 // delivery job (River's, in the same transaction; on Citus into the
 // tenant's job outbox, which moves it into River after the commit:
 // docs/scaling.md, §Jobs):
@@ -37,7 +37,7 @@
 // CTEs, no coordinator table): docs/scaling.md, §A worker node down.
 //
 // Sends of one tenant that arrive while its earlier ones are in the database
-// share one transaction (acceptBatch, acceptBatchSQL): each sender's counter is
+// share one transaction (acceptBatch, accept_batch): each sender's counter is
 // raised once for all its messages, all or none; whatever that statement
 // does not accept is decided again by the one-message statement.
 //
@@ -51,10 +51,10 @@
 // A send with send_at is scheduled instead (schedule.go): stored as
 // scheduled with its release job, nothing counted. Its release
 // (ReleaseScheduled, release.go) runs the checks of a send made at that
-// moment through Check (outside a transaction) and Release (acceptSQL's
-// release variant, which turns the locked scheduled row queued); Cancel
-// ends it before. Campaigns release their messages through the same Check
-// and Release.
+// moment through Check (outside a transaction) and Release (the acceptance
+// statement's release variant, which turns the locked scheduled row
+// queued); Cancel ends it before. Campaigns release their messages through
+// the same Check and Release.
 //
 // The statements (acceptance, alone or batched; idempotency keys) take $n
 // arguments and go through db.Prepared, which keeps them prepared on each
@@ -150,11 +150,11 @@ type Config struct {
 	Routed bool
 }
 
-// queries are the package's static statements (named queries, run
-// through sqlq's Pgx and db.Prepared); the statements whose text varies
-// with the send (acceptSQL, acceptBatchSQL) are built in statements.go.
+// queries are the package's statements (named queries, run through
+// sqlq's Pgx and db.Prepared), the acceptance statement's variants among
+// them (acceptVariant), and their fragments.
 //
-//go:embed queries/*.sql
+//go:embed queries/*.sql queries/fragments/*.sql
 var queries embed.FS
 
 // Service accepts sends. It is safe for concurrent use.
@@ -176,7 +176,10 @@ type Service struct {
 	changes messages.Changes
 	// optOuts takes the recipients' opt-out locks (lockOptOuts).
 	optOuts consent.ShareLocker
-	cfg     Config
+	// windowSecs is Config.ServiceWindow in seconds, the statements'
+	// window_secs.
+	windowSecs float64
+	cfg        Config
 }
 
 // New validates cfg and returns a Service.
@@ -220,6 +223,8 @@ func New(cfg Config) (*Service, error) {
 		changes: messages.Changes{Prepared: cfg.Prepared, Events: cfg.Events},
 		optOuts: optOuts,
 		cfg:     cfg,
+
+		windowSecs: cfg.ServiceWindow.Seconds(),
 	}
 	s.acceptances = batch.New(s.acceptBatch, cfg.Batch)
 	s.releases = batch.New(s.releaseBatch, cfg.ReleaseBatch)

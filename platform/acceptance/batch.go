@@ -35,7 +35,7 @@ type outcome[T any] struct {
 
 // acceptBatch accepts the sends of tenant t that arrive while its earlier
 // acceptances are in the database (a batch.Batcher run), in one statement
-// (acceptBatchSQL) when there are several: one parse, one plan, one commit,
+// (accept_batch) when there are several: one parse, one plan, one commit,
 // and each sender's daily counter locked and raised once for all its
 // messages instead of once per message. Concurrent sends of one sender
 // otherwise queue on that counter's row lock, which each holds until its
@@ -95,7 +95,7 @@ func (s *Service) acceptBatch(ctx context.Context, t db.Tenant, items []pendingS
 // one-message statements side by side.
 const minBatch = 4
 
-// acceptMany runs acceptBatchSQL over items, the insert of the accepted
+// acceptMany runs accept_batch over items, the insert of the accepted
 // messages and the outbox's insert of their jobs, in one transaction, and
 // reports which were accepted, filling their rows' ids and senders.
 func (s *Service) acceptMany(ctx context.Context, t db.Tenant, items []pendingSend) ([]bool, error) {
@@ -111,7 +111,7 @@ func (s *Service) acceptMany(ctx context.Context, t db.Tenant, items []pendingSe
 	return ok, nil
 }
 
-// batchRow is acceptBatchSQL's answer for one message.
+// batchRow is accept_batch's answer for one message.
 type batchRow struct {
 	ord               int64
 	senderID          *int64
@@ -119,7 +119,7 @@ type batchRow struct {
 }
 
 // acceptManyTx is acceptMany in tx: the opt-out locks, the counters
-// (acceptBatchSQL, run again once the missing ones exist), then the
+// (accept_batch, run again once the missing ones exist), then the
 // accepted messages (insert_batch) and their jobs.
 func (s *Service) acceptManyTx(ctx context.Context, tx pgx.Tx, t db.Tenant, items []pendingSend) ([]bool, error) {
 	n := len(items)
@@ -132,15 +132,20 @@ func (s *Service) acceptManyTx(ctx context.Context, tx pgx.Tx, t db.Tenant, item
 		senderIDs[i], phones[i], limits[i], rows[i] = it.ref.ID, it.ref.Phone, int32(it.limit), it.r
 	}
 	cols := columnsOf(rows)
-	args := []any{senderIDs, phones, cols.tos, cols.types, cols.created, limits}
 	ok := make([]bool, n)
+	q, args, err := s.q.Pgx(batchName(s.cfg.ServiceWindow > 0), t.Quoted(), sqlq.Args{"sender_ids": senderIDs,
+		"sender_phones": phones, "to_phones": cols.tos, "types": cols.types, "created": cols.created, "limits": limits,
+		"window_secs": s.windowSecs})
+	if err != nil {
+		return ok, fmt.Errorf("accept %d messages: %w", n, err)
+	}
 	if err := s.lockOptOuts(ctx, tx, t, cols.tos...); err != nil {
 		return ok, err
 	}
 	var answers []batchRow
 	for try := 0; ; try++ {
 		answers = answers[:0]
-		err := s.prep.Query(ctx, tx, acceptBatchSQL(t, s.cfg.ServiceWindow), args, func(r db.Rows) error {
+		err := s.prep.Query(ctx, tx, q, args, func(r db.Rows) error {
 			for r.Next() {
 				var x batchRow
 				if err := r.Scan(&x.ord, &x.senderID, &x.accepted, &x.missing); err != nil {

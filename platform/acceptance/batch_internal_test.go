@@ -29,6 +29,10 @@ func (unusedSenders) Resolve(context.Context, db.Tenant, senders.SenderRef) (sen
 
 type unusedNetwork struct{ network.Network }
 
+// batchInsertMark begins insert_batch's column list: the tests count a
+// batch's inserts by it.
+const batchInsertMark = `(created_at, sender_number_id, to_phone, recipient_user_id`
+
 // batchAttempts counts the runs of insert_batch (a batch's messages
 // stored), failed ones included.
 type batchAttempts struct{ n atomic.Int32 }

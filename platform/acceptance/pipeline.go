@@ -9,20 +9,31 @@ import (
 
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/senders"
+	"github.com/bizmsg/platform/platform/sqlq"
 )
 
-// releaseStatement returns acceptSQL's release variant for checked draft
-// c under the organization's default daily limit limit, its arguments and
-// the result its row is scanned into.
-func (s *Service) releaseStatement(t db.Tenant, limit int, c *Checked) (string, []any, *acceptResult) {
+// releaseStatement returns the acceptance statement's release variant
+// (acceptVariant) for checked draft c under the organization's default
+// daily limit limit, its arguments and the result its row is scanned
+// into.
+func (s *Service) releaseStatement(t db.Tenant, limit int, c *Checked) (string, []any, *acceptResult, error) {
 	r := &c.row
-	args := append([]any{limit, ""}, messageArgs(r)...)
 	res := &acceptResult{template: r.TemplateID != nil, release: true, approved: true}
-	if res.template {
-		args = append(args, *r.TemplateID, r.TemplateRef)
-	}
-	args = append(args, r.SenderNumberID, r.ID, c.reserve)
-	return acceptSQL(t, acceptVariant{byID: true, window: s.cfg.ServiceWindow, template: res.template, release: true}), args, res
+	v := acceptVariant{byID: true, window: s.cfg.ServiceWindow > 0, template: res.template, release: true}
+	q, args, err := s.q.Pgx(v.name(), t.Quoted(), s.releaseArgs(limit, c))
+	return q, args, res, err
+}
+
+// releaseArgs are the release variant's arguments for checked draft c:
+// the whole message, its sender and reserve, and the organization's
+// default daily limit limit.
+func (s *Service) releaseArgs(limit int, c *Checked) sqlq.Args {
+	r := &c.row
+	return sqlq.Args{"limit": limit, "phone": "", "to_phone": r.ToPhone, "recipient_user_id": r.RecipientUserID,
+		"type": r.Type, "content": r.Content, "file_name": r.FileName, "file_size": r.FileSize, "file_type": r.FileType,
+		"duration": r.Duration, "client_reference": r.ClientReference, "at": r.CreatedAt, "template_id": r.TemplateID,
+		"template_ref": r.TemplateRef, "sender": r.SenderNumberID, "id": r.ID, "reserve": c.reserve,
+		"window_secs": s.windowSecs}
 }
 
 // releaseAnswer is what res says of c: nil (queued), ErrNotScheduled or
@@ -41,20 +52,23 @@ func (s *Service) releaseAnswer(ctx context.Context, t db.Tenant, c *Checked, re
 	return nil
 }
 
-// acceptPipelined runs acceptSQL's release variant for each of cs in tx,
-// in order, in one round trip (pgx's batch: the statements pipelined, run
-// by the server one after the other as if sent one by one), under the
-// organization's default daily limit limit, and answers each as
+// acceptPipelined runs the acceptance statement's release variant for each
+// of cs in tx, in order, in one round trip (pgx's batch: the statements
+// pipelined, run by the server one after the other as if sent one by one),
+// under the organization's default daily limit limit, and answers each as
 // acceptChecked would. One round trip per message was most of a campaign
-// tick's time on a busy machine. The drafts whose senders' counters for
-// the day were missing (a day's first message of a sender) run again,
-// one by one, once the counters exist (acceptChecked). err is a failure of
-// a statement (tx is then aborted).
+// tick's time on a busy machine. The drafts whose senders' counters for the
+// day were missing (a day's first message of a sender) run again, one by
+// one, once the counters exist (acceptChecked). err is a failure of a
+// statement (tx is then aborted).
 func (s *Service) acceptPipelined(ctx context.Context, tx pgx.Tx, t db.Tenant, limit int, cs []*Checked) (answers []error, err error) {
 	var b pgx.Batch
 	results := make([]*acceptResult, len(cs))
 	for i, c := range cs {
-		q, args, res := s.releaseStatement(t, limit, c)
+		q, args, res, err := s.releaseStatement(t, limit, c)
+		if err != nil {
+			return nil, fmt.Errorf("release message %d: %w", c.row.ID, err)
+		}
 		b.Queue(q, args...)
 		results[i] = res
 	}

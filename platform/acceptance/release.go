@@ -25,7 +25,8 @@ import (
 //	c, err := svc.Check(ctx, t, d, now)      // outside any transaction: the
 //	                                         // recipient's lookup, the template
 //	err = db.Tx(func(tx) { m, err = svc.Release(ctx, tx, t, c) })
-//	                                         // acceptSQL's release variant
+//	                                         // the acceptance statement's release
+//	                                         // variant
 //
 // A refusal at either step is an *apperr.Error whose Code is the check's
 // (Refusal tells it from a transient error, worth a retry). ReleaseScheduled
@@ -149,18 +150,18 @@ func (s *Service) Check(ctx context.Context, t db.Tenant, d Draft, now time.Time
 	return c, nil
 }
 
-// Release runs the checks of a send made at the check's time (now) for
-// the checked draft c and, if they pass, accepts it inside tx: the stored
+// Release runs the checks of a send made at the check's time (now) for the
+// checked draft c and, if they pass, accepts it inside tx: the stored
 // message, locked FOR UPDATE while it is still scheduled, becomes queued
 // (its created_at the release time), the 'accept' counter of that UTC day
-// is raised, and its delivery job is inserted, by acceptSQL's release
-// variant and River's insert. The counter rises only while it is under
-// the limit less the draft's reserve (Draft.ReservePercent). Else it returns the refusal: an
-// *apperr.Error with the check's code (sender_not_active,
-// sender_owner_unverified, recipient_opted_out, template_not_approved,
-// outside_service_window, daily_limit_exceeded), having changed nothing;
-// or ErrNotScheduled when the message is no longer scheduled. It returns
-// the message as queued.
+// is raised, and its delivery job is inserted, by the acceptance
+// statement's release variant and River's insert. The counter rises only
+// while it is under the limit less the draft's reserve
+// (Draft.ReservePercent). Else it returns the refusal: an *apperr.Error
+// with the check's code (sender_not_active, sender_owner_unverified,
+// recipient_opted_out, template_not_approved, outside_service_window,
+// daily_limit_exceeded), having changed nothing; or ErrNotScheduled when
+// the message is no longer scheduled. It returns the message as queued.
 //
 // Campaigns release their recipients, which have no row yet, a tick at
 // a time with ReleaseMany: Check outside any transaction, then
@@ -183,13 +184,16 @@ func (s *Service) Release(ctx context.Context, tx pgx.Tx, t db.Tenant, c *Checke
 }
 
 // acceptChecked is Release without the delivery job, under the
-// organization's default daily limit limit: acceptSQL's release variant
-// (run again once the sender's counter exists, when it was missing), and
-// the refusal it reads. tx holds the recipient's opt-out lock already
-// (lockOptOuts).
+// organization's default daily limit limit: the acceptance statement's
+// release variant (run again once the sender's counter exists, when it was
+// missing), and the refusal it reads. tx holds the recipient's opt-out lock
+// already (lockOptOuts).
 func (s *Service) acceptChecked(ctx context.Context, tx pgx.Tx, t db.Tenant, limit int, c *Checked) error {
-	q, args, res := s.releaseStatement(t, limit, c)
-	if err := s.count(ctx, tx, t, q, args, res, c.row.CreatedAt); err != nil {
+	q, args, res, err := s.releaseStatement(t, limit, c)
+	if err == nil {
+		err = s.count(ctx, tx, t, q, args, res, c.row.CreatedAt)
+	}
+	if err != nil {
 		return fmt.Errorf("release message %d: %w", c.row.ID, err)
 	}
 	return s.releaseAnswer(ctx, t, c, res)
@@ -240,7 +244,7 @@ func (s *Service) releaseAlone(ctx context.Context, t db.Tenant, id int64, last 
 		row   messages.Row
 		found bool
 	)
-	err := s.prep.Query(ctx, nil, scheduledSQL(t), []any{id}, func(r db.Rows) error {
+	err := s.queryNamed(ctx, nil, t, "scheduled", sqlq.Args{"id": id}, func(r db.Rows) error {
 		if !r.Next() {
 			return nil
 		}
@@ -302,14 +306,14 @@ func (s *Service) settle(ctx context.Context, t db.Tenant, id int64, last bool, 
 	return m.Status, nil
 }
 
-// ReleaseMany releases checked drafts cs that have no row yet (a
-// campaign's recipients, ids drawn by the caller from the messages'
-// sequence) in tx as Release would each: stored as scheduled in one
-// statement, accepted one by one (acceptSQL's release variant), the
-// refused rows deleted and the delivery jobs inserted in one statement
-// each (the acceptances pipelined: acceptPipelined). It returns per draft
-// nil (queued) or its refusal, as Release's;
-// err is a failure after which tx must be rolled back.
+// ReleaseMany releases checked drafts cs that have no row yet (a campaign's
+// recipients, ids drawn by the caller from the messages' sequence) in tx as
+// Release would each: stored as scheduled in one statement, accepted one by
+// one (the acceptance statement's release variant), the refused rows
+// deleted and the delivery jobs inserted in one statement each (the
+// acceptances pipelined: acceptPipelined). It returns per draft nil
+// (queued) or its refusal, as Release's; err is a failure after which tx
+// must be rolled back.
 func (s *Service) ReleaseMany(ctx context.Context, tx pgx.Tx, t db.Tenant, cs []*Checked) (refusals []error, err error) {
 	if len(cs) == 0 {
 		return nil, nil

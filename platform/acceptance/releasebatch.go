@@ -12,6 +12,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/messages"
+	"github.com/bizmsg/platform/platform/sqlq"
 )
 
 // pendingRelease is a scheduled message waiting for its tenant's next
@@ -22,14 +23,14 @@ type pendingRelease struct {
 }
 
 // releaseBatch releases the scheduled messages of tenant t whose jobs run
-// while its earlier releases are in the database (a batch.Batcher run),
-// as releaseAlone would each, sharing what they can: one read of the
-// messages, the checks side by side (outside any transaction), and one
-// transaction that runs acceptSQL's release variant for each checked
+// while its earlier releases are in the database (a batch.Batcher run), as
+// releaseAlone would each, sharing what they can: one read of the messages,
+// the checks side by side (outside any transaction), and one transaction
+// that runs the acceptance statement's release variant for each checked
 // message, in sender order (the order in which the API's batches and the
 // campaigns' ticks lock the senders' day counters, so that none of them
-// deadlock), and inserts the delivery jobs of those accepted together.
-// One commit, one insert of jobs and one notification stand for many.
+// deadlock), and inserts the delivery jobs of those accepted together. One
+// commit, one insert of jobs and one notification stand for many.
 //
 // Each message keeps its own outcome: a refusal (at the check or in the
 // statement) fails that message alone, with its code, after the commit;
@@ -145,7 +146,7 @@ func (s *Service) readScheduled(ctx context.Context, t db.Tenant, items []pendin
 		ids[i] = it.id
 	}
 	rows := make(map[int64]*messages.Row, len(items))
-	err := s.prep.Query(ctx, nil, scheduledManySQL(t), []any{ids}, func(r db.Rows) error {
+	err := s.queryNamed(ctx, nil, t, "scheduled_many", sqlq.Args{"ids": ids}, func(r db.Rows) error {
 		for r.Next() {
 			var row messages.Row
 			if err := r.Scan(row.ScanDest()...); err != nil {

@@ -124,10 +124,10 @@ func (s *Service) Cancel(ctx context.Context, t db.Tenant, id int64) (messages.M
 // (message.canceled), else failed with refusal's code and message
 // (message.failed). changed is false when the message was not scheduled.
 func (s *Service) endScheduled(ctx context.Context, t db.Tenant, id int64, refusal *apperr.Error) (messages.Message, bool, error) {
-	now := s.clock.Now()
-	args := []any{id, now}
+	name, args := "cancel_scheduled", sqlq.Args{"id": id, "at": s.clock.Now()}
 	if refusal != nil {
-		args = append(args, refusal.Code, refusal.Message)
+		name = "fail_scheduled"
+		args["error_code"], args["error_message"] = refusal.Code, refusal.Message
 	}
 	var (
 		row     messages.Row
@@ -135,7 +135,7 @@ func (s *Service) endScheduled(ctx context.Context, t db.Tenant, id int64, refus
 	)
 	err := s.prep.Tx(ctx, func(tx pgx.Tx) error {
 		var old string
-		err := s.prep.Query(ctx, tx, endScheduledSQL(t, refusal == nil), args, func(r db.Rows) error {
+		err := s.queryNamed(ctx, tx, t, name, args, func(r db.Rows) error {
 			if !r.Next() {
 				return nil
 			}

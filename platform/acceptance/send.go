@@ -126,8 +126,8 @@ func (s *Service) Send(ctx context.Context, t db.Tenant, dailyLimit int, req *se
 	r.RecipientUserID, r.TemplateID, r.TemplateRef = reach.RecipientID, templateID, templateRef
 	if key == "" && templateID != nil {
 		// Template sends never batch: their statement checks the template
-		// too (acceptSQL), which the batch statement of the plain sends
-		// does not carry.
+		// too (accept_template_*), which the batch statement of the plain
+		// sends does not carry.
 		res, err := s.acceptAlone(ctx, t, dailyLimit, ref, r)
 		if err != nil {
 			return Result{}, err
@@ -220,7 +220,7 @@ func (s *Service) checkSender(ctx context.Context, t db.Tenant, ref senders.Send
 
 // accept stores r (queued) with its delivery job in tx if the sender named
 // by ref may send today, under the organization's default daily limit
-// limit: the counter statement (acceptSQL), the message's insert
+// limit: the counter statement (acceptVariant), the message's insert
 // (insert_message) and the outbox's insert of the job. It renders the
 // answer and fills r's id and sender. A refusal stores nothing and is a
 // *refused error, which the caller words (refusal) once the transaction is
@@ -228,12 +228,16 @@ func (s *Service) checkSender(ctx context.Context, t db.Tenant, ref senders.Send
 // hold tx's meanwhile.
 func (s *Service) accept(ctx context.Context, tx pgx.Tx, t db.Tenant, limit int, ref senders.SenderRef, r *messages.Row) (Result, error) {
 	template := r.TemplateID != nil
-	v := acceptVariant{byID: ref.ID > 0, window: s.cfg.ServiceWindow, template: template}
+	v := acceptVariant{byID: ref.ID > 0, window: s.cfg.ServiceWindow > 0, template: template}
 	if err := s.lockOptOuts(ctx, tx, t, r.ToPhone); err != nil {
 		return Result{}, err
 	}
 	res := &acceptResult{template: template, approved: true}
-	if err := s.count(ctx, tx, t, acceptSQL(t, v), s.sendArgs(limit, ref, r), res, r.CreatedAt); err != nil {
+	q, args, err := s.q.Pgx(v.name(), t.Quoted(), s.sendArgs(limit, ref, r))
+	if err == nil {
+		err = s.count(ctx, tx, t, q, args, res, r.CreatedAt)
+	}
+	if err != nil {
 		return Result{}, fmt.Errorf("accept message: %w", err)
 	}
 	if !res.counted {
@@ -251,7 +255,7 @@ func (s *Service) accept(ctx context.Context, tx pgx.Tx, t db.Tenant, limit int,
 	return render(r)
 }
 
-// insertMessage inserts r, which acceptSQL counted, queued
+// insertMessage inserts r, which the acceptance statement counted, queued
 // (insert_message), and fills its id.
 func (s *Service) insertMessage(ctx context.Context, tx pgx.Tx, t db.Tenant, r *messages.Row) error {
 	err := s.queryNamed(ctx, tx, t, "insert_message", rowArgs(r), func(rows db.Rows) error {
@@ -280,37 +284,18 @@ func rowArgs(r *messages.Row) sqlq.Args {
 		"template_ref": r.TemplateRef, "campaign_id": r.CampaignID, "send_at": r.SendAt}
 }
 
-// messageArgs are r's columns as acceptSQL's release variant takes them
-// ($3 to $12): recipient, recipient's user id, type, content, file name,
-// size, file type, duration, client reference, acceptance time.
-func messageArgs(r *messages.Row) []any {
-	return []any{r.ToPhone, r.RecipientUserID, r.Type, r.Content, r.FileName, r.FileSize,
-		r.FileType, r.Duration, r.ClientReference, r.CreatedAt}
+// sendArgs are the acceptance statement's arguments (acceptVariant) for a
+// send of r by the sender named by ref under the organization's default
+// daily limit limit; each variant takes those it names.
+func (s *Service) sendArgs(limit int, ref senders.SenderRef, r *messages.Row) sqlq.Args {
+	return sqlq.Args{"limit": limit, "phone": ref.Phone, "sender": ref.ID, "to_phone": r.ToPhone, "type": r.Type,
+		"at": r.CreatedAt, "template_id": r.TemplateID, "window_secs": s.windowSecs}
 }
 
-// sendArgs are acceptSQL's arguments for a send of r by the sender named
-// by ref under the organization's default daily limit limit.
-func (s *Service) sendArgs(limit int, ref senders.SenderRef, r *messages.Row) []any {
-	args := []any{limit, ref.Phone}
-	switch {
-	case s.cfg.ServiceWindow > 0:
-		args = append(args, r.ToPhone, r.Type, r.CreatedAt)
-	default:
-		args = append(args, r.ToPhone, r.CreatedAt)
-	}
-	if r.TemplateID != nil {
-		args = append(args, *r.TemplateID)
-	}
-	if ref.ID > 0 {
-		args = append(args, ref.ID)
-	}
-	return args
-}
-
-// count runs query, acceptSQL's statement with args, in tx and scans its
-// row into res; when the sender's counter for the day of at was missing
-// (a day's first send), it creates the counter and runs the statement
-// again.
+// count runs query, the acceptance statement (acceptVariant) with args, in
+// tx and scans its row into res; when the sender's counter for the day of
+// at was missing (a day's first send), it creates the counter and runs the
+// statement again.
 func (s *Service) count(ctx context.Context, tx pgx.Tx, t db.Tenant, query string, args []any, res *acceptResult, at time.Time) error {
 	for try := 0; ; try++ {
 		if err := s.prep.Query(ctx, tx, query, args, res.scan); err != nil {
@@ -338,7 +323,8 @@ func (s *Service) createCounters(ctx context.Context, tx pgx.Tx, t db.Tenant, si
 	return nil
 }
 
-// acceptResult is the result row of acceptSQL (any variant).
+// acceptResult is the result row of the acceptance statement (any
+// acceptVariant).
 type acceptResult struct {
 	template, release    bool
 	senderID             *int64

@@ -1,10 +1,11 @@
--- The messages of a batch that acceptBatchSQL counted, queued, in the
+-- The messages of a batch that accept_batch counted, queued, in the
 -- batch's order (on Citus, Config.Routed), one per element of the arrays.
 -- Their ids are drawn from the table's sequence in that order (the
 -- insert's projection runs after the ORDER BY), so the i-th smallest id it
 -- returns is the i-th message's. On Citus the coordinator draws them,
 -- reads the arrays and copies the rows to the tenant's node alone. The
--- column list begins as batchInsertMark, which the tests count it by.
+-- column list begins as batchInsertMark (batch_internal_test.go), which
+-- the tests count it by.
 INSERT INTO ?schema.messages (created_at, sender_number_id, to_phone, recipient_user_id, type, content,
        file_name, file_size, file_type, duration, status, client_reference, updated_at)
 SELECT x.created_at, x.sender, x.to_phone, x.recipient_user_id, x.type, x.content, x.file_name,

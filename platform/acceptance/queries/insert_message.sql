@@ -1,5 +1,5 @@
--- A message acceptSQL counted, queued (on Citus, Config.Routed: on one
--- server acceptSQL's insert step stores it). Its id is drawn from the
+-- A message the acceptance statement (acceptVariant) counted, queued, in
+-- the statement after it. Its id is drawn from the
 -- table's sequence (on Citus by the coordinator, which then routes the
 -- row to the tenant's node). A message without a template has NULL ones.
 INSERT INTO ?schema.messages (sender_number_id, to_phone, recipient_user_id, type, content, file_name,
