@@ -30,7 +30,6 @@ var notOnBun = []string{
 	"platform/campaigns",
 	"platform/db",
 	"platform/delivery",
-	"platform/messages",
 }
 
 // sqlStatement and sqlClause are the words that make a literal SQL: a

@@ -174,6 +174,9 @@ type Service struct {
 	clock    clock.Clock
 	// changes records the events of scheduled sends (Config.Events).
 	changes messages.Changes
+	// counters reads the organization's limits and creates missing
+	// daily counters.
+	counters *messages.Counters
 	// optOuts takes the recipients' opt-out locks (lockOptOuts).
 	optOuts consent.ShareLocker
 	cfg     Config
@@ -208,18 +211,23 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("acceptance: %w", err)
 	}
+	counters, err := messages.NewCounters()
+	if err != nil {
+		return nil, fmt.Errorf("acceptance: %w", err)
+	}
 	s := &Service{
-		q:       q,
-		keys:    keys,
-		prep:    cfg.Prepared,
-		senders: cfg.Senders,
-		net:     cfg.Network,
-		jobs:    cfg.Jobs,
-		known:   newSenderCache(cfg.SenderCache),
-		clock:   cfg.Clock,
-		changes: messages.Changes{Prepared: cfg.Prepared, Events: cfg.Events},
-		optOuts: optOuts,
-		cfg:     cfg,
+		q:        q,
+		keys:     keys,
+		prep:     cfg.Prepared,
+		senders:  cfg.Senders,
+		net:      cfg.Network,
+		jobs:     cfg.Jobs,
+		known:    newSenderCache(cfg.SenderCache),
+		clock:    cfg.Clock,
+		changes:  messages.Changes{Prepared: cfg.Prepared, Events: cfg.Events},
+		counters: counters,
+		optOuts:  optOuts,
+		cfg:      cfg,
 	}
 	s.acceptances = batch.New(s.acceptBatch, cfg.Batch)
 	s.releases = batch.New(s.releaseBatch, cfg.ReleaseBatch)

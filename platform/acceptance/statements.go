@@ -30,7 +30,7 @@ import (
 // id (byID) or by phone, with $n arguments for db.Prepared: $1 the
 // organization's default daily limit (its sender numbers' without an
 // override; the organization as the request's authentication read it, or
-// messages.ReadLimits), $2 the request's sender phone ("" if none), $3 the
+// messages.Counters.ReadLimits), $2 the request's sender phone ("" if none), $3 the
 // recipient, with a window (only) the message's type, then the acceptance
 // time (whose UTC day is the day whose limit it counts against), with
 // template the message's template, and by id the sender's id last
@@ -62,7 +62,7 @@ import (
 //     (insert_message, the next statement) and the commit. Delivery counts
 //     in the day's 'deliver' row, so a delivery never holds this lock. A
 //     day's first send of a sender finds no row (c): the result says so
-//     (no_counter), and accept creates it (messages.CreateCounters) and
+//     (no_counter), and accept creates it (messages.Counters.Create) and
 //     runs the statement again.
 //
 // The message itself is inserted by insert_message once the counter is
@@ -238,7 +238,7 @@ func windowSQL(sc string, window time.Duration, sender, recipient, typ, at strin
 //   - s, ok: each message's sender, whether its recipient opted out and
 //     its window, and those that may send (as acceptSQL);
 //   - want: per sender and day, its messages in the batch;
-//   - c, u: the daily-limit reservation (messages.ReserveSQL), per sender
+//   - c, u: the daily-limit reservation (reserveSQL), per sender
 //     and day all its messages or none: the counter goes up by their
 //     number only while it stays within the limit. Counters ('accept'
 //     rows) are locked in sender and day order, so concurrent batches
@@ -270,12 +270,47 @@ func acceptBatchSQL(t db.Tenant, window time.Duration) string {
 		     AND NOT opted_out AND window_open),
 		want AS (
 		  SELECT id, day, min(lim) AS lim, count(*) AS n FROM ok GROUP BY id, day),
-		` + messages.ReserveSQL(sc, "accept", "used", "id") + `
+		` + reserveSQL(sc) + `
 		SELECT s.ord, s.id, u.sender_number_id IS NOT NULL AS accepted,
 		       ok.ord IS NOT NULL AND c.sender_number_id IS NULL AS missing
 		  FROM s LEFT JOIN ok ON ok.ord = s.ord
 		  LEFT JOIN u ON u.sender_number_id = ok.id AND u.day = ok.day
 		  LEFT JOIN c ON c.sender_number_id = ok.id AND c.day = ok.day`
+}
+
+// reserveSQL is the daily-limit reservation of acceptBatchSQL, of tenant
+// schema sc, on the used counter of the sender's 'accept' daily_usage rows:
+// for each sender (want's column id) and day of the statement's CTE want (n
+// messages, limit lim), the counter goes up by n only while it stays within
+// lim, all or none. // It is two steps, c and u, named in the statement:
+//
+//   - c locks the rows of want in sender and day order, so that concurrent
+//     batches cannot deadlock;
+//   - u raises them, and only when c found every row of want (a day's first
+//     message of a sender finds none: the statement then changes no counter,
+//     its caller creates the missing rows, messages.Counters.Create, and
+//     runs it again). It returns the sender_number_id and day of each row
+//     reserved on.
+//
+// An UPDATE, not an INSERT ... ON CONFLICT: Citus routes a statement whose
+// CTEs modify only by UPDATE or DELETE to the tenant's node alone (a router
+// plan), and plans one with an INSERT step through the coordinator, sending
+// its intermediate results to every worker (docs/scaling.md, §A worker node
+// down). Delivery's claim reserves on its 'deliver' counters with the same
+// steps (package delivery's reserveSQL).
+func reserveSQL(sc string) string {
+	return `c AS (
+	  SELECT d.sender_number_id, d.day FROM ` + sc + `.daily_usage d
+	    JOIN want w ON d.sender_number_id = w.id AND d.day = w.day
+	   WHERE d.side = 'accept'
+	   ORDER BY d.sender_number_id, d.day FOR UPDATE OF d),
+	u AS (
+	  UPDATE ` + sc + `.daily_usage d SET used = d.used + w.n, bound = w.lim
+	    FROM want w
+	   WHERE d.sender_number_id = w.id AND d.day = w.day AND d.side = 'accept'
+	     AND d.used + w.n <= w.lim
+	     AND (SELECT count(*) FROM c) = (SELECT count(*) FROM want)
+	  RETURNING d.sender_number_id, d.day)`
 }
 
 // batchInsertMark begins insert_batch's column list: the tests count a

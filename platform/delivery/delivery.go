@@ -26,6 +26,7 @@ package delivery
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"time"
@@ -113,6 +114,7 @@ type Service struct {
 	jobs     Jobs
 	throttle Throttle
 	changes  messages.Changes
+	counters *messages.Counters
 	// deliveries batches the deliveries of each tenant (deliverBatch).
 	deliveries *batch.Batcher[db.Tenant, pendingDelivery, delivered]
 	clock      clock.Clock
@@ -146,7 +148,12 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	counters, err := messages.NewCounters()
+	if err != nil {
+		return nil, fmt.Errorf("delivery: %w", err)
+	}
 	s := &Service{
+		counters: counters,
 		pool:     cfg.DB.Pool,
 		prep:     cfg.Prepared,
 		net:      cfg.Network,

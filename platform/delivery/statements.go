@@ -6,7 +6,7 @@ package delivery
 //	rule                                   statement step
 //	one job delivers a message at a time    claimOneSQL / claimManySQL (lockMessagesSQL: rows locked in id order; heldSQL)
 //	a conversation's messages go in order   claimOneSQL / claimManySQL (blockerSQL: an earlier one still queued)
-//	the daily limit, as it is now            claimOneSQL / claimManySQL (the 'deliver' counter, messages.ReserveSQL: c, u), claimLocked
+//	the daily limit, as it is now            claimOneSQL / claimManySQL (the 'deliver' counter, reserveSQL: c, u), claimLocked
 //	a conversation's next message           nextSQL (after each record, for the job that carries on)
 //	the sent record and its counters        markOneSentSQL / markSentSQL (sentSetSQL, sentCountersSQL)
 //
@@ -23,7 +23,7 @@ import (
 // deliveryColumns and deliveryFrom read a message (alias m) with its
 // sender, as deliveryJoin scans them; deliveryDest is the positional scan of
 // deliveryColumns. The organization's limits are not joined: they come from
-// central.organizations in a statement of their own (messages.ReadLimits),
+// central.organizations in a statement of their own (messages.Counters.ReadLimits),
 // and the claims take the default daily limit as an argument, so that each
 // statement reads its tenant schema alone (on Citus, one worker's).
 var deliveryColumns = messages.Columns + `, s.phone AS sn_phone, s.status AS sn_status,
@@ -97,10 +97,10 @@ func blockerSQL(sc, since string) string {
 // batch of one is what a worker runs when its jobs belong to many tenants),
 // and nothing once prepared. One counter row, so no order to keep. The
 // counter goes up by an UPDATE (u), so that Citus runs the statement on the
-// tenant's node alone (as messages.ReserveSQL says); when the sender's
+// tenant's node alone (as reserveSQL says); when the sender's
 // 'deliver' counter for the day is missing (c: a day's first claim), the
 // message is not claimed and the result says so (missing): the claim
-// creates the counter (messages.CreateCounters) and runs again.
+// creates the counter (messages.Counters.Create) and runs again.
 func claimOneSQL(t db.Tenant) string {
 	sc := t.Quoted()
 	day := "(m.created_at AT TIME ZONE 'UTC')::date"
@@ -145,7 +145,7 @@ func claimSetSQL(job, now string) string {
 // message's claiming job, $6 the seconds a claim holds (heldSQL). A message that waits for a blocker,
 // or that another job's claim holds, is read, not claimed. Its last column,
 // missing, is whether a sender's 'deliver' counter for a day was missing
-// (messages.ReserveSQL): then no counter went up, and the claim creates
+// (reserveSQL): then no counter went up, and the claim creates
 // the missing ones and runs again.
 func claimManySQL(t db.Tenant) string {
 	sc := t.Quoted()
@@ -156,7 +156,7 @@ func claimManySQL(t db.Tenant) string {
 	    FROM m WHERE status = 'queued' AND dispatched_at IS NULL AND sn_status = 'active' AND blocker_id IS NULL
 	     AND NOT held
 	   GROUP BY 1, 2),
-	` + messages.ReserveSQL(sc, "deliver", "dispatched", "sender_number_id") + `,
+	` + reserveSQL(sc) + `,
 	x AS (
 	  UPDATE ` + sc + `.messages x SET ` + claimSetSQL("m.claimant", "$3::timestamptz") + `
 	    FROM m LEFT JOIN u ON u.sender_number_id = m.sender_number_id
@@ -164,9 +164,49 @@ func claimManySQL(t db.Tenant) string {
 	   WHERE x.id = m.id AND m.status = 'queued' AND m.blocker_id IS NULL AND NOT m.held
 	     AND (m.dispatched_at IS NOT NULL OR (u.sender_number_id IS NOT NULL AND m.sn_status = 'active'))
 	  RETURNING x.id)
-	SELECT m.*, x.id IS NOT NULL AS claimed, ` + messages.MissingCountersSQL + ` AS missing
+	SELECT m.*, x.id IS NOT NULL AS claimed, ` + missingCountersSQL + ` AS missing
 	  FROM m LEFT JOIN x ON x.id = m.id`
 }
+
+// reserveSQL is the daily-limit reservation of claimManySQL, of tenant
+// schema sc, on the dispatched counter of the sender's 'deliver'
+// daily_usage rows: for each sender (want's column sender_number_id) and
+// day of the statement's CTE want (n messages, limit lim), the counter goes
+// up by n only while it stays within lim, all or none. // It is two steps, c and u, named in the statement:
+//
+//   - c locks the rows of want in sender and day order, so that concurrent
+//     batches cannot deadlock;
+//   - u raises them, and only when c found every row of want (a day's first
+//     message of a sender finds none: the statement then changes no counter,
+//     its caller creates the missing rows, messages.Counters.Create, and
+//     runs it again). It returns the sender_number_id and day of each row
+//     reserved on.
+//
+// An UPDATE, not an INSERT ... ON CONFLICT: Citus routes a statement whose
+// CTEs modify only by UPDATE or DELETE to the tenant's node alone (a router
+// plan), and plans one with an INSERT step through the coordinator, sending
+// its intermediate results to every worker (docs/scaling.md, §A worker node
+// down). Acceptance's batch reserves on its 'accept' counters with the same
+// steps (package acceptance's reserveSQL).
+func reserveSQL(sc string) string {
+	return `c AS (
+	  SELECT d.sender_number_id, d.day FROM ` + sc + `.daily_usage d
+	    JOIN want w ON d.sender_number_id = w.sender_number_id AND d.day = w.day
+	   WHERE d.side = 'deliver'
+	   ORDER BY d.sender_number_id, d.day FOR UPDATE OF d),
+	u AS (
+	  UPDATE ` + sc + `.daily_usage d SET dispatched = d.dispatched + w.n, bound = w.lim
+	    FROM want w
+	   WHERE d.sender_number_id = w.sender_number_id AND d.day = w.day AND d.side = 'deliver'
+	     AND d.dispatched + w.n <= w.lim
+	     AND (SELECT count(*) FROM c) = (SELECT count(*) FROM want)
+	  RETURNING d.sender_number_id, d.day)`
+}
+
+// missingCountersSQL is, in a statement with reserveSQL's steps, whether
+// want holds a sender and day whose counter row c did not find (reserveSQL
+// then reserved nothing).
+const missingCountersSQL = `(SELECT count(*) FROM c) <> (SELECT count(*) FROM want)`
 
 // nextSQL finds, for each conversation of $1 (sender numbers) and $2
 // (recipients, in the same order) of tenant t, its next message: the oldest
