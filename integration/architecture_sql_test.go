@@ -27,7 +27,6 @@ var sqlFree = map[string]string{
 var notOnBun = []string{
 	"platform/acceptance",
 	"platform/campaignrelease",
-	"platform/campaigns",
 	"platform/db",
 	"platform/delivery",
 }
