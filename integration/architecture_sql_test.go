@@ -26,9 +26,7 @@ var sqlFree = map[string]string{
 // not listed holds SQL, and when a listed one no longer does.
 var notOnBun = []string{
 	"platform/campaignrelease",
-	"platform/campaigns",
 	"platform/db",
-	"platform/messages",
 }
 
 // sqlStatement and sqlClause are the words that make a literal SQL: a

@@ -157,6 +157,16 @@ type Config struct {
 //go:embed queries/*.sql queries/fragments/*.sql
 var queries embed.FS
 
+// loadQueries reads the package's named queries, with messages' column
+// list (?{message_columns}).
+func loadQueries() (*sqlq.Queries, error) {
+	cols, err := messages.ColumnsFragment()
+	if err != nil {
+		return nil, err
+	}
+	return sqlq.Load(queries, "queries", cols)
+}
+
 // Service accepts sends. It is safe for concurrent use.
 type Service struct {
 	q       *sqlq.Queries
@@ -174,6 +184,9 @@ type Service struct {
 	clock    clock.Clock
 	// changes records the events of scheduled sends (Config.Events).
 	changes messages.Changes
+	// counters reads the organization's limits and creates missing
+	// daily counters.
+	counters *messages.Counters
 	// optOuts takes the recipients' opt-out locks (lockOptOuts).
 	optOuts consent.ShareLocker
 	// windowSecs is Config.ServiceWindow in seconds, the statements'
@@ -199,7 +212,7 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
-	q, err := sqlq.Load(queries, "queries")
+	q, err := loadQueries()
 	if err != nil {
 		return nil, fmt.Errorf("acceptance: %w", err)
 	}
@@ -211,18 +224,23 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("acceptance: %w", err)
 	}
+	counters, err := messages.NewCounters()
+	if err != nil {
+		return nil, fmt.Errorf("acceptance: %w", err)
+	}
 	s := &Service{
-		q:       q,
-		keys:    keys,
-		prep:    cfg.Prepared,
-		senders: cfg.Senders,
-		net:     cfg.Network,
-		jobs:    cfg.Jobs,
-		known:   newSenderCache(cfg.SenderCache),
-		clock:   cfg.Clock,
-		changes: messages.Changes{Prepared: cfg.Prepared, Events: cfg.Events},
-		optOuts: optOuts,
-		cfg:     cfg,
+		q:        q,
+		keys:     keys,
+		prep:     cfg.Prepared,
+		senders:  cfg.Senders,
+		net:      cfg.Network,
+		jobs:     cfg.Jobs,
+		known:    newSenderCache(cfg.SenderCache),
+		clock:    cfg.Clock,
+		changes:  messages.Changes{Prepared: cfg.Prepared, Events: cfg.Events},
+		counters: counters,
+		optOuts:  optOuts,
+		cfg:      cfg,
 
 		windowSecs: cfg.ServiceWindow.Seconds(),
 	}

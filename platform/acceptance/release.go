@@ -167,7 +167,7 @@ func (s *Service) Check(ctx context.Context, t db.Tenant, d Draft, now time.Time
 // a time with ReleaseMany: Check outside any transaction, then
 // ReleaseMany in theirs.
 func (s *Service) Release(ctx context.Context, tx pgx.Tx, t db.Tenant, c *Checked) (messages.Message, error) {
-	org, err := messages.ReadLimits(ctx, tx, t.OrgID)
+	org, err := s.counters.ReadLimits(ctx, tx, t.OrgID)
 	if err != nil {
 		return messages.Message{}, err
 	}
@@ -334,7 +334,7 @@ func (s *Service) ReleaseMany(ctx context.Context, tx pgx.Tx, t db.Tenant, cs []
 		refused  []int64
 		accepted []*messages.Row
 	)
-	org, err := messages.ReadLimits(ctx, tx, t.OrgID)
+	org, err := s.counters.ReadLimits(ctx, tx, t.OrgID)
 	if err != nil {
 		return nil, err
 	}

@@ -88,7 +88,7 @@ func (s *Service) releaseBatch(ctx context.Context, t db.Tenant, items []pending
 		phones[k] = checked[i].row.ToPhone
 	}
 	err = s.prep.Tx(ctx, func(tx pgx.Tx) error {
-		org, err := messages.ReadLimits(ctx, tx, t.OrgID)
+		org, err := s.counters.ReadLimits(ctx, tx, t.OrgID)
 		if err != nil {
 			return err
 		}

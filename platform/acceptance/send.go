@@ -314,9 +314,12 @@ func (s *Service) count(ctx context.Context, tx pgx.Tx, t db.Tenant, query strin
 }
 
 // createCounters creates the missing 'accept' counters of senders sids[i]
-// on days days[i] ('YYYY-MM-DD') in tx (messages.CreateCounters).
+// on days days[i] ('YYYY-MM-DD') in tx (messages.Counters.Create).
 func (s *Service) createCounters(ctx context.Context, tx pgx.Tx, t db.Tenant, sids []int64, days []string) error {
-	q, args := messages.CreateCounters(t.Quoted(), "accept", sids, days)
+	q, args, err := s.counters.Create(t, messages.SideAccept, sids, days)
+	if err != nil {
+		return err
+	}
 	if err := s.prep.Exec(ctx, tx, q, args...); err != nil {
 		return fmt.Errorf("create %d daily counters: %w", len(sids), err)
 	}

@@ -26,7 +26,7 @@ package acceptance
 //
 // The statement takes the organization's default daily limit (limit: its
 // sender numbers' without an override; the organization as the request's
-// authentication read it, or messages.ReadLimits), the request's sender
+// authentication read it, or messages.Counters.ReadLimits), the request's sender
 // phone (phone, "" if none), the recipient (to_phone), the acceptance
 // time (at, whose UTC day is the day whose limit it counts against), and
 // as its variant needs the sender's id (sender), the message's type and
@@ -62,7 +62,7 @@ package acceptance
 //     the commit. Delivery counts
 //     in the day's 'deliver' row, so a delivery never holds this lock. A
 //     day's first send of a sender finds no row (c): the result says so
-//     (no_counter), and accept creates it (messages.CreateCounters) and
+//     (no_counter), and accept creates it (messages.Counters.Create) and
 //     runs the statement again.
 //
 // The message itself is inserted by insert_message once the counter is

@@ -2,16 +2,13 @@ package acceptance
 
 import (
 	"fmt"
-	"io/fs"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/senders"
-	"github.com/bizmsg/platform/platform/sqlq"
 )
 
 // Every variant of the acceptance statement is a query of its own, with
@@ -19,7 +16,7 @@ import (
 // window, a template, a release's message and reserve.
 func TestAcceptVariants(t *testing.T) {
 	t.Parallel()
-	q, err := sqlq.Load(queries, "queries")
+	q, err := loadQueries()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,31 +60,11 @@ func TestAcceptVariants(t *testing.T) {
 	}
 }
 
-// The scheduled messages' reads and ends list a message's columns as
-// messages.Row scans them.
-func TestMessageColumnsFragment(t *testing.T) {
-	t.Parallel()
-	b, err := fs.ReadFile(queries, "queries/fragments/accept_message_columns.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var text []string
-	for line := range strings.Lines(string(b)) {
-		if !strings.HasPrefix(line, "--") {
-			text = append(text, line)
-		}
-	}
-	got := strings.Join(strings.Fields(strings.Join(text, " ")), " ")
-	if want := messages.Columns; got != want {
-		t.Fatalf("accept_message_columns is\n%s\nwant messages.Columns\n%s", got, want)
-	}
-}
-
 // BenchmarkAcceptStatement measures what a send's and a release's
 // acceptance statement cost the process before it runs: the variant's
 // text for the tenant and its arguments (sqlq's Pgx), on every call.
 func BenchmarkAcceptStatement(b *testing.B) {
-	q, err := sqlq.Load(queries, "queries")
+	q, err := loadQueries()
 	if err != nil {
 		b.Fatal(err)
 	}

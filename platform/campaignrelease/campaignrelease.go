@@ -18,6 +18,7 @@ package campaignrelease
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/defaults"
+	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/queue"
 )
 
@@ -62,8 +64,9 @@ type Config struct {
 
 // Service releases campaigns. It is safe for concurrent use.
 type Service struct {
-	cfg Config
-	log *slog.Logger
+	cfg      Config
+	log      *slog.Logger
+	counters *messages.Counters
 }
 
 // New validates cfg and returns a Service.
@@ -88,7 +91,11 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Service{cfg: cfg, log: cfg.Logger.With("component", "campaignrelease")}, nil
+	counters, err := messages.NewCounters()
+	if err != nil {
+		return nil, fmt.Errorf("campaignrelease: %w", err)
+	}
+	return &Service{cfg: cfg, log: cfg.Logger.With("component", "campaignrelease"), counters: counters}, nil
 }
 
 // Wake queues campaign id's release job in tx, the transaction of a

@@ -58,7 +58,7 @@ func (s *Sender) usable() bool { return s.Why != WhyInactive && s.Allowance > 0 
 
 // poolSQL reads the pool senders $1 of tenant schema sc in the pool's
 // order, with their daily limits ($2 the organization's default,
-// messages.ReadLimits: the statement reads the tenant schema alone), the
+// messages.Counters.ReadLimits: the statement reads the tenant schema alone), the
 // 'accept' counter of the UTC day of $3 and the campaign $4's messages of
 // each still queued from id $5 on, with the lowest of their ids. $5
 // (marks.low) starts the read at the campaign's oldest message that may
@@ -93,7 +93,7 @@ func (s *Service) pool(ctx context.Context, tx pgx.Tx, t db.Tenant, c campaigns.
 	if tx != nil {
 		q = tx
 	}
-	org, err := messages.ReadLimits(ctx, q, t.OrgID)
+	org, err := s.counters.ReadLimits(ctx, q, t.OrgID)
 	if err != nil {
 		return nil, fmt.Errorf("read the pool of campaign %d: %w", c.ID, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -22,6 +23,7 @@ import (
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/sendrequest"
+	"github.com/bizmsg/platform/platform/sqlq"
 	"github.com/bizmsg/platform/platform/templates"
 	"github.com/bizmsg/platform/platform/webhooks"
 )
@@ -263,6 +265,7 @@ type Service struct {
 	releaser  Releaser
 	clock     clock.Clock
 	routed    bool
+	q         *sqlq.Queries
 }
 
 // New validates cfg and returns a Service.
@@ -276,6 +279,10 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
-	return &Service{db: cfg.DB, templates: cfg.Templates, events: cfg.Events, releaser: cfg.Releaser, clock: cfg.Clock,
+	q, err := sqlq.Load(queries, "queries")
+	if err != nil {
+		return nil, fmt.Errorf("campaigns: %w", err)
+	}
+	return &Service{db: cfg.DB, templates: cfg.Templates, events: cfg.Events, releaser: cfg.Releaser, clock: cfg.Clock, q: q,
 		routed: cfg.Routed}, nil
 }

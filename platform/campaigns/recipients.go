@@ -10,6 +10,7 @@ import (
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/page"
+	"github.com/bizmsg/platform/platform/sqlq"
 )
 
 // Recipient is one recipient of a campaign as the API shows it.
@@ -53,7 +54,7 @@ func (s *Service) ListRecipients(ctx context.Context, t db.Tenant, id int64, q R
 	if err := v.Err(); err != nil {
 		return page.Of[Recipient]{}, err
 	}
-	rows, err := s.db.Pool.Query(ctx, sqlFor(t, listRecipientsSQL), id, p.After, q.Status, p.Limit+1)
+	rows, err := s.query(ctx, s.db.Pool, t, "list_recipients", sqlq.Args{"id": id, "after": p.After, "status": q.Status, "limit": p.Limit + 1})
 	if err != nil {
 		return page.Of[Recipient]{}, fmt.Errorf("list recipients of campaign %d: %w", id, err)
 	}

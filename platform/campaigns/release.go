@@ -7,26 +7,23 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/sqlq"
 	"github.com/bizmsg/platform/platform/webhooks"
 )
 
 // What the release (package campaignrelease) needs of the resource: the
 // campaign locked in its transaction, and its completion.
 
-// completeSQL: running → completed at $2.
-const completeSQL = `UPDATE {campaigns} c SET status = 'completed', updated_at = $2::timestamptz,
-	completed_at = $2::timestamptz
-	WHERE c.id = $1 AND c.status = 'running' RETURNING ` + columns
-
-// nextGenSQL raises campaign $1's release generation and returns it.
-const nextGenSQL = `UPDATE {campaigns} c SET release_gen = c.release_gen + 1 WHERE c.id = $1 RETURNING c.release_gen`
-
 // NextReleaseGen raises campaign id's release generation in tx and returns
 // the new one, which the release job queued in tx carries: every job of an
 // older generation ends at its next tick (Campaign.ReleaseGen).
 func (s *Service) NextReleaseGen(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64) (int64, error) {
 	var gen int64
-	if err := tx.QueryRow(ctx, sqlFor(t, nextGenSQL), id).Scan(&gen); err != nil {
+	rows, err := s.query(ctx, tx, t, "next_release_gen", sqlq.Args{"id": id})
+	if err == nil {
+		gen, err = pgx.CollectExactlyOneRow(rows, pgx.RowTo[int64])
+	}
+	if err != nil {
 		return 0, fmt.Errorf("raise the release generation of campaign %d: %w", id, err)
 	}
 	return gen, nil
@@ -44,7 +41,7 @@ func (s *Service) Lock(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64) (C
 // The release calls it once no recipient is pending and none of the
 // campaign's messages is still queued.
 func (s *Service) Complete(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64) (bool, error) {
-	rows, err := tx.Query(ctx, sqlFor(t, completeSQL), id, s.clock.Now())
+	rows, err := s.query(ctx, tx, t, "complete", sqlq.Args{"id": id, "now": s.clock.Now()})
 	if err != nil {
 		return false, fmt.Errorf("complete campaign %d: %w", id, err)
 	}

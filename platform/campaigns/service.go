@@ -16,6 +16,7 @@ import (
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/page"
 	"github.com/bizmsg/platform/platform/phone"
+	"github.com/bizmsg/platform/platform/sqlq"
 	"github.com/bizmsg/platform/platform/templates"
 )
 
@@ -61,9 +62,12 @@ func (s *Service) Create(ctx context.Context, t db.Tenant, req *CreateRequest) (
 	} else {
 		content = &sp.body.Content
 	}
-	rows, err := s.db.Pool.Query(ctx, sqlFor(t, insertSQL), sp.name, sp.senders, tplID, tplName, tplLang,
-		sp.body.Type, content, sp.body.FileName, sp.body.FileSize, sp.body.FileType, sp.body.Duration, sp.sendAt,
-		sp.reservePercent, now)
+	rows, err := s.query(ctx, s.db.Pool, t, "insert_campaign", sqlq.Args{
+		"name": sp.name, "sender_number_ids": sp.senders, "template_id": tplID, "template_name": tplName,
+		"template_language": tplLang, "type": sp.body.Type, "content": content, "file_name": sp.body.FileName,
+		"file_size": sp.body.FileSize, "file_type": sp.body.FileType, "duration": sp.body.Duration,
+		"send_at": sp.sendAt, "reserve_percent": sp.reservePercent, "now": now,
+	})
 	if err != nil {
 		return Campaign{}, fmt.Errorf("insert campaign: %w", err)
 	}
@@ -79,7 +83,7 @@ func (s *Service) Create(ctx context.Context, t db.Tenant, req *CreateRequest) (
 // among ids (in tx, or on the pool when tx is nil); an id it does not
 // have is not in the map.
 func (s *Service) senderStatuses(ctx context.Context, tx pgx.Tx, t db.Tenant, ids []int64) (map[int64]string, error) {
-	rows, err := s.on(tx).Query(ctx, sqlFor(t, sendersSQL), ids)
+	rows, err := s.query(ctx, s.on(tx), t, "sender_statuses", sqlq.Args{"ids": ids})
 	if err != nil {
 		return nil, fmt.Errorf("read sender numbers: %w", err)
 	}
@@ -126,7 +130,7 @@ func (s *Service) List(ctx context.Context, t db.Tenant, q ListQuery) (page.Of[C
 	if err := v.Err(); err != nil {
 		return page.Of[Campaign]{}, err
 	}
-	rows, err := s.db.Pool.Query(ctx, sqlFor(t, listSQL), p.After, q.Status, p.Limit+1)
+	rows, err := s.query(ctx, s.db.Pool, t, "list_campaigns", sqlq.Args{"after": p.After, "status": q.Status, "limit": p.Limit + 1})
 	if err != nil {
 		return page.Of[Campaign]{}, fmt.Errorf("list campaigns: %w", err)
 	}
@@ -204,7 +208,11 @@ func (s *Service) AddRecipients(ctx context.Context, t db.Tenant, id int64, cont
 		}
 		out.Added, out.Duplicates = added, out.Duplicates+len(batch.phones)-added
 		var total int
-		if err := tx.QueryRow(ctx, sqlFor(t, countRecipientsSQL), id, added, s.clock.Now()).Scan(&total); err != nil {
+		rows, err := s.query(ctx, tx, t, "count_recipients", sqlq.Args{"id": id, "added": added, "now": s.clock.Now()})
+		if err == nil {
+			total, err = pgx.CollectExactlyOneRow(rows, pgx.RowTo[int])
+		}
+		if err != nil {
 			return fmt.Errorf("count recipients of campaign %d: %w", id, err)
 		}
 		if total > MaxRecipients {

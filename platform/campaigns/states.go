@@ -10,40 +10,16 @@ import (
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/senders"
+	"github.com/bizmsg/platform/platform/sqlq"
 	"github.com/bizmsg/platform/platform/templates"
 	"github.com/bizmsg/platform/platform/webhooks"
 )
 
 // The changes of state (docs/api.md, §Campaigns: states). Each is one
 // UPDATE ... WHERE status IN (the states it leaves), so of two concurrent
-// calls one changes the campaign and the other finds it in the new state.
-const (
-	// startSQL: draft → $2 (running or scheduled); started_at when it runs.
-	startSQL = `UPDATE {campaigns} c SET status = $2::text, updated_at = $3::timestamptz,
-		started_at = CASE WHEN $2::text = 'running' THEN $3::timestamptz END
-		WHERE c.id = $1 AND c.status = 'draft' RETURNING ` + columns
-	// pauseSQL: running | scheduled → paused.
-	pauseSQL = `UPDATE {campaigns} c SET status = 'paused', updated_at = $2::timestamptz, paused_at = $2::timestamptz
-		WHERE c.id = $1 AND c.status IN ('running', 'scheduled') RETURNING ` + columns
-	// resumeSQL: paused → running, or scheduled while send_at is ahead
-	// of $2; started_at the first time it runs.
-	resumeSQL = `UPDATE {campaigns} c
-		SET status = CASE WHEN c.send_at > $2::timestamptz THEN 'scheduled' ELSE 'running' END,
-		    updated_at = $2::timestamptz,
-		    started_at = CASE WHEN c.started_at IS NULL AND c.send_at > $2::timestamptz THEN NULL
-		                      ELSE coalesce(c.started_at, $2::timestamptz) END
-		WHERE c.id = $1 AND c.status = 'paused' RETURNING ` + columns
-	// runDueSQL: scheduled → running once send_at has come ($2).
-	runDueSQL = `UPDATE {campaigns} c SET status = 'running', updated_at = $2::timestamptz,
-		started_at = coalesce(c.started_at, $2::timestamptz)
-		WHERE c.id = $1 AND c.status = 'scheduled' AND c.send_at <= $2::timestamptz RETURNING ` + columns
-	// cancelSQL: draft | scheduled | running | paused → canceled.
-	cancelSQL = `UPDATE {campaigns} c SET status = 'canceled', updated_at = $2::timestamptz, canceled_at = $2::timestamptz
-		WHERE c.id = $1 AND c.status IN ('draft', 'scheduled', 'running', 'paused') RETURNING ` + columns
-	// skipPendingSQL: a canceled campaign's pending recipients are skipped.
-	skipPendingSQL = `UPDATE {recipients} SET status = 'skipped', error_code = $2::text, updated_at = $3::timestamptz
-		WHERE campaign_id = $1 AND status = 'pending'`
-)
+// calls one changes the campaign and the other finds it in the new state:
+// the named queries start, pause, resume, run_due and cancel (with
+// skip_pending, a canceled campaign's pending recipients skipped).
 
 // Start starts draft campaign id: running, or scheduled when its send_at
 // is ahead. It needs at least one recipient (422 campaign_no_recipients),
@@ -53,7 +29,7 @@ const (
 // that runs emits campaign.started. Errors: 404; 409 campaign_state from
 // any other state.
 func (s *Service) Start(ctx context.Context, t db.Tenant, id int64) (Campaign, error) {
-	return s.change(ctx, t, id, "starting it", func(tx pgx.Tx, c Campaign, now time.Time) (string, []any, error) {
+	return s.change(ctx, t, id, "starting it", func(tx pgx.Tx, c Campaign, now time.Time) (string, sqlq.Args, error) {
 		if c.Status != StatusDraft {
 			return "", nil, errState(c, "starting it")
 		}
@@ -64,7 +40,7 @@ func (s *Service) Start(ctx context.Context, t db.Tenant, id int64) (Campaign, e
 		if c.SendAt != nil && c.SendAt.After(now) {
 			next = StatusScheduled
 		}
-		return startSQL, []any{id, string(next), now}, nil
+		return "start", sqlq.Args{"id": id, "status": string(next), "now": now}, nil
 	})
 }
 
@@ -107,11 +83,11 @@ func (s *Service) startable(ctx context.Context, tx pgx.Tx, t db.Tenant, c Campa
 // until it is resumed. Errors: 404; 409 campaign_state from any other
 // state.
 func (s *Service) Pause(ctx context.Context, t db.Tenant, id int64) (Campaign, error) {
-	return s.change(ctx, t, id, "pausing it", func(_ pgx.Tx, c Campaign, now time.Time) (string, []any, error) {
+	return s.change(ctx, t, id, "pausing it", func(_ pgx.Tx, c Campaign, now time.Time) (string, sqlq.Args, error) {
 		if c.Status != StatusRunning && c.Status != StatusScheduled {
 			return "", nil, errState(c, "pausing it")
 		}
-		return pauseSQL, []any{id, now}, nil
+		return "pause", sqlq.Args{"id": id, "now": now}, nil
 	})
 }
 
@@ -119,11 +95,11 @@ func (s *Service) Pause(ctx context.Context, t db.Tenant, id int64) (Campaign, e
 // ahead, else running (its first run emits campaign.started). Errors:
 // 404; 409 campaign_state from any other state.
 func (s *Service) Resume(ctx context.Context, t db.Tenant, id int64) (Campaign, error) {
-	return s.change(ctx, t, id, "resuming it", func(_ pgx.Tx, c Campaign, now time.Time) (string, []any, error) {
+	return s.change(ctx, t, id, "resuming it", func(_ pgx.Tx, c Campaign, now time.Time) (string, sqlq.Args, error) {
 		if c.Status != StatusPaused {
 			return "", nil, errState(c, "resuming it")
 		}
-		return resumeSQL, []any{id, now}, nil
+		return "resume", sqlq.Args{"id": id, "now": now}, nil
 	})
 }
 
@@ -132,14 +108,18 @@ func (s *Service) Resume(ctx context.Context, t db.Tenant, id int64) (Campaign, 
 // transaction. Errors: 404; 409 campaign_state once completed or
 // canceled.
 func (s *Service) Cancel(ctx context.Context, t db.Tenant, id int64) (Campaign, error) {
-	return s.change(ctx, t, id, "canceling it", func(tx pgx.Tx, c Campaign, now time.Time) (string, []any, error) {
+	return s.change(ctx, t, id, "canceling it", func(tx pgx.Tx, c Campaign, now time.Time) (string, sqlq.Args, error) {
 		if c.Status == StatusCompleted || c.Status == StatusCanceled {
 			return "", nil, errState(c, "canceling it")
 		}
-		if _, err := tx.Exec(ctx, sqlFor(t, skipPendingSQL), id, CodeCampaignCanceled, now); err != nil {
+		text, args, err := s.q.Pgx("skip_pending", t.Quoted(), sqlq.Args{"id": id, "code": CodeCampaignCanceled, "now": now})
+		if err != nil {
+			return "", nil, err
+		}
+		if _, err := tx.Exec(ctx, text, args...); err != nil {
 			return "", nil, fmt.Errorf("skip pending recipients of campaign %d: %w", id, err)
 		}
-		return cancelSQL, []any{id, now}, nil
+		return "cancel", sqlq.Args{"id": id, "now": now}, nil
 	})
 }
 
@@ -148,7 +128,7 @@ func (s *Service) Cancel(ctx context.Context, t db.Tenant, id int64) (Campaign, 
 // release, which finds the campaigns due. A campaign not scheduled, or
 // not yet due, is left as it is (false).
 func (s *Service) RunDue(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64) (bool, error) {
-	rows, err := tx.Query(ctx, sqlFor(t, runDueSQL), id, s.clock.Now())
+	rows, err := s.query(ctx, tx, t, "run_due", sqlq.Args{"id": id, "now": s.clock.Now()})
 	if err != nil {
 		return false, fmt.Errorf("run campaign %d: %w", id, err)
 	}
@@ -159,9 +139,9 @@ func (s *Service) RunDue(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64) 
 	return true, s.started(ctx, tx, t, list[0], nil)
 }
 
-// step decides a change of campaign c (locked in tx) at now: the
-// statement that makes it and its arguments, or why it may not happen.
-type step func(tx pgx.Tx, c Campaign, now time.Time) (string, []any, error)
+// step decides a change of campaign c (locked in tx) at now: the named
+// query that makes it and its arguments, or why it may not happen.
+type step func(tx pgx.Tx, c Campaign, now time.Time) (string, sqlq.Args, error)
 
 // change runs one change of state of campaign id in a transaction: it
 // locks the campaign, lets decide check it, runs its statement, emits
@@ -174,11 +154,11 @@ func (s *Service) change(ctx context.Context, t db.Tenant, id int64, action stri
 		if err != nil {
 			return err
 		}
-		q, args, err := decide(tx, old, s.clock.Now())
+		name, args, err := decide(tx, old, s.clock.Now())
 		if err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, sqlFor(t, q), args...)
+		rows, err := s.query(ctx, tx, t, name, args)
 		if err != nil {
 			return fmt.Errorf("campaign %d, %s: %w", id, action, err)
 		}

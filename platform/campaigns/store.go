@@ -2,14 +2,15 @@ package campaigns
 
 import (
 	"context"
+	"embed"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/sqlq"
 )
 
 // queryer runs a statement: a transaction, or the pool.
@@ -25,24 +26,21 @@ func (s *Service) on(tx pgx.Tx) queryer {
 	return s.db.Pool
 }
 
-// sqlFor returns query with {campaigns}, {recipients}, {messages} and
-// {senders} replaced by t's schema-qualified tables.
-func sqlFor(t db.Tenant, query string) string {
-	return strings.NewReplacer(
-		"{campaigns}", t.Table("campaigns"),
-		"{recipients}", t.Table("campaign_recipients"),
-		"{messages}", t.Table("messages"),
-		"{senders}", t.Table("sender_numbers"),
-	).Replace(query)
+//go:embed queries/*.sql queries/fragments/*.sql
+var queries embed.FS
+
+// query runs named query name of tenant t (queries/, written for pgx by
+// sqlq's Pgx) with args on q.
+func (s *Service) query(ctx context.Context, q queryer, t db.Tenant, name string, args sqlq.Args) (pgx.Rows, error) {
+	text, vals, err := s.q.Pgx(name, t.Quoted(), args)
+	if err != nil {
+		return nil, err
+	}
+	return q.Query(ctx, text, vals...)
 }
 
-// columns is the select list of scanCampaign, in the alias c.
-const columns = `c.id, c.name, c.status, c.sender_number_ids, c.template_id, c.template_name, c.template_language,
-	c.type, coalesce(c.content, ''), c.file_name, c.file_size, c.file_type, c.duration, c.send_at,
-	c.reserve_percent, c.recipients, c.created_at, c.updated_at, c.started_at, c.paused_at, c.completed_at,
-	c.canceled_at, c.release_gen`
-
-// scanCampaign reads columns.
+// scanCampaign reads the columns of a campaign (the fragment
+// campaign_columns).
 func scanCampaign(r pgx.CollectableRow) (Campaign, error) {
 	var (
 		c              Campaign
@@ -60,62 +58,6 @@ func scanCampaign(r pgx.CollectableRow) (Campaign, error) {
 	return c, err
 }
 
-// Statements of the campaign resource.
-const (
-	insertSQL = `INSERT INTO {campaigns} AS c
-		(name, sender_number_ids, template_id, template_name, template_language, type, content, file_name,
-		 file_size, file_type, duration, send_at, reserve_percent, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14)
-		RETURNING ` + columns
-
-	// loadSQL reads campaign $1; loadLockedSQL locks it for the
-	// transaction (a change of state, an addition of recipients).
-	loadSQL       = `SELECT ` + columns + ` FROM {campaigns} c WHERE c.id = $1`
-	loadLockedSQL = loadSQL + ` FOR UPDATE`
-
-	listSQL = `SELECT ` + columns + ` FROM {campaigns} c
-		WHERE ($1::bigint = 0 OR c.id < $1) AND ($2::text = '' OR c.status = $2)
-		ORDER BY c.id DESC LIMIT $3`
-
-	// sendersSQL reads the statuses of the organization's sender numbers
-	// among $1.
-	sendersSQL = `SELECT s.id, s.status FROM {senders} s WHERE s.id = ANY($1::bigint[])`
-
-	// recipientCountsSQL counts the recipients of campaigns $1 by stored
-	// status and, for skipped ones, error_code; messageCountsSQL their
-	// released recipients' messages by status (messages_campaign_status_idx).
-	recipientCountsSQL = `SELECT r.campaign_id, r.status, coalesce(r.error_code, ''), count(*)
-		FROM {recipients} r WHERE r.campaign_id = ANY($1::bigint[])
-		GROUP BY r.campaign_id, r.status, r.error_code`
-	messageCountsSQL = `SELECT m.campaign_id, m.status, count(*)
-		FROM {messages} m WHERE m.campaign_id = ANY($1::bigint[])
-		GROUP BY m.campaign_id, m.status`
-
-	// addRecipientsSQL adds the recipients $2 (phones), $3 (variables as
-	// JSON text), $4 (client references) to campaign $1 in their order,
-	// each phone once: a phone the campaign has already is left as it is.
-	// One statement a request.
-	addRecipientsSQL = `INSERT INTO {recipients} (campaign_id, phone, variables, client_reference, updated_at)
-		SELECT $1::bigint, r.phone, r.variables::jsonb, r.ref, $5::timestamptz
-		  FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS r(phone, variables, ref, n)
-		 ORDER BY r.n
-		ON CONFLICT ON CONSTRAINT campaign_recipients_phone_key DO NOTHING`
-	// countRecipientsSQL adds $2 to campaign $1's total.
-	countRecipientsSQL = `UPDATE {campaigns} SET recipients = recipients + $2, updated_at = $3
-		WHERE id = $1 RETURNING recipients`
-
-	// listRecipientsSQL pages campaign $1's recipients, newest first,
-	// with their public status: pending, skipped, or their message's.
-	// $3 filters by that status ('' any).
-	listRecipientsSQL = `SELECT r.id, r.phone, CASE WHEN r.status = 'released' THEN coalesce(m.status, 'queued') ELSE r.status END,
-		r.message_id, r.sender_number_id, r.error_code, r.client_reference
-		FROM {recipients} r LEFT JOIN {messages} m ON r.status = 'released' AND m.id = r.message_id
-		WHERE r.campaign_id = $1 AND ($2::bigint = 0 OR r.id < $2)
-		  AND ($3::text = '' OR r.status = $3 AND $3 IN ('pending', 'skipped')
-		       OR r.status = 'released' AND m.status = $3)
-		ORDER BY r.id DESC LIMIT $4`
-)
-
 // load reads campaign id in tx (on the pool when tx is nil; locked for
 // the transaction when lock is set), without its counts. 404 when the
 // organization has none.
@@ -123,11 +65,11 @@ func (s *Service) load(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64, lo
 	if id <= 0 {
 		return Campaign{}, errNotFound()
 	}
-	q := loadSQL
+	name := "load_campaign"
 	if lock {
-		q = loadLockedSQL
+		name = "load_campaign_locked"
 	}
-	rows, err := s.on(tx).Query(ctx, sqlFor(t, q), id)
+	rows, err := s.query(ctx, s.on(tx), t, name, sqlq.Args{"id": id})
 	if err != nil {
 		return Campaign{}, fmt.Errorf("read campaign %d: %w", id, err)
 	}
@@ -154,7 +96,7 @@ func (s *Service) withCounts(ctx context.Context, tx pgx.Tx, t db.Tenant, list [
 		list[i].SkipReasons = map[string]int{}
 		at[list[i].ID] = &list[i]
 	}
-	rows, err := s.on(tx).Query(ctx, sqlFor(t, recipientCountsSQL), ids)
+	rows, err := s.query(ctx, s.on(tx), t, "recipient_counts", sqlq.Args{"ids": ids})
 	if err != nil {
 		return fmt.Errorf("count recipients: %w", err)
 	}
@@ -177,7 +119,7 @@ func (s *Service) withCounts(ctx context.Context, tx pgx.Tx, t db.Tenant, list [
 	if err != nil {
 		return fmt.Errorf("count recipients: %w", err)
 	}
-	rows, err = s.on(tx).Query(ctx, sqlFor(t, messageCountsSQL), ids)
+	rows, err = s.query(ctx, s.on(tx), t, "message_counts", sqlq.Args{"ids": ids})
 	if err != nil {
 		return fmt.Errorf("count campaign messages: %w", err)
 	}

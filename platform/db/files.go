@@ -2,9 +2,12 @@ package db
 
 import (
 	"context"
+	"embed"
 	"fmt"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/bizmsg/platform/platform/sqlq"
 )
 
 // FileBudget is what Postgres lets a backend keep open against what the
@@ -42,17 +45,24 @@ func (b FileBudget) Advice() string {
 		b.MaxFilesPerProcess, b.Tenants, b.Needed(), b.Needed())
 }
 
+//go:embed queries/*.sql
+var queries embed.FS
+
 // ReadFileBudget reads the budget: the setting, the number of tenant
-// schemas (organizations with one) and the relations of one of them.
+// schemas (organizations with one) and the relations of one of them
+// (queries/file_budget.sql). It runs once, at start-up, so it loads its
+// query when it runs.
 func ReadFileBudget(ctx context.Context, pool *pgxpool.Pool) (FileBudget, error) {
-	var b FileBudget
-	err := pool.QueryRow(ctx, `SELECT current_setting('max_files_per_process')::int,
-	       (SELECT count(*) FROM central.organizations WHERE schema_name IS NOT NULL),
-	       (SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-	         WHERE c.relkind IN ('r', 'i') AND n.nspname = (
-	               SELECT schema_name FROM central.organizations WHERE schema_name IS NOT NULL
-	                ORDER BY id LIMIT 1))`).Scan(&b.MaxFilesPerProcess, &b.Tenants, &b.RelationsPerTenant)
+	q, err := sqlq.Load(queries, "queries")
 	if err != nil {
+		return FileBudget{}, fmt.Errorf("read the file budget: %w", err)
+	}
+	text, args, err := q.Pgx("file_budget", "", nil)
+	if err != nil {
+		return FileBudget{}, fmt.Errorf("read the file budget: %w", err)
+	}
+	var b FileBudget
+	if err := pool.QueryRow(ctx, text, args...).Scan(&b.MaxFilesPerProcess, &b.Tenants, &b.RelationsPerTenant); err != nil {
 		return FileBudget{}, fmt.Errorf("read the file budget: %w", err)
 	}
 	return b, nil

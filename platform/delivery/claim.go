@@ -109,7 +109,7 @@ func (c *claimRow) lockedDest() []any {
 // claimRows runs claimMany's statement, prepared (db.Prepared): claim_one
 // for one message, claim_many for several. When a sender's counter for
 // a day was missing (a day's first claim), it creates the missing counters
-// of the messages read (messages.CreateCounters) and runs the statement
+// of the messages read (messages.Counters.Create) and runs the statement
 // again, once.
 func (s *Service) claimRows(ctx context.Context, t db.Tenant, org messages.Limits, ids, jobs []int64) ([]claimRow, error) {
 	query, idName, idArg, jobName, jobArg := "claim_many", "ids", any(ids), "jobs", any(jobs)
@@ -150,7 +150,10 @@ func (s *Service) claimRows(ctx context.Context, t db.Tenant, org messages.Limit
 		if len(sids) == 0 {
 			continue // nothing to create: the next try reports it
 		}
-		q, args := messages.CreateCounters(t.Quoted(), "deliver", sids, days)
+		q, args, err := s.counters.Create(t, messages.SideDeliver, sids, days)
+		if err != nil {
+			return nil, err
+		}
 		if err := s.prep.Exec(ctx, nil, q, args...); err != nil {
 			return nil, fmt.Errorf("create %d daily counters: %w", len(sids), err)
 		}
@@ -288,7 +291,7 @@ func (s *Service) claimLocked(ctx context.Context, t db.Tenant, org messages.Lim
 // creating and locking follow that one order (an update that changes nothing
 // is what locks an existing row in an upsert). On Citus the coordinator
 // reads the arrays and copies the rows to the tenant's node alone, which
-// runs the upsert (messages.CreateCounters says why not otherwise).
+// runs the upsert (messages.Counters.Create says why not otherwise).
 func (s *Service) lockUsage(ctx context.Context, tx pgx.Tx, t db.Tenant, sids []int64, days []string) (map[usageKey]int, error) {
 	count := make(map[usageKey]int, len(sids))
 	if len(sids) == 0 {

@@ -201,7 +201,7 @@ type sentMessage struct {
 // at the same time (a batch.Batcher run), and returns each job's outcome,
 // in order:
 //
-//   - the organization's limits are read from central (messages.ReadLimits);
+//   - the organization's limits are read from central (messages.Counters.ReadLimits);
 //     claimMany locks and reads the messages and claims their places under
 //     their senders' daily limits in one statement; claimLocked decides,
 //     in a transaction, the few it leaves (a limit reached, a sender no
@@ -255,7 +255,7 @@ func (s *Service) deliverBatch(ctx context.Context, t db.Tenant, items []pending
 		first[it.id] = i
 		ids, jobs = append(ids, it.id), append(jobs, it.at.JobID)
 	}
-	org, err := messages.ReadLimits(ctx, s.pool, t.OrgID)
+	org, err := s.counters.ReadLimits(ctx, s.pool, t.OrgID)
 	if err != nil {
 		return nil, err
 	}

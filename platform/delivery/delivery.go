@@ -27,6 +27,7 @@ package delivery
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"time"
@@ -116,6 +117,7 @@ type Service struct {
 	jobs     Jobs
 	throttle Throttle
 	changes  messages.Changes
+	counters *messages.Counters
 	// deliveries batches the deliveries of each tenant (deliverBatch).
 	deliveries *batch.Batcher[db.Tenant, pendingDelivery, delivered]
 	clock      clock.Clock
@@ -153,7 +155,12 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	counters, err := messages.NewCounters()
+	if err != nil {
+		return nil, fmt.Errorf("delivery: %w", err)
+	}
 	s := &Service{
+		counters: counters,
 		pool:     cfg.DB.Pool,
 		prep:     cfg.Prepared,
 		q:        q,

@@ -55,10 +55,10 @@ package delivery
 //     to many tenants), and nothing once prepared. One counter row, so no
 //     order to keep. The counter goes up by an UPDATE (u), so that Citus
 //     runs the statement on the tenant's node alone (as claim_reserve's
-//     UPDATE, messages.ReserveSQL, says); when the sender's 'deliver'
+//     fragment says); when the sender's 'deliver'
 //     counter for the day is missing (c: a day's first claim), the message
 //     is not claimed and the result says so (missing): the claim creates
-//     the counter (messages.CreateCounters) and runs again.
+//     the counter (messages.Counters.Create) and runs again.
 //   - claim_many reads a message that waits for a blocker, or that another
 //     job's claim holds, and does not claim it. Its last column, missing,
 //     is whether a sender's 'deliver' counter for a day was missing: then
@@ -99,6 +99,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/sqlq"
 )
 
@@ -109,7 +110,11 @@ var queries embed.FS
 
 // loadQueries reads the package's named queries.
 func loadQueries() (*sqlq.Queries, error) {
-	q, err := sqlq.Load(queries, "queries")
+	cols, err := messages.ColumnsFragment()
+	if err != nil {
+		return nil, fmt.Errorf("delivery: %w", err)
+	}
+	q, err := sqlq.Load(queries, "queries", cols)
 	if err != nil {
 		return nil, fmt.Errorf("delivery: %w", err)
 	}

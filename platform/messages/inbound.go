@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -14,6 +15,7 @@ import (
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/phone"
+	"github.com/bizmsg/platform/platform/sqlq"
 	"github.com/bizmsg/platform/platform/webhooks"
 )
 
@@ -66,7 +68,6 @@ func (s *Service) Receive(ctx context.Context, in Inbound) (ReceiptOutcome, erro
 	if err != nil || !ok {
 		return ReceiptIgnored, err
 	}
-	sc := t.Quoted()
 	outcome := ReceiptIgnored
 	err = s.prep.Tx(ctx, func(tx pgx.Tx) error {
 		outcome = ReceiptIgnored
@@ -92,8 +93,11 @@ func (s *Service) Receive(ctx context.Context, in Inbound) (ReceiptOutcome, erro
 			// Nothing stored: a repeat of a stored message, or a number
 			// no longer active in the tenant's own table.
 			var seen bool
-			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+sc+`.messages WHERE network_inbound_id = $1)`,
-				in.ID).Scan(&seen); err != nil {
+			query, args, err := s.q.Pgx("inbound_seen", t.Quoted(), sqlq.Args{"network_id": in.ID})
+			if err != nil {
+				return err
+			}
+			if err := tx.QueryRow(ctx, query, args...).Scan(&seen); err != nil {
 				return fmt.Errorf("find inbound message %q: %w", in.ID, err)
 			}
 			if seen {
@@ -115,32 +119,23 @@ func (s *Service) Receive(ctx context.Context, in Inbound) (ReceiptOutcome, erro
 // and for a stored one its day's received counter and last_inbound. It
 // returns how many messages it stored (0 or 1) and their events.
 func (s *Service) storeInbound(ctx context.Context, tx pgx.Tx, t db.Tenant, senderID int64, to string, in Inbound) (int, []webhooks.Event, error) {
-	sc := t.Quoted()
-	return s.changes.Run(ctx, tx, `WITH s AS (
-		  SELECT id, phone FROM `+sc+`.sender_numbers
-		   WHERE id = $1::bigint AND phone = $2::text AND status = 'active'),
-		m AS (
-		  INSERT INTO `+sc+`.messages (direction, sender_number_id, to_phone, from_phone, conversation_id,
-		         type, content, file_name, file_size, file_type, duration, status, received_at,
-		         network_inbound_id, created_at, updated_at)
-		  SELECT 'inbound', s.id, s.phone, $3::text, $4::bigint, $5::text, $6::text, $7::text, $8::bigint,
-		         $9::text, $10::bigint, 'received', $11::timestamptz, $12::text, $13::timestamptz,
-		         $13::timestamptz
-		    FROM s
-		  ON CONFLICT (network_inbound_id) WHERE network_inbound_id IS NOT NULL DO NOTHING
-		  RETURNING ''::text AS old_status, *),
-		u AS (
-		  INSERT INTO `+sc+`.daily_usage AS u (sender_number_id, day, side, received)
-		  SELECT sender_number_id, (created_at AT TIME ZONE 'UTC')::date, 'receive', 1 FROM m
-		  ON CONFLICT (sender_number_id, day, side) DO UPDATE SET received = u.received + 1),
-		l AS (
-		  INSERT INTO `+sc+`.last_inbound AS l (sender_number_id, phone, at)
-		  SELECT sender_number_id, from_phone, received_at FROM m
-		  ON CONFLICT (sender_number_id, phone) DO UPDATE SET at = greatest(l.at, EXCLUDED.at))
-		SELECT `+ChangedColumns+` FROM m`,
-		[]any{senderID, to, in.FromPhone, db.Null(in.ConversationID), in.Type, in.Content,
-			db.Null(in.FileName), db.Null(in.FileSize), db.Null(in.FileType), db.Null(int64(in.Duration)),
-			in.At, in.ID, s.clock.Now()}, 1)
+	query, args, err := s.q.Pgx("store_inbound", t.Quoted(), inboundArgs(senderID, to, in, s.clock.Now()))
+	if err != nil {
+		return 0, nil, err
+	}
+	return s.changes.Run(ctx, tx, query, args, 1)
+}
+
+// inboundArgs are the arguments of the statements that insert inbound
+// message in, to sender number senderID of phone to, at now:
+// store_inbound and routed_insert_inbound.
+func inboundArgs(senderID int64, to string, in Inbound, now time.Time) sqlq.Args {
+	return sqlq.Args{
+		"sender_id": senderID, "to_phone": to, "from_phone": in.FromPhone,
+		"conversation_id": db.Null(in.ConversationID), "type": in.Type, "content": in.Content,
+		"file_name": db.Null(in.FileName), "file_size": db.Null(in.FileSize), "file_type": db.Null(in.FileType),
+		"duration": db.Null(int64(in.Duration)), "received_at": in.At, "network_id": in.ID, "now": now,
+	}
 }
 
 // checkInbound validates an inbound report (422 with every problem) and
@@ -192,12 +187,7 @@ func (s *Service) activeNumber(ctx context.Context, p string) (db.Tenant, int64,
 		schema          sql.NullString
 		found           bool
 	)
-	err := s.prep.Query(ctx, nil, `SELECT a.organization_id, o.schema_name, a.sender_id
-		  FROM central.active_sender_phones a
-		  JOIN central.sender_number_directory d
-		    ON d.organization_id = a.organization_id AND d.sender_id = a.sender_id AND d.status = 'active'
-		  JOIN central.organizations o ON o.id = a.organization_id
-		 WHERE a.phone = $1`, []any{p}, func(r db.Rows) error {
+	err := s.prep.Named(ctx, nil, s.q, "active_number", "", sqlq.Args{"phone": p}, func(r db.Rows) error {
 		if !r.Next() {
 			return nil
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/sqlq"
 	"github.com/bizmsg/platform/platform/webhooks"
 )
 
@@ -25,8 +26,11 @@ import (
 //     last_inbound are upserted.
 func (s *Service) storeInboundRouted(ctx context.Context, tx pgx.Tx, t db.Tenant, senderID int64, to string, in Inbound) (int, []webhooks.Event, error) {
 	sc := t.Quoted()
-	active, err := s.prep.QueryFirst(ctx, tx, `SELECT 1 FROM `+sc+`.sender_numbers
-		WHERE id = $1::bigint AND phone = $2::text AND status = 'active'`, []any{senderID, to}, func(db.Rows) error { return nil })
+	query, args, err := s.q.Pgx("routed_sender_active", sc, sqlq.Args{"sender_id": senderID, "to_phone": to})
+	if err != nil {
+		return 0, nil, err
+	}
+	active, err := s.prep.QueryFirst(ctx, tx, query, args, func(db.Rows) error { return nil })
 	if err != nil {
 		return 0, nil, fmt.Errorf("read sender number %d: %w", senderID, err)
 	}
@@ -34,29 +38,19 @@ func (s *Service) storeInboundRouted(ctx context.Context, tx pgx.Tx, t db.Tenant
 		return 0, nil, nil
 	}
 	now := s.clock.Now()
-	n, evs, err := s.changes.Run(ctx, tx, `INSERT INTO `+sc+`.messages AS m (direction, sender_number_id, to_phone,
-		       from_phone, conversation_id, type, content, file_name, file_size, file_type, duration, status,
-		       received_at, network_inbound_id, created_at, updated_at)
-		VALUES ('inbound', $1::bigint, $2::text, $3::text, $4::bigint, $5::text, $6::text, $7::text, $8::bigint,
-		        $9::text, $10::bigint, 'received', $11::timestamptz, $12::text, $13::timestamptz, $13::timestamptz)
-		ON CONFLICT (network_inbound_id) WHERE network_inbound_id IS NOT NULL DO NOTHING
-		RETURNING ''::text, `+Columns,
-		[]any{senderID, to, in.FromPhone, db.Null(in.ConversationID), in.Type, in.Content,
-			db.Null(in.FileName), db.Null(in.FileSize), db.Null(in.FileType), db.Null(int64(in.Duration)),
-			in.At, in.ID, now}, 1)
+	if query, args, err = s.q.Pgx("routed_insert_inbound", sc, inboundArgs(senderID, to, in, now)); err != nil {
+		return 0, nil, err
+	}
+	n, evs, err := s.changes.Run(ctx, tx, query, args, 1)
 	if err != nil || n == 0 {
 		return n, evs, err
 	}
-	if err := s.prep.Exec(ctx, tx, `INSERT INTO `+sc+`.daily_usage AS u (sender_number_id, day, side, received)
-		VALUES ($1::bigint, $2::date, 'receive', 1)
-		ON CONFLICT (sender_number_id, day, side) DO UPDATE SET received = u.received + 1`,
-		senderID, Day(now)); err != nil {
+	if err := s.prep.Named(ctx, tx, s.q, "routed_count_received", sc,
+		sqlq.Args{"sender_id": senderID, "day": Day(now)}, nil); err != nil {
 		return 0, nil, fmt.Errorf("count it received: %w", err)
 	}
-	if err := s.prep.Exec(ctx, tx, `INSERT INTO `+sc+`.last_inbound AS l (sender_number_id, phone, at)
-		VALUES ($1::bigint, $2::text, $3::timestamptz)
-		ON CONFLICT (sender_number_id, phone) DO UPDATE SET at = greatest(l.at, EXCLUDED.at)`,
-		senderID, in.FromPhone, in.At); err != nil {
+	if err := s.prep.Named(ctx, tx, s.q, "routed_move_window", sc,
+		sqlq.Args{"sender_id": senderID, "phone": in.FromPhone, "at": in.At}, nil); err != nil {
 		return 0, nil, fmt.Errorf("move the service window: %w", err)
 	}
 	return n, evs, nil

@@ -14,7 +14,7 @@ import (
 	"github.com/bizmsg/platform/platform/page"
 	"github.com/bizmsg/platform/platform/phone"
 	"github.com/bizmsg/platform/platform/queue"
-	"github.com/jackc/pgx/v5"
+	"github.com/bizmsg/platform/platform/sqlq"
 )
 
 // Page bounds of the history (docs/api.md, §Conventions: lists).
@@ -182,75 +182,56 @@ func (s *Service) List(ctx context.Context, t db.Tenant, q ListQuery) (page.Of[M
 	if err != nil {
 		return page.Of[Message]{}, err
 	}
-	// The page runs on the simple protocol, its values written into the
-	// text, so Postgres plans each page for its values (a custom plan): a
-	// prepared, generic plan could not tell a rare status or sender from a
-	// common one, and would pick one index for all.
-	var (
-		where []string
-		args  []any
-	)
-	cond := func(expr string, vals ...any) {
-		for _, v := range vals {
-			args = append(args, v)
-			expr = strings.Replace(expr, "?", "$"+strconv.Itoa(len(args)), 1)
-		}
-		where = append(where, expr)
-	}
-	order := "m.id DESC"
+	// The page is said with bun's builder, its values literals in the
+	// text (run on the simple protocol), so Postgres plans each page for
+	// its values (a custom plan): a prepared, generic plan could not tell a
+	// rare status or sender from a common one, and would pick one index for
+	// all.
+	sel := s.bun.NewSelect().ColumnExpr(Columns).TableExpr(t.TableAs("messages", "m"))
 	if f.byTime() {
-		order = "m.created_at DESC, m.id DESC"
+		sel = sel.OrderExpr("m.created_at DESC, m.id DESC")
 		if f.after != nil {
-			cond("(m.created_at, m.id) < (?, ?)", f.after.at, f.after.id)
+			sel = sel.Where("(m.created_at, m.id) < (?, ?)", f.after.at, f.after.id)
 		}
-	} else if f.after != nil {
-		cond("m.id < ?", f.after.id)
+	} else {
+		sel = sel.OrderExpr("m.id DESC")
+		if f.after != nil {
+			sel = sel.Where("m.id < ?", f.after.id)
+		}
 	}
-	if f.senderID > 0 {
-		cond("m.sender_number_id = ?", f.senderID)
+	for _, c := range []struct {
+		on   bool
+		expr string
+		val  any
+	}{
+		{f.senderID > 0, "m.sender_number_id = ?", f.senderID},
+		{f.toPhone != "", "m.to_phone = ?", f.toPhone},
+		{f.status != "", "m.status = ?", f.status},
+		{f.typ != "", "m.type = ?", f.typ},
+		{f.since != nil, "m.created_at >= ?", f.since},
+		{f.until != nil, "m.created_at < ?", f.until},
+		{f.clientReference != "", "m.client_reference = ?", f.clientReference},
+		{f.direction != "", "m.direction = ?", f.direction},
+		{f.conversationID > 0, "m.conversation_id = ?", f.conversationID},
+		{f.campaignID > 0, "m.campaign_id = ?", f.campaignID},
+	} {
+		if c.on {
+			sel = sel.Where(c.expr, c.val)
+		}
 	}
-	if f.toPhone != "" {
-		cond("m.to_phone = ?", f.toPhone)
-	}
-	if f.status != "" {
-		cond("m.status = ?", f.status)
-	}
-	if f.typ != "" {
-		cond("m.type = ?", f.typ)
-	}
-	if f.since != nil {
-		cond("m.created_at >= ?", *f.since)
-	}
-	if f.until != nil {
-		cond("m.created_at < ?", *f.until)
-	}
-	if f.clientReference != "" {
-		cond("m.client_reference = ?", f.clientReference)
-	}
-	if f.direction != "" {
-		cond("m.direction = ?", f.direction)
-	}
-	if f.conversationID > 0 {
-		cond("m.conversation_id = ?", f.conversationID)
-	}
-	if f.campaignID > 0 {
-		cond("m.campaign_id = ?", f.campaignID)
-	}
-	query := `SELECT ` + Columns + ` FROM ` + t.Table("messages") + ` AS m`
-	if len(where) > 0 {
-		query += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	query += ` ORDER BY ` + order + ` LIMIT ` + strconv.Itoa(f.limit+1)
-	res, err := s.pool.Query(ctx, query, append([]any{pgx.QueryExecModeSimpleProtocol}, args...)...)
+	res, err := sel.Limit(int64(f.limit) + 1).Rows(ctx)
 	if err != nil {
 		return page.Of[Message]{}, fmt.Errorf("list messages: %w", err)
 	}
-	rows, err := pgx.CollectRows(res, func(r pgx.CollectableRow) (Row, error) {
-		var m Row
-		err := r.Scan(m.ScanDest()...)
-		return m, err
-	})
-	if err != nil {
+	defer res.Close()
+	var rows []Row
+	for res.Next() {
+		rows = append(rows, Row{})
+		if err := res.Scan(rows[len(rows)-1].ScanDest()...); err != nil {
+			return page.Of[Message]{}, fmt.Errorf("list messages: %w", err)
+		}
+	}
+	if err := res.Err(); err != nil {
 		return page.Of[Message]{}, fmt.Errorf("list messages: %w", err)
 	}
 	var p page.Of[Message]
@@ -266,11 +247,11 @@ func (s *Service) List(ctx context.Context, t db.Tenant, q ListQuery) (page.Of[M
 	return p, nil
 }
 
-// readRows runs query, whose result is Columns, on a pool
-// connection (db.Prepared) and returns its rows.
-func (s *Service) readRows(ctx context.Context, query string, args []any, capacity int) ([]Row, error) {
+// readRows runs named query name of tenant t, whose result is Columns, on
+// a pool connection (db.Prepared) and returns its rows.
+func (s *Service) readRows(ctx context.Context, t db.Tenant, name string, args sqlq.Args, capacity int) ([]Row, error) {
 	rows := make([]Row, 0, capacity)
-	err := s.prep.Query(ctx, nil, query, args, func(r db.Rows) error {
+	err := s.prep.Named(ctx, nil, s.q, name, t.Quoted(), args, func(r db.Rows) error {
 		for r.Next() {
 			rows = append(rows, Row{})
 			if err := r.Scan(rows[len(rows)-1].ScanDest()...); err != nil {
@@ -291,8 +272,7 @@ func (s *Service) Get(ctx context.Context, t db.Tenant, id int64) (Message, erro
 	if id <= 0 {
 		return Message{}, apperr.NotFound("message")
 	}
-	rows, err := s.readRows(ctx, `SELECT `+Columns+` FROM `+t.Table("messages")+` m WHERE m.id = $1::bigint`,
-		[]any{id}, 1)
+	rows, err := s.readRows(ctx, t, "get_message", sqlq.Args{"id": id}, 1)
 	if err != nil {
 		return Message{}, fmt.Errorf("load message %d: %w", id, err)
 	}

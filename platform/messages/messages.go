@@ -22,11 +22,12 @@
 //
 // # Statements
 //
-// The receipts and inbound messages go through db.Prepared (the one the
-// other stages share), with pgx transactions where they change a message,
-// so that an event can be recorded with the change. The history (List)
-// runs on the pool directly, on the simple protocol so that each page is
-// planned for its filters.
+// The receipts and inbound messages are named queries (queries/*.sql)
+// run through db.Prepared (the one the other stages share), with pgx
+// transactions where they change a message, so that an event can be
+// recorded with the change. The history (List) is said with bun's builder,
+// its values literals in the text, so that each page is planned for its
+// filters.
 package messages
 
 import (
@@ -41,9 +42,10 @@ import (
 	"github.com/bizmsg/platform/platform/jsonenc"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
+	"github.com/bizmsg/platform/platform/sqlq"
 	"github.com/bizmsg/platform/platform/webhooks"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/uptrace/bun"
 )
 
 // Message statuses (docs/api.md, §Message lifecycle). An outbound message
@@ -273,7 +275,7 @@ func appendStamp(b []byte, t *time.Time) []byte {
 
 // Config configures a Service.
 type Config struct {
-	// DB is the database: the history reads its pool. Required.
+	// DB is the database: the history reads it through bun. Required.
 	DB *db.DB
 	// Prepared runs the statements of receipts, inbound messages and Get
 	// (prepared per connection, up to its bound): the one acceptance and
@@ -307,8 +309,9 @@ type Config struct {
 // Service implements receipts, inbound messages and the history. It is
 // safe for concurrent use.
 type Service struct {
-	pool    *pgxpool.Pool
+	bun     *bun.DB
 	prep    *db.Prepared
+	q       *sqlq.Queries
 	jobs    queue.Client
 	changes Changes
 	clock   clock.Clock
@@ -332,9 +335,14 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	q, err := loadQueries()
+	if err != nil {
+		return nil, err
+	}
 	return &Service{
-		pool:    cfg.DB.Pool,
+		bun:     cfg.DB.Bun,
 		prep:    cfg.Prepared,
+		q:       q,
 		jobs:    cfg.Jobs,
 		changes: Changes{Prepared: cfg.Prepared, Events: cfg.Events},
 		clock:   cfg.Clock,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/network"
+	"github.com/bizmsg/platform/platform/sqlq"
 )
 
 // CodeDeliveryFailed is a message's error_code when the network reports it
@@ -112,15 +113,12 @@ func (s *Service) ApplyReceipt(ctx context.Context, r Receipt) (ReceiptOutcome, 
 		if !changed {
 			return nil
 		}
-		q := `UPDATE ` + t.Table("messages") + ` m
-			SET status = $2::text, delivered_at = $3::timestamptz, read_at = $4::timestamptz,
-			    failed_at = $5::timestamptz, error_code = $6::text, error_message = $7::text,
-			    updated_at = $8::timestamptz
-			WHERE m.id = $1::bigint
-			RETURNING ` + Columns
 		var after Row
-		err = s.prep.Query(ctx, tx, q, []any{id, next.Status, next.DeliveredAt, next.ReadAt, next.FailedAt,
-			next.ErrorCode, next.ErrorMessage, s.clock.Now()}, func(rows db.Rows) error {
+		err = s.prep.Named(ctx, tx, s.q, "record_receipt", t.Quoted(), sqlq.Args{
+			"id": id, "status": next.Status, "delivered_at": next.DeliveredAt, "read_at": next.ReadAt,
+			"failed_at": next.FailedAt, "error_code": next.ErrorCode, "error_message": next.ErrorMessage,
+			"now": s.clock.Now(),
+		}, func(rows db.Rows) error {
 			if !rows.Next() {
 				return errors.New("the locked message is gone")
 			}
@@ -178,8 +176,7 @@ func afterReceipt(m *Row, r Receipt) (Row, bool) {
 func (s *Service) lockRow(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64) (*Row, bool, error) {
 	m := new(Row)
 	found := false
-	err := s.prep.Query(ctx, tx, `SELECT `+Columns+` FROM `+t.Table("messages")+` m
-		WHERE m.id = $1::bigint FOR UPDATE`, []any{id}, func(r db.Rows) error {
+	err := s.prep.Named(ctx, tx, s.q, "lock_message", t.Quoted(), sqlq.Args{"id": id}, func(r db.Rows) error {
 		if !r.Next() {
 			return nil
 		}
@@ -207,14 +204,10 @@ func (s *Service) moveCounters(ctx context.Context, tx pgx.Tx, t db.Tenant, m *R
 	if i, ok := index[status]; ok {
 		delta[i]++
 	}
-	err := s.prep.Exec(ctx, tx, `INSERT INTO `+t.Table("daily_usage")+` AS u
-		       (sender_number_id, day, side, sent, delivered, read, failed)
-		VALUES ($1::bigint, $2::text::date, 'deliver', greatest($3::int, 0), greatest($4::int, 0),
-		        greatest($5::int, 0), greatest($6::int, 0))
-		ON CONFLICT (sender_number_id, day, side) DO UPDATE
-		   SET sent = u.sent + $3::int, delivered = u.delivered + $4::int, read = u.read + $5::int,
-		       failed = u.failed + $6::int`,
-		m.SenderNumberID, Day(m.CreatedAt), delta[0], delta[1], delta[2], delta[3])
+	err := s.prep.Named(ctx, tx, s.q, "move_counters", t.Quoted(), sqlq.Args{
+		"sender_id": m.SenderNumberID, "day": Day(m.CreatedAt),
+		"sent": delta[0], "delivered": delta[1], "read": delta[2], "failed": delta[3],
+	}, nil)
 	if err != nil {
 		return fmt.Errorf("move usage counters of message %d: %w", m.ID, err)
 	}
@@ -231,7 +224,7 @@ func (s *Service) referenceTenant(ctx context.Context, ref string) (db.Tenant, i
 		return db.Tenant{}, 0, false, nil
 	}
 	var stored sql.NullString
-	err := s.prep.Query(ctx, nil, `SELECT schema_name FROM central.organizations WHERE id = $1`, []any{orgID},
+	err := s.prep.Named(ctx, nil, s.q, "organization_schema", "", sqlq.Args{"org_id": orgID},
 		func(r db.Rows) error {
 			if r.Next() {
 				return r.Scan(&stored)

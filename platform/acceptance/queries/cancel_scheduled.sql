@@ -8,4 +8,4 @@ WITH m AS (
   UPDATE ?schema.messages x SET status = 'canceled', canceled_at = ?at::timestamptz, updated_at = ?at::timestamptz
    WHERE x.id = ?id::bigint AND x.status = 'scheduled'
   RETURNING 'scheduled'::text AS old_status, x.*)
-SELECT m.old_status, ?{accept_message_columns} FROM m
+SELECT m.old_status, ?{message_columns} FROM m

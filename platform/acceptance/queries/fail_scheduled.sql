@@ -7,4 +7,4 @@ WITH m AS (
          error_code = ?error_code::text, error_message = ?error_message::text
    WHERE x.id = ?id::bigint AND x.status = 'scheduled'
   RETURNING 'scheduled'::text AS old_status, x.*)
-SELECT m.old_status, ?{accept_message_columns} FROM m
+SELECT m.old_status, ?{message_columns} FROM m

@@ -1,3 +1,3 @@
 -- Stored message id for its release (releaseAlone): its columns as
 -- messages.Row scans them.
-SELECT ?{accept_message_columns} FROM ?schema.messages m WHERE m.id = ?id::bigint
+SELECT ?{message_columns} FROM ?schema.messages m WHERE m.id = ?id::bigint

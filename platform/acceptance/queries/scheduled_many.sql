@@ -1,3 +1,3 @@
 -- Stored messages ids for their release together (releaseBatch): their
 -- columns as messages.Row scans them.
-SELECT ?{accept_message_columns} FROM ?schema.messages m WHERE m.id = ANY(?ids::bigint[])
+SELECT ?{message_columns} FROM ?schema.messages m WHERE m.id = ANY(?ids::bigint[])

@@ -11,4 +11,4 @@ u AS (
   INSERT INTO ?schema.daily_usage AS u (sender_number_id, day, side, failed)
   SELECT sender_number_id, (created_at AT TIME ZONE 'UTC')::date, 'deliver', 1 FROM m
   ON CONFLICT (sender_number_id, day, side) DO UPDATE SET failed = u.failed + 1)
-SELECT m.old_status, ?{delivery_message_columns} FROM m
+SELECT m.old_status, ?{message_columns} FROM m

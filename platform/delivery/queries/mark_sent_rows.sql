@@ -5,4 +5,4 @@ WITH ?{sent_many}
 ?{sent_counters},
 u AS (
   ?{sent_counters_update})
-SELECT m.old_status, ?{delivery_message_columns} FROM m
+SELECT m.old_status, ?{message_columns} FROM m

@@ -315,7 +315,11 @@ func (f *Fixture) Send(tn db.Tenant, body string, key string) (acceptance.Result
 // (what the API's authentication reads and hands to Send).
 func (f *Fixture) DailyLimit(tn db.Tenant) int {
 	f.T.Helper()
-	l, err := messages.ReadLimits(context.Background(), f.DB.Pool, tn.OrgID)
+	c, err := messages.NewCounters()
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	l, err := c.ReadLimits(context.Background(), f.DB.Pool, tn.OrgID)
 	if err != nil {
 		f.T.Fatal(err)
 	}

@@ -1,3 +1,3 @@
 -- A message (m) with its sender (s), as claimRow.deliveryDest scans them.
-?{delivery_message_columns}, s.phone AS sn_phone, s.status AS sn_status,
+?{message_columns}, s.phone AS sn_phone, s.status AS sn_status,
        s.daily_limit_override AS sn_daily_limit_override
