@@ -26,7 +26,6 @@ var sqlFree = map[string]string{
 // not listed holds SQL, and when a listed one no longer does.
 var notOnBun = []string{
 	"platform/campaignrelease",
-	"platform/db",
 }
 
 // sqlStatement and sqlClause are the words that make a literal SQL: a

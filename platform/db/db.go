@@ -21,6 +21,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/bizmsg/platform/platform/defaults"
+	"github.com/bizmsg/platform/platform/sqlq"
 )
 
 // Config configures the connection pool.
@@ -163,7 +164,15 @@ func EnsureDatabase(ctx context.Context, rawURL string) error {
 		return fmt.Errorf("connect to maintenance database: %w", err)
 	}
 	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	q, err := sqlq.Load(queries, "queries")
+	if err != nil {
+		return fmt.Errorf("create database %q: %w", name, err)
+	}
+	text, _, err := q.Pgx("create_database", pgx.Identifier{name}.Sanitize(), nil)
+	if err != nil {
+		return fmt.Errorf("create database %q: %w", name, err)
+	}
+	_, err = conn.Exec(ctx, text)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && (pgErr.Code == "42P04" || pgErr.Code == "23505") {
 		return nil // created concurrently by another process
