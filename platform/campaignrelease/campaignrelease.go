@@ -31,6 +31,7 @@ import (
 	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/queue"
+	"github.com/bizmsg/platform/platform/sqlq"
 )
 
 // Config configures a Service.
@@ -67,6 +68,7 @@ type Service struct {
 	cfg      Config
 	log      *slog.Logger
 	counters *messages.Counters
+	q        *sqlq.Queries
 }
 
 // New validates cfg and returns a Service.
@@ -95,7 +97,11 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("campaignrelease: %w", err)
 	}
-	return &Service{cfg: cfg, log: cfg.Logger.With("component", "campaignrelease"), counters: counters}, nil
+	q, err := sqlq.Load(queries, "queries")
+	if err != nil {
+		return nil, fmt.Errorf("campaignrelease: %w", err)
+	}
+	return &Service{cfg: cfg, log: cfg.Logger.With("component", "campaignrelease"), counters: counters, q: q}, nil
 }
 
 // Wake queues campaign id's release job in tx, the transaction of a

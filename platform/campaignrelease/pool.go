@@ -10,8 +10,8 @@ import (
 
 	"github.com/bizmsg/platform/platform/campaigns"
 	"github.com/bizmsg/platform/platform/db"
-	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/senders"
+	"github.com/bizmsg/platform/platform/sqlq"
 )
 
 // Why a pool sender has no room at a tick (Sender.Why).
@@ -56,40 +56,11 @@ type Sender struct {
 // with allowance left).
 func (s *Sender) usable() bool { return s.Why != WhyInactive && s.Allowance > 0 }
 
-// poolSQL reads the pool senders $1 of tenant schema sc in the pool's
-// order, with their daily limits ($2 the organization's default,
-// messages.Counters.ReadLimits: the statement reads the tenant schema alone), the
-// 'accept' counter of the UTC day of $3 and the campaign $4's messages of
-// each still queued from id $5 on, with the lowest of their ids. $5
-// (marks.low) starts the read at the campaign's oldest message that may
-// still be queued (messages_campaign_idx), so that it reads about the
-// messages in flight, not every message of the campaign: with the
-// statistics of an earlier moment, the count of the campaign's queued
-// messages alone was planned as a sequential scan of the tenant's
-// messages, its cost growing with every message released.
-func poolSQL(t db.Tenant) string {
-	sc := t.Quoted()
-	return `SELECT s.id, s.status, coalesce(s.daily_limit_override, $2::int), coalesce(u.used, 0), coalesce(q.n, 0),
-		       coalesce(q.oldest, 0)
-		  FROM unnest($1::bigint[]) WITH ORDINALITY AS p(id, n)
-		  JOIN ` + sc + `.sender_numbers s ON s.id = p.id
-		  LEFT JOIN ` + sc + `.daily_usage u ON u.sender_number_id = s.id
-		       AND u.day = ($3::timestamptz AT TIME ZONE 'UTC')::date AND u.side = 'accept'
-		  LEFT JOIN (SELECT m.sender_number_id, count(*) AS n, min(m.id) AS oldest FROM ` + sc + `.messages m
-		              WHERE m.campaign_id = $4::bigint AND m.id >= $5::bigint AND m.status = 'queued'
-		              GROUP BY m.sender_number_id) q
-		       ON q.sender_number_id = s.id
-		 ORDER BY p.n`
-}
-
 // pool reads campaign c's senders at now (in tx, or on the pool when tx
 // is nil), counting its queued messages from id low on, and computes each
 // one's room for window.
 func (s *Service) pool(ctx context.Context, tx pgx.Tx, t db.Tenant, c campaigns.Campaign, now time.Time, low int64, window time.Duration) ([]Sender, error) {
-	var q interface {
-		messages.RowQuerier
-		Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	} = s.cfg.DB.Pool
+	var q querier = s.cfg.DB.Pool
 	if tx != nil {
 		q = tx
 	}
@@ -101,10 +72,16 @@ func (s *Service) pool(ctx context.Context, tx pgx.Tx, t db.Tenant, c campaigns.
 	if org.SenderRate != nil && *org.SenderRate > 0 {
 		rate = *org.SenderRate
 	}
-	// A plan for these very marks (pgx's unnamed statement): a generic
-	// plan knows neither how far on low is nor how few messages are
-	// queued.
-	rows, err := q.Query(ctx, poolSQL(t), pgx.QueryExecModeExec, c.SenderNumberIDs, org.DefaultDailyLimit, now, c.ID, low)
+	// The named query pool, planned for these very marks (pgx's unnamed
+	// statement): a generic plan knows neither how far on low is nor how
+	// few messages are queued.
+	text, args, err := s.q.Pgx("pool", t.Quoted(), sqlq.Args{
+		"pool": c.SenderNumberIDs, "default_limit": org.DefaultDailyLimit, "now": now, "id": c.ID, "low": low,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the pool of campaign %d: %w", c.ID, err)
+	}
+	rows, err := q.Query(ctx, text, append([]any{pgx.QueryExecModeExec}, args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("read the pool of campaign %d: %w", c.ID, err)
 	}

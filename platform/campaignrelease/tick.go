@@ -17,84 +17,8 @@ import (
 	"github.com/bizmsg/platform/platform/messages"
 	"github.com/bizmsg/platform/platform/senders"
 	"github.com/bizmsg/platform/platform/sendrequest"
+	"github.com/bizmsg/platform/platform/sqlq"
 )
-
-// Statements of a tick, for tenant t.
-
-// stateSQL: whether campaign $1 has a recipient pending with id ≥ $2 and
-// a message queued with id ≥ $3 (marks: 0, 0 reads them all). The
-// recipient is the first pending one in id order, not an EXISTS:
-// Postgres drops the order from an EXISTS and planned it as a sequential
-// scan that walked the recipients released before the first pending one
-// (12 ms at 33,000 released in the bench; 0.1 ms through the index). The
-// message stays an EXISTS, which takes the campaign's status index; in
-// id order it took the tenant's (status, id) index and walked every
-// queued entry (10 ms).
-func stateSQL(t db.Tenant) string {
-	return `SELECT (SELECT id FROM ` + t.Table("campaign_recipients") + `
-		         WHERE campaign_id = $1::bigint AND status = 'pending' AND id >= $2::bigint
-		         ORDER BY id LIMIT 1) IS NOT NULL,
-		       EXISTS (SELECT 1 FROM ` + t.Table("messages") + `
-		                WHERE campaign_id = $1::bigint AND status = 'queued' AND id >= $3::bigint)`
-}
-
-// pendingSQL: the next $2 pending recipients of campaign $1 from id $3 on,
-// in the order they were added. $3 (marks.from) starts the read past the
-// recipients the run has already ended, whose index entries stay behind
-// until a vacuum: read from 0 each time, the tick walked every one of them.
-func pendingSQL(t db.Tenant) string {
-	return `SELECT id, phone, variables, client_reference FROM ` + t.Table("campaign_recipients") + `
-		 WHERE campaign_id = $1::bigint AND status = 'pending' AND id >= $3::bigint ORDER BY id LIMIT $2`
-}
-
-// stickySQL: for each phone of $1, the pool sender ($2) of the newest
-// outbound message of the organization to it, if any (messages_to_phone_idx:
-// one probe per phone).
-func stickySQL(t db.Tenant) string {
-	return `SELECT p.phone, (SELECT m.sender_number_id FROM ` + t.Table("messages") + ` m
-		         WHERE m.to_phone = p.phone AND m.direction = 'outbound'
-		           AND m.sender_number_id = ANY($2::bigint[]) AND m.status NOT IN ('scheduled', 'canceled')
-		         ORDER BY m.id DESC LIMIT 1)
-		  FROM unnest($1::text[]) AS p(phone)`
-}
-
-// idsSQL draws $1 message ids from the messages' sequence.
-func idsSQL(t db.Tenant) string {
-	return `SELECT nextval('` + t.Table("messages_id_seq") + `'::regclass) FROM generate_series(1, $1::int)`
-}
-
-// shareSQL share-locks campaign $1 for a release transaction and reads
-// its status and release generation: pause, resume and cancel lock it FOR
-// UPDATE, so nothing is released after either commits, nor by the job of
-// a generation a resume left behind.
-func shareSQL(t db.Tenant) string {
-	return `SELECT status, release_gen FROM ` + t.Table("campaigns") + ` WHERE id = $1::bigint FOR SHARE`
-}
-
-// lockSQL locks the recipients $2 of campaign $1 that are still pending
-// and returns their ids.
-func lockSQL(t db.Tenant) string {
-	return `SELECT id FROM ` + t.Table("campaign_recipients") + `
-		 WHERE campaign_id = $1::bigint AND id = ANY($2::bigint[]) AND status = 'pending' ORDER BY id FOR UPDATE`
-}
-
-// releasedSQL marks pending recipients $3 of campaign $1 released at $2,
-// with their messages $4 and senders $5.
-func releasedSQL(t db.Tenant) string {
-	return `UPDATE ` + t.Table("campaign_recipients") + ` r
-		   SET status = 'released', message_id = x.message_id, sender_number_id = x.sender, updated_at = $2
-		  FROM unnest($3::bigint[], $4::bigint[], $5::bigint[]) AS x(id, message_id, sender)
-		 WHERE r.campaign_id = $1::bigint AND r.id = x.id AND r.status = 'pending'`
-}
-
-// skippedSQL marks pending recipients $3 of campaign $1 skipped at $2,
-// with their error codes $4 and the senders $5 they were checked with.
-func skippedSQL(t db.Tenant) string {
-	return `UPDATE ` + t.Table("campaign_recipients") + ` r
-		   SET status = 'skipped', error_code = x.code, sender_number_id = x.sender, updated_at = $2
-		  FROM unnest($3::bigint[], $4::text[], $5::bigint[]) AS x(id, code, sender)
-		 WHERE r.campaign_id = $1::bigint AND r.id = x.id AND r.status = 'pending'`
-}
 
 // recipient is a pending recipient taken by a tick, and what became of its
 // checks.
@@ -166,7 +90,8 @@ func (s *Service) tick(ctx context.Context, t db.Tenant, id, gen int64, m *marks
 			return nil
 		}
 		var queued bool
-		if err := tx.QueryRow(ctx, stateSQL(t), id, m.from, m.low).Scan(&pending, &queued); err != nil {
+		state := sqlq.Args{"id": id, "from": m.from, "low": m.low}
+		if err := s.row(ctx, tx, t, "state", state).Scan(&pending, &queued); err != nil {
 			return fmt.Errorf("read the state of campaign %d: %w", id, err)
 		}
 		if !pending && !queued {
@@ -261,7 +186,7 @@ func (s *Service) release(ctx context.Context, t db.Tenant, c campaigns.Campaign
 // pending reads the next n pending recipients of campaign id from id
 // from on.
 func (s *Service) pending(ctx context.Context, t db.Tenant, id int64, n int, from int64) ([]recipient, error) {
-	rows, err := s.cfg.DB.Pool.Query(ctx, pendingSQL(t), id, n, from)
+	rows, err := s.query(ctx, s.cfg.DB.Pool, t, "pending", sqlq.Args{"id": id, "limit": n, "from": from})
 	if err != nil {
 		return nil, fmt.Errorf("read pending recipients of campaign %d: %w", id, err)
 	}
@@ -289,7 +214,7 @@ func (s *Service) pending(ctx context.Context, t db.Tenant, id int64, n int, fro
 
 // sticky maps each of phones to the pool sender that last wrote to it.
 func (s *Service) sticky(ctx context.Context, t db.Tenant, phones []string, pool []int64) (map[string]int64, error) {
-	rows, err := s.cfg.DB.Pool.Query(ctx, stickySQL(t), phones, pool)
+	rows, err := s.query(ctx, s.cfg.DB.Pool, t, "sticky", sqlq.Args{"phones": phones, "pool": pool})
 	if err != nil {
 		return nil, fmt.Errorf("read sticky senders: %w", err)
 	}
@@ -321,7 +246,7 @@ func (s *Service) drawIDs(ctx context.Context, t db.Tenant, list []recipient) er
 	if n == 0 {
 		return nil
 	}
-	rows, err := s.cfg.DB.Pool.Query(ctx, idsSQL(t), n)
+	rows, err := s.query(ctx, s.cfg.DB.Pool, t, "draw_ids", sqlq.Args{"n": n})
 	if err != nil {
 		return fmt.Errorf("draw message ids: %w", err)
 	}
@@ -393,7 +318,7 @@ func (s *Service) record(ctx context.Context, t db.Tenant, c campaigns.Campaign,
 			status string
 			gen    int64
 		)
-		if err := tx.QueryRow(ctx, shareSQL(t), id).Scan(&status, &gen); err != nil {
+		if err := s.row(ctx, tx, t, "share_campaign", sqlq.Args{"id": id}).Scan(&status, &gen); err != nil {
 			return fmt.Errorf("share-lock campaign %d: %w", id, err)
 		}
 		if status != string(campaigns.StatusRunning) || gen != c.ReleaseGen {
@@ -405,7 +330,7 @@ func (s *Service) record(ctx context.Context, t db.Tenant, c campaigns.Campaign,
 				ids = append(ids, r.id)
 			}
 		}
-		rows, err := tx.Query(ctx, lockSQL(t), id, ids)
+		rows, err := s.query(ctx, tx, t, "lock_recipients", sqlq.Args{"id": id, "ids": ids})
 		if err != nil {
 			return fmt.Errorf("lock recipients of campaign %d: %w", id, err)
 		}
@@ -458,12 +383,14 @@ func (s *Service) record(ctx context.Context, t db.Tenant, c campaigns.Campaign,
 		}
 		out.Released, out.Skipped = len(done.released), len(done.skipped)
 		if len(done.released) > 0 {
-			if _, err := tx.Exec(ctx, releasedSQL(t), id, now, done.released, done.messages, done.senders); err != nil {
+			args := sqlq.Args{"id": id, "now": now, "ids": done.released, "messages": done.messages, "senders": done.senders}
+			if err := s.exec(ctx, tx, t, "mark_released", args); err != nil {
 				return fmt.Errorf("mark recipients of campaign %d released: %w", id, err)
 			}
 		}
 		if len(done.skipped) > 0 {
-			if _, err := tx.Exec(ctx, skippedSQL(t), id, now, done.skipped, done.codes, done.skipSenders); err != nil {
+			args := sqlq.Args{"id": id, "now": now, "ids": done.skipped, "codes": done.codes, "senders": done.skipSenders}
+			if err := s.exec(ctx, tx, t, "mark_skipped", args); err != nil {
 				return fmt.Errorf("mark recipients of campaign %d skipped: %w", id, err)
 			}
 		}
