@@ -503,16 +503,17 @@ func TestArchitectureFileRules(t *testing.T) {
 // New(Config) (*T, error), each with its reason (docs/design.md,
 // §Constructors). A new exception is decided here, where it is seen.
 var constructorShapes = map[string]string{
-	"platform/app.New":            "the assembly: it connects to the database and migrates while it builds, under the context it is given",
-	"platform/apperr.New":         "an error value, as errors.New makes one: nothing to depend on, nothing to fail",
-	"platform/apikey.NewHasher":   "a primitive over one secret, as crypto/hmac.New: the pepper is all it takes, and its length is checked",
-	"platform/apikey.NewSealer":   "a primitive over one secret, as crypto/cipher.NewGCM: the key is all it takes, and its length is checked",
-	"platform/batch.New":          "a generic building block: its Func is what it does, not a dependency, and its Config (embedded in its users' configs) has a default for every field, so it cannot fail",
-	"platform/clock.NewFake":      "a test clock: a value set to a time",
-	"platform/metrics.New":        "nothing to configure and nothing to fail",
-	"platform/ratelimit.NewLocal": "every LocalConfig field has a default and none is required: nothing to fail",
-	"platform/pace.NewLocal":      "every Config field has a default and none is required: nothing to fail",
-	"platform/senders.NewCentral": "the job outbox's applier of sender_central rows: nothing to configure, it holds the package's embedded named queries, whose loading is its one failure",
+	"platform/app.New":              "the assembly: it connects to the database and migrates while it builds, under the context it is given",
+	"platform/apperr.New":           "an error value, as errors.New makes one: nothing to depend on, nothing to fail",
+	"platform/apikey.NewHasher":     "a primitive over one secret, as crypto/hmac.New: the pepper is all it takes, and its length is checked",
+	"platform/apikey.NewSealer":     "a primitive over one secret, as crypto/cipher.NewGCM: the key is all it takes, and its length is checked",
+	"platform/batch.New":            "a generic building block: its Func is what it does, not a dependency, and its Config (embedded in its users' configs) has a default for every field, so it cannot fail",
+	"platform/clock.NewFake":        "a test clock: a value set to a time",
+	"platform/metrics.New":          "nothing to configure and nothing to fail",
+	"platform/ratelimit.NewLocal":   "every LocalConfig field has a default and none is required: nothing to fail",
+	"platform/pace.NewLocal":        "every Config field has a default and none is required: nothing to fail",
+	"platform/messages.NewCounters": "the daily-limit statements every stage shares: nothing to configure, it holds the package's embedded named queries, whose loading is its one failure",
+	"platform/senders.NewCentral":   "the job outbox's applier of sender_central rows: nothing to configure, it holds the package's embedded named queries, whose loading is its one failure",
 }
 
 // constructor is what the shape rule reads of an exported function whose
