@@ -26,6 +26,7 @@ import (
 	"github.com/bizmsg/platform/platform/apikey"
 	"github.com/bizmsg/platform/platform/apperr"
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/httpx"
 	"github.com/bizmsg/platform/platform/keys"
 	"github.com/bizmsg/platform/platform/ratelimit"
@@ -127,9 +128,7 @@ func New(cfg Config) (*API, error) {
 	if cfg.Limiter != nil && cfg.Keys.DecidesRates() {
 		return nil, errors.New("tenant: Config.Limiter with a keys service that decides rates would limit twice")
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	defaults.Logger(&cfg.Logger)
 	return &API{keys: cfg.Keys, log: cfg.Logger, limiter: cfg.Limiter, rateDefault: cfg.RateLimit}, nil
 }
 

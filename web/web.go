@@ -145,12 +145,8 @@ func New(cfg Config) (*Dashboard, error) {
 	case len(cfg.Secret) < 32:
 		return nil, errors.New("web: Config.Secret must be at least 32 bytes")
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	defaults.Clock(&cfg.Clock)
+	defaults.Logger(&cfg.Logger)
 	defaults.Positive(&cfg.IdleTimeout, DefaultIdleTimeout)
 	defaults.Positive(&cfg.MaxAge, DefaultMaxAge)
 	defaults.Positive(&cfg.TouchInterval, DefaultTouchInterval)

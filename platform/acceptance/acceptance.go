@@ -209,9 +209,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	defaults.Positive(&cfg.SenderCache, 100_000)
 	defaults.Positive(&cfg.IdempotencyTTL, 24*time.Hour)
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
+	defaults.Clock(&cfg.Clock)
 	q, err := loadQueries()
 	if err != nil {
 		return nil, fmt.Errorf("acceptance: %w", err)

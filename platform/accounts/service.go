@@ -80,15 +80,11 @@ func New(cfg Config) (*Service, error) {
 	case cfg.Issuer == nil:
 		return nil, errors.New("accounts: Config.Issuer is required")
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
+	defaults.Clock(&cfg.Clock)
 	defaults.Positive(&cfg.DefaultDailyLimit, DefaultDailyLimit)
 	defaults.Positive(&cfg.RefreshTTL, DefaultRefreshTTL)
 	cfg.Throttle = cfg.Throttle.withDefaults()
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	defaults.Logger(&cfg.Logger)
 	q, err := sqlq.Load(queries, "queries")
 	if err != nil {
 		return nil, fmt.Errorf("accounts: %w", err)

@@ -210,12 +210,8 @@ type App struct {
 // Unlike the components it builds it takes a context: it connects and
 // migrates while it builds, and ctx bounds that.
 func New(ctx context.Context, opts Options) (*App, error) {
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
-	if opts.Clock == nil {
-		opts.Clock = clock.Real{}
-	}
+	defaults.Logger(&opts.Logger)
+	defaults.Clock(&opts.Clock)
 	cfg := opts.Config
 	a := &App{cfg: cfg, log: opts.Logger, clock: opts.Clock, Metrics: metrics.New(), Network: opts.Network}
 	var err error

@@ -87,12 +87,8 @@ func New(cfg Config) (*Service, error) {
 	defaults.Positive(&cfg.Tick, 500*time.Millisecond)
 	defaults.Positive(&cfg.Idle, 2*time.Second)
 	defaults.Positive(&cfg.Checks, 64)
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	defaults.Clock(&cfg.Clock)
+	defaults.Logger(&cfg.Logger)
 	counters, err := messages.NewCounters()
 	if err != nil {
 		return nil, fmt.Errorf("campaignrelease: %w", err)

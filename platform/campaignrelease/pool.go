@@ -60,7 +60,7 @@ func (s *Sender) usable() bool { return s.Why != WhyInactive && s.Allowance > 0 
 // is nil), counting its queued messages from id low on, and computes each
 // one's room for window.
 func (s *Service) pool(ctx context.Context, tx pgx.Tx, t db.Tenant, c campaigns.Campaign, now time.Time, low int64, window time.Duration) ([]Sender, error) {
-	var q querier = s.cfg.DB.Pool
+	var q db.Querier = s.cfg.DB.Pool
 	if tx != nil {
 		q = tx
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/sendrequest"
 	"github.com/bizmsg/platform/platform/sqlq"
 	"github.com/bizmsg/platform/platform/templates"
@@ -276,9 +277,7 @@ func New(cfg Config) (*Service, error) {
 	case cfg.Templates == nil:
 		return nil, errors.New("campaigns: Config.Templates is required")
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
+	defaults.Clock(&cfg.Clock)
 	q, err := sqlq.Load(queries, "queries")
 	if err != nil {
 		return nil, fmt.Errorf("campaigns: %w", err)

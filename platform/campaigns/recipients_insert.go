@@ -23,13 +23,9 @@ const recipientsPerInsert = 1000
 func (s *Service) addRecipients(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64, b batch) (int, error) {
 	now := s.clock.Now()
 	if !s.routed {
-		text, args, err := s.q.Pgx("add_recipients", t.Quoted(), sqlq.Args{
+		tag, err := db.ExecNamed(ctx, tx, s.q, "add_recipients", t.Quoted(), sqlq.Args{
 			"id": id, "phones": b.phones, "variables": b.variables, "refs": b.refs, "now": now,
 		})
-		if err != nil {
-			return 0, err
-		}
-		tag, err := tx.Exec(ctx, text, args...)
 		return int(tag.RowsAffected()), err
 	}
 	added := 0

@@ -112,11 +112,7 @@ func (s *Service) Cancel(ctx context.Context, t db.Tenant, id int64) (Campaign, 
 		if c.Status == StatusCompleted || c.Status == StatusCanceled {
 			return "", nil, errState(c, "canceling it")
 		}
-		text, args, err := s.q.Pgx("skip_pending", t.Quoted(), sqlq.Args{"id": id, "code": CodeCampaignCanceled, "now": now})
-		if err != nil {
-			return "", nil, err
-		}
-		if _, err := tx.Exec(ctx, text, args...); err != nil {
+		if _, err := db.ExecNamed(ctx, tx, s.q, "skip_pending", t.Quoted(), sqlq.Args{"id": id, "code": CodeCampaignCanceled, "now": now}); err != nil {
 			return "", nil, fmt.Errorf("skip pending recipients of campaign %d: %w", id, err)
 		}
 		return "cancel", sqlq.Args{"id": id, "now": now}, nil

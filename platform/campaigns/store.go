@@ -13,13 +13,8 @@ import (
 	"github.com/bizmsg/platform/platform/sqlq"
 )
 
-// queryer runs a statement: a transaction, or the pool.
-type queryer interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
-
 // on is tx, or the pool when tx is nil.
-func (s *Service) on(tx pgx.Tx) queryer {
+func (s *Service) on(tx pgx.Tx) db.Querier {
 	if tx != nil {
 		return tx
 	}
@@ -31,12 +26,8 @@ var queries embed.FS
 
 // query runs named query name of tenant t (queries/, written for pgx by
 // sqlq's Pgx) with args on q.
-func (s *Service) query(ctx context.Context, q queryer, t db.Tenant, name string, args sqlq.Args) (pgx.Rows, error) {
-	text, vals, err := s.q.Pgx(name, t.Quoted(), args)
-	if err != nil {
-		return nil, err
-	}
-	return q.Query(ctx, text, vals...)
+func (s *Service) query(ctx context.Context, q db.Querier, t db.Tenant, name string, args sqlq.Args) (pgx.Rows, error) {
+	return db.QueryNamed(ctx, q, s.q, name, t.Quoted(), args)
 }
 
 // scanCampaign reads the columns of a campaign (the fragment

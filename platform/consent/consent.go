@@ -35,6 +35,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/sqlq"
@@ -201,12 +202,8 @@ func New(cfg Config) (*Service, error) {
 	if cfg.DB == nil || cfg.Jobs == nil || cfg.Network == nil {
 		return nil, errors.New("consent: a database, a job inserter and a network are required")
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	defaults.Clock(&cfg.Clock)
+	defaults.Logger(&cfg.Logger)
 	q, err := loadQueries()
 	if err != nil {
 		return nil, err
@@ -218,22 +215,14 @@ func New(cfg Config) (*Service, error) {
 	return s, nil
 }
 
-// query runs named query name with args in tx, a pgx transaction, as pgx
-// writes it (sqlq.Queries.Pgx) for tenant t.
+// query runs named query name with args in tx, a pgx transaction, for
+// tenant t (db.QueryNamed).
 func (s *Service) query(ctx context.Context, tx pgx.Tx, t db.Tenant, name string, args sqlq.Args) (pgx.Rows, error) {
-	text, vals, err := s.q.Pgx(name, t.Quoted(), args)
-	if err != nil {
-		return nil, err
-	}
-	return tx.Query(ctx, text, vals...)
+	return db.QueryNamed(ctx, tx, s.q, name, t.Quoted(), args)
 }
 
 // exec is query for a statement whose rows are not read.
 func (s *Service) exec(ctx context.Context, tx pgx.Tx, t db.Tenant, name string, args sqlq.Args) error {
-	text, vals, err := s.q.Pgx(name, t.Quoted(), args)
-	if err != nil {
-		return err
-	}
-	_, err = tx.Exec(ctx, text, vals...)
+	_, err := db.ExecNamed(ctx, tx, s.q, name, t.Quoted(), args)
 	return err
 }

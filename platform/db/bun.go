@@ -187,6 +187,9 @@ func (d *DB) QueryPgx(ctx context.Context, tx pgx.Tx, q schema.QueryAppender) pg
 	return tx.QueryRow(ctx, string(text), pgx.QueryExecModeSimpleProtocol)
 }
 
+// errRow is the row of a statement that could not be written: its Scan
+// returns why.
 type errRow struct{ err error }
 
+// Scan returns the row's error.
 func (r errRow) Scan(...any) error { return r.err }

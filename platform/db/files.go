@@ -57,12 +57,8 @@ func ReadFileBudget(ctx context.Context, pool *pgxpool.Pool) (FileBudget, error)
 	if err != nil {
 		return FileBudget{}, fmt.Errorf("read the file budget: %w", err)
 	}
-	text, args, err := q.Pgx("file_budget", "", nil)
-	if err != nil {
-		return FileBudget{}, fmt.Errorf("read the file budget: %w", err)
-	}
 	var b FileBudget
-	if err := pool.QueryRow(ctx, text, args...).Scan(&b.MaxFilesPerProcess, &b.Tenants, &b.RelationsPerTenant); err != nil {
+	if err := QueryRowNamed(ctx, pool, q, "file_budget", "", nil).Scan(&b.MaxFilesPerProcess, &b.Tenants, &b.RelationsPerTenant); err != nil {
 		return FileBudget{}, fmt.Errorf("read the file budget: %w", err)
 	}
 	return b, nil

@@ -36,9 +36,7 @@ func (c *WaitConfig) setDefaults() {
 	defaults.Positive(&c.Timeout, 60*time.Second)
 	defaults.Positive(&c.FirstDelay, 250*time.Millisecond)
 	defaults.Positive(&c.MaxDelay, 5*time.Second)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	defaults.Logger(&c.Logger)
 }
 
 // WaitForDatabase makes sure the database named by rawURL exists and

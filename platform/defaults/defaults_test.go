@@ -1,8 +1,11 @@
 package defaults
 
 import (
+	"log/slog"
 	"testing"
 	"time"
+
+	"github.com/bizmsg/platform/platform/clock"
 )
 
 func TestPositive(t *testing.T) {
@@ -34,5 +37,31 @@ func TestPositiveKinds(t *testing.T) {
 	Positive(&f, 20.0)
 	if n != 100 || f != 20 {
 		t.Errorf("Positive on int and float64 = %d, %v, want 100, 20", n, f)
+	}
+}
+
+func TestClockAndLogger(t *testing.T) {
+	t.Parallel()
+	var c clock.Clock
+	Clock(&c)
+	if _, ok := c.(clock.Real); !ok {
+		t.Fatalf("a nil clock became %T, want clock.Real", c)
+	}
+	fixed := clock.NewFake(time.Unix(0, 0))
+	c = fixed
+	Clock(&c)
+	if c != clock.Clock(fixed) {
+		t.Fatalf("a set clock was replaced by %T", c)
+	}
+	var l *slog.Logger
+	Logger(&l)
+	if l != slog.Default() {
+		t.Fatal("a nil logger did not become slog.Default()")
+	}
+	mine := slog.New(slog.DiscardHandler)
+	l = mine
+	Logger(&l)
+	if l != mine {
+		t.Fatal("a set logger was replaced")
 	}
 }

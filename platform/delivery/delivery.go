@@ -145,12 +145,8 @@ func New(cfg Config) (*Service, error) {
 	defaults.Positive(&cfg.MaxInlineWait, time.Second)
 	defaults.Positive(&cfg.OrderWindow, 10*time.Minute)
 	defaults.Positive(&cfg.ClaimLease, 10*time.Second)
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	defaults.Clock(&cfg.Clock)
+	defaults.Logger(&cfg.Logger)
 	q, err := loadQueries()
 	if err != nil {
 		return nil, err

@@ -22,11 +22,8 @@ import (
 // for one that does not exist.
 func (s *Service) Requeue(ctx context.Context, tx pgx.Tx, t db.Tenant, id int64) (bool, error) {
 	var status string
-	query, args, err := s.q.Pgx("requeue", t.Quoted(), sqlq.Args{"id": id, "code": messages.CodeNetworkError, "now": s.clock.Now()})
-	if err == nil {
-		err = tx.QueryRow(ctx, query, args...).Scan(&status)
-	}
-	if err != nil {
+	args := sqlq.Args{"id": id, "code": messages.CodeNetworkError, "now": s.clock.Now()}
+	if err := db.QueryRowNamed(ctx, tx, s.q, "requeue", t.Quoted(), args).Scan(&status); err != nil {
 		return false, fmt.Errorf("requeue message %d of %s: %w", id, t.Schema, err)
 	}
 	if status == "requeued" {

@@ -182,11 +182,7 @@ func Purge(ctx context.Context, d *db.DB, t db.Tenant, before time.Time) (int64,
 	if err != nil {
 		return 0, err
 	}
-	text, args, err := q.Pgx("purge", t.Quoted(), sqlq.Args{"before": before})
-	if err != nil {
-		return 0, err
-	}
-	tag, err := d.Pool.Exec(ctx, text, args...)
+	tag, err := db.ExecNamed(ctx, d.Pool, q, "purge", t.Quoted(), sqlq.Args{"before": before})
 	if err != nil {
 		return 0, fmt.Errorf("purge idempotency keys of %s: %w", t.Schema, err)
 	}

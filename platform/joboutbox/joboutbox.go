@@ -152,9 +152,7 @@ func New(cfg Config) (*Outbox, error) {
 	}
 	defaults.Positive(&cfg.Batch, 500)
 	defaults.Positive(&cfg.Moves, 4)
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	defaults.Logger(&cfg.Logger)
 	q, err := sqlq.Load(queries, "queries")
 	if err != nil {
 		return nil, fmt.Errorf("joboutbox: %w", err)

@@ -157,13 +157,9 @@ func (s *Service) findKeys(ctx context.Context, _ struct{}, items []lookup) ([]*
 	}
 	now := s.cfg.Clock.Now()
 	def := s.cfg.RequestRate
-	text, args, err := s.q.Pgx(query, "", sqlq.Args{"prefix": prefixes, "hash": hashes, "now": now,
+	rows, err := db.QueryNamed(ctx, s.db.Pool, s.q, query, "", sqlq.Args{"prefix": prefixes, "hash": hashes, "now": now,
 		"rates": s.cfg.Pace != nil, "rate": def.Rate, "burst": int32(def.Burst),
 		"touched_before": now.Add(-s.cfg.TouchInterval)})
-	if err != nil {
-		return nil, err
-	}
-	rows, err := s.db.Pool.Query(ctx, text, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -121,13 +121,9 @@ func New(cfg Config) (*Service, error) {
 	case cfg.Hasher == nil:
 		return nil, errors.New("keys: Config.Hasher is required")
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
+	defaults.Clock(&cfg.Clock)
 	defaults.Positive(&cfg.TouchInterval, DefaultTouchInterval)
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	defaults.Logger(&cfg.Logger)
 	if cfg.Batch.MaxInFlight == 0 {
 		cfg.Batch.MaxInFlight = batch.ReadMaxInFlight
 	}

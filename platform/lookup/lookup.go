@@ -15,6 +15,7 @@ import (
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/consent"
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/phone"
 	"github.com/bizmsg/platform/platform/senders"
@@ -165,9 +166,7 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Network == nil || cfg.Senders == nil || cfg.Contacts == nil {
 		return nil, errors.New("lookup: a network, a senders service and a contacts service are required")
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
+	defaults.Clock(&cfg.Clock)
 	return &Service{net: cfg.Network, senders: cfg.Senders, contacts: cfg.Contacts, window: cfg.ServiceWindow, clock: cfg.Clock}, nil
 }
 

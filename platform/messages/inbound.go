@@ -93,11 +93,7 @@ func (s *Service) Receive(ctx context.Context, in Inbound) (ReceiptOutcome, erro
 			// Nothing stored: a repeat of a stored message, or a number
 			// no longer active in the tenant's own table.
 			var seen bool
-			query, args, err := s.q.Pgx("inbound_seen", t.Quoted(), sqlq.Args{"network_id": in.ID})
-			if err != nil {
-				return err
-			}
-			if err := tx.QueryRow(ctx, query, args...).Scan(&seen); err != nil {
+			if err := db.QueryRowNamed(ctx, tx, s.q, "inbound_seen", t.Quoted(), sqlq.Args{"network_id": in.ID}).Scan(&seen); err != nil {
 				return fmt.Errorf("find inbound message %q: %w", in.ID, err)
 			}
 			if seen {

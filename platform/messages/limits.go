@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/sqlq"
 )
@@ -21,11 +19,6 @@ type Limits struct {
 	DefaultDailyLimit int
 	SenderRate        *float64
 	SenderBurst       *int
-}
-
-// RowQuerier runs a statement that reads one row: a pool or a transaction.
-type RowQuerier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
 // Counters runs the daily-limit statements that every stage of a message
@@ -51,13 +44,9 @@ func NewCounters() (*Counters, error) {
 // delivery claim, a campaign's pool) to take as arguments: a statement of
 // a tenant schema never joins central.organizations, because on Citus the
 // schema is on a worker and central on the coordinator (docs/scaling.md).
-func (c *Counters) ReadLimits(ctx context.Context, q RowQuerier, orgID int64) (Limits, error) {
-	query, args, err := c.q.Pgx("read_limits", "", sqlq.Args{"org_id": orgID})
-	if err != nil {
-		return Limits{}, fmt.Errorf("organization %d's limits: %w", orgID, err)
-	}
+func (c *Counters) ReadLimits(ctx context.Context, q db.Querier, orgID int64) (Limits, error) {
 	var l Limits
-	if err := q.QueryRow(ctx, query, args...).Scan(&l.DefaultDailyLimit, &l.SenderRate, &l.SenderBurst); err != nil {
+	if err := db.QueryRowNamed(ctx, q, c.q, "read_limits", "", sqlq.Args{"org_id": orgID}).Scan(&l.DefaultDailyLimit, &l.SenderRate, &l.SenderBurst); err != nil {
 		return Limits{}, fmt.Errorf("organization %d's limits: %w", orgID, err)
 	}
 	return l, nil

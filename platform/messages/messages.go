@@ -39,6 +39,7 @@ import (
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/consent"
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/jsonenc"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/senders"
@@ -329,12 +330,8 @@ func New(cfg Config) (*Service, error) {
 	case cfg.Jobs == nil:
 		return nil, errors.New("messages: Config.Jobs is required")
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	defaults.Clock(&cfg.Clock)
+	defaults.Logger(&cfg.Logger)
 	q, err := loadQueries()
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/sqlq"
 )
 
@@ -32,7 +33,7 @@ func (m *Migrator) Citus(ctx context.Context) (bool, error) { return m.citusVia(
 
 // citusVia is Citus, asking q (a transaction the caller holds, so that no
 // second connection is needed) when the answer is not known yet.
-func (m *Migrator) citusVia(ctx context.Context, q querier) (bool, error) {
+func (m *Migrator) citusVia(ctx context.Context, q db.Querier) (bool, error) {
 	m.citusState.mu.Lock()
 	defer m.citusState.mu.Unlock()
 	if m.citusState.known {

@@ -143,9 +143,7 @@ func New(cfg Config) (*Migrator, error) {
 	}
 	pool := cfg.Pool
 	defaults.Positive(&cfg.Concurrency, 4)
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	defaults.Logger(&cfg.Logger)
 	m := &Migrator{pool: pool, cfg: cfg}
 	var err error
 	if m.q, err = sqlq.Load(queries, "queries"); err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/riverqueue/river"
 	"riverqueue.com/riverui"
 
+	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/httpx"
 )
 
@@ -45,9 +46,7 @@ func Handler(ctx context.Context, client *river.Client[pgx.Tx], cfg Config) (htt
 	if cfg.User == "" || cfg.Password == "" {
 		return nil, errors.New("ops: operator credentials are required")
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	defaults.Logger(&cfg.Logger)
 	ui, err := riverui.NewHandler(&riverui.HandlerOpts{
 		Endpoints: riverui.NewEndpoints(client, nil),
 		Logger:    cfg.Logger.With("component", "ops"),
@@ -90,9 +89,7 @@ func basicAuth(next http.Handler, user, password string) http.Handler {
 // Serve serves the console on cfg.Addr until ctx is done. It returns once
 // the listener is open; errors after that are logged.
 func Serve(ctx context.Context, client *river.Client[pgx.Tx], cfg Config) (net.Addr, error) {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	defaults.Logger(&cfg.Logger)
 	h, err := Handler(ctx, client, cfg)
 	if err != nil {
 		return nil, err

@@ -40,6 +40,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bizmsg/platform/platform/batch"
+	"github.com/bizmsg/platform/platform/db"
 	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/sqlq"
 )
@@ -396,33 +397,21 @@ func (s *Store) Sweep(ctx context.Context) error {
 // Len reports how many buckets and tickets the table holds, for tests and
 // operators.
 func (s *Store) Len(ctx context.Context) (buckets, tickets int, err error) {
-	text, _, err := s.q.Pgx("count", "", nil)
-	if err == nil {
-		err = s.pool.QueryRow(ctx, text).Scan(&buckets, &tickets)
-	}
-	if err != nil {
+	if err = db.QueryRowNamed(ctx, s.pool, s.q, "count", "", nil).Scan(&buckets, &tickets); err != nil {
 		return 0, 0, fmt.Errorf("pace: count: %w", err)
 	}
 	return buckets, tickets, nil
 }
 
-// query runs named query name with args on the pool, as pgx writes it
-// (sqlq.Queries.Pgx): pgx keeps the statement prepared per connection, as
-// it does every statement of the Store.
+// query runs named query name with args on the pool (db.QueryNamed): pgx
+// keeps the statement prepared per connection, as it does every statement
+// of the Store.
 func (s *Store) query(ctx context.Context, name string, args sqlq.Args) (pgx.Rows, error) {
-	text, vals, err := s.q.Pgx(name, "", args)
-	if err != nil {
-		return nil, err
-	}
-	return s.pool.Query(ctx, text, vals...)
+	return db.QueryNamed(ctx, s.pool, s.q, name, "", args)
 }
 
 // exec is query for a statement that returns no rows.
 func (s *Store) exec(ctx context.Context, name string, args sqlq.Args) error {
-	text, vals, err := s.q.Pgx(name, "", args)
-	if err != nil {
-		return err
-	}
-	_, err = s.pool.Exec(ctx, text, vals...)
+	_, err := db.ExecNamed(ctx, s.pool, s.q, name, "", args)
 	return err
 }

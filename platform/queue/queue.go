@@ -135,9 +135,7 @@ func (c Config) WithDefaults() Config {
 }
 
 func (c *Config) setDefaults() {
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	defaults.Logger(&c.Logger)
 	defaults.Positive(&c.MaxWorkers, 100)
 	defaults.Positive(&c.DeliveryMaxWorkers, 100)
 	defaults.Positive(&c.WebhookMaxWorkers, 100)

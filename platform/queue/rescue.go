@@ -82,9 +82,7 @@ func NewRescuer(cfg RescuerConfig) (*Rescuer, error) {
 		}
 	}
 	defaults.Positive(&cfg.Interval, time.Second)
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	defaults.Logger(&cfg.Logger)
 	q, err := sqlq.Load(queries, "queries")
 	if err != nil {
 		return nil, fmt.Errorf("queue: %w", err)

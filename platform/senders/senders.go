@@ -209,12 +209,8 @@ func New(cfg Config) (*Service, error) {
 	case len(cfg.Secret) < 32:
 		return nil, fmt.Errorf("senders: Config.Secret must be at least 32 bytes, got %d", len(cfg.Secret))
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	defaults.Clock(&cfg.Clock)
+	defaults.Logger(&cfg.Logger)
 	defaults.Positive(&cfg.OTPTTL, 10*time.Minute)
 	defaults.Positive(&cfg.MaxOTPAttempts, 5)
 	defaults.Positive(&cfg.ResendCooldown, time.Minute)

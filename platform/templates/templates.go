@@ -21,6 +21,7 @@ import (
 
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/queue"
 	"github.com/bizmsg/platform/platform/webhooks"
@@ -179,8 +180,6 @@ func New(cfg Config) (*Service, error) {
 	case cfg.Jobs == nil:
 		return nil, errors.New("templates: Config.Jobs is required")
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
+	defaults.Clock(&cfg.Clock)
 	return &Service{db: cfg.DB, jobs: cfg.Jobs, events: cfg.Events, net: cfg.Network, clock: cfg.Clock}, nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/bizmsg/platform/platform/clock"
+	"github.com/bizmsg/platform/platform/defaults"
 )
 
 // Defaults and limits for Config.
@@ -96,9 +97,7 @@ func (c Config) withDefaults() Config {
 	if c.Leeway == 0 {
 		c.Leeway = DefaultLeeway
 	}
-	if c.Clock == nil {
-		c.Clock = clock.Real{}
-	}
+	defaults.Clock(&c.Clock)
 	keys := make([]Key, len(c.Keys))
 	for i, k := range c.Keys {
 		keys[i] = Key{ID: k.ID, Secret: append([]byte(nil), k.Secret...)}

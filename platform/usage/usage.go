@@ -163,9 +163,7 @@ func New(cfg Config) (*Service, error) {
 	if cfg.DB == nil || cfg.DB.Bun == nil {
 		return nil, errors.New("usage: Config.DB is required")
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
+	defaults.Clock(&cfg.Clock)
 	def := cfg.Defaults
 	defaults.Positive(&def.SenderRate, 20)
 	defaults.Positive(&def.SenderBurst, 40)

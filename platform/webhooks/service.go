@@ -114,12 +114,8 @@ func (c *Config) setDefaults() {
 	defaults.Positive(&c.Retention, 30*24*time.Hour)
 	defaults.Positive(&c.OutboxBatch, 64)
 	defaults.Positive(&c.Expansions, 2)
-	if c.Clock == nil {
-		c.Clock = clock.Real{}
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	defaults.Clock(&c.Clock)
+	defaults.Logger(&c.Logger)
 }
 
 // Service manages an organization's webhook endpoints, records events

@@ -63,9 +63,7 @@ func (c *Config) setDefaults() {
 	defaults.Positive(&c.FreeIdle, 0.25)
 	c.FreeIdle = max(c.FreeIdle, c.BusyIdle)
 	defaults.Positive(&c.BusyRate, 2)
-	if c.Clock == nil {
-		c.Clock = clock.Real{}
-	}
+	defaults.Clock(&c.Clock)
 }
 
 // Gate admits background tasks (Acquire) and counts foreground runs (Enter,

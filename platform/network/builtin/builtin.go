@@ -31,6 +31,7 @@ import (
 	"github.com/bizmsg/platform/platform/batch"
 	"github.com/bizmsg/platform/platform/clock"
 	"github.com/bizmsg/platform/platform/db"
+	"github.com/bizmsg/platform/platform/defaults"
 	"github.com/bizmsg/platform/platform/network"
 	"github.com/bizmsg/platform/platform/phone"
 	"github.com/bizmsg/platform/platform/sqlq"
@@ -81,9 +82,7 @@ func New(cfg Config) (*Network, error) {
 	if cfg.DB == nil || cfg.DB.Pool == nil {
 		return nil, errors.New("builtin: Config.DB is required")
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
+	defaults.Clock(&cfg.Clock)
 	if cfg.Batch.MaxInFlight == 0 {
 		cfg.Batch.MaxInFlight = batch.ReadMaxInFlight
 	}
@@ -108,47 +107,22 @@ func New(cfg Config) (*Network, error) {
 //go:embed queries/*.sql
 var queries embed.FS
 
-// querier is what both the pool and a transaction offer.
-type querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
 // query runs named query name with args on q (the pool or a transaction).
-func (n *Network) query(ctx context.Context, q querier, name string, args sqlq.Args) (pgx.Rows, error) {
-	text, vals, err := n.q.Pgx(name, "", args)
-	if err != nil {
-		return nil, err
-	}
-	return q.Query(ctx, text, vals...)
+func (n *Network) query(ctx context.Context, q db.Querier, name string, args sqlq.Args) (pgx.Rows, error) {
+	return db.QueryNamed(ctx, q, n.q, name, "", args)
 }
 
 // queryRow runs named query name with args on q as query does, for its
 // first row.
-func (n *Network) queryRow(ctx context.Context, q querier, name string, args sqlq.Args) pgx.Row {
-	text, vals, err := n.q.Pgx(name, "", args)
-	if err != nil {
-		return errRow{err}
-	}
-	return q.QueryRow(ctx, text, vals...)
+func (n *Network) queryRow(ctx context.Context, q db.Querier, name string, args sqlq.Args) pgx.Row {
+	return db.QueryRowNamed(ctx, q, n.q, name, "", args)
 }
 
-// exec runs named query name with args on the pool, discarding its rows.
+// exec runs named query name with args on the pool for its effect.
 func (n *Network) exec(ctx context.Context, name string, args sqlq.Args) error {
-	rows, err := n.query(ctx, n.pool, name, args)
-	if err != nil {
-		return err
-	}
-	rows.Close()
-	return rows.Err()
+	_, err := db.ExecNamed(ctx, n.pool, n.q, name, "", args)
+	return err
 }
-
-// errRow is the row of a named query that could not be written: its
-// Scan returns why.
-type errRow struct{ err error }
-
-// Scan returns the row's error.
-func (r errRow) Scan(...any) error { return r.err }
 
 func scanAccount(row pgx.Row) (network.Account, error) {
 	var a network.Account

@@ -49,9 +49,7 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	defaults.Logger(&cfg.Logger)
 	return &Handler{cfg: cfg}, nil
 }
 
