@@ -440,6 +440,10 @@ func (b *sendBench) run(ctx context.Context, command string, keep bool) (*sendRe
 	if rep.CeilingSweep, err = b.ceilingSweep(ctx, pool); err != nil {
 		return rep, err
 	}
+	// Each of the ceiling's connections prepared an insert in every tenant:
+	// close them (the paired rounds open new ones), as forget does the
+	// bench's.
+	pool.Reset()
 	p = b.prog.phase(fmt.Sprintf("ceiling (b) River alone, %d jobs", b.cfg.Backlog))
 	if rep.CeilingRiver, err = ceilingRiver(ctx, b.d, b.cfg.Backlog, p); err != nil {
 		return rep, err
@@ -547,8 +551,23 @@ func (b *sendBench) setup(ctx context.Context) error {
 	// loop's p99 was 38-100 ms when one overlapped it, 19 ms when none
 	// did). Checkpoints of the benchmark's own writes still count.
 	b.checkpoint(ctx, "the fixtures")
+	b.forget()
 	return nil
 }
+
+// forget closes the bench's own connections (pgxpool's Reset; new ones
+// open as needed) after work that read or wrote many tenant schemas: a
+// Postgres backend keeps every relation it touched in its caches, about
+// 175 kB a tenant schema, and the service's DB_MAX_CONN_TENANTS bound is
+// not the bench's. One bench connection that had built 10,000 tenants'
+// fixtures and then counted their messages grew to 4.3 GB and was killed
+// by the kernel's OOM killer, taking the server into recovery.
+func (b *sendBench) forget() { b.d.Pool.Reset() }
+
+// forgetAbove is how many tenants a wait or count may read before forget:
+// 1,000 tenants' messages tables are tens of megabytes of a backend's
+// cache, and the 1-tenant runs keep their warm connections.
+const forgetAbove = 1000
 
 // settle runs VACUUM (ANALYZE) over the scratch database, waits (a minute
 // at most) for autovacuum workers still busy in it to finish, then
@@ -576,6 +595,7 @@ func (b *sendBench) settle(ctx context.Context) error {
 		}
 	}
 	b.checkpoint(ctx, "the ceilings")
+	b.forget()
 	return nil
 }
 
@@ -1073,6 +1093,9 @@ func (b *sendBench) countTagged(tenants []benchTenant, tag, where, at string) co
 // awaitSent waits until every one of the accepted messages tagged tag is
 // sent or failed.
 func (b *sendBench) awaitSent(ctx context.Context, tenants []benchTenant, tag string, accepted int64) error {
+	if len(tenants) > forgetAbove {
+		defer b.forget()
+	}
 	p := b.prog.phase(fmt.Sprintf("waiting for %d %s messages to be sent", accepted, tag))
 	if _, err := waitDrain(ctx, b.countTagged(tenants, tag, "status <> 'queued'", "coalesce(sent_at, now())"),
 		accepted, b.cfg.DeliveryTimeout, p); err != nil {
@@ -1087,6 +1110,9 @@ func (b *sendBench) awaitSent(ctx context.Context, tenants []benchTenant, tag st
 // temporary copy of the tagged messages, filled taggedChunk tenants at a
 // time.
 func (b *sendBench) delivered(ctx context.Context, tenants []benchTenant, tag string, accepted int64) (deliveryResult, error) {
+	if len(tenants) > forgetAbove {
+		defer b.forget()
+	}
 	if err := b.awaitSent(ctx, tenants, tag, accepted); err != nil {
 		return deliveryResult{}, err
 	}
