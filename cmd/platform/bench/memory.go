@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/bizmsg/platform/platform/db"
 )
@@ -32,6 +34,11 @@ type memory struct {
 	BackendsAnon int64 `json:"backends_anon_bytes"`
 	// BackendsRSS is the sum of their VmRSS, shared pages included.
 	BackendsRSS int64 `json:"backends_rss_bytes"`
+	// BackendsAnonPeak is the most BackendsAnon was during the runs it
+	// follows, sampled each second (watchBackends): connections that
+	// the service's DB_MAX_CONN_TENANTS bound closed before the reading
+	// after them held it (0: not sampled).
+	BackendsAnonPeak int64 `json:"backends_anon_peak_bytes,omitempty"`
 	// Error says why a figure is missing (a server on another machine).
 	Error string `json:"error,omitempty"`
 }
@@ -41,6 +48,9 @@ func (m memory) String() string {
 	mb := func(b int64) float64 { return float64(b) / (1 << 20) }
 	s := fmt.Sprintf("service peak %.1f MB; %d backends: private %.1f MB, RSS %.1f MB",
 		mb(m.ServicePeak), m.Backends, mb(m.BackendsAnon), mb(m.BackendsRSS))
+	if m.BackendsAnonPeak > 0 {
+		s += fmt.Sprintf("; private at most %.1f MB during it", mb(m.BackendsAnonPeak))
+	}
 	if m.Error != "" {
 		s += " (" + m.Error + ")"
 	}
@@ -88,6 +98,34 @@ func measureMemory(ctx context.Context, d *db.DB, svcPID int) memory {
 		m.Error = strings.Join(errs, "; ")
 	}
 	return m
+}
+
+// watchBackends samples the private memory of the backends serving the
+// service (measureMemory's BackendsAnon) now and then every interval,
+// until the stop it returns is first called, which answers the most they
+// held at once (later calls answer it again). A sample is one short query
+// and a few reads of /proc.
+func watchBackends(ctx context.Context, d *db.DB, svcPID int, every time.Duration) (stop func() int64) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan int64, 1)
+	peak := measureMemory(ctx, d, svcPID).BackendsAnon
+	go func() {
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				done <- peak
+				return
+			case <-tick.C:
+				peak = max(peak, measureMemory(ctx, d, svcPID).BackendsAnon)
+			}
+		}
+	}()
+	return sync.OnceValue(func() int64 {
+		cancel()
+		return <-done
+	})
 }
 
 // procStatus reads the named kB fields of /proc/pid/status, in bytes.

@@ -727,6 +727,8 @@ func (b *sendBench) service(ctx context.Context, rep *sendReport, pool *pgxpool.
 	if b.cpuProfile != "" {
 		prof = grabProfile(pprofAddr, max(int(b.cfg.Duration.Seconds())-1, 1), b.cpuProfile)
 	}
+	watch := watchBackends(ctx, b.d, svc.cmd.Process.Pid, time.Second)
+	defer watch()
 	g.progress = b.prog.phase(fmt.Sprintf("send closed loop, %d tenant(s), %d clients", len(first), b.cfg.Concurrency))
 	if rep.Send, err = g.closed(ctx, b.cfg.Concurrency, b.cfg.Duration, b.sendRequests(svc.addr, first, "bench-closed"), nil); err != nil {
 		return err
@@ -740,6 +742,7 @@ func (b *sendBench) service(ctx context.Context, rep *sendReport, pool *pgxpool.
 		return err
 	}
 	firstMemory := measureMemory(ctx, b.d, svc.cmd.Process.Pid)
+	firstMemory.BackendsAnonPeak = watch()
 
 	// Open loop at a fixed rate: latency below saturation.
 	rate := b.cfg.OpenRate
@@ -784,6 +787,8 @@ func (b *sendBench) service(ctx context.Context, rep *sendReport, pool *pgxpool.
 	for _, n := range b.cfg.Tenants[1:] {
 		ts := b.tenants[:n]
 		tag := "bench-sweep-" + strconv.Itoa(n)
+		watch := watchBackends(ctx, b.d, svc.cmd.Process.Pid, time.Second)
+		defer watch()
 		if sends := int64(b.cfg.SweepWarmupSends * float64(n*b.cfg.DBMaxConns)); b.cfg.SweepWarmup > 0 && sends > 0 {
 			warm := "bench-warmup-" + strconv.Itoa(n)
 			g.progress = b.prog.phase(fmt.Sprintf("warm-up, %d tenants, %d sends", n, sends))
@@ -820,8 +825,10 @@ func (b *sendBench) service(ctx context.Context, rep *sendReport, pool *pgxpool.
 		}
 		med := medianBy(rounds, func(r sweepRound) float64 { return r.Ratio })
 		meMed := medianBy(rounds, func(r sweepRound) float64 { return r.MeRatio })
+		mem := measureMemory(ctx, b.d, svc.cmd.Process.Pid)
+		mem.BackendsAnonPeak = watch()
 		sweep = append(sweep, sweepEntry{Tenants: n, Send: med.Send, Delivery: med.Delivery, Ratio: med.Ratio,
-			Me: meMed.Me, MeRatio: meMed.MeRatio, Rounds: rounds, Memory: measureMemory(ctx, b.d, svc.cmd.Process.Pid)})
+			Me: meMed.Me, MeRatio: meMed.MeRatio, Rounds: rounds, Memory: mem})
 	}
 	rep.Sweep = sweep
 	return nil
