@@ -101,23 +101,21 @@ func measureMemory(ctx context.Context, d *db.DB, svcPID int) memory {
 }
 
 // watchBackends samples the private memory of the backends serving the
-// service (measureMemory's BackendsAnon) now and then every interval,
-// until the stop it returns is first called, which answers the most they
-// held at once (later calls answer it again). A sample is one short query
-// and a few reads of /proc.
-func watchBackends(ctx context.Context, d *db.DB, svcPID int, every time.Duration) (stop func() int64) {
+// service (measureMemory's BackendsAnon) now and at each of ticks, until
+// the stop it returns is first called, which answers the most they held
+// at once (later calls answer it again). A sample is one short query and
+// a few reads of /proc.
+func watchBackends(ctx context.Context, d *db.DB, svcPID int, ticks <-chan time.Time) (stop func() int64) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan int64, 1)
 	peak := measureMemory(ctx, d, svcPID).BackendsAnon
 	go func() {
-		tick := time.NewTicker(every)
-		defer tick.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				done <- peak
 				return
-			case <-tick.C:
+			case <-ticks:
 				peak = max(peak, measureMemory(ctx, d, svcPID).BackendsAnon)
 			}
 		}

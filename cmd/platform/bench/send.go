@@ -727,9 +727,11 @@ func (b *sendBench) service(ctx context.Context, rep *sendReport, pool *pgxpool.
 	if b.cpuProfile != "" {
 		prof = grabProfile(pprofAddr, max(int(b.cfg.Duration.Seconds())-1, 1), b.cpuProfile)
 	}
-	// watch samples the backends through each tenant count's runs; the
-	// deferred call ends the last one when a run fails.
-	watch := watchBackends(ctx, b.d, svc.cmd.Process.Pid, time.Second)
+	// watch samples the backends each second through each tenant count's
+	// runs; the deferred call ends the last one when a run fails.
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	watch := watchBackends(ctx, b.d, svc.cmd.Process.Pid, tick.C)
 	defer func() { watch() }()
 	g.progress = b.prog.phase(fmt.Sprintf("send closed loop, %d tenant(s), %d clients", len(first), b.cfg.Concurrency))
 	if rep.Send, err = g.closed(ctx, b.cfg.Concurrency, b.cfg.Duration, b.sendRequests(svc.addr, first, "bench-closed"), nil); err != nil {
@@ -789,7 +791,7 @@ func (b *sendBench) service(ctx context.Context, rep *sendReport, pool *pgxpool.
 	for _, n := range b.cfg.Tenants[1:] {
 		ts := b.tenants[:n]
 		tag := "bench-sweep-" + strconv.Itoa(n)
-		watch = watchBackends(ctx, b.d, svc.cmd.Process.Pid, time.Second)
+		watch = watchBackends(ctx, b.d, svc.cmd.Process.Pid, tick.C)
 		if sends := int64(b.cfg.SweepWarmupSends * float64(n*b.cfg.DBMaxConns)); b.cfg.SweepWarmup > 0 && sends > 0 {
 			warm := "bench-warmup-" + strconv.Itoa(n)
 			g.progress = b.prog.phase(fmt.Sprintf("warm-up, %d tenants, %d sends", n, sends))
