@@ -324,7 +324,7 @@ func benchSend(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	citus := fs.Bool("citus", false, "after the run on DATABASE_URL's server, start a local 3-node Citus cluster (scripts/citus-cluster, on free ports), run the same phases with the scratch database on its coordinator "+
 		"(every tenant schema distributed to a worker), stop the cluster, and print both runs and the sweep side by side (-out: both reports; -keep keeps the stopped cluster's directory)")
 	citusScript := fs.String("citus-script", "scripts/citus-cluster", "the cluster script -citus runs")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the service during the closed-loop send to this file, one during the first webhook round's run with an endpoint to this file + \".webhooks\", and one of the worker during the drain to this file + \".drain\" (the service runs with PPROF_ADDR on a loopback port)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the service during the closed-loop send to this file, one during GET /api/v1/me to this file + \".me\", one during the first webhook round's run with an endpoint to this file + \".webhooks\", and one of the worker during the drain to this file + \".drain\" (the service runs with PPROF_ADDR on a loopback port)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -772,9 +772,18 @@ func (b *sendBench) service(ctx context.Context, rep *sendReport, pool *pgxpool.
 	// GET /me against the bare gin handler's figure.
 	gm := newLoadGen(b.cfg.Concurrency, http.StatusOK)
 	defer gm.close()
+	gm.scope = g.scope
 	gm.progress = b.prog.phase("GET /api/v1/me closed loop")
+	if b.cpuProfile != "" {
+		prof = grabProfile(pprofAddr, max(int(b.cfg.Duration.Seconds())-1, 1), b.cpuProfile+".me")
+	}
 	if rep.Me, err = gm.closed(ctx, b.cfg.Concurrency, b.cfg.Duration, meRequests(svc.addr, first), nil); err != nil {
 		return err
+	}
+	if prof != nil {
+		if err := <-prof; err != nil {
+			return err
+		}
 	}
 
 	if rep.Paired, rep.PairedRatio, err = b.paired(ctx, g, svc.addr, pool); err != nil {
@@ -1333,6 +1342,7 @@ func printSendReport(w io.Writer, r *sendReport) {
 			r.Delivery.ExactlyOnce, r.Delivery.Accepted, r.Delivery.Rows, r.Delivery.Sent, r.Delivery.NetworkRows))
 		line("GET /api/v1/me requests/s", rate(r.Me))
 		line("  latency", lat(r.Me))
+		line("  CPU per request", fmt.Sprintf("%9.3f ms  (machine; service and its backends %.3f ms)", r.Me.CPUPerOK, r.Me.ScopeCPUPerOK))
 		if len(r.Paired) > 0 {
 			line("accepted sends/s vs ceiling (a), paired rounds", fmt.Sprintf("%8.1f %%  (median of %d rounds back to back, %d tenant(s))",
 				100*r.PairedRatio, len(r.Paired), r.Config.Tenants[0]))
