@@ -12,7 +12,7 @@ import (
 // opens (its catalog caches: the relation, its attributes, indexes and
 // plans) until the backend ends; nothing evicts it. A tenant schema is
 // about 56 relations, and one backend that has served N tenants holds
-// about 115 kB × N of them (docs/operations.md, §Memory), so a pool whose
+// about 200 kB × N of them (docs/operations.md, §Memory), so a pool whose
 // every connection serves every tenant grows with the number of
 // organizations. Config.MaxConnTenants bounds it: a pool connection counts
 // the tenant schemas its statements name, and once the count passes the
