@@ -164,45 +164,36 @@ func TestWebhookSlicesAddUp(t *testing.T) {
 // none.
 func TestTargetsOverManyTenants(t *testing.T) {
 	t.Parallel()
-	entry := func(n int, rate float64, once bool) sweepEntry {
-		return sweepEntry{Tenants: n, Send: loadResult{Rate: rate}, Delivery: deliveryResult{ExactlyOnce: once}, MeRatio: 0.95}
+	entry := func(n int, ratio float64, once bool) sweepEntry {
+		return sweepEntry{Tenants: n, Ratio: ratio, Delivery: deliveryResult{ExactlyOnce: once}, MeRatio: 0.95}
 	}
-	ceiling := func(n int, rate float64) ceilingSweepEntry {
-		return ceilingSweepEntry{Tenants: n, Spread: loadResult{Rate: rate}}
-	}
+	routing := target{Name: "  GET /me over as many vs 1 tenant (routing alone), %", Value: 95, Goal: ">= 90", Met: true}
 	tests := []struct {
 		name  string
 		sweep []sweepEntry
 		want  []target
 	}{
-		{"met over 1,000, not over 10,000", []sweepEntry{entry(1, 1000, true), entry(100, 500, true), entry(1000, 600, true), entry(10000, 300, true)},
+		{"met over 1,000, not over 10,000", []sweepEntry{entry(1, 1, true), entry(100, 0.5, true), entry(1000, 0.72, true), entry(10000, 0.3, true)},
 			[]target{
-				{Name: "sends/s over 1,000 tenants vs ceiling (a) over as many, %", Value: 50, Goal: ">= 50", Met: true},
-				{Name: "  GET /me over as many vs 1 tenant (routing alone), %", Value: 95, Goal: ">= 90", Met: true},
-				{Name: "sends/s over 10,000 tenants vs ceiling (a) over as many, %", Value: 37.5, Goal: ">= 40"},
-				{Name: "  GET /me over as many vs 1 tenant (routing alone), %", Value: 95, Goal: ">= 90", Met: true},
+				{Name: "sends/s over 1,000 tenants vs 1 tenant (median round), x", Value: 0.72, Goal: ">= 0.7", Met: true},
+				routing,
+				{Name: "sends/s over 10,000 tenants vs 1 tenant (median round), x", Value: 0.3, Goal: ">= 0.5"},
+				routing,
 			}},
-		{"not met when a message was not sent exactly once", []sweepEntry{entry(1, 1000, true), entry(1000, 900, false)},
-			[]target{
-				{Name: "sends/s over 1,000 tenants vs ceiling (a) over as many, %", Value: 75, Goal: ">= 50"},
-				{Name: "  GET /me over as many vs 1 tenant (routing alone), %", Value: 95, Goal: ">= 90", Met: true},
-			}},
-		{"none without 1,000 or 10,000", []sweepEntry{entry(1, 1000, true), entry(100, 500, true)}, nil},
-		// -tenants 1000 alone: ceiling (a) itself was measured over them,
-		// and there is no 1-tenant run to compare routing with.
-		{"1,000 tenants first", []sweepEntry{entry(1000, 450, true)},
-			[]target{{Name: "sends/s over 1,000 tenants vs ceiling (a) over as many, %", Value: 30, Goal: ">= 50"}}},
+		{"met over 10,000 at its goal", []sweepEntry{entry(1, 1, true), entry(10000, 0.5, true)},
+			[]target{{Name: "sends/s over 10,000 tenants vs 1 tenant (median round), x", Value: 0.5, Goal: ">= 0.5", Met: true}, routing}},
+		{"not met when a message was not sent exactly once", []sweepEntry{entry(1, 1, true), entry(1000, 0.9, false)},
+			[]target{{Name: "sends/s over 1,000 tenants vs 1 tenant (median round), x", Value: 0.9, Goal: ">= 0.7"}, routing}},
+		{"none without 1,000 or 10,000", []sweepEntry{entry(1, 1, true), entry(100, 0.5, true)}, nil},
+		// -tenants 1000 alone: no 1-tenant run to compare with.
+		{"1,000 tenants first", []sweepEntry{entry(1000, 1, true)}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			r := &sendReport{Sweep: tt.sweep, CeilingPostgres: loadResult{OK: 1, Rate: 1500}}
-			if tt.sweep[0].Tenants == 1 {
-				r.CeilingSweep = []ceilingSweepEntry{ceiling(100, 1000), ceiling(1000, 1200), ceiling(10000, 800)}
-			}
 			var got []target
-			for _, tg := range targets(r) {
-				if strings.Contains(tg.Name, "tenants vs ceiling") || strings.Contains(tg.Name, "routing alone") {
+			for _, tg := range targets(&sendReport{Sweep: tt.sweep}) {
+				if strings.Contains(tg.Name, "tenants vs 1 tenant") || strings.Contains(tg.Name, "routing alone") {
 					got = append(got, tg)
 				}
 			}
@@ -313,5 +304,22 @@ func TestReleasedPer(t *testing.T) {
 	}
 	if got := releasedPer(nil, 30); got != "" {
 		t.Fatalf("releasedPer(nil) = %q, want empty", got)
+	}
+}
+
+func TestMeTarget(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		me   float64
+		want bool
+	}{{24.9, false}, {25, true}, {40, true}} {
+		r := &sendReport{Me: loadResult{Rate: tt.me}, CeilingGin: loadResult{Rate: 100}}
+		i := slices.IndexFunc(targets(r), func(tg target) bool { return tg.Name == "GET /me vs ceiling (c) bare gin, %" })
+		if i < 0 {
+			t.Fatal("no GET /me target")
+		}
+		if got := targets(r)[i]; got.Goal != ">= 25" || got.Met != tt.want {
+			t.Errorf("/me at %v%% of bare gin: %+v, want met %v against >= 25", tt.me, got, tt.want)
+		}
 	}
 }
