@@ -313,13 +313,37 @@ func TestMeTarget(t *testing.T) {
 		me   float64
 		want bool
 	}{{24.9, false}, {25, true}, {40, true}} {
-		r := &sendReport{Me: loadResult{Rate: tt.me}, CeilingGin: loadResult{Rate: 100}}
-		i := slices.IndexFunc(targets(r), func(tg target) bool { return tg.Name == "GET /me vs ceiling (c) bare gin, %" })
+		all := targets(&sendReport{Me: loadResult{Rate: tt.me}, CeilingGin: loadResult{Rate: 100}})
+		i := slices.IndexFunc(all, func(tg target) bool { return tg.Name == "GET /me vs ceiling (c) bare gin, %" })
 		if i < 0 {
 			t.Fatal("no GET /me target")
 		}
-		if got := targets(r)[i]; got.Goal != ">= 25" || got.Met != tt.want {
+		if got := all[i]; got.Goal != ">= 25" || got.Met != tt.want {
 			t.Errorf("/me at %v%% of bare gin: %+v, want met %v against >= 25", tt.me, got, tt.want)
+		}
+	}
+}
+
+// A target's goal is written once: its text and its check agree, at the
+// goal itself and just past it, and a failed run check fails it.
+func TestGoals(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		got  target
+		goal string
+		met  bool
+	}{
+		{atLeast("a", 90, 90), ">= 90", true},
+		{atLeast("a", 89.99, 90), ">= 90", false},
+		{atLeast("a", 0.7, 0.7, true), ">= 0.7", true},
+		{atLeast("a", 100, 90, true, false), ">= 90", false},
+		{atMost("a", 32, 32), "<= 32", true},
+		{atMost("a", 32.01, 32), "<= 32", false},
+		{atMost("a", 1, 25, false), "<= 25", false},
+		{atLeast("a", 10000, 10000), ">= 10000", true},
+	} {
+		if tt.got.Goal != tt.goal || tt.got.Met != tt.met {
+			t.Errorf("%+v: want goal %q, met %v", tt.got, tt.goal, tt.met)
 		}
 	}
 }

@@ -380,10 +380,8 @@ func (b *sendBench) checkOrder(ctx context.Context, conv benchTenant, c *convers
 // workersTarget is the drain over several workers against one worker's,
 // both spread over the recipients: at least 90% of its rate.
 func workersTarget(w *workersDrain) target {
-	t := target{Name: fmt.Sprintf("delivery drain, %d workers vs 1 worker (spread), %%", w.Workers),
-		Value: roundMS(w.Ratio * 100), Goal: ">= 90"}
-	t.Met = t.Value >= 90 && w.One.Check.ExactlyOnce && w.Spread.Check.ExactlyOnce
-	return t
+	return atLeast(fmt.Sprintf("delivery drain, %d workers vs 1 worker (spread), %%", w.Workers),
+		roundMS(w.Ratio*100), 90, w.One.Check.ExactlyOnce, w.Spread.Check.ExactlyOnce)
 }
 
 // check fails when a message of the phases was not sent exactly once, or
