@@ -274,7 +274,9 @@ func TestScheduledReleaseAttemptsRunOut(t *testing.T) {
 	ctx := context.Background()
 
 	flaky.lookupsFailing.Store(true)
-	m := e.mustSchedule(org, scheduled(sid, phoneN(10), "never", dueIn(3*time.Second)))
+	// Due in 10 s: the job must still be scheduled when its max_attempts is
+	// lowered below, which a loaded machine took over 3 s to reach.
+	m := e.mustSchedule(org, scheduled(sid, phoneN(10), "never", dueIn(10*time.Second)))
 	e.waitMoved(org)
 	tag, err := e.App.DB.Pool.Exec(ctx, `UPDATE river.river_job SET max_attempts = 2
 		WHERE kind = 'message_release' AND (args->>'message_id')::bigint = $1 AND (args->>'org_id')::bigint = $2
@@ -291,7 +293,7 @@ func TestScheduledReleaseAttemptsRunOut(t *testing.T) {
 		state             string
 		attempt, failures int
 	)
-	poll(t, 30*time.Second, func() (bool, string) {
+	poll(t, 60*time.Second, func() (bool, string) {
 		if err := e.App.DB.Pool.QueryRow(ctx, `SELECT state::text, attempt, coalesce(array_length(errors, 1), 0)
 			FROM river.river_job WHERE kind = 'message_release' AND (args->>'message_id')::bigint = $1
 			  AND (args->>'org_id')::bigint = $2`, m.ID, org.ID).Scan(&state, &attempt, &failures); err != nil {
