@@ -269,15 +269,18 @@ func IsSchemaSwitch(err error) bool {
 // gives a statement or a commit whose connection to a worker node broke
 // (the node crashed or stopped meanwhile): libpq's words for a lost
 // connection, which Citus reports as XX000 when the node sent no error of
-// its own, and its failure of a transaction's connection to a node. (Its
-// failed copy of an intermediate result to the node is 58030, "failed to
-// COPY to shard".)
+// its own, its failure of a transaction's connection to a node, and its
+// check after a commit that every shard's placement committed (a
+// placement's connection failed; the schema has no deferred constraint,
+// the check's other cause). (Its failed copy of an intermediate result to
+// the node is 58030, "failed to COPY to shard".)
 var citusNodeLost = []string{
 	"server closed the connection unexpectedly",
 	"failure on connection marked as essential",
 	"connection not open",
 	"no connection to the server",
 	"could not receive data from server",
+	"could not commit transaction for shard",
 }
 
 // IsNodeLost reports whether err is Citus's report that its connection to

@@ -51,6 +51,8 @@ func TestIsNodeLost(t *testing.T) {
 		{"a commit's", fmt.Errorf("commit: %w", &pgconn.PgError{Code: "XX000",
 			Message: "server closed the connection unexpectedly\n\tThis probably means the server terminated abnormally\n\tbefore or while processing the request.\ninvalid socket"}), true},
 		{"an essential connection failed", &pgconn.PgError{Code: "XX000", Message: "failure on connection marked as essential: 127.0.0.1:42686"}, true},
+		{"a placement's commit", fmt.Errorf("commit: %w", &pgconn.PgError{Code: "XX000",
+			Message: "could not commit transaction for shard 102027 on at least one active node"}), true},
 		{"an intermediate result's copy", &pgconn.PgError{Code: "58030", Message: "failed to COPY to shard 0 on 127.0.0.1:29305"}, true},
 		{"another internal error", &pgconn.PgError{Code: "XX000", Message: "could not find the intermediate result"}, false},
 		{"another I/O error", &pgconn.PgError{Code: "58030", Message: "could not read file"}, false},
